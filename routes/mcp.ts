@@ -1,0 +1,74 @@
+/**
+ * @module routes/mcp
+ * The MCP endpoint: `POST /mcp` hands one message to the engine; `GET`/`DELETE` (and any other method)
+ * answer 405 with `Allow: POST` (no sessions, no standalone stream in 2026-07-28). Before the engine, in
+ * the order of design §3: body size (413), authentication (401/403), Content-Type (415), strict UTF-8
+ * (-32700). The Origin/Host guard is applied by `createHttpApp` in front of this route.
+ */
+import { Hono, type MiddlewareHandler } from 'hono'
+import { bodyLimit } from 'hono/body-limit'
+import { jsonRpcError } from '../src/http/errors.ts'
+import { ErrorCode } from '../src/mcp/errors.ts'
+import type { McpHandler } from '../src/mcp/handler.ts'
+
+export interface McpRouteOptions {
+  handler: McpHandler
+  maxBodyBytes: number
+  /** Sets the `principal` context variable or answers 401/403; runs after the body-size check. */
+  authenticate: MiddlewareHandler
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true })
+
+export function mcpRoute({ handler, maxBodyBytes, authenticate }: McpRouteOptions): Hono {
+  const route = new Hono()
+
+  route.post(
+    '/mcp',
+    bodyLimit({
+      maxSize: maxBodyBytes,
+      onError: () =>
+        jsonRpcError(null, 413, `Payload Too Large: the body exceeds ${maxBodyBytes} bytes.`),
+    }),
+    authenticate,
+    async function serveMcp(c) {
+      const type = c.req.header('content-type')
+      if (!type || !/^application\/json\s*(;|$)/i.test(type)) {
+        return jsonRpcError(
+          null,
+          415,
+          'Unsupported Media Type: send the JSON-RPC message as application/json.'
+        )
+      }
+      let body: string
+      try {
+        body = utf8.decode(await c.req.arrayBuffer())
+      } catch {
+        return jsonRpcError(
+          null,
+          400,
+          'Parse error: the body is not valid UTF-8.',
+          {},
+          ErrorCode.ParseError
+        )
+      }
+      return handler({
+        body,
+        headers: c.req.raw.headers,
+        principal: c.get('principal'),
+        signal: c.req.raw.signal,
+      })
+    }
+  )
+
+  route.all('/mcp', function methodNotAllowed() {
+    return jsonRpcError(
+      null,
+      405,
+      'Method Not Allowed: this stateless MCP endpoint accepts POST only.',
+      { allow: 'POST' }
+    )
+  })
+
+  return route
+}

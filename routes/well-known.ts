@@ -1,0 +1,28 @@
+/**
+ * @module routes/well-known
+ * OAuth 2.0 Protected Resource Metadata (RFC 9728) for the MCP endpoint, at both well-known paths the
+ * spec allows (root and `/mcp`-suffixed). Served only when bearer auth is configured; without auth
+ * there is no authorization server to name, and these paths answer 404.
+ */
+import { Hono } from 'hono'
+import type { AuthConfig } from '../src/config.ts'
+
+export interface WellKnownOptions {
+  auth: AuthConfig | undefined
+  /** Canonical URL of the MCP endpoint (the token audience). */
+  resource: string
+}
+
+export function wellKnownRoute({ auth, resource }: WellKnownOptions): Hono {
+  const route = new Hono()
+  if (!auth) return route
+  const metadata = {
+    resource,
+    authorization_servers: auth.authorizationServers,
+    bearer_methods_supported: ['header'],
+    ...(auth.requiredScope ? { scopes_supported: auth.requiredScope.split(' ') } : {}),
+  }
+  route.get('/.well-known/oauth-protected-resource', (c) => c.json(metadata))
+  route.get('/.well-known/oauth-protected-resource/mcp', (c) => c.json(metadata))
+  return route
+}

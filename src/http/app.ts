@@ -1,0 +1,57 @@
+/**
+ * @module http/app
+ * `createHttpApp` assembles the HTTP face shared by every server built on the engine (the notes server
+ * and the conformance fixture): Origin/Host guard → 405/413/415 → bearer auth → the engine, plus the
+ * health and protected-resource-metadata routes, and an `X-Replica` header naming the replica that
+ * answered. Application-specific routes are mounted by the caller.
+ */
+import { Hono } from 'hono'
+import { bearerAuth } from '../auth/bearer.ts'
+import type { Config } from '../config.ts'
+import type { McpHandler } from '../mcp/handler.ts'
+import { healthRoute } from '../../routes/health.ts'
+import { mcpRoute } from '../../routes/mcp.ts'
+import { wellKnownRoute } from '../../routes/well-known.ts'
+import { originGuard } from './origin-guard.ts'
+
+export interface HttpAppOptions {
+  config: Config
+  handler: McpHandler
+}
+
+/** Base URL used in links and metadata: PUBLIC_URL, else the local listening address. */
+export function publicBaseUrl(config: Config): string {
+  return (
+    config.publicUrl ??
+    `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${config.port}`
+  )
+}
+
+export function createHttpApp({ config, handler }: HttpAppOptions): Hono {
+  const app = new Hono()
+  const base = publicBaseUrl(config)
+  if (config.replicaId) {
+    const replica = config.replicaId
+    app.use(async function nameReplica(c, next) {
+      await next()
+      c.res.headers.set('x-replica', replica)
+    })
+  }
+  app.use(
+    '/mcp',
+    originGuard({
+      allowedHosts: config.allowedHosts,
+      allowedOrigins: config.allowedOrigins,
+      maxBodyBytes: config.maxBodyBytes,
+    })
+  )
+  const authenticate = bearerAuth({
+    auth: config.auth,
+    resourceMetadataUrl: `${base}/.well-known/oauth-protected-resource/mcp`,
+    maxBodyBytes: config.maxBodyBytes,
+  })
+  app.route('/', mcpRoute({ handler, maxBodyBytes: config.maxBodyBytes, authenticate }))
+  app.route('/', healthRoute())
+  app.route('/', wellKnownRoute({ auth: config.auth, resource: `${base}/mcp` }))
+  return app
+}

@@ -1,0 +1,79 @@
+/**
+ * @module mcp/canonical-json
+ * One deterministic JSON text per JSON value, and its SHA-256 digest. `canonicalJson` sorts object
+ * keys (by UTF-16 code units, recursively), keeps array order, and otherwise follows `JSON.stringify`
+ * (number and string formatting, `toJSON`, `undefined` object members dropped and `undefined` array
+ * items written as `null`), so two requests whose arguments differ only in key order produce the same
+ * text and the same digest. Where `JSON.stringify` would silently lose or fail on data it throws a
+ * `TypeError` instead: non-finite numbers, bigints, functions and symbols, cycles, and a top-level
+ * value with no JSON form.
+ *
+ * Used for the argument digest and the claims of a sealed `requestState`; deciding *which* fields of a
+ * request are digested belongs to the caller. Runtime-neutral: Web Crypto and jose only.
+ */
+
+import { base64url } from 'jose'
+
+const encoder = new TextEncoder()
+
+/** The canonical JSON text of `value`. Throws `TypeError` for anything JSON cannot represent exactly. */
+export function canonicalJson(value: unknown): string {
+  const text = write(value, new Set(), '')
+  if (text === undefined) throw new TypeError('canonicalJson: the value has no JSON representation')
+  return text
+}
+
+/** Base64url (no padding) of the SHA-256 of the UTF-8 bytes of `text`. */
+export async function sha256Base64url(text: string): Promise<string> {
+  const digest = await crypto.subtle.digest('SHA-256', encoder.encode(text))
+  return base64url.encode(new Uint8Array(digest))
+}
+
+/** Returns `undefined` where `JSON.stringify` would omit the value (an `undefined` member). */
+function write(input: unknown, ancestors: Set<object>, key: string): string | undefined {
+  let value = input
+  if (isObjectLike(value) && typeof (value as { toJSON?: unknown }).toJSON === 'function') {
+    value = (value as { toJSON: (key: string) => unknown }).toJSON(key)
+  }
+  switch (typeof value) {
+    case 'undefined':
+      return undefined
+    case 'string':
+      return JSON.stringify(value)
+    case 'boolean':
+      return value ? 'true' : 'false'
+    case 'number':
+      if (!Number.isFinite(value))
+        throw new TypeError(`canonicalJson: ${value} is not a JSON number`)
+      return JSON.stringify(value)
+    case 'bigint':
+    case 'function':
+    case 'symbol':
+      throw new TypeError(`canonicalJson: a ${typeof value} has no JSON representation`)
+  }
+  if (value === null) return 'null'
+  const object = value as object
+  if (ancestors.has(object)) throw new TypeError('canonicalJson: the value contains a cycle')
+  ancestors.add(object)
+  let text: string
+  if (Array.isArray(object)) {
+    const items = object.map(
+      (item: unknown, index) => write(item, ancestors, String(index)) ?? 'null'
+    )
+    text = `[${items.join(',')}]`
+  } else {
+    const record = object as Record<string, unknown>
+    const members: string[] = []
+    for (const name of Object.keys(record).sort()) {
+      const member = write(record[name], ancestors, name)
+      if (member !== undefined) members.push(`${JSON.stringify(name)}:${member}`)
+    }
+    text = `{${members.join(',')}}`
+  }
+  ancestors.delete(object)
+  return text
+}
+
+function isObjectLike(value: unknown): value is object {
+  return (typeof value === 'object' && value !== null) || typeof value === 'function'
+}

@@ -1,0 +1,183 @@
+/**
+ * @module mcp/definitions
+ * How an application declares what it serves: tools (zod input, optional zod output), resources,
+ * resource templates, prompts and completions, plus small result builders (`text`, `toolError`,
+ * `structured`). Definitions are plain data checked once when the server is built (`server.ts`); the
+ * contexts handlers receive are described here and implemented in `context.ts`.
+ *
+ * @example
+ * const { tool } = definitions<MyApp>()
+ * export const echo = tool({
+ *   name: 'echo',
+ *   description: 'Echo the text back.',
+ *   input: z.object({ text: z.string() }),
+ *   run: ({ text }) => text(text),
+ * })
+ */
+import type { z } from 'zod'
+import type { LogLevel } from './protocol.ts'
+import type {
+  CallToolResult,
+  ClientCapabilities,
+  ContentBlock,
+  CreateMessageParams,
+  CreateMessageResult,
+  ElicitAnswer,
+  GetPromptResult,
+  JsonObject,
+  ReadResourceResult,
+  Resource,
+  Root,
+} from './wire.ts'
+
+/** Client capabilities a handler can test with `ctx.can` (mode-aware: `elicitation: {}` means form). */
+export type ClientCapability =
+  'elicitation.form' | 'elicitation.url' | 'sampling' | 'sampling.tools' | 'roots'
+
+/** What every handler receives. */
+export interface RequestContext<App> {
+  readonly app: App
+  /** Who is calling: the verified principal, or the single local principal without auth. */
+  readonly principal: string
+  readonly clientCapabilities: ClientCapabilities
+  /** Aborted when the client closes the response stream (cancellation on HTTP). */
+  readonly signal: AbortSignal
+  can(capability: ClientCapability): boolean
+  /** Sends `notifications/progress` if the request carried a progressToken; values must increase. */
+  progress(progress: number, total?: number, message?: string): void
+  /** Sends `notifications/message` if the request asked for this level via `_meta` logLevel. */
+  log(level: LogLevel, data: unknown, logger?: string): void
+}
+
+export interface ElicitOptions<S extends z.ZodObject> {
+  message: string
+  schema: S
+}
+
+export interface ElicitUrlOptions {
+  message: string
+  url: string
+}
+
+/**
+ * The context of a handler that may ask the client for input (`tools/call`, `resources/read`,
+ * `prompts/get`). The handler re-runs from the top on every round: asks answered in earlier rounds
+ * return their recorded answer, new asks suspend the run and are sent to the client together.
+ */
+export interface ReplayContext<App> extends RequestContext<App> {
+  elicit<S extends z.ZodObject>(
+    key: string,
+    options: ElicitOptions<S>
+  ): Promise<ElicitAnswer<z.output<S>>>
+  /** A url-mode elicitation. `accept` only means the person agreed to open the page. */
+  elicitUrl(key: string, options: ElicitUrlOptions): Promise<ElicitAnswer<undefined>>
+  sample(key: string, params: CreateMessageParams): Promise<CreateMessageResult>
+  roots(key: string): Promise<Root[]>
+  /** Runs a non-deterministic step once per flow and replays its (JSON) result on later rounds. */
+  once<T>(key: string, step: () => T | Promise<T>): Promise<T>
+  /** Forgets the answer to `key` and asks the same question again in a new round. */
+  askAgain(key: string): Promise<never>
+  /**
+   * Unique to this round's sealed state (or to this request when it carries none). Record it with the
+   * flow's final side effect so a replayed or duplicated final round cannot act twice.
+   */
+  readonly idempotencyKey: string
+}
+
+export interface ToolAnnotations {
+  title?: string
+  readOnlyHint?: boolean
+  destructiveHint?: boolean
+  idempotentHint?: boolean
+  openWorldHint?: boolean
+}
+
+export interface ToolDefinition<App, S extends z.ZodObject = z.ZodObject> {
+  name: string
+  title?: string
+  description: string
+  input: S
+  /** Published verbatim instead of the JSON Schema derived from `input` (e.g. 2020-12 keywords). */
+  inputJsonSchema?: JsonObject
+  output?: z.ZodType
+  annotations?: ToolAnnotations
+  run(args: z.output<S>, ctx: ReplayContext<App>): Promise<CallToolResult> | CallToolResult
+}
+
+export interface ResourceDefinition<App> extends Resource {
+  read(ctx: ReplayContext<App>): Promise<ReadResourceResult> | ReadResourceResult
+}
+
+export interface ResourceTemplateDefinition<App> {
+  /** RFC 6570 level-1 template, e.g. `note://{id}`; each variable matches one path segment. */
+  uriTemplate: string
+  name: string
+  title?: string
+  description?: string
+  mimeType?: string
+  /** Lists the concrete resources of this template (for `resources/list`), page by page. */
+  list?(
+    ctx: RequestContext<App>,
+    offset: number,
+    limit: number
+  ): Promise<{ items: Resource[]; nextOffset?: number }>
+  read(
+    variables: Record<string, string>,
+    uri: string,
+    ctx: ReplayContext<App>
+  ): Promise<ReadResourceResult | undefined> | ReadResourceResult | undefined
+  complete?: Record<string, Completer<App>>
+}
+
+export interface PromptArgument {
+  name: string
+  title?: string
+  description?: string
+  required?: boolean
+}
+
+export interface PromptDefinition<App> {
+  name: string
+  title?: string
+  description: string
+  arguments?: PromptArgument[]
+  get(
+    args: Record<string, string>,
+    ctx: ReplayContext<App>
+  ): Promise<GetPromptResult> | GetPromptResult
+  complete?: Record<string, Completer<App>>
+}
+
+/** Suggests values for one argument; the engine caps the answer at 100 values. */
+export type Completer<App> = (
+  value: string,
+  context: { arguments: Record<string, string>; ctx: RequestContext<App> }
+) => Promise<string[]> | string[]
+
+/** Typed definition helpers bound to one application type. */
+export function definitions<App>() {
+  return {
+    tool: <S extends z.ZodObject>(definition: ToolDefinition<App, S>) =>
+      definition as unknown as ToolDefinition<App>,
+    resource: (definition: ResourceDefinition<App>) => definition,
+    resourceTemplate: (definition: ResourceTemplateDefinition<App>) => definition,
+    prompt: (definition: PromptDefinition<App>) => definition,
+  }
+}
+
+export function text(value: string): CallToolResult {
+  return { content: [{ type: 'text', text: value }] }
+}
+
+/** A tool execution failure the model should see (`isError: true`), not a protocol error. */
+export function toolError(message: string): CallToolResult {
+  return { content: [{ type: 'text', text: message }], isError: true }
+}
+
+/** A structured result with its JSON text copy, as the spec recommends. */
+export function structured(value: unknown, extra: ContentBlock[] = []): CallToolResult {
+  return {
+    content: [{ type: 'text', text: JSON.stringify(value) }, ...extra],
+    structuredContent: value,
+  }
+}

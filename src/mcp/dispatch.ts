@@ -1,0 +1,429 @@
+/**
+ * @module mcp/dispatch
+ * The methods of revision 2026-07-28 (except `subscriptions/listen`, which streams: see
+ * `subscriptions.ts`). Each takes a request that passed the envelope, validates its params (-32602),
+ * finds the tool, resource or prompt, and returns the bare result; `handler.ts` stamps `resultType`,
+ * `_meta` and cache hints and chooses JSON or SSE. Suspendable methods run through `runReplayable`,
+ * the one place that knows the order: open the sealed state → run the handler → gate capabilities →
+ * seal the merged journal.
+ */
+import type { z } from 'zod'
+import { replayContext, requestContext, type ContextInput } from './context.ts'
+import type { ReplayContext } from './definitions.ts'
+import { readParamHeader, type McpRequest } from './envelope.ts'
+import { ErrorCode, InvalidRequestStateError, McpError } from './errors.ts'
+import { decodeCursor, encodeCursor, paginate } from './pagination.ts'
+import { METHODS } from './protocol.ts'
+import { Replay, isSuspension, type Journal } from './replay.ts'
+import { StateTooLargeError, type StateSealer } from './sealed-state.ts'
+import { matchTemplate, type CacheableResult, type CompiledTool, type McpServer } from './server.ts'
+import { canListen } from './subscriptions.ts'
+import {
+  CallToolParamsSchema,
+  CompleteParamsSchema,
+  GetPromptParamsSchema,
+  ListParamsSchema,
+  ReadResourceParamsSchema,
+  describeIssues,
+  type CallToolResult,
+  type InputRequiredResult,
+  type JsonObject,
+  type Resource,
+} from './wire.ts'
+
+/** Where a failure is reported (never to the client): the real reason of a rejected state, handler crashes. */
+export interface McpLogger {
+  warn(message: string, fields?: Record<string, unknown>): void
+  error(message: string, fields?: Record<string, unknown>): void
+}
+
+export interface DispatchEnv<App> extends ContextInput<App> {
+  server: McpServer<App>
+  sealer: StateSealer
+  logger: McpLogger
+  headers: Headers
+}
+
+/** A result before stamping: the cache hint to attach, if the method's results are cacheable. */
+export interface DispatchResult {
+  result: JsonObject
+  cache?: CacheableResult
+  /** Set when the result came from a flow with asks (never cacheable). */
+  interactive?: boolean
+}
+
+const COMPLETION_LIMIT = 100
+/** Positions in `resources/list` are section × span + offset (section 0 = static resources). */
+const SECTION_SPAN = 2 ** 32
+
+/** Whether the server implements and advertises `method` (otherwise: 404 + -32601). */
+export function isAdvertised(server: McpServer<unknown>, method: string): boolean {
+  const { tools, resources, prompts, completions } = server.capabilities
+  switch (method) {
+    case METHODS.discover:
+      return true
+    case METHODS.toolsList:
+    case METHODS.toolsCall:
+      return tools !== undefined
+    case METHODS.resourcesList:
+    case METHODS.resourceTemplatesList:
+    case METHODS.resourcesRead:
+      return resources !== undefined
+    case METHODS.promptsList:
+    case METHODS.promptsGet:
+      return prompts !== undefined
+    case METHODS.complete:
+      return completions !== undefined
+    case METHODS.listen:
+      return canListen(server)
+    default:
+      return false
+  }
+}
+
+export function parseParams<S extends z.ZodType>(schema: S, params: JsonObject): z.output<S> {
+  const parsed = schema.safeParse(params)
+  if (!parsed.success)
+    throw new McpError(ErrorCode.InvalidParams, `Invalid params: ${describeIssues(parsed.error)}`)
+  return parsed.data
+}
+
+export async function dispatch<App>(
+  request: McpRequest,
+  env: DispatchEnv<App>
+): Promise<DispatchResult> {
+  const { server } = env
+  switch (request.method) {
+    case METHODS.discover: {
+      const result: JsonObject = {
+        supportedVersions: [request.protocolVersion],
+        capabilities: server.capabilities,
+      }
+      if (server.instructions) result.instructions = server.instructions
+      return { result, cache: 'discover' }
+    }
+    case METHODS.toolsList:
+      return list(request, 'tools', server.toolListing, server.pageSize)
+    case METHODS.promptsList:
+      return list(request, 'prompts', server.promptListing, server.pageSize)
+    case METHODS.resourceTemplatesList:
+      return list(request, 'resourceTemplates', server.templateListing, server.pageSize)
+    case METHODS.resourcesList:
+      return listResources(request, env)
+    case METHODS.toolsCall:
+      return callTool(request, env)
+    case METHODS.resourcesRead:
+      return readResource(request, env)
+    case METHODS.promptsGet:
+      return getPrompt(request, env)
+    case METHODS.complete:
+      return complete(request, env)
+    default:
+      throw new McpError(ErrorCode.MethodNotFound, 'Method not found')
+  }
+}
+
+function list(
+  request: McpRequest,
+  kind: 'tools' | 'prompts' | 'resourceTemplates',
+  items: readonly unknown[],
+  pageSize: number
+): DispatchResult {
+  const { cursor } = parseParams(ListParamsSchema, request.params)
+  const { page, nextCursor } = paginate(kind, items, cursor, pageSize)
+  const result: JsonObject = { [kind]: page }
+  if (nextCursor !== undefined) result.nextCursor = nextCursor
+  return { result, cache: kind }
+}
+
+async function listResources<App>(
+  request: McpRequest,
+  env: DispatchEnv<App>
+): Promise<DispatchResult> {
+  const { server } = env
+  const { cursor } = parseParams(ListParamsSchema, request.params)
+  const position = decodeCursor('resources', cursor)
+  const sources = [undefined, ...server.templates.filter((t) => t.definition.list)]
+  let section = Math.floor(position / SECTION_SPAN)
+  let offset = position % SECTION_SPAN
+  const resources: Resource[] = []
+  let next: number | undefined
+  const ctx = requestContext(env)
+  while (section < sources.length && resources.length < server.pageSize) {
+    const room = server.pageSize - resources.length
+    const template = sources[section]
+    const page = template
+      ? await template.definition.list!(ctx, offset, room)
+      : {
+          items: server.resourceListing.slice(offset, offset + room),
+          nextOffset: offset + room < server.resourceListing.length ? offset + room : undefined,
+        }
+    resources.push(...page.items.slice(0, room))
+    if (page.nextOffset !== undefined) {
+      next = section * SECTION_SPAN + page.nextOffset
+      break
+    }
+    section += 1
+    offset = 0
+    next = section < sources.length ? section * SECTION_SPAN : undefined
+  }
+  const result: JsonObject = { resources }
+  if (next !== undefined && section < sources.length)
+    result.nextCursor = encodeCursor('resources', next)
+  return { result, cache: 'resources' }
+}
+
+async function callTool<App>(request: McpRequest, env: DispatchEnv<App>): Promise<DispatchResult> {
+  const params = parseParams(CallToolParamsSchema, request.params)
+  const tool = env.server.tools.get(params.name)
+  if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${params.name}`)
+  const args = params.arguments ?? {}
+  checkHeaderParams(request, env.headers, tool, args)
+  const binding = { principal: env.principal, method: request.method, target: params.name, args }
+  return runReplayable(request, env, binding, params, async (ctx) => {
+    const input = tool.definition.input.safeParse(args)
+    if (!input.success) {
+      return {
+        content: [
+          {
+            type: 'text',
+            text: `Invalid arguments for tool ${params.name}: ${describeIssues(input.error)}`,
+          },
+        ],
+        isError: true,
+      }
+    }
+    let result: CallToolResult
+    try {
+      result = await tool.definition.run(input.data, ctx)
+    } catch (error) {
+      if (error instanceof McpError || isSuspension(error)) throw error
+      env.logger.error('tool failed', { tool: params.name, error: String(error) })
+      return {
+        content: [
+          {
+            type: 'text',
+            text: `The tool ${params.name} failed unexpectedly; the failure was logged.`,
+          },
+        ],
+        isError: true,
+      }
+    }
+    if (
+      tool.definition.output &&
+      !result.isError &&
+      !tool.definition.output.safeParse(result.structuredContent).success
+    ) {
+      env.logger.error('tool output does not match its outputSchema', { tool: params.name })
+      throw new McpError(
+        ErrorCode.InternalError,
+        `Internal error: the tool ${params.name} produced output that does not match its outputSchema.`
+      )
+    }
+    return result
+  })
+}
+
+/** `Mcp-Param-*` headers must mirror every `x-mcp-header` argument present in the body (-32020). */
+function checkHeaderParams<App>(
+  request: McpRequest,
+  headers: Headers,
+  tool: CompiledTool<App>,
+  args: Record<string, unknown>
+) {
+  for (const param of tool.headerParams) {
+    const value = args[param.property]
+    const header = readParamHeader(request.id, headers, param.header)
+    if (value === undefined || value === null) continue
+    const display = `Mcp-Param-${param.header}`
+    if (header === undefined) {
+      throw new McpError(
+        ErrorCode.HeaderMismatch,
+        `Bad Request: the ${display} header is required because arguments.${param.property} is set.`,
+        { header: display }
+      )
+    }
+    const equal =
+      param.type === 'integer'
+        ? header.trim() !== '' && Number(header) === value
+        : param.type === 'boolean'
+          ? header === String(value)
+          : header === value
+    if (!equal) {
+      throw new McpError(
+        ErrorCode.HeaderMismatch,
+        `Bad Request: the ${display} header and the body disagree: it does not equal arguments.${param.property}.`,
+        { header: display }
+      )
+    }
+  }
+}
+
+async function readResource<App>(
+  request: McpRequest,
+  env: DispatchEnv<App>
+): Promise<DispatchResult> {
+  const params = parseParams(ReadResourceParamsSchema, request.params)
+  const { uri } = params
+  const notFound = () =>
+    new McpError(ErrorCode.InvalidParams, `Resource not found: ${uri}`, { uri })
+  const resource = env.server.resources.get(uri)
+  let read: ((ctx: ReplayContext<App>) => Promise<JsonObject | undefined>) | undefined
+  if (resource) {
+    read = async (ctx) => ({ ...(await resource.read(ctx)) })
+  } else {
+    for (const template of env.server.templates) {
+      const variables = matchTemplate(template, uri)
+      if (!variables) continue
+      read = async (ctx) => {
+        const result = await template.definition.read(variables, uri, ctx)
+        return result ? { ...result } : undefined
+      }
+      break
+    }
+  }
+  if (!read) throw notFound()
+  const binding = { principal: env.principal, method: request.method, target: uri, args: {} }
+  const outcome = await runReplayable(request, env, binding, params, async (ctx) => {
+    const result = await read(ctx)
+    if (!result || !Array.isArray(result.contents) || result.contents.length === 0) throw notFound()
+    return result
+  })
+  return outcome.result.resultType === 'input_required' ? outcome : { ...outcome, cache: 'read' }
+}
+
+async function getPrompt<App>(request: McpRequest, env: DispatchEnv<App>): Promise<DispatchResult> {
+  const params = parseParams(GetPromptParamsSchema, request.params)
+  const prompt = env.server.prompts.get(params.name)
+  if (!prompt) throw new McpError(ErrorCode.InvalidParams, `Unknown prompt: ${params.name}`)
+  const args = params.arguments ?? {}
+  const missing = (prompt.arguments ?? [])
+    .filter((a) => a.required && args[a.name] === undefined)
+    .map((a) => a.name)
+  if (missing.length > 0) {
+    throw new McpError(
+      ErrorCode.InvalidParams,
+      `Invalid params: prompt ${params.name} requires the argument(s) ${missing.join(', ')}.`,
+      { missing }
+    )
+  }
+  const binding = { principal: env.principal, method: request.method, target: params.name, args }
+  return runReplayable(request, env, binding, params, async (ctx) => ({
+    ...(await prompt.get(args, ctx)),
+  }))
+}
+
+async function complete<App>(request: McpRequest, env: DispatchEnv<App>): Promise<DispatchResult> {
+  const { ref, argument, context } = parseParams(CompleteParamsSchema, request.params)
+  let completer
+  if (ref.type === 'ref/prompt') {
+    const prompt = env.server.prompts.get(ref.name)
+    if (!prompt) throw new McpError(ErrorCode.InvalidParams, `Unknown prompt: ${ref.name}`)
+    completer = prompt.complete?.[argument.name]
+  } else {
+    const template = env.server.templates.find((t) => t.definition.uriTemplate === ref.uri)
+    if (!template && !env.server.resources.has(ref.uri))
+      throw new McpError(ErrorCode.InvalidParams, `Resource not found: ${ref.uri}`, {
+        uri: ref.uri,
+      })
+    completer = template?.definition.complete?.[argument.name]
+  }
+  const values = completer
+    ? await completer(argument.value, {
+        arguments: context?.arguments ?? {},
+        ctx: requestContext(env),
+      })
+    : []
+  const completion: JsonObject = {
+    values: values.slice(0, COMPLETION_LIMIT),
+    total: values.length,
+    hasMore: values.length > COMPLETION_LIMIT,
+  }
+  return { result: { completion } }
+}
+
+interface ReplayableParams {
+  inputResponses?: Record<string, unknown> | null
+  requestState?: unknown
+}
+
+/**
+ * Runs a suspendable handler for one round: opens the sealed state (any failure → the frozen -32602,
+ * before the handler runs), re-runs the handler with the journal and this round's answers, then either
+ * returns its result, throws the -32021 of an ask the client cannot serve, or seals the merged journal
+ * into a new `requestState` and answers `input_required`.
+ */
+async function runReplayable<App>(
+  request: McpRequest,
+  env: DispatchEnv<App>,
+  binding: { principal: string; method: string; target: string; args: unknown },
+  params: ReplayableParams,
+  run: (ctx: ReplayContext<App>) => Promise<JsonObject | CallToolResult>
+): Promise<DispatchResult> {
+  let journal: Journal | undefined
+  let idempotencyKey: string
+  if (params.requestState !== undefined) {
+    try {
+      const opened = await env.sealer.open(params.requestState, binding)
+      journal = opened.journal as Journal
+      idempotencyKey = opened.nonce
+    } catch (error) {
+      if (!(error instanceof InvalidRequestStateError)) throw error
+      env.logger.warn('requestState rejected', {
+        reason: error.reason,
+        method: request.method,
+        target: binding.target,
+      })
+      throw new McpError(ErrorCode.InvalidParams, error.message)
+    }
+  } else {
+    idempotencyKey = randomKey()
+  }
+
+  const replay = new Replay(journal, params.inputResponses, request.clientCapabilities)
+  const ctx = replayContext(requestContext(env), replay, idempotencyKey)
+  let result: JsonObject | CallToolResult | undefined
+  try {
+    result = await run(ctx)
+  } catch (error) {
+    if (!isSuspension(error)) {
+      if (replay.missingCapability) throw replay.missingCapability
+      throw error
+    }
+  }
+  if (replay.missingCapability) throw replay.missingCapability
+  const interactive = journal !== undefined || Object.keys(params.inputResponses ?? {}).length > 0
+  if (!replay.suspended) {
+    if (!result)
+      throw new McpError(
+        ErrorCode.InternalError,
+        'Internal error: the handler suspended without asking anything.'
+      )
+    return { result: result as JsonObject, interactive }
+  }
+  let token: string
+  try {
+    token = (await env.sealer.seal(binding, replay.journal())).token
+  } catch (error) {
+    if (!(error instanceof StateTooLargeError)) throw error
+    env.logger.error('requestState too large', { method: request.method, target: binding.target })
+    throw new McpError(
+      ErrorCode.InternalError,
+      'Internal error: this flow has gathered more state than the server allows; start it again with less input.'
+    )
+  }
+  const inputRequired: InputRequiredResult = {
+    resultType: 'input_required',
+    inputRequests: replay.inputRequests(),
+    requestState: token,
+  }
+  return { result: inputRequired as unknown as JsonObject, interactive: true }
+}
+
+function randomKey(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(16))
+  return btoa(String.fromCharCode(...bytes))
+    .replaceAll('+', '-')
+    .replaceAll('/', '_')
+    .replace(/=+$/, '')
+}

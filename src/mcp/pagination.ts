@@ -1,0 +1,47 @@
+/**
+ * @module mcp/pagination
+ * Opaque, replica-independent list cursors: the position and the list they belong to, base64url
+ * encoded. A cursor from another list, a tampered or a foreign cursor is a -32602. Cursors carry no
+ * secret and grant nothing: every page is still scoped to the caller.
+ */
+import { ErrorCode, McpError } from './errors.ts'
+
+export const DEFAULT_PAGE_SIZE = 50
+
+export function encodeCursor(list: string, offset: number): string {
+  return btoa(JSON.stringify({ l: list, o: offset }))
+    .replaceAll('+', '-')
+    .replaceAll('/', '_')
+    .replace(/=+$/, '')
+}
+
+/** The offset a cursor points at; `undefined` (no cursor) is the first page. */
+export function decodeCursor(list: string, cursor: string | undefined): number {
+  if (cursor === undefined) return 0
+  try {
+    const decoded: unknown = JSON.parse(atob(cursor.replaceAll('-', '+').replaceAll('_', '/')))
+    if (typeof decoded === 'object' && decoded !== null) {
+      const { l, o } = decoded as { l?: unknown; o?: unknown }
+      if (l === list && typeof o === 'number' && Number.isSafeInteger(o) && o >= 0) return o
+    }
+  } catch {
+    // fall through to the error below
+  }
+  throw new McpError(
+    ErrorCode.InvalidParams,
+    'Invalid params: the cursor is invalid or belongs to another list.'
+  )
+}
+
+/** One page of an in-memory list, with the next cursor when more items follow. */
+export function paginate<T>(
+  list: string,
+  items: readonly T[],
+  cursor: string | undefined,
+  pageSize: number
+) {
+  const offset = decodeCursor(list, cursor)
+  const page = items.slice(offset, offset + pageSize)
+  const next = offset + pageSize < items.length ? encodeCursor(list, offset + pageSize) : undefined
+  return { page, nextCursor: next }
+}

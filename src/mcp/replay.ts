@@ -1,0 +1,305 @@
+/**
+ * @module mcp/replay
+ * Deterministic replay for multi round-trip requests. A `Replay` holds what a flow learned in earlier
+ * rounds (the journal opened from `requestState`) and what the client answered this round
+ * (`inputResponses`), and turns each ask of a re-run handler into either its answer or a suspension.
+ * Asks made together (e.g. `Promise.all`) are gathered into one `input_required` round. Answers are
+ * untrusted: each is validated against its ask on arrival, and a missing or invalid one is asked again.
+ * Every journal entry remembers a digest of the question it answered, so an answer never counts for a
+ * question the person did not see. Capability gating happens here, at the ask, before anything is sent.
+ *
+ * Sealing the journal into `requestState` is `sealed-state.ts`'s job; running handlers is `context.ts`'s.
+ */
+import type { z } from 'zod'
+import {
+  parseElicitationContent,
+  toElicitationSchema,
+  type ElicitationSchema,
+} from './elicitation-schema.ts'
+import { canonicalJson } from './canonical-json.ts'
+import { ErrorCode, McpError } from './errors.ts'
+import type { ClientCapability } from './definitions.ts'
+import {
+  CreateMessageResultSchema,
+  ElicitResultSchema,
+  ListRootsResultSchema,
+  type ClientCapabilities,
+  type CreateMessageParams,
+  type CreateMessageResult,
+  type ElicitAnswer,
+  type InputRequest,
+  type Root,
+} from './wire.ts'
+
+/** What travels (sealed) from round to round. Short names keep the token small. */
+export interface Journal {
+  /** Answers by ask key: the digest of the question and the validated answer. */
+  a?: Record<string, { d: string; r: unknown }>
+  /** Results of `ctx.once` steps by key. */
+  o?: Record<string, unknown>
+  /** Digests of the questions asked in the last round, by key. */
+  q?: Record<string, string>
+}
+
+/** Unwinds a handler that asked for something not yet answered. Never reaches the wire. */
+export class Suspension extends Error {
+  override name = 'Suspension'
+  constructor() {
+    super('The handler is waiting for input from the client (multi round-trip request).')
+  }
+}
+
+export function isSuspension(error: unknown): error is Suspension {
+  return error instanceof Suspension
+}
+
+/**
+ * A rejected promise that is already marked handled: an ask a handler never awaits (because another
+ * ask suspended first) must not surface as an unhandled rejection and take the process down.
+ */
+function suspend(): Promise<never> {
+  const suspension = Promise.reject(new Suspension())
+  suspension.catch(() => {})
+  return suspension
+}
+
+/** A form prepared once: the zod schema and the restricted wire schema it converts to. */
+export interface ElicitationForm<S extends z.ZodObject = z.ZodObject> {
+  readonly schema: S
+  readonly requestedSchema: ElicitationSchema
+}
+
+const formCache = new WeakMap<z.ZodObject, ElicitationForm>()
+
+/**
+ * Converts a zod object into an elicitation form, at definition time: a schema the wire cannot express
+ * throws a `TypeError` here rather than in the middle of a request.
+ */
+export function defineForm<S extends z.ZodObject>(schema: S): ElicitationForm<S> {
+  let form = formCache.get(schema)
+  if (!form) {
+    form = { schema, requestedSchema: toElicitationSchema(schema) }
+    formCache.set(schema, form)
+  }
+  return form as ElicitationForm<S>
+}
+
+/** Mode-aware client capability table: `elicitation: {}` means form only. */
+export function hasCapability(
+  capabilities: ClientCapabilities,
+  capability: ClientCapability
+): boolean {
+  const elicitation = capabilities.elicitation
+  switch (capability) {
+    case 'elicitation.form':
+      return (
+        elicitation !== undefined &&
+        (elicitation.form !== undefined || elicitation.url === undefined)
+      )
+    case 'elicitation.url':
+      return elicitation?.url !== undefined
+    case 'sampling':
+      return capabilities.sampling !== undefined
+    case 'sampling.tools':
+      return capabilities.sampling?.tools !== undefined
+    case 'roots':
+      return capabilities.roots !== undefined
+  }
+}
+
+const REQUIRED_CAPABILITIES: Record<ClientCapability, ClientCapabilities> = {
+  'elicitation.form': { elicitation: {} },
+  'elicitation.url': { elicitation: { url: {} } },
+  sampling: { sampling: {} },
+  'sampling.tools': { sampling: { tools: {} } },
+  roots: { roots: {} },
+}
+
+type Parse<T> = (raw: unknown) => { ok: true; value: T } | { ok: false }
+
+interface Ask {
+  digest: string
+  request: InputRequest
+}
+
+/** A 53-bit, non-cryptographic digest of a question (the journal itself is sealed and authenticated). */
+function questionDigest(text: string): string {
+  let h1 = 0xdeadbeef
+  let h2 = 0x41c6ce57
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    h1 = Math.imul(h1 ^ c, 2654435761)
+    h2 = Math.imul(h2 ^ c, 1597334677)
+  }
+  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909)
+  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909)
+  return (4294967296 * (2097151 & h2) + (h1 >>> 0)).toString(36)
+}
+
+export class Replay {
+  readonly #journal: Journal
+  readonly #responses: Record<string, unknown>
+  readonly #capabilities: ClientCapabilities
+  readonly #asked = new Map<string, Ask>()
+  readonly #pending = new Map<string, Ask>()
+  readonly #answers: Record<string, { d: string; r: unknown }>
+  readonly #once: Record<string, unknown>
+  #missing: McpError | undefined
+
+  constructor(
+    journal: Journal | undefined,
+    responses: Record<string, unknown> | null | undefined,
+    capabilities: ClientCapabilities
+  ) {
+    this.#journal = journal ?? {}
+    this.#responses = responses ?? {}
+    this.#capabilities = capabilities
+    this.#answers = { ...this.#journal.a }
+    this.#once = { ...this.#journal.o }
+  }
+
+  /** True when this run made asks that are not answered yet. */
+  get suspended(): boolean {
+    return this.#pending.size > 0
+  }
+
+  /** The -32021 error of the first ask the client cannot serve, if any. */
+  get missingCapability(): McpError | undefined {
+    return this.#missing
+  }
+
+  /** The asks to send in this round's `input_required`, by key. */
+  inputRequests(): Record<string, InputRequest> {
+    return Object.fromEntries([...this.#pending].map(([key, ask]) => [key, ask.request]))
+  }
+
+  /** The journal to seal: earlier entries merged with this round's answers and pending questions. */
+  journal(): Journal {
+    const journal: Journal = {}
+    if (Object.keys(this.#answers).length > 0) journal.a = this.#answers
+    if (Object.keys(this.#once).length > 0) journal.o = this.#once
+    if (this.#pending.size > 0)
+      journal.q = Object.fromEntries([...this.#pending].map(([key, ask]) => [key, ask.digest]))
+    return journal
+  }
+
+  elicit<S extends z.ZodObject>(
+    key: string,
+    message: string,
+    form: ElicitationForm<S>
+  ): Promise<ElicitAnswer<z.output<S>>> {
+    const request: InputRequest = {
+      method: 'elicitation/create',
+      params: { mode: 'form', message, requestedSchema: form.requestedSchema },
+    }
+    return this.#ask<ElicitAnswer<z.output<S>>>(key, request, 'elicitation.form', (raw) => {
+      const answer = ElicitResultSchema.safeParse(raw)
+      if (!answer.success) return { ok: false }
+      if (answer.data.action !== 'accept')
+        return { ok: true, value: { action: answer.data.action } }
+      const content = parseElicitationContent(form.schema, answer.data.content ?? {})
+      return content.ok
+        ? { ok: true, value: { action: 'accept', content: content.value as z.output<S> } }
+        : { ok: false }
+    })
+  }
+
+  elicitUrl(key: string, message: string, url: string): Promise<ElicitAnswer<undefined>> {
+    const request: InputRequest = {
+      method: 'elicitation/create',
+      params: { mode: 'url', message, url },
+    }
+    return this.#ask<ElicitAnswer<undefined>>(key, request, 'elicitation.url', (raw) => {
+      const answer = ElicitResultSchema.safeParse(raw)
+      if (!answer.success) return { ok: false }
+      return {
+        ok: true,
+        value:
+          answer.data.action === 'accept'
+            ? { action: 'accept', content: undefined }
+            : { action: answer.data.action },
+      }
+    })
+  }
+
+  sample(key: string, params: CreateMessageParams): Promise<CreateMessageResult> {
+    const capability =
+      params.tools !== undefined || params.toolChoice !== undefined ? 'sampling.tools' : 'sampling'
+    const request: InputRequest = {
+      method: 'sampling/createMessage',
+      params: params as unknown as Record<string, unknown>,
+    }
+    return this.#ask<CreateMessageResult>(key, request, capability, (raw) => {
+      const result = CreateMessageResultSchema.safeParse(raw)
+      return result.success
+        ? { ok: true, value: result.data as CreateMessageResult }
+        : { ok: false }
+    })
+  }
+
+  roots(key: string): Promise<Root[]> {
+    return this.#ask<Root[]>(key, { method: 'roots/list', params: {} }, 'roots', (raw) => {
+      const result = ListRootsResultSchema.safeParse(raw)
+      return result.success ? { ok: true, value: result.data.roots as Root[] } : { ok: false }
+    })
+  }
+
+  async once<T>(key: string, step: () => T | Promise<T>): Promise<T> {
+    if (Object.hasOwn(this.#once, key)) return this.#once[key] as T
+    const value = await step()
+    // Keep exactly what later rounds will replay: the JSON form of the value.
+    const replayable = value === undefined ? null : JSON.parse(JSON.stringify(value))
+    this.#once[key] = replayable
+    return replayable as T
+  }
+
+  askAgain(key: string): Promise<never> {
+    const ask = this.#asked.get(key)
+    if (!ask) throw new Error(`askAgain('${key}'): nothing was asked under this key in this run.`)
+    delete this.#answers[key]
+    this.#pending.set(key, ask)
+    return suspend()
+  }
+
+  #ask<T>(
+    key: string,
+    request: InputRequest,
+    capability: ClientCapability,
+    parse: Parse<T>
+  ): Promise<T> {
+    const digest = questionDigest(canonicalJson(request))
+    const earlier = this.#asked.get(key)
+    if (earlier && earlier.digest !== digest) {
+      throw new Error(
+        `Two different questions were asked under the key '${key}' in one run; ask keys must be unique.`
+      )
+    }
+    this.#asked.set(key, { digest, request })
+
+    const recorded = this.#answers[key]
+    if (recorded && recorded.d === digest) return Promise.resolve(recorded.r as T)
+
+    const askedBefore = this.#journal.q?.[key]
+    if (
+      Object.hasOwn(this.#responses, key) &&
+      (askedBefore === undefined || askedBefore === digest)
+    ) {
+      const answer = parse(this.#responses[key])
+      if (answer.ok) {
+        this.#answers[key] = { d: digest, r: answer.value }
+        return Promise.resolve(answer.value)
+      }
+    }
+
+    if (!hasCapability(this.#capabilities, capability)) {
+      this.#missing ??= new McpError(
+        ErrorCode.MissingRequiredClientCapability,
+        `Cannot ask for input '${key}' (${request.method}): the request does not declare the ${capability} client capability.`,
+        { requiredCapabilities: REQUIRED_CAPABILITIES[capability] }
+      )
+    } else {
+      this.#pending.set(key, { digest, request })
+    }
+    return suspend()
+  }
+}

@@ -1,0 +1,414 @@
+/**
+ * @module mcp/sealed-state
+ * The sealed `requestState` codec: `StateSealer.seal` turns a replay journal plus the request it
+ * belongs to into an opaque token, and `StateSealer.open` turns a token from the wire back into the
+ * journal, or rejects it. Any replica holding the same key ring opens what any other sealed.
+ *
+ * Token: compact JWE, `alg: "dir"`, `enc: "A256GCM"`, protected header exactly
+ * `{alg, enc, kid}` (authenticated as AAD), no compression. Plaintext: canonical JSON claims
+ *   `v` version (1) · `iat`/`exp` seconds since the epoch · `p` principal tag (HMAC-SHA256 under the
+ *   kid's principal key, first 16 bytes, base64url; never the raw principal) · `m` method ·
+ *   `t` target (tool/prompt name or resource URI) · `a` base64url SHA-256 of the canonical JSON of the
+ *   arguments (`{}` when absent or null) · `j` the journal · `n` a 16-byte random nonce.
+ *
+ * Contract:
+ * - `seal` refuses a plaintext over `maxPayloadBytes` with `StateTooLargeError` (never truncates), and
+ *   throws `TypeError` for a malformed binding or a journal with no exact JSON form. It always seals
+ *   with the ring's first key.
+ * - `open` fails closed: every failure, whatever its cause, is an `InvalidRequestStateError` whose
+ *   `message` is the frozen wire text and whose `reason` (an `OpenFailureReason`) is for the server
+ *   log only. The type and length of the token are checked before any decoding, the header before any
+ *   decryption (so an unknown kid never reaches the cipher), then every claim.
+ * - Rotation works by construction: a token opens while its kid is in the ring; a retired kid is
+ *   `unknown_kid`.
+ *
+ * Left to others: composing the principal string (issuer, subject, client — the auth layer), choosing
+ * which request fields form `args`, merging journals across rounds and single-use nonce bookkeeping
+ * (the replay engine), mapping errors to the wire (`mcp/errors`), key configuration (`mcp/key-ring`).
+ * Runtime-neutral: Web Crypto, jose and zod only.
+ */
+
+import { base64url, CompactEncrypt, compactDecrypt } from 'jose'
+import { z } from 'zod'
+import { canonicalJson, sha256Base64url } from './canonical-json.ts'
+import { InvalidRequestStateError } from './errors.ts'
+import type { KeyRing, RingKey } from './key-ring.ts'
+
+export const STATE_VERSION = 1
+export const DEFAULT_STATE_TTL_SECONDS = 600
+export const MAX_STATE_TTL_SECONDS = 86_400
+export const DEFAULT_MAX_STATE_TOKEN_CHARS = 16_384
+export const DEFAULT_MAX_STATE_PAYLOAD_BYTES = 8_192
+export const DEFAULT_STATE_CLOCK_SKEW_SECONDS = 60
+/** Smallest payload cap accepted: room for the claims around a small journal. */
+export const MIN_STATE_PAYLOAD_BYTES = 512
+/** Largest payload cap accepted; request bodies are capped well below a few MiB anyway. */
+export const MAX_STATE_PAYLOAD_BYTES = 1_048_576
+export const MAX_STATE_CLOCK_SKEW_SECONDS = 3_600
+
+const ALG = 'dir'
+const ENC = 'A256GCM'
+const NONCE_BYTES = 16
+const PRINCIPAL_TAG_BYTES = 16
+/** Longest kid the key ring admits; used to size the header when checking the caps agree. */
+const MAX_KID_CHARS = 32
+const IV_CHARS = 16 // 96-bit IV
+const TAG_CHARS = 22 // 128-bit tag
+
+const BASE64URL = /^[A-Za-z0-9_-]+$/
+const BASE64URL_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'
+
+const encoder = new TextEncoder()
+const strictDecoder = new TextDecoder('utf-8', { fatal: true })
+
+/** What a state is bound to. `args` is digested as canonical JSON (`undefined`/`null` → `{}`). */
+export interface StateBinding {
+  readonly principal: string
+  readonly method: string
+  readonly target: string
+  readonly args: unknown
+}
+
+export interface SealedState {
+  /** The compact JWE to send as `requestState`. */
+  readonly token: string
+  /** The random nonce inside it (base64url, 16 bytes), e.g. for single-use bookkeeping. */
+  readonly nonce: string
+}
+
+export interface OpenedState {
+  readonly journal: unknown
+  readonly nonce: string
+  /** The `iat` claim: seconds since the epoch when the state was sealed. */
+  readonly issuedAt: number
+}
+
+export interface StateSealerOptions {
+  readonly keyRing: KeyRing
+  /** Lifetime of one sealed state (one round), in whole seconds, 1..86400. Default 600. */
+  readonly ttlSeconds?: number
+  /** Longest token `open` will look at, in characters. Default 16384. */
+  readonly maxTokenChars?: number
+  /** Largest claims plaintext `seal` will produce, in UTF-8 bytes (journal included). Default 8192. */
+  readonly maxPayloadBytes?: number
+  /** How far `iat` may run ahead of this replica's clock, in seconds. Default 60. */
+  readonly clockSkewSeconds?: number
+  /** Clock in milliseconds since the epoch. Default `Date.now`. */
+  readonly now?: () => number
+}
+
+/** Why `open` rejected a token. Logged, never sent: the wire always says "Invalid or expired requestState". */
+export type OpenFailureReason =
+  | 'not_a_string'
+  | 'too_long'
+  | 'malformed'
+  | 'unknown_kid'
+  | 'bad_header'
+  | 'decrypt_failed'
+  | 'bad_claims'
+  | 'expired'
+  | 'issued_in_future'
+  | 'principal_mismatch'
+  | 'method_mismatch'
+  | 'target_mismatch'
+  | 'args_mismatch'
+  /** The caller's binding is not strings / JSON args: a programming error, still answered closed. */
+  | 'bad_binding'
+  /** Anything unforeseen; present so that nothing but `InvalidRequestStateError` leaves `open`. */
+  | 'internal_error'
+
+/** The state (journal included) outgrew `maxPayloadBytes`; the flow must fail, not lose data. */
+export class StateTooLargeError extends Error {
+  override name = 'StateTooLargeError'
+  readonly bytes: number
+  readonly limit: number
+
+  constructor(bytes: number, limit: number) {
+    super(`requestState payload is ${bytes} bytes, over the ${limit}-byte limit`)
+    this.bytes = bytes
+    this.limit = limit
+  }
+}
+
+const tag22 = z.string().regex(/^[A-Za-z0-9_-]{22}$/)
+const ClaimsSchema = z
+  .strictObject({
+    v: z.literal(STATE_VERSION),
+    iat: z.int().nonnegative(),
+    exp: z.int().positive(),
+    p: tag22,
+    m: z.string(),
+    t: z.string(),
+    a: z.string().regex(/^[A-Za-z0-9_-]{43}$/),
+    j: z.unknown(),
+    n: tag22,
+  })
+  .refine((claims) => claims.exp > claims.iat)
+
+export class StateSealer {
+  readonly ttlSeconds: number
+  readonly maxTokenChars: number
+  readonly maxPayloadBytes: number
+  readonly clockSkewSeconds: number
+  readonly #keyRing: KeyRing
+  readonly #now: () => number
+
+  private constructor(options: Required<StateSealerOptions>) {
+    this.#keyRing = options.keyRing
+    this.#now = options.now
+    this.ttlSeconds = options.ttlSeconds
+    this.maxTokenChars = options.maxTokenChars
+    this.maxPayloadBytes = options.maxPayloadBytes
+    this.clockSkewSeconds = options.clockSkewSeconds
+  }
+
+  /** Validates the options (`TypeError`/`RangeError`) and returns a sealer. */
+  static create(options: StateSealerOptions): StateSealer {
+    if (typeof options !== 'object' || options === null) {
+      throw new TypeError('StateSealer options must be an object')
+    }
+    const {
+      keyRing,
+      ttlSeconds = DEFAULT_STATE_TTL_SECONDS,
+      maxPayloadBytes = DEFAULT_MAX_STATE_PAYLOAD_BYTES,
+      maxTokenChars = DEFAULT_MAX_STATE_TOKEN_CHARS,
+      clockSkewSeconds = DEFAULT_STATE_CLOCK_SKEW_SECONDS,
+      now = Date.now,
+    } = options
+    if (
+      typeof keyRing !== 'object' ||
+      keyRing === null ||
+      typeof keyRing.get !== 'function' ||
+      typeof keyRing.sealingKid !== 'string' ||
+      keyRing.get(keyRing.sealingKid) === undefined
+    ) {
+      throw new TypeError('keyRing must be an imported KeyRing that holds its sealing key')
+    }
+    if (!(Number.isInteger(ttlSeconds) && ttlSeconds >= 1 && ttlSeconds <= MAX_STATE_TTL_SECONDS)) {
+      throw new RangeError(`ttlSeconds must be a whole number from 1 to ${MAX_STATE_TTL_SECONDS}`)
+    }
+    if (!(
+      Number.isInteger(maxPayloadBytes) &&
+      maxPayloadBytes >= MIN_STATE_PAYLOAD_BYTES &&
+      maxPayloadBytes <= MAX_STATE_PAYLOAD_BYTES
+    )) {
+      throw new RangeError(
+        `maxPayloadBytes must be a whole number from ${MIN_STATE_PAYLOAD_BYTES} to ${MAX_STATE_PAYLOAD_BYTES}`
+      )
+    }
+    const needed = tokenCharsFor(maxPayloadBytes)
+    if (!(Number.isInteger(maxTokenChars) && maxTokenChars >= needed)) {
+      throw new RangeError(
+        `maxTokenChars must be a whole number of at least ${needed} to admit a ${maxPayloadBytes}-byte payload`
+      )
+    }
+    if (!(
+      Number.isFinite(clockSkewSeconds) &&
+      clockSkewSeconds >= 0 &&
+      clockSkewSeconds <= MAX_STATE_CLOCK_SKEW_SECONDS
+    )) {
+      throw new RangeError(`clockSkewSeconds must be from 0 to ${MAX_STATE_CLOCK_SKEW_SECONDS}`)
+    }
+    if (typeof now !== 'function')
+      throw new TypeError('now must be a function returning milliseconds')
+    return new StateSealer({
+      keyRing,
+      ttlSeconds,
+      maxPayloadBytes,
+      maxTokenChars,
+      clockSkewSeconds,
+      now,
+    })
+  }
+
+  /** Seals `journal` for exactly this request, with the ring's first key. */
+  async seal(binding: StateBinding, journal: unknown): Promise<SealedState> {
+    if (!isBinding(binding)) {
+      throw new TypeError('seal: binding needs string principal, method and target')
+    }
+    if (journal === undefined) throw new TypeError('seal: the journal must be a JSON value')
+    const key = this.#keyRing.get(this.#keyRing.sealingKid) as RingKey
+    const iat = Math.floor(this.#now() / 1000)
+    const nonce = base64url.encode(crypto.getRandomValues(new Uint8Array(NONCE_BYTES)))
+    const [p, a] = await Promise.all([
+      principalTag(key, binding.principal),
+      sha256Base64url(canonicalJson(binding.args ?? {})),
+    ])
+    const claims = {
+      v: STATE_VERSION,
+      iat,
+      exp: iat + this.ttlSeconds,
+      p,
+      m: binding.method,
+      t: binding.target,
+      a,
+      j: journal,
+      n: nonce,
+    }
+    const plaintext = encoder.encode(canonicalJson(claims))
+    if (plaintext.byteLength > this.maxPayloadBytes) {
+      throw new StateTooLargeError(plaintext.byteLength, this.maxPayloadBytes)
+    }
+    const token = await new CompactEncrypt(plaintext)
+      .setProtectedHeader({ alg: ALG, enc: ENC, kid: key.kid })
+      .encrypt(key.contentKey)
+    return { token, nonce }
+  }
+
+  /** Opens a `requestState` from the wire for this request, or throws `InvalidRequestStateError`. */
+  async open(token: unknown, binding: StateBinding): Promise<OpenedState> {
+    try {
+      return await this.#open(token, binding)
+    } catch (error) {
+      if (error instanceof InvalidRequestStateError) throw error
+      throw new InvalidRequestStateError('internal_error' satisfies OpenFailureReason)
+    }
+  }
+
+  async #open(token: unknown, binding: StateBinding): Promise<OpenedState> {
+    if (typeof token !== 'string') return reject('not_a_string')
+    if (token.length > this.maxTokenChars) return reject('too_long')
+    if (!isBinding(binding)) return reject('bad_binding')
+
+    const parts = token.split('.')
+    if (parts.length !== 5) return reject('malformed')
+    const [header = '', encryptedKey, iv = '', ciphertext = '', tag = ''] = parts
+    if (!(
+      encryptedKey === '' &&
+      iv.length === IV_CHARS &&
+      tag.length === TAG_CHARS &&
+      isCanonicalBase64url(header) &&
+      isCanonicalBase64url(iv) &&
+      isCanonicalBase64url(ciphertext) &&
+      isCanonicalBase64url(tag)
+    )) {
+      return reject('malformed')
+    }
+
+    const key = this.#keyFor(header)
+
+    let plaintext: Uint8Array
+    try {
+      const result = await compactDecrypt(token, key.contentKey, {
+        keyManagementAlgorithms: [ALG],
+        contentEncryptionAlgorithms: [ENC],
+        maxDecompressedLength: 0,
+      })
+      plaintext = result.plaintext
+    } catch {
+      return reject('decrypt_failed')
+    }
+
+    let parsed: unknown
+    try {
+      parsed = JSON.parse(strictDecoder.decode(plaintext))
+    } catch {
+      return reject('bad_claims')
+    }
+    const checked = ClaimsSchema.safeParse(parsed)
+    if (!checked.success) return reject('bad_claims')
+    const claims = checked.data
+
+    const nowMs = this.#now()
+    if (!(claims.exp * 1000 > nowMs)) return reject('expired')
+    if (!(claims.iat * 1000 <= nowMs + this.clockSkewSeconds * 1000)) {
+      return reject('issued_in_future')
+    }
+
+    let expectedTag: string
+    let expectedArgs: string
+    try {
+      ;[expectedTag, expectedArgs] = await Promise.all([
+        principalTag(key, binding.principal),
+        sha256Base64url(canonicalJson(binding.args ?? {})),
+      ])
+    } catch {
+      return reject('bad_binding')
+    }
+    if (!constantTimeEqual(claims.p, expectedTag)) return reject('principal_mismatch')
+    if (claims.m !== binding.method) return reject('method_mismatch')
+    if (claims.t !== binding.target) return reject('target_mismatch')
+    if (!constantTimeEqual(claims.a, expectedArgs)) return reject('args_mismatch')
+
+    return { journal: claims.j, nonce: claims.n, issuedAt: claims.iat }
+  }
+
+  /** Reads the protected header without trusting it; only `{alg:"dir", enc:"A256GCM", kid}` passes. */
+  #keyFor(encodedHeader: string): RingKey {
+    let header: unknown
+    try {
+      header = JSON.parse(strictDecoder.decode(base64url.decode(encodedHeader)))
+    } catch {
+      return reject('malformed')
+    }
+    if (typeof header !== 'object' || header === null || Array.isArray(header)) {
+      return reject('malformed')
+    }
+    const { alg, enc, kid } = header as Record<string, unknown>
+    if (!(
+      Object.keys(header).length === 3 &&
+      alg === ALG &&
+      enc === ENC &&
+      typeof kid === 'string'
+    )) {
+      return reject('bad_header')
+    }
+    return this.#keyRing.get(kid) ?? reject('unknown_kid')
+  }
+}
+
+function reject(reason: OpenFailureReason): never {
+  throw new InvalidRequestStateError(reason)
+}
+
+function isBinding(binding: StateBinding): boolean {
+  return (
+    typeof binding === 'object' &&
+    binding !== null &&
+    typeof binding.principal === 'string' &&
+    typeof binding.method === 'string' &&
+    typeof binding.target === 'string'
+  )
+}
+
+async function principalTag(key: RingKey, principal: string): Promise<string> {
+  const mac = await crypto.subtle.sign('HMAC', key.principalKey, encoder.encode(principal))
+  return base64url.encode(new Uint8Array(mac, 0, PRINCIPAL_TAG_BYTES))
+}
+
+/** Equal-length strings compared without an early exit; unequal lengths are simply unequal. */
+function constantTimeEqual(a: string, b: string): boolean {
+  if (a.length !== b.length) return false
+  let diff = 0
+  for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i)
+  return diff === 0
+}
+
+/**
+ * Non-empty unpadded base64url in its one canonical spelling: the length is not 1 mod 4 and the
+ * unused low bits of the last character are zero (lenient decoders ignore them, which would let
+ * several spellings of one token all open).
+ */
+function isCanonicalBase64url(text: string): boolean {
+  if (!BASE64URL.test(text)) return false
+  const last = BASE64URL_ALPHABET.indexOf(text.charAt(text.length - 1))
+  switch (text.length % 4) {
+    case 1:
+      return false
+    case 2:
+      return (last & 0b1111) === 0
+    case 3:
+      return (last & 0b11) === 0
+    default:
+      return true
+  }
+}
+
+/** Length of the longest token holding a `payloadBytes` plaintext (kid at its longest). */
+function tokenCharsFor(payloadBytes: number): number {
+  const header = JSON.stringify({ alg: ALG, enc: ENC, kid: 'k'.repeat(MAX_KID_CHARS) })
+  const b64 = (bytes: number) => Math.ceil((bytes * 4) / 3)
+  return (
+    b64(encoder.encode(header).byteLength) + 2 + IV_CHARS + 1 + b64(payloadBytes) + 1 + TAG_CHARS
+  )
+}

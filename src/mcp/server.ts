@@ -1,0 +1,253 @@
+/**
+ * @module mcp/server
+ * `createMcpServer(options)` checks an application's definitions once and compiles what every request
+ * reuses: the published tool, resource, template and prompt lists (tool input schemas converted to
+ * JSON Schema 2020-12 here, never per request), lookup tables, the `x-mcp-header` parameters each tool
+ * declares, and the capabilities advertised by `server/discover`. A malformed definition throws at
+ * startup with a message naming it. The result is immutable and holds no per-request state.
+ */
+import { z } from 'zod'
+import type {
+  PromptDefinition,
+  ResourceDefinition,
+  ResourceTemplateDefinition,
+  ToolDefinition,
+} from './definitions.ts'
+import { DEFAULT_PAGE_SIZE } from './pagination.ts'
+import type {
+  CacheHint,
+  Implementation,
+  JsonObject,
+  Resource,
+  ResourceTemplate,
+  ServerCapabilities,
+} from './wire.ts'
+
+/** The results that carry cache hints (`ttlMs`, `cacheScope`). */
+export type CacheableResult =
+  'discover' | 'tools' | 'prompts' | 'resources' | 'resourceTemplates' | 'read'
+
+export interface McpServerOptions<App> {
+  info: Implementation
+  instructions?: string
+  tools?: ToolDefinition<App>[]
+  resources?: ResourceDefinition<App>[]
+  resourceTemplates?: ResourceTemplateDefinition<App>[]
+  prompts?: PromptDefinition<App>[]
+  /** List-change notifications the server publishes on its event bus (advertised as `listChanged`). */
+  listChanged?: { tools?: boolean; prompts?: boolean; resources?: boolean }
+  /** Whether `notifications/resources/updated` is published for watched URIs. */
+  subscribe?: boolean
+  /** Whether handlers may send `notifications/message` (advertises the `logging` capability). */
+  logging?: boolean
+  pageSize?: number
+  cache?: Partial<Record<CacheableResult, CacheHint>>
+}
+
+/** A published tool plus what the pipeline needs to check its `Mcp-Param-*` headers. */
+export interface CompiledTool<App> {
+  definition: ToolDefinition<App>
+  listing: JsonObject
+  headerParams: HeaderParam[]
+}
+
+export interface HeaderParam {
+  property: string
+  /** The header suffix: the value of `x-mcp-header`. */
+  header: string
+  type: 'string' | 'integer' | 'boolean'
+}
+
+export interface CompiledTemplate<App> {
+  definition: ResourceTemplateDefinition<App>
+  pattern: RegExp
+  variables: string[]
+}
+
+export interface McpServer<App> {
+  readonly info: Implementation
+  readonly instructions?: string
+  readonly capabilities: ServerCapabilities
+  readonly pageSize: number
+  readonly cache: Record<CacheableResult, CacheHint>
+  readonly tools: ReadonlyMap<string, CompiledTool<App>>
+  readonly toolListing: readonly JsonObject[]
+  readonly resources: ReadonlyMap<string, ResourceDefinition<App>>
+  readonly resourceListing: readonly Resource[]
+  readonly templates: readonly CompiledTemplate<App>[]
+  readonly templateListing: readonly ResourceTemplate[]
+  readonly prompts: ReadonlyMap<string, PromptDefinition<App>>
+  readonly promptListing: readonly JsonObject[]
+}
+
+const DEFAULT_CACHE: Record<CacheableResult, CacheHint> = {
+  discover: { ttlMs: 300_000, cacheScope: 'public' },
+  tools: { ttlMs: 300_000, cacheScope: 'public' },
+  prompts: { ttlMs: 300_000, cacheScope: 'public' },
+  resourceTemplates: { ttlMs: 300_000, cacheScope: 'public' },
+  resources: { ttlMs: 0, cacheScope: 'private' },
+  read: { ttlMs: 0, cacheScope: 'private' },
+}
+
+const TOOL_NAME = /^[A-Za-z0-9_.-]{1,128}$/
+const HEADER_TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/
+
+export function createMcpServer<App>(options: McpServerOptions<App>): McpServer<App> {
+  const pageSize = options.pageSize ?? DEFAULT_PAGE_SIZE
+  if (!Number.isSafeInteger(pageSize) || pageSize < 1 || pageSize > 1000) {
+    throw new RangeError('pageSize must be an integer between 1 and 1000')
+  }
+  for (const [kind, hint] of Object.entries(options.cache ?? {})) {
+    if (!Number.isSafeInteger(hint.ttlMs) || hint.ttlMs < 0)
+      throw new RangeError(`cache.${kind}.ttlMs must be a non-negative integer`)
+  }
+
+  const tools = new Map<string, CompiledTool<App>>()
+  for (const definition of options.tools ?? []) {
+    if (!TOOL_NAME.test(definition.name))
+      throw new TypeError(
+        `Tool name '${definition.name}' must be 1–128 characters of A–Z a–z 0–9 _ - .`
+      )
+    if (tools.has(definition.name))
+      throw new TypeError(`Tool '${definition.name}' is defined twice`)
+    tools.set(definition.name, compileTool(definition))
+  }
+
+  const resources = new Map<string, ResourceDefinition<App>>()
+  for (const definition of options.resources ?? []) {
+    if (resources.has(definition.uri))
+      throw new TypeError(`Resource '${definition.uri}' is defined twice`)
+    resources.set(definition.uri, definition)
+  }
+  const templates = (options.resourceTemplates ?? []).map(compileTemplate)
+
+  const prompts = new Map<string, PromptDefinition<App>>()
+  for (const definition of options.prompts ?? []) {
+    if (prompts.has(definition.name))
+      throw new TypeError(`Prompt '${definition.name}' is defined twice`)
+    prompts.set(definition.name, definition)
+  }
+
+  const capabilities: ServerCapabilities = {}
+  if (tools.size > 0) capabilities.tools = { listChanged: options.listChanged?.tools ?? false }
+  if (resources.size > 0 || templates.length > 0) {
+    capabilities.resources = {
+      subscribe: options.subscribe ?? false,
+      listChanged: options.listChanged?.resources ?? false,
+    }
+  }
+  if (prompts.size > 0)
+    capabilities.prompts = { listChanged: options.listChanged?.prompts ?? false }
+  const completes = [...prompts.values(), ...templates.map((t) => t.definition)].some(
+    (d) => d.complete
+  )
+  if (completes) capabilities.completions = {}
+  if (options.logging) capabilities.logging = {}
+
+  return Object.freeze({
+    info: options.info,
+    instructions: options.instructions,
+    capabilities,
+    pageSize,
+    cache: { ...DEFAULT_CACHE, ...options.cache },
+    tools,
+    toolListing: [...tools.values()].map((tool) => tool.listing),
+    resources,
+    resourceListing: [...resources.values()].map(({ read: _read, ...listing }) => listing),
+    templates,
+    templateListing: templates.map(
+      ({ definition: { list: _l, read: _r, complete: _c, ...listing } }) => listing
+    ),
+    prompts,
+    promptListing: [...prompts.values()].map(
+      ({ get: _get, complete: _complete, ...listing }) => listing as JsonObject
+    ),
+  })
+}
+
+function compileTool<App>(definition: ToolDefinition<App>): CompiledTool<App> {
+  const inputSchema =
+    definition.inputJsonSchema ??
+    (z.toJSONSchema(definition.input, { target: 'draft-2020-12', io: 'input' }) as JsonObject)
+  if (inputSchema.type !== 'object')
+    throw new TypeError(
+      `Tool '${definition.name}': inputSchema must have "type": "object" at the root`
+    )
+  const listing: JsonObject = { name: definition.name }
+  if (definition.title) listing.title = definition.title
+  listing.description = definition.description
+  listing.inputSchema = inputSchema
+  if (definition.output)
+    listing.outputSchema = z.toJSONSchema(definition.output, {
+      target: 'draft-2020-12',
+      io: 'output',
+    })
+  if (definition.annotations) listing.annotations = definition.annotations
+  return { definition, listing, headerParams: headerParams(definition.name, inputSchema) }
+}
+
+/** Reads the `x-mcp-header` annotations of a tool's top-level properties and checks them (TOOLS x-mcp-header). */
+function headerParams(tool: string, inputSchema: JsonObject): HeaderParam[] {
+  const properties = (inputSchema.properties ?? {}) as Record<string, JsonObject>
+  const params: HeaderParam[] = []
+  const seen = new Set<string>()
+  for (const [property, schema] of Object.entries(properties)) {
+    const header = schema['x-mcp-header']
+    if (header === undefined) continue
+    if (typeof header !== 'string' || !HEADER_TOKEN.test(header)) {
+      throw new TypeError(
+        `Tool '${tool}': x-mcp-header of '${property}' must be a non-empty HTTP token`
+      )
+    }
+    if (seen.has(header.toLowerCase()))
+      throw new TypeError(`Tool '${tool}': x-mcp-header '${header}' is used twice`)
+    seen.add(header.toLowerCase())
+    const type = schema.type
+    if (type !== 'string' && type !== 'integer' && type !== 'boolean') {
+      throw new TypeError(
+        `Tool '${tool}': x-mcp-header is allowed only on string, integer or boolean properties ('${property}')`
+      )
+    }
+    params.push({ property, header, type })
+  }
+  return params
+}
+
+const TEMPLATE_VARIABLE = /\{([A-Za-z0-9_]+)\}/g
+
+function compileTemplate<App>(definition: ResourceTemplateDefinition<App>): CompiledTemplate<App> {
+  const variables: string[] = []
+  let source = ''
+  let last = 0
+  for (const match of definition.uriTemplate.matchAll(TEMPLATE_VARIABLE)) {
+    source += escapeRegExp(definition.uriTemplate.slice(last, match.index)) + '([^/?#]+)'
+    variables.push(match[1] as string)
+    last = match.index + match[0].length
+  }
+  source += escapeRegExp(definition.uriTemplate.slice(last))
+  if (variables.length === 0)
+    throw new TypeError(`Resource template '${definition.uriTemplate}' has no {variable}`)
+  return { definition, pattern: new RegExp(`^${source}$`), variables }
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+}
+
+/** Matches a URI against a compiled template; variables are percent-decoded. */
+export function matchTemplate<App>(
+  template: CompiledTemplate<App>,
+  uri: string
+): Record<string, string> | undefined {
+  const match = template.pattern.exec(uri)
+  if (!match) return undefined
+  const variables: Record<string, string> = {}
+  try {
+    template.variables.forEach(
+      (name, index) => (variables[name] = decodeURIComponent(match[index + 1] as string))
+    )
+  } catch {
+    return undefined
+  }
+  return variables
+}

@@ -1,0 +1,156 @@
+/**
+ * @module mcp/subscriptions
+ * `subscriptions/listen`: a held-open SSE stream that first acknowledges the subset of the requested
+ * notifications this server honours, then forwards matching events from the bus, each tagged with the
+ * listen request's id as `subscriptionId`. Keep-alive comments keep proxies from timing it out; the
+ * client closing the stream ends the subscription; server shutdown or the maximum duration end it
+ * gracefully with the listen result. Nothing about a subscription outlives its stream.
+ */
+import type { EventBus, ServerEvent } from './events.ts'
+import { META_SERVER_INFO, META_SUBSCRIPTION_ID } from './protocol.ts'
+import type { McpServer } from './server.ts'
+import { SSE_HEADERS, SSE_KEEPALIVE, sseEvent } from './streaming.ts'
+import type { RequestId } from './wire.ts'
+
+export const DEFAULT_KEEPALIVE_MS = 15_000
+export const DEFAULT_MAX_LISTEN_MS = 60 * 60_000
+
+export interface ListenFilter {
+  toolsListChanged?: boolean
+  promptsListChanged?: boolean
+  resourcesListChanged?: boolean
+  resourceSubscriptions?: string[]
+}
+
+export interface ListenOptions {
+  id: RequestId
+  requested: ListenFilter
+  principal: string
+  bus: EventBus
+  /** Aborted when the client goes away. */
+  signal: AbortSignal
+  /** Aborted when the server shuts down: the stream then ends gracefully. */
+  shutdown?: AbortSignal
+  keepAliveMs?: number
+  maxDurationMs?: number
+}
+
+/** Whether the server can honour any kind of subscription (otherwise listen is not advertised). */
+export function canListen(server: McpServer<unknown>): boolean {
+  const { tools, prompts, resources } = server.capabilities
+  return Boolean(
+    tools?.listChanged || prompts?.listChanged || resources?.listChanged || resources?.subscribe
+  )
+}
+
+/** The part of the requested filter this server honours (sent in the acknowledgment). */
+export function honouredFilter(server: McpServer<unknown>, requested: ListenFilter): ListenFilter {
+  const { tools, prompts, resources } = server.capabilities
+  const honoured: ListenFilter = {}
+  if (requested.toolsListChanged && tools?.listChanged) honoured.toolsListChanged = true
+  if (requested.promptsListChanged && prompts?.listChanged) honoured.promptsListChanged = true
+  if (requested.resourcesListChanged && resources?.listChanged) honoured.resourcesListChanged = true
+  if (requested.resourceSubscriptions?.length && resources?.subscribe) {
+    honoured.resourceSubscriptions = [...new Set(requested.resourceSubscriptions)]
+  }
+  return honoured
+}
+
+function notificationFor(
+  event: ServerEvent,
+  filter: ListenFilter,
+  principal: string
+): string | undefined {
+  switch (event.kind) {
+    case 'tools_list_changed':
+      return filter.toolsListChanged ? 'notifications/tools/list_changed' : undefined
+    case 'prompts_list_changed':
+      return filter.promptsListChanged ? 'notifications/prompts/list_changed' : undefined
+    case 'resources_list_changed':
+      if (event.principal !== undefined && event.principal !== principal) return undefined
+      return filter.resourcesListChanged ? 'notifications/resources/list_changed' : undefined
+    case 'resource_updated':
+      if (event.principal !== undefined && event.principal !== principal) return undefined
+      return filter.resourceSubscriptions?.includes(event.uri)
+        ? 'notifications/resources/updated'
+        : undefined
+  }
+}
+
+export function listen(server: McpServer<unknown>, options: ListenOptions): Response {
+  const { id, principal, bus, signal, shutdown } = options
+  const filter = honouredFilter(server, options.requested)
+  const tag = { [META_SUBSCRIPTION_ID]: id }
+  let cleanup = () => {}
+
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      let open = true
+      const send = (chunk: Uint8Array) => {
+        if (open) controller.enqueue(chunk)
+      }
+      const end = (graceful: boolean) => {
+        if (!open) return
+        if (graceful) {
+          send(
+            sseEvent({
+              jsonrpc: '2.0',
+              id,
+              result: {
+                resultType: 'complete',
+                _meta: { ...tag, [META_SERVER_INFO]: server.info },
+              },
+            })
+          )
+        }
+        open = false
+        cleanup()
+        try {
+          controller.close()
+        } catch {
+          // already closed by a cancel
+        }
+      }
+
+      send(
+        sseEvent({
+          jsonrpc: '2.0',
+          method: 'notifications/subscriptions/acknowledged',
+          params: { notifications: filter, _meta: tag },
+        })
+      )
+
+      const unsubscribe = bus.subscribe((event) => {
+        const method = notificationFor(event, filter, principal)
+        if (!method) return
+        const params =
+          event.kind === 'resource_updated' ? { uri: event.uri, _meta: tag } : { _meta: tag }
+        send(sseEvent({ jsonrpc: '2.0', method, params }))
+      })
+      const keepAlive = setInterval(
+        () => send(SSE_KEEPALIVE),
+        options.keepAliveMs ?? DEFAULT_KEEPALIVE_MS
+      )
+      const maxDuration = setTimeout(
+        () => end(true),
+        options.maxDurationMs ?? DEFAULT_MAX_LISTEN_MS
+      )
+      const onShutdown = () => end(true)
+      const onClientGone = () => end(false)
+      shutdown?.addEventListener('abort', onShutdown)
+      signal.addEventListener('abort', onClientGone)
+      cleanup = () => {
+        unsubscribe()
+        clearInterval(keepAlive)
+        clearTimeout(maxDuration)
+        shutdown?.removeEventListener('abort', onShutdown)
+        signal.removeEventListener('abort', onClientGone)
+      }
+      if (shutdown?.aborted) end(true)
+    },
+    cancel() {
+      cleanup()
+    },
+  })
+  return new Response(body, { status: 200, headers: SSE_HEADERS })
+}

@@ -1,0 +1,218 @@
+/**
+ * @module mcp/wire
+ * Shapes of revision 2026-07-28 that the engine reads or writes: TypeScript types for results and
+ * content, and zod schemas (built once, at module load) for the params of every method a client may
+ * send. Envelope checks (JSON-RPC shape, headers, `_meta`) live in `envelope.ts`; this module only
+ * describes data.
+ */
+import { z } from 'zod'
+
+export type JsonObject = Record<string, unknown>
+export type RequestId = string | number
+
+export interface Implementation {
+  name: string
+  version: string
+  title?: string
+  description?: string
+  websiteUrl?: string
+}
+
+export interface ClientCapabilities {
+  experimental?: Record<string, object>
+  roots?: object
+  sampling?: { context?: object; tools?: object }
+  elicitation?: { form?: object; url?: object }
+  extensions?: Record<string, object>
+}
+
+export interface ServerCapabilities {
+  tools?: { listChanged?: boolean }
+  resources?: { subscribe?: boolean; listChanged?: boolean }
+  prompts?: { listChanged?: boolean }
+  completions?: object
+  logging?: object
+}
+
+export interface Annotations {
+  audience?: Array<'user' | 'assistant'>
+  priority?: number
+  lastModified?: string
+}
+
+export type TextResourceContents = { uri: string; mimeType?: string; text: string }
+export type BlobResourceContents = { uri: string; mimeType?: string; blob: string }
+export type ResourceContents = TextResourceContents | BlobResourceContents
+
+export type ContentBlock =
+  | { type: 'text'; text: string; annotations?: Annotations }
+  | { type: 'image'; data: string; mimeType: string; annotations?: Annotations }
+  | { type: 'audio'; data: string; mimeType: string; annotations?: Annotations }
+  | { type: 'resource'; resource: ResourceContents; annotations?: Annotations }
+  | ({ type: 'resource_link' } & Resource)
+
+export interface Resource {
+  uri: string
+  name: string
+  title?: string
+  description?: string
+  mimeType?: string
+  size?: number
+  annotations?: Annotations
+}
+
+export interface ResourceTemplate {
+  uriTemplate: string
+  name: string
+  title?: string
+  description?: string
+  mimeType?: string
+  annotations?: Annotations
+}
+
+export interface CallToolResult {
+  content: ContentBlock[]
+  structuredContent?: unknown
+  isError?: boolean
+}
+
+export interface PromptMessage {
+  role: 'user' | 'assistant'
+  content: ContentBlock
+}
+
+export interface GetPromptResult {
+  description?: string
+  messages: PromptMessage[]
+}
+
+export interface ReadResourceResult {
+  contents: ResourceContents[]
+}
+
+export type CacheScope = 'public' | 'private'
+export interface CacheHint {
+  ttlMs: number
+  cacheScope: CacheScope
+}
+
+/** A request the server embeds in an `InputRequiredResult` (no `jsonrpc`, no `id`). */
+export type InputRequest =
+  | { method: 'elicitation/create'; params: JsonObject }
+  | { method: 'sampling/createMessage'; params: JsonObject }
+  | { method: 'roots/list'; params?: JsonObject }
+
+export interface InputRequiredResult {
+  resultType: 'input_required'
+  inputRequests?: Record<string, InputRequest>
+  requestState?: string
+}
+
+export type ElicitAnswer<T> =
+  | { action: 'accept'; content: T }
+  | { action: 'decline' }
+  | { action: 'cancel' }
+
+export interface SamplingMessage {
+  role: 'user' | 'assistant'
+  content: unknown
+}
+
+export interface CreateMessageParams {
+  messages: SamplingMessage[]
+  maxTokens: number
+  systemPrompt?: string
+  temperature?: number
+  stopSequences?: string[]
+  modelPreferences?: JsonObject
+  includeContext?: 'none' | 'thisServer' | 'allServers'
+  metadata?: JsonObject
+  tools?: JsonObject[]
+  toolChoice?: { mode?: 'auto' | 'required' | 'none' }
+}
+
+export interface CreateMessageResult {
+  role: 'user' | 'assistant'
+  content: unknown
+  model: string
+  stopReason?: string
+}
+
+export interface Root {
+  uri: string
+  name?: string
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Params schemas (client → server). `_meta` is checked by the envelope; here it is passed through.
+
+const cursor = z.string().optional()
+const inputResponses = z.record(z.string(), z.unknown()).nullish()
+const requestState = z.unknown().optional()
+
+export const ListParamsSchema = z.looseObject({ cursor })
+
+export const CallToolParamsSchema = z.looseObject({
+  name: z.string().min(1),
+  arguments: z.record(z.string(), z.unknown()).nullish(),
+  inputResponses,
+  requestState,
+})
+
+export const ReadResourceParamsSchema = z.looseObject({
+  uri: z.string().min(1),
+  inputResponses,
+  requestState,
+})
+
+export const GetPromptParamsSchema = z.looseObject({
+  name: z.string().min(1),
+  arguments: z.record(z.string(), z.string()).nullish(),
+  inputResponses,
+  requestState,
+})
+
+export const CompleteParamsSchema = z.looseObject({
+  ref: z.discriminatedUnion('type', [
+    z.looseObject({ type: z.literal('ref/prompt'), name: z.string() }),
+    z.looseObject({ type: z.literal('ref/resource'), uri: z.string() }),
+  ]),
+  argument: z.looseObject({ name: z.string(), value: z.string() }),
+  context: z
+    .looseObject({ arguments: z.record(z.string(), z.string()).optional() })
+    .optional(),
+})
+
+export const ListenParamsSchema = z.looseObject({
+  notifications: z.looseObject({
+    toolsListChanged: z.boolean().optional(),
+    promptsListChanged: z.boolean().optional(),
+    resourcesListChanged: z.boolean().optional(),
+    resourceSubscriptions: z.array(z.string()).max(100).optional(),
+  }),
+})
+
+/** Shapes of the answers a client may put in `inputResponses` (validated on arrival). */
+export const ElicitResultSchema = z.looseObject({
+  action: z.enum(['accept', 'decline', 'cancel']),
+  content: z.record(z.string(), z.unknown()).optional(),
+})
+
+export const CreateMessageResultSchema = z.looseObject({
+  role: z.enum(['user', 'assistant']),
+  content: z.unknown(),
+  model: z.string(),
+  stopReason: z.string().optional(),
+})
+
+export const ListRootsResultSchema = z.looseObject({
+  roots: z.array(z.looseObject({ uri: z.string(), name: z.string().optional() })),
+})
+
+/** Summarises zod issues as one line a person can act on (paths and messages, no internals). */
+export function describeIssues(error: z.ZodError): string {
+  return error.issues
+    .slice(0, 5)
+    .map((issue) => (issue.path.length ? `${issue.path.join('.')}: ${issue.message}` : issue.message))
+    .join('; ')
+}

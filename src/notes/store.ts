@@ -1,0 +1,123 @@
+/**
+ * @module notes/store
+ * The `NotesStore` contract every storage adapter implements (node:sqlite, PostgreSQL, D1), and the
+ * note and share-request shapes. Adapters own persistence, migrations, full-text search and atomicity;
+ * the notes application owns validation, limits and wording. Every method is scoped to a principal:
+ * one principal can never read, change or learn of another's notes.
+ */
+
+export interface Note {
+  id: string
+  title: string
+  /** Markdown. */
+  body: string
+  /** Lower-case, unique, sorted. */
+  tags: string[]
+  /** Milliseconds since the epoch. */
+  createdAt: number
+  updatedAt: number
+  /** Starts at 1; every successful update adds 1. */
+  version: number
+}
+
+export interface NewNote {
+  title: string
+  body: string
+  tags: string[]
+}
+
+export interface NotePatch {
+  title?: string
+  body?: string
+  tags?: string[]
+}
+
+export interface Page<T> {
+  items: T[]
+  /** Offset of the next page; absent on the last page. */
+  nextOffset?: number
+}
+
+export interface SearchQuery {
+  /** Free text; every word must match (prefix match on the last word). Empty matches every note. */
+  text: string
+  /** When set, only notes carrying every one of these tags. */
+  tags?: string[]
+  offset: number
+  limit: number
+}
+
+export type UpdateOutcome =
+  | { kind: 'updated'; note: Note }
+  | { kind: 'not_found' }
+  | { kind: 'conflict'; current: Note }
+
+/** Outcome of a side effect guarded by a single-use key (the sealed state's nonce). */
+export type OnceOutcome<T> = { kind: 'done'; value: T } | { kind: 'already_done' }
+
+export type ShareStatus = 'pending' | 'approved' | 'refused'
+
+export interface ShareRequest {
+  /** Unguessable id (≥128 bits, base64url) that appears in the approval URL. */
+  id: string
+  principal: string
+  noteId: string
+  status: ShareStatus
+  /** Milliseconds since the epoch; after this the request can no longer be decided. */
+  expiresAt: number
+  /** Set once the approved share was published: the id of the read-only link. */
+  linkId?: string
+}
+
+export type DecideOutcome = 'decided' | 'already_decided' | 'expired' | 'not_found'
+
+export interface NotesStore {
+  /** Creates the schema if needed (idempotent). Called once at startup. */
+  migrate(): Promise<void>
+  close(): Promise<void>
+
+  create(principal: string, note: NewNote, now: number): Promise<Note>
+  get(principal: string, id: string): Promise<Note | undefined>
+  /** Applies the patch only if the stored version equals `expectedVersion`. */
+  update(
+    principal: string,
+    id: string,
+    expectedVersion: number,
+    patch: NotePatch,
+    now: number
+  ): Promise<UpdateOutcome>
+  /**
+   * Deletes the note and records `onceKey` in the same transaction. A second call with the same key
+   * answers `already_done` and changes nothing, on any replica sharing the store.
+   */
+  delete(principal: string, id: string, onceKey: string): Promise<OnceOutcome<boolean>>
+  /** Notes of the principal, most recently updated first. */
+  list(principal: string, offset: number, limit: number): Promise<Page<Note>>
+  /** Full-text search over title, body and tags, best match first. */
+  search(principal: string, query: SearchQuery): Promise<Page<Note>>
+  /** Every tag of the principal with its number of notes, by tag name. */
+  listTags(principal: string): Promise<Array<{ tag: string; count: number }>>
+  /** Up to `limit` note ids starting with `prefix`, for completions. */
+  completeIds(principal: string, prefix: string, limit: number): Promise<string[]>
+  /** Up to `limit` tags starting with `prefix`, for completions. */
+  completeTags(principal: string, prefix: string, limit: number): Promise<string[]>
+
+  /** Share approvals behind the url-mode elicitation of `share_note`. */
+  createShareRequest(request: Omit<ShareRequest, 'status' | 'linkId'>): Promise<ShareRequest>
+  getShareRequest(id: string): Promise<ShareRequest | undefined>
+  /** Records the decision once; later calls answer `already_decided` and change nothing. */
+  decideShareRequest(id: string, decision: 'approved' | 'refused', now: number): Promise<DecideOutcome>
+  /**
+   * Publishes an approved share as a read-only link, once: records `onceKey` and the link in one
+   * transaction; a second call with the same key (or for a share already published) answers
+   * `already_done`.
+   */
+  publishShare(
+    principal: string,
+    shareId: string,
+    linkId: string,
+    onceKey: string
+  ): Promise<OnceOutcome<string>>
+  /** The note behind a published read-only link, if the link exists and the note still does. */
+  getSharedNote(linkId: string): Promise<Note | undefined>
+}
