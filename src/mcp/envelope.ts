@@ -291,7 +291,10 @@ export function decodeHeaderValue(id: RequestId, display: string, value: string)
   }
 }
 
-/** Validates a header value's characters (for `Mcp-Param-*`), then decodes it. */
+/**
+ * Reads an `Mcp-Param-*` header: checks its characters, then decodes it. Throws the `McpError`
+ * (-32020) itself, since the caller already knows the request id.
+ */
 export function readParamHeader(
   id: RequestId,
   headers: Headers,
@@ -299,5 +302,9 @@ export function readParamHeader(
 ): string | undefined {
   const display = `Mcp-Param-${suffix}`
   if (headers.get(display) === null) return undefined
-  return decodeHeaderValue(id, display, readHeader(id, headers, display.toLowerCase(), display))
+  try {
+    return decodeHeaderValue(id, display, readHeader(id, headers, display.toLowerCase(), display))
+  } catch (error) {
+    throw error instanceof EnvelopeError ? error.error : error
+  }
 }

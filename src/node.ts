@@ -1,0 +1,65 @@
+/**
+ * @module node
+ * Node entry: `npm start`. Reads the environment, opens the SQLite store under DATA_DIR, loads (or on
+ * first start generates) the requestState key ring, and serves the app with @hono/node-server on
+ * 127.0.0.1 by default. On SIGINT/SIGTERM it ends listen streams gracefully and closes the store.
+ */
+import { serve } from '@hono/node-server'
+import { join } from 'node:path'
+import { createApp } from './app.ts'
+import { ConfigError, parseConfig } from './config.ts'
+import { InProcessEventBus } from './mcp/events.ts'
+import { importKeyRing, parseKeyRing } from './mcp/key-ring.ts'
+import { StateSealer } from './mcp/sealed-state.ts'
+import { loadOrCreateKeyRing } from './storage/key-file.ts'
+import { SqliteNotesStore } from './storage/sqlite.ts'
+
+async function main(): Promise<void> {
+  const config = parseConfig(process.env)
+
+  let keyText = config.stateKeys
+  if (!keyText) {
+    const file = await loadOrCreateKeyRing(config.dataDir)
+    if (file.created)
+      console.log(
+        `Generated a requestState key ring in ${file.path} (mode 0600). Share it with every replica.`
+      )
+    keyText = file.text
+  }
+  const sealer = await StateSealer.create({
+    keyRing: await importKeyRing(parseKeyRing(keyText)),
+    ttlSeconds: config.stateTtlSeconds,
+  })
+
+  const store = new SqliteNotesStore({ path: join(config.dataDir, 'notes.db') })
+  await store.migrate()
+
+  const shutdown = new AbortController()
+  const app = createApp(config, {
+    store,
+    sealer,
+    bus: new InProcessEventBus(),
+    shutdown: shutdown.signal,
+  })
+  const server = serve({ fetch: app.fetch, hostname: config.host, port: config.port }, (info) => {
+    const host = info.family === 'IPv6' ? `[${info.address}]` : info.address
+    console.log(`notes-mcp listening on http://${host}:${info.port}/mcp`)
+  })
+
+  const stop = () => {
+    shutdown.abort()
+    server.close(() => void store.close().then(() => process.exit(0)))
+    setTimeout(() => process.exit(0), 2000).unref()
+  }
+  process.once('SIGINT', stop)
+  process.once('SIGTERM', stop)
+}
+
+main().catch((error: unknown) => {
+  console.error(
+    error instanceof ConfigError
+      ? error.message
+      : `notes-mcp failed to start: ${error instanceof Error ? error.message : String(error)}`
+  )
+  process.exit(1)
+})

@@ -1,0 +1,34 @@
+/**
+ * @module storage/key-file
+ * Zero-configuration key ring for Node: when `STATE_KEYS` is not set, the ring is read from
+ * `<DATA_DIR>/state-keys`, or generated and written there once with file mode 0600. Every replica that
+ * shares the data directory (or is given the same `STATE_KEYS`) can then open every other's states.
+ * Node-only; the Worker always takes its ring from a secret.
+ */
+import { mkdir, readFile, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { formatKeyRing, generateKey } from '../mcp/key-ring.ts'
+
+export const KEY_FILE_NAME = 'state-keys'
+
+/** The ring text and whether it was generated just now (so the caller can say so, once). */
+export async function loadOrCreateKeyRing(
+  dataDir: string
+): Promise<{ text: string; path: string; created: boolean }> {
+  const path = join(dataDir, KEY_FILE_NAME)
+  try {
+    return { text: (await readFile(path, 'utf8')).trim(), path, created: false }
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error
+  }
+  await mkdir(dataDir, { recursive: true })
+  const text = formatKeyRing([generateKey()])
+  try {
+    await writeFile(path, `${text}\n`, { mode: 0o600, flag: 'wx' })
+    return { text, path, created: true }
+  } catch (error) {
+    // Another replica created it first: use theirs.
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+    return { text: (await readFile(path, 'utf8')).trim(), path, created: false }
+  }
+}

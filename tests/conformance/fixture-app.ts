@@ -1,0 +1,502 @@
+/**
+ * @module tests/conformance/fixture-app
+ * The conformance fixture: a server built on the engine that exposes exactly the tools, resources,
+ * prompts and triggers the official conformance suite (`@modelcontextprotocol/conformance`, requirement
+ * set 2026-07-28) calls, per the fixture contract in ../shared/reference/conformance.md §6. Its
+ * interactive tools keep all their memory in the sealed requestState, so any replica — Node or
+ * Workers — can serve any round. Runtime-neutral; `fixture-server.ts` serves it on Node.
+ */
+import type { Hono } from 'hono'
+import { z } from 'zod'
+import type { Config } from '../../src/config.ts'
+import { createHttpApp } from '../../src/http/app.ts'
+import { definitions, text, toolError } from '../../src/mcp/definitions.ts'
+import type { EventBus } from '../../src/mcp/events.ts'
+import { createMcpHandler } from '../../src/mcp/handler.ts'
+import type { StateSealer } from '../../src/mcp/sealed-state.ts'
+import { createMcpServer } from '../../src/mcp/server.ts'
+
+interface FixtureApp {
+  bus: EventBus
+}
+
+const { tool, resource, resourceTemplate, prompt } = definitions<FixtureApp>()
+
+export const PNG_1X1 =
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=='
+export const WAV_TINY = 'UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA='
+
+const noArgs = z.object({})
+const nameForm = z.object({ name: z.string() })
+const sleep = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, ms)
+    signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true })
+  })
+
+function answerText(content: unknown): string {
+  const block = content as { type?: string; text?: string } | undefined
+  return block?.type === 'text' && typeof block.text === 'string'
+    ? block.text
+    : JSON.stringify(content)
+}
+
+const tools = [
+  tool({
+    name: 'test_simple_text',
+    description: 'Returns a simple text response.',
+    input: noArgs,
+    run: () => text('This is a simple text response for testing.'),
+  }),
+  tool({
+    name: 'test_image_content',
+    description: 'Returns an image.',
+    input: noArgs,
+    run: () => ({ content: [{ type: 'image', data: PNG_1X1, mimeType: 'image/png' }] }),
+  }),
+  tool({
+    name: 'test_audio_content',
+    description: 'Returns audio.',
+    input: noArgs,
+    run: () => ({ content: [{ type: 'audio', data: WAV_TINY, mimeType: 'audio/wav' }] }),
+  }),
+  tool({
+    name: 'test_embedded_resource',
+    description: 'Returns an embedded resource.',
+    input: noArgs,
+    run: () => ({
+      content: [
+        {
+          type: 'resource',
+          resource: {
+            uri: 'test://embedded-resource',
+            mimeType: 'text/plain',
+            text: 'This is an embedded resource content.',
+          },
+        },
+      ],
+    }),
+  }),
+  tool({
+    name: 'test_multiple_content_types',
+    description: 'Returns text, an image and a resource.',
+    input: noArgs,
+    run: () => ({
+      content: [
+        { type: 'text', text: 'Multiple content types test:' },
+        { type: 'image', data: PNG_1X1, mimeType: 'image/png' },
+        {
+          type: 'resource',
+          resource: {
+            uri: 'test://mixed-content-resource',
+            mimeType: 'application/json',
+            text: '{"test":"data","value":123}',
+          },
+        },
+      ],
+    }),
+  }),
+  tool({
+    name: 'test_error_handling',
+    description: 'Always fails as a tool execution error.',
+    input: noArgs,
+    run: () => toolError('This tool intentionally returns an error for testing'),
+  }),
+  tool({
+    name: 'test_tool_with_progress',
+    description: 'Reports progress three times, then answers.',
+    input: noArgs,
+    async run(_args, ctx) {
+      for (const step of [0, 50, 100]) {
+        ctx.progress(step, 100, `Completed step ${step} of 100`)
+        if (step < 100) await sleep(50, ctx.signal)
+      }
+      return text('Progress complete.')
+    },
+  }),
+  tool({
+    name: 'test_logging_tool',
+    description: 'Logs three messages (sent only when the request asks for a log level).',
+    input: noArgs,
+    async run(_args, ctx) {
+      ctx.log('info', 'Tool execution started', 'fixture')
+      ctx.log('info', 'Tool processing data', 'fixture')
+      ctx.log('info', 'Tool execution completed', 'fixture')
+      return text('Logging complete.')
+    },
+  }),
+  tool({
+    name: 'test_missing_capability',
+    description: 'Needs the sampling capability.',
+    input: noArgs,
+    async run(_args, ctx) {
+      const answer = await ctx.sample('llm_answer', {
+        messages: [{ role: 'user', content: { type: 'text', text: 'Say hello.' } }],
+        maxTokens: 50,
+      })
+      return text(`LLM response: ${answerText(answer.content)}`)
+    },
+  }),
+  tool({
+    name: 'test_streaming_elicitation',
+    description: 'Asks for a name through a form (never as a server-to-client request).',
+    input: noArgs,
+    async run(_args, ctx) {
+      const answer = await ctx.elicit('user_name', {
+        message: 'What is your name?',
+        schema: nameForm,
+      })
+      return text(
+        answer.action === 'accept'
+          ? `Hello, ${answer.content.name}!`
+          : `No name given (${answer.action}).`
+      )
+    },
+  }),
+  tool({
+    name: 'test_trigger_tool_change',
+    description: 'Publishes notifications/tools/list_changed to open listen streams.',
+    input: noArgs,
+    async run(_args, ctx) {
+      await ctx.app.bus.publish({ kind: 'tools_list_changed' })
+      return text('Published tools/list_changed.')
+    },
+  }),
+  tool({
+    name: 'test_trigger_prompt_change',
+    description: 'Publishes notifications/prompts/list_changed to open listen streams.',
+    input: noArgs,
+    async run(_args, ctx) {
+      await ctx.app.bus.publish({ kind: 'prompts_list_changed' })
+      return text('Published prompts/list_changed.')
+    },
+  }),
+  tool({
+    name: 'test_input_required_result_elicitation',
+    description: 'Asks for the user name (multi round-trip).',
+    input: noArgs,
+    async run(_args, ctx) {
+      const answer = await ctx.elicit('user_name', {
+        message: 'What is your name?',
+        schema: nameForm,
+      })
+      return text(
+        answer.action === 'accept'
+          ? `Hello, ${answer.content.name}!`
+          : `No name given (${answer.action}).`
+      )
+    },
+  }),
+  tool({
+    name: 'test_input_required_result_sampling',
+    description: "Asks the host's model a question (multi round-trip).",
+    input: noArgs,
+    async run(_args, ctx) {
+      const answer = await ctx.sample('capital_question', {
+        messages: [
+          { role: 'user', content: { type: 'text', text: 'What is the capital of France?' } },
+        ],
+        maxTokens: 100,
+      })
+      return text(`LLM response: ${answerText(answer.content)}`)
+    },
+  }),
+  tool({
+    name: 'test_input_required_result_list_roots',
+    description: "Asks for the client's roots (multi round-trip).",
+    input: noArgs,
+    async run(_args, ctx) {
+      const roots = await ctx.roots('client_roots')
+      return text(`Roots: ${roots.map((root) => root.uri).join(', ') || '(none)'}`)
+    },
+  }),
+  tool({
+    name: 'test_input_required_result_request_state',
+    description: 'Asks for confirmation and carries sealed state between rounds.',
+    input: noArgs,
+    async run(_args, ctx) {
+      const answer = await ctx.elicit('confirm', {
+        message: 'Continue?',
+        schema: z.object({ ok: z.boolean() }),
+      })
+      return text(
+        answer.action === 'accept' && answer.content.ok
+          ? 'state-ok: confirmed'
+          : 'state-ok: not confirmed'
+      )
+    },
+  }),
+  tool({
+    name: 'test_input_required_result_multiple_inputs',
+    description: 'Asks for an elicitation, a sampling and the roots in one round.',
+    input: noArgs,
+    async run(_args, ctx) {
+      const [name, greeting, roots] = await Promise.all([
+        ctx.elicit('user_name', { message: 'What is your name?', schema: nameForm }),
+        ctx.sample('greeting', {
+          messages: [{ role: 'user', content: { type: 'text', text: 'Write a short greeting.' } }],
+          maxTokens: 50,
+        }),
+        ctx.roots('client_roots'),
+      ])
+      const who = name.action === 'accept' ? name.content.name : name.action
+      return text(`name=${who}; greeting=${answerText(greeting.content)}; roots=${roots.length}`)
+    },
+  }),
+  tool({
+    name: 'test_input_required_result_multi_round',
+    description: 'Asks two questions in two successive rounds.',
+    input: noArgs,
+    async run(_args, ctx) {
+      const name = await ctx.elicit('step1', { message: 'What is your name?', schema: nameForm })
+      const color = await ctx.elicit('step2', {
+        message: 'What is your favourite colour?',
+        schema: z.object({ color: z.string() }),
+      })
+      const who = name.action === 'accept' ? name.content.name : name.action
+      const what = color.action === 'accept' ? color.content.color : color.action
+      return text(`${who} likes ${what}.`)
+    },
+  }),
+  tool({
+    name: 'test_input_required_result_tampered_state',
+    description: 'Asks for confirmation; a tampered requestState is rejected.',
+    input: noArgs,
+    async run(_args, ctx) {
+      const answer = await ctx.elicit('confirm', {
+        message: 'Confirm?',
+        schema: z.object({ ok: z.boolean() }),
+      })
+      return text(`Confirmed: ${answer.action === 'accept' && answer.content.ok}`)
+    },
+  }),
+  tool({
+    name: 'test_input_required_result_capabilities',
+    description: 'Asks only for what the request declares it can answer.',
+    input: noArgs,
+    async run(_args, ctx) {
+      if (ctx.can('elicitation.form')) {
+        const answer = await ctx.elicit('user_name', {
+          message: 'What is your name?',
+          schema: nameForm,
+        })
+        return text(`Asked by form: ${answer.action}`)
+      }
+      if (ctx.can('sampling')) {
+        const answer = await ctx.sample('llm_answer', {
+          messages: [{ role: 'user', content: { type: 'text', text: 'Say hello.' } }],
+          maxTokens: 50,
+        })
+        return text(`Asked the model: ${answerText(answer.content)}`)
+      }
+      if (ctx.can('roots')) return text(`Roots: ${(await ctx.roots('client_roots')).length}`)
+      return toolError('The client declared no capability this tool can use.')
+    },
+  }),
+  tool({
+    name: 'test_x_mcp_header',
+    description: 'Mirrors the region argument into the Mcp-Param-Region header.',
+    input: z.object({
+      region: z.string().meta({ 'x-mcp-header': 'Region' }).optional(),
+      level: z.int().optional(),
+    }),
+    run: ({ region, level }) => text(`region=${region ?? ''} level=${level ?? ''}`),
+  }),
+  tool({
+    name: 'json_schema_2020_12_tool',
+    description:
+      'Publishes a JSON Schema 2020-12 input schema with $defs, $anchor, allOf/anyOf and if/then/else.',
+    input: z.looseObject({}),
+    inputJsonSchema: {
+      $schema: 'https://json-schema.org/draft/2020-12/schema',
+      type: 'object',
+      $defs: {
+        address: {
+          $anchor: 'addressDef',
+          type: 'object',
+          properties: { street: { type: 'string' }, city: { type: 'string' } },
+        },
+      },
+      properties: {
+        name: { type: 'string' },
+        address: { $ref: '#/$defs/address' },
+        contactMethod: { type: 'string', enum: ['phone', 'email'] },
+        phone: { type: 'string' },
+        email: { type: 'string' },
+      },
+      allOf: [{ anyOf: [{ required: ['phone'] }, { required: ['email'] }] }],
+      if: { properties: { contactMethod: { const: 'phone' } }, required: ['contactMethod'] },
+      then: { required: ['phone'] },
+      else: { required: ['email'] },
+      additionalProperties: false,
+    },
+    run: (args) => text(`Received: ${JSON.stringify(args)}`),
+  }),
+]
+
+const resources = [
+  resource({
+    uri: 'test://static-text',
+    name: 'Static text',
+    description: 'A static text resource.',
+    mimeType: 'text/plain',
+    read: () => ({
+      contents: [
+        {
+          uri: 'test://static-text',
+          mimeType: 'text/plain',
+          text: 'This is the content of the static text resource.',
+        },
+      ],
+    }),
+  }),
+  resource({
+    uri: 'test://static-binary',
+    name: 'Static binary',
+    description: 'A static PNG image.',
+    mimeType: 'image/png',
+    read: () => ({
+      contents: [{ uri: 'test://static-binary', mimeType: 'image/png', blob: PNG_1X1 }],
+    }),
+  }),
+  resource({
+    uri: 'test://watched-resource',
+    name: 'Watched resource',
+    description: 'A resource clients may watch.',
+    mimeType: 'text/plain',
+    read: () => ({
+      contents: [
+        {
+          uri: 'test://watched-resource',
+          mimeType: 'text/plain',
+          text: 'Watched resource content',
+        },
+      ],
+    }),
+  }),
+]
+
+const templates = [
+  resourceTemplate({
+    uriTemplate: 'test://template/{id}/data',
+    name: 'Template data',
+    description: 'JSON data for any id.',
+    mimeType: 'application/json',
+    read: ({ id }, uri) => ({
+      contents: [
+        {
+          uri,
+          mimeType: 'application/json',
+          text: JSON.stringify({ id, templateTest: true, data: `Data for ID: ${id}` }),
+        },
+      ],
+    }),
+  }),
+]
+
+const prompts = [
+  prompt({
+    name: 'test_simple_prompt',
+    description: 'A prompt without arguments.',
+    get: () => ({
+      messages: [
+        { role: 'user', content: { type: 'text', text: 'This is a simple prompt for testing.' } },
+      ],
+    }),
+  }),
+  prompt({
+    name: 'test_prompt_with_arguments',
+    description: 'A prompt with two required arguments.',
+    arguments: [
+      { name: 'arg1', description: 'First argument', required: true },
+      { name: 'arg2', description: 'Second argument', required: true },
+    ],
+    get: ({ arg1, arg2 }) => ({
+      messages: [
+        {
+          role: 'user',
+          content: { type: 'text', text: `Prompt with arguments: arg1='${arg1}', arg2='${arg2}'` },
+        },
+      ],
+    }),
+    complete: {
+      arg1: (value) =>
+        ['test', 'testValue1', 'example'].filter((option) => option.startsWith(value)),
+      arg2: (value) => ['testValue2', 'other'].filter((option) => option.startsWith(value)),
+    },
+  }),
+  prompt({
+    name: 'test_prompt_with_embedded_resource',
+    description: 'A prompt that embeds a resource.',
+    arguments: [
+      { name: 'resourceUri', description: 'URI of the resource to embed', required: true },
+    ],
+    get: ({ resourceUri }) => ({
+      messages: [
+        {
+          role: 'user',
+          content: {
+            type: 'resource',
+            resource: {
+              uri: resourceUri as string,
+              mimeType: 'text/plain',
+              text: 'Embedded resource content for testing.',
+            },
+          },
+        },
+        {
+          role: 'user',
+          content: { type: 'text', text: 'Please process the embedded resource above.' },
+        },
+      ],
+    }),
+  }),
+  prompt({
+    name: 'test_prompt_with_image',
+    description: 'A prompt with an image.',
+    get: () => ({
+      messages: [
+        { role: 'user', content: { type: 'image', data: PNG_1X1, mimeType: 'image/png' } },
+        { role: 'user', content: { type: 'text', text: 'Please analyze the image above.' } },
+      ],
+    }),
+  }),
+  prompt({
+    name: 'test_input_required_result_prompt',
+    description: 'A prompt that asks the user for context first (multi round-trip).',
+    async get(_args, ctx) {
+      const answer = await ctx.elicit('user_context', {
+        message: 'What context should the prompt use?',
+        schema: z.object({ context: z.string() }),
+      })
+      const context = answer.action === 'accept' ? answer.content.context : '(none)'
+      return {
+        messages: [
+          { role: 'user', content: { type: 'text', text: `Use this context: ${context}` } },
+        ],
+      }
+    },
+  }),
+]
+
+export const fixtureServer = createMcpServer<FixtureApp>({
+  info: { name: 'notes-mcp-conformance-fixture', version: '0.1.0' },
+  instructions: 'Conformance fixture for the notes-mcp engine.',
+  tools,
+  resources,
+  resourceTemplates: templates,
+  prompts,
+  listChanged: { tools: true, prompts: true },
+  logging: true,
+})
+
+export interface FixtureDeps {
+  sealer: StateSealer
+  bus: EventBus
+  shutdown?: AbortSignal
+}
+
+export function createFixtureApp(config: Config, { sealer, bus, shutdown }: FixtureDeps): Hono {
+  const handler = createMcpHandler({ server: fixtureServer, app: { bus }, sealer, bus, shutdown })
+  return createHttpApp({ config, handler })
+}
