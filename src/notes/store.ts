@@ -4,6 +4,8 @@
  * note and share-request shapes. Adapters own persistence, migrations, full-text search and atomicity;
  * the notes application owns validation, limits and wording. Every method is scoped to a principal:
  * one principal can never read, change or learn of another's notes.
+ *
+ * Errors every adapter shares: {@link ShareNotApprovedError} from `publishShare`.
  */
 
 export interface Note {
@@ -70,6 +72,11 @@ export interface ShareRequest {
 }
 
 export type DecideOutcome = 'decided' | 'already_decided' | 'expired' | 'not_found'
+
+/** `publishShare` was asked for a share that does not exist, is another principal's, or is not approved. */
+export class ShareNotApprovedError extends Error {
+  override name = 'ShareNotApprovedError'
+}
 
 export interface NotesStore {
   /** Creates the schema if needed (idempotent). Called once at startup. */

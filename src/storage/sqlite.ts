@@ -26,18 +26,19 @@
 import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite'
 import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
-import type {
-  DecideOutcome,
-  NewNote,
-  Note,
-  NotePatch,
-  NotesStore,
-  OnceOutcome,
-  Page,
-  SearchQuery,
-  ShareRequest,
-  ShareStatus,
-  UpdateOutcome,
+import {
+  ShareNotApprovedError,
+  type DecideOutcome,
+  type NewNote,
+  type Note,
+  type NotePatch,
+  type NotesStore,
+  type OnceOutcome,
+  type Page,
+  type SearchQuery,
+  type ShareRequest,
+  type ShareStatus,
+  type UpdateOutcome,
 } from '../notes/store.ts'
 
 /** Milliseconds a writer waits for another process's lock before failing with SQLITE_BUSY. */
@@ -55,10 +56,8 @@ export interface SqliteNotesStoreOptions {
   busyTimeoutMs?: number
 }
 
-/** `publishShare` was asked for a share that does not exist, is another principal's, or is not approved. */
-export class ShareNotApprovedError extends Error {
-  override name = 'ShareNotApprovedError'
-}
+/** Defined with the store contract (every adapter throws it); re-exported for this adapter's users. */
+export { ShareNotApprovedError }
 
 /** A store method ran before `migrate()` prepared the schema and statements. */
 export class StoreNotMigratedError extends Error {

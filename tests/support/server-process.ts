@@ -1,0 +1,82 @@
+/**
+ * Starts real server processes for end-to-end tests: `src/node.ts` (the notes server) or the
+ * conformance fixture, on 127.0.0.1 and a free port, with the environment a test gives (data
+ * directory, key ring, replica id). Resolves once the process prints its URL; `stop()` ends it.
+ */
+import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdtemp } from 'node:fs/promises'
+import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+
+const root = join(import.meta.dirname, '../..')
+
+export interface ServerProcess {
+  url: string
+  baseUrl: string
+  process: ChildProcess
+  /** Everything the process wrote to stdout and stderr so far. */
+  output(): string
+  stop(): Promise<void>
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer()
+    probe.once('error', reject)
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as { port: number }
+      probe.close(() => resolve(port))
+    })
+  })
+}
+
+export function tempDataDir(prefix = 'notes-mcp-'): Promise<string> {
+  return mkdtemp(join(tmpdir(), prefix))
+}
+
+export async function startServer(
+  entry: 'notes' | 'fixture',
+  env: Record<string, string> = {}
+): Promise<ServerProcess> {
+  const port = await freePort()
+  const script = entry === 'notes' ? 'src/node.ts' : 'tests/conformance/fixture-server.ts'
+  const child = spawn(process.execPath, [join(root, script)], {
+    cwd: root,
+    env: { ...process.env, HOST: '127.0.0.1', PORT: String(port), ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let output = ''
+  child.stdout.on('data', (chunk) => (output += chunk))
+  child.stderr.on('data', (chunk) => (output += chunk))
+
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 20_000)
+    const onData = () => {
+      if (/listening on http/.test(output)) {
+        clearTimeout(timer)
+        resolve()
+      }
+    }
+    child.stdout.on('data', onData)
+    child.once('exit', (code) => {
+      clearTimeout(timer)
+      reject(new Error(`server exited with ${code}:\n${output}`))
+    })
+  })
+
+  const baseUrl = `http://127.0.0.1:${port}`
+  return {
+    url: `${baseUrl}/mcp`,
+    baseUrl,
+    process: child,
+    output: () => output,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve()
+        child.once('exit', () => resolve())
+        child.kill('SIGTERM')
+        setTimeout(() => child.kill('SIGKILL'), 3000).unref()
+      }),
+  }
+}
