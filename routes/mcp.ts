@@ -56,6 +56,7 @@ export function mcpRoute({ handler, maxBodyBytes, authenticate }: McpRouteOption
         body,
         headers: c.req.raw.headers,
         principal: c.get('principal'),
+        client: c.get('client'),
         signal: c.req.raw.signal,
       })
     }

@@ -4,7 +4,7 @@
  * Every request is verified on its own with jose: signature (remote JWKS or a shared HS256 secret),
  * issuer, audience (this server), expiry, and the required scope. Failures answer 401 (or 403 for a
  * missing scope) with a `WWW-Authenticate` challenge pointing at the protected-resource metadata.
- * The verified principal (issuer + subject) is set on the context; without auth configured every
+ * The verified principal (issuer + subject) and client are set on the context; without auth every
  * request is the single local principal. Tokens are never logged.
  *
  * @example
@@ -19,8 +19,10 @@ export const LOCAL_PRINCIPAL = 'local'
 
 declare module 'hono' {
   interface ContextVariableMap {
-    /** The authenticated caller (`issuer#subject`), or `local` without auth. */
+    /** The authenticated caller (JSON `[issuer, subject]`), or `local` without auth. */
     principal: string
+    /** The OAuth client of the token (`azp` or `client_id`), when the token names one. */
+    client: string | undefined
   }
 }
 
@@ -94,7 +96,9 @@ export function bearerAuth({
         }
       )
     }
-    c.set('principal', `${payload.iss}#${payload.sub}`)
+    c.set('principal', JSON.stringify([payload.iss, payload.sub]))
+    const client = payload.azp ?? payload.client_id
+    c.set('client', typeof client === 'string' ? client : undefined)
     await next()
   }
 }

@@ -8,6 +8,7 @@
  * seal the merged journal.
  */
 import type { z } from 'zod'
+import { canonicalJson } from './canonical-json.ts'
 import { replayContext, requestContext, type ContextInput } from './context.ts'
 import type { ReplayContext } from './definitions.ts'
 import { readParamHeader, type McpRequest } from './envelope.ts'
@@ -15,7 +16,7 @@ import { ErrorCode, InvalidRequestStateError, McpError } from './errors.ts'
 import { decodeCursor, encodeCursor, paginate } from './pagination.ts'
 import { METHODS } from './protocol.ts'
 import { Replay, isSuspension, type Journal } from './replay.ts'
-import { StateTooLargeError, type StateSealer } from './sealed-state.ts'
+import { StateTooLargeError, type StateBinding, type StateSealer } from './sealed-state.ts'
 import { matchTemplate, type CacheableResult, type CompiledTool, type McpServer } from './server.ts'
 import { canListen } from './subscriptions.ts'
 import {
@@ -38,6 +39,8 @@ export interface McpLogger {
 }
 
 export interface DispatchEnv<App> extends ContextInput<App> {
+  /** The OAuth client the caller used, if known: sealed states are bound to it too. */
+  client?: string
   server: McpServer<App>
   sealer: StateSealer
   logger: McpLogger
@@ -179,7 +182,7 @@ async function callTool<App>(request: McpRequest, env: DispatchEnv<App>): Promis
   if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${params.name}`)
   const args = params.arguments ?? {}
   checkHeaderParams(request, env.headers, tool, args)
-  const binding = { principal: env.principal, method: request.method, target: params.name, args }
+  const binding = bindingFor(env, request, params.name, args)
   return runReplayable(request, env, binding, params, async (ctx) => {
     const input = tool.definition.input.safeParse(args)
     if (!input.success) {
@@ -283,7 +286,7 @@ async function readResource<App>(
     }
   }
   if (!read) throw notFound()
-  const binding = { principal: env.principal, method: request.method, target: uri, args: {} }
+  const binding = bindingFor(env, request, uri, {})
   const outcome = await runReplayable(request, env, binding, params, async (ctx) => {
     const result = await read(ctx)
     if (!result || !Array.isArray(result.contents) || result.contents.length === 0) throw notFound()
@@ -307,7 +310,7 @@ async function getPrompt<App>(request: McpRequest, env: DispatchEnv<App>): Promi
       { missing }
     )
   }
-  const binding = { principal: env.principal, method: request.method, target: params.name, args }
+  const binding = bindingFor(env, request, params.name, args)
   return runReplayable(request, env, binding, params, async (ctx) => ({
     ...(await prompt.get(args, ctx)),
   }))
@@ -342,6 +345,18 @@ async function complete<App>(request: McpRequest, env: DispatchEnv<App>): Promis
   return { result: { completion } }
 }
 
+/** What a sealed state is bound to: the caller (and its client), the method, the target and the arguments. */
+function bindingFor<App>(
+  env: DispatchEnv<App>,
+  request: McpRequest,
+  target: string,
+  args: unknown
+): StateBinding {
+  const principal =
+    env.client === undefined ? env.principal : canonicalJson([env.principal, env.client])
+  return { principal, method: request.method, target, args }
+}
+
 interface ReplayableParams {
   inputResponses?: Record<string, unknown> | null
   requestState?: unknown
@@ -356,7 +371,7 @@ interface ReplayableParams {
 async function runReplayable<App>(
   request: McpRequest,
   env: DispatchEnv<App>,
-  binding: { principal: string; method: string; target: string; args: unknown },
+  binding: StateBinding,
   params: ReplayableParams,
   run: (ctx: ReplayContext<App>) => Promise<JsonObject | CallToolResult>
 ): Promise<DispatchResult> {

@@ -42,6 +42,8 @@ export interface McpHttpInput {
   headers: Headers
   /** The caller, as authenticated by the HTTP layer (or the single local principal). */
   principal: string
+  /** The OAuth client the caller authenticated through, if any (sealed states are bound to it). */
+  client?: string
   /** Aborted when the client goes away. */
   signal?: AbortSignal
 }
@@ -114,6 +116,7 @@ export function createMcpHandler<App>(options: McpHandlerOptions<App>): McpHandl
     body,
     headers,
     principal,
+    client,
     signal,
   }: McpHttpInput): Promise<Response> {
     let request: McpRequest
@@ -166,6 +169,7 @@ export function createMcpHandler<App>(options: McpHandlerOptions<App>): McpHandl
       server,
       app,
       principal,
+      client,
       request,
       channel,
       signal: abort.signal,
