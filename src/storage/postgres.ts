@@ -1,0 +1,582 @@
+/**
+ * @module storage/postgres
+ * The `NotesStore` adapter on PostgreSQL (the pure-JS `postgres` driver), for replicas on many machines
+ * sharing one database. It owns the PostgreSQL schema and its numbered migrations, full-text search on
+ * `tsvector` with a GIN index, the single-use key table that makes deletes and share publications happen
+ * at most once across every replica, and the optimistic concurrency of updates. It has the semantics of
+ * the node:sqlite adapter (`storage/sqlite.ts`), which is the reference.
+ *
+ * Concurrency: migrations run in one transaction under a transaction-scoped advisory lock, so replicas
+ * starting together apply each step once. Every check-and-set (version, share status, single-use key,
+ * published link) is decided by PostgreSQL — a conditional `UPDATE`, an `INSERT … ON CONFLICT DO NOTHING`
+ * on a primary key, a row lock — never in memory; multi-statement writes run in one transaction.
+ *
+ * Search: the adapter, not the database, turns text into words, so matching is the same whatever the
+ * database's locale and without any extension: words are runs of letters, digits and private-use
+ * characters, lower-cased, with the diacritics of Latin letters removed (as SQLite's `unicode61
+ * remove_diacritics`). Each field's words are written as a `tsvector` literal (title weight A, tags B,
+ * body D) and the generated `search` column joins them; the free text of a query becomes a `tsquery`
+ * literal of quoted lexemes (every word must match, the last as a prefix), so no character of user input
+ * can reach the query syntax. At most {@link MAX_SEARCH_WORDS} distinct words are used (the first ones and
+ * the last). Ranking is `ts_rank` with title above tags above body, then the most recently updated first.
+ * Words longer than PostgreSQL's lexeme limit ({@link MAX_LEXEME_BYTES} bytes of UTF-8) are not indexed,
+ * and a query containing one matches nothing.
+ *
+ * Text: PostgreSQL `text` cannot hold U+0000, so every string crosses the boundary through a reversible,
+ * order- and prefix-preserving escape (U+0000 ⇄ U+0001 U+0001, U+0001 ⇄ U+0001 U+0002); stored values are
+ * escaped, everything returned is exactly what was given. Identifiers and tags compare and sort bytewise
+ * (`COLLATE "C"`), as in SQLite. Times are BIGINT milliseconds. The database must be UTF8-encoded.
+ *
+ * It leaves to others: validation and limits of titles, bodies, tags and query text, tag normalisation,
+ * wording of errors, generation of share-request, link and single-use key ids (the notes application),
+ * and the connection URL (configuration, `DATABASE_URL`). It generates note ids itself.
+ *
+ * Errors: {@link ShareNotApprovedError} when `publishShare` is asked to publish a share that is missing,
+ * belongs to another principal or is not approved; {@link StoreNotMigratedError} when a method runs
+ * before `migrate()` or after `close()`; `RangeError` for invalid paging. Database failures propagate as
+ * the driver's errors.
+ */
+
+import postgres, { type Sql, type TransactionSql } from 'postgres'
+import {
+  ShareNotApprovedError,
+  type DecideOutcome,
+  type NewNote,
+  type Note,
+  type NotePatch,
+  type NotesStore,
+  type OnceOutcome,
+  type Page,
+  type SearchQuery,
+  type ShareRequest,
+  type ShareStatus,
+  type UpdateOutcome,
+} from '../notes/store.ts'
+
+/** Upper bound on the number of distinct words of a search text that reach the query. */
+export const MAX_SEARCH_WORDS = 64
+/** Longest lexeme PostgreSQL accepts in a `tsvector` or `tsquery`, in bytes of UTF-8. */
+export const MAX_LEXEME_BYTES = 2046
+/** Highest word position a `tsvector` records (later words share it). */
+const MAX_POSITION = 16383
+/** Most positions a `tsvector` keeps per lexeme. */
+const MAX_POSITIONS_PER_LEXEME = 256
+/** `ts_rank` weights for {D, C, B, A}: body 1, tags 2, title 4 (SQLite's bm25 weights). */
+const RANK_WEIGHTS = '{0.25, 0, 0.5, 1}'
+/** Key of the advisory lock that serialises migrations across replicas (any fixed bigint). */
+const MIGRATION_LOCK_KEY = 0x6e6f7465736d6370n // "notesmcp"
+
+export interface PostgresNotesStoreOptions {
+  /** `postgres://user:password@host:port/database` (query parameters become connection settings). */
+  url: string
+  /** Most connections of the pool; the driver's default (10) when absent. */
+  max?: number
+}
+
+/** Defined with the store contract (every adapter throws it); re-exported for this adapter's users. */
+export { ShareNotApprovedError }
+
+/** A store method ran before `migrate()` prepared the schema, or after `close()`. */
+export class StoreNotMigratedError extends Error {
+  override name = 'StoreNotMigratedError'
+}
+
+/**
+ * Numbered migrations, applied in order, each once, inside one transaction with its bookkeeping row.
+ * Never edit a released step; append a new one.
+ */
+const MIGRATIONS: ReadonlyArray<{ version: number; statements: readonly string[] }> = [
+  {
+    version: 1,
+    statements: [
+      `CREATE TABLE notes (
+        seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        id text COLLATE "C" NOT NULL,
+        principal text COLLATE "C" NOT NULL,
+        title text NOT NULL,
+        body text NOT NULL,
+        tags text[] COLLATE "C" NOT NULL DEFAULT '{}',
+        created_at bigint NOT NULL,
+        updated_at bigint NOT NULL,
+        version bigint NOT NULL DEFAULT 1,
+        title_tsv tsvector NOT NULL,
+        tags_tsv tsvector NOT NULL,
+        body_tsv tsvector NOT NULL,
+        search tsvector GENERATED ALWAYS AS (title_tsv || tags_tsv || body_tsv) STORED,
+        UNIQUE (principal, id)
+      )`,
+      `CREATE INDEX notes_by_recency ON notes (principal, updated_at DESC, seq DESC)`,
+      `CREATE INDEX notes_search ON notes USING gin (search)`,
+      `CREATE TABLE used_keys (
+        once_key text PRIMARY KEY,
+        used_at bigint NOT NULL
+      )`,
+      `CREATE TABLE share_requests (
+        id text PRIMARY KEY,
+        principal text NOT NULL,
+        note_id text NOT NULL,
+        status text NOT NULL DEFAULT 'pending'
+          CHECK (status IN ('pending', 'approved', 'refused')),
+        expires_at bigint NOT NULL,
+        decided_at bigint,
+        link_id text
+      )`,
+      `CREATE TABLE shared_links (
+        id text PRIMARY KEY,
+        share_id text NOT NULL UNIQUE REFERENCES share_requests (id),
+        principal text NOT NULL,
+        note_id text NOT NULL,
+        created_at bigint NOT NULL
+      )`,
+    ],
+  },
+]
+
+interface NoteRow {
+  id: string
+  title: string
+  body: string
+  tags: string[]
+  created_at: string
+  updated_at: string
+  version: string
+}
+
+interface ShareRow {
+  id: string
+  principal: string
+  note_id: string
+  status: ShareStatus
+  expires_at: string
+  link_id: string | null
+}
+
+/** Thrown inside a transaction to roll it back and answer `already_done`. */
+class AlreadyDone extends Error {}
+
+export class PostgresNotesStore implements NotesStore {
+  readonly #sql: Sql
+  #migrated = false
+  #closed = false
+
+  constructor(options: PostgresNotesStoreOptions) {
+    if (typeof options?.url !== 'string' || options.url === '') {
+      throw new TypeError('PostgresNotesStore: options.url must be a postgres:// URL')
+    }
+    if (options.max !== undefined && (!Number.isInteger(options.max) || options.max < 1)) {
+      throw new TypeError('PostgresNotesStore: options.max must be a positive integer')
+    }
+    this.#sql = postgres(options.url, {
+      ...(options.max === undefined ? {} : { max: options.max }),
+      onnotice: () => {},
+    })
+  }
+
+  async migrate(): Promise<void> {
+    if (this.#closed) throw new StoreNotMigratedError('the store is closed')
+    const [encoding] = await this.#sql<Array<{ server_encoding: string }>>`SHOW server_encoding`
+    if (encoding?.server_encoding !== 'UTF8') {
+      throw new Error(
+        `PostgresNotesStore needs a UTF8 database (this one is ${encoding?.server_encoding})`
+      )
+    }
+    await this.#sql.begin(async (tx) => {
+      await tx`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK_KEY.toString()}::bigint)`
+      await tx`CREATE TABLE IF NOT EXISTS schema_migrations (
+        version integer PRIMARY KEY,
+        applied_at bigint NOT NULL
+      )`
+      const [row] = await tx<Array<{ v: number }>>`
+        SELECT coalesce(max(version), 0)::integer AS v FROM schema_migrations`
+      const current = row?.v ?? 0
+      for (const step of MIGRATIONS) {
+        if (step.version <= current) continue
+        for (const statement of step.statements) await tx.unsafe(statement)
+        await tx`INSERT INTO schema_migrations (version, applied_at)
+          VALUES (${step.version}, ${Date.now()})`
+      }
+    })
+    this.#migrated = true
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return
+    this.#closed = true
+    this.#migrated = false
+    await this.#sql.end({ timeout: 5 })
+  }
+
+  async create(principal: string, note: NewNote, now: number): Promise<Note> {
+    const sql = this.#ready
+    const tags = sortedTags(note.tags)
+    const [row] = await sql<NoteRow[]>`
+      INSERT INTO notes (id, principal, title, body, tags, created_at, updated_at, version,
+        title_tsv, tags_tsv, body_tsv)
+      VALUES (${newNoteId()}, ${enc(principal)}, ${enc(note.title)}, ${enc(note.body)},
+        ${sql.array(tags.map(enc))}::text[], ${now}, ${now}, 1,
+        ${tsvectorLiteral(note.title, 'A')}::tsvector,
+        ${tsvectorLiteral(tags.join(' '), 'B')}::tsvector,
+        ${tsvectorLiteral(note.body, 'D')}::tsvector)
+      RETURNING id, title, body, tags, created_at, updated_at, version`
+    if (row === undefined) throw new Error('INSERT … RETURNING produced no row')
+    return toNote(row)
+  }
+
+  async get(principal: string, id: string): Promise<Note | undefined> {
+    return this.#getNote(this.#ready, principal, id)
+  }
+
+  async update(
+    principal: string,
+    id: string,
+    expectedVersion: number,
+    patch: NotePatch,
+    now: number
+  ): Promise<UpdateOutcome> {
+    const sql = this.#ready
+    // A version that is not an integer matches no stored version; it must not reach the bigint column.
+    if (Number.isSafeInteger(expectedVersion)) {
+      const tags = patch.tags === undefined ? undefined : sortedTags(patch.tags)
+      const [row] = await sql<NoteRow[]>`
+        UPDATE notes SET
+          title = coalesce(${nullable(patch.title, enc)}::text, title),
+          title_tsv = coalesce(${nullable(patch.title, (t) => tsvectorLiteral(t, 'A'))}::tsvector,
+            title_tsv),
+          body = coalesce(${nullable(patch.body, enc)}::text, body),
+          body_tsv = coalesce(${nullable(patch.body, (b) => tsvectorLiteral(b, 'D'))}::tsvector,
+            body_tsv),
+          tags = coalesce(${tags === undefined ? null : sql.array(tags.map(enc))}::text[], tags),
+          tags_tsv = coalesce(
+            ${nullable(tags, (t) => tsvectorLiteral(t.join(' '), 'B'))}::tsvector, tags_tsv),
+          updated_at = ${now},
+          version = version + 1
+        WHERE principal = ${enc(principal)} AND id = ${enc(id)} AND version = ${expectedVersion}
+        RETURNING id, title, body, tags, created_at, updated_at, version`
+      if (row !== undefined) return { kind: 'updated', note: toNote(row) }
+    }
+    const current = await this.#getNote(sql, principal, id)
+    return current === undefined ? { kind: 'not_found' } : { kind: 'conflict', current }
+  }
+
+  async delete(principal: string, id: string, onceKey: string): Promise<OnceOutcome<boolean>> {
+    return this.#ready.begin(async (tx): Promise<OnceOutcome<boolean>> => {
+      // A concurrent holder of the same key makes this INSERT wait for its commit, then skip.
+      const used = await tx`
+        INSERT INTO used_keys (once_key, used_at) VALUES (${enc(onceKey)}, ${Date.now()})
+        ON CONFLICT DO NOTHING`
+      if (used.count === 0) return { kind: 'already_done' }
+      const deleted = await tx`
+        DELETE FROM notes WHERE principal = ${enc(principal)} AND id = ${enc(id)}`
+      return { kind: 'done', value: deleted.count > 0 }
+    })
+  }
+
+  async list(principal: string, offset: number, limit: number): Promise<Page<Note>> {
+    const sql = this.#ready
+    checkPaging(offset, limit)
+    const rows = await sql<NoteRow[]>`
+      SELECT id, title, body, tags, created_at, updated_at, version FROM notes
+      WHERE principal = ${enc(principal)}
+      ORDER BY updated_at DESC, seq DESC LIMIT ${limit + 1} OFFSET ${offset}`
+    return toPage(rows, offset, limit)
+  }
+
+  async search(principal: string, query: SearchQuery): Promise<Page<Note>> {
+    const sql = this.#ready
+    const { offset, limit } = query
+    checkPaging(offset, limit)
+    const tags = sql.array([...new Set(query.tags ?? [])].map(enc))
+    const match = tsqueryLiteral(query.text)
+    if (match === null) return { items: [] }
+    const rows =
+      match === undefined
+        ? await sql<NoteRow[]>`
+            SELECT id, title, body, tags, created_at, updated_at, version FROM notes
+            WHERE principal = ${enc(principal)} AND tags @> ${tags}::text[]
+            ORDER BY updated_at DESC, seq DESC LIMIT ${limit + 1} OFFSET ${offset}`
+        : await sql<NoteRow[]>`
+            SELECT id, title, body, tags, created_at, updated_at, version FROM notes
+            WHERE principal = ${enc(principal)} AND tags @> ${tags}::text[]
+              AND search @@ ${match}::tsquery
+            ORDER BY ts_rank(${RANK_WEIGHTS}::float4[], search, ${match}::tsquery, 1) DESC,
+              updated_at DESC, seq DESC
+            LIMIT ${limit + 1} OFFSET ${offset}`
+    return toPage(rows, offset, limit)
+  }
+
+  async listTags(principal: string): Promise<Array<{ tag: string; count: number }>> {
+    const rows = await this.#ready<Array<{ tag: string; count: string }>>`
+      SELECT t.tag, count(*) AS count FROM notes AS n, unnest(n.tags) AS t (tag)
+      WHERE n.principal = ${enc(principal)}
+      GROUP BY t.tag ORDER BY t.tag COLLATE "C"`
+    return rows.map((row) => ({ tag: dec(row.tag), count: Number(row.count) }))
+  }
+
+  async completeIds(principal: string, prefix: string, limit: number): Promise<string[]> {
+    const sql = this.#ready
+    if (limit <= 0) return []
+    // Exact, case-sensitive prefix comparison: no wildcard of the prefix can take effect.
+    const rows = await sql<Array<{ id: string }>>`
+      SELECT id FROM notes
+      WHERE principal = ${enc(principal)} AND id >= ${enc(prefix)}
+        AND starts_with(id, ${enc(prefix)})
+      ORDER BY id LIMIT ${limit}`
+    return rows.map((row) => dec(row.id))
+  }
+
+  async completeTags(principal: string, prefix: string, limit: number): Promise<string[]> {
+    const sql = this.#ready
+    if (limit <= 0) return []
+    const rows = await sql<Array<{ tag: string }>>`
+      SELECT DISTINCT t.tag COLLATE "C" AS tag FROM notes AS n, unnest(n.tags) AS t (tag)
+      WHERE n.principal = ${enc(principal)} AND starts_with(t.tag, ${enc(prefix)})
+      ORDER BY 1 LIMIT ${limit}`
+    return rows.map((row) => dec(row.tag))
+  }
+
+  async createShareRequest(
+    request: Omit<ShareRequest, 'status' | 'linkId'>
+  ): Promise<ShareRequest> {
+    await this.#ready`
+      INSERT INTO share_requests (id, principal, note_id, status, expires_at)
+      VALUES (${enc(request.id)}, ${enc(request.principal)}, ${enc(request.noteId)}, 'pending',
+        ${request.expiresAt})`
+    return {
+      id: request.id,
+      principal: request.principal,
+      noteId: request.noteId,
+      status: 'pending',
+      expiresAt: request.expiresAt,
+    }
+  }
+
+  async getShareRequest(id: string): Promise<ShareRequest | undefined> {
+    const row = await this.#getShare(this.#ready, id)
+    return row === undefined ? undefined : toShareRequest(row)
+  }
+
+  async decideShareRequest(
+    id: string,
+    decision: 'approved' | 'refused',
+    now: number
+  ): Promise<DecideOutcome> {
+    const sql = this.#ready
+    const decided = await sql`
+      UPDATE share_requests SET status = ${decision}, decided_at = ${now}
+      WHERE id = ${enc(id)} AND status = 'pending' AND expires_at > ${now}
+      RETURNING id`
+    if (decided.count > 0) return 'decided'
+    // The conditional UPDATE above was the decision; this read only explains why it did not apply.
+    const row = await this.#getShare(sql, id)
+    if (row === undefined) return 'not_found'
+    return row.status === 'pending' ? 'expired' : 'already_decided'
+  }
+
+  async publishShare(
+    principal: string,
+    shareId: string,
+    linkId: string,
+    onceKey: string
+  ): Promise<OnceOutcome<string>> {
+    const sql = this.#ready
+    try {
+      return await sql.begin(async (tx): Promise<OnceOutcome<string>> => {
+        const [spent] = await tx`SELECT 1 FROM used_keys WHERE once_key = ${enc(onceKey)}`
+        if (spent !== undefined) return { kind: 'already_done' }
+        // The row lock orders concurrent publications of one share: a later one sees the link.
+        const share = await this.#getShare(tx, shareId, true)
+        if (
+          share === undefined ||
+          dec(share.principal) !== principal ||
+          share.status !== 'approved'
+        ) {
+          throw new ShareNotApprovedError(
+            'share request is not an approved share of this principal'
+          )
+        }
+        if (share.link_id !== null) return { kind: 'already_done' }
+        const now = Date.now()
+        const used = await tx`
+          INSERT INTO used_keys (once_key, used_at) VALUES (${enc(onceKey)}, ${now})
+          ON CONFLICT DO NOTHING`
+        // Spent meanwhile by another transaction: roll back, write nothing.
+        if (used.count === 0) throw new AlreadyDone()
+        await tx`
+          INSERT INTO shared_links (id, share_id, principal, note_id, created_at)
+          VALUES (${enc(linkId)}, ${share.id}, ${share.principal}, ${share.note_id}, ${now})`
+        await tx`UPDATE share_requests SET link_id = ${enc(linkId)} WHERE id = ${share.id}`
+        return { kind: 'done', value: linkId }
+      })
+    } catch (error) {
+      if (error instanceof AlreadyDone) return { kind: 'already_done' }
+      throw error
+    }
+  }
+
+  async getSharedNote(linkId: string): Promise<Note | undefined> {
+    const [row] = await this.#ready<NoteRow[]>`
+      SELECT n.id, n.title, n.body, n.tags, n.created_at, n.updated_at, n.version
+      FROM shared_links AS l JOIN notes AS n ON n.principal = l.principal AND n.id = l.note_id
+      WHERE l.id = ${enc(linkId)}`
+    return row === undefined ? undefined : toNote(row)
+  }
+
+  /** The pool, once `migrate()` has run and until `close()`. */
+  get #ready(): Sql {
+    if (!this.#migrated) {
+      throw new StoreNotMigratedError(
+        this.#closed ? 'the store is closed' : 'call migrate() before using the store'
+      )
+    }
+    return this.#sql
+  }
+
+  async #getNote(sql: Sql, principal: string, id: string): Promise<Note | undefined> {
+    const [row] = await sql<NoteRow[]>`
+      SELECT id, title, body, tags, created_at, updated_at, version FROM notes
+      WHERE principal = ${enc(principal)} AND id = ${enc(id)}`
+    return row === undefined ? undefined : toNote(row)
+  }
+
+  /** The stored (still escaped) share row; `forUpdate` locks it until the transaction ends. */
+  async #getShare(
+    sql: Sql | TransactionSql,
+    id: string,
+    forUpdate = false
+  ): Promise<ShareRow | undefined> {
+    const [row] = await sql<ShareRow[]>`
+      SELECT id, principal, note_id, status, expires_at, link_id FROM share_requests
+      WHERE id = ${enc(id)} ${forUpdate ? sql`FOR UPDATE` : sql``}`
+    return row
+  }
+}
+
+/** `n_` + 16 base64url characters (96 random bits). */
+function newNoteId(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(12))
+  let binary = ''
+  for (const byte of bytes) binary += String.fromCharCode(byte)
+  return `n_${btoa(binary).replaceAll('+', '-').replaceAll('/', '_')}`
+}
+
+function sortedTags(tags: string[]): string[] {
+  return [...new Set(tags)].sort()
+}
+
+function nullable<T>(value: T | undefined, map: (value: T) => string): string | null {
+  return value === undefined ? null : map(value)
+}
+
+/**
+ * Escapes a string for a PostgreSQL `text` value, which cannot hold U+0000: U+0000 becomes U+0001 U+0001
+ * and U+0001 becomes U+0001 U+0002. The code is prefix-free and keeps the order of code points, so
+ * equality, prefixes and bytewise order of escaped values are those of the originals.
+ */
+function enc(value: string): string {
+  if (!value.includes('\u0000') && !value.includes('\u0001')) return value
+  return value.replace(/[\u0000\u0001]/g, (c) => (c === '\u0000' ? '\u0001\u0001' : '\u0001\u0002'))
+}
+
+/** Reverses {@link enc}. */
+function dec(value: string): string {
+  if (!value.includes('\u0001')) return value
+  return value.replace(/\u0001([\u0001\u0002])/g, (_, c: string) =>
+    c === '\u0001' ? '\u0000' : '\u0001'
+  )
+}
+
+/**
+ * The search words of a text: runs of letters, digits and private-use characters, with the diacritics of
+ * Latin letters removed and lower-cased. Documents and queries go through this one function.
+ */
+function searchWords(text: string): string[] {
+  const folded = text
+    .normalize('NFD')
+    .replace(/(\p{Script=Latin})\p{Mn}+/gu, '$1')
+    .normalize('NFC')
+    .toLowerCase()
+  return folded.match(/[\p{L}\p{N}\p{Co}]+/gu) ?? []
+}
+
+const utf8 = new TextEncoder()
+
+function indexable(word: string): boolean {
+  // A UTF-16 code unit is at most 3 bytes of UTF-8; only long words need the exact count.
+  return word.length * 3 <= MAX_LEXEME_BYTES || utf8.encode(word).length <= MAX_LEXEME_BYTES
+}
+
+/** A `tsquery`/`tsvector` lexeme literal. Words hold no quote or backslash; escaped regardless. */
+function lexeme(word: string): string {
+  return `'${word.replaceAll('\\', '\\\\').replaceAll("'", "''")}'`
+}
+
+/** The `tsvector` literal of a field: its words with their positions, all with one weight. */
+function tsvectorLiteral(text: string, weight: 'A' | 'B' | 'D'): string {
+  const positions = new Map<string, number[]>()
+  for (const [i, word] of searchWords(text).entries()) {
+    if (!indexable(word)) continue
+    let list = positions.get(word)
+    if (list === undefined) positions.set(word, (list = []))
+    const position = Math.min(i + 1, MAX_POSITION)
+    if (list.length < MAX_POSITIONS_PER_LEXEME && list[list.length - 1] !== position) {
+      list.push(position)
+    }
+  }
+  const entries: string[] = []
+  for (const [word, list] of positions) {
+    entries.push(`${lexeme(word)}:${list.map((p) => `${p}${weight}`).join(',')}`)
+  }
+  return entries.join(' ')
+}
+
+/**
+ * The `tsquery` literal for free text: `undefined` when the text holds no word (match every note),
+ * `null` when it holds a word too long to be indexed (match no note). Words are ANDed; the last one is a
+ * prefix. At most {@link MAX_SEARCH_WORDS} distinct words: the first ones and the last.
+ */
+function tsqueryLiteral(text: string): string | null | undefined {
+  const words = searchWords(text)
+  const last = words.pop()
+  if (last === undefined) return undefined
+  const kept = [...new Set(words)].slice(0, MAX_SEARCH_WORDS - 1)
+  if (!indexable(last) || !kept.every(indexable)) return null
+  return [...kept.map(lexeme), `${lexeme(last)}:*`].join(' & ')
+}
+
+function checkPaging(offset: number, limit: number): void {
+  if (!Number.isInteger(offset) || offset < 0) {
+    throw new RangeError('offset must be a non-negative integer')
+  }
+  if (!Number.isInteger(limit) || limit < 1) {
+    throw new RangeError('limit must be a positive integer')
+  }
+}
+
+function toPage(rows: readonly NoteRow[], offset: number, limit: number): Page<Note> {
+  const items = rows.slice(0, limit).map(toNote)
+  return rows.length > limit ? { items, nextOffset: offset + limit } : { items }
+}
+
+function toNote(row: NoteRow): Note {
+  return {
+    id: dec(row.id),
+    title: dec(row.title),
+    body: dec(row.body),
+    tags: row.tags.map(dec),
+    createdAt: Number(row.created_at),
+    updatedAt: Number(row.updated_at),
+    version: Number(row.version),
+  }
+}
+
+function toShareRequest(row: ShareRow): ShareRequest {
+  const request: ShareRequest = {
+    id: dec(row.id),
+    principal: dec(row.principal),
+    noteId: dec(row.note_id),
+    status: row.status,
+    expiresAt: Number(row.expires_at),
+  }
+  if (row.link_id !== null) request.linkId = dec(row.link_id)
+  return request
+}

@@ -1,0 +1,387 @@
+/**
+ * The PostgreSQL adapter: the shared `NotesStore` contract against a throw-away database, plus what only
+ * PostgreSQL has: several stores (replicas) on one database racing on once-keys, share decisions and
+ * migrations, text PostgreSQL cannot hold (U+0000), search independent of the database's locale, the
+ * UTF8 requirement, and the adapter's own error types.
+ *
+ * Needs a server: `TEST_DATABASE_URL`, or PostgreSQL on 127.0.0.1:5432 (see tests/support/postgres.ts;
+ * `.ci/run` installs and starts one). Without one every test here is reported as skipped.
+ */
+
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import postgres from 'postgres'
+import {
+  PostgresNotesStore,
+  ShareNotApprovedError,
+  StoreNotMigratedError,
+} from '../../src/storage/postgres.ts'
+import { describeNotesStoreContract } from '../support/store-contract.ts'
+import {
+  createScratchDatabase,
+  testDatabaseUrl,
+  type ScratchDatabase,
+} from '../support/postgres.ts'
+
+const T0 = 1_750_000_000_000
+const serverUrl = await testDatabaseUrl()
+
+if (serverUrl === undefined) {
+  console.warn('PostgreSQL tests skipped: no server (set TEST_DATABASE_URL or run .ci/run)')
+}
+
+describe.skipIf(serverUrl === undefined)('PostgresNotesStore', () => {
+  const scratches: ScratchDatabase[] = []
+  const opened: PostgresNotesStore[] = []
+  /** The database of this file: every test invents its own principals, so one is enough. */
+  let shared: ScratchDatabase
+
+  async function scratch(options?: Parameters<typeof createScratchDatabase>[1]) {
+    const db = await createScratchDatabase(serverUrl as string, options)
+    scratches.push(db)
+    return db
+  }
+
+  async function open(url = shared.url, max?: number): Promise<PostgresNotesStore> {
+    const store = new PostgresNotesStore(max === undefined ? { url } : { url, max })
+    opened.push(store)
+    await store.migrate()
+    return store
+  }
+
+  beforeAll(async () => {
+    shared = await scratch()
+  })
+
+  afterEach(async () => {
+    for (const store of opened.splice(0)) await store.close()
+  })
+
+  afterAll(async () => {
+    for (const db of scratches.splice(0)) await db.drop()
+  })
+
+  describeNotesStoreContract('postgres', () => open())
+  describeNotesStoreContract('postgres, one connection', () => open(shared.url, 1))
+
+  describe('replicas on one database', () => {
+    it('a once-key spent through one store answers already_done through another', async () => {
+      const a = await open()
+      const b = await open()
+      const p = `p-${crypto.randomUUID()}`
+      const key = (n: number) => `${p}-key-${n}`
+      const first = await a.create(p, { title: 'one', body: '', tags: [] }, T0)
+      const second = await a.create(p, { title: 'two', body: '', tags: [] }, T0 + 1)
+      expect(await a.delete(p, first.id, key(1))).toEqual({ kind: 'done', value: true })
+      expect(await b.delete(p, second.id, key(1))).toEqual({ kind: 'already_done' })
+      expect(await b.get(p, second.id)).toEqual(second)
+
+      const share = `${p}-s1`
+      await a.createShareRequest({ id: share, principal: p, noteId: second.id, expiresAt: T0 + 10 })
+      expect(await b.decideShareRequest(share, 'approved', T0 + 2)).toBe('decided')
+      expect(await a.decideShareRequest(share, 'refused', T0 + 3)).toBe('already_decided')
+      expect(await a.publishShare(p, share, `${p}-link-1`, key(2))).toEqual({
+        kind: 'done',
+        value: `${p}-link-1`,
+      })
+      expect(await b.publishShare(p, share, `${p}-link-2`, key(2))).toEqual({
+        kind: 'already_done',
+      })
+      expect(await b.getSharedNote(`${p}-link-1`)).toEqual(second)
+    })
+
+    it('concurrent deletes with the same once-key on two stores: exactly one is done', async () => {
+      const a = await open()
+      const b = await open()
+      const p = `p-${crypto.randomUUID()}`
+      const rounds = 40
+      const outcomes = await Promise.all(
+        Array.from({ length: rounds }, async (_, i) => {
+          const target = await a.create(p, { title: `n${i}`, body: '', tags: [] }, T0 + i)
+          const key = `${p}-key-${i}`
+          return Promise.all([a.delete(p, target.id, key), b.delete(p, target.id, key)])
+        })
+      )
+      for (const pair of outcomes) {
+        expect(pair).toContainEqual({ kind: 'done', value: true })
+        expect(pair).toContainEqual({ kind: 'already_done' })
+      }
+      expect(await a.list(p, 0, 10)).toEqual({ items: [] })
+    })
+
+    it('concurrent deletes of different notes with one once-key on several stores delete one note', async () => {
+      const stores = await Promise.all([open(), open(), open(), open()])
+      const p = `p-${crypto.randomUUID()}`
+      const notes = await Promise.all(
+        stores.map((s, i) => s.create(p, { title: `n${i}`, body: '', tags: [] }, T0 + i))
+      )
+      const key = `${p}-key`
+      const outcomes = await Promise.all(stores.map((s, i) => s.delete(p, notes[i]!.id, key)))
+      expect(outcomes.filter((o) => o.kind === 'done')).toEqual([{ kind: 'done', value: true }])
+      expect((await stores[0]!.list(p, 0, 10)).items).toHaveLength(3)
+    })
+
+    it('concurrent publications of one share on two stores create exactly one link', async () => {
+      const a = await open()
+      const b = await open()
+      const p = `p-${crypto.randomUUID()}`
+      const target = await a.create(p, { title: 't', body: '', tags: [] }, T0)
+      for (const sameKey of [true, false]) {
+        const share = `${p}-share-${sameKey}`
+        await a.createShareRequest({
+          id: share,
+          principal: p,
+          noteId: target.id,
+          expiresAt: T0 + 9,
+        })
+        await a.decideShareRequest(share, 'approved', T0 + 1)
+        const keys = sameKey ? [`${share}-k`, `${share}-k`] : [`${share}-k1`, `${share}-k2`]
+        const links = [`${share}-l1`, `${share}-l2`]
+        const outcomes = await Promise.all([
+          a.publishShare(p, share, links[0]!, keys[0]!),
+          b.publishShare(p, share, links[1]!, keys[1]!),
+        ])
+        const done = outcomes.filter((o) => o.kind === 'done')
+        expect(done).toHaveLength(1)
+        expect(outcomes.filter((o) => o.kind === 'already_done')).toHaveLength(1)
+        const linkId = (done[0] as { value: string }).value
+        expect((await b.getShareRequest(share))?.linkId).toBe(linkId)
+        const other = links.find((l) => l !== linkId)!
+        expect(await a.getSharedNote(other)).toBeUndefined()
+        expect(await a.getSharedNote(linkId)).toEqual(target)
+      }
+    })
+
+    it('concurrent decisions on several stores: exactly one is recorded', async () => {
+      const stores = await Promise.all([open(), open(), open()])
+      const p = `p-${crypto.randomUUID()}`
+      const target = await stores[0]!.create(p, { title: 't', body: '', tags: [] }, T0)
+      const share = `${p}-share`
+      await stores[0]!.createShareRequest({
+        id: share,
+        principal: p,
+        noteId: target.id,
+        expiresAt: T0 + 10,
+      })
+      const outcomes = await Promise.all(
+        stores.map((s, i) => s.decideShareRequest(share, i === 1 ? 'refused' : 'approved', T0 + 1))
+      )
+      expect(outcomes.sort()).toEqual(['already_decided', 'already_decided', 'decided'])
+    })
+
+    it('concurrent updates with one expected version on two stores: exactly one wins', async () => {
+      const a = await open()
+      const b = await open()
+      const p = `p-${crypto.randomUUID()}`
+      const target = await a.create(p, { title: 'race', body: '', tags: [] }, T0)
+      const outcomes = await Promise.all([
+        a.update(p, target.id, 1, { title: 'a' }, T0 + 1),
+        b.update(p, target.id, 1, { title: 'b' }, T0 + 1),
+      ])
+      expect(outcomes.map((o) => o.kind).sort()).toEqual(['conflict', 'updated'])
+      expect((await a.get(p, target.id))?.version).toBe(2)
+    })
+  })
+
+  describe('migrations', () => {
+    it('stores migrating a fresh database at once record each step once', async () => {
+      const db = await scratch()
+      await Promise.all(Array.from({ length: 5 }, () => open(db.url)))
+      const admin = postgres(db.url, { max: 1, onnotice: () => {} })
+      try {
+        const rows = await admin`SELECT version FROM schema_migrations ORDER BY version`
+        expect(rows.map((r) => r.version)).toEqual([1])
+        const tables = await admin`
+          SELECT table_name FROM information_schema.tables
+          WHERE table_schema = current_schema() ORDER BY table_name`
+        expect(tables.map((r) => r.table_name)).toEqual([
+          'notes',
+          'schema_migrations',
+          'share_requests',
+          'shared_links',
+          'used_keys',
+        ])
+      } finally {
+        await admin.end({ timeout: 5 })
+      }
+    })
+
+    it('refuses a database that is not UTF8', async () => {
+      const db = await scratch({ encoding: 'SQL_ASCII', locale: 'C' })
+      const store = new PostgresNotesStore({ url: db.url })
+      opened.push(store)
+      await expect(store.migrate()).rejects.toThrow(/UTF8/)
+      await expect(store.list('p', 0, 1)).rejects.toBeInstanceOf(StoreNotMigratedError)
+    })
+  })
+
+  describe('text and search', () => {
+    const titles = async (store: PostgresNotesStore, p: string, text: string, tags?: string[]) =>
+      (await store.search(p, { text, ...(tags ? { tags } : {}), offset: 0, limit: 10 })).items.map(
+        (n) => n.title
+      )
+
+    it('U+0000 and U+0001 round-trip in every field and keep prefixes, order and equality', async () => {
+      const store = await open()
+      const p = `p-\u0000-${crypto.randomUUID()}`
+      const tags = ['a\u0000', 'a\u0001', 'a\u0001\u0002', 'a\u0002', 'b']
+      const created = await store.create(
+        p,
+        { title: 'x\u0000y\u0001', body: '\u0001\u0000', tags },
+        T0
+      )
+      expect(created).toMatchObject({ title: 'x\u0000y\u0001', body: '\u0001\u0000', tags })
+      expect(await store.get(p, created.id)).toEqual(created)
+      expect(await store.listTags(p)).toEqual(tags.map((tag) => ({ tag, count: 1 })))
+      expect(await store.completeTags(p, 'a\u0001', 10)).toEqual(['a\u0001', 'a\u0001\u0002'])
+      expect(await store.completeTags(p, 'a\u0000', 10)).toEqual(['a\u0000'])
+      expect(await store.completeTags(p, '\u0000', 10)).toEqual([])
+      expect(await titles(store, p, '', ['a\u0000', 'a\u0002'])).toEqual(['x\u0000y\u0001'])
+      expect(await titles(store, p, '', ['a\u0001\u0001'])).toEqual([])
+      expect(await titles(store, p, 'y')).toEqual(['x\u0000y\u0001'])
+      expect(await store.get(p, `${created.id}\u0000`)).toBeUndefined()
+
+      const share = `s-\u0000-${crypto.randomUUID()}`
+      await store.createShareRequest({
+        id: share,
+        principal: p,
+        noteId: created.id,
+        expiresAt: T0 + 9,
+      })
+      expect(await store.decideShareRequest(share, 'approved', T0 + 1)).toBe('decided')
+      const link = `l-\u0001-${crypto.randomUUID()}`
+      expect(await store.publishShare(p, share, link, `k-\u0000-${p}`)).toEqual({
+        kind: 'done',
+        value: link,
+      })
+      expect(await store.getShareRequest(share)).toEqual({
+        id: share,
+        principal: p,
+        noteId: created.id,
+        status: 'approved',
+        expiresAt: T0 + 9,
+        linkId: link,
+      })
+      expect(await store.getSharedNote(link)).toEqual(created)
+    })
+
+    it('search folds diacritics both ways', async () => {
+      const store = await open()
+      const p = `p-${crypto.randomUUID()}`
+      await store.create(p, { title: 'Café crème', body: '', tags: [] }, T0)
+      await store.create(p, { title: 'naive', body: '', tags: [] }, T0)
+      expect(await titles(store, p, 'cafe creme')).toEqual(['Café crème'])
+      expect(await titles(store, p, 'CAFÉ')).toEqual(['Café crème'])
+      expect(await titles(store, p, 'naïve')).toEqual(['naive'])
+      expect(await titles(store, p, 'cre\u0301')).toEqual(['Café crème'])
+    })
+
+    it('search does not depend on the locale of the database', async () => {
+      const db = await scratch({ locale: 'C' })
+      const store = await open(db.url)
+      const p = `p-${crypto.randomUUID()}`
+      await store.create(p, { title: 'Привет Мир', body: 'Grüße aus KÖLN 東京', tags: [] }, T0)
+      await store.create(p, { title: 'other', body: '', tags: [] }, T0)
+      for (const text of ['привет', 'МИР', 'köln', 'KOLN', 'ПРИВ', 'GRÜßE', 'gruße', '東京']) {
+        expect(await titles(store, p, text), text).toEqual(['Привет Мир'])
+      }
+    })
+
+    it('search uses at most the first words and the last one of a very long text', async () => {
+      const store = await open()
+      const p = `p-${crypto.randomUUID()}`
+      await store.create(p, { title: 'alpha omega', body: '', tags: [] }, T0)
+      const filler = Array.from({ length: 500 }, (_, i) => `zz${i}`).join(' ')
+      expect(await titles(store, p, `alpha ${filler} ome`)).toEqual([])
+      expect(await titles(store, p, `${'alpha '.repeat(500)}ome`)).toEqual(['alpha omega'])
+    })
+
+    it('notes with huge words and very many words are stored and found by their other words', async () => {
+      const store = await open()
+      const p = `p-${crypto.randomUUID()}`
+      const huge = 'é'.repeat(5000)
+      const many = Array.from({ length: 20_000 }, (_, i) => `w${i % 300}`).join(' ')
+      await store.create(p, { title: `huge ${huge}`, body: `${many} needle`, tags: [] }, T0)
+      expect(await titles(store, p, 'huge')).toEqual([`huge ${huge}`])
+      expect(await titles(store, p, 'needle')).toEqual([`huge ${huge}`])
+      expect(await titles(store, p, 'w299 needl')).toEqual([`huge ${huge}`])
+      expect(await titles(store, p, huge)).toEqual([])
+    })
+
+    it('a title match ranks above a tag match above a body match', async () => {
+      const store = await open()
+      const p = `p-${crypto.randomUUID()}`
+      await store.create(p, { title: 'title lynx', body: '', tags: [] }, T0)
+      await store.create(p, { title: 'body', body: 'lynx', tags: [] }, T0 + 2)
+      await store.create(p, { title: 'tag', body: '', tags: ['lynx'] }, T0 + 1)
+      const page = await store.search(p, { text: 'lynx', offset: 0, limit: 10 })
+      expect(page.items.map((n) => n.title)).toEqual(['title lynx', 'tag', 'body'])
+    })
+  })
+
+  describe('adapter specifics', () => {
+    it('note ids are n_ followed by 16 base64url characters', async () => {
+      const store = await open()
+      const created = await store.create('p', { title: 't', body: '', tags: [] }, T0)
+      expect(created.id).toMatch(/^n_[A-Za-z0-9_-]{16}$/)
+    })
+
+    it('tags are stored sorted and unique', async () => {
+      const store = await open()
+      const created = await store.create('p', { title: 't', body: '', tags: ['b', 'a', 'b'] }, T0)
+      expect(created.tags).toEqual(['a', 'b'])
+      const updated = await store.update('p', created.id, 1, { tags: ['z', 'y', 'z'] }, T0 + 1)
+      expect(updated).toMatchObject({ kind: 'updated', note: { tags: ['y', 'z'] } })
+    })
+
+    it('an expected version that is not a safe integer is a conflict, not a database error', async () => {
+      const store = await open()
+      const created = await store.create('p', { title: 't', body: '', tags: [] }, T0)
+      for (const version of [1.5, Number.MAX_SAFE_INTEGER, 2 ** 64, Number.NaN]) {
+        expect(await store.update('p', created.id, version, { title: 'x' }, T0 + 1)).toEqual({
+          kind: 'conflict',
+          current: created,
+        })
+      }
+    })
+
+    it('publishing a share that is not approved throws ShareNotApprovedError', async () => {
+      const store = await open()
+      const created = await store.create('p', { title: 't', body: '', tags: [] }, T0)
+      const share = `s-${crypto.randomUUID()}`
+      await store.createShareRequest({
+        id: share,
+        principal: 'p',
+        noteId: created.id,
+        expiresAt: T0,
+      })
+      const attempt = store.publishShare('p', share, `l-${share}`, `k-${share}`)
+      await expect(attempt).rejects.toBeInstanceOf(ShareNotApprovedError)
+      await expect(attempt).rejects.toMatchObject({ name: 'ShareNotApprovedError' })
+    })
+
+    it('rejects invalid paging instead of looping forever', async () => {
+      const store = await open()
+      await expect(store.list('p', 0, 0)).rejects.toBeInstanceOf(RangeError)
+      await expect(store.list('p', -1, 10)).rejects.toBeInstanceOf(RangeError)
+      await expect(store.search('p', { text: 'x', offset: 0, limit: 1.5 })).rejects.toBeInstanceOf(
+        RangeError
+      )
+    })
+
+    it('methods before migrate and after close throw StoreNotMigratedError', async () => {
+      const fresh = new PostgresNotesStore({ url: shared.url })
+      opened.push(fresh)
+      await expect(fresh.get('p', 'x')).rejects.toBeInstanceOf(StoreNotMigratedError)
+      await fresh.migrate()
+      await fresh.close()
+      await fresh.close()
+      await expect(fresh.list('p', 0, 1)).rejects.toMatchObject({ name: 'StoreNotMigratedError' })
+      await expect(fresh.migrate()).rejects.toBeInstanceOf(StoreNotMigratedError)
+    })
+
+    it('rejects a missing url or a bad pool size at construction', () => {
+      expect(() => new PostgresNotesStore({ url: '' })).toThrow(TypeError)
+      expect(() => new PostgresNotesStore({ url: shared.url, max: 0 })).toThrow(TypeError)
+    })
+  })
+})
