@@ -19,6 +19,11 @@ const EnvSchema = z.object({
   PORT: int(0, 65535).default(8787),
   HOST: z.string().min(1).default('127.0.0.1'),
   DATA_DIR: z.string().min(1).default('./data'),
+  /** PostgreSQL connection URL; without it notes live in SQLite under DATA_DIR. */
+  DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')
+    .optional(),
   /** Key ring: `kid:secret,kid:secret` (first seals, all open). Generated under DATA_DIR when absent on Node. */
   STATE_KEYS: z.string().min(1).optional(),
   STATE_TTL_SECONDS: int(1, 86_400).default(600),
@@ -56,6 +61,7 @@ export interface Config {
   port: number
   host: string
   dataDir: string
+  databaseUrl?: string
   stateKeys?: string
   stateTtlSeconds: number
   allowedOrigins: string[]
@@ -83,6 +89,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     port: e.PORT,
     host: e.HOST,
     dataDir: e.DATA_DIR,
+    databaseUrl: e.DATABASE_URL,
     stateKeys: e.STATE_KEYS,
     stateTtlSeconds: e.STATE_TTL_SECONDS,
     allowedOrigins: e.ALLOWED_ORIGINS,

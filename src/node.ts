@@ -1,6 +1,7 @@
 /**
  * @module node
- * Node entry: `npm start`. Reads the environment, opens the SQLite store under DATA_DIR, loads (or on
+ * Node entry: `npm start`. Reads the environment, opens the store (SQLite under DATA_DIR, or PostgreSQL
+ * when DATABASE_URL is set), loads (or on
  * first start generates) the requestState key ring, and serves the app with @hono/node-server on
  * 127.0.0.1 by default. On SIGINT/SIGTERM it ends listen streams gracefully and closes the store.
  */
@@ -12,6 +13,8 @@ import { InProcessEventBus } from './mcp/events.ts'
 import { importKeyRing, parseKeyRing } from './mcp/key-ring.ts'
 import { StateSealer } from './mcp/sealed-state.ts'
 import { loadOrCreateKeyRing } from './storage/key-file.ts'
+import type { NotesStore } from './notes/store.ts'
+import { PostgresNotesStore } from './storage/postgres.ts'
 import { SqliteNotesStore } from './storage/sqlite.ts'
 
 async function main(): Promise<void> {
@@ -31,7 +34,9 @@ async function main(): Promise<void> {
     ttlSeconds: config.stateTtlSeconds,
   })
 
-  const store = new SqliteNotesStore({ path: join(config.dataDir, 'notes.db') })
+  const store: NotesStore = config.databaseUrl
+    ? new PostgresNotesStore({ url: config.databaseUrl })
+    : new SqliteNotesStore({ path: join(config.dataDir, 'notes.db') })
   await store.migrate()
 
   const shutdown = new AbortController()

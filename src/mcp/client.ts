@@ -6,9 +6,9 @@
  * It owns:
  * - the request shape: one POST per JSON-RPC request, with `Content-Type`, `Accept`,
  *   `MCP-Protocol-Version`, `Mcp-Method`, and `Mcp-Name` for `tools/call`/`prompts/get` (`params.name`)
- *   and `resources/read` (`params.uri`), sent as `=?base64?…?=` unless it is plain visible ASCII; and the
- *   per-request `_meta` (protocol version, client capabilities, client info, and on request a progress
- *   token and a log level). Capabilities are declared on every request, retries included;
+ *   and `resources/read` (`params.uri`), sent as `=?base64?…?=` unless it is plain visible ASCII;
+ *   and the per-request `_meta` (protocol version, client capabilities, client info, and on request
+ *   a progress token and a log level). Capabilities are declared on every request, retries included;
  * - reading the answer, as one `application/json` message or as a `text/event-stream` whose
  *   notifications go to the caller and which ends at the response carrying the request's id. A
  *   server→client request on a stream is a protocol error (servers never send them in this revision);
@@ -276,12 +276,17 @@ export class McpClient {
     }
     this.#headers = headers
 
-    const handlers = options.handlers ?? {}
-    if (!isObject(handlers)) throw new TypeError('handlers must be an object')
+    const handlers: InputHandlers = options.handlers ?? {}
+    if (!isObject(handlers as unknown)) throw new TypeError('handlers must be an object')
     for (const name of ['elicit', 'sample', 'roots'] as const) {
       optionalFunction(`handlers.${name}`, handlers[name])
     }
-    this.#handlers = { ...handlers }
+    // Picked and bound: handlers may be methods of a class instance (not copied by a spread).
+    this.#handlers = {
+      elicit: handlers.elicit?.bind(handlers),
+      sample: handlers.sample?.bind(handlers),
+      roots: handlers.roots?.bind(handlers),
+    }
 
     const info = options.clientInfo ?? DEFAULT_CLIENT_INFO
     if (!isObject(info) || typeof info.name !== 'string' || typeof info.version !== 'string') {
@@ -296,7 +301,8 @@ export class McpClient {
     for (const [capability, handler] of HANDLER_OF_CAPABILITY) {
       if (capabilities[capability] !== undefined && !handlers[handler]) {
         throw new TypeError(
-          `capabilities.${capability} is declared but handlers.${handler} is missing: the server would ask for input this client cannot give`
+          `capabilities.${capability} is declared but handlers.${handler} is missing: ` +
+            'the server would ask for input this client cannot give'
         )
       }
     }
@@ -704,7 +710,7 @@ async function readAnswer(
   )
 }
 
-/** Yields the data of each SSE event (`data:` lines joined by newlines; comments and other fields skipped). */
+/** Yields each SSE event's data (its `data:` lines joined by newlines), skipping other fields. */
 async function* sseData(
   body: ReadableStream<Uint8Array>,
   signal: AbortSignal
