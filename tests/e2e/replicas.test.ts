@@ -107,7 +107,7 @@ describe('two Node replicas sharing one key ring and one SQLite file', () => {
         async elicit(params) {
           if (params.mode !== 'url') throw new Error('expected a url elicitation')
           // Open the page on the other replica than the one that minted the link, and approve there.
-          const page = new URL(params.url)
+          const page = new URL(params.url as string)
           const other = new URL(
             replicas.find((replica) => !replica.url.startsWith(page.origin))!.baseUrl
           )
