@@ -7,7 +7,7 @@
  */
 import { Hono, type MiddlewareHandler } from 'hono'
 import { bodyLimit } from 'hono/body-limit'
-import { jsonRpcError } from '../src/http/errors.ts'
+import { jsonRpcError, peekRequestId } from '../src/http/errors.ts'
 import { ErrorCode } from '../src/mcp/errors.ts'
 import type { McpHandler } from '../src/mcp/handler.ts'
 
@@ -35,7 +35,7 @@ export function mcpRoute({ handler, maxBodyBytes, authenticate }: McpRouteOption
       const type = c.req.header('content-type')
       if (!type || !/^application\/json\s*(;|$)/i.test(type)) {
         return jsonRpcError(
-          null,
+          await peekRequestId(c, maxBodyBytes),
           415,
           'Unsupported Media Type: send the JSON-RPC message as application/json.'
         )

@@ -17,6 +17,11 @@ import { jsonRpcError, peekRequestId } from '../http/errors.ts'
 
 export const LOCAL_PRINCIPAL = 'local'
 
+/** The principal of a verified token: its issuer and subject, unambiguously joined. */
+export function tokenPrincipal(issuer: string, subject: string): string {
+  return JSON.stringify([issuer, subject])
+}
+
 declare module 'hono' {
   interface ContextVariableMap {
     /** The authenticated caller (JSON `[issuer, subject]`), or `local` without auth. */
@@ -58,7 +63,7 @@ export function bearerAuth({
 
   return async function authenticate(c, next) {
     const header = c.req.header('authorization')
-    const token = header?.match(/^Bearer ([A-Za-z0-9._~+/-]+=*)$/)?.[1]
+    const token = header?.match(/^Bearer ([A-Za-z0-9._~+/-]+=*)$/i)?.[1]
     if (!token) {
       const detail = header === undefined ? '' : ', error="invalid_request"'
       return jsonRpcError(
@@ -96,7 +101,7 @@ export function bearerAuth({
         }
       )
     }
-    c.set('principal', JSON.stringify([payload.iss, payload.sub]))
+    c.set('principal', tokenPrincipal(payload.iss as string, payload.sub as string))
     const client = payload.azp ?? payload.client_id
     c.set('client', typeof client === 'string' ? client : undefined)
     await next()

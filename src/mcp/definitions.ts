@@ -73,7 +73,11 @@ export interface ReplayContext<App> extends RequestContext<App> {
   elicitUrl(key: string, options: ElicitUrlOptions): Promise<ElicitAnswer<undefined>>
   sample(key: string, params: CreateMessageParams): Promise<CreateMessageResult>
   roots(key: string): Promise<Root[]>
-  /** Runs a non-deterministic step once per flow and replays its (JSON) result on later rounds. */
+  /**
+   * Runs a non-deterministic step once per flow and replays its (JSON) result on later rounds. The
+   * value is sealed only when a round suspends, so take values that a duplicated final round must
+   * see again (ids, timestamps) before the flow's first ask.
+   */
   once<T>(key: string, step: () => T | Promise<T>): Promise<T>
   /** Forgets the answer to `key` and asks the same question again in a new round. */
   askAgain(key: string): Promise<never>
@@ -152,7 +156,13 @@ export interface PromptDefinition<App> {
 export type Completer<App> = (
   value: string,
   context: { arguments: Record<string, string>; ctx: RequestContext<App> }
-) => Promise<string[]> | string[]
+) => Promise<Completion> | Completion
+
+/**
+ * Suggested values, best first. A plain list is taken as complete (its length is the total); a
+ * completer that stopped early returns `{ values, total? }` with the total it knows, if any.
+ */
+export type Completion = string[] | { values: string[]; total?: number }
 
 /** Typed definition helpers bound to one application type. */
 export function definitions<App>() {

@@ -56,6 +56,8 @@ export interface DispatchResult {
 }
 
 const COMPLETION_LIMIT = 100
+/** Integers in `Mcp-Param-*` headers are compared numerically, but only in decimal notation. */
+const DECIMAL_NUMBER = /^-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?$/
 /** Positions in `resources/list` are section × span + offset (section 0 = static resources). */
 const SECTION_SPAN = 2 ** 32
 
@@ -248,7 +250,7 @@ function checkHeaderParams<App>(
     }
     const equal =
       param.type === 'integer'
-        ? header.trim() !== '' && Number(header) === value
+        ? DECIMAL_NUMBER.test(header) && Number(header) === value
         : param.type === 'boolean'
           ? header === String(value)
           : header === value
@@ -331,17 +333,18 @@ async function complete<App>(request: McpRequest, env: DispatchEnv<App>): Promis
       })
     completer = template?.definition.complete?.[argument.name]
   }
-  const values = completer
+  const found = completer
     ? await completer(argument.value, {
         arguments: context?.arguments ?? {},
         ctx: requestContext(env),
       })
     : []
+  const { values, total } = Array.isArray(found) ? { values: found, total: found.length } : found
   const completion: JsonObject = {
     values: values.slice(0, COMPLETION_LIMIT),
-    total: values.length,
-    hasMore: values.length > COMPLETION_LIMIT,
+    hasMore: values.length > COMPLETION_LIMIT || (total !== undefined && total > COMPLETION_LIMIT),
   }
+  if (total !== undefined) completion.total = total
   return { result: { completion } }
 }
 

@@ -91,8 +91,9 @@ export function parseMessage(body: string, headers: Headers): ParsedMessage {
     fail(id, ErrorCode.InvalidRequest, 'Invalid Request: "jsonrpc" must be "2.0".')
   }
   if (typeof message.method !== 'string' || message.method.length === 0) {
+    // A JSON-RPC response's id belongs to the client's own id space: answer it without an id.
     fail(
-      id,
+      'result' in message || 'error' in message ? null : id,
       ErrorCode.InvalidRequest,
       'Invalid Request: "method" must be a non-empty string; JSON-RPC responses are not accepted here.'
     )

@@ -131,6 +131,8 @@ export function createMcpHandler<App>(options: McpHandlerOptions<App>): McpHandl
     }
 
     const { id, method } = request
+    // A server that does not declare `logging` never sends notifications/message (LOG Capabilities).
+    if (!server.capabilities.logging) delete request.logLevel
     if (!isAdvertised(server as McpServer<unknown>, method)) {
       const { message, status } = failure(
         id,

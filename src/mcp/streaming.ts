@@ -61,6 +61,8 @@ export class ResponseChannel {
   async respond(final: Promise<FinalMessage>): Promise<Response> {
     const first = new Promise<'notified'>((resolve) => {
       this.#wake = () => resolve('notified')
+      // The handler may have notified before its first await, i.e. before this promise existed.
+      if (this.#buffered?.length) resolve('notified')
     })
     const winner = await Promise.race([final.then(() => 'final' as const), first])
     if (winner === 'final' && this.#buffered?.length === 0) {

@@ -109,9 +109,7 @@ export interface InputRequiredResult {
 }
 
 export type ElicitAnswer<T> =
-  | { action: 'accept'; content: T }
-  | { action: 'decline' }
-  | { action: 'cancel' }
+  { action: 'accept'; content: T } | { action: 'decline' } | { action: 'cancel' }
 
 export interface SamplingMessage {
   role: 'user' | 'assistant'
@@ -178,9 +176,7 @@ export const CompleteParamsSchema = z.looseObject({
     z.looseObject({ type: z.literal('ref/resource'), uri: z.string() }),
   ]),
   argument: z.looseObject({ name: z.string(), value: z.string() }),
-  context: z
-    .looseObject({ arguments: z.record(z.string(), z.string()).optional() })
-    .optional(),
+  context: z.looseObject({ arguments: z.record(z.string(), z.string()).optional() }).optional(),
 })
 
 export const ListenParamsSchema = z.looseObject({
@@ -213,6 +209,8 @@ export const ListRootsResultSchema = z.looseObject({
 export function describeIssues(error: z.ZodError): string {
   return error.issues
     .slice(0, 5)
-    .map((issue) => (issue.path.length ? `${issue.path.join('.')}: ${issue.message}` : issue.message))
+    .map((issue) =>
+      issue.path.length ? `${issue.path.join('.')}: ${issue.message}` : issue.message
+    )
     .join('; ')
 }

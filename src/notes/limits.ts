@@ -14,8 +14,8 @@ export const MAX_BODY_CHARS = 100_000
 export const MAX_TAGS = 20
 /** Longest tag, in characters. */
 export const MAX_TAG_CHARS = 40
-/** A tag after trimming and lower-casing: letters, digits, `-` and `_`. */
-export const TAG_PATTERN = /^[a-z0-9_-]+$/
+/** A tag after trimming: letters, digits, `-` and `_` (stored lower-cased). */
+export const TAG_PATTERN = /^[A-Za-z0-9_-]+$/
 /** Note ids as the stores mint them: `n_` and 16 base64url characters (96 random bits). */
 export const NOTE_ID_PATTERN = /^n_[A-Za-z0-9_-]{16}$/
 /** Largest `expectedVersion` accepted by `update_note`. */
@@ -51,7 +51,7 @@ export const MAX_DIGEST_CHARS = 40_000
 
 /**
  * Values asked of the store per completion. The engine sends at most 100 and reports `hasMore` when it
- * received more, so asking for one extra makes `hasMore` exact.
+ * received more, so asking for one extra makes `hasMore` exact (see notes/completions.ts).
  */
 export const COMPLETION_FETCH = 101
 

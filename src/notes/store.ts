@@ -50,9 +50,7 @@ export interface SearchQuery {
 }
 
 export type UpdateOutcome =
-  | { kind: 'updated'; note: Note }
-  | { kind: 'not_found' }
-  | { kind: 'conflict'; current: Note }
+  { kind: 'updated'; note: Note } | { kind: 'not_found' } | { kind: 'conflict'; current: Note }
 
 /** Outcome of a side effect guarded by a single-use key (the sealed state's nonce). */
 export type OnceOutcome<T> = { kind: 'done'; value: T } | { kind: 'already_done' }
@@ -113,7 +111,11 @@ export interface NotesStore {
   createShareRequest(request: Omit<ShareRequest, 'status' | 'linkId'>): Promise<ShareRequest>
   getShareRequest(id: string): Promise<ShareRequest | undefined>
   /** Records the decision once; later calls answer `already_decided` and change nothing. */
-  decideShareRequest(id: string, decision: 'approved' | 'refused', now: number): Promise<DecideOutcome>
+  decideShareRequest(
+    id: string,
+    decision: 'approved' | 'refused',
+    now: number
+  ): Promise<DecideOutcome>
   /**
    * Publishes an approved share as a read-only link, once: records `onceKey` and the link in one
    * transaction; a second call with the same key (or for a share already published) answers

@@ -1,0 +1,231 @@
+/**
+ * @module routes/share
+ * The pages behind `share_note`'s url-mode elicitation, for a person in a browser:
+ * - `GET /share/:id` shows the note's title with Approve / Refuse buttons while the share request is
+ *   pending and not expired; otherwise a page saying it is not found (404), already decided (409) or
+ *   expired (410). A request whose note is gone is "not found". The page never names a principal.
+ * - `POST /share/:id` records the decision once (`NotesStore.decideShareRequest`). It is protected
+ *   against cross-site request forgery twice: a browser must say the POST comes from this site
+ *   (`Sec-Fetch-Site: same-origin` and/or an `Origin` of this host; a cross-site or `null` one is 403),
+ *   and the form must carry the CSRF token its page set in an HttpOnly, SameSite=Strict cookie scoped to
+ *   the page's path (compared in constant time; missing or different is 403). A request carrying
+ *   neither header is not a browser form post, so it cannot be forged by another site; the token
+ *   still applies.
+ * - `GET /shared/:linkId` shows a published note read-only.
+ *
+ * The share id in the URL is the only key: 256 random bits, no personal data, no credential; there is
+ * no login on these pages, so whoever holds the URL decides (the client shows it to the person who
+ * asked). Every interpolated string is HTML-escaped (`hono/html`), and every response forbids framing,
+ * scripts, referrers and caching. Runtime-neutral: Web Crypto and Hono only.
+ */
+import { Hono, type Context, type MiddlewareHandler } from 'hono'
+import { bodyLimit } from 'hono/body-limit'
+import { deleteCookie, getCookie, setCookie } from 'hono/cookie'
+import { html, raw } from 'hono/html'
+import type { ContentfulStatusCode } from 'hono/utils/http-status'
+import { isoTime } from '../src/notes/format.ts'
+import { SHARE_REQUEST_TTL_MS } from '../src/notes/limits.ts'
+import type { DecideOutcome, Note, NotesStore } from '../src/notes/store.ts'
+import { isToken, randomToken, tokensEqual } from '../src/notes/tokens.ts'
+
+export interface ShareRouteOptions {
+  notes: NotesStore
+  /** Clock in milliseconds since the epoch; defaults to `Date.now`. */
+  now?: () => number
+}
+
+/** The CSRF cookie and the form field that must repeat it. */
+export const CSRF_COOKIE = 'share_csrf'
+export const CSRF_FIELD = 'csrf'
+/** Largest decision form accepted, in bytes (the real one is under 100). */
+const MAX_FORM_BYTES = 2048
+
+const PAGE_HEADERS: Readonly<Record<string, string>> = {
+  'content-security-policy':
+    "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'",
+  'x-frame-options': 'DENY',
+  'referrer-policy': 'no-referrer',
+  'cache-control': 'no-store',
+  'x-content-type-options': 'nosniff',
+}
+
+const STYLE = `body{font:16px/1.5 system-ui,sans-serif;max-width:40rem;margin:3rem auto;padding:0 1rem;color:#222}
+button{font:inherit;padding:.5rem 1.25rem;margin-right:.75rem;cursor:pointer}
+pre{white-space:pre-wrap;word-wrap:break-word;background:#f6f6f6;padding:1rem}
+.muted{color:#666}`
+
+type Closed = Exclude<DecideOutcome, 'decided'>
+
+const CLOSED: Record<Closed, { status: ContentfulStatusCode; title: string; text: string }> = {
+  not_found: {
+    status: 404,
+    title: 'Not found',
+    text: 'There is no share request at this address.',
+  },
+  already_decided: {
+    status: 409,
+    title: 'Already decided',
+    text: 'This share request was already decided; nothing more can be changed here.',
+  },
+  expired: {
+    status: 410,
+    title: 'Expired',
+    text: 'This share request expired. Ask your assistant to share the note again.',
+  },
+}
+
+function page(c: Context, status: ContentfulStatusCode, title: string, content: unknown) {
+  return c.html(
+    html`<!doctype html>
+      <html lang="en">
+        <head>
+          <meta charset="utf-8" />
+          <meta name="viewport" content="width=device-width, initial-scale=1" />
+          <title>${title}</title>
+          <style>
+            ${raw(STYLE)}
+          </style>
+        </head>
+        <body>
+          <main>${content}</main>
+        </body>
+      </html>`,
+    status
+  )
+}
+
+/** A page that only says something: a heading and one paragraph. */
+function notice(c: Context, status: ContentfulStatusCode, title: string, text: string) {
+  return page(
+    c,
+    status,
+    title,
+    html`<h1>${title}</h1>
+      <p>${text}</p>`
+  )
+}
+
+function closedPage(c: Context, closed: Closed) {
+  const { status, title, text } = CLOSED[closed]
+  return notice(c, status, title, text)
+}
+
+/** What the browser says about where a POST comes from: only this host may send it. */
+function isSameOriginPost(c: Context): boolean {
+  const site = c.req.header('sec-fetch-site')
+  if (site !== undefined && site !== 'same-origin') return false
+  const origin = c.req.header('origin')
+  if (origin === undefined) return true
+  try {
+    return new URL(origin).host === new URL(c.req.url).host
+  } catch {
+    return false // `Origin: null` and anything else that is not a URL
+  }
+}
+
+export function shareRoute({ notes, now = Date.now }: ShareRouteOptions): Hono {
+  const route = new Hono()
+
+  /** The pending request and its note, or why it cannot be decided. */
+  async function openShare(id: string): Promise<Closed | Note> {
+    const share = isToken(id) ? await notes.getShareRequest(id) : undefined
+    const note = share && (await notes.get(share.principal, share.noteId))
+    if (!share || !note) return 'not_found'
+    if (share.status !== 'pending') return 'already_decided'
+    return now() >= share.expiresAt ? 'expired' : note
+  }
+
+  const securePage: MiddlewareHandler = async function securePage(c, next) {
+    await next()
+    for (const [name, value] of Object.entries(PAGE_HEADERS)) c.res.headers.set(name, value)
+  }
+  route.use('/share/:id', securePage)
+  route.use('/shared/:linkId', securePage)
+
+  route.get('/share/:id', async function showApproval(c) {
+    const id = c.req.param('id')
+    const opened = await openShare(id)
+    if (typeof opened === 'string') return closedPage(c, opened)
+    const token = randomToken()
+    setCookie(c, CSRF_COOKIE, token, {
+      path: `/share/${id}`,
+      httpOnly: true,
+      sameSite: 'Strict',
+      maxAge: SHARE_REQUEST_TTL_MS / 1000,
+    })
+    return page(
+      c,
+      200,
+      'Share a note?',
+      html`<h1>Share a note?</h1>
+        <p>Your assistant asks to publish a read-only link to the note:</p>
+        <p><strong>${opened.title}</strong></p>
+        <p class="muted">Anyone with the link will be able to read it.</p>
+        <form method="post">
+          <input type="hidden" name="${CSRF_FIELD}" value="${token}" />
+          <button type="submit" name="decision" value="approve">Approve</button>
+          <button type="submit" name="decision" value="refuse">Refuse</button>
+        </form>`
+    )
+  })
+
+  route.post(
+    '/share/:id',
+    bodyLimit({
+      maxSize: MAX_FORM_BYTES,
+      onError: (c) => notice(c, 413, 'Too large', 'The form is too large.'),
+    }),
+    async function decide(c) {
+      if (!isSameOriginPost(c))
+        return notice(c, 403, 'Forbidden', 'This form can only be sent from its own page.')
+      const id = c.req.param('id')
+      if (!isToken(id)) return closedPage(c, 'not_found')
+      const form = await c.req.parseBody()
+      const cookie = getCookie(c, CSRF_COOKIE)
+      const token = form[CSRF_FIELD]
+      if (cookie === undefined || typeof token !== 'string' || !tokensEqual(cookie, token)) {
+        return notice(
+          c,
+          403,
+          'Forbidden',
+          'The form expired or did not come from its page. Reload the page and decide again.'
+        )
+      }
+      const decision =
+        form.decision === 'approve'
+          ? 'approved'
+          : form.decision === 'refuse'
+            ? 'refused'
+            : undefined
+      if (decision === undefined) return notice(c, 400, 'Bad request', 'Choose Approve or Refuse.')
+      const outcome = await notes.decideShareRequest(id, decision, now())
+      deleteCookie(c, CSRF_COOKIE, { path: `/share/${id}` })
+      if (outcome !== 'decided') return closedPage(c, outcome)
+      return decision === 'approved'
+        ? notice(
+            c,
+            200,
+            'Approved',
+            'Go back to your assistant and continue: it will publish the link.'
+          )
+        : notice(c, 200, 'Refused', 'Nothing was shared. You can close this page.')
+    }
+  )
+
+  route.get('/shared/:linkId', async function showShared(c) {
+    const linkId = c.req.param('linkId')
+    const note = isToken(linkId) ? await notes.getSharedNote(linkId) : undefined
+    if (!note) return notice(c, 404, 'Not found', 'There is no shared note at this address.')
+    const tags = note.tags.length > 0 ? `Tags: ${note.tags.join(', ')} · ` : ''
+    return page(
+      c,
+      200,
+      note.title,
+      html`<h1>${note.title}</h1>
+        <p class="muted">${tags}Updated ${isoTime(note.updatedAt).slice(0, 10)} · read-only</p>
+        <pre>${note.body}</pre>`
+    )
+  })
+
+  return route
+}

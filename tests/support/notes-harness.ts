@@ -1,0 +1,251 @@
+/**
+ * The whole notes app in-process for tests: `createApp` with a private in-memory SQLite store, a fresh
+ * key ring, an in-process event bus, a clock the test can move and a logger that keeps what the engine
+ * logs. `rpc` sends one correctly formed 2026-07-28 request through the whole HTTP pipeline (built by
+ * `mcp-request.ts`: headers, Base64 sentinel for a non-ASCII `Mcp-Name`, `_meta`) with the client
+ * capabilities, log level and progress token asked for, and reads the answer, JSON or SSE. `tool` /
+ * `retry` drive multi round-trip tool calls; `openSharePage` / `submitDecision` act as the browser on
+ * the share approval page. With `auth: true` the app verifies HS256 bearer tokens and `as` picks the
+ * caller.
+ */
+import type { Hono } from 'hono'
+import { SignJWT } from 'jose'
+import { CSRF_COOKIE, CSRF_FIELD } from '../../routes/share.ts'
+import { createApp } from '../../src/app.ts'
+import { LOCAL_PRINCIPAL, tokenPrincipal } from '../../src/auth/bearer.ts'
+import { parseConfig } from '../../src/config.ts'
+import type { McpLogger } from '../../src/mcp/dispatch.ts'
+import { InProcessEventBus, type ServerEvent } from '../../src/mcp/events.ts'
+import { generateKey, importKeyRing } from '../../src/mcp/key-ring.ts'
+import { META_LOG_LEVEL, type LogLevel } from '../../src/mcp/protocol.ts'
+import { StateSealer } from '../../src/mcp/sealed-state.ts'
+import type { ClientCapabilities } from '../../src/mcp/wire.ts'
+import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
+import { postMcp, readMessages, requestApp } from './mcp-request.ts'
+
+export const ORIGIN = 'http://127.0.0.1'
+
+/** Every client capability (form and url elicitation, sampling, roots). */
+export const ALL_CAPABILITIES: ClientCapabilities = {
+  elicitation: { form: {}, url: {} },
+  sampling: {},
+  roots: {},
+}
+
+const AUTH_ENV = {
+  AUTH_ISSUER: 'https://issuer.test',
+  AUTH_AUDIENCE: 'notes-mcp-test',
+  AUTH_JWT_SECRET: 'test-secret-test-secret-test-secret-0123',
+}
+
+export interface RpcOptions {
+  /** Defaults to `ALL_CAPABILITIES`. */
+  capabilities?: ClientCapabilities
+  logLevel?: LogLevel
+  progressToken?: string | number
+  headers?: Record<string, string>
+  /** With `auth: true`: the subject of the bearer token (default `alice`). */
+  as?: string
+}
+
+export interface RpcResponse {
+  status: number
+  headers: Headers
+  /** The parsed JSON body, or the parsed messages of every SSE event in order. */
+  body: any
+  /** The final JSON-RPC message: the JSON body, or the last SSE event. */
+  message: any
+  /** Notifications sent before the final message (SSE only). */
+  notifications: any[]
+  result: any
+  error: any
+}
+
+export interface SharePage {
+  status: number
+  headers: Headers
+  html: string
+  /** The CSRF cookie value set by the page, if any. */
+  cookie?: string
+  /** The CSRF token of the page's hidden field, if any. */
+  token?: string
+}
+
+export interface DecisionOptions {
+  cookie?: string
+  token?: string
+  origin?: string
+  secFetchSite?: string
+}
+
+export interface NotesHarness {
+  app: Hono
+  store: SqliteNotesStore
+  bus: InProcessEventBus
+  /** Events published on the bus since the harness was built. */
+  events: ServerEvent[]
+  /** What the engine logged (instead of stderr): level, message and fields. */
+  logs: Array<{ level: 'warn' | 'error'; message: string; fields?: Record<string, unknown> }>
+  clock: { now: number; advance(ms: number): void }
+  rpc(method: string, params?: Record<string, unknown>, options?: RpcOptions): Promise<RpcResponse>
+  tool(name: string, args?: Record<string, unknown>, options?: RpcOptions): Promise<RpcResponse>
+  /** Sends the same tool call again with `requestState` of `previous` and `inputResponses`. */
+  retry(
+    previous: RpcResponse,
+    name: string,
+    args: Record<string, unknown>,
+    inputResponses: Record<string, unknown>,
+    options?: RpcOptions
+  ): Promise<RpcResponse>
+  /** Creates a note straight in the store for the (local or given) principal. */
+  seed(note: { title: string; body?: string; tags?: string[] }, principal?: string): Promise<string>
+  principalOf(subject: string): string
+  openSharePage(url: string): Promise<SharePage>
+  submitDecision(url: string, decision: string, options?: DecisionOptions): Promise<SharePage>
+  close(): Promise<void>
+}
+
+export async function createNotesHarness(options: { auth?: boolean } = {}): Promise<NotesHarness> {
+  const config = parseConfig(options.auth ? AUTH_ENV : {})
+  const store = new SqliteNotesStore({ path: ':memory:' })
+  await store.migrate()
+  const bus = new InProcessEventBus()
+  const events: ServerEvent[] = []
+  bus.subscribe((event) => events.push(event))
+  const sealer = StateSealer.create({ keyRing: await importKeyRing([generateKey()]) })
+  const clock = {
+    now: Date.now(),
+    advance(ms: number) {
+      clock.now += ms
+    },
+  }
+  const logs: NotesHarness['logs'] = []
+  const logger: McpLogger = {
+    warn: (message, fields) => logs.push({ level: 'warn', message, fields }),
+    error: (message, fields) => logs.push({ level: 'error', message, fields }),
+  }
+  const app = createApp(config, { store, sealer, bus, logger, now: () => clock.now })
+  const secret = new TextEncoder().encode(AUTH_ENV.AUTH_JWT_SECRET)
+  let nextId = 1
+
+  // The principal string `auth/bearer.ts` derives from a verified token (JSON `[issuer, subject]`).
+  const principalOf = (subject: string) =>
+    options.auth ? tokenPrincipal(AUTH_ENV.AUTH_ISSUER, subject) : LOCAL_PRINCIPAL
+
+  async function bearer(subject: string): Promise<string> {
+    const token = await new SignJWT({})
+      .setProtectedHeader({ alg: 'HS256' })
+      .setIssuer(AUTH_ENV.AUTH_ISSUER)
+      .setAudience(AUTH_ENV.AUTH_AUDIENCE)
+      .setSubject(subject)
+      .setExpirationTime('5m')
+      .sign(secret)
+    return `Bearer ${token}`
+  }
+
+  async function rpc(
+    method: string,
+    params: Record<string, unknown> = {},
+    rpcOptions: RpcOptions = {}
+  ): Promise<RpcResponse> {
+    const headers: Record<string, string> = { ...rpcOptions.headers }
+    if (options.auth) headers.authorization = await bearer(rpcOptions.as ?? 'alice')
+    const response = await postMcp(app, method, {
+      id: nextId++,
+      params,
+      capabilities: rpcOptions.capabilities ?? ALL_CAPABILITIES,
+      meta: { [META_LOG_LEVEL]: rpcOptions.logLevel, progressToken: rpcOptions.progressToken },
+      headers,
+    })
+    const messages = await readMessages(response)
+    const sse = response.headers.get('content-type')?.startsWith('text/event-stream') ?? false
+    const message = messages.at(-1)
+    return {
+      status: response.status,
+      headers: response.headers,
+      body: sse ? messages : message,
+      message,
+      notifications: messages.slice(0, -1),
+      result: message?.result,
+      error: message?.error,
+    }
+  }
+
+  function tool(name: string, args: Record<string, unknown> = {}, rpcOptions?: RpcOptions) {
+    return rpc('tools/call', { name, arguments: args }, rpcOptions)
+  }
+
+  function retry(
+    previous: RpcResponse,
+    name: string,
+    args: Record<string, unknown>,
+    inputResponses: Record<string, unknown>,
+    rpcOptions?: RpcOptions
+  ) {
+    const requestState = previous.result?.requestState
+    if (typeof requestState !== 'string')
+      throw new Error('retry: the previous answer has no requestState')
+    return rpc('tools/call', { name, arguments: args, inputResponses, requestState }, rpcOptions)
+  }
+
+  async function seed(
+    note: { title: string; body?: string; tags?: string[] },
+    principal = principalOf('alice')
+  ): Promise<string> {
+    const created = await store.create(
+      principal,
+      { title: note.title, body: note.body ?? '', tags: note.tags ?? [] },
+      clock.now
+    )
+    return created.id
+  }
+
+  async function openSharePage(url: string): Promise<SharePage> {
+    return sharePage(await requestApp(app, new URL(url).pathname))
+  }
+
+  async function submitDecision(
+    url: string,
+    decision: string,
+    { cookie, token, origin = ORIGIN, secFetchSite }: DecisionOptions = {}
+  ): Promise<SharePage> {
+    const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded' }
+    if (origin !== '') headers.origin = origin
+    if (secFetchSite !== undefined) headers['sec-fetch-site'] = secFetchSite
+    if (cookie !== undefined) headers.cookie = `${CSRF_COOKIE}=${cookie}`
+    const form = new URLSearchParams({ decision })
+    if (token !== undefined) form.set(CSRF_FIELD, token)
+    return sharePage(
+      await requestApp(app, new URL(url).pathname, {
+        method: 'POST',
+        headers,
+        body: form.toString(),
+      })
+    )
+  }
+
+  return {
+    app,
+    store,
+    bus,
+    events,
+    logs,
+    clock,
+    rpc,
+    tool,
+    retry,
+    seed,
+    principalOf,
+    openSharePage,
+    submitDecision,
+    close: () => store.close(),
+  }
+}
+
+async function sharePage(response: Response): Promise<SharePage> {
+  const html = await response.text()
+  const setCookie = response.headers.get('set-cookie') ?? ''
+  const cookie = new RegExp(`(?:^|,\\s*)${CSRF_COOKIE}=([^;]*)`).exec(setCookie)?.[1]
+  const token = new RegExp(`name="${CSRF_FIELD}" value="([^"]+)"`).exec(html)?.[1]
+  return { status: response.status, headers: response.headers, html, cookie, token }
+}
