@@ -2,8 +2,15 @@ import { defineConfig } from 'vitest/config'
 
 export default defineConfig({
   test: {
-    include: ['tests/**/*.test.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
+    projects: [
+      {
+        extends: true,
+        test: { name: 'node', include: ['tests/**/*.test.ts'], exclude: ['tests/workers/**'] },
+      },
+      // Tests that run inside workerd (@cloudflare/vitest-plugin, local D1): its own config.
+      './tests/workers/vitest.config.ts',
+    ],
   },
 })

@@ -1,0 +1,149 @@
+/**
+ * Bundle isolation of the Worker: builds it exactly as `wrangler deploy` would (`--dry-run`, offline)
+ * and fails if the bundle pulls Node-only code — any `node:*` import, `node:sqlite`, the Node entry
+ * (`src/node.ts`), the Node-only adapters (`src/storage/sqlite.ts`, `postgres.ts`, `key-file.ts`) or the
+ * Node-only packages behind them. Reads esbuild's metafile (what went in) and the bundle text (what
+ * came out), prints the bundle size, and proves the check bites on a deliberately leaky entry.
+ */
+import { spawnSync } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, relative } from 'node:path'
+import { gzipSync } from 'node:zlib'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { WRANGLER_ENV } from '../workers/wrangler-dev.ts'
+
+const root = join(import.meta.dirname, '../..')
+const work = mkdtempSync(join(tmpdir(), 'notes-worker-bundle-'))
+
+/** Source files that must never reach the Worker. */
+const NODE_ONLY_SOURCES = [
+  'src/node.ts',
+  'src/storage/sqlite.ts',
+  'src/storage/postgres.ts',
+  'src/storage/key-file.ts',
+]
+/** Packages only the Node entry and adapters use. */
+const NODE_ONLY_PACKAGES = ['@hono/node-server', 'postgres']
+
+interface Bundle {
+  code: string
+  inputs: string[]
+  /** Imports esbuild left external (a Worker bundle should have none). */
+  externals: string[]
+  log: string
+}
+
+function build(name: string, args: string[]): Bundle {
+  const outdir = join(work, name)
+  const run = spawnSync(
+    process.execPath,
+    [
+      join(root, 'node_modules/wrangler/bin/wrangler.js'),
+      'deploy',
+      '--dry-run',
+      '--outdir',
+      outdir,
+      '--metafile',
+      join(outdir, 'meta.json'),
+      ...args,
+    ],
+    { cwd: root, encoding: 'utf8', timeout: 120_000, env: { ...process.env, ...WRANGLER_ENV } }
+  )
+  const log = `${run.stdout}\n${run.stderr}`
+  if (run.status !== 0) throw new Error(`wrangler deploy --dry-run failed:\n${log}`)
+  const meta = JSON.parse(readFileSync(join(outdir, 'meta.json'), 'utf8')) as {
+    inputs: Record<string, unknown>
+    outputs: Record<string, { imports: Array<{ path: string; external?: boolean }> }>
+  }
+  const output = Object.keys(meta.outputs).find((path) => path.endsWith('.js'))
+  if (output === undefined) throw new Error(`no JavaScript output in the metafile:\n${log}`)
+  return {
+    code: readFileSync(join(root, output), 'utf8'),
+    inputs: Object.keys(meta.inputs).map((path) => path.replaceAll('\\', '/')),
+    externals: Object.values(meta.outputs).flatMap((output) =>
+      output.imports.filter((entry) => entry.external !== false).map((entry) => entry.path)
+    ),
+    log,
+  }
+}
+
+/** Every way a bundle can carry Node-only code; empty when it is clean. */
+function violations(bundle: Bundle): string[] {
+  const found: string[] = []
+  for (const source of NODE_ONLY_SOURCES) {
+    if (bundle.inputs.some((input) => input.endsWith(source))) found.push(`input ${source}`)
+  }
+  for (const pkg of NODE_ONLY_PACKAGES) {
+    if (bundle.inputs.some((input) => input.includes(`node_modules/${pkg}/`))) {
+      found.push(`package ${pkg}`)
+    }
+  }
+  for (const path of bundle.externals) found.push(`external import ${path}`)
+  const nodeImports = bundle.code.match(
+    /(?:\bfrom\s*|\bimport\s*\(\s*|\brequire\s*\(\s*|\bimport\s+)["']node:[\w/]+["']/g
+  )
+  for (const statement of new Set(nodeImports ?? [])) found.push(`code ${statement}`)
+  if (bundle.code.includes('node:sqlite')) found.push('code mentions node:sqlite')
+  if (/\bDatabaseSync\b/.test(bundle.code)) found.push('code of node:sqlite (DatabaseSync)')
+  return found
+}
+
+let worker: Bundle
+
+beforeAll(() => {
+  worker = build('worker', [])
+}, 150_000)
+
+afterAll(() => {
+  rmSync(work, { recursive: true, force: true })
+})
+
+describe('the Worker bundle', () => {
+  it('is built from src/worker.ts with the D1 adapter', () => {
+    expect(worker.inputs).toContain('src/worker.ts')
+    expect(worker.inputs).toContain('src/storage/d1.ts')
+    expect(worker.inputs).toContain('src/app.ts')
+  })
+
+  it('contains no Node-only module, source file or package', () => {
+    expect(violations(worker)).toEqual([])
+  })
+
+  it('reports its size', () => {
+    const bytes = Buffer.byteLength(worker.code)
+    const gzip = gzipSync(worker.code).byteLength
+    const kib = (n: number) => `${(n / 1024).toFixed(1)} KiB`
+    const sources = worker.inputs.filter((input) => !input.includes('node_modules/')).length
+    console.log(
+      `Worker bundle: ${kib(bytes)} (${kib(gzip)} gzip), ${worker.inputs.length} inputs of which ${sources} project files`
+    )
+    // Workers' limit is 3 MiB gzip on the Free plan (10 MiB paid); stay far below it.
+    expect(gzip).toBeLessThan(1024 * 1024)
+  })
+
+  it('the check catches a leak: an entry that imports a Node-only adapter fails it', () => {
+    const entry = join(work, 'leaky-worker.ts')
+    writeFileSync(
+      entry,
+      [
+        `import { SqliteNotesStore } from '${relative(work, join(root, 'src/storage/sqlite.ts')).replaceAll('\\', '/')}'`,
+        'export default { fetch: () => new Response(String(SqliteNotesStore)) }',
+        '',
+      ].join('\n')
+    )
+    // nodejs_compat only so that the leaky bundle builds at all; the notes Worker needs no flag.
+    const leaky = build('leaky', [
+      entry,
+      '--name',
+      'leaky',
+      '--compatibility-date',
+      '2026-11-01',
+      '--compatibility-flags',
+      'nodejs_compat',
+    ])
+    expect(violations(leaky)).toEqual(
+      expect.arrayContaining(['input src/storage/sqlite.ts', 'code mentions node:sqlite'])
+    )
+  })
+})

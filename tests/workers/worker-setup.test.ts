@@ -1,0 +1,69 @@
+/**
+ * The Worker entry's once-per-isolate build, inside workerd, driven through its default export with
+ * hand-made environments: a deployment fault (missing secret, unmigrated D1) answers a JSON-RPC error
+ * without detail, is not cached, and the first request after the fault is fixed gets the app.
+ */
+import { env } from 'cloudflare:test'
+import { describe, expect, it } from 'vitest'
+import worker from '../../src/worker.ts'
+import { MCP_URL, mcpInit } from '../support/mcp-request.ts'
+
+const request = () => new Request(MCP_URL, mcpInit('tools/list'))
+const vars = { ALLOWED_HOSTS: '127.0.0.1,localhost' }
+
+describe('the Worker entry builds its app once per isolate, and only once it can', () => {
+  it('answers 500 without detail while STATE_KEYS is missing', async () => {
+    const response = await worker.fetch(request(), { ...vars, DB: env.DB })
+    expect(response.status).toBe(500)
+    const body = (await response.json()) as { error: { code: number; message: string } }
+    expect(body.error.code).toBe(-32603)
+    expect(body.error.message).not.toMatch(/STATE_KEYS/)
+  })
+
+  /** A D1 binding whose every query fails with `message`. */
+  function failingDb(message: string) {
+    const db = {
+      prepare: () => ({
+        bind: () => db.prepare(),
+        all: async () => {
+          throw new Error(message)
+        },
+      }),
+      batch: async () => [],
+    }
+    return db as never
+  }
+
+  it('answers 503 while the D1 schema is not migrated', async () => {
+    const response = await worker.fetch(request(), {
+      ...vars,
+      STATE_KEYS: env.STATE_KEYS,
+      DB: failingDb('D1_ERROR: no such table: d1_migrations: SQLITE_ERROR'),
+    })
+    expect(response.status).toBe(503)
+    const body = (await response.json()) as { error: { message: string } }
+    expect(body.error.message).toMatch(/not migrated/)
+  })
+
+  it('answers 503 while D1 cannot be reached', async () => {
+    const response = await worker.fetch(request(), {
+      ...vars,
+      STATE_KEYS: env.STATE_KEYS,
+      DB: failingDb('D1_ERROR: Network connection lost.'),
+    })
+    expect(response.status).toBe(503)
+    const body = (await response.json()) as { error: { message: string } }
+    expect(body.error.message).not.toMatch(/not migrated|Network/)
+  })
+
+  it('serves once the deployment is fixed, without a restart', async () => {
+    const response = await worker.fetch(request(), {
+      ...vars,
+      STATE_KEYS: env.STATE_KEYS,
+      DB: env.DB,
+    })
+    expect(response.status).toBe(200)
+    const body = (await response.json()) as { result: { tools: unknown[] } }
+    expect(body.result.tools.length).toBeGreaterThan(0)
+  })
+})

@@ -1,0 +1,127 @@
+/**
+ * @module tests/workers/wrangler-dev
+ * Node-side helper (not a workerd test): starts `wrangler dev` in local mode for an end-to-end test —
+ * workerd on 127.0.0.1, a free port, a free inspector port, a private `--persist-to` directory and the
+ * given secrets through an `--env-file`, with wrangler's outbound traffic switched off. Resolves once
+ * `/healthz` answers; `stop()` ends wrangler and its workerd processes (one process group).
+ */
+import { spawn } from 'node:child_process'
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { freePort } from '../support/server-process.ts'
+
+const root = join(import.meta.dirname, '../..')
+
+/** Keeps wrangler offline and quiet: no metrics, no update check, no Request.cf fetch. */
+export const WRANGLER_ENV: Readonly<Record<string, string>> = {
+  WRANGLER_SEND_METRICS: 'false',
+  WRANGLER_HIDE_BANNER: 'true',
+  CLOUDFLARE_CF_FETCH_ENABLED: 'false',
+  WRANGLER_SEND_ERROR_REPORTS: 'false',
+}
+
+export const FIXTURE_WORKER_CONFIG = join(root, 'tests/workers/wrangler.fixture.toml')
+
+export interface WorkerProcess {
+  url: string
+  baseUrl: string
+  output(): string
+  stop(): Promise<void>
+}
+
+export interface StartWorkerOptions {
+  /** The wrangler configuration file; default the fixture Worker's. */
+  config?: string
+  /** Secrets and vars, written to the `--env-file` (values must be single-line). */
+  vars?: Record<string, string>
+  startTimeoutMs?: number
+}
+
+export async function startWorker(options: StartWorkerOptions = {}): Promise<WorkerProcess> {
+  const dir = await mkdtemp(join(tmpdir(), 'notes-wrangler-dev-'))
+  const envFile = join(dir, 'worker.env')
+  const lines = Object.entries(options.vars ?? {}).map(([name, value]) => {
+    if (/[\r\n]/.test(value)) throw new TypeError(`${name} must be a single line`)
+    return `${name}=${value}`
+  })
+  await writeFile(envFile, `${lines.join('\n')}\n`, { mode: 0o600 })
+
+  const port = await freePort()
+  const inspectorPort = await freePort()
+  const args = [
+    join(root, 'node_modules/wrangler/bin/wrangler.js'),
+    'dev',
+    '--config',
+    options.config ?? FIXTURE_WORKER_CONFIG,
+    '--local',
+    '--ip',
+    '127.0.0.1',
+    '--port',
+    String(port),
+    '--inspector-port',
+    String(inspectorPort),
+    '--show-interactive-dev-session=false',
+    '--env-file',
+    envFile,
+    '--persist-to',
+    join(dir, 'state'),
+  ]
+  const child = spawn(process.execPath, args, {
+    cwd: root,
+    env: { ...process.env, ...WRANGLER_ENV, NO_COLOR: '1' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  })
+  let output = ''
+  child.stdout.on('data', (chunk) => (output += chunk))
+  child.stderr.on('data', (chunk) => (output += chunk))
+  let exited = false
+  const exit = new Promise<void>((resolve) =>
+    child.once('exit', () => {
+      exited = true
+      resolve()
+    })
+  )
+
+  const stop = async () => {
+    if (!exited && child.pid !== undefined) {
+      try {
+        process.kill(-child.pid, 'SIGTERM')
+      } catch {
+        // Already gone.
+      }
+      const killer = setTimeout(() => {
+        try {
+          process.kill(-(child.pid as number), 'SIGKILL')
+        } catch {
+          // Already gone.
+        }
+      }, 5000)
+      await exit
+      clearTimeout(killer)
+    }
+    await rm(dir, { recursive: true, force: true })
+  }
+
+  const baseUrl = `http://127.0.0.1:${port}`
+  const deadline = Date.now() + (options.startTimeoutMs ?? 60_000)
+  for (;;) {
+    if (exited) {
+      await stop()
+      throw new Error(`wrangler dev exited before serving:\n${output}`)
+    }
+    try {
+      const response = await fetch(`${baseUrl}/healthz`, { signal: AbortSignal.timeout(2000) })
+      if (response.ok) break
+    } catch {
+      // Not listening yet.
+    }
+    if (Date.now() > deadline) {
+      await stop()
+      throw new Error(`wrangler dev did not serve within the deadline:\n${output}`)
+    }
+    await new Promise((resolve) => setTimeout(resolve, 250))
+  }
+  return { url: `${baseUrl}/mcp`, baseUrl, output: () => output, stop }
+}
