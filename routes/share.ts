@@ -16,7 +16,7 @@
  * The share id in the URL is the only key: 256 random bits, no personal data, no credential; there is
  * no login on these pages, so whoever holds the URL decides (the client shows it to the person who
  * asked). Every interpolated string is HTML-escaped (`hono/html`), and every response forbids framing,
- * scripts, referrers and caching. Runtime-neutral: Web Crypto and Hono only.
+ * scripts, cross-site referrers and caching. Runtime-neutral: Web Crypto and Hono only.
  */
 import { Hono, type Context, type MiddlewareHandler } from 'hono'
 import { bodyLimit } from 'hono/body-limit'
@@ -44,7 +44,9 @@ const PAGE_HEADERS: Readonly<Record<string, string>> = {
   'content-security-policy':
     "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'",
   'x-frame-options': 'DENY',
-  'referrer-policy': 'no-referrer',
+  // `same-origin`, not `no-referrer`: with no-referrer, browsers send `Origin: null` on the page's own
+  // form post, which the CSRF check must refuse. Cross-site requests still get no referrer.
+  'referrer-policy': 'same-origin',
   'cache-control': 'no-store',
   'x-content-type-options': 'nosniff',
 }

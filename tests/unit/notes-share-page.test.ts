@@ -1,6 +1,6 @@
 /**
  * The share approval pages over in-process HTTP (no browser): what a pending, decided, expired or
- * unknown request shows; that every response carries the anti-framing, no-script, no-referrer and
+ * unknown request shows; that every response carries the anti-framing, no-script, same-origin-referrer and
  * no-store headers and escapes what it interpolates; and that a decision needs the page's CSRF token
  * and a same-origin browser, is single-use, and leaves nothing decided when refused with 403.
  */
@@ -46,7 +46,7 @@ function expectPageHeaders(page: SharePage) {
     "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'"
   )
   expect(page.headers.get('x-frame-options')).toBe('DENY')
-  expect(page.headers.get('referrer-policy')).toBe('no-referrer')
+  expect(page.headers.get('referrer-policy')).toBe('same-origin')
   expect(page.headers.get('cache-control')).toBe('no-store')
   expect(page.headers.get('content-type')).toMatch(/^text\/html/)
 }

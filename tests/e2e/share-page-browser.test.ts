@@ -1,0 +1,152 @@
+/**
+ * The url-mode elicitation of `share_note` in a real browser: headless Chromium (Debian's
+ * /usr/bin/chromium, driven by playwright-core) opens the approval page the server asked the client to
+ * show, a person clicks Approve or Refuse, and the retried tool call publishes (or does not publish)
+ * a read-only link. A page on another origin that auto-submits a forged decision is refused (CSRF),
+ * and the share stays pending.
+ */
+import { existsSync } from 'node:fs'
+import { createServer, type Server } from 'node:http'
+import { chromium, type Browser } from 'playwright-core'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { McpClient } from '../../src/mcp/client.ts'
+import type { CallToolResult } from '../../src/mcp/wire.ts'
+import {
+  freePort,
+  startServer,
+  tempDataDir,
+  type ServerProcess,
+} from '../support/server-process.ts'
+
+const CHROMIUM = '/usr/bin/chromium'
+const hasChromium = existsSync(CHROMIUM)
+
+let server: ServerProcess
+let browser: Browser
+
+beforeAll(async () => {
+  if (!hasChromium) return
+  server = await startServer('notes', { DATA_DIR: await tempDataDir() })
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+  })
+})
+
+afterAll(async () => {
+  await browser?.close()
+  await server?.stop()
+})
+
+async function createNote(title: string): Promise<string> {
+  const result = await new McpClient({ url: server.url }).callTool('create_note', {
+    title,
+    body: 'Shared body.',
+  })
+  const structured = result.structuredContent as { note?: { id: string }; id?: string }
+  return structured.note?.id ?? (structured.id as string)
+}
+
+function textOf(result: CallToolResult): string {
+  return result.content.map((block) => (block.type === 'text' ? block.text : '')).join('\n')
+}
+
+/** Calls share_note; the person acts in the browser on the page the server sends. */
+async function shareWith(id: string, act: (url: string) => Promise<void>): Promise<string> {
+  const client = new McpClient({
+    url: server.url,
+    capabilities: { elicitation: { url: {} } },
+    handlers: {
+      async elicit(params) {
+        if (params.mode !== 'url') throw new Error('expected a url elicitation')
+        await act(params.url as string)
+        return { action: 'accept' }
+      },
+    },
+  })
+  return textOf(await client.callTool('share_note', { id }))
+}
+
+describe.skipIf(!hasChromium)('the share approval page in headless Chromium', () => {
+  it('publishes a read-only link after the person clicks Approve', async () => {
+    const id = await createNote('Browser approved note')
+    const page = await browser.newPage()
+    const outcome = await shareWith(id, async (url) => {
+      await page.goto(url)
+      expect(await page.textContent('body')).toContain('Browser approved note')
+      await page.click('button[value="approve"]')
+      await page.waitForLoadState()
+      expect(await page.textContent('h1')).toBe('Approved')
+    })
+    const link = /https?:\/\/\S+\/shared\/[A-Za-z0-9_-]+/.exec(outcome)?.[0]
+    expect(link, outcome).toBeDefined()
+    await page.goto(link!)
+    expect(await page.textContent('body')).toContain('Browser approved note')
+    await page.close()
+  })
+
+  it('publishes nothing after the person clicks Refuse', async () => {
+    const id = await createNote('Browser refused note')
+    const page = await browser.newPage()
+    const outcome = await shareWith(id, async (url) => {
+      await page.goto(url)
+      await page.click('button[value="refuse"]')
+      await page.waitForLoadState()
+      expect(await page.textContent('h1')).toBe('Refused')
+    })
+    expect(outcome).toMatch(/refused/i)
+    expect(outcome).not.toMatch(/\/shared\//)
+    await page.close()
+  })
+
+  it('refuses a decision forged by a page on another origin, and the share stays pending', async () => {
+    const id = await createNote('Browser forged note')
+    let shareUrl = ''
+    const page = await browser.newPage()
+    // A hostile site on another port (another origin) that auto-submits "approve" to the share URL.
+    let evil: Server | undefined
+    try {
+      const outcome = await new McpClient({
+        url: server.url,
+        capabilities: { elicitation: { url: {} } },
+        maxRounds: 3,
+        handlers: {
+          async elicit(params) {
+            if (shareUrl) return { action: 'decline' }
+            shareUrl = params.url as string
+            await page.goto(shareUrl) // the person looks at the real page (its cookie is set) …
+            const port = await freePort()
+            evil = createServer((_req, res) => {
+              res.setHeader('content-type', 'text/html')
+              res.end(
+                `<form id="f" method="post" action="${shareUrl}"><input name="csrf" value="guess"><input name="decision" value="approve"></form><script>document.getElementById('f').submit()</script>`
+              )
+            }).listen(port, '127.0.0.1')
+            // … then visits the hostile page, which posts the forged form cross-site.
+            const response = page.waitForResponse(
+              (r) => r.url() === shareUrl && r.request().method() === 'POST'
+            )
+            await page.goto(`http://localhost:${port}/`)
+            expect((await response).status()).toBe(403)
+            return { action: 'accept' }
+          },
+        },
+      }).callTool('share_note', { id })
+      // The share is still pending, so the server asks again; the person then declines.
+      expect(textOf(outcome)).toMatch(/not shared/i)
+      await page.goto(shareUrl)
+      expect(await page.textContent('h1')).toBe('Share a note?')
+    } finally {
+      evil?.close()
+      await page.close()
+    }
+  })
+})
