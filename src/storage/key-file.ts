@@ -5,7 +5,7 @@
  * shares the data directory (or is given the same `STATE_KEYS`) can then open every other's states.
  * Node-only; the Worker always takes its ring from a secret.
  */
-import { mkdir, readFile, writeFile } from 'node:fs/promises'
+import { link, mkdir, readFile, unlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { formatKeyRing, generateKey } from '../mcp/key-ring.ts'
 
@@ -23,12 +23,17 @@ export async function loadOrCreateKeyRing(
   }
   await mkdir(dataDir, { recursive: true })
   const text = formatKeyRing([generateKey()])
+  // Write a private temporary file, then link it into place: the link either creates the complete
+  // file or fails because another replica got there first, so nobody reads a half-written ring.
+  const temporary = `${path}.${process.pid}.${Date.now()}.tmp`
+  await writeFile(temporary, `${text}\n`, { mode: 0o600, flag: 'wx' })
   try {
-    await writeFile(path, `${text}\n`, { mode: 0o600, flag: 'wx' })
+    await link(temporary, path)
     return { text, path, created: true }
   } catch (error) {
-    // Another replica created it first: use theirs.
     if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
     return { text: (await readFile(path, 'utf8')).trim(), path, created: false }
+  } finally {
+    await unlink(temporary)
   }
 }
