@@ -25,7 +25,7 @@ export async function loadOrCreateKeyRing(
   const text = formatKeyRing([generateKey()])
   // Write a private temporary file, then link it into place: the link either creates the complete
   // file or fails because another replica got there first, so nobody reads a half-written ring.
-  const temporary = `${path}.${process.pid}.${Date.now()}.tmp`
+  const temporary = `${path}.${crypto.randomUUID()}.tmp`
   await writeFile(temporary, `${text}\n`, { mode: 0o600, flag: 'wx' })
   try {
     await link(temporary, path)
