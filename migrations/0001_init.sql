@@ -1,7 +1,11 @@
--- notes-mcp D1 schema, step 1. Applied by `wrangler d1 migrations apply DB` (recorded in the
--- d1_migrations table) and, in the workerd tests, by applyD1Migrations(). Never edit a released step:
--- append 0002_….sql. The tables mirror the node:sqlite adapter's; `used_keys.claim` is D1-specific
--- (D1 has no interactive transactions: a batch proves it spent a once-key by finding its own claim).
+-- notes-mcp schema, step 1, for both SQLite-dialect adapters: the one source of truth (see
+-- src/storage/shared.ts). On D1 it is applied by `wrangler d1 migrations apply DB` (recorded in the
+-- d1_migrations table) and, in the workerd tests, by applyD1Migrations(). The node:sqlite adapter
+-- (src/storage/sqlite.ts) reads this file and applies it itself (recorded in schema_migrations as
+-- version 1). Never edit a released step: append 0002_….sql and list it in SQLITE_MIGRATIONS.
+-- `used_keys.claim` serves D1 only (D1 has no interactive transactions: a batch proves it spent a
+-- once-key by finding its own random claim). node:sqlite decides inside a transaction and leaves it
+-- NULL, which equals no claim.
 
 CREATE TABLE notes (
   seq INTEGER PRIMARY KEY,
@@ -44,7 +48,7 @@ END;
 CREATE TABLE used_keys (
   once_key TEXT PRIMARY KEY,
   used_at INTEGER NOT NULL,
-  claim TEXT NOT NULL
+  claim TEXT
 ) WITHOUT ROWID;
 
 CREATE TABLE share_requests (

@@ -5,7 +5,9 @@
  * the notes application owns validation, limits and wording. Every method is scoped to a principal:
  * one principal can never read, change or learn of another's notes.
  *
- * Errors every adapter shares: {@link ShareNotApprovedError} from `publishShare`.
+ * Errors every adapter shares (defined here, once, so `instanceof` holds whichever adapter threw):
+ * {@link ShareNotApprovedError} from `publishShare`, {@link StoreNotMigratedError} from any method
+ * called before `migrate()` or after `close()`.
  */
 
 export interface Note {
@@ -74,6 +76,11 @@ export type DecideOutcome = 'decided' | 'already_decided' | 'expired' | 'not_fou
 /** `publishShare` was asked for a share that does not exist, is another principal's, or is not approved. */
 export class ShareNotApprovedError extends Error {
   override name = 'ShareNotApprovedError'
+}
+
+/** A store method ran before `migrate()` prepared (or checked) the schema, or after `close()`. */
+export class StoreNotMigratedError extends Error {
+  override name = 'StoreNotMigratedError'
 }
 
 export interface NotesStore {

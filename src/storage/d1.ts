@@ -1,30 +1,36 @@
 /**
  * @module storage/d1
  * The Cloudflare D1 `NotesStore` adapter, for the Worker. D1 is SQLite behind an RPC binding, so the
- * schema, FTS5 search and ranking are those of the node:sqlite adapter (`migrations/0001_init.sql`
- * mirrors its first migration); what differs is how atomicity is reached. D1 has no interactive
- * transactions: a statement is atomic, and `batch()` runs its statements as one transaction that
- * commits or rolls back as a whole, but nothing can be read in between and acted upon. So:
+ * schema, FTS5 search, ranking and most statements are those of the node:sqlite adapter, shared with it
+ * through `storage/shared.ts` (the schema is the files under `migrations/`, read by both); what differs
+ * is how atomicity is reached. D1 has no interactive transactions: a statement is atomic, and `batch()`
+ * runs its statements as one transaction that commits or rolls back as a whole, but nothing can be read
+ * in between and acted upon. So:
  * - every check-and-set (note version, share status) is one conditional statement whose outcome is
  *   read from `RETURNING`; a follow-up read only explains a miss, it never decides;
  * - a single-use key is spent in a batch that inserts `(once_key, claim)` with a fresh random claim
  *   (`ON CONFLICT DO NOTHING`), and the later statements of the same batch act only where that claim
- *   is found, i.e. only when this call is the one that spent the key.
+ *   is found, i.e. only when this call is the one that spent the key. These statements are this
+ *   module's own; the others are the shared `SQLITE_SQL`.
  *
  * Migrations belong to wrangler: `wrangler d1 migrations apply DB --local|--remote` applies the files
  * under `migrations/` and records them in `d1_migrations` (the workerd tests apply the same files with
  * the vitest plugin's `applyD1Migrations`). `migrate()` does not change the schema: it checks that every
- * migration this code needs is recorded and otherwise throws {@link D1SchemaMissingError} naming the
- * command, so a Worker deployed ahead of its migrations fails loudly instead of half-working. Schema
- * changes are a reviewed deploy step, not something each isolate races to do on a cold start.
+ * migration this code needs ({@link D1_MIGRATIONS}) is recorded and otherwise throws
+ * {@link D1SchemaMissingError} naming the command, so a Worker deployed ahead of its migrations fails
+ * loudly instead of half-working. Schema changes are a reviewed deploy step, not something each isolate
+ * races to do on a cold start.
  *
  * Leaves to others: validation, limits and wording (the notes application), ids of share requests,
- * links and once-keys (the application), the binding itself (`worker.ts`). Runtime-neutral: it talks
- * to a structural {@link D1Like} binding and imports nothing from `node:*` or from workers-types.
+ * links and once-keys (the application), the binding itself (`worker.ts`). Errors shared with the
+ * other adapters (`ShareNotApprovedError`, `StoreNotMigratedError`) are defined with the store contract.
+ * Runtime-neutral: it talks to a structural {@link D1Like} binding and imports nothing from `node:*` or
+ * from workers-types (nor does `storage/shared.ts`).
  */
 
 import {
   ShareNotApprovedError,
+  StoreNotMigratedError,
   type DecideOutcome,
   type NewNote,
   type Note,
@@ -34,19 +40,33 @@ import {
   type Page,
   type SearchQuery,
   type ShareRequest,
-  type ShareStatus,
   type UpdateOutcome,
 } from '../notes/store.ts'
+import {
+  MAX_SEARCH_WORDS,
+  SQLITE_MIGRATIONS,
+  SQLITE_SQL,
+  assertPublishable,
+  checkPaging,
+  insertNoteParams,
+  likePrefix,
+  notMigrated,
+  pendingShareRequest,
+  searchStatement,
+  randomBase64url,
+  sqliteRowToNote as toNote,
+  toPage,
+  toShareRequest,
+  undecidedOutcome,
+  updateNoteParams,
+  type ShareRow,
+  type SqliteNoteRow as NoteRow,
+} from './shared.ts'
 
-/** Migration files (under `migrations/`) this code needs, in order. Append when adding a step. */
-export const D1_MIGRATIONS: readonly string[] = ['0001_init.sql']
+/** Migration files (under `migrations/`) this code needs, in order: the shared SQLite schema's. */
+export const D1_MIGRATIONS: readonly string[] = SQLITE_MIGRATIONS
 /** The bookkeeping table of `wrangler d1 migrations` (wrangler.toml `migrations_table`). */
 export const D1_MIGRATIONS_TABLE = 'd1_migrations'
-/** Upper bound on the number of distinct words of a search text that reach FTS5 (as on SQLite). */
-export const MAX_SEARCH_WORDS = 64
-
-/** Weights of the FTS columns (title, body, tags) in bm25 ranking. */
-const BM25_WEIGHTS = '4.0, 1.0, 2.0'
 /** How often `publishShare` re-runs when its explanation contradicts its batch (a racing decision). */
 const PUBLISH_ATTEMPTS = 3
 
@@ -70,63 +90,17 @@ export interface D1NotesStoreOptions {
   migrationsTable?: string
 }
 
-/** Defined with the store contract (every adapter throws it); re-exported for this adapter's users. */
-export { ShareNotApprovedError }
+/** Defined with the store contract (every adapter throws them); re-exported for this adapter's users. */
+export { MAX_SEARCH_WORDS, ShareNotApprovedError, StoreNotMigratedError }
 
 /** The D1 database lacks a migration this code needs; the message names the command to run. */
 export class D1SchemaMissingError extends Error {
   override name = 'D1SchemaMissingError'
 }
 
-/** A store method ran before `migrate()` checked the schema, or after `close()`. */
-export class StoreNotMigratedError extends Error {
-  override name = 'StoreNotMigratedError'
-}
-
-interface NoteRow {
-  id: string
-  title: string
-  body: string
-  tags: string
-  created_at: number
-  updated_at: number
-  version: number
-}
-
-interface ShareRow {
-  id: string
-  principal: string
-  note_id: string
-  status: ShareStatus
-  expires_at: number
-  link_id: string | null
-}
-
-const NOTE_COLUMNS = 'n.id, n.title, n.body, n.tags, n.created_at, n.updated_at, n.version'
-const RETURNING_NOTE = 'RETURNING id, title, body, tags, created_at, updated_at, version'
-
-/** Keeps only notes carrying every tag of the JSON array `?2` (`?3` distinct tags). */
-const TAG_FILTER = `(?3 = 0 OR (
-  SELECT count(DISTINCT t.value) FROM json_each(n.tags) AS t
-  WHERE t.value IN (SELECT value FROM json_each(?2))
-) = ?3)`
-
-/** Parameters: ?1 principal, ?2 tags JSON, ?3 tag count, ?4 limit, ?5 offset (?6 match). */
+/** The shared statements, and D1's own: those that spend a single-use key and act on its claim. */
 const SQL = {
-  insertNote: `
-    INSERT INTO notes (id, principal, title, body, tags, created_at, updated_at, version)
-    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, 1)
-    ${RETURNING_NOTE}`,
-  getNote: `SELECT ${NOTE_COLUMNS} FROM notes AS n WHERE n.principal = ?1 AND n.id = ?2`,
-  updateNote: `
-    UPDATE notes SET
-      title = coalesce(?4, title),
-      body = coalesce(?5, body),
-      tags = coalesce(?6, tags),
-      updated_at = ?7,
-      version = version + 1
-    WHERE principal = ?1 AND id = ?2 AND version = ?3
-    ${RETURNING_NOTE}`,
+  ...SQLITE_SQL,
   /** ?1 key, ?2 now, ?3 claim. Returns a row only when this statement spent the key. */
   spendKey: `
     INSERT INTO used_keys (once_key, used_at, claim) VALUES (?1, ?2, ?3)
@@ -136,39 +110,6 @@ const SQL = {
     DELETE FROM notes
     WHERE principal = ?1 AND id = ?2
       AND EXISTS (SELECT 1 FROM used_keys WHERE once_key = ?3 AND claim = ?4)
-    RETURNING id`,
-  keyUsed: `SELECT 1 AS used FROM used_keys WHERE once_key = ?1`,
-  listNotes: `
-    SELECT ${NOTE_COLUMNS} FROM notes AS n WHERE n.principal = ?1
-    ORDER BY n.updated_at DESC, n.seq DESC LIMIT ?2 OFFSET ?3`,
-  filterNotes: `
-    SELECT ${NOTE_COLUMNS} FROM notes AS n WHERE n.principal = ?1 AND ${TAG_FILTER}
-    ORDER BY n.updated_at DESC, n.seq DESC LIMIT ?4 OFFSET ?5`,
-  searchNotes: `
-    SELECT ${NOTE_COLUMNS} FROM notes_fts JOIN notes AS n ON n.seq = notes_fts.rowid
-    WHERE notes_fts MATCH ?6 AND n.principal = ?1 AND ${TAG_FILTER}
-    ORDER BY bm25(notes_fts, ${BM25_WEIGHTS}), n.updated_at DESC, n.seq DESC
-    LIMIT ?4 OFFSET ?5`,
-  listTags: `
-    SELECT t.value AS tag, count(*) AS count FROM notes AS n, json_each(n.tags) AS t
-    WHERE n.principal = ?1 GROUP BY t.value ORDER BY t.value`,
-  // Exact, case-sensitive prefix comparison: no wildcard of the prefix can take effect.
-  completeIds: `
-    SELECT n.id FROM notes AS n
-    WHERE n.principal = ?1 AND substr(n.id, 1, length(?2)) = ?2
-    ORDER BY n.id LIMIT ?3`,
-  completeTags: `
-    SELECT DISTINCT t.value AS tag FROM notes AS n, json_each(n.tags) AS t
-    WHERE n.principal = ?1 AND t.value LIKE ?2 ESCAPE '\\'
-    ORDER BY t.value LIMIT ?3`,
-  insertShare: `
-    INSERT INTO share_requests (id, principal, note_id, status, expires_at)
-    VALUES (?1, ?2, ?3, 'pending', ?4)`,
-  getShare: `
-    SELECT id, principal, note_id, status, expires_at, link_id FROM share_requests WHERE id = ?1`,
-  decideShare: `
-    UPDATE share_requests SET status = ?2, decided_at = ?3
-    WHERE id = ?1 AND status = 'pending' AND expires_at > ?3
     RETURNING id`,
   /** ?1 key, ?2 now, ?3 claim, ?4 share, ?5 principal: spends the key only for a publishable share. */
   spendKeyForShare: `
@@ -187,10 +128,6 @@ const SQL = {
   setShareLink: `
     UPDATE share_requests SET link_id = ?1
     WHERE id = ?2 AND EXISTS (SELECT 1 FROM used_keys WHERE once_key = ?3 AND claim = ?4)`,
-  getSharedNote: `
-    SELECT ${NOTE_COLUMNS} FROM shared_links AS l
-    JOIN notes AS n ON n.principal = l.principal AND n.id = l.note_id
-    WHERE l.id = ?1`,
 } as const
 
 export class D1NotesStore implements NotesStore {
@@ -239,7 +176,7 @@ export class D1NotesStore implements NotesStore {
 
   async create(principal: string, note: NewNote, now: number): Promise<Note> {
     const row = await this.#q(SQL.insertNote)
-      .bind(newNoteId(), principal, note.title, note.body, tagsJson(note.tags), now)
+      .bind(...insertNoteParams(principal, note, now))
       .first<NoteRow>()
     if (row === null) throw new Error('INSERT … RETURNING produced no row')
     return toNote(row)
@@ -258,15 +195,7 @@ export class D1NotesStore implements NotesStore {
     now: number
   ): Promise<UpdateOutcome> {
     const row = await this.#q(SQL.updateNote)
-      .bind(
-        principal,
-        id,
-        expectedVersion,
-        patch.title ?? null,
-        patch.body ?? null,
-        patch.tags === undefined ? null : tagsJson(patch.tags),
-        now
-      )
+      .bind(...updateNoteParams(principal, id, expectedVersion, patch, now))
       .first<NoteRow>()
     if (row !== null) return { kind: 'updated', note: toNote(row) }
     const current = await this.get(principal, id)
@@ -289,21 +218,15 @@ export class D1NotesStore implements NotesStore {
     const { results } = await this.#q(SQL.listNotes)
       .bind(principal, limit + 1, offset)
       .all<NoteRow>()
-    return toPage(results, offset, limit)
+    return toPage(results, offset, limit, toNote)
   }
 
   async search(principal: string, query: SearchQuery): Promise<Page<Note>> {
-    const { offset, limit } = query
-    checkPaging(offset, limit)
-    const tags = [...new Set(query.tags ?? [])]
-    const params = [principal, JSON.stringify(tags), tags.length, limit + 1, offset]
-    const match = ftsMatch(query.text)
-    const statement =
-      match === undefined
-        ? this.#q(SQL.filterNotes).bind(...params)
-        : this.#q(SQL.searchNotes).bind(...params, match)
-    const { results } = await statement.all<NoteRow>()
-    return toPage(results, offset, limit)
+    const { statement, params } = searchStatement(principal, query)
+    const { results } = await this.#q(SQL[statement])
+      .bind(...params)
+      .all<NoteRow>()
+    return toPage(results, query.offset, query.limit, toNote)
   }
 
   async listTags(principal: string): Promise<Array<{ tag: string; count: number }>> {
@@ -325,9 +248,8 @@ export class D1NotesStore implements NotesStore {
   async completeTags(principal: string, prefix: string, limit: number): Promise<string[]> {
     this.#ready()
     if (limit <= 0) return []
-    const pattern = `${prefix.replace(/[\\%_]/g, '\\$&')}%`
     const { results } = await this.#q(SQL.completeTags)
-      .bind(principal, pattern, limit)
+      .bind(principal, likePrefix(prefix), limit)
       .all<{ tag: string }>()
     return results.map((row) => String(row.tag))
   }
@@ -338,13 +260,7 @@ export class D1NotesStore implements NotesStore {
     await this.#q(SQL.insertShare)
       .bind(request.id, request.principal, request.noteId, request.expiresAt)
       .run()
-    return {
-      id: request.id,
-      principal: request.principal,
-      noteId: request.noteId,
-      status: 'pending',
-      expiresAt: request.expiresAt,
-    }
+    return pendingShareRequest(request)
   }
 
   async getShareRequest(id: string): Promise<ShareRequest | undefined> {
@@ -359,10 +275,8 @@ export class D1NotesStore implements NotesStore {
   ): Promise<DecideOutcome> {
     const decided = await this.#q(SQL.decideShare).bind(id, decision, now).first()
     if (decided !== null) return 'decided'
-    // The conditional UPDATE above was the decision; this read only explains why it did not apply.
     const row = await this.#q(SQL.getShare).bind(id).first<ShareRow>()
-    if (row === null) return 'not_found'
-    return row.status === 'pending' ? 'expired' : 'already_decided'
+    return undecidedOutcome(row?.status)
   }
 
   async publishShare(
@@ -386,10 +300,9 @@ export class D1NotesStore implements NotesStore {
       if ((await this.#db.prepare(SQL.keyUsed).bind(onceKey).first()) !== null) {
         return { kind: 'already_done' }
       }
-      const share = await this.#db.prepare(SQL.getShare).bind(shareId).first<ShareRow>()
-      if (share === null || share.principal !== principal || share.status !== 'approved') {
-        throw new ShareNotApprovedError('share request is not an approved share of this principal')
-      }
+      const share =
+        (await this.#db.prepare(SQL.getShare).bind(shareId).first<ShareRow>()) ?? undefined
+      assertPublishable(share, principal)
       if (share.link_id !== null) return { kind: 'already_done' }
       // Publishable now but not when the batch ran (approved in between): run the batch again.
     }
@@ -408,84 +321,11 @@ export class D1NotesStore implements NotesStore {
   }
 
   #ready(): void {
-    if (this.#state !== 'ready') {
-      throw new StoreNotMigratedError(
-        this.#state === 'closed' ? 'the store is closed' : 'call migrate() before using the store'
-      )
-    }
+    if (this.#state !== 'ready') throw notMigrated(this.#state === 'closed')
   }
-}
-
-/** `n_` + 16 base64url characters (96 random bits), as on every adapter. */
-function newNoteId(): string {
-  return `n_${base64url(crypto.getRandomValues(new Uint8Array(12)))}`
 }
 
 /** 128 random bits proving which call spent a once-key. */
 function newClaim(): string {
-  return base64url(crypto.getRandomValues(new Uint8Array(16)))
-}
-
-function base64url(bytes: Uint8Array): string {
-  let binary = ''
-  for (const byte of bytes) binary += String.fromCharCode(byte)
-  return btoa(binary).replaceAll('+', '-').replaceAll('/', '_').replace(/=+$/, '')
-}
-
-function tagsJson(tags: string[]): string {
-  return JSON.stringify([...new Set(tags)].sort())
-}
-
-/**
- * The FTS5 MATCH expression for free text, or `undefined` when the text holds no word. Words are runs of
- * letters, digits and private-use characters (what the unicode61 tokenizer indexes); each becomes a
- * double-quoted FTS5 string, so no operator, column filter, `*`, `^` or quote of the input takes effect.
- * Words are ANDed; the last one is a prefix query. At most {@link MAX_SEARCH_WORDS} distinct words are
- * kept (the first ones and the last), which bounds the cost of a query.
- */
-function ftsMatch(text: string): string | undefined {
-  const words = text.match(/[\p{L}\p{N}\p{Co}]+/gu)
-  if (words === null) return undefined
-  const last = words[words.length - 1] as string
-  const earlier = [...new Set(words.slice(0, -1).map((word) => word.toLowerCase()))]
-  const quote = (word: string) => `"${word.replaceAll('"', '""')}"`
-  return [...earlier.slice(0, MAX_SEARCH_WORDS - 1).map(quote), `${quote(last)}*`].join(' ')
-}
-
-function checkPaging(offset: number, limit: number): void {
-  if (!Number.isInteger(offset) || offset < 0) {
-    throw new RangeError('offset must be a non-negative integer')
-  }
-  if (!Number.isInteger(limit) || limit < 1) {
-    throw new RangeError('limit must be a positive integer')
-  }
-}
-
-function toPage(rows: NoteRow[], offset: number, limit: number): Page<Note> {
-  const items = rows.slice(0, limit).map(toNote)
-  return rows.length > limit ? { items, nextOffset: offset + limit } : { items }
-}
-
-function toNote(row: NoteRow): Note {
-  return {
-    id: row.id,
-    title: row.title,
-    body: row.body,
-    tags: JSON.parse(row.tags) as string[],
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-    version: row.version,
-  }
-}
-
-function toShareRequest(row: ShareRow): ShareRequest {
-  const request: ShareRequest = {
-    id: row.id,
-    principal: row.principal,
-    noteId: row.note_id,
-    status: row.status,
-    expiresAt: row.expires_at,
-  }
-  if (row.link_id !== null) request.linkId = row.link_id
-  return request
+  return randomBase64url(16)
 }

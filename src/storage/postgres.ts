@@ -13,13 +13,14 @@
  *
  * Search: the adapter, not the database, turns text into words, so matching is the same whatever the
  * database's locale and without any extension: words are runs of letters, digits and private-use
- * characters, lower-cased, with the diacritics of Latin letters removed (as SQLite's `unicode61
- * remove_diacritics`). Each field's words are written as a `tsvector` literal (title weight A, tags B,
- * body D) and the generated `search` column joins them; the free text of a query becomes a `tsquery`
- * literal of quoted lexemes (every word must match, the last as a prefix), so no character of user input
- * can reach the query syntax. At most {@link MAX_SEARCH_WORDS} distinct words are used (the first ones and
- * the last). Ranking is `ts_rank` with title above tags above body, then the most recently updated first.
- * Words longer than PostgreSQL's lexeme limit ({@link MAX_LEXEME_BYTES} bytes of UTF-8) are not indexed,
+ * characters (as on SQLite: `storage/shared.ts`), lower-cased, with the diacritics of Latin letters
+ * removed (as SQLite's `unicode61 remove_diacritics`). Each field's words are written as a `tsvector`
+ * literal (title weight A, tags B, body D) and the generated `search` column joins them; the free text
+ * of a query becomes a `tsquery` literal of quoted lexemes (every word must match, the last as a
+ * prefix), so no character of user input can reach the query syntax. At most {@link MAX_SEARCH_WORDS}
+ * distinct words are used (the first ones and the last, chosen as on every adapter). Ranking is
+ * `ts_rank` with title above tags above body, then the most recently updated first. Words longer than
+ * PostgreSQL's lexeme limit ({@link MAX_LEXEME_BYTES} bytes of UTF-8) are not indexed,
  * and a query containing one matches nothing.
  *
  * Text: PostgreSQL `text` cannot hold U+0000, so every string crosses the boundary through a reversible,
@@ -31,15 +32,19 @@
  * wording of errors, generation of share-request, link and single-use key ids (the notes application),
  * and the connection URL (configuration, `DATABASE_URL`). It generates note ids itself.
  *
+ * Shared with the other adapters (`storage/shared.ts`): note ids, tag normalisation, paging, the choice
+ * of search words, share-request mapping and outcomes. The schema and every statement are this module's.
+ *
  * Errors: {@link ShareNotApprovedError} when `publishShare` is asked to publish a share that is missing,
  * belongs to another principal or is not approved; {@link StoreNotMigratedError} when a method runs
  * before `migrate()` or after `close()`; `RangeError` for invalid paging. Database failures propagate as
- * the driver's errors.
+ * the driver's errors. The two error classes are defined with the store contract (`notes/store.ts`).
  */
 
 import postgres, { type Sql, type TransactionSql } from 'postgres'
 import {
   ShareNotApprovedError,
+  StoreNotMigratedError,
   type DecideOutcome,
   type NewNote,
   type Note,
@@ -49,12 +54,24 @@ import {
   type Page,
   type SearchQuery,
   type ShareRequest,
-  type ShareStatus,
   type UpdateOutcome,
 } from '../notes/store.ts'
+import {
+  MAX_SEARCH_WORDS,
+  assertPublishable,
+  checkPaging,
+  newNoteId,
+  notMigrated,
+  pendingShareRequest,
+  searchTerms,
+  sortedTags,
+  toPage,
+  toShareRequest,
+  undecidedOutcome,
+  wordsOf,
+  type ShareRow,
+} from './shared.ts'
 
-/** Upper bound on the number of distinct words of a search text that reach the query. */
-export const MAX_SEARCH_WORDS = 64
 /** Longest lexeme PostgreSQL accepts in a `tsvector` or `tsquery`, in bytes of UTF-8. */
 export const MAX_LEXEME_BYTES = 2046
 /** Highest word position a `tsvector` records (later words share it). */
@@ -73,13 +90,8 @@ export interface PostgresNotesStoreOptions {
   max?: number
 }
 
-/** Defined with the store contract (every adapter throws it); re-exported for this adapter's users. */
-export { ShareNotApprovedError }
-
-/** A store method ran before `migrate()` prepared the schema, or after `close()`. */
-export class StoreNotMigratedError extends Error {
-  override name = 'StoreNotMigratedError'
-}
+/** Defined with the store contract (every adapter throws them); re-exported for this adapter's users. */
+export { MAX_SEARCH_WORDS, ShareNotApprovedError, StoreNotMigratedError }
 
 /**
  * Numbered migrations, applied in order, each once, inside one transaction with its bookkeeping row.
@@ -142,15 +154,6 @@ interface NoteRow {
   version: string
 }
 
-interface ShareRow {
-  id: string
-  principal: string
-  note_id: string
-  status: ShareStatus
-  expires_at: string
-  link_id: string | null
-}
-
 /** Thrown inside a transaction to roll it back and answer `already_done`. */
 class AlreadyDone extends Error {}
 
@@ -173,7 +176,7 @@ export class PostgresNotesStore implements NotesStore {
   }
 
   async migrate(): Promise<void> {
-    if (this.#closed) throw new StoreNotMigratedError('the store is closed')
+    if (this.#closed) throw notMigrated(true)
     const [encoding] = await this.#sql<Array<{ server_encoding: string }>>`SHOW server_encoding`
     if (encoding?.server_encoding !== 'UTF8') {
       throw new Error(
@@ -278,7 +281,7 @@ export class PostgresNotesStore implements NotesStore {
       SELECT id, title, body, tags, created_at, updated_at, version FROM notes
       WHERE principal = ${enc(principal)}
       ORDER BY updated_at DESC, seq DESC LIMIT ${limit + 1} OFFSET ${offset}`
-    return toPage(rows, offset, limit)
+    return toPage(rows, offset, limit, toNote)
   }
 
   async search(principal: string, query: SearchQuery): Promise<Page<Note>> {
@@ -301,7 +304,7 @@ export class PostgresNotesStore implements NotesStore {
             ORDER BY ts_rank(${RANK_WEIGHTS}::float4[], search, ${match}::tsquery, 1) DESC,
               updated_at DESC, seq DESC
             LIMIT ${limit + 1} OFFSET ${offset}`
-    return toPage(rows, offset, limit)
+    return toPage(rows, offset, limit, toNote)
   }
 
   async listTags(principal: string): Promise<Array<{ tag: string; count: number }>> {
@@ -341,18 +344,12 @@ export class PostgresNotesStore implements NotesStore {
       INSERT INTO share_requests (id, principal, note_id, status, expires_at)
       VALUES (${enc(request.id)}, ${enc(request.principal)}, ${enc(request.noteId)}, 'pending',
         ${request.expiresAt})`
-    return {
-      id: request.id,
-      principal: request.principal,
-      noteId: request.noteId,
-      status: 'pending',
-      expiresAt: request.expiresAt,
-    }
+    return pendingShareRequest(request)
   }
 
   async getShareRequest(id: string): Promise<ShareRequest | undefined> {
     const row = await this.#getShare(this.#ready, id)
-    return row === undefined ? undefined : toShareRequest(row)
+    return row === undefined ? undefined : toShareRequest(row, dec)
   }
 
   async decideShareRequest(
@@ -366,10 +363,8 @@ export class PostgresNotesStore implements NotesStore {
       WHERE id = ${enc(id)} AND status = 'pending' AND expires_at > ${now}
       RETURNING id`
     if (decided.count > 0) return 'decided'
-    // The conditional UPDATE above was the decision; this read only explains why it did not apply.
     const row = await this.#getShare(sql, id)
-    if (row === undefined) return 'not_found'
-    return row.status === 'pending' ? 'expired' : 'already_decided'
+    return undecidedOutcome(row?.status)
   }
 
   async publishShare(
@@ -385,15 +380,8 @@ export class PostgresNotesStore implements NotesStore {
         if (spent !== undefined) return { kind: 'already_done' }
         // The row lock orders concurrent publications of one share: a later one sees the link.
         const share = await this.#getShare(tx, shareId, true)
-        if (
-          share === undefined ||
-          dec(share.principal) !== principal ||
-          share.status !== 'approved'
-        ) {
-          throw new ShareNotApprovedError(
-            'share request is not an approved share of this principal'
-          )
-        }
+        // The row holds escaped strings: compare with the escaped principal (the escape is one-to-one).
+        assertPublishable(share, enc(principal))
         if (share.link_id !== null) return { kind: 'already_done' }
         const now = Date.now()
         const used = await tx`
@@ -423,11 +411,7 @@ export class PostgresNotesStore implements NotesStore {
 
   /** The pool, once `migrate()` has run and until `close()`. */
   get #ready(): Sql {
-    if (!this.#migrated) {
-      throw new StoreNotMigratedError(
-        this.#closed ? 'the store is closed' : 'call migrate() before using the store'
-      )
-    }
+    if (!this.#migrated) throw notMigrated(this.#closed)
     return this.#sql
   }
 
@@ -449,18 +433,6 @@ export class PostgresNotesStore implements NotesStore {
       WHERE id = ${enc(id)} ${forUpdate ? sql`FOR UPDATE` : sql``}`
     return row
   }
-}
-
-/** `n_` + 16 base64url characters (96 random bits). */
-function newNoteId(): string {
-  const bytes = crypto.getRandomValues(new Uint8Array(12))
-  let binary = ''
-  for (const byte of bytes) binary += String.fromCharCode(byte)
-  return `n_${btoa(binary).replaceAll('+', '-').replaceAll('/', '_')}`
-}
-
-function sortedTags(tags: string[]): string[] {
-  return [...new Set(tags)].sort()
 }
 
 function nullable<T>(value: T | undefined, map: (value: T) => string): string | null {
@@ -495,7 +467,7 @@ function searchWords(text: string): string[] {
     .replace(/(\p{Script=Latin})\p{Mn}+/gu, '$1')
     .normalize('NFC')
     .toLowerCase()
-  return folded.match(/[\p{L}\p{N}\p{Co}]+/gu) ?? []
+  return wordsOf(folded)
 }
 
 const utf8 = new TextEncoder()
@@ -535,26 +507,11 @@ function tsvectorLiteral(text: string, weight: 'A' | 'B' | 'D'): string {
  * prefix. At most {@link MAX_SEARCH_WORDS} distinct words: the first ones and the last.
  */
 function tsqueryLiteral(text: string): string | null | undefined {
-  const words = searchWords(text)
-  const last = words.pop()
-  if (last === undefined) return undefined
-  const kept = [...new Set(words)].slice(0, MAX_SEARCH_WORDS - 1)
-  if (!indexable(last) || !kept.every(indexable)) return null
-  return [...kept.map(lexeme), `${lexeme(last)}:*`].join(' & ')
-}
-
-function checkPaging(offset: number, limit: number): void {
-  if (!Number.isInteger(offset) || offset < 0) {
-    throw new RangeError('offset must be a non-negative integer')
-  }
-  if (!Number.isInteger(limit) || limit < 1) {
-    throw new RangeError('limit must be a positive integer')
-  }
-}
-
-function toPage(rows: readonly NoteRow[], offset: number, limit: number): Page<Note> {
-  const items = rows.slice(0, limit).map(toNote)
-  return rows.length > limit ? { items, nextOffset: offset + limit } : { items }
+  const terms = searchTerms(searchWords(text))
+  if (terms === undefined) return undefined
+  const { earlier, last } = terms
+  if (!indexable(last) || !earlier.every(indexable)) return null
+  return [...earlier.map(lexeme), `${lexeme(last)}:*`].join(' & ')
 }
 
 function toNote(row: NoteRow): Note {
@@ -567,16 +524,4 @@ function toNote(row: NoteRow): Note {
     updatedAt: Number(row.updated_at),
     version: Number(row.version),
   }
-}
-
-function toShareRequest(row: ShareRow): ShareRequest {
-  const request: ShareRequest = {
-    id: dec(row.id),
-    principal: dec(row.principal),
-    noteId: dec(row.note_id),
-    status: row.status,
-    expiresAt: Number(row.expires_at),
-  }
-  if (row.link_id !== null) request.linkId = dec(row.link_id)
-  return request
 }

@@ -1,0 +1,132 @@
+/**
+ * @module tests/support/conformance
+ * What the two conformance tests share (tests/conformance/referee.test.ts on Node,
+ * tests/e2e/worker-conformance.test.ts on workerd): the scenarios of requirement set 2026-07-28 this
+ * project must pass, a runner for the official referee (`scripts/conformance.ts`) that parses its
+ * summary, and the `describe` block that pins the results. Where the server runs (the fixture started
+ * by the script, or a Worker under `wrangler dev`) is each test's own business.
+ */
+import { spawn } from 'node:child_process'
+import { join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+
+/** The scored scenarios of requirement set 2026-07-28 (all 37), on every runtime. */
+export const SCORED_SCENARIOS: readonly string[] = [
+  'server-stateless',
+  'completion-complete',
+  'tools-list',
+  'tools-call-simple-text',
+  'tools-call-image',
+  'tools-call-audio',
+  'tools-call-embedded-resource',
+  'tools-call-mixed-content',
+  'tools-call-error',
+  'tools-call-with-progress',
+  'server-sse-multiple-streams',
+  'resources-list',
+  'resources-read-text',
+  'resources-read-binary',
+  'resources-templates-read',
+  'sep-2164-resource-not-found',
+  'prompts-list',
+  'prompts-get-simple',
+  'prompts-get-with-args',
+  'prompts-get-embedded-resource',
+  'prompts-get-with-image',
+  'dns-rebinding-protection',
+  'caching',
+  'input-required-result-basic-elicitation',
+  'input-required-result-basic-sampling',
+  'input-required-result-basic-list-roots',
+  'input-required-result-request-state',
+  'input-required-result-multiple-input-requests',
+  'input-required-result-multi-round',
+  'input-required-result-missing-input-response',
+  'input-required-result-non-tool-request',
+  'input-required-result-result-type',
+  'input-required-result-unsupported-methods',
+  'input-required-result-tampered-state',
+  'input-required-result-capability-check',
+  'input-required-result-ignore-extra-params',
+  'input-required-result-validate-input',
+]
+
+/** Not-scored scenarios this project passes too, pinned so they stay passing. */
+export const NOT_SCORED_BUT_PASSING: readonly string[] = [
+  'json-schema-2020-12',
+  'http-header-validation',
+  'http-custom-header-server-validation',
+]
+
+/** One scenario's line of the referee's summary. */
+export interface ScenarioResult {
+  ok: boolean
+  line: string
+}
+
+export interface RefereeRun {
+  /** The script's exit code (`null` when it was killed). */
+  exitCode: number | null
+  stdout: string
+  /** Scenario name → its summary line. */
+  summary: Map<string, ScenarioResult>
+}
+
+const root = join(import.meta.dirname, '../..')
+
+/** The scenario lines (`✓ name: N passed, M failed…` or `✗ …`) of the referee's summary. */
+export function parseRefereeSummary(stdout: string): Map<string, ScenarioResult> {
+  const summary = new Map<string, ScenarioResult>()
+  for (const line of stdout.split('\n')) {
+    const match = /^([✓✗]) ([a-z0-9-]+): \d+ passed, \d+ failed/.exec(line.trim())
+    if (match) summary.set(match[2] as string, { ok: match[1] === '✓', line: line.trim() })
+  }
+  return summary
+}
+
+/**
+ * Runs `scripts/conformance.ts` against `url` (without one, the script starts the Node fixture itself),
+ * writing results to `out` (relative to the project root), and kills it after `timeoutMs`. Asynchronous
+ * on purpose: a caller running `wrangler dev` must keep reading its pipe while the referee runs.
+ */
+export async function runReferee(
+  url: string | undefined,
+  out: string,
+  timeoutMs: number
+): Promise<RefereeRun> {
+  const args = [join(root, 'scripts/conformance.ts'), ...(url === undefined ? [] : ['--url', url])]
+  const referee = spawn(process.execPath, [...args, '--out', out], {
+    cwd: root,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let stdout = ''
+  referee.stdout.setEncoding('utf8')
+  referee.stdout.on('data', (chunk: string) => (stdout += chunk))
+  referee.stderr.on('data', () => {})
+  const timer = setTimeout(() => referee.kill('SIGTERM'), timeoutMs)
+  const exitCode = await new Promise<number | null>((resolve) => referee.on('close', resolve))
+  clearTimeout(timer)
+  return { exitCode, stdout, summary: parseRefereeSummary(stdout) }
+}
+
+/**
+ * The tests that pin a referee run: it exits 0, and every scored and pinned not-scored scenario
+ * passes. `run` is read when the tests run (the caller fills it in its `beforeAll`).
+ */
+export function describeRefereeRun(title: string, run: () => RefereeRun | undefined): void {
+  describe(title, () => {
+    const result = (scenario: string) => run()?.summary.get(scenario)
+
+    it('exits 0: no scored scenario fails', () => {
+      expect(run()?.exitCode, run()?.stdout.slice(-4000)).toBe(0)
+    })
+
+    it.each(SCORED_SCENARIOS)('passes the scored scenario %s', (scenario) => {
+      expect(result(scenario)?.ok, result(scenario)?.line ?? `${scenario} did not run`).toBe(true)
+    })
+
+    it.each(NOT_SCORED_BUT_PASSING)('passes the not-scored scenario %s', (scenario) => {
+      expect(result(scenario)?.ok, result(scenario)?.line ?? `${scenario} did not run`).toBe(true)
+    })
+  })
+}
