@@ -7,8 +7,10 @@
  */
 import { serve } from '@hono/node-server'
 import { join } from 'node:path'
+import type { Duplex } from 'node:stream'
 import { createApp } from './app.ts'
 import { ConfigError, parseConfig } from './config.ts'
+import { ErrorCode } from './mcp/errors.ts'
 import { InProcessEventBus } from './mcp/events.ts'
 import { importKeyRing, parseKeyRing } from './mcp/key-ring.ts'
 import { StateSealer } from './mcp/sealed-state.ts'
@@ -16,6 +18,26 @@ import { loadOrCreateKeyRing } from './storage/key-file.ts'
 import type { NotesStore } from './notes/store.ts'
 import { PostgresNotesStore } from './storage/postgres.ts'
 import { SqliteNotesStore } from './storage/sqlite.ts'
+
+/**
+ * Requests Node's HTTP parser refuses (control characters in a header, oversized headers) never reach
+ * the app; answer them with a JSON-RPC error body too, as every other 4xx of the endpoint.
+ */
+function answerMalformedHttp(error: NodeJS.ErrnoException, socket: Duplex): void {
+  if (error.code === 'ECONNRESET' || !socket.writable) {
+    socket.destroy()
+    return
+  }
+  const tooLarge = error.code === 'HPE_HEADER_OVERFLOW'
+  const status = tooLarge ? '431 Request Header Fields Too Large' : '400 Bad Request'
+  const message = tooLarge
+    ? 'Request Header Fields Too Large: the request headers exceed the server limit.'
+    : 'Bad Request: the HTTP request is malformed (e.g. a control character in a header).'
+  const body = JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: ErrorCode.InvalidRequest, message } })
+  socket.end(
+    `HTTP/1.1 ${status}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`
+  )
+}
 
 async function main(): Promise<void> {
   const config = parseConfig(process.env)
@@ -50,6 +72,7 @@ async function main(): Promise<void> {
     const host = info.family === 'IPv6' ? `[${info.address}]` : info.address
     console.log(`notes-mcp listening on http://${host}:${info.port}/mcp`)
   })
+  server.on('clientError', answerMalformedHttp)
 
   const stop = () => {
     shutdown.abort()
