@@ -8,6 +8,7 @@
  */
 import type { EventBus } from '../mcp/events.ts'
 import { createMcpServer, type McpServer } from '../mcp/server.ts'
+import { deleteNotesByTag } from './bulk-tools.ts'
 import { createNoteFromTemplate, deleteNote, summarizeNotes } from './interactive-tools.ts'
 import { reviewNote, weeklyDigest } from './prompts.ts'
 import { helpResource, noteTemplate } from './resources.ts'
@@ -43,6 +44,7 @@ export function createNotesServer(): McpServer<NotesApp> {
       searchNotes,
       listTags,
       deleteNote,
+      deleteNotesByTag,
       createNoteFromTemplate,
       summarizeNotes,
       shareNote,

@@ -1,0 +1,214 @@
+/**
+ * @module scripts/loadtest
+ * `npm run loadtest`: proves under load, and under a fault, that any replica can serve any round of
+ * an interactive flow and that nothing is lost or done twice.
+ *
+ * One run: a fresh store (a scratch PostgreSQL database, or SQLite in a temporary DATA_DIR, see
+ * `loadtest/store.ts`), one key ring generated for the run and given to every replica as
+ * STATE_KEYS, R Node replicas (`src/node.ts`, REPLICA_ID r1…rR) on loopback ports, and in balanced
+ * mode nginx in front of them with a generated configuration (`loadtest/nginx-config.ts`). V
+ * virtual users (`loadtest/users.ts`) then run complete flows until the duration is over; with
+ * `--kill`, one replica is SIGKILLed mid-run and restarted on the same port about 1.5 s later.
+ * Afterwards the store is read back and held against what every flow's answers asked for
+ * (`loadtest/verify.ts`), and the summary (`loadtest/report.ts`) is printed and written as JSON.
+ * Exits 1 when the run did not pass.
+ *
+ * Bounds: users start no flow after `--duration` or once `--max-requests` requests were sent, and
+ * flows in flight may send at most 200 requests per user more; every call has its own timeout, and
+ * a watchdog aborts whatever is still running 45 s after the duration.
+ * Loopback only. Every process started here (replicas, nginx) is stopped on the way out, on failure
+ * and on Ctrl-C too; the scratch database and temporary directories are removed.
+ */
+import { mkdir, rm, writeFile } from 'node:fs/promises'
+import { dirname, join } from 'node:path'
+import { formatKeyRing, generateKey } from '../src/mcp/key-ring.ts'
+import { freePort, tempDataDir } from '../tests/support/server-process.ts'
+import { Metrics } from './loadtest/metrics.ts'
+import { findNginx, nginxConfig } from './loadtest/nginx-config.ts'
+import { parseOptions, USAGE, UsageError, type LoadtestOptions } from './loadtest/options.ts'
+import { killAllNow, NginxProcess, ReplicaProcess, stopAll } from './loadtest/processes.ts'
+import { buildSummary, formatTable, type FaultReport } from './loadtest/report.ts'
+import { prepareStore, type SharedStore } from './loadtest/store.ts'
+import { runVirtualUsers, type FlowRecord } from './loadtest/users.ts'
+import { verifyStore } from './loadtest/verify.ts'
+
+/** After the duration, how long flows in flight may take before the watchdog aborts them. */
+const GRACE_MS = 45_000
+/** How long the killed replica stays down before it is started again. */
+const DOWN_MS = 1_500
+/** The fault happens at this share of the duration (and not before 1 s). */
+const FAULT_AT = 0.4
+const PROGRESS_EVERY_MS = 5_000
+
+/** Only what the replicas need: nothing of this shell's configuration leaks into them. */
+function replicaEnvironment(store: SharedStore, stateKeys: string): Record<string, string> {
+  const env: Record<string, string> = { ...store.env, STATE_KEYS: stateKeys }
+  for (const name of ['PATH', 'HOME', 'LANG', 'TMPDIR', 'TZ']) {
+    const value = process.env[name]
+    if (value !== undefined) env[name] = value
+  }
+  return env
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms))
+}
+
+async function injectFault(
+  replica: ReplicaProcess,
+  metrics: Metrics,
+  start: number,
+  atMs: number
+): Promise<FaultReport> {
+  await sleep(atMs)
+  await replica.kill()
+  const killedAt = performance.now()
+  metrics.faultAt = killedAt
+  console.log(`  fault: SIGKILL ${replica.id} at ${((killedAt - start) / 1000).toFixed(1)} s`)
+  await sleep(DOWN_MS)
+  await replica.start()
+  const restartedAt = performance.now()
+  console.log(`  fault: ${replica.id} back at ${((restartedAt - start) / 1000).toFixed(1)} s`)
+  return {
+    replica: replica.id,
+    killed_at_s: Math.round(killedAt - start) / 1000,
+    restarted_at_s: Math.round(restartedAt - start) / 1000,
+    down_ms: Math.round(restartedAt - killedAt),
+  }
+}
+
+async function run(options: LoadtestOptions, watchdog: AbortController): Promise<boolean> {
+  const runDir = await tempDataDir('notes-loadtest-')
+  let store: SharedStore | undefined
+  try {
+    store = await prepareStore(options.store)
+    const env = replicaEnvironment(store, formatKeyRing([generateKey()]))
+    const replicas: ReplicaProcess[] = []
+    for (let i = 1; i <= options.replicas; i++) {
+      replicas.push(new ReplicaProcess(`r${i}`, await freePort(), env))
+    }
+    await Promise.all(replicas.map((replica) => replica.start()))
+
+    let balancer: { url: string; avoidPrevious: boolean } | undefined
+    if (options.mode === 'balanced') {
+      const binary = findNginx()
+      if (!binary) throw new Error('nginx is not installed (Debian: apt-get install nginx)')
+      const port = await freePort()
+      const config = join(runDir, 'nginx.conf')
+      const ports = replicas.map((replica) => ({ id: replica.id, port: replica.port }))
+      await writeFile(
+        config,
+        nginxConfig({ port, replicas: ports, dir: runDir, balancer: options.balancer })
+      )
+      const nginx = new NginxProcess(binary, runDir, config, port)
+      await nginx.start()
+      balancer = { url: nginx.url, avoidPrevious: options.balancer === 'avoid-previous' }
+    }
+
+    console.log(
+      `notes-mcp load test: ${options.mode}${balancer ? ` via nginx (${options.balancer})` : ''}, ` +
+        `${store.kind} (${store.where}), ${options.replicas} replicas, ${options.users} users, ` +
+        `${options.durationS} s${options.kill ? ', one replica killed mid-run' : ''}`
+    )
+    const metrics = new Metrics()
+    const ledger: FlowRecord[] = []
+    const start = performance.now()
+    const durationMs = options.durationS * 1000
+    const hardStop = setTimeout(
+      () => watchdog.abort(new Error('the load test overran its duration')),
+      durationMs + GRACE_MS
+    )
+    const progress = setInterval(() => {
+      const done = ledger.filter((flow) => flow.completed).length
+      const seconds = ((performance.now() - start) / 1000).toFixed(0)
+      console.log(`  ${seconds} s: ${done}/${ledger.length} flows, ${metrics.requests} requests`)
+    }, PROGRESS_EVERY_MS)
+    const fault = options.kill
+      ? injectFault(
+          replicas[1] as ReplicaProcess,
+          metrics,
+          start,
+          Math.max(1000, durationMs * FAULT_AT)
+        ).then(
+          (report) => ({ report }),
+          (error: unknown) => ({ error })
+        )
+      : undefined
+    try {
+      await runVirtualUsers({
+        runId: Date.now().toString(36),
+        replicas: replicas.map((replica) => ({ id: replica.id, url: replica.url })),
+        balancer,
+        deadline: start + durationMs,
+        maxRequests: options.maxRequests,
+        users: options.users,
+        signal: watchdog.signal,
+        metrics,
+        ledger,
+      })
+    } finally {
+      clearInterval(progress)
+    }
+    const elapsedS = (performance.now() - start) / 1000
+    const faultOutcome = fault ? await fault : undefined
+    clearTimeout(hardStop)
+    if (faultOutcome && 'error' in faultOutcome) throw faultOutcome.error
+
+    const checked = await store.open()
+    const verification = await verifyStore(checked, ledger, metrics.repeatedDeletes).finally(() =>
+      checked.close()
+    )
+    const summary = buildSummary({
+      options,
+      store: store.kind,
+      metrics,
+      ledger,
+      verification,
+      elapsedS,
+      fault: faultOutcome?.report ?? null,
+    })
+    await mkdir(dirname(options.out), { recursive: true })
+    await writeFile(options.out, `${JSON.stringify(summary, null, 2)}\n`)
+    console.log(`\n${formatTable(summary)}\n\nSummary written to ${options.out}`)
+    return summary.passed
+  } finally {
+    await stopAll()
+    await store?.dispose().catch((error: unknown) => {
+      console.error(`could not remove the scratch store: ${String(error)}`)
+    })
+    await rm(runDir, { recursive: true, force: true })
+  }
+}
+
+async function main(): Promise<void> {
+  let options: LoadtestOptions
+  try {
+    options = parseOptions(process.argv.slice(2))
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error
+    if (error.message) console.error(error.message)
+    console.error(USAGE)
+    process.exitCode = error.message ? 2 : 0
+    return
+  }
+  const watchdog = new AbortController()
+  process.on('exit', killAllNow)
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.on(signal, () => {
+      if (watchdog.signal.aborted) {
+        killAllNow()
+        process.exit(130)
+      }
+      console.error(`${signal}: stopping (again to stop at once)`)
+      watchdog.abort(new Error(`stopped by ${signal}`))
+    })
+  }
+  try {
+    process.exitCode = (await run(options, watchdog)) ? 0 : 1
+  } catch (error) {
+    console.error(`load test failed: ${error instanceof Error ? error.message : String(error)}`)
+    process.exitCode = 1
+  }
+}
+
+await main()

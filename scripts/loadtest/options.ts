@@ -1,0 +1,106 @@
+/**
+ * @module scripts/loadtest/options
+ * The command line of `npm run loadtest`, parsed and bounded in one place. Every number has a
+ * ceiling so that no flag can turn the run into an unbounded one; an unknown or malformed flag
+ * stops the run with a message before anything starts.
+ */
+import { resolve } from 'node:path'
+import { parseArgs } from 'node:util'
+
+export type Mode = 'direct' | 'balanced'
+export type StoreKind = 'postgres' | 'sqlite'
+/** How nginx picks a replica: any but the one that served the flow's last round, or any. */
+export type Balancer = 'avoid-previous' | 'round-robin'
+
+export interface LoadtestOptions {
+  durationS: number
+  replicas: number
+  users: number
+  mode: Mode
+  /** `undefined`: PostgreSQL when a server answers, else SQLite. */
+  store: StoreKind | undefined
+  balancer: Balancer
+  kill: boolean
+  out: string
+  maxRequests: number
+}
+
+export const USAGE = `Usage: npm run loadtest -- [options]
+  --duration SECONDS        how long virtual users start new flows (default 30, at most 3600)
+  --replicas N              Node replicas sharing one key ring and one store (default 3, 2-16)
+  --users N                 concurrent virtual users (default 20, at most 500)
+  --mode direct|balanced    each round to another replica chosen by the client, or through
+                            nginx (default balanced)
+  --store postgres|sqlite   default: postgres when a server answers (DATABASE_URL,
+                            TEST_DATABASE_URL or 127.0.0.1:5432), else sqlite in a temporary
+                            DATA_DIR; either way a fresh store per run
+  --balancer avoid-previous|round-robin
+                            nginx routing in balanced mode (default avoid-previous: round robin
+                            over the replicas but the one that served the flow's previous round)
+  --kill                    SIGKILL one replica mid-run and restart it about 1.5 s later
+  --out FILE                JSON summary (default loadtest-results/summary.json)
+  --max-requests N          hard cap on HTTP requests sent (default 200000)`
+
+export class UsageError extends Error {
+  override name = 'UsageError'
+}
+
+function bounded(name: string, raw: string, min: number, max: number): number {
+  const value = Number(raw)
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new UsageError(`--${name} must be an integer from ${min} to ${max}, got ${raw}`)
+  }
+  return value
+}
+
+function oneOf<T extends string>(name: string, raw: string, values: readonly T[]): T {
+  if (!(values as readonly string[]).includes(raw)) {
+    throw new UsageError(`--${name} must be one of ${values.join(', ')}, got ${raw}`)
+  }
+  return raw as T
+}
+
+function readArgs(argv: string[]) {
+  return parseArgs({
+    args: argv,
+    strict: true,
+    allowPositionals: false,
+    options: {
+      duration: { type: 'string', default: '30' },
+      replicas: { type: 'string', default: '3' },
+      users: { type: 'string', default: '20' },
+      mode: { type: 'string', default: 'balanced' },
+      store: { type: 'string' },
+      balancer: { type: 'string', default: 'avoid-previous' },
+      kill: { type: 'boolean', default: false },
+      out: { type: 'string', default: 'loadtest-results/summary.json' },
+      'max-requests': { type: 'string', default: '200000' },
+      help: { type: 'boolean', default: false },
+    },
+  }).values
+}
+
+/** Throws {@link UsageError} (with an empty message for `--help`). */
+export function parseOptions(argv: string[]): LoadtestOptions {
+  let values: ReturnType<typeof readArgs>
+  try {
+    values = readArgs(argv)
+  } catch (error) {
+    throw new UsageError(error instanceof Error ? error.message : String(error))
+  }
+  if (values.help) throw new UsageError('')
+  return {
+    durationS: bounded('duration', values.duration, 1, 3600),
+    replicas: bounded('replicas', values.replicas, 2, 16),
+    users: bounded('users', values.users, 1, 500),
+    mode: oneOf('mode', values.mode, ['direct', 'balanced'] as const),
+    store:
+      values.store === undefined
+        ? undefined
+        : oneOf('store', values.store, ['postgres', 'sqlite'] as const),
+    balancer: oneOf('balancer', values.balancer, ['avoid-previous', 'round-robin'] as const),
+    kill: values.kill,
+    out: resolve(values.out),
+    maxRequests: bounded('max-requests', values['max-requests'], 1, 10_000_000),
+  }
+}

@@ -1,0 +1,219 @@
+/**
+ * @module scripts/loadtest/processes
+ * The processes a load-test run starts: Node replicas (`src/node.ts`, each on a fixed loopback port
+ * so a replica killed mid-run restarts where nginx and the clients expect it) and nginx
+ * (foreground, `-p <run dir> -c <generated config>`). Every child is remembered until it exits:
+ * `stopAll` ends them gracefully on the way out, `killAllNow` is the synchronous SIGKILL of last
+ * resort for `process.on('exit')`. Only processes started here are ever signalled, by their own
+ * pid.
+ *
+ * Free ports and the store's data directory come from `tests/support/server-process.ts`; readiness
+ * of a replica is its "listening on" line, of nginx a TCP connect to its port.
+ */
+import { spawn, type ChildProcess } from 'node:child_process'
+import { connect } from 'node:net'
+import { join } from 'node:path'
+
+const root = join(import.meta.dirname, '../..')
+
+const STARTUP_TIMEOUT_MS = 20_000
+const STOP_GRACE_MS = 3_000
+const OUTPUT_LIMIT = 32 * 1024
+
+const live = new Set<ChildProcess>()
+/** Children that lead their own process group (nginx: its workers outlive a SIGKILLed master). */
+const groupLeaders = new WeakSet<ChildProcess>()
+
+function track(child: ChildProcess, group = false): void {
+  live.add(child)
+  if (group) groupLeaders.add(child)
+  child.once('exit', () => live.delete(child))
+}
+
+function running(child: ChildProcess | undefined): child is ChildProcess {
+  return child !== undefined && child.exitCode === null && child.signalCode === null
+}
+
+/** Ends a child with `signal`, then SIGKILL after the grace period; resolves once it exited. */
+function stopChild(child: ChildProcess, signal: NodeJS.Signals): Promise<void> {
+  return new Promise((resolve) => {
+    if (!running(child)) return resolve()
+    const force = setTimeout(() => child.kill('SIGKILL'), STOP_GRACE_MS)
+    child.once('exit', () => {
+      clearTimeout(force)
+      resolve()
+    })
+    child.kill(signal)
+  })
+}
+
+/** Keeps the last `OUTPUT_LIMIT` characters a child wrote. */
+class OutputTail {
+  text = ''
+  append = (chunk: Buffer) => {
+    this.text = (this.text + chunk.toString()).slice(-OUTPUT_LIMIT)
+  }
+}
+
+export class ReplicaProcess {
+  readonly id: string
+  readonly port: number
+  readonly #env: Record<string, string>
+  readonly #output = new OutputTail()
+  #child: ChildProcess | undefined
+  /** How many times the process was (re)started. */
+  starts = 0
+
+  constructor(id: string, port: number, env: Record<string, string>) {
+    this.id = id
+    this.port = port
+    this.#env = { ...env, REPLICA_ID: id, HOST: '127.0.0.1', PORT: String(port) }
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${this.port}/mcp`
+  }
+
+  get running(): boolean {
+    return running(this.#child)
+  }
+
+  output(): string {
+    return this.#output.text
+  }
+
+  /** Spawns the replica and resolves once it listens; rejects (and kills it) if it does not. */
+  async start(): Promise<void> {
+    if (this.running) throw new Error(`replica ${this.id} is already running`)
+    const child = spawn(process.execPath, [join(root, 'src/node.ts')], {
+      cwd: root,
+      env: this.#env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    track(child)
+    this.#child = child
+    this.starts += 1
+    child.stdout.on('data', this.#output.append)
+    child.stderr.on('data', this.#output.append)
+    await new Promise<void>((resolve, reject) => {
+      const fail = (reason: string) => {
+        cleanup()
+        child.kill('SIGKILL')
+        reject(new Error(`replica ${this.id} ${reason}:\n${this.#output.text}`))
+      }
+      const timer = setTimeout(() => fail('did not start in time'), STARTUP_TIMEOUT_MS)
+      const onData = () => {
+        if (!this.#output.text.includes(`listening on http://127.0.0.1:${this.port}/`)) return
+        cleanup()
+        resolve()
+      }
+      const onExit = (code: number | null, signal: string | null) =>
+        fail(`exited during startup (${code ?? signal})`)
+      const cleanup = () => {
+        clearTimeout(timer)
+        child.stdout.off('data', onData)
+        child.off('exit', onExit)
+      }
+      child.stdout.on('data', onData)
+      child.once('exit', onExit)
+    })
+  }
+
+  /** The fault: SIGKILL, no goodbye. Resolves once the process is gone. */
+  async kill(): Promise<void> {
+    const child = this.#child
+    if (!running(child)) return
+    await new Promise<void>((resolve) => {
+      child.once('exit', () => resolve())
+      child.kill('SIGKILL')
+    })
+  }
+
+  stop(): Promise<void> {
+    return this.#child ? stopChild(this.#child, 'SIGTERM') : Promise.resolve()
+  }
+}
+
+function portAnswers(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: '127.0.0.1', port })
+    socket.once('connect', () => {
+      socket.destroy()
+      resolve(true)
+    })
+    socket.once('error', () => resolve(false))
+  })
+}
+
+export class NginxProcess {
+  readonly port: number
+  readonly #binary: string
+  readonly #dir: string
+  readonly #config: string
+  readonly #output = new OutputTail()
+  #child: ChildProcess | undefined
+
+  /** `config`: the generated configuration's path; `dir`: the run's directory (nginx's prefix). */
+  constructor(binary: string, dir: string, config: string, port: number) {
+    this.#binary = binary
+    this.#dir = dir
+    this.#config = config
+    this.port = port
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${this.port}/mcp`
+  }
+
+  output(): string {
+    return this.#output.text
+  }
+
+  async start(): Promise<void> {
+    const errorLog = join(this.#dir, 'nginx-error.log')
+    const child = spawn(this.#binary, ['-p', this.#dir, '-c', this.#config, '-e', errorLog], {
+      cwd: this.#dir,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      // Its own process group, so the last-resort SIGKILL reaches the workers too.
+      detached: true,
+    })
+    track(child, true)
+    this.#child = child
+    child.stdout.on('data', this.#output.append)
+    child.stderr.on('data', this.#output.append)
+    const deadline = Date.now() + STARTUP_TIMEOUT_MS
+    while (Date.now() < deadline) {
+      if (!running(child)) break
+      if (await portAnswers(this.port)) return
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    await stopChild(child, 'SIGTERM')
+    throw new Error(`nginx did not start on 127.0.0.1:${this.port}:\n${this.#output.text}`)
+  }
+
+  /** SIGQUIT: nginx's graceful shutdown (finishes open requests, then exits with its workers). */
+  stop(): Promise<void> {
+    return this.#child ? stopChild(this.#child, 'SIGQUIT') : Promise.resolve()
+  }
+}
+
+/** Ends every process started here, gracefully (used on success and failure alike). */
+export async function stopAll(): Promise<void> {
+  await Promise.all([...live].map((child) => stopChild(child, 'SIGTERM')))
+}
+
+/** Synchronous last resort for `process.on('exit')`: SIGKILL whatever is still alive. */
+export function killAllNow(): void {
+  for (const child of live) {
+    if (!running(child)) continue
+    if (groupLeaders.has(child) && child.pid !== undefined) {
+      try {
+        process.kill(-child.pid, 'SIGKILL')
+        continue
+      } catch {
+        // fall through to the leader alone
+      }
+    }
+    child.kill('SIGKILL')
+  }
+}

@@ -1,0 +1,80 @@
+/**
+ * @module scripts/loadtest/store
+ * The one store every replica of a run shares, fresh per run: a scratch PostgreSQL database (on the
+ * server of `DATABASE_URL` (which must answer), else the one `tests/support/postgres.ts` finds:
+ * `TEST_DATABASE_URL` or 127.0.0.1:5432), or an SQLite file in a temporary DATA_DIR. Without
+ * `--store`, PostgreSQL is used when a server answers, SQLite otherwise. Hands out the replicas'
+ * environment, opens the same store in this process for the final check, and removes it afterwards.
+ */
+import { rm } from 'node:fs/promises'
+import { join } from 'node:path'
+import type { NotesStore } from '../../src/notes/store.ts'
+import { PostgresNotesStore } from '../../src/storage/postgres.ts'
+import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
+import { createScratchDatabase, testDatabaseUrl } from '../../tests/support/postgres.ts'
+import { tempDataDir } from '../../tests/support/server-process.ts'
+import type { StoreKind } from './options.ts'
+
+export interface SharedStore {
+  kind: StoreKind
+  /** For the report: the database (without credentials) or the SQLite file. */
+  where: string
+  /** What each replica's environment needs to open it (DATABASE_URL, or DATA_DIR). */
+  env: Record<string, string>
+  /** Opens the store in this process (for the final check); the caller closes it. */
+  open(): Promise<NotesStore>
+  /** Drops the scratch database or deletes the data directory. */
+  dispose(): Promise<void>
+}
+
+/**
+ * The PostgreSQL server to use: `DATABASE_URL` when set (it must answer: the run stops otherwise),
+ * else the tests' discovery.
+ */
+async function postgresServer(): Promise<string | undefined> {
+  return process.env.DATABASE_URL || (await testDatabaseUrl())
+}
+
+function withoutPassword(url: string): string {
+  const parsed = new URL(url)
+  parsed.password = ''
+  return parsed.href
+}
+
+export async function prepareStore(choice: StoreKind | undefined): Promise<SharedStore> {
+  if (choice !== 'sqlite') {
+    const server = await postgresServer()
+    if (server) {
+      const scratch = await createScratchDatabase(server)
+      return {
+        kind: 'postgres',
+        where: withoutPassword(scratch.url),
+        env: { DATABASE_URL: scratch.url },
+        async open() {
+          const store = new PostgresNotesStore({ url: scratch.url, max: 2 })
+          await store.migrate()
+          return store
+        },
+        dispose: () => scratch.drop(),
+      }
+    }
+    if (choice === 'postgres') {
+      throw new Error(
+        'no PostgreSQL server answers: set DATABASE_URL or TEST_DATABASE_URL, or use --store sqlite'
+      )
+    }
+  }
+  const dir = await tempDataDir('notes-loadtest-data-')
+  const path = join(dir, 'notes.db')
+  return {
+    kind: 'sqlite',
+    where: path,
+    env: { DATA_DIR: dir },
+    async open() {
+      const store = new SqliteNotesStore({ path })
+      await store.migrate()
+      return store
+    },
+    dispose: () => rm(dir, { recursive: true, force: true }),
+  }
+}

@@ -1,0 +1,165 @@
+/**
+ * @module notes/bulk-tools
+ * `delete_notes_by_tag`, the notes application's three-round flow:
+ * 1. a form (`select`) asks which of the caller's notes carrying the tag to delete: a multi-select
+ *    of note ids titled by the notes' titles (at most {@link MAX_BULK_NOTES}, the most recently
+ *    updated, listed by id);
+ * 2. a form (`confirm`) asks to confirm, naming how many notes go;
+ * 3. each chosen note is deleted at most once and the result reports what was deleted and kept.
+ * Declining or cancelling either form deletes nothing.
+ *
+ * Determinism across rounds: the candidate list is read once, in the first round (`ctx.once`), so
+ * every later round shows the person the very question they answered, even if notes with the tag
+ * come and go meanwhile. A selection naming a note that was not offered fails the form's validation
+ * and the engine asks again. Exactly once: every delete records `<round idempotency key>:<note id>`
+ * in the store in the same transaction, so a duplicated or retried final round (on any replica)
+ * deletes nothing twice; it answers the same result, except that a note someone else deleted
+ * between the rounds (`alreadyGone` the first time) is reported as deleted by the duplicate, since
+ * a used key does not remember the outcome.
+ *
+ * Every non-error answer is structured (`BulkDeleteSchema`) with a sentence for people after it.
+ * Storage, validation of answers and the wire belong to the store and the engine.
+ */
+import { z } from 'zod'
+import { definitions, structured, toolError } from '../mcp/definitions.ts'
+import { titledEnum } from '../mcp/elicitation-schema.ts'
+import { defineForm } from '../mcp/replay.ts'
+import { publishNoteChange } from './changes.ts'
+import { tagField } from './schemas.ts'
+import type { NotesApp } from './server.ts'
+
+/** Most notes one `delete_notes_by_tag` call offers: a form stays readable; call again for more. */
+export const MAX_BULK_NOTES = 20
+
+const { tool } = definitions<NotesApp>()
+
+interface NoteRef {
+  id: string
+  title: string
+}
+
+const NoteRefSchema = z.object({ id: z.string(), title: z.string() })
+
+const BulkDeleteSchema = z.object({
+  tag: z.string(),
+  outcome: z.enum(['deleted', 'declined', 'cancelled', 'none_selected']),
+  /** Notes this flow deleted. */
+  deleted: z.array(NoteRefSchema),
+  /** Offered notes that were not chosen, or all of them when nothing was deleted. */
+  kept: z.array(NoteRefSchema),
+  /** Chosen notes that were already gone when the final round ran (deleted elsewhere). */
+  alreadyGone: z.array(NoteRefSchema),
+})
+
+type BulkDelete = z.output<typeof BulkDeleteSchema>
+
+const CONFIRM = defineForm(z.object({ confirm: z.boolean().meta({ title: 'Delete permanently' }) }))
+
+/** The selection form of one flow, built per request from its (journaled) candidates. */
+function selectionSchema(candidates: NoteRef[]) {
+  const titles = Object.fromEntries(candidates.map((note) => [note.id, note.title]))
+  return z.object({
+    notes: z
+      .array(titledEnum(titles))
+      .max(candidates.length)
+      .default([])
+      .meta({ title: 'Notes to delete' }),
+  })
+}
+
+function byId(a: NoteRef, b: NoteRef): number {
+  return a.id < b.id ? -1 : a.id > b.id ? 1 : 0
+}
+
+function plural(count: number): string {
+  return count === 1 ? '1 note' : `${count} notes`
+}
+
+function bulkResult(summary: BulkDelete, sentence: string) {
+  return structured(summary, [{ type: 'text', text: sentence }])
+}
+
+export const deleteNotesByTag = tool({
+  name: 'delete_notes_by_tag',
+  title: 'Delete notes by tag',
+  description:
+    'Delete some of the notes carrying a tag: the user picks which in a form (up to ' +
+    `${MAX_BULK_NOTES} of the most recent are offered), then confirms in a second one. Needs a ` +
+    'client that supports form elicitation.',
+  input: z.strictObject({ tag: tagField.describe('The tag whose notes to offer.') }),
+  output: BulkDeleteSchema,
+  annotations: { destructiveHint: true, idempotentHint: true, openWorldHint: false },
+  async run({ tag }, ctx) {
+    // Read once, in the first round; later rounds replay it, so the questions never change.
+    const found = await ctx.once('candidates', async () => {
+      const page = await ctx.app.notes.search(ctx.principal, {
+        text: '',
+        tags: [tag],
+        offset: 0,
+        limit: MAX_BULK_NOTES,
+      })
+      return {
+        notes: page.items.map((note) => ({ id: note.id, title: note.title })).sort(byId),
+        more: page.nextOffset !== undefined,
+      }
+    })
+    const candidates = found.notes
+    if (candidates.length === 0) {
+      return toolError(`No note carries the tag "${tag}". See list_tags for the tags in use.`)
+    }
+    const nothing = (outcome: BulkDelete['outcome'], sentence: string) =>
+      bulkResult({ tag, outcome, deleted: [], kept: candidates, alreadyGone: [] }, sentence)
+
+    const scope = found.more
+      ? `the ${candidates.length} most recent notes tagged "${tag}" (more carry it)`
+      : `the ${plural(candidates.length)} tagged "${tag}"`
+    const selection = await ctx.elicit('select', {
+      message: `Which of ${scope} should be deleted?`,
+      schema: selectionSchema(candidates),
+    })
+    if (selection.action === 'decline') return nothing('declined', 'Nothing deleted.')
+    if (selection.action === 'cancel') {
+      return nothing('cancelled', 'Nothing deleted; ask again later.')
+    }
+    const chosen = new Set<string>(selection.content.notes)
+    const selected = candidates.filter((note) => chosen.has(note.id))
+    const kept = candidates.filter((note) => !chosen.has(note.id))
+    if (selected.length === 0) return nothing('none_selected', 'No note selected; nothing deleted.')
+
+    const confirm = await ctx.elicit('confirm', {
+      message:
+        `Delete ${plural(selected.length)} of the ${plural(candidates.length)} tagged "${tag}"? ` +
+        'This cannot be undone.',
+      schema: CONFIRM.schema,
+    })
+    if (confirm.action === 'cancel')
+      return nothing('cancelled', 'Nothing deleted; ask again later.')
+    if (confirm.action === 'decline' || !confirm.content.confirm) {
+      return nothing('declined', 'Nothing deleted.')
+    }
+
+    const deleted: NoteRef[] = []
+    const alreadyGone: NoteRef[] = []
+    for (const note of selected) {
+      // A single-use key per note: a round re-sent after dying half-way does the rest, once each.
+      const outcome = await ctx.app.notes.delete(
+        ctx.principal,
+        note.id,
+        `${ctx.idempotencyKey}:${note.id}`
+      )
+      if (outcome.kind === 'already_done') {
+        deleted.push(note)
+      } else if (outcome.value) {
+        deleted.push(note)
+        await publishNoteChange(ctx.app.bus, ctx.principal, note.id, 'deleted')
+      } else {
+        alreadyGone.push(note)
+      }
+    }
+    const gone = alreadyGone.length > 0 ? ` ${plural(alreadyGone.length)} had already gone.` : ''
+    return bulkResult(
+      { tag, outcome: 'deleted', deleted, kept, alreadyGone },
+      `Deleted ${plural(deleted.length)} tagged "${tag}"; kept ${plural(kept.length)}.${gone}`
+    )
+  },
+})
