@@ -1,7 +1,7 @@
 /**
  * @module node
  * Node entry: `npm start`. Reads the environment, opens the store (SQLite under DATA_DIR, or PostgreSQL
- * when DATABASE_URL is set), loads (or on
+ * when DATABASE_URL is set, with a LISTEN/NOTIFY event bus so notifications reach every replica), loads (or on
  * first start generates) the requestState key ring, and serves the app with @hono/node-server on
  * 127.0.0.1 by default. On SIGINT/SIGTERM it ends listen streams gracefully and closes the store.
  */
@@ -11,12 +11,14 @@ import type { Duplex } from 'node:stream'
 import { createApp } from './app.ts'
 import { ConfigError, parseConfig } from './config.ts'
 import { ErrorCode } from './mcp/errors.ts'
+import { consoleLogger } from './mcp/handler.ts'
 import { InProcessEventBus } from './mcp/events.ts'
 import { importKeyRing, parseKeyRing } from './mcp/key-ring.ts'
 import { StateSealer } from './mcp/sealed-state.ts'
 import { loadOrCreateKeyRing } from './storage/key-file.ts'
 import type { NotesStore } from './notes/store.ts'
 import { PostgresNotesStore } from './storage/postgres.ts'
+import { PostgresEventBus } from './storage/postgres-events.ts'
 import { SqliteNotesStore } from './storage/sqlite.ts'
 
 /**
@@ -33,7 +35,11 @@ function answerMalformedHttp(error: NodeJS.ErrnoException, socket: Duplex): void
   const message = tooLarge
     ? 'Request Header Fields Too Large: the request headers exceed the server limit.'
     : 'Bad Request: the HTTP request is malformed (e.g. a control character in a header).'
-  const body = JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: ErrorCode.InvalidRequest, message } })
+  const body = JSON.stringify({
+    jsonrpc: '2.0',
+    id: null,
+    error: { code: ErrorCode.InvalidRequest, message },
+  })
   socket.end(
     `HTTP/1.1 ${status}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`
   )
@@ -61,13 +67,13 @@ async function main(): Promise<void> {
     : new SqliteNotesStore({ path: join(config.dataDir, 'notes.db') })
   await store.migrate()
 
+  // With PostgreSQL, list changes and resource updates reach listen streams on every replica.
+  const bus = config.databaseUrl
+    ? await PostgresEventBus.start({ url: config.databaseUrl, logger: consoleLogger })
+    : new InProcessEventBus()
+
   const shutdown = new AbortController()
-  const app = createApp(config, {
-    store,
-    sealer,
-    bus: new InProcessEventBus(),
-    shutdown: shutdown.signal,
-  })
+  const app = createApp(config, { store, sealer, bus, shutdown: shutdown.signal })
   const server = serve({ fetch: app.fetch, hostname: config.host, port: config.port }, (info) => {
     const host = info.family === 'IPv6' ? `[${info.address}]` : info.address
     console.log(`notes-mcp listening on http://${host}:${info.port}/mcp`)

@@ -1,0 +1,84 @@
+/**
+ * Replicas on PostgreSQL: two notes server processes share one database and one key ring. Rounds of a
+ * flow alternate between them, and a listen stream on one replica hears the changes made through the
+ * other (LISTEN/NOTIFY event bus), scoped to the caller. Skipped, visibly, without a PostgreSQL server.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { McpClient, type JsonRpcNotification } from '../../src/mcp/client.ts'
+import { formatKeyRing, generateKey } from '../../src/mcp/key-ring.ts'
+import {
+  createScratchDatabase,
+  testDatabaseUrl,
+  type ScratchDatabase,
+} from '../support/postgres.ts'
+import { startServer, tempDataDir, type ServerProcess } from '../support/server-process.ts'
+
+const serverUrl = await testDatabaseUrl()
+let database: ScratchDatabase | undefined
+let replicas: ServerProcess[] = []
+
+beforeAll(async () => {
+  if (!serverUrl) return
+  database = await createScratchDatabase(serverUrl)
+  const env = {
+    DATABASE_URL: database.url,
+    DATA_DIR: await tempDataDir(),
+    STATE_KEYS: formatKeyRing([generateKey()]),
+  }
+  replicas = [await startServer('notes', { ...env, REPLICA_ID: 'pg-a' })]
+  replicas.push(await startServer('notes', { ...env, REPLICA_ID: 'pg-b' }))
+})
+
+afterAll(async () => {
+  await Promise.all(replicas.map((replica) => replica.stop()))
+  await database?.drop()
+})
+
+describe.skipIf(!serverUrl)('two Node replicas on one PostgreSQL database', () => {
+  it('serves the rounds of delete_note on alternating replicas', async () => {
+    const created = await new McpClient({ url: replicas[0]!.url }).callTool('create_note', {
+      title: 'Postgres flow',
+    })
+    const id = (created.structuredContent as { note: { id: string } }).note.id
+    let next = 1
+    const served: string[] = []
+    const client = new McpClient({
+      url: replicas[1]!.url,
+      urls: () => replicas[next++ % 2]!.url,
+      handlers: { elicit: async () => ({ action: 'accept', content: { confirm: true } }) },
+      onRound: (info) => served.push(info.headers.get('x-replica') ?? '?'),
+    })
+    const result = await client.callTool('delete_note', { id })
+    expect(JSON.stringify(result.content)).toContain('Deleted')
+    expect(served).toEqual(['pg-b', 'pg-a'])
+  })
+
+  it('delivers a change made through one replica to a listen stream held by the other', async () => {
+    const heard: JsonRpcNotification[] = []
+    const stop = new AbortController()
+    let acknowledged!: () => void
+    const ready = new Promise<void>((resolve) => (acknowledged = resolve))
+    const listening = new McpClient({ url: replicas[0]!.url }).listen(
+      { resourcesListChanged: true },
+      {
+        signal: stop.signal,
+        onNotification: (notification) => {
+          if (notification.method === 'notifications/subscriptions/acknowledged') acknowledged()
+          else heard.push(notification)
+        },
+      }
+    )
+    await ready
+    await new McpClient({ url: replicas[1]!.url }).callTool('create_note', {
+      title: 'Heard across replicas',
+    })
+    const deadline = Date.now() + 3000
+    while (heard.length === 0 && Date.now() < deadline)
+      await new Promise((resolve) => setTimeout(resolve, 25))
+    stop.abort()
+    await listening
+    expect(heard.map((notification) => notification.method)).toContain(
+      'notifications/resources/list_changed'
+    )
+  })
+})
