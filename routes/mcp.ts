@@ -6,7 +6,7 @@
  * (-32700). The Origin/Host guard is applied by `createHttpApp` in front of this route.
  */
 import { Hono, type MiddlewareHandler } from 'hono'
-import { bodyLimit } from 'hono/body-limit'
+import { limitBody } from '../src/http/body-limit.ts'
 import { jsonRpcError, peekRequestId } from '../src/http/errors.ts'
 import { ErrorCode } from '../src/mcp/errors.ts'
 import type { McpHandler } from '../src/mcp/handler.ts'
@@ -25,8 +25,8 @@ export function mcpRoute({ handler, maxBodyBytes, authenticate }: McpRouteOption
 
   route.post(
     '/mcp',
-    bodyLimit({
-      maxSize: maxBodyBytes,
+    limitBody({
+      maxBytes: maxBodyBytes,
       onError: () =>
         jsonRpcError(null, 413, `Payload Too Large: the body exceeds ${maxBodyBytes} bytes.`),
     }),

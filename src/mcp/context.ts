@@ -1,14 +1,17 @@
 /**
  * @module mcp/context
- * Builds the context object a handler receives: who is calling, what the client declared, the abort
- * signal, and the two opt-in notification channels (progress only with a progressToken and strictly
+ * The context object a handler receives: who is calling, what the client declared, the abort signal,
+ * and the two opt-in notification channels (progress only with a progressToken and strictly
  * increasing; log messages only at or above the level the request asked for). Handlers that may
- * suspend get the replay methods of `replay.ts` on top. Built per request; holds nothing afterwards.
+ * suspend get the replay methods of `replay.ts` on top. Built per request as a class instance (no
+ * closures to allocate on the hot path); holds nothing afterwards.
  */
+import { base64url } from 'jose'
 import type { z } from 'zod'
 import type {
   ClientCapability,
   ElicitOptions,
+  ElicitUrlOptions,
   ReplayContext,
   RequestContext,
 } from './definitions.ts'
@@ -16,6 +19,7 @@ import type { McpRequest } from './envelope.ts'
 import { LOG_LEVELS, type LogLevel } from './protocol.ts'
 import { defineForm, hasCapability, type Replay } from './replay.ts'
 import type { ResponseChannel } from './streaming.ts'
+import type { ClientCapabilities, CreateMessageParams } from './wire.ts'
 
 export interface ContextInput<App> {
   app: App
@@ -25,53 +29,86 @@ export interface ContextInput<App> {
   signal: AbortSignal
 }
 
-export function requestContext<App>({
-  app,
-  principal,
-  request,
-  channel,
-  signal,
-}: ContextInput<App>): RequestContext<App> {
-  const { progressToken, logLevel, clientCapabilities } = request
-  let lastProgress = -Infinity
-  const minLevel = logLevel === undefined ? Infinity : LOG_LEVELS.indexOf(logLevel)
-  return {
-    app,
-    principal,
-    clientCapabilities,
-    signal,
-    can: (capability: ClientCapability) => hasCapability(clientCapabilities, capability),
-    progress(progress: number, total?: number, message?: string) {
-      if (progressToken === undefined || !(progress > lastProgress)) return
-      lastProgress = progress
-      const params: Record<string, unknown> = { progressToken, progress }
-      if (total !== undefined) params.total = total
-      if (message !== undefined) params.message = message
-      channel.notify({ jsonrpc: '2.0', method: 'notifications/progress', params })
-    },
-    log(level: LogLevel, data: unknown, logger?: string) {
-      if (LOG_LEVELS.indexOf(level) < minLevel) return
-      const params: Record<string, unknown> = { level, data }
-      if (logger !== undefined) params.logger = logger
-      channel.notify({ jsonrpc: '2.0', method: 'notifications/message', params })
-    },
+export class HandlerContext<App> implements RequestContext<App> {
+  readonly app: App
+  readonly principal: string
+  readonly clientCapabilities: ClientCapabilities
+  readonly signal: AbortSignal
+  readonly #request: McpRequest
+  readonly #channel: ResponseChannel
+  #lastProgress = -Infinity
+
+  constructor({ app, principal, request, channel, signal }: ContextInput<App>) {
+    this.app = app
+    this.principal = principal
+    this.clientCapabilities = request.clientCapabilities
+    this.signal = signal
+    this.#request = request
+    this.#channel = channel
+  }
+
+  can(capability: ClientCapability): boolean {
+    return hasCapability(this.clientCapabilities, capability)
+  }
+
+  progress(progress: number, total?: number, message?: string): void {
+    const { progressToken } = this.#request
+    if (progressToken === undefined || !(progress > this.#lastProgress)) return
+    this.#lastProgress = progress
+    const params: Record<string, unknown> = { progressToken, progress }
+    if (total !== undefined) params.total = total
+    if (message !== undefined) params.message = message
+    this.#channel.notify({ jsonrpc: '2.0', method: 'notifications/progress', params })
+  }
+
+  log(level: LogLevel, data: unknown, logger?: string): void {
+    const { logLevel } = this.#request
+    if (logLevel === undefined || LOG_LEVELS.indexOf(level) < LOG_LEVELS.indexOf(logLevel)) return
+    const params: Record<string, unknown> = { level, data }
+    if (logger !== undefined) params.logger = logger
+    this.#channel.notify({ jsonrpc: '2.0', method: 'notifications/message', params })
   }
 }
 
-export function replayContext<App>(
-  base: RequestContext<App>,
-  replay: Replay,
-  idempotencyKey: string
-): ReplayContext<App> {
-  return {
-    ...base,
-    idempotencyKey,
-    elicit: <S extends z.ZodObject>(key: string, { message, schema }: ElicitOptions<S>) =>
-      replay.elicit(key, message, defineForm(schema)),
-    elicitUrl: (key, { message, url }) => replay.elicitUrl(key, message, url),
-    sample: (key, params) => replay.sample(key, params),
-    roots: (key) => replay.roots(key),
-    once: (key, step) => replay.once(key, step),
-    askAgain: (key) => replay.askAgain(key),
+/**
+ * The context of a suspendable handler. `nonce` is the opened requestState's nonce; a round without
+ * state gets a random idempotency key, made only if the handler asks for it (most never do).
+ */
+export class ReplayHandlerContext<App> extends HandlerContext<App> implements ReplayContext<App> {
+  readonly #replay: Replay
+  #idempotencyKey: string | undefined
+
+  constructor(input: ContextInput<App>, replay: Replay, nonce: string | undefined) {
+    super(input)
+    this.#replay = replay
+    this.#idempotencyKey = nonce
+  }
+
+  get idempotencyKey(): string {
+    return (this.#idempotencyKey ??= base64url.encode(crypto.getRandomValues(new Uint8Array(16))))
+  }
+
+  elicit<S extends z.ZodObject>(key: string, { message, schema }: ElicitOptions<S>) {
+    return this.#replay.elicit(key, message, defineForm(schema))
+  }
+
+  elicitUrl(key: string, { message, url }: ElicitUrlOptions) {
+    return this.#replay.elicitUrl(key, message, url)
+  }
+
+  sample(key: string, params: CreateMessageParams) {
+    return this.#replay.sample(key, params)
+  }
+
+  roots(key: string) {
+    return this.#replay.roots(key)
+  }
+
+  once<T>(key: string, step: () => T | Promise<T>): Promise<T> {
+    return this.#replay.once(key, step)
+  }
+
+  askAgain(key: string): Promise<never> {
+    return this.#replay.askAgain(key)
   }
 }

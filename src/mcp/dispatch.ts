@@ -9,7 +9,7 @@
  */
 import type { z } from 'zod'
 import { canonicalJson } from './canonical-json.ts'
-import { replayContext, requestContext, type ContextInput } from './context.ts'
+import { HandlerContext, ReplayHandlerContext, type ContextInput } from './context.ts'
 import type { ReplayContext } from './definitions.ts'
 import { readParamHeader, type McpRequest } from './envelope.ts'
 import { ErrorCode, InvalidRequestStateError, McpError } from './errors.ts'
@@ -153,7 +153,7 @@ async function listResources<App>(
   let offset = position % SECTION_SPAN
   const resources: Resource[] = []
   let next: number | undefined
-  const ctx = requestContext(env)
+  const ctx = new HandlerContext(env)
   while (section < sources.length && resources.length < server.pageSize) {
     const room = server.pageSize - resources.length
     const template = sources[section]
@@ -336,7 +336,7 @@ async function complete<App>(request: McpRequest, env: DispatchEnv<App>): Promis
   const found = completer
     ? await completer(argument.value, {
         arguments: context?.arguments ?? {},
-        ctx: requestContext(env),
+        ctx: new HandlerContext(env),
       })
     : []
   const { values, total } = Array.isArray(found) ? { values: found, total: found.length } : found
@@ -379,12 +379,12 @@ async function runReplayable<App>(
   run: (ctx: ReplayContext<App>) => Promise<JsonObject | CallToolResult>
 ): Promise<DispatchResult> {
   let journal: Journal | undefined
-  let idempotencyKey: string
+  let nonce: string | undefined
   if (params.requestState !== undefined) {
     try {
       const opened = await env.sealer.open(params.requestState, binding)
       journal = opened.journal as Journal
-      idempotencyKey = opened.nonce
+      nonce = opened.nonce
     } catch (error) {
       if (!(error instanceof InvalidRequestStateError)) throw error
       env.logger.warn('requestState rejected', {
@@ -394,12 +394,10 @@ async function runReplayable<App>(
       })
       throw new McpError(ErrorCode.InvalidParams, error.message)
     }
-  } else {
-    idempotencyKey = randomKey()
   }
 
   const replay = new Replay(journal, params.inputResponses, request.clientCapabilities)
-  const ctx = replayContext(requestContext(env), replay, idempotencyKey)
+  const ctx = new ReplayHandlerContext(env, replay, nonce)
   let result: JsonObject | CallToolResult | undefined
   try {
     result = await run(ctx)
@@ -436,12 +434,4 @@ async function runReplayable<App>(
     requestState: token,
   }
   return { result: inputRequired as unknown as JsonObject, interactive: true }
-}
-
-function randomKey(): string {
-  const bytes = crypto.getRandomValues(new Uint8Array(16))
-  return btoa(String.fromCharCode(...bytes))
-    .replaceAll('+', '-')
-    .replaceAll('/', '_')
-    .replace(/=+$/, '')
 }

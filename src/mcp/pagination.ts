@@ -4,22 +4,22 @@
  * encoded. A cursor from another list, a tampered or a foreign cursor is a -32602. Cursors carry no
  * secret and grant nothing: every page is still scoped to the caller.
  */
+import { base64url } from 'jose'
 import { ErrorCode, McpError } from './errors.ts'
+
+const utf8 = new TextDecoder('utf-8', { fatal: true })
 
 export const DEFAULT_PAGE_SIZE = 50
 
 export function encodeCursor(list: string, offset: number): string {
-  return btoa(JSON.stringify({ l: list, o: offset }))
-    .replaceAll('+', '-')
-    .replaceAll('/', '_')
-    .replace(/=+$/, '')
+  return base64url.encode(JSON.stringify({ l: list, o: offset }))
 }
 
 /** The offset a cursor points at; `undefined` (no cursor) is the first page. */
 export function decodeCursor(list: string, cursor: string | undefined): number {
   if (cursor === undefined) return 0
   try {
-    const decoded: unknown = JSON.parse(atob(cursor.replaceAll('-', '+').replaceAll('_', '/')))
+    const decoded: unknown = JSON.parse(utf8.decode(base64url.decode(cursor)))
     if (typeof decoded === 'object' && decoded !== null) {
       const { l, o } = decoded as { l?: unknown; o?: unknown }
       if (l === list && typeof o === 'number' && Number.isSafeInteger(o) && o >= 0) return o

@@ -30,6 +30,7 @@
  * notice (they do not name it).
  */
 
+import { base64url } from 'jose'
 import {
   ShareNotApprovedError,
   StoreNotMigratedError,
@@ -57,11 +58,7 @@ export function newNoteId(): string {
 
 /** `byteCount` random bytes from Web Crypto as unpadded base64url. */
 export function randomBase64url(byteCount: number): string {
-  let binary = ''
-  for (const byte of crypto.getRandomValues(new Uint8Array(byteCount))) {
-    binary += String.fromCharCode(byte)
-  }
-  return btoa(binary).replaceAll('+', '-').replaceAll('/', '_').replace(/=+$/, '')
+  return base64url.encode(crypto.getRandomValues(new Uint8Array(byteCount)))
 }
 
 /** Tags as stored: each once, sorted by code unit. */

@@ -1,0 +1,30 @@
+/**
+ * @module http/body-limit
+ * The request-size limit of the MCP endpoint (413 above it). A body with a `Content-Length` is judged
+ * from that header alone (Node's HTTP parser and workerd guarantee the body matches it), without
+ * touching `c.req.raw.body`: on @hono/node-server, that getter turns the lightweight request into a
+ * full web `Request` with a stream adapter, which costs more than the rest of a small MCP request. A
+ * chunked body, whose size is known only by reading it, goes through Hono's streaming `bodyLimit`.
+ *
+ * @example
+ * route.post('/mcp', limitBody({ maxBytes: 1 << 20, onError: (c) => c.text('Too large', 413) }), serve)
+ */
+import type { Context, MiddlewareHandler } from 'hono'
+import { bodyLimit } from 'hono/body-limit'
+
+export interface LimitBodyOptions {
+  maxBytes: number
+  onError: (c: Context) => Response | Promise<Response>
+}
+
+export function limitBody({ maxBytes, onError }: LimitBodyOptions): MiddlewareHandler {
+  const streamingLimit = bodyLimit({ maxSize: maxBytes, onError })
+  return async function limitBody(c, next) {
+    const length = c.req.header('content-length')
+    if (length !== undefined && c.req.header('transfer-encoding') === undefined) {
+      if (!/^\d+$/.test(length) || Number(length) > maxBytes) return onError(c)
+      return next()
+    }
+    return streamingLimit(c, next)
+  }
+}
