@@ -38,9 +38,11 @@ export interface FinalMessage {
  */
 export class ResponseChannel {
   readonly #abort: AbortController
+  /** Notifications sent before the answer was chosen; `undefined` once it was. */
   #buffered: unknown[] | undefined = []
   #controller: ReadableStreamDefaultController<Uint8Array> | undefined
-  #wake: (() => void) | undefined
+  /** Set while `respond` waits: switches the answer to SSE on the first notification. */
+  #openStream: (() => void) | undefined
 
   constructor(abort: AbortController) {
     this.#abort = abort
@@ -53,24 +55,28 @@ export class ResponseChannel {
       this.#controller.enqueue(sseEvent(message))
     } else if (this.#buffered) {
       this.#buffered.push(message)
-      this.#wake?.()
+      this.#openStream?.()
     }
   }
 
-  /** Waits for the final message or the first notification, whichever comes first, and answers. */
-  async respond(final: Promise<FinalMessage>): Promise<Response> {
-    const first = new Promise<'notified'>((resolve) => {
-      this.#wake = () => resolve('notified')
-      // The handler may have notified before its first await, i.e. before this promise existed.
-      if (this.#buffered?.length) resolve('notified')
+  /**
+   * Answers with plain JSON when the final message comes before any notification, and with SSE from
+   * the first notification on (the handler may have sent one before this was called).
+   */
+  respond(final: Promise<FinalMessage>): Promise<Response> {
+    return new Promise<Response>((resolve) => {
+      this.#openStream = () => {
+        this.#openStream = undefined
+        resolve(this.#stream(final))
+      }
+      if (this.#buffered?.length) return this.#openStream()
+      final.then(({ message, status }) => {
+        if (!this.#openStream) return // already streaming: the stream sends it
+        this.#openStream = undefined
+        this.#buffered = undefined
+        resolve(jsonResponse(message, status))
+      })
     })
-    const winner = await Promise.race([final.then(() => 'final' as const), first])
-    if (winner === 'final' && this.#buffered?.length === 0) {
-      const { message, status } = await final
-      this.#buffered = undefined
-      return jsonResponse(message, status)
-    }
-    return this.#stream(final)
   }
 
   #stream(final: Promise<FinalMessage>): Response {
@@ -82,8 +88,11 @@ export class ResponseChannel {
         for (const message of buffered) controller.enqueue(sseEvent(message))
         this.#controller = controller
         final.then(({ message }) => {
-          if (abort.signal.aborted) return
           this.#controller = undefined
+          if (abort.signal.aborted) {
+            closeQuietly(controller)
+            return
+          }
           controller.enqueue(sseEvent(message))
           controller.close()
         })
@@ -94,5 +103,14 @@ export class ResponseChannel {
       },
     })
     return new Response(body, { status: 200, headers: SSE_HEADERS })
+  }
+}
+
+/** Closes a stream the client may already have cancelled. */
+export function closeQuietly(controller: ReadableStreamDefaultController<Uint8Array>): void {
+  try {
+    controller.close()
+  } catch {
+    // already closed or errored by the client going away
   }
 }

@@ -9,7 +9,7 @@
 import type { EventBus, ServerEvent } from './events.ts'
 import { META_SERVER_INFO, META_SUBSCRIPTION_ID } from './protocol.ts'
 import type { McpServer } from './server.ts'
-import { SSE_HEADERS, SSE_KEEPALIVE, sseEvent } from './streaming.ts'
+import { SSE_HEADERS, SSE_KEEPALIVE, closeQuietly, sseEvent } from './streaming.ts'
 import type { RequestId } from './wire.ts'
 
 export const DEFAULT_KEEPALIVE_MS = 15_000
@@ -105,11 +105,7 @@ export function listen(server: McpServer<unknown>, options: ListenOptions): Resp
         }
         open = false
         cleanup()
-        try {
-          controller.close()
-        } catch {
-          // already closed by a cancel
-        }
+        closeQuietly(controller)
       }
 
       send(
