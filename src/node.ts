@@ -20,6 +20,7 @@ import type { NotesStore } from './notes/store.ts'
 import { PostgresNotesStore } from './storage/postgres.ts'
 import { PostgresEventBus } from './storage/postgres-events.ts'
 import { SqliteNotesStore } from './storage/sqlite.ts'
+import { nodeSha256 } from './node-crypto.ts'
 
 /**
  * Requests Node's HTTP parser refuses (control characters in a header, oversized headers) never reach
@@ -57,9 +58,10 @@ async function main(): Promise<void> {
       )
     keyText = file.text
   }
-  const sealer = await StateSealer.create({
+  const sealer = StateSealer.create({
     keyRing: await importKeyRing(parseKeyRing(keyText)),
     ttlSeconds: config.stateTtlSeconds,
+    sha256: nodeSha256,
   })
 
   const store: NotesStore = config.databaseUrl

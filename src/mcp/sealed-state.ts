@@ -95,7 +95,16 @@ export interface StateSealerOptions {
   readonly clockSkewSeconds?: number
   /** Clock in milliseconds since the epoch. Default `Date.now`. */
   readonly now?: () => number
+  /**
+   * SHA-256 of a string as base64url, for the arguments digest. Default: Web Crypto. A runtime with a
+   * synchronous hash (Node's `node:crypto`) may pass it to save an asynchronous call per round; every
+   * implementation must give the same digest, so replicas on different runtimes agree.
+   */
+  readonly sha256?: (text: string) => string | Promise<string>
 }
+
+/** Principal tags remembered per sealer (they depend only on the key and the principal). */
+const PRINCIPAL_TAG_CACHE_SIZE = 4096
 
 /** Why `open` rejected a token. Logged, never sent: the wire always says "Invalid or expired requestState". */
 export type OpenFailureReason =
@@ -152,10 +161,13 @@ export class StateSealer {
   readonly clockSkewSeconds: number
   readonly #keyRing: KeyRing
   readonly #now: () => number
+  readonly #sha256: (text: string) => string | Promise<string>
+  readonly #principalTags = new Map<string, string>()
 
   private constructor(options: Required<StateSealerOptions>) {
     this.#keyRing = options.keyRing
     this.#now = options.now
+    this.#sha256 = options.sha256
     this.ttlSeconds = options.ttlSeconds
     this.maxTokenChars = options.maxTokenChars
     this.maxPayloadBytes = options.maxPayloadBytes
@@ -174,6 +186,7 @@ export class StateSealer {
       maxTokenChars = DEFAULT_MAX_STATE_TOKEN_CHARS,
       clockSkewSeconds = DEFAULT_STATE_CLOCK_SKEW_SECONDS,
       now = Date.now,
+      sha256 = sha256Base64url,
     } = options
     if (
       typeof keyRing !== 'object' ||
@@ -211,6 +224,7 @@ export class StateSealer {
     }
     if (typeof now !== 'function')
       throw new TypeError('now must be a function returning milliseconds')
+    if (typeof sha256 !== 'function') throw new TypeError('sha256 must be a function')
     return new StateSealer({
       keyRing,
       ttlSeconds,
@@ -218,6 +232,7 @@ export class StateSealer {
       maxTokenChars,
       clockSkewSeconds,
       now,
+      sha256,
     })
   }
 
@@ -230,7 +245,7 @@ export class StateSealer {
     const key = this.#keyRing.get(this.#keyRing.sealingKid) as RingKey
     const iat = Math.floor(this.#now() / 1000)
     const nonce = base64url.encode(crypto.getRandomValues(new Uint8Array(NONCE_BYTES)))
-    const { principalTag: p, argsDigest: a } = await bindingDigests(key, binding)
+    const { principalTag: p, argsDigest: a } = await this.#bindingDigests(key, binding)
     const claims = {
       v: STATE_VERSION,
       iat,
@@ -314,7 +329,7 @@ export class StateSealer {
 
     // Computed only now, so a token that fails earlier costs no more Web Crypto calls. (Starting them
     // alongside the decryption saves latency on an idle Node process but costs throughput under load.)
-    const digests = await bindingDigests(key, binding).catch(() => null)
+    const digests = await this.#bindingDigests(key, binding).catch(() => null)
     if (digests === null) return reject('bad_binding')
     if (!constantTimeEqual(claims.p, digests.principalTag)) return reject('principal_mismatch')
     if (claims.m !== binding.method) return reject('method_mismatch')
@@ -322,6 +337,27 @@ export class StateSealer {
     if (!constantTimeEqual(claims.a, digests.argsDigest)) return reject('args_mismatch')
 
     return { journal: claims.j, nonce: claims.n, issuedAt: claims.iat }
+  }
+
+  /** The principal tag (keyed by the token's kid, remembered) and the digest of the arguments. */
+  async #bindingDigests(
+    key: RingKey,
+    binding: StateBinding
+  ): Promise<{ principalTag: string; argsDigest: string }> {
+    const argsDigest = this.#sha256(canonicalJson(binding.args ?? {}))
+    const cacheKey = `${key.kid}\u0000${binding.principal}`
+    let principalTag = this.#principalTags.get(cacheKey)
+    if (principalTag === undefined) {
+      const mac = await crypto.subtle.sign(
+        'HMAC',
+        key.principalKey,
+        encoder.encode(binding.principal)
+      )
+      principalTag = base64url.encode(new Uint8Array(mac, 0, PRINCIPAL_TAG_BYTES))
+      if (this.#principalTags.size >= PRINCIPAL_TAG_CACHE_SIZE) this.#principalTags.clear()
+      this.#principalTags.set(cacheKey, principalTag)
+    }
+    return { principalTag, argsDigest: await argsDigest }
   }
 
   /** Reads the protected header without trusting it; only `{alg:"dir", enc:"A256GCM", kid}` passes. */
@@ -363,17 +399,6 @@ function isBinding(binding: StateBinding): boolean {
 }
 
 /** The `p` and `a` claims for `binding` under `key`: the principal tag and the arguments digest. */
-async function bindingDigests(
-  key: RingKey,
-  binding: StateBinding
-): Promise<{ principalTag: string; argsDigest: string }> {
-  const [mac, argsDigest] = await Promise.all([
-    crypto.subtle.sign('HMAC', key.principalKey, encoder.encode(binding.principal)),
-    sha256Base64url(canonicalJson(binding.args ?? {})),
-  ])
-  return { principalTag: base64url.encode(new Uint8Array(mac, 0, PRINCIPAL_TAG_BYTES)), argsDigest }
-}
-
 /** Equal-length strings compared without an early exit; unequal lengths are simply unequal. */
 function constantTimeEqual(a: string, b: string): boolean {
   if (a.length !== b.length) return false

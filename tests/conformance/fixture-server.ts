@@ -9,12 +9,14 @@ import { InProcessEventBus } from '../../src/mcp/events.ts'
 import { formatKeyRing, generateKey, importKeyRing, parseKeyRing } from '../../src/mcp/key-ring.ts'
 import { StateSealer } from '../../src/mcp/sealed-state.ts'
 import { createFixtureApp } from './fixture-app.ts'
+import { nodeSha256 } from '../../src/node-crypto.ts'
 
 const config = parseConfig(process.env)
 const keys = parseKeyRing(config.stateKeys ?? formatKeyRing([generateKey()]))
-const sealer = await StateSealer.create({
+const sealer = StateSealer.create({
   keyRing: await importKeyRing(keys),
   ttlSeconds: config.stateTtlSeconds,
+  sha256: nodeSha256,
 })
 const shutdown = new AbortController()
 const app = createFixtureApp(config, {

@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest'
 import { canonicalJson, sha256Base64url } from '../../src/mcp/canonical-json.ts'
 import { INVALID_REQUEST_STATE_MESSAGE, InvalidRequestStateError } from '../../src/mcp/errors.ts'
 import { importKeyRing, type KeyRing, type RawKey } from '../../src/mcp/key-ring.ts'
+import { nodeSha256 } from '../../src/node-crypto.ts'
 import {
   type OpenFailureReason,
   type StateBinding,
@@ -636,5 +637,29 @@ describe('StateSealer key rotation', () => {
       rotated.open(token, { ...BINDING, principal: 'someone-else' }),
       'principal_mismatch'
     )
+  })
+})
+
+describe('StateSealer with a runtime-provided SHA-256', () => {
+  it("agrees with Web Crypto's digest, so Node and Workers replicas open each other's states", async () => {
+    const webCrypto = await sealer([OLD])
+    const node = await sealer([OLD], { sha256: nodeSha256 })
+    const args = { id: 'n_1', nested: { b: 2, a: [1, 'é'] } }
+    const binding = { ...BINDING, args }
+    expect(nodeSha256(canonicalJson(args))).toBe(await sha256Base64url(canonicalJson(args)))
+    const fromWeb = await webCrypto.seal(binding, JOURNAL)
+    const fromNode = await node.seal(binding, JOURNAL)
+    await expect(node.open(fromWeb.token, binding)).resolves.toMatchObject({ journal: JOURNAL })
+    await expect(webCrypto.open(fromNode.token, binding)).resolves.toMatchObject({
+      journal: JOURNAL,
+    })
+    await expectReason(
+      node.open(fromWeb.token, { ...binding, args: { id: 'n_2' } }),
+      'args_mismatch'
+    )
+  })
+
+  it('refuses a sha256 option that is not a function', async () => {
+    await expect(sealer([OLD], { sha256: 'sha256' as never })).rejects.toThrow(TypeError)
   })
 })
