@@ -9,26 +9,15 @@
  */
 import { spawn } from 'node:child_process'
 import { rm } from 'node:fs/promises'
-import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
+import { freePort } from '../tests/support/server-process.ts'
 
 const REQUIREMENTS = '2026-07-28'
 const root = join(import.meta.dirname, '..')
 const { values } = parseArgs({
   options: { url: { type: 'string' }, out: { type: 'string', default: 'conformance-results' } },
 })
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer()
-    probe.once('error', reject)
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number }
-      probe.close(() => resolve(port))
-    })
-  })
-}
 
 async function waitUntilServing(url: string, deadline: number): Promise<void> {
   while (Date.now() < deadline) {
