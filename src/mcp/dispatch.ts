@@ -14,7 +14,7 @@ import type { ReplayContext } from './definitions.ts'
 import { readParamHeader, type McpRequest } from './envelope.ts'
 import { ErrorCode, InvalidRequestStateError, McpError } from './errors.ts'
 import { decodeCursor, encodeCursor, paginate } from './pagination.ts'
-import { METHODS } from './protocol.ts'
+import { METHODS, SUPPORTED_PROTOCOL_VERSIONS } from './protocol.ts'
 import { Replay, isSuspension, type Journal } from './replay.ts'
 import { StateTooLargeError, type StateBinding, type StateSealer } from './sealed-state.ts'
 import { matchTemplate, type CacheableResult, type CompiledTool, type McpServer } from './server.ts'
@@ -101,7 +101,7 @@ export async function dispatch<App>(
   switch (request.method) {
     case METHODS.discover: {
       const result: JsonObject = {
-        supportedVersions: [request.protocolVersion],
+        supportedVersions: [...SUPPORTED_PROTOCOL_VERSIONS],
         capabilities: server.capabilities,
       }
       if (server.instructions) result.instructions = server.instructions

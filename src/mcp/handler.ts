@@ -21,7 +21,7 @@ import type { EventBus } from './events.ts'
 import { META_SERVER_INFO, METHODS } from './protocol.ts'
 import type { StateSealer } from './sealed-state.ts'
 import type { McpServer } from './server.ts'
-import { ResponseChannel, jsonResponse, type FinalMessage } from './streaming.ts'
+import { ResponseChannel, jsonResponse, jsonText, type FinalMessage } from './streaming.ts'
 import { listen } from './subscriptions.ts'
 import { ListenParamsSchema, type JsonObject, type RequestId } from './wire.ts'
 
@@ -50,6 +50,23 @@ export interface McpHttpInput {
 
 export type McpHandler = (input: McpHttpInput) => Promise<Response>
 
+/** Methods whose results depend only on the compiled server and the cursor: serialised once. */
+const STATIC_METHODS: ReadonlySet<string> = new Set([
+  METHODS.discover,
+  METHODS.toolsList,
+  METHODS.promptsList,
+  METHODS.resourceTemplatesList,
+])
+/** Pages remembered at most (a forged cursor may name any offset; the cache must stay bounded). */
+const STATIC_RESULTS_LIMIT = 64
+
+function staticResultKey(request: McpRequest): string | undefined {
+  if (!STATIC_METHODS.has(request.method)) return undefined
+  const cursor = request.params.cursor
+  if (cursor === undefined) return request.method
+  return typeof cursor === 'string' ? `${request.method} ${cursor}` : undefined
+}
+
 /** Logs as one JSON line per event on stderr; never includes request bodies or credentials. */
 export const consoleLogger: McpLogger = {
   warn: (message, fields) => console.warn(JSON.stringify({ level: 'warn', message, ...fields })),
@@ -60,6 +77,8 @@ export function createMcpHandler<App>(options: McpHandlerOptions<App>): McpHandl
   const { server, app, sealer, bus, shutdown } = options
   const logger = options.logger ?? consoleLogger
   const serverInfoMeta = { [META_SERVER_INFO]: server.info }
+  /** Serialised results that depend only on the server definition and the cursor (bounded). */
+  const staticResults = new Map<string, string>()
   if (
     !bus &&
     (server.capabilities.tools?.listChanged ||
@@ -166,6 +185,13 @@ export function createMcpHandler<App>(options: McpHandlerOptions<App>): McpHandl
       }
     }
 
+    const cacheKey = staticResultKey(request)
+    if (cacheKey !== undefined) {
+      const cached = staticResults.get(cacheKey)
+      if (cached !== undefined)
+        return jsonText(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${cached}}`)
+    }
+
     const channel = new ResponseChannel(abort)
     const final: Promise<FinalMessage> = dispatch(request, {
       server,
@@ -179,7 +205,13 @@ export function createMcpHandler<App>(options: McpHandlerOptions<App>): McpHandl
       logger,
       headers,
     }).then(
-      (outcome) => ({ message: { jsonrpc: '2.0', id, result: stamp(outcome) }, status: 200 }),
+      (outcome) => {
+        const result = stamp(outcome)
+        if (cacheKey !== undefined && staticResults.size < STATIC_RESULTS_LIMIT) {
+          staticResults.set(cacheKey, JSON.stringify(result))
+        }
+        return { message: { jsonrpc: '2.0', id, result }, status: 200 }
+      },
       (error) => failure(id, error, 'method')
     )
     return channel.respond(final)

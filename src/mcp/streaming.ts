@@ -17,7 +17,12 @@ const JSON_HEADERS = { 'content-type': 'application/json' }
 const encoder = new TextEncoder()
 
 export function jsonResponse(message: unknown, status = 200): Response {
-  return new Response(JSON.stringify(message), { status, headers: JSON_HEADERS })
+  return jsonText(JSON.stringify(message), status)
+}
+
+/** A JSON response from text that is already serialised. */
+export function jsonText(text: string, status = 200): Response {
+  return new Response(text, { status, headers: JSON_HEADERS })
 }
 
 export function sseEvent(message: unknown): Uint8Array {

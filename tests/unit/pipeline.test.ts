@@ -773,6 +773,18 @@ describe('pagination', () => {
     await expectError(response, { status: 200, code: INVALID_PARAMS, id: 1 })
   })
 
+  it('answers a repeated list page identically, echoing each request id with its own JSON type', async () => {
+    const first = await expectResult(await postMcp(pagedApp, 'tools/list', { id: 41 }), 41)
+    const again = await expectResult(
+      await postMcp(pagedApp, 'tools/list', { id: 'forty-two' }),
+      'forty-two'
+    )
+    expect(again).toEqual(first)
+    const page2 = { params: { cursor: first.nextCursor } }
+    const second = await expectResult(await postMcp(pagedApp, 'tools/list', { id: 7, ...page2 }), 7)
+    expect(second.tools).not.toEqual(first.tools)
+  })
+
   it('rejects a cursor issued for another list with -32602', async () => {
     const tools = await expectResult(await postMcp(pagedApp, 'tools/list'))
     expect(tools.nextCursor).toEqual(expect.any(String))
