@@ -49,6 +49,12 @@ export class Suspension extends Error {
   }
 }
 
+/**
+ * The one suspension every ask throws: it carries no data (the pending asks live in the `Replay`), so a
+ * single immutable instance serves every request and no stack trace is captured per ask.
+ */
+const SUSPENSION = Object.freeze(new Suspension())
+
 export function isSuspension(error: unknown): error is Suspension {
   return error instanceof Suspension
 }
@@ -58,7 +64,7 @@ export function isSuspension(error: unknown): error is Suspension {
  * ask suspended first) must not surface as an unhandled rejection and take the process down.
  */
 function suspend(): Promise<never> {
-  const suspension = Promise.reject(new Suspension())
+  const suspension = Promise.reject(SUSPENSION)
   suspension.catch(() => {})
   return suspension
 }

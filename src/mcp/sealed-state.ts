@@ -257,7 +257,8 @@ export class StateSealer {
       j: journal,
       n: nonce,
     }
-    const plaintext = encoder.encode(canonicalJson(claims))
+    // Plain JSON (only the arguments digest needs a canonical form), refusing what JSON would alter.
+    const plaintext = encoder.encode(JSON.stringify(claims, exactJson))
     if (plaintext.byteLength > this.maxPayloadBytes) {
       throw new StateTooLargeError(plaintext.byteLength, this.maxPayloadBytes)
     }
@@ -399,6 +400,14 @@ function isBinding(binding: StateBinding): boolean {
 }
 
 /** The `p` and `a` claims for `binding` under `key`: the principal tag and the arguments digest. */
+/** A `JSON.stringify` replacer that refuses values JSON would silently change (NaN, ±Infinity). */
+function exactJson(_key: string, value: unknown): unknown {
+  if (typeof value === 'number' && !Number.isFinite(value)) {
+    throw new TypeError('seal: the journal holds a number JSON cannot represent')
+  }
+  return value
+}
+
 /** Equal-length strings compared without an early exit; unequal lengths are simply unequal. */
 function constantTimeEqual(a: string, b: string): boolean {
   if (a.length !== b.length) return false

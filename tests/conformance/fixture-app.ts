@@ -27,7 +27,11 @@ export const PNG_1X1 =
 export const WAV_TINY = 'UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA='
 
 const noArgs = z.object({})
+// Forms are module-level constants: their wire schema is derived once per schema object, not per request.
 const nameForm = z.object({ name: z.string() })
+const okForm = z.object({ ok: z.boolean() })
+const colorForm = z.object({ color: z.string() })
+const contextForm = z.object({ context: z.string() })
 const sleep = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve) => {
     const timer = setTimeout(resolve, ms)
@@ -217,7 +221,7 @@ const tools = [
     async run(_args, ctx) {
       const answer = await ctx.elicit('confirm', {
         message: 'Continue?',
-        schema: z.object({ ok: z.boolean() }),
+        schema: okForm,
       })
       return text(
         answer.action === 'accept' && answer.content.ok
@@ -251,7 +255,7 @@ const tools = [
       const name = await ctx.elicit('step1', { message: 'What is your name?', schema: nameForm })
       const color = await ctx.elicit('step2', {
         message: 'What is your favourite colour?',
-        schema: z.object({ color: z.string() }),
+        schema: colorForm,
       })
       const who = name.action === 'accept' ? name.content.name : name.action
       const what = color.action === 'accept' ? color.content.color : color.action
@@ -265,7 +269,7 @@ const tools = [
     async run(_args, ctx) {
       const answer = await ctx.elicit('confirm', {
         message: 'Confirm?',
-        schema: z.object({ ok: z.boolean() }),
+        schema: okForm,
       })
       return text(`Confirmed: ${answer.action === 'accept' && answer.content.ok}`)
     },
@@ -467,7 +471,7 @@ const prompts = [
     async get(_args, ctx) {
       const answer = await ctx.elicit('user_context', {
         message: 'What context should the prompt use?',
-        schema: z.object({ context: z.string() }),
+        schema: contextForm,
       })
       const context = answer.action === 'accept' ? answer.content.context : '(none)'
       return {
