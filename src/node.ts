@@ -13,14 +13,13 @@ import { ConfigError, parseConfig } from './config.ts'
 import { ErrorCode } from './mcp/errors.ts'
 import { consoleLogger } from './mcp/handler.ts'
 import { InProcessEventBus } from './mcp/events.ts'
-import { importKeyRing, parseKeyRing } from './mcp/key-ring.ts'
-import { StateSealer } from './mcp/sealed-state.ts'
+import { parseKeyRing } from './mcp/key-ring.ts'
 import { loadOrCreateKeyRing } from './storage/key-file.ts'
 import type { NotesStore } from './notes/store.ts'
 import { PostgresNotesStore } from './storage/postgres.ts'
 import { PostgresEventBus } from './storage/postgres-events.ts'
 import { SqliteNotesStore } from './storage/sqlite.ts'
-import { nodeSha256 } from './node-crypto.ts'
+import { createNodeSealer } from './node-crypto.ts'
 
 /**
  * Requests Node's HTTP parser refuses (control characters in a header, oversized headers) never reach
@@ -58,11 +57,7 @@ async function main(): Promise<void> {
       )
     keyText = file.text
   }
-  const sealer = StateSealer.create({
-    keyRing: await importKeyRing(parseKeyRing(keyText)),
-    ttlSeconds: config.stateTtlSeconds,
-    sha256: nodeSha256,
-  })
+  const sealer = await createNodeSealer(parseKeyRing(keyText), config.stateTtlSeconds)
 
   const store: NotesStore = config.databaseUrl
     ? new PostgresNotesStore({ url: config.databaseUrl })

@@ -6,18 +6,13 @@
 import { serve } from '@hono/node-server'
 import { parseConfig } from '../../src/config.ts'
 import { InProcessEventBus } from '../../src/mcp/events.ts'
-import { formatKeyRing, generateKey, importKeyRing, parseKeyRing } from '../../src/mcp/key-ring.ts'
-import { StateSealer } from '../../src/mcp/sealed-state.ts'
+import { formatKeyRing, generateKey, parseKeyRing } from '../../src/mcp/key-ring.ts'
 import { createFixtureApp } from './fixture-app.ts'
-import { nodeSha256 } from '../../src/node-crypto.ts'
+import { createNodeSealer } from '../../src/node-crypto.ts'
 
 const config = parseConfig(process.env)
 const keys = parseKeyRing(config.stateKeys ?? formatKeyRing([generateKey()]))
-const sealer = StateSealer.create({
-  keyRing: await importKeyRing(keys),
-  ttlSeconds: config.stateTtlSeconds,
-  sha256: nodeSha256,
-})
+const sealer = await createNodeSealer(keys, config.stateTtlSeconds)
 const shutdown = new AbortController()
 const app = createFixtureApp(config, {
   sealer,

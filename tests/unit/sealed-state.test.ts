@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest'
 import { canonicalJson, sha256Base64url } from '../../src/mcp/canonical-json.ts'
 import { INVALID_REQUEST_STATE_MESSAGE, InvalidRequestStateError } from '../../src/mcp/errors.ts'
 import { importKeyRing, type KeyRing, type RawKey } from '../../src/mcp/key-ring.ts'
-import { nodeSha256 } from '../../src/node-crypto.ts'
+import { nodeAesGcm, nodeSha256 } from '../../src/node-crypto.ts'
 import {
   type OpenFailureReason,
   type StateBinding,
@@ -661,5 +661,48 @@ describe('StateSealer with a runtime-provided SHA-256', () => {
 
   it('refuses a sha256 option that is not a function', async () => {
     await expect(sealer([OLD], { sha256: 'sha256' as never })).rejects.toThrow(TypeError)
+  })
+})
+
+describe('StateSealer with a runtime-provided AES-256-GCM', () => {
+  it("writes the compact JWE jose writes: each opens the other's tokens", async () => {
+    const jose = await sealer([OLD])
+    const node = await sealer([OLD], { aesGcm: nodeAesGcm([OLD]), sha256: nodeSha256 })
+    const fromJose = await jose.seal(BINDING, JOURNAL)
+    const fromNode = await node.seal(BINDING, JOURNAL)
+    expect(fromNode.token.split('.').map((part) => part.length > 0)).toEqual([
+      true,
+      false,
+      true,
+      true,
+      true,
+    ])
+    await expect(node.open(fromJose.token, BINDING)).resolves.toMatchObject({ journal: JOURNAL })
+    await expect(jose.open(fromNode.token, BINDING)).resolves.toMatchObject({ journal: JOURNAL })
+    const decrypted = await compactDecrypt(
+      fromNode.token,
+      (await importKeyRing([OLD])).get(OLD.kid)!.contentKey
+    )
+    expect(JSON.parse(new TextDecoder().decode(decrypted.plaintext))).toMatchObject({ j: JOURNAL })
+  })
+
+  it('rejects a character changed at every position of a token it sealed', async () => {
+    const node = await sealer([OLD], { aesGcm: nodeAesGcm([OLD]) })
+    const { token } = await node.seal(BINDING, JOURNAL)
+    for (let i = 0; i < token.length; i++) {
+      if (token[i] === '.') continue
+      const changed = token.slice(0, i) + (token[i] === 'A' ? 'B' : 'A') + token.slice(i + 1)
+      const error = await rejection(node.open(changed, BINDING))
+      expect(error.message).toBe(INVALID_REQUEST_STATE_MESSAGE)
+    }
+  })
+
+  it('rejects a token sealed under a key the cipher does not hold, and rotates like the default', async () => {
+    const old = await sealer([OLD], { aesGcm: nodeAesGcm([OLD]) })
+    const promoted = await sealer([NEW, OLD], { aesGcm: nodeAesGcm([NEW, OLD]) })
+    const retired = await sealer([NEW], { aesGcm: nodeAesGcm([NEW]) })
+    const { token } = await old.seal(BINDING, JOURNAL)
+    await expect(promoted.open(token, BINDING)).resolves.toMatchObject({ journal: JOURNAL })
+    await expectReason(retired.open(token, BINDING), 'unknown_kid')
   })
 })
