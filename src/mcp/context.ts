@@ -18,6 +18,7 @@ import type {
 import type { McpRequest } from './envelope.ts'
 import { LOG_LEVELS, type LogLevel } from './protocol.ts'
 import { defineForm, hasCapability, type Replay } from './replay.ts'
+import { randomBytes } from './random.ts'
 import type { ResponseChannel } from './streaming.ts'
 import type { ClientCapabilities, CreateMessageParams } from './wire.ts'
 
@@ -85,7 +86,7 @@ export class ReplayHandlerContext<App> extends HandlerContext<App> implements Re
   }
 
   get idempotencyKey(): string {
-    return (this.#idempotencyKey ??= base64url.encode(crypto.getRandomValues(new Uint8Array(16))))
+    return (this.#idempotencyKey ??= base64url.encode(randomBytes(16)))
   }
 
   elicit<S extends z.ZodObject>(key: string, { message, schema }: ElicitOptions<S>) {

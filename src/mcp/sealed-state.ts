@@ -33,6 +33,7 @@ import { z } from 'zod'
 import { canonicalJson, sha256Base64url } from './canonical-json.ts'
 import { InvalidRequestStateError } from './errors.ts'
 import type { KeyRing, RingKey } from './key-ring.ts'
+import { randomBytes } from './random.ts'
 
 export const STATE_VERSION = 1
 export const DEFAULT_STATE_TTL_SECONDS = 600
@@ -269,7 +270,7 @@ export class StateSealer {
     if (journal === undefined) throw new TypeError('seal: the journal must be a JSON value')
     const key = this.#keyRing.get(this.#keyRing.sealingKid) as RingKey
     const iat = Math.floor(this.#now() / 1000)
-    const nonce = base64url.encode(crypto.getRandomValues(new Uint8Array(NONCE_BYTES)))
+    const nonce = base64url.encode(randomBytes(NONCE_BYTES))
     const { principalTag: p, argsDigest: a } = await this.#bindingDigests(key, binding)
     const claims = {
       v: STATE_VERSION,
@@ -443,7 +444,7 @@ function isBinding(binding: StateBinding): boolean {
 /** The compact JWE (`dir`, `A256GCM`) jose would write, with a runtime-provided cipher. */
 function encryptCompact(aesGcm: AesGcm, kid: string, plaintext: Uint8Array): string {
   const header = base64url.encode(JSON.stringify({ alg: ALG, enc: ENC, kid }))
-  const iv = crypto.getRandomValues(new Uint8Array(IV_BYTES))
+  const iv = randomBytes(IV_BYTES)
   const sealed = aesGcm.encrypt(kid, iv, plaintext, encoder.encode(header))
   const tagStart = sealed.length - TAG_BYTES
   const ciphertext = base64url.encode(sealed.subarray(0, tagStart))

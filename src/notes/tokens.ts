@@ -6,12 +6,13 @@
  * store) and compares two tokens in constant time. Runtime-neutral.
  */
 import { base64url } from 'jose'
+import { randomBytes } from '../mcp/random.ts'
 import { SHARE_TOKEN_BYTES, SHARE_TOKEN_PATTERN } from './limits.ts'
 
 const encoder = new TextEncoder()
 
 export function randomToken(): string {
-  return base64url.encode(crypto.getRandomValues(new Uint8Array(SHARE_TOKEN_BYTES)))
+  return base64url.encode(randomBytes(SHARE_TOKEN_BYTES))
 }
 
 export function isToken(value: string): boolean {

@@ -3,7 +3,7 @@
  * What the `NotesStore` adapters (`sqlite.ts`, `postgres.ts`, `d1.ts`) have in common, written once so
  * that they cannot drift apart. Runtime-neutral: it is bundled into the Cloudflare Worker with the D1
  * adapter, so it imports nothing from `node:*`, from a driver or from workers-types, only Web
- * standards (`crypto.getRandomValues`, `btoa`) and the store contract.
+ * standards (random bytes from `mcp/random.ts`, `btoa`) and the store contract.
  *
  * For every adapter: the note-id format and random tokens, tag normalisation, paging checks and page
  * building, which words of a search text reach the query ({@link MAX_SEARCH_WORDS}), the mapping of a
@@ -31,6 +31,7 @@
  */
 
 import { base64url } from 'jose'
+import { randomBytes } from '../mcp/random.ts'
 import {
   ShareNotApprovedError,
   StoreNotMigratedError,
@@ -58,7 +59,7 @@ export function newNoteId(): string {
 
 /** `byteCount` random bytes from Web Crypto as unpadded base64url. */
 export function randomBase64url(byteCount: number): string {
-  return base64url.encode(crypto.getRandomValues(new Uint8Array(byteCount)))
+  return base64url.encode(randomBytes(byteCount))
 }
 
 /** Tags as stored: each once, sorted by code unit. */

@@ -1,0 +1,24 @@
+/**
+ * @module mcp/random
+ * Random bytes for nonces, IVs and keys on the hot path. Each `crypto.getRandomValues` call has a fixed
+ * cost far above that of a few bytes, so bytes are drawn from a pool refilled 4 KiB at a time. Every
+ * byte is handed out once (slices are copies), so no nonce or IV is ever reused. Runtime-neutral.
+ */
+
+const POOL_BYTES = 4096
+let pool = new Uint8Array(0)
+let offset = 0
+
+/** `count` fresh random bytes (at most the pool size). */
+export function randomBytes(count: number): Uint8Array {
+  if (!(Number.isInteger(count) && count > 0 && count <= POOL_BYTES)) {
+    throw new RangeError(`randomBytes: count must be from 1 to ${POOL_BYTES}`)
+  }
+  if (offset + count > pool.length) {
+    pool = crypto.getRandomValues(new Uint8Array(POOL_BYTES))
+    offset = 0
+  }
+  const bytes = pool.slice(offset, offset + count)
+  offset += count
+  return bytes
+}
