@@ -19,6 +19,9 @@ export interface OriginGuardOptions {
   maxBodyBytes?: number
 }
 
+/** Distinct allowed Host values remembered (a name with each port it is reached on). */
+const ALLOWED_HEADERS_LIMIT = 64
+
 /** Host name without the port, lower case; `undefined` when the header is malformed. */
 function hostName(host: string): string | undefined {
   try {
@@ -36,10 +39,22 @@ export function originGuard({
   const hosts = new Set(allowedHosts.map((host) => host.toLowerCase()))
   const origins = new Set(allowedOrigins.map((origin) => origin.toLowerCase()))
   const anyHost = hosts.has('*')
+  /** Host header values already judged allowed, and their names (parsing a URL per request costs). */
+  const allowedHeaders = new Map<string, string>()
 
   return async function guardOrigin(c, next) {
     const host = c.req.header('host')
-    const name = host === undefined ? undefined : hostName(host)
+    let name = host === undefined ? undefined : allowedHeaders.get(host)
+    if (name === undefined && host !== undefined) {
+      name = hostName(host)
+      if (
+        name !== undefined &&
+        (anyHost || hosts.has(name)) &&
+        allowedHeaders.size < ALLOWED_HEADERS_LIMIT
+      ) {
+        allowedHeaders.set(host, name)
+      }
+    }
     if (!anyHost && (name === undefined || !hosts.has(name))) {
       return jsonRpcError(
         await peekRequestId(c, maxBodyBytes),

@@ -73,6 +73,8 @@ function suspend(): Promise<never> {
 export interface ElicitationForm<S extends z.ZodObject = z.ZodObject> {
   readonly schema: S
   readonly requestedSchema: ElicitationSchema
+  /** Canonical JSON of `requestedSchema`, part of every question digest of this form. */
+  readonly canonicalSchema: string
 }
 
 const formCache = new WeakMap<z.ZodObject, ElicitationForm>()
@@ -84,7 +86,8 @@ const formCache = new WeakMap<z.ZodObject, ElicitationForm>()
 export function defineForm<S extends z.ZodObject>(schema: S): ElicitationForm<S> {
   let form = formCache.get(schema)
   if (!form) {
-    form = { schema, requestedSchema: toElicitationSchema(schema) }
+    const requestedSchema = toElicitationSchema(schema)
+    form = { schema, requestedSchema, canonicalSchema: canonicalJson(requestedSchema) }
     formCache.set(schema, form)
   }
   return form as ElicitationForm<S>
@@ -198,16 +201,23 @@ export class Replay {
       method: 'elicitation/create',
       params: { mode: 'form', message, requestedSchema: form.requestedSchema },
     }
-    return this.#ask<ElicitAnswer<z.output<S>>>(key, request, 'elicitation.form', (raw) => {
-      const answer = ElicitResultSchema.safeParse(raw)
-      if (!answer.success) return { ok: false }
-      if (answer.data.action !== 'accept')
-        return { ok: true, value: { action: answer.data.action } }
-      const content = parseElicitationContent(form.schema, answer.data.content ?? {})
-      return content.ok
-        ? { ok: true, value: { action: 'accept', content: content.value as z.output<S> } }
-        : { ok: false }
-    })
+    const question = `form\u0000${JSON.stringify(message)}\u0000${form.canonicalSchema}`
+    return this.#ask<ElicitAnswer<z.output<S>>>(
+      key,
+      question,
+      request,
+      'elicitation.form',
+      (raw) => {
+        const answer = ElicitResultSchema.safeParse(raw)
+        if (!answer.success) return { ok: false }
+        if (answer.data.action !== 'accept')
+          return { ok: true, value: { action: answer.data.action } }
+        const content = parseElicitationContent(form.schema, answer.data.content ?? {})
+        return content.ok
+          ? { ok: true, value: { action: 'accept', content: content.value as z.output<S> } }
+          : { ok: false }
+      }
+    )
   }
 
   elicitUrl(key: string, message: string, url: string): Promise<ElicitAnswer<undefined>> {
@@ -215,7 +225,8 @@ export class Replay {
       method: 'elicitation/create',
       params: { mode: 'url', message, url },
     }
-    return this.#ask<ElicitAnswer<undefined>>(key, request, 'elicitation.url', (raw) => {
+    const question = `url\u0000${JSON.stringify([message, url])}`
+    return this.#ask<ElicitAnswer<undefined>>(key, question, request, 'elicitation.url', (raw) => {
       const answer = ElicitResultSchema.safeParse(raw)
       if (!answer.success) return { ok: false }
       return {
@@ -235,7 +246,8 @@ export class Replay {
       method: 'sampling/createMessage',
       params: params as unknown as Record<string, unknown>,
     }
-    return this.#ask<CreateMessageResult>(key, request, capability, (raw) => {
+    const question = `sampling\u0000${canonicalJson(params)}`
+    return this.#ask<CreateMessageResult>(key, question, request, capability, (raw) => {
       const result = CreateMessageResultSchema.safeParse(raw)
       return result.success
         ? { ok: true, value: result.data as CreateMessageResult }
@@ -244,7 +256,8 @@ export class Replay {
   }
 
   roots(key: string): Promise<Root[]> {
-    return this.#ask<Root[]>(key, { method: 'roots/list', params: {} }, 'roots', (raw) => {
+    const request: InputRequest = { method: 'roots/list', params: {} }
+    return this.#ask<Root[]>(key, 'roots', request, 'roots', (raw) => {
       const result = ListRootsResultSchema.safeParse(raw)
       return result.success ? { ok: true, value: result.data.roots as Root[] } : { ok: false }
     })
@@ -267,13 +280,15 @@ export class Replay {
     return suspend()
   }
 
+  /** `question` is a canonical text of what the person (or host) is asked; its digest pins answers. */
   #ask<T>(
     key: string,
+    question: string,
     request: InputRequest,
     capability: ClientCapability,
     parse: Parse<T>
   ): Promise<T> {
-    const digest = questionDigest(canonicalJson(request))
+    const digest = questionDigest(question)
     const earlier = this.#asked.get(key)
     if (earlier && earlier.digest !== digest) {
       throw new Error(
