@@ -14,7 +14,7 @@ import type { ReplayContext } from './definitions.ts'
 import { readParamHeader, type McpRequest } from './envelope.ts'
 import { ErrorCode, InvalidRequestStateError, McpError } from './errors.ts'
 import { decodeCursor, encodeCursor, paginate } from './pagination.ts'
-import { METHODS, SUPPORTED_PROTOCOL_VERSIONS } from './protocol.ts'
+import { HEADER_PARAM_PREFIX, METHODS, SUPPORTED_PROTOCOL_VERSIONS } from './protocol.ts'
 import { Replay, isSuspension, type Journal } from './replay.ts'
 import { StateTooLargeError, type StateBinding, type StateSealer } from './sealed-state.ts'
 import { matchTemplate, type CacheableResult, type CompiledTool, type McpServer } from './server.ts'
@@ -240,7 +240,7 @@ function checkHeaderParams<App>(
     const value = args[param.property]
     const header = readParamHeader(request.id, headers, param.header)
     if (value === undefined || value === null) continue
-    const display = `Mcp-Param-${param.header}`
+    const display = `${HEADER_PARAM_PREFIX}${param.header}`
     if (header === undefined) {
       throw new McpError(
         ErrorCode.HeaderMismatch,

@@ -11,6 +11,7 @@ import { ErrorCode, McpError } from './errors.ts'
 import {
   HEADER_METHOD,
   HEADER_NAME,
+  HEADER_PARAM_PREFIX,
   HEADER_PROTOCOL_VERSION,
   LOG_LEVELS,
   META_CLIENT_CAPABILITIES,
@@ -271,7 +272,7 @@ const utf8 = new TextDecoder('utf-8', { fatal: true })
  * Decodes a header value that may use the `=?base64?…?=` sentinel (exact lower-case form only; any
  * other spelling is a literal value). Invalid Base64 or UTF-8 is a -32020.
  */
-export function decodeHeaderValue(id: RequestId, display: string, value: string): string {
+function decodeHeaderValue(id: RequestId, display: string, value: string): string {
   const match = BASE64_SENTINEL.exec(value)
   if (!match) return value
   const encoded = match[1] as string
@@ -301,7 +302,7 @@ export function readParamHeader(
   headers: Headers,
   suffix: string
 ): string | undefined {
-  const display = `Mcp-Param-${suffix}`
+  const display = `${HEADER_PARAM_PREFIX}${suffix}`
   if (headers.get(display) === null) return undefined
   try {
     return decodeHeaderValue(id, display, readHeader(id, headers, display.toLowerCase(), display))

@@ -18,7 +18,8 @@ export const META_SUBSCRIPTION_ID = 'io.modelcontextprotocol/subscriptionId'
 export const HEADER_PROTOCOL_VERSION = 'mcp-protocol-version'
 export const HEADER_METHOD = 'mcp-method'
 export const HEADER_NAME = 'mcp-name'
-export const HEADER_PARAM_PREFIX = 'mcp-param-'
+/** `Mcp-Param-{Name}` headers mirror tool arguments annotated with `x-mcp-header`. */
+export const HEADER_PARAM_PREFIX = 'Mcp-Param-'
 
 /** Methods a 2026-07-28 server answers (each still gated by the capability it belongs to). */
 export const METHODS = {
@@ -33,8 +34,6 @@ export const METHODS = {
   complete: 'completion/complete',
   listen: 'subscriptions/listen',
 } as const
-
-export type McpMethod = (typeof METHODS)[keyof typeof METHODS]
 
 /** Methods whose results may be `input_required` (multi round-trip requests). */
 export const SUSPENDABLE_METHODS: ReadonlySet<string> = new Set([

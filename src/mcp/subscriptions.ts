@@ -44,7 +44,7 @@ export function canListen(server: McpServer<unknown>): boolean {
 }
 
 /** The part of the requested filter this server honours (sent in the acknowledgment). */
-export function honouredFilter(server: McpServer<unknown>, requested: ListenFilter): ListenFilter {
+function honouredFilter(server: McpServer<unknown>, requested: ListenFilter): ListenFilter {
   const { tools, prompts, resources } = server.capabilities
   const honoured: ListenFilter = {}
   if (requested.toolsListChanged && tools?.listChanged) honoured.toolsListChanged = true
