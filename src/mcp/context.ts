@@ -19,7 +19,7 @@ import type { McpRequest } from './envelope.ts'
 import { LOG_LEVELS, type LogLevel } from './protocol.ts'
 import { defineForm, hasCapability, type Replay } from './replay.ts'
 import { randomBytes } from './random.ts'
-import type { ResponseChannel } from './streaming.ts'
+import type { Cancellation, ResponseChannel } from './streaming.ts'
 import type { ClientCapabilities, CreateMessageParams } from './wire.ts'
 
 export interface ContextInput<App> {
@@ -27,25 +27,30 @@ export interface ContextInput<App> {
   principal: string
   request: McpRequest
   channel: ResponseChannel
-  signal: AbortSignal
+  cancellation: Cancellation
 }
 
 export class HandlerContext<App> implements RequestContext<App> {
   readonly app: App
   readonly principal: string
   readonly clientCapabilities: ClientCapabilities
-  readonly signal: AbortSignal
+  readonly #cancellation: Cancellation
   readonly #request: McpRequest
   readonly #channel: ResponseChannel
   #lastProgress = -Infinity
 
-  constructor({ app, principal, request, channel, signal }: ContextInput<App>) {
+  constructor({ app, principal, request, channel, cancellation }: ContextInput<App>) {
     this.app = app
     this.principal = principal
     this.clientCapabilities = request.clientCapabilities
-    this.signal = signal
+    this.#cancellation = cancellation
     this.#request = request
     this.#channel = channel
+  }
+
+  /** Aborted when the client goes away or closes the response stream. */
+  get signal(): AbortSignal {
+    return this.#cancellation.signal
   }
 
   can(capability: ClientCapability): boolean {

@@ -21,7 +21,13 @@ import type { EventBus } from './events.ts'
 import { META_SERVER_INFO, METHODS } from './protocol.ts'
 import type { StateSealer } from './sealed-state.ts'
 import type { McpServer } from './server.ts'
-import { ResponseChannel, jsonResponse, jsonText, type FinalMessage } from './streaming.ts'
+import {
+  Cancellation,
+  ResponseChannel,
+  jsonResponse,
+  jsonText,
+  type FinalMessage,
+} from './streaming.ts'
 import { listen } from './subscriptions.ts'
 import { ListenParamsSchema, type JsonObject, type RequestId } from './wire.ts'
 
@@ -161,11 +167,7 @@ export function createMcpHandler<App>(options: McpHandlerOptions<App>): McpHandl
       return jsonResponse(message, status)
     }
 
-    const abort = new AbortController()
-    if (signal) {
-      if (signal.aborted) abort.abort()
-      else signal.addEventListener('abort', () => abort.abort(), { once: true })
-    }
+    const cancellation = new Cancellation(signal)
 
     if (method === METHODS.listen) {
       try {
@@ -175,7 +177,7 @@ export function createMcpHandler<App>(options: McpHandlerOptions<App>): McpHandl
           requested: notifications,
           principal,
           bus: bus!,
-          signal: abort.signal,
+          signal: cancellation.signal,
           shutdown,
           ...options.listen,
         })
@@ -192,7 +194,7 @@ export function createMcpHandler<App>(options: McpHandlerOptions<App>): McpHandl
         return jsonText(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${cached}}`)
     }
 
-    const channel = new ResponseChannel(abort)
+    const channel = new ResponseChannel(cancellation)
     const final: Promise<FinalMessage> = dispatch(request, {
       server,
       app,
@@ -200,7 +202,7 @@ export function createMcpHandler<App>(options: McpHandlerOptions<App>): McpHandl
       client,
       request,
       channel,
-      signal: abort.signal,
+      cancellation,
       sealer,
       logger,
       headers,

@@ -38,24 +38,58 @@ export interface FinalMessage {
 }
 
 /**
+ * The cancellation of one request: the client going away (the upstream signal) or closing the
+ * response stream. The `AbortSignal` handed to handlers is only made if one asks for it: most never
+ * do, and an AbortController with its listener per request is measurable on the hot path.
+ */
+export class Cancellation {
+  readonly #upstream: AbortSignal | undefined
+  #controller: AbortController | undefined
+  #cancelled = false
+
+  constructor(upstream?: AbortSignal) {
+    this.#upstream = upstream
+  }
+
+  get cancelled(): boolean {
+    return this.#cancelled || this.#upstream?.aborted === true
+  }
+
+  get signal(): AbortSignal {
+    if (!this.#controller) {
+      const controller = new AbortController()
+      if (this.cancelled) controller.abort()
+      else this.#upstream?.addEventListener('abort', () => controller.abort(), { once: true })
+      this.#controller = controller
+    }
+    return this.#controller.signal
+  }
+
+  cancel(): void {
+    this.#cancelled = true
+    this.#controller?.abort()
+  }
+}
+
+/**
  * Collects the notifications a handler sends and decides, on the first one, to answer with SSE.
- * `abort` is the request's controller: closing the stream aborts it.
+ * Closing the stream cancels the request.
  */
 export class ResponseChannel {
-  readonly #abort: AbortController
+  readonly #cancellation: Cancellation
   /** Notifications sent before the answer was chosen; `undefined` once it was. */
   #buffered: unknown[] | undefined = []
   #controller: ReadableStreamDefaultController<Uint8Array> | undefined
   /** Set while `respond` waits: switches the answer to SSE on the first notification. */
   #openStream: (() => void) | undefined
 
-  constructor(abort: AbortController) {
-    this.#abort = abort
+  constructor(cancellation: Cancellation) {
+    this.#cancellation = cancellation
   }
 
   /** Sends a notification related to this request (dropped once the client is gone). */
   notify(message: unknown): void {
-    if (this.#abort.signal.aborted) return
+    if (this.#cancellation.cancelled) return
     if (this.#controller) {
       this.#controller.enqueue(sseEvent(message))
     } else if (this.#buffered) {
@@ -85,7 +119,7 @@ export class ResponseChannel {
   }
 
   #stream(final: Promise<FinalMessage>): Response {
-    const abort = this.#abort
+    const cancellation = this.#cancellation
     const buffered = this.#buffered ?? []
     this.#buffered = undefined
     const body = new ReadableStream<Uint8Array>({
@@ -94,7 +128,7 @@ export class ResponseChannel {
         this.#controller = controller
         final.then(({ message }) => {
           this.#controller = undefined
-          if (abort.signal.aborted) {
+          if (cancellation.cancelled) {
             closeQuietly(controller)
             return
           }
@@ -104,7 +138,7 @@ export class ResponseChannel {
       },
       cancel: () => {
         this.#controller = undefined
-        abort.abort()
+        cancellation.cancel()
       },
     })
     return new Response(body, { status: 200, headers: SSE_HEADERS })
