@@ -11,7 +11,6 @@
  * file, required for search). Run as its own process by `scripts/bench.ts`.
  */
 import type { Hono } from 'hono'
-import { z } from 'zod'
 import { parseConfig } from '../../src/config.ts'
 import { createHttpApp } from '../../src/http/app.ts'
 import { definitions, structured, text } from '../../src/mcp/definitions.ts'
@@ -25,30 +24,13 @@ import type { NotesStore } from '../../src/notes/store.ts'
 import { searchCursor, searchHit } from './notes-data.ts'
 import { serveBench } from './serve.ts'
 import { CONFIRM_MESSAGE, PROGRESS_STEPS } from './wire.ts'
+import { ConfirmForm, EchoInput, NoInput, SearchInput, SearchOutput } from './schemas.ts'
 
 interface BenchApp {
   notes: NotesStore | undefined
 }
 
 const { tool } = definitions<BenchApp>()
-
-const EchoInput = z.object({ text: z.string() })
-const ConfirmForm = z.object({ confirm: z.boolean() })
-const NoInput = z.object({})
-const SearchInput = z.strictObject({
-  query: z.string().max(500),
-  limit: z.int().min(1).max(50).default(10),
-})
-const SearchHit = z.object({
-  id: z.string(),
-  uri: z.string(),
-  title: z.string(),
-  tags: z.array(z.string()),
-  version: z.int(),
-  updatedAt: z.string(),
-  excerpt: z.string(),
-})
-const SearchOutput = z.object({ notes: z.array(SearchHit), nextCursor: z.string().optional() })
 
 const benchServer = createMcpServer<BenchApp>({
   info: { name: 'notes-mcp-bench', version: '0.0.0' },

@@ -23,31 +23,13 @@ import {
   type CallToolResult,
   type ServerContext,
 } from '@modelcontextprotocol/server'
-import { z } from 'zod'
 import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
 import { BENCH_PRINCIPAL, searchCursor, searchHit } from './notes-data.ts'
 import { serveBench } from './serve.ts'
 import { CONFIRM_MESSAGE, PROGRESS_STEPS } from './wire.ts'
+import { ConfirmForm, EchoInput, NoInput, SearchInput, SearchOutput } from './schemas.ts'
 
 const INFO = { name: 'notes-mcp-bench-sdk', version: '0.0.0' }
-
-const EchoInput = z.object({ text: z.string() })
-const ConfirmForm = z.object({ confirm: z.boolean() })
-const NoInput = z.object({})
-const SearchInput = z.strictObject({
-  query: z.string().max(500),
-  limit: z.int().min(1).max(50).default(10),
-})
-const SearchHit = z.object({
-  id: z.string(),
-  uri: z.string(),
-  title: z.string(),
-  tags: z.array(z.string()),
-  version: z.int(),
-  updatedAt: z.string(),
-  excerpt: z.string(),
-})
-const SearchOutput = z.object({ notes: z.array(SearchHit), nextCursor: z.string().optional() })
 
 const CONFIRM_REQUEST = inputRequired.elicit({
   message: CONFIRM_MESSAGE,
