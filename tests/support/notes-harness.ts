@@ -9,6 +9,7 @@
  * caller.
  */
 import type { Hono } from 'hono'
+import { afterEach, beforeEach, expect } from 'vitest'
 import { SignJWT } from 'jose'
 import { CSRF_COOKIE, CSRF_FIELD } from '../../routes/share.ts'
 import { createApp } from '../../src/app.ts'
@@ -248,4 +249,33 @@ async function sharePage(response: Response): Promise<SharePage> {
   const cookie = new RegExp(`(?:^|,\\s*)${CSRF_COOKIE}=([^;]*)`).exec(setCookie)?.[1]
   const token = new RegExp(`name="${CSRF_FIELD}" value="([^"]+)"`).exec(html)?.[1]
   return { status: response.status, headers: response.headers, html, cookie, token }
+}
+
+/**
+ * A fresh in-process notes app for every test of the calling file, closed after each one. Call at the
+ * top of a test file and read the current harness through the returned function.
+ */
+export function useNotesHarness(): () => NotesHarness {
+  let harness: NotesHarness | undefined
+  beforeEach(async () => {
+    harness = await createNotesHarness()
+  })
+  afterEach(async () => {
+    await harness?.close()
+  })
+  return () => {
+    if (!harness) throw new Error('useNotesHarness: the harness exists only inside a test')
+    return harness
+  }
+}
+
+/** An accepted form answer. */
+export const accept = (content: Record<string, unknown>) => ({ action: 'accept', content })
+
+/** The round asked exactly these keys and handed back a requestState to echo. */
+export function expectInputRequired(response: RpcResponse, keys: string[]): void {
+  expect(response.status).toBe(200)
+  expect(response.result.resultType).toBe('input_required')
+  expect(Object.keys(response.result.inputRequests)).toEqual(keys)
+  expect(typeof response.result.requestState).toBe('string')
 }

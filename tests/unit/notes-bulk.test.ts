@@ -4,34 +4,18 @@
  * the selection once (also when that round is sent twice), decline/cancel at either step deleting
  * nothing, answers outside the offer asked again, and questions that stay the same across rounds.
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { MAX_BULK_NOTES } from '../../src/notes/bulk-tools.ts'
 import {
-  createNotesHarness,
-  type NotesHarness,
   type RpcResponse,
+  useNotesHarness,
+  expectInputRequired,
+  accept,
 } from '../support/notes-harness.ts'
 
-let h: NotesHarness
-
-beforeEach(async () => {
-  h = await createNotesHarness()
-})
-
-afterEach(async () => {
-  await h.close()
-})
+const h = useNotesHarness()
 
 const TOOL = 'delete_notes_by_tag'
-const accept = (content: Record<string, unknown>) => ({ action: 'accept', content })
-
-function expectInputRequired(response: RpcResponse, keys: string[]) {
-  expect(response.status).toBe(200)
-  expect(response.result.resultType).toBe('input_required')
-  expect(Object.keys(response.result.inputRequests)).toEqual(keys)
-  expect(typeof response.result.requestState).toBe('string')
-}
-
 function completed(response: RpcResponse) {
   expect(response.status).toBe(200)
   expect(response.result.resultType).toBe('complete')
@@ -42,11 +26,11 @@ function completed(response: RpcResponse) {
 /** Three notes tagged `trip` (ids sorted) and one tagged otherwise. */
 async function seedTrip() {
   const ids = [
-    await h.seed({ title: 'Lisbon', body: 'Flights', tags: ['trip'] }),
-    await h.seed({ title: 'Porto', body: 'Trains', tags: ['trip', 'rail'] }),
-    await h.seed({ title: 'Faro', body: 'Beach', tags: ['trip'] }),
+    await h().seed({ title: 'Lisbon', body: 'Flights', tags: ['trip'] }),
+    await h().seed({ title: 'Porto', body: 'Trains', tags: ['trip', 'rail'] }),
+    await h().seed({ title: 'Faro', body: 'Beach', tags: ['trip'] }),
   ]
-  const other = await h.seed({ title: 'Groceries', body: 'Milk', tags: ['home'] })
+  const other = await h().seed({ title: 'Groceries', body: 'Milk', tags: ['home'] })
   const titles = new Map([
     [ids[0], 'Lisbon'],
     [ids[1], 'Porto'],
@@ -57,13 +41,13 @@ async function seedTrip() {
 }
 
 async function storedIds(): Promise<string[]> {
-  return (await h.store.list('local', 0, 100)).items.map((note) => note.id).sort()
+  return (await h().store.list('local', 0, 100)).items.map((note) => note.id).sort()
 }
 
 describe('delete_notes_by_tag', () => {
   it('asks which tagged notes to delete, with a multi-select of their ids titled by their titles', async () => {
     const { ids, titleOf } = await seedTrip()
-    const first = await h.tool(TOOL, { tag: 'Trip' })
+    const first = await h().tool(TOOL, { tag: 'Trip' })
     expectInputRequired(first, ['select'])
     expect(first.result.inputRequests.select).toEqual({
       method: 'elicitation/create',
@@ -89,10 +73,10 @@ describe('delete_notes_by_tag', () => {
   it('completes in three rounds, with a new requestState every round, deleting only the selection', async () => {
     const { ids, other, titleOf } = await seedTrip()
     const [a, b, c] = ids as [string, string, string]
-    const first = await h.tool(TOOL, { tag: 'trip' })
+    const first = await h().tool(TOOL, { tag: 'trip' })
     expectInputRequired(first, ['select'])
 
-    const second = await h.retry(
+    const second = await h().retry(
       first,
       TOOL,
       { tag: 'trip' },
@@ -107,8 +91,8 @@ describe('delete_notes_by_tag', () => {
     expect(second.result.requestState).not.toBe(first.result.requestState)
     expect(await storedIds()).toHaveLength(4)
 
-    h.events.length = 0
-    const third = await h.retry(
+    h().events.length = 0
+    const third = await h().retry(
       second,
       TOOL,
       { tag: 'trip' },
@@ -124,7 +108,7 @@ describe('delete_notes_by_tag', () => {
     expect(third.result).not.toHaveProperty('requestState')
     expect(third.result.content[1].text).toBe('Deleted 2 notes tagged "trip"; kept 1 note.')
     expect(await storedIds()).toEqual([b, other].sort())
-    expect(h.events).toEqual([
+    expect(h().events).toEqual([
       { kind: 'resources_list_changed', principal: 'local' },
       { kind: 'resource_updated', uri: `note://${a}`, principal: 'local' },
       { kind: 'resources_list_changed', principal: 'local' },
@@ -135,18 +119,18 @@ describe('delete_notes_by_tag', () => {
   it('a duplicated final round answers the same and deletes nothing twice', async () => {
     const { ids } = await seedTrip()
     const [a, b] = ids as [string, string, string]
-    const first = await h.tool(TOOL, { tag: 'trip' })
-    const second = await h.retry(first, TOOL, { tag: 'trip' }, { select: accept({ notes: [a] }) })
+    const first = await h().tool(TOOL, { tag: 'trip' })
+    const second = await h().retry(first, TOOL, { tag: 'trip' }, { select: accept({ notes: [a] }) })
     const answers = { confirm: accept({ confirm: true }) }
-    const once = await h.retry(second, TOOL, { tag: 'trip' }, answers)
+    const once = await h().retry(second, TOOL, { tag: 'trip' }, answers)
     // Someone deletes another tagged note by hand; the duplicated final round must not touch it.
-    const replacement = await h.seed({ title: 'Lisbon', body: 'Flights', tags: ['trip'] })
-    const again = await h.retry(second, TOOL, { tag: 'trip' }, answers)
+    const replacement = await h().seed({ title: 'Lisbon', body: 'Flights', tags: ['trip'] })
+    const again = await h().retry(second, TOOL, { tag: 'trip' }, answers)
     expect(completed(again)).toEqual(completed(once))
     expect(completed(once).deleted.map((note: { id: string }) => note.id)).toEqual([a])
-    expect(await h.store.get('local', b)).toBeDefined()
-    expect(await h.store.get('local', replacement)).toBeDefined()
-    expect(h.events.filter((event) => event.kind === 'resource_updated')).toHaveLength(1)
+    expect(await h().store.get('local', b)).toBeDefined()
+    expect(await h().store.get('local', replacement)).toBeDefined()
+    expect(h().events.filter((event) => event.kind === 'resource_updated')).toHaveLength(1)
   })
 
   it.each([
@@ -155,10 +139,10 @@ describe('delete_notes_by_tag', () => {
     ['accept without the box checked', accept({ confirm: false }), 'declined', 'Nothing deleted.'],
   ])('deletes nothing on %s at the confirmation', async (_case, answer, outcome, sentence) => {
     const { ids } = await seedTrip()
-    const first = await h.tool(TOOL, { tag: 'trip' })
-    const second = await h.retry(first, TOOL, { tag: 'trip' }, { select: accept({ notes: ids }) })
+    const first = await h().tool(TOOL, { tag: 'trip' })
+    const second = await h().retry(first, TOOL, { tag: 'trip' }, { select: accept({ notes: ids }) })
     expectInputRequired(second, ['confirm'])
-    const third = await h.retry(second, TOOL, { tag: 'trip' }, { confirm: answer })
+    const third = await h().retry(second, TOOL, { tag: 'trip' }, { confirm: answer })
     expect(completed(third)).toMatchObject({ outcome, deleted: [], alreadyGone: [] })
     expect(completed(third).kept).toHaveLength(3)
     expect(third.result.content[1].text).toBe(sentence)
@@ -172,8 +156,8 @@ describe('delete_notes_by_tag', () => {
     'deletes nothing on %s at the selection, without asking to confirm',
     async (action, outcome) => {
       await seedTrip()
-      const first = await h.tool(TOOL, { tag: 'trip' })
-      const second = await h.retry(first, TOOL, { tag: 'trip' }, { select: { action } })
+      const first = await h().tool(TOOL, { tag: 'trip' })
+      const second = await h().retry(first, TOOL, { tag: 'trip' }, { select: { action } })
       expect(completed(second)).toMatchObject({ outcome, deleted: [] })
       expect(await storedIds()).toHaveLength(4)
     }
@@ -181,8 +165,8 @@ describe('delete_notes_by_tag', () => {
 
   it('finishes without a confirmation when nothing was selected', async () => {
     await seedTrip()
-    const first = await h.tool(TOOL, { tag: 'trip' })
-    const second = await h.retry(first, TOOL, { tag: 'trip' }, { select: accept({}) })
+    const first = await h().tool(TOOL, { tag: 'trip' })
+    const second = await h().retry(first, TOOL, { tag: 'trip' }, { select: accept({}) })
     expect(completed(second)).toMatchObject({ outcome: 'none_selected', deleted: [] })
     expect(second.result.content[1].text).toBe('No note selected; nothing deleted.')
     expect(await storedIds()).toHaveLength(4)
@@ -194,8 +178,8 @@ describe('delete_notes_by_tag', () => {
     ['a selection that is not a list', (other: string) => ({ notes: other })],
   ])('asks the same question again, deleting nothing, for %s', async (_case, content) => {
     const { other } = await seedTrip()
-    const first = await h.tool(TOOL, { tag: 'trip' })
-    const second = await h.retry(first, TOOL, { tag: 'trip' }, { select: accept(content(other)) })
+    const first = await h().tool(TOOL, { tag: 'trip' })
+    const second = await h().retry(first, TOOL, { tag: 'trip' }, { select: accept(content(other)) })
     expectInputRequired(second, ['select'])
     expect(second.result.inputRequests).toEqual(first.result.inputRequests)
     expect(await storedIds()).toHaveLength(4)
@@ -203,13 +187,13 @@ describe('delete_notes_by_tag', () => {
 
   it('keeps its question across rounds when tagged notes appear meanwhile', async () => {
     const { ids } = await seedTrip()
-    const first = await h.tool(TOOL, { tag: 'trip' })
-    const late = await h.seed({ title: 'Madeira', body: 'Hikes', tags: ['trip'] })
+    const first = await h().tool(TOOL, { tag: 'trip' })
+    const late = await h().seed({ title: 'Madeira', body: 'Hikes', tags: ['trip'] })
     // The answer counts for the question the person saw, and the late note is never offered.
-    const second = await h.retry(first, TOOL, { tag: 'trip' }, { select: accept({ notes: ids }) })
+    const second = await h().retry(first, TOOL, { tag: 'trip' }, { select: accept({ notes: ids }) })
     expectInputRequired(second, ['confirm'])
     expect(second.result.inputRequests.confirm.params.message).toContain('of the 3 notes')
-    const third = await h.retry(
+    const third = await h().retry(
       second,
       TOOL,
       { tag: 'trip' },
@@ -222,9 +206,9 @@ describe('delete_notes_by_tag', () => {
 
   it(`offers at most ${MAX_BULK_NOTES} notes, saying that more carry the tag`, async () => {
     for (let i = 0; i < MAX_BULK_NOTES + 2; i++) {
-      await h.seed({ title: `Note ${i}`, tags: ['many'] })
+      await h().seed({ title: `Note ${i}`, tags: ['many'] })
     }
-    const first = await h.tool(TOOL, { tag: 'many' })
+    const first = await h().tool(TOOL, { tag: 'many' })
     const { params } = first.result.inputRequests.select
     expect(params.message).toBe(
       `Which of the ${MAX_BULK_NOTES} most recent notes tagged "many" (more carry it) should be deleted?`
@@ -238,7 +222,7 @@ describe('delete_notes_by_tag', () => {
 
   it('answers isError without asking when no note carries the tag', async () => {
     await seedTrip()
-    const response = await h.tool(TOOL, { tag: 'nothing' })
+    const response = await h().tool(TOOL, { tag: 'nothing' })
     expect(response.result.resultType).toBe('complete')
     expect(response.result.isError).toBe(true)
     expect(response.result.content[0].text).toContain('No note carries the tag "nothing"')
@@ -246,7 +230,7 @@ describe('delete_notes_by_tag', () => {
 
   it('without the elicitation capability answers -32021 and deletes nothing', async () => {
     await seedTrip()
-    const response = await h.tool(TOOL, { tag: 'trip' }, { capabilities: {} })
+    const response = await h().tool(TOOL, { tag: 'trip' }, { capabilities: {} })
     expect(response.status).toBe(400)
     expect(response.error).toMatchObject({ code: -32021 })
     expect(await storedIds()).toHaveLength(4)

@@ -4,24 +4,18 @@
  * `summarize_notes` with and without sampling, and the url-mode `share_note` flow end to end with the
  * approval page (approve, refuse, still pending, expired, replayed final round, another principal).
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { SHARE_REQUEST_TTL_MS } from '../../src/notes/limits.ts'
 import { ShareNotApprovedError } from '../../src/notes/store.ts'
 import {
   createNotesHarness,
-  type NotesHarness,
   type RpcResponse,
+  useNotesHarness,
+  expectInputRequired,
+  accept,
 } from '../support/notes-harness.ts'
 
-let h: NotesHarness
-
-beforeEach(async () => {
-  h = await createNotesHarness()
-})
-
-afterEach(async () => {
-  await h.close()
-})
+const h = useNotesHarness()
 
 function textOf(response: RpcResponse): string {
   expect(response.status).toBe(200)
@@ -29,19 +23,10 @@ function textOf(response: RpcResponse): string {
   return response.result.content[0].text
 }
 
-function expectInputRequired(response: RpcResponse, keys: string[]) {
-  expect(response.status).toBe(200)
-  expect(response.result.resultType).toBe('input_required')
-  expect(Object.keys(response.result.inputRequests)).toEqual(keys)
-  expect(typeof response.result.requestState).toBe('string')
-}
-
-const accept = (content: Record<string, unknown>) => ({ action: 'accept', content })
-
 describe('delete_note', () => {
   async function askToDelete(title = 'Old plan') {
-    const id = await h.seed({ title, body: 'to be removed' })
-    const first = await h.tool('delete_note', { id })
+    const id = await h().seed({ title, body: 'to be removed' })
+    const first = await h().tool('delete_note', { id })
     expectInputRequired(first, ['confirm'])
     return { id, first }
   }
@@ -68,24 +53,24 @@ describe('delete_note', () => {
     ['accept without the box checked', accept({ confirm: false }), 'Kept the note.'],
   ])('keeps the note on %s', async (_case, answer, expected) => {
     const { id, first } = await askToDelete()
-    const second = await h.retry(first, 'delete_note', { id }, { confirm: answer })
+    const second = await h().retry(first, 'delete_note', { id }, { confirm: answer })
     expect(textOf(second)).toBe(expected)
     expect(second.result.isError).toBeUndefined()
-    expect(await h.store.get('local', id)).toBeDefined()
+    expect(await h().store.get('local', id)).toBeDefined()
   })
 
   it('deletes the note once confirmed and publishes the change', async () => {
     const { id, first } = await askToDelete('Old plan')
-    h.events.length = 0
-    const second = await h.retry(
+    h().events.length = 0
+    const second = await h().retry(
       first,
       'delete_note',
       { id },
       { confirm: accept({ confirm: true }) }
     )
     expect(textOf(second)).toBe('Deleted the note "Old plan".')
-    expect(await h.store.get('local', id)).toBeUndefined()
-    expect(h.events).toEqual([
+    expect(await h().store.get('local', id)).toBeUndefined()
+    expect(h().events).toEqual([
       { kind: 'resources_list_changed', principal: 'local' },
       { kind: 'resource_updated', uri: `note://${id}`, principal: 'local' },
     ])
@@ -93,20 +78,20 @@ describe('delete_note', () => {
 
   it('a duplicated final round answers the same success and deletes nothing more', async () => {
     const { id, first } = await askToDelete('Old plan')
-    const survivor = await h.seed({ title: 'Keep me' })
+    const survivor = await h().seed({ title: 'Keep me' })
     const answers = { confirm: accept({ confirm: true }) }
-    const once = await h.retry(first, 'delete_note', { id }, answers)
-    const again = await h.retry(first, 'delete_note', { id }, answers)
+    const once = await h().retry(first, 'delete_note', { id }, answers)
+    const again = await h().retry(first, 'delete_note', { id }, answers)
     expect(textOf(once)).toBe('Deleted the note "Old plan".')
     expect(textOf(again)).toBe('Deleted the note "Old plan".')
     expect(again.result.isError).toBeUndefined()
-    expect(await h.store.get('local', survivor)).toMatchObject({ title: 'Keep me' })
-    expect((await h.store.list('local', 0, 10)).items.map((n) => n.id)).toEqual([survivor])
-    expect(h.events.filter((e) => e.kind === 'resource_updated')).toHaveLength(1)
+    expect(await h().store.get('local', survivor)).toMatchObject({ title: 'Keep me' })
+    expect((await h().store.list('local', 0, 10)).items.map((n) => n.id)).toEqual([survivor])
+    expect(h().events.filter((e) => e.kind === 'resource_updated')).toHaveLength(1)
   })
 
   it('answers a missing note with isError without asking anything', async () => {
-    const response = await h.tool('delete_note', { id: 'n_AAAAAAAAAAAAAAAA' })
+    const response = await h().tool('delete_note', { id: 'n_AAAAAAAAAAAAAAAA' })
     expect(response.result.resultType).toBe('complete')
     expect(response.result.isError).toBe(true)
     expect(response.result.content[0].text).toContain('No note with id n_AAAAAAAAAAAAAAAA')
@@ -114,8 +99,8 @@ describe('delete_note', () => {
 
   it('reports a note deleted by someone else between the rounds', async () => {
     const { id, first } = await askToDelete()
-    await h.store.delete('local', id, 'another-flow')
-    const second = await h.retry(
+    await h().store.delete('local', id, 'another-flow')
+    const second = await h().retry(
       first,
       'delete_note',
       { id },
@@ -132,21 +117,21 @@ describe('delete_note', () => {
     ['a malformed answer', { confirm: { action: 'maybe' } }],
   ])('asks again, deleting nothing, on %s', async (_case, inputResponses) => {
     const { id, first } = await askToDelete()
-    const second = await h.retry(first, 'delete_note', { id }, inputResponses)
+    const second = await h().retry(first, 'delete_note', { id }, inputResponses)
     expectInputRequired(second, ['confirm'])
     expect(second.result.inputRequests).toEqual(first.result.inputRequests)
-    expect(await h.store.get('local', id)).toBeDefined()
+    expect(await h().store.get('local', id)).toBeDefined()
   })
 
   it('without the elicitation capability answers HTTP 400 with -32021 and the capability needed', async () => {
-    const id = await h.seed({ title: 'Old plan' })
-    const response = await h.tool('delete_note', { id }, { capabilities: {} })
+    const id = await h().seed({ title: 'Old plan' })
+    const response = await h().tool('delete_note', { id }, { capabilities: {} })
     expect(response.status).toBe(400)
     expect(response.error).toMatchObject({
       code: -32021,
       data: { requiredCapabilities: { elicitation: {} } },
     })
-    expect(await h.store.get('local', id)).toBeDefined()
+    expect(await h().store.get('local', id)).toBeDefined()
   })
 })
 
@@ -154,7 +139,7 @@ describe('create_note_from_template', () => {
   const details = { title: 'Weekly sync' }
 
   it('asks every field in one form round, with the priority default and the suggested tags', async () => {
-    const first = await h.tool('create_note_from_template', { template: 'meeting' })
+    const first = await h().tool('create_note_from_template', { template: 'meeting' })
     expectInputRequired(first, ['details'])
     const { params } = first.result.inputRequests.details
     expect(params.mode).toBe('form')
@@ -204,24 +189,24 @@ describe('create_note_from_template', () => {
   })
 
   it('creates the note from the answers, with the template tag and the defaults applied', async () => {
-    const first = await h.tool('create_note_from_template', { template: 'meeting' })
-    const second = await h.retry(
+    const first = await h().tool('create_note_from_template', { template: 'meeting' })
+    const second = await h().retry(
       first,
       'create_note_from_template',
       { template: 'meeting' },
       { details: accept(details) }
     )
     const { note } = second.result.structuredContent
-    const today = new Date(h.clock.now).toISOString().slice(0, 10)
+    const today = new Date(h().clock.now).toISOString().slice(0, 10)
     expect(note).toMatchObject({ title: 'Weekly sync', tags: ['meeting'], version: 1 })
     expect(note.body).toMatch(new RegExp(`^Date: ${today} · Priority: normal\\n\\n## Attendees`))
-    expect(await h.store.get('local', note.id)).toBeDefined()
-    expect(h.events).toEqual([{ kind: 'resources_list_changed', principal: 'local' }])
+    expect(await h().store.get('local', note.id)).toBeDefined()
+    expect(h().events).toEqual([{ kind: 'resources_list_changed', principal: 'local' }])
   })
 
   it('uses the chosen date, tags and priority', async () => {
-    const first = await h.tool('create_note_from_template', { template: 'todo' })
-    const second = await h.retry(
+    const first = await h().tool('create_note_from_template', { template: 'todo' })
+    const second = await h().retry(
       first,
       'create_note_from_template',
       { template: 'todo' },
@@ -249,8 +234,8 @@ describe('create_note_from_template', () => {
     ['a title of spaces only', { details: accept({ title: '   ' }) }],
     ['a title with a line break', { details: accept({ title: 'one\ntwo' }) }],
   ])('asks the same form again, creating nothing, on %s', async (_case, inputResponses) => {
-    const first = await h.tool('create_note_from_template', { template: 'journal' })
-    const second = await h.retry(
+    const first = await h().tool('create_note_from_template', { template: 'journal' })
+    const second = await h().retry(
       first,
       'create_note_from_template',
       { template: 'journal' },
@@ -258,26 +243,26 @@ describe('create_note_from_template', () => {
     )
     expectInputRequired(second, ['details'])
     expect(second.result.inputRequests).toEqual(first.result.inputRequests)
-    expect((await h.store.list('local', 0, 10)).items).toEqual([])
+    expect((await h().store.list('local', 0, 10)).items).toEqual([])
   })
 
   it.each([
     ['decline', 'No note created: the form was declined.'],
     ['cancel', 'No note created: the form was dismissed; call the tool again when ready.'],
   ])('creates nothing on %s, with its own message', async (action, expected) => {
-    const first = await h.tool('create_note_from_template', { template: 'meeting' })
-    const second = await h.retry(
+    const first = await h().tool('create_note_from_template', { template: 'meeting' })
+    const second = await h().retry(
       first,
       'create_note_from_template',
       { template: 'meeting' },
       { details: { action } }
     )
     expect(textOf(second)).toBe(expected)
-    expect((await h.store.list('local', 0, 10)).items).toEqual([])
+    expect((await h().store.list('local', 0, 10)).items).toEqual([])
   })
 
   it('refuses an unknown template without asking', async () => {
-    const response = await h.tool('create_note_from_template', { template: 'recipe' })
+    const response = await h().tool('create_note_from_template', { template: 'recipe' })
     expect(response.result.isError).toBe(true)
     expect(response.result.content[0].text).toContain('template')
   })
@@ -285,17 +270,17 @@ describe('create_note_from_template', () => {
 
 describe('summarize_notes', () => {
   async function seedNotes() {
-    await h.seed({
+    await h().seed({
       title: 'Trip',
       body: '## Plan\nVisit Lisbon in May. Book flights.',
       tags: ['travel'],
     })
-    await h.seed({ title: 'Budget', body: 'Spend less on coffee! Track it weekly.' })
+    await h().seed({ title: 'Budget', body: 'Spend less on coffee! Track it weekly.' })
   }
 
   it('falls back to an extractive summary when the client offers no sampling', async () => {
     await seedNotes()
-    const response = await h.tool('summarize_notes', {}, { capabilities: { elicitation: {} } })
+    const response = await h().tool('summarize_notes', {}, { capabilities: { elicitation: {} } })
     expect(response.result.resultType).toBe('complete')
     const { structuredContent, content } = response.result
     expect(structuredContent.method).toBe('extractive')
@@ -310,7 +295,7 @@ describe('summarize_notes', () => {
 
   it("asks the host's model through sampling, then returns its text", async () => {
     await seedNotes()
-    const first = await h.tool('summarize_notes', { tags: ['travel'] })
+    const first = await h().tool('summarize_notes', { tags: ['travel'] })
     expectInputRequired(first, ['summary'])
     const request = first.result.inputRequests.summary
     expect(request.method).toBe('sampling/createMessage')
@@ -319,7 +304,7 @@ describe('summarize_notes', () => {
     expect(request.params.messages[0].content.text).not.toContain('coffee')
     expect(request.params).not.toHaveProperty('tools')
 
-    const second = await h.retry(
+    const second = await h().retry(
       first,
       'summarize_notes',
       { tags: ['travel'] },
@@ -344,8 +329,8 @@ describe('summarize_notes', () => {
 
   it('falls back to the extractive summary when the model returns no text', async () => {
     await seedNotes()
-    const first = await h.tool('summarize_notes', {})
-    const second = await h.retry(
+    const first = await h().tool('summarize_notes', {})
+    const second = await h().retry(
       first,
       'summarize_notes',
       {},
@@ -364,20 +349,20 @@ describe('summarize_notes', () => {
   })
 
   it('answers isError when no note matches, without sampling', async () => {
-    const response = await h.tool('summarize_notes', { query: 'nothing' })
+    const response = await h().tool('summarize_notes', { query: 'nothing' })
     expect(response.result.resultType).toBe('complete')
     expect(response.result.isError).toBe(true)
   })
 
   it('refuses more than the maximum number of notes', async () => {
-    const response = await h.tool('summarize_notes', { maxNotes: 21 })
+    const response = await h().tool('summarize_notes', { maxNotes: 21 })
     expect(response.result.isError).toBe(true)
     expect(response.result.content[0].text).toContain('maxNotes')
   })
 })
 
 describe('share_note', () => {
-  async function startShare(harness = h, title = 'Recipe <b>&</b>', as?: string) {
+  async function startShare(harness = h(), title = 'Recipe <b>&</b>', as?: string) {
     const id = await harness.seed(
       { title, body: '1. Mix <script>alert(1)</script>' },
       as && harness.principalOf(as)
@@ -406,24 +391,24 @@ describe('share_note', () => {
 
   it('publishes a read-only link once the page approved, and a duplicated final round gives the same link', async () => {
     const { id, first, url, shareId } = await startShare()
-    const page = await h.openSharePage(url)
+    const page = await h().openSharePage(url)
     expect(page.status).toBe(200)
-    expect((await h.submitDecision(url, 'approve', page)).status).toBe(200)
+    expect((await h().submitDecision(url, 'approve', page)).status).toBe(200)
 
-    const second = await h.retry(first, 'share_note', { id }, accepted)
+    const second = await h().retry(first, 'share_note', { id }, accepted)
     const text = textOf(second)
     const link = /read-only at (\S+)$/.exec(text)?.[1] as string
     expect(link).toMatch(/^http:\/\/127\.0\.0\.1:8787\/shared\/[A-Za-z0-9_-]{43}$/)
     expect(text).toBe(`Shared "Recipe <b>&</b>" read-only at ${link}`)
     expect(second.result.content[1]).toMatchObject({ type: 'resource_link', uri: link })
 
-    const again = await h.retry(first, 'share_note', { id }, accepted)
+    const again = await h().retry(first, 'share_note', { id }, accepted)
     expect(textOf(again)).toBe(text)
-    expect((await h.store.getShareRequest(shareId))?.linkId).toBe(
+    expect((await h().store.getShareRequest(shareId))?.linkId).toBe(
       new URL(link).pathname.split('/')[2]
     )
 
-    const shared = await h.openSharePage(link)
+    const shared = await h().openSharePage(link)
     expect(shared.status).toBe(200)
     expect(shared.html).toContain('1. Mix &lt;script&gt;alert(1)&lt;/script&gt;')
     expect(shared.html).not.toContain('<script>')
@@ -432,53 +417,53 @@ describe('share_note', () => {
 
   it('says so when the page refused, and publishes nothing', async () => {
     const { id, first, url, shareId } = await startShare()
-    const page = await h.openSharePage(url)
-    await h.submitDecision(url, 'refuse', page)
-    const second = await h.retry(first, 'share_note', { id }, accepted)
+    const page = await h().openSharePage(url)
+    await h().submitDecision(url, 'refuse', page)
+    const second = await h().retry(first, 'share_note', { id }, accepted)
     expect(textOf(second)).toBe(
       'Sharing "Recipe <b>&</b>" was refused on the approval page; nothing was shared.'
     )
-    expect((await h.store.getShareRequest(shareId))?.linkId).toBeUndefined()
+    expect((await h().store.getShareRequest(shareId))?.linkId).toBeUndefined()
   })
 
   it('asks again while the request is still pending after the client says the page was opened', async () => {
     const { id, first, url } = await startShare()
-    const second = await h.retry(first, 'share_note', { id }, accepted)
+    const second = await h().retry(first, 'share_note', { id }, accepted)
     expectInputRequired(second, ['approve'])
     expect(second.result.inputRequests).toEqual(first.result.inputRequests)
     // A third round still works: the flow keeps its share request across re-asks.
-    const page = await h.openSharePage(url)
-    await h.submitDecision(url, 'approve', page)
-    const third = await h.retry(second, 'share_note', { id }, accepted)
+    const page = await h().openSharePage(url)
+    await h().submitDecision(url, 'approve', page)
+    const third = await h().retry(second, 'share_note', { id }, accepted)
     expect(textOf(third)).toMatch(/^Shared "Recipe <b>&<\/b>" read-only at /)
   })
 
   it.each(['decline', 'cancel'])('shares nothing on %s', async (action) => {
     const { id, first, shareId } = await startShare()
-    const second = await h.retry(first, 'share_note', { id }, { approve: { action } })
+    const second = await h().retry(first, 'share_note', { id }, { approve: { action } })
     expect(textOf(second)).toBe('Not shared.')
-    expect((await h.store.getShareRequest(shareId))?.status).toBe('pending')
+    expect((await h().store.getShareRequest(shareId))?.status).toBe('pending')
   })
 
   it('tells to start again once the approval page expired', async () => {
     const { id, first, url } = await startShare()
-    h.clock.advance(SHARE_REQUEST_TTL_MS)
-    expect((await h.openSharePage(url)).status).toBe(410)
-    const second = await h.retry(first, 'share_note', { id }, accepted)
+    h().clock.advance(SHARE_REQUEST_TTL_MS)
+    expect((await h().openSharePage(url)).status).toBe(410)
+    const second = await h().retry(first, 'share_note', { id }, accepted)
     expect(second.result.isError).toBe(true)
     expect(second.result.content[0].text).toContain('Call share_note again')
   })
 
   it('without url elicitation answers isError and asks nothing', async () => {
-    const id = await h.seed({ title: 'T' })
-    const response = await h.tool('share_note', { id }, { capabilities: { elicitation: {} } })
+    const id = await h().seed({ title: 'T' })
+    const response = await h().tool('share_note', { id }, { capabilities: { elicitation: {} } })
     expect(response.result.resultType).toBe('complete')
     expect(response.result.isError).toBe(true)
     expect(response.result.content[0].text).toContain('elicitation.url')
   })
 
   it('answers a missing note with isError without creating a share request', async () => {
-    const response = await h.tool('share_note', { id: 'n_AAAAAAAAAAAAAAAA' })
+    const response = await h().tool('share_note', { id: 'n_AAAAAAAAAAAAAAAA' })
     expect(response.result.isError).toBe(true)
     expect(response.result.content[0].text).toContain('No note with id')
   })

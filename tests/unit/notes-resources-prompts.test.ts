@@ -4,28 +4,20 @@
  * with `data.uri`, prompts that embed notes as resources and reject bad arguments with -32602, and
  * completions of note ids and tags capped at 100.
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { DIGEST_DAYS, MAX_DIGEST_CHARS, MAX_FOCUS_CHARS } from '../../src/notes/limits.ts'
-import { createNotesHarness, type NotesHarness } from '../support/notes-harness.ts'
+import { createNotesHarness, useNotesHarness } from '../support/notes-harness.ts'
 
-let h: NotesHarness
-
-beforeEach(async () => {
-  h = await createNotesHarness()
-})
-
-afterEach(async () => {
-  await h.close()
-})
+const h = useNotesHarness()
 
 const DAY_MS = 86_400_000
 
 describe('resources', () => {
   it('lists the help page first, then the caller’s notes newest first with name, type and size', async () => {
-    const older = await h.seed({ title: 'Older' })
-    h.clock.advance(1000)
-    const newer = await h.seed({ title: 'Newer', body: 'ünïcode body' })
-    const response = await h.rpc('resources/list')
+    const older = await h().seed({ title: 'Older' })
+    h().clock.advance(1000)
+    const newer = await h().seed({ title: 'Newer', body: 'ünïcode body' })
+    const response = await h().rpc('resources/list')
     expect(response.result).toMatchObject({ ttlMs: 0, cacheScope: 'private' })
     const { resources } = response.result
     expect(resources.map((r: { uri: string }) => r.uri)).toEqual([
@@ -33,22 +25,22 @@ describe('resources', () => {
       `note://${newer}`,
       `note://${older}`,
     ])
-    const read = await h.rpc('resources/read', { uri: `note://${newer}` })
+    const read = await h().rpc('resources/read', { uri: `note://${newer}` })
     expect(resources[1]).toEqual({
       uri: `note://${newer}`,
       name: 'Newer',
       mimeType: 'text/markdown',
       size: new TextEncoder().encode(read.result.contents[0].text).length,
-      annotations: { lastModified: new Date(h.clock.now).toISOString() },
+      annotations: { lastModified: new Date(h().clock.now).toISOString() },
     })
   })
 
   it('pages resources/list with a cursor, each note once', async () => {
-    for (let i = 0; i < 60; i++) await h.seed({ title: `Note ${i}` })
-    const first = await h.rpc('resources/list')
+    for (let i = 0; i < 60; i++) await h().seed({ title: `Note ${i}` })
+    const first = await h().rpc('resources/list')
     expect(first.result.resources).toHaveLength(50)
     expect(typeof first.result.nextCursor).toBe('string')
-    const second = await h.rpc('resources/list', { cursor: first.result.nextCursor })
+    const second = await h().rpc('resources/list', { cursor: first.result.nextCursor })
     expect(second.result.nextCursor).toBeUndefined()
     const uris = [...first.result.resources, ...second.result.resources].map((r) => r.uri)
     expect(uris).toHaveLength(61)
@@ -56,7 +48,7 @@ describe('resources', () => {
   })
 
   it('publishes the note template', async () => {
-    const response = await h.rpc('resources/templates/list')
+    const response = await h().rpc('resources/templates/list')
     expect(response.result.resourceTemplates).toEqual([
       {
         uriTemplate: 'note://{id}',
@@ -69,8 +61,8 @@ describe('resources', () => {
   })
 
   it('reads a note as markdown with its title, tags, metadata and body', async () => {
-    const id = await h.seed({ title: 'Trip', body: 'Pack *light*.', tags: ['travel', 'summer'] })
-    const response = await h.rpc('resources/read', { uri: `note://${id}` })
+    const id = await h().seed({ title: 'Trip', body: 'Pack *light*.', tags: ['travel', 'summer'] })
+    const response = await h().rpc('resources/read', { uri: `note://${id}` })
     expect(response.result).toMatchObject({
       resultType: 'complete',
       ttlMs: 0,
@@ -86,7 +78,7 @@ describe('resources', () => {
   })
 
   it('reads the help page', async () => {
-    const response = await h.rpc('resources/read', { uri: 'notes://help' })
+    const response = await h().rpc('resources/read', { uri: 'notes://help' })
     expect(response.result.contents[0]).toMatchObject({
       uri: 'notes://help',
       mimeType: 'text/markdown',
@@ -100,7 +92,7 @@ describe('resources', () => {
     ['a non-ASCII id (sent Base64-encoded in Mcp-Name)', 'note://nöte'],
     ['an unknown scheme', 'other://n_AAAAAAAAAAAAAAAA'],
   ])('answers %s with -32602 and data.uri', async (_case, uri) => {
-    const response = await h.rpc('resources/read', { uri })
+    const response = await h().rpc('resources/read', { uri })
     expect(response.status).toBe(200)
     expect(response.error).toMatchObject({ code: -32602, data: { uri } })
   })
@@ -134,8 +126,8 @@ describe('resources', () => {
 
 describe('completions', () => {
   it('completes note ids of the template by prefix', async () => {
-    const id = await h.seed({ title: 'One' })
-    const response = await h.rpc('completion/complete', {
+    const id = await h().seed({ title: 'One' })
+    const response = await h().rpc('completion/complete', {
       ref: { type: 'ref/resource', uri: 'note://{id}' },
       argument: { name: 'id', value: id.slice(0, 6) },
     })
@@ -143,8 +135,8 @@ describe('completions', () => {
   })
 
   it('caps completions at 100 and says more exist', async () => {
-    for (let i = 0; i < 105; i++) await h.seed({ title: `N${i}` })
-    const response = await h.rpc('completion/complete', {
+    for (let i = 0; i < 105; i++) await h().seed({ title: `N${i}` })
+    const response = await h().rpc('completion/complete', {
       ref: { type: 'ref/prompt', name: 'review_note' },
       argument: { name: 'id', value: 'n_' },
     })
@@ -153,8 +145,8 @@ describe('completions', () => {
   })
 
   it('completes tags of weekly_digest case-insensitively', async () => {
-    await h.seed({ title: 'A', tags: ['work', 'workshop', 'home'] })
-    const response = await h.rpc('completion/complete', {
+    await h().seed({ title: 'A', tags: ['work', 'workshop', 'home'] })
+    const response = await h().rpc('completion/complete', {
       ref: { type: 'ref/prompt', name: 'weekly_digest' },
       argument: { name: 'tag', value: 'WOR' },
     })
@@ -168,7 +160,7 @@ describe('completions', () => {
 
 describe('prompts', () => {
   it('lists review_note and weekly_digest with their arguments', async () => {
-    const response = await h.rpc('prompts/list')
+    const response = await h().rpc('prompts/list')
     expect(response.result.prompts.map((p: { name: string }) => p.name)).toEqual([
       'review_note',
       'weekly_digest',
@@ -180,8 +172,8 @@ describe('prompts', () => {
   })
 
   it('review_note embeds the note as a resource, then the instruction with the focus', async () => {
-    const id = await h.seed({ title: 'Essay', body: 'Draft text.' })
-    const response = await h.rpc('prompts/get', {
+    const id = await h().seed({ title: 'Essay', body: 'Draft text.' })
+    const response = await h().rpc('prompts/get', {
       name: 'review_note',
       arguments: { id, focus: 'clarity' },
     })
@@ -213,20 +205,20 @@ describe('prompts', () => {
       /argument focus must be at most/,
     ],
   ])('review_note answers %s with -32602', async (_case, args, message) => {
-    const response = await h.rpc('prompts/get', { name: 'review_note', arguments: args })
+    const response = await h().rpc('prompts/get', { name: 'review_note', arguments: args })
     expect(response.error.code).toBe(-32602)
     expect(response.error.message).toMatch(message)
   })
 
   it('weekly_digest embeds the recent notes with the tag and leaves out older or other ones', async () => {
-    await h.store.create(
+    await h().store.create(
       'local',
       { title: 'Old work', body: '', tags: ['work'] },
-      h.clock.now - (DIGEST_DAYS + 1) * DAY_MS
+      h().clock.now - (DIGEST_DAYS + 1) * DAY_MS
     )
-    await h.seed({ title: 'Home', tags: ['home'] })
-    const recent = await h.seed({ title: 'Sprint', body: 'Ship it.', tags: ['work'] })
-    const response = await h.rpc('prompts/get', {
+    await h().seed({ title: 'Home', tags: ['home'] })
+    const recent = await h().seed({ title: 'Sprint', body: 'Ship it.', tags: ['work'] })
+    const response = await h().rpc('prompts/get', {
       name: 'weekly_digest',
       arguments: { tag: 'Work' },
     })
@@ -237,10 +229,10 @@ describe('prompts', () => {
   })
 
   it('weekly_digest links the notes that do not fit its size budget instead of embedding them', async () => {
-    const big = await h.seed({ title: 'Big', body: 'x'.repeat(MAX_DIGEST_CHARS) })
-    h.clock.advance(1000)
-    const small = await h.seed({ title: 'Small', body: 'short' })
-    const response = await h.rpc('prompts/get', { name: 'weekly_digest', arguments: {} })
+    const big = await h().seed({ title: 'Big', body: 'x'.repeat(MAX_DIGEST_CHARS) })
+    h().clock.advance(1000)
+    const small = await h().seed({ title: 'Small', body: 'short' })
+    const response = await h().rpc('prompts/get', { name: 'weekly_digest', arguments: {} })
     const [first, second, instruction] = response.result.messages
     expect(first.content).toMatchObject({ type: 'resource', resource: { uri: `note://${small}` } })
     expect(second.content).toEqual({
@@ -253,7 +245,7 @@ describe('prompts', () => {
   })
 
   it('weekly_digest says when there is nothing to digest', async () => {
-    const response = await h.rpc('prompts/get', { name: 'weekly_digest', arguments: {} })
+    const response = await h().rpc('prompts/get', { name: 'weekly_digest', arguments: {} })
     expect(response.result.messages).toEqual([
       {
         role: 'user',
@@ -266,7 +258,7 @@ describe('prompts', () => {
   })
 
   it('weekly_digest refuses a malformed tag with -32602', async () => {
-    const response = await h.rpc('prompts/get', {
+    const response = await h().rpc('prompts/get', {
       name: 'weekly_digest',
       arguments: { tag: 'two words' },
     })

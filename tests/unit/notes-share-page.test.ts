@@ -4,41 +4,28 @@
  * no-store headers and escapes what it interpolates; and that a decision needs the page's CSRF token
  * and a same-origin browser, is single-use, and leaves nothing decided when refused with 403.
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { SHARE_REQUEST_TTL_MS } from '../../src/notes/limits.ts'
 import { randomToken } from '../../src/notes/tokens.ts'
-import {
-  createNotesHarness,
-  ORIGIN,
-  type NotesHarness,
-  type SharePage,
-} from '../support/notes-harness.ts'
+import { ORIGIN, type SharePage, useNotesHarness } from '../support/notes-harness.ts'
 
-let h: NotesHarness
-
-beforeEach(async () => {
-  h = await createNotesHarness()
-})
-
-afterEach(async () => {
-  await h.close()
-})
+const h = useNotesHarness()
 
 /** A pending share request of a fresh note; returns its page URL and id. */
 async function pendingShare(title = 'Holiday <script>alert("x")</script> & co') {
-  const noteId = await h.seed({ title, body: 'Body' })
+  const noteId = await h().seed({ title, body: 'Body' })
   const id = randomToken()
-  await h.store.createShareRequest({
+  await h().store.createShareRequest({
     id,
     principal: 'local',
     noteId,
-    expiresAt: h.clock.now + SHARE_REQUEST_TTL_MS,
+    expiresAt: h().clock.now + SHARE_REQUEST_TTL_MS,
   })
   return { id, url: `${ORIGIN}/share/${id}` }
 }
 
 async function statusOf(id: string) {
-  return (await h.store.getShareRequest(id))?.status
+  return (await h().store.getShareRequest(id))?.status
 }
 
 function expectPageHeaders(page: SharePage) {
@@ -54,7 +41,7 @@ function expectPageHeaders(page: SharePage) {
 describe('GET /share/:id', () => {
   it('shows the escaped note title, Approve and Refuse, and a CSRF token matching its cookie', async () => {
     const { id, url } = await pendingShare()
-    const page = await h.openSharePage(url)
+    const page = await h().openSharePage(url)
     expect(page.status).toBe(200)
     expectPageHeaders(page)
     expect(page.html).toContain(
@@ -74,8 +61,8 @@ describe('GET /share/:id', () => {
 
   it('gives every visit its own token', async () => {
     const { url } = await pendingShare()
-    const first = await h.openSharePage(url)
-    const second = await h.openSharePage(url)
+    const first = await h().openSharePage(url)
+    const second = await h().openSharePage(url)
     expect(first.token).not.toBe(second.token)
   })
 
@@ -83,7 +70,7 @@ describe('GET /share/:id', () => {
     ['an unknown id', () => `${ORIGIN}/share/${randomToken()}`],
     ['a malformed id', () => `${ORIGIN}/share/not-a-share-id`],
   ])('answers %s with a 404 page and no token', async (_case, url) => {
-    const page = await h.openSharePage(url())
+    const page = await h().openSharePage(url())
     expect(page.status).toBe(404)
     expectPageHeaders(page)
     expect(page.html).toContain('Not found')
@@ -93,15 +80,15 @@ describe('GET /share/:id', () => {
 
   it('answers a request whose note was deleted with 404', async () => {
     const { url } = await pendingShare()
-    const [note] = (await h.store.list('local', 0, 1)).items
-    await h.store.delete('local', note!.id, 'delete-key')
-    expect((await h.openSharePage(url)).status).toBe(404)
+    const [note] = (await h().store.list('local', 0, 1)).items
+    await h().store.delete('local', note!.id, 'delete-key')
+    expect((await h().openSharePage(url)).status).toBe(404)
   })
 
   it('answers an expired request with 410', async () => {
     const { url } = await pendingShare()
-    h.clock.advance(SHARE_REQUEST_TTL_MS)
-    const page = await h.openSharePage(url)
+    h().clock.advance(SHARE_REQUEST_TTL_MS)
+    const page = await h().openSharePage(url)
     expect(page.status).toBe(410)
     expect(page.html).toContain('Expired')
     expect(page.token).toBeUndefined()
@@ -109,8 +96,8 @@ describe('GET /share/:id', () => {
 
   it('answers a decided request with 409', async () => {
     const { id, url } = await pendingShare()
-    await h.store.decideShareRequest(id, 'refused', h.clock.now)
-    const page = await h.openSharePage(url)
+    await h().store.decideShareRequest(id, 'refused', h().clock.now)
+    const page = await h().openSharePage(url)
     expect(page.status).toBe(409)
     expect(page.html).toContain('Already decided')
   })
@@ -122,8 +109,8 @@ describe('POST /share/:id', () => {
     ['refuse', 'refused', 'Refused'],
   ])('records %s with the token of its page', async (decision, status, heading) => {
     const { id, url } = await pendingShare()
-    const page = await h.openSharePage(url)
-    const answer = await h.submitDecision(url, decision, {
+    const page = await h().openSharePage(url)
+    const answer = await h().submitDecision(url, decision, {
       ...page,
       secFetchSite: 'same-origin',
     })
@@ -152,8 +139,8 @@ describe('POST /share/:id', () => {
     ['Sec-Fetch-Site: same-site', (page: SharePage) => ({ ...page, secFetchSite: 'same-site' })],
   ])('refuses %s with 403 and decides nothing', async (_case, options) => {
     const { id, url } = await pendingShare()
-    const page = await h.openSharePage(url)
-    const answer = await h.submitDecision(url, 'approve', options(page))
+    const page = await h().openSharePage(url)
+    const answer = await h().submitDecision(url, 'approve', options(page))
     expect(answer.status).toBe(403)
     expectPageHeaders(answer)
     expect(await statusOf(id)).toBe('pending')
@@ -161,17 +148,17 @@ describe('POST /share/:id', () => {
 
   it('accepts a form post without Origin or Sec-Fetch-Site when the token matches', async () => {
     const { id, url } = await pendingShare()
-    const page = await h.openSharePage(url)
-    const answer = await h.submitDecision(url, 'approve', { ...page, origin: '' })
+    const page = await h().openSharePage(url)
+    const answer = await h().submitDecision(url, 'approve', { ...page, origin: '' })
     expect(answer.status).toBe(200)
     expect(await statusOf(id)).toBe('approved')
   })
 
   it('refuses a second decision: the first one stands', async () => {
     const { id, url } = await pendingShare()
-    const page = await h.openSharePage(url)
-    expect((await h.submitDecision(url, 'refuse', page)).status).toBe(200)
-    const second = await h.submitDecision(url, 'approve', page)
+    const page = await h().openSharePage(url)
+    expect((await h().submitDecision(url, 'refuse', page)).status).toBe(200)
+    const second = await h().submitDecision(url, 'approve', page)
     expect(second.status).toBe(409)
     expect(second.html).toContain('Already decided')
     expect(await statusOf(id)).toBe('refused')
@@ -179,30 +166,30 @@ describe('POST /share/:id', () => {
 
   it('refuses a decision after the request expired', async () => {
     const { id, url } = await pendingShare()
-    const page = await h.openSharePage(url)
-    h.clock.advance(SHARE_REQUEST_TTL_MS)
-    const answer = await h.submitDecision(url, 'approve', page)
+    const page = await h().openSharePage(url)
+    h().clock.advance(SHARE_REQUEST_TTL_MS)
+    const answer = await h().submitDecision(url, 'approve', page)
     expect(answer.status).toBe(410)
     expect(await statusOf(id)).toBe('pending')
   })
 
   it('answers an unknown decision with 400 and decides nothing', async () => {
     const { id, url } = await pendingShare()
-    const page = await h.openSharePage(url)
-    expect((await h.submitDecision(url, 'maybe', page)).status).toBe(400)
+    const page = await h().openSharePage(url)
+    expect((await h().submitDecision(url, 'maybe', page)).status).toBe(400)
     expect(await statusOf(id)).toBe('pending')
   })
 
   it('answers an unknown share id with 404', async () => {
     const { url } = await pendingShare()
-    const page = await h.openSharePage(url)
-    const answer = await h.submitDecision(`${ORIGIN}/share/${randomToken()}`, 'approve', page)
+    const page = await h().openSharePage(url)
+    const answer = await h().submitDecision(`${ORIGIN}/share/${randomToken()}`, 'approve', page)
     expect(answer.status).toBe(404)
   })
 
   it('refuses an oversized form with 413', async () => {
     const { id, url } = await pendingShare()
-    const response = await h.app.request(url, {
+    const response = await h().app.request(url, {
       method: 'POST',
       headers: { host: '127.0.0.1', 'content-type': 'application/x-www-form-urlencoded' },
       body: `decision=approve&pad=${'x'.repeat(4096)}`,
@@ -214,22 +201,22 @@ describe('POST /share/:id', () => {
 
 describe('GET /shared/:linkId', () => {
   it('serves the published note read-only, escaped, with the page headers', async () => {
-    const noteId = await h.seed({
+    const noteId = await h().seed({
       title: 'Plan <i>',
       body: '<img src=x onerror=alert(1)>',
       tags: ['trip'],
     })
     const id = randomToken()
     const linkId = randomToken()
-    await h.store.createShareRequest({
+    await h().store.createShareRequest({
       id,
       principal: 'local',
       noteId,
-      expiresAt: h.clock.now + 1000,
+      expiresAt: h().clock.now + 1000,
     })
-    await h.store.decideShareRequest(id, 'approved', h.clock.now)
-    await h.store.publishShare('local', id, linkId, 'publish-key')
-    const page = await h.openSharePage(`${ORIGIN}/shared/${linkId}`)
+    await h().store.decideShareRequest(id, 'approved', h().clock.now)
+    await h().store.publishShare('local', id, linkId, 'publish-key')
+    const page = await h().openSharePage(`${ORIGIN}/shared/${linkId}`)
     expect(page.status).toBe(200)
     expectPageHeaders(page)
     expect(page.html).toContain('Plan &lt;i&gt;')
@@ -243,14 +230,14 @@ describe('GET /shared/:linkId', () => {
     ['an unknown link', () => randomToken()],
     ['a malformed link', () => 'nope'],
   ])('answers %s with 404', async (_case, linkId) => {
-    const page = await h.openSharePage(`${ORIGIN}/shared/${linkId()}`)
+    const page = await h().openSharePage(`${ORIGIN}/shared/${linkId()}`)
     expect(page.status).toBe(404)
     expectPageHeaders(page)
   })
 
   it('does not serve an approved share that was never published', async () => {
     const { id } = await pendingShare()
-    await h.store.decideShareRequest(id, 'approved', h.clock.now)
-    expect((await h.openSharePage(`${ORIGIN}/shared/${id}`)).status).toBe(404)
+    await h().store.decideShareRequest(id, 'approved', h().clock.now)
+    expect((await h().openSharePage(`${ORIGIN}/shared/${id}`)).status).toBe(404)
   })
 })

@@ -3,7 +3,7 @@
  * `isError` result with a message naming the field, optimistic concurrency, search paging with an
  * opaque cursor, and `notes-db` logging / progress sent only when the request asked for them.
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import {
   MAX_BODY_CHARS,
   MAX_QUERY_CHARS,
@@ -12,21 +12,9 @@ import {
   MAX_TAGS,
   MAX_TITLE_CHARS,
 } from '../../src/notes/limits.ts'
-import {
-  createNotesHarness,
-  type NotesHarness,
-  type RpcResponse,
-} from '../support/notes-harness.ts'
+import { createNotesHarness, type RpcResponse, useNotesHarness } from '../support/notes-harness.ts'
 
-let h: NotesHarness
-
-beforeEach(async () => {
-  h = await createNotesHarness()
-})
-
-afterEach(async () => {
-  await h.close()
-})
+const h = useNotesHarness()
 
 function errorText(response: RpcResponse): string {
   expect(response.status).toBe(200)
@@ -35,14 +23,14 @@ function errorText(response: RpcResponse): string {
 }
 
 async function createNote(args: Record<string, unknown>) {
-  const response = await h.tool('create_note', args)
+  const response = await h().tool('create_note', args)
   expect(response.result.isError).toBeUndefined()
   return response.result.structuredContent.note
 }
 
 describe('create_note', () => {
   it('creates a note with a trimmed title and lower-cased tags, returned structured with a link', async () => {
-    const response = await h.tool('create_note', {
+    const response = await h().tool('create_note', {
       title: '  Groceries  ',
       body: 'Milk, eggs.',
       tags: [' Home ', 'ERRANDS', 'home'],
@@ -64,12 +52,12 @@ describe('create_note', () => {
       name: 'Groceries',
       mimeType: 'text/markdown',
     })
-    expect(await h.store.get('local', note.id)).toMatchObject({ title: 'Groceries' })
+    expect(await h().store.get('local', note.id)).toMatchObject({ title: 'Groceries' })
   })
 
   it('publishes a resource list change scoped to the caller', async () => {
     await createNote({ title: 'One' })
-    expect(h.events).toEqual([{ kind: 'resources_list_changed', principal: 'local' }])
+    expect(h().events).toEqual([{ kind: 'resources_list_changed', principal: 'local' }])
   })
 
   it('accepts a title of exactly the maximum length and an empty body by default', async () => {
@@ -107,22 +95,22 @@ describe('create_note', () => {
     ['an unknown argument', { title: 't', colour: 'red' }, /Unrecognized key: "colour"/],
     ['a missing title', {}, /title/],
   ])('refuses %s with an isError result naming the field', async (_case, args, message) => {
-    const text = errorText(await h.tool('create_note', args))
+    const text = errorText(await h().tool('create_note', args))
     expect(text).toMatch(/^Invalid arguments for tool create_note: /)
     expect(text).toMatch(message)
-    expect(h.events).toEqual([])
+    expect(h().events).toEqual([])
   })
 })
 
 describe('get_note', () => {
   it('returns the note', async () => {
     const note = await createNote({ title: 'Read me', body: 'Text' })
-    const response = await h.tool('get_note', { id: note.id })
+    const response = await h().tool('get_note', { id: note.id })
     expect(response.result.structuredContent).toEqual({ note })
   })
 
   it('answers an unknown id with isError, not a protocol error', async () => {
-    expect(errorText(await h.tool('get_note', { id: 'n_AAAAAAAAAAAAAAAA' }))).toBe(
+    expect(errorText(await h().tool('get_note', { id: 'n_AAAAAAAAAAAAAAAA' }))).toBe(
       'No note with id n_AAAAAAAAAAAAAAAA. Find ids with search_notes.'
     )
   })
@@ -130,7 +118,7 @@ describe('get_note', () => {
   it.each(['', 'abc', 'n_short', 'n_AAAAAAAAAAAAAAAA/', "n_AAAAAAAAAAAAAA'"])(
     'refuses the malformed id %j',
     async (id) => {
-      expect(errorText(await h.tool('get_note', { id }))).toMatch(/id: must be a note id/)
+      expect(errorText(await h().tool('get_note', { id }))).toMatch(/id: must be a note id/)
     }
   )
 })
@@ -138,8 +126,8 @@ describe('get_note', () => {
 describe('update_note', () => {
   it('applies a patch at the expected version and bumps the version', async () => {
     const note = await createNote({ title: 'Draft', body: 'v1', tags: ['a'] })
-    h.events.length = 0
-    const response = await h.tool('update_note', {
+    h().events.length = 0
+    const response = await h().tool('update_note', {
       id: note.id,
       expectedVersion: 1,
       body: 'v2',
@@ -151,40 +139,43 @@ describe('update_note', () => {
       tags: ['b'],
       version: 2,
     })
-    expect(h.events).toEqual([
+    expect(h().events).toEqual([
       { kind: 'resource_updated', uri: `note://${note.id}`, principal: 'local' },
     ])
   })
 
   it('refuses a stale version, names the current one and says to re-read; nothing changes', async () => {
     const note = await createNote({ title: 'Shared', body: 'original' })
-    await h.tool('update_note', { id: note.id, expectedVersion: 1, body: 'first writer' })
+    await h().tool('update_note', { id: note.id, expectedVersion: 1, body: 'first writer' })
     const text = errorText(
-      await h.tool('update_note', { id: note.id, expectedVersion: 1, body: 'second writer' })
+      await h().tool('update_note', { id: note.id, expectedVersion: 1, body: 'second writer' })
     )
     expect(text).toContain('Version conflict')
     expect(text).toContain('version 2')
     expect(text).toContain('re-read it with get_note')
-    expect(await h.store.get('local', note.id)).toMatchObject({ body: 'first writer', version: 2 })
+    expect(await h().store.get('local', note.id)).toMatchObject({
+      body: 'first writer',
+      version: 2,
+    })
   })
 
   it('answers an unknown note with isError', async () => {
     const text = errorText(
-      await h.tool('update_note', { id: 'n_AAAAAAAAAAAAAAAA', expectedVersion: 1, title: 'x' })
+      await h().tool('update_note', { id: 'n_AAAAAAAAAAAAAAAA', expectedVersion: 1, title: 'x' })
     )
     expect(text).toContain('No note with id n_AAAAAAAAAAAAAAAA')
   })
 
   it('refuses a call that changes nothing', async () => {
     const note = await createNote({ title: 'Same' })
-    const text = errorText(await h.tool('update_note', { id: note.id, expectedVersion: 1 }))
+    const text = errorText(await h().tool('update_note', { id: note.id, expectedVersion: 1 }))
     expect(text).toContain('give at least one of title, body or tags to change')
   })
 
   it.each([0, -1, 1.5, '1'])('refuses the expectedVersion %j', async (expectedVersion) => {
     const note = await createNote({ title: 'Same' })
     const text = errorText(
-      await h.tool('update_note', { id: note.id, expectedVersion, title: 'New' })
+      await h().tool('update_note', { id: note.id, expectedVersion, title: 'New' })
     )
     expect(text).toContain('expectedVersion')
   })
@@ -192,7 +183,7 @@ describe('update_note', () => {
   it('applies the same title limits as create_note', async () => {
     const note = await createNote({ title: 'Same' })
     const text = errorText(
-      await h.tool('update_note', {
+      await h().tool('update_note', {
         id: note.id,
         expectedVersion: 1,
         title: 'x'.repeat(MAX_TITLE_CHARS + 1),
@@ -206,7 +197,7 @@ describe('search_notes', () => {
   it('finds notes by words of title and body, with excerpts and no bodies', async () => {
     const apple = await createNote({ title: 'Apple pie', body: 'Bake at 180 degrees.' })
     await createNote({ title: 'Pear', body: 'Poach gently.' })
-    const response = await h.tool('search_notes', { query: 'bake' })
+    const response = await h().tool('search_notes', { query: 'bake' })
     expect(response.result.structuredContent).toEqual({
       notes: [
         {
@@ -225,7 +216,7 @@ describe('search_notes', () => {
   it('filters by every given tag', async () => {
     await createNote({ title: 'A', tags: ['work', 'urgent'] })
     await createNote({ title: 'B', tags: ['work'] })
-    const response = await h.tool('search_notes', { query: '', tags: ['WORK', 'urgent'] })
+    const response = await h().tool('search_notes', { query: '', tags: ['WORK', 'urgent'] })
     expect(response.result.structuredContent.notes.map((n: { title: string }) => n.title)).toEqual([
       'A',
     ])
@@ -237,7 +228,7 @@ describe('search_notes', () => {
     let cursor: string | undefined
     let pages = 0
     do {
-      const response = await h.tool('search_notes', {
+      const response = await h().tool('search_notes', {
         query: 'common',
         limit: 2,
         ...(cursor !== undefined && { cursor }),
@@ -254,7 +245,7 @@ describe('search_notes', () => {
   it.each(['not-a-cursor', '', 'eyJsIjoicmVzb3VyY2VzIiwibyI6MH0'])(
     'answers the invalid cursor %j with isError',
     async (cursor) => {
-      expect(errorText(await h.tool('search_notes', { query: '', cursor }))).toMatch(
+      expect(errorText(await h().tool('search_notes', { query: '', cursor }))).toMatch(
         /^Invalid cursor/
       )
     }
@@ -270,19 +261,19 @@ describe('search_notes', () => {
     ],
     ['a missing query', {}, /query/],
   ])('refuses %s', async (_case, args, message) => {
-    expect(errorText(await h.tool('search_notes', args))).toMatch(message)
+    expect(errorText(await h().tool('search_notes', args))).toMatch(message)
   })
 
   it('answers plain JSON with no notification when the request asked for neither logs nor progress', async () => {
     await createNote({ title: 'Quiet' })
-    const response = await h.tool('search_notes', { query: 'quiet' })
+    const response = await h().tool('search_notes', { query: 'quiet' })
     expect(response.headers.get('content-type')).toMatch(/^application\/json/)
     expect(response.notifications).toEqual([])
   })
 
   it('sends notes-db log messages at and above the requested level, without query text', async () => {
     await createNote({ title: 'Secretword plans' })
-    const debug = await h.tool('search_notes', { query: 'secretword' }, { logLevel: 'debug' })
+    const debug = await h().tool('search_notes', { query: 'secretword' }, { logLevel: 'debug' })
     expect(debug.headers.get('content-type')).toMatch(/^text\/event-stream/)
     const messages = debug.notifications.filter((n) => n.method === 'notifications/message')
     expect(messages.map((m) => [m.params.level, m.params.logger])).toEqual([
@@ -294,16 +285,16 @@ describe('search_notes', () => {
     expect(debug.notifications.some((n) => n.method === 'notifications/progress')).toBe(false)
     expect(debug.result.structuredContent.notes).toHaveLength(1)
 
-    const info = await h.tool('search_notes', { query: 'secretword' }, { logLevel: 'info' })
+    const info = await h().tool('search_notes', { query: 'secretword' }, { logLevel: 'info' })
     expect(info.notifications.map((n) => n.params.level)).toEqual(['info'])
 
-    const error = await h.tool('search_notes', { query: 'secretword' }, { logLevel: 'error' })
+    const error = await h().tool('search_notes', { query: 'secretword' }, { logLevel: 'error' })
     expect(error.notifications).toEqual([])
   })
 
   it('reports increasing progress only with a progress token, then the result on the same stream', async () => {
     await createNote({ title: 'Progress' })
-    const response = await h.tool('search_notes', { query: '' }, { progressToken: 'tok-1' })
+    const response = await h().tool('search_notes', { query: '' }, { progressToken: 'tok-1' })
     expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/)
     const progress = response.notifications.map((n) => n.params)
     expect(response.notifications.every((n) => n.method === 'notifications/progress')).toBe(true)
@@ -317,7 +308,7 @@ describe('list_tags', () => {
   it('lists every tag with its number of notes, by name', async () => {
     await createNote({ title: 'A', tags: ['work', 'urgent'] })
     await createNote({ title: 'B', tags: ['work'] })
-    const response = await h.tool('list_tags')
+    const response = await h().tool('list_tags')
     expect(response.result.structuredContent).toEqual({
       tags: [
         { tag: 'urgent', count: 1 },
@@ -327,7 +318,7 @@ describe('list_tags', () => {
   })
 
   it('refuses arguments it does not define', async () => {
-    expect(errorText(await h.tool('list_tags', { tag: 'x' }))).toContain('Unrecognized key')
+    expect(errorText(await h().tool('list_tags', { tag: 'x' }))).toContain('Unrecognized key')
   })
 })
 
