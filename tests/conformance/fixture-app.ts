@@ -10,11 +10,12 @@ import type { Hono } from 'hono'
 import { z } from 'zod'
 import type { Config } from '../../src/config.ts'
 import { createHttpApp } from '../../src/http/app.ts'
-import { definitions, text, toolError } from '../../src/mcp/definitions.ts'
-import type { EventBus } from '../../src/mcp/events.ts'
+import { definitions, text, toolError, type ReplayContext } from '../../src/mcp/definitions.ts'
+import type { EventBus, ServerEvent } from '../../src/mcp/events.ts'
 import { createMcpHandler } from '../../src/mcp/handler.ts'
 import type { StateSealer } from '../../src/mcp/sealed-state.ts'
 import { createMcpServer } from '../../src/mcp/server.ts'
+import type { CreateMessageParams } from '../../src/mcp/wire.ts'
 
 interface FixtureApp {
   bus: EventBus
@@ -37,6 +38,39 @@ const sleep = (ms: number, signal: AbortSignal) =>
     const timer = setTimeout(resolve, ms)
     signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true })
   })
+
+type FixtureContext = ReplayContext<FixtureApp>
+
+const askName = (ctx: FixtureContext, key = 'user_name') =>
+  ctx.elicit(key, { message: 'What is your name?', schema: nameForm })
+
+/** Asks the name and greets: the body of both plain elicitation tools. */
+async function greetByName(_args: unknown, ctx: FixtureContext) {
+  const answer = await askName(ctx)
+  return text(
+    answer.action === 'accept'
+      ? `Hello, ${answer.content.name}!`
+      : `No name given (${answer.action}).`
+  )
+}
+
+const SAY_HELLO: CreateMessageParams = {
+  messages: [{ role: 'user', content: { type: 'text', text: 'Say hello.' } }],
+  maxTokens: 50,
+}
+
+/** A tool that publishes one list change to open listen streams. */
+function trigger(name: string, event: ServerEvent, notification: string) {
+  return tool({
+    name,
+    description: `Publishes ${notification} to open listen streams.`,
+    input: noArgs,
+    async run(_args, ctx) {
+      await ctx.app.bus.publish(event)
+      return text(`Published ${notification}.`)
+    },
+  })
+}
 
 function answerText(content: unknown): string {
   const block = content as { type?: string; text?: string } | undefined
@@ -134,10 +168,7 @@ const tools = [
     description: 'Needs the sampling capability.',
     input: noArgs,
     async run(_args, ctx) {
-      const answer = await ctx.sample('llm_answer', {
-        messages: [{ role: 'user', content: { type: 'text', text: 'Say hello.' } }],
-        maxTokens: 50,
-      })
+      const answer = await ctx.sample('llm_answer', SAY_HELLO)
       return text(`LLM response: ${answerText(answer.content)}`)
     },
   }),
@@ -145,51 +176,15 @@ const tools = [
     name: 'test_streaming_elicitation',
     description: 'Asks for a name through a form (never as a server-to-client request).',
     input: noArgs,
-    async run(_args, ctx) {
-      const answer = await ctx.elicit('user_name', {
-        message: 'What is your name?',
-        schema: nameForm,
-      })
-      return text(
-        answer.action === 'accept'
-          ? `Hello, ${answer.content.name}!`
-          : `No name given (${answer.action}).`
-      )
-    },
+    run: greetByName,
   }),
-  tool({
-    name: 'test_trigger_tool_change',
-    description: 'Publishes notifications/tools/list_changed to open listen streams.',
-    input: noArgs,
-    async run(_args, ctx) {
-      await ctx.app.bus.publish({ kind: 'tools_list_changed' })
-      return text('Published tools/list_changed.')
-    },
-  }),
-  tool({
-    name: 'test_trigger_prompt_change',
-    description: 'Publishes notifications/prompts/list_changed to open listen streams.',
-    input: noArgs,
-    async run(_args, ctx) {
-      await ctx.app.bus.publish({ kind: 'prompts_list_changed' })
-      return text('Published prompts/list_changed.')
-    },
-  }),
+  trigger('test_trigger_tool_change', { kind: 'tools_list_changed' }, 'tools/list_changed'),
+  trigger('test_trigger_prompt_change', { kind: 'prompts_list_changed' }, 'prompts/list_changed'),
   tool({
     name: 'test_input_required_result_elicitation',
     description: 'Asks for the user name (multi round-trip).',
     input: noArgs,
-    async run(_args, ctx) {
-      const answer = await ctx.elicit('user_name', {
-        message: 'What is your name?',
-        schema: nameForm,
-      })
-      return text(
-        answer.action === 'accept'
-          ? `Hello, ${answer.content.name}!`
-          : `No name given (${answer.action}).`
-      )
-    },
+    run: greetByName,
   }),
   tool({
     name: 'test_input_required_result_sampling',
@@ -236,7 +231,7 @@ const tools = [
     input: noArgs,
     async run(_args, ctx) {
       const [name, greeting, roots] = await Promise.all([
-        ctx.elicit('user_name', { message: 'What is your name?', schema: nameForm }),
+        askName(ctx),
         ctx.sample('greeting', {
           messages: [{ role: 'user', content: { type: 'text', text: 'Write a short greeting.' } }],
           maxTokens: 50,
@@ -252,7 +247,7 @@ const tools = [
     description: 'Asks two questions in two successive rounds.',
     input: noArgs,
     async run(_args, ctx) {
-      const name = await ctx.elicit('step1', { message: 'What is your name?', schema: nameForm })
+      const name = await askName(ctx, 'step1')
       const color = await ctx.elicit('step2', {
         message: 'What is your favourite colour?',
         schema: colorForm,
@@ -280,17 +275,10 @@ const tools = [
     input: noArgs,
     async run(_args, ctx) {
       if (ctx.can('elicitation.form')) {
-        const answer = await ctx.elicit('user_name', {
-          message: 'What is your name?',
-          schema: nameForm,
-        })
-        return text(`Asked by form: ${answer.action}`)
+        return text(`Asked by form: ${(await askName(ctx)).action}`)
       }
       if (ctx.can('sampling')) {
-        const answer = await ctx.sample('llm_answer', {
-          messages: [{ role: 'user', content: { type: 'text', text: 'Say hello.' } }],
-          maxTokens: 50,
-        })
+        const answer = await ctx.sample('llm_answer', SAY_HELLO)
         return text(`Asked the model: ${answerText(answer.content)}`)
       }
       if (ctx.can('roots')) return text(`Roots: ${(await ctx.roots('client_roots')).length}`)
