@@ -526,6 +526,19 @@ describe('HTTP layer', () => {
     }
   )
 
+  it('keeps refusing foreign Hosts after remembering many allowed ones', async () => {
+    const ports = Array.from({ length: 100 }, (_, index) => 4000 + index)
+    for (const port of ports) {
+      await expectResult(await post('server/discover', { headers: { host: `localhost:${port}` } }))
+    }
+    const foreign = await post('server/discover', { headers: { host: 'evil.example.com:4000' } })
+    await expectError(foreign, { status: 403, code: INVALID_REQUEST, id: 1 })
+    const foreignOrigin = await post('server/discover', {
+      headers: { host: 'localhost:4000', origin: 'http://evil.example.com' },
+    })
+    await expectError(foreignOrigin, { status: 403, code: INVALID_REQUEST, id: 1 })
+  })
+
   it('accepts an Origin on an allowed host', async () => {
     const response = await post('server/discover', { headers: { origin: 'http://localhost:5173' } })
     expect(await expectResult(response)).toHaveProperty('capabilities')
