@@ -17,6 +17,10 @@
  * no login on these pages, so whoever holds the URL decides (the client shows it to the person who
  * asked). Every interpolated string is HTML-escaped (`hono/html`), and every response forbids framing,
  * scripts, cross-site referrers and caching. Runtime-neutral: Web Crypto and Hono only.
+ *
+ * `routes/` holds the notes app's own pages only (the generic MCP, health and well-known routes are
+ * the engine's, in `src/http/`). They use `src/`; the app's composition root `src/app.ts` mounts them
+ * and is the one module under `src/` that imports `routes/`.
  */
 import { Hono, type Context, type MiddlewareHandler } from 'hono'
 import { bodyLimit } from 'hono/body-limit'

@@ -11,7 +11,7 @@ import { spawn } from 'node:child_process'
 import { rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-import { freePort } from '../tests/support/server-process.ts'
+import { freePort } from './support/local-resources.ts'
 
 const REQUIREMENTS = '2026-07-28'
 const root = join(import.meta.dirname, '..')

@@ -22,7 +22,6 @@
 import { mkdir, rm, writeFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { formatKeyRing, generateKey } from '../src/mcp/key-ring.ts'
-import { freePort, tempDataDir } from '../tests/support/server-process.ts'
 import { Metrics } from './loadtest/metrics.ts'
 import { findNginx, nginxConfig } from './loadtest/nginx-config.ts'
 import { parseOptions, USAGE, UsageError, type LoadtestOptions } from './loadtest/options.ts'
@@ -31,6 +30,7 @@ import { buildSummary, formatTable, type FaultReport } from './loadtest/report.t
 import { prepareStore, type SharedStore } from './loadtest/store.ts'
 import { runVirtualUsers, type FlowRecord } from './loadtest/users.ts'
 import { verifyStore } from './loadtest/verify.ts'
+import { freePort, tempDataDir } from './support/local-resources.ts'
 
 /** After the duration, how long flows in flight may take before the watchdog aborts them. */
 const GRACE_MS = 45_000

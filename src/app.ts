@@ -2,8 +2,10 @@
  * @module app
  * `createApp(config, deps)` builds the notes server's Hono app for either runtime: the notes MCP
  * server compiled once, the engine handler bound to the store, sealer and event bus, the shared HTTP
- * face (`http/app.ts`), and the share-approval pages behind the url-mode elicitation. The runtime entry
- * (`node.ts`, `worker.ts`) chooses the store and the key ring; nothing here imports `node:*`.
+ * face (`http/app.ts`), and the share-approval pages behind the url-mode elicitation. This is the notes
+ * app's composition root: the one module under `src/` that imports `routes/` (the app's own pages);
+ * the engine, HTTP, notes and storage modules never do. The runtime entry (`node.ts`, `worker.ts`)
+ * chooses the store and the key ring; nothing here imports `node:*`.
  */
 import type { Hono } from 'hono'
 import { shareRoute } from '../routes/share.ts'

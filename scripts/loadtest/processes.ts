@@ -7,7 +7,7 @@
  * resort for `process.on('exit')`. Only processes started here are ever signalled, by their own
  * pid.
  *
- * Free ports and the store's data directory come from `tests/support/server-process.ts`; readiness
+ * Free ports and the store's data directory come from `scripts/support/local-resources.ts`; readiness
  * of a replica is its "listening on" line, of nginx a TCP connect to its port.
  */
 import { spawn, type ChildProcess } from 'node:child_process'

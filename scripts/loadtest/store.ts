@@ -1,8 +1,8 @@
 /**
  * @module scripts/loadtest/store
  * The one store every replica of a run shares, fresh per run: a scratch PostgreSQL database (on the
- * server of `DATABASE_URL` (which must answer), else the one `tests/support/postgres.ts` finds:
- * `TEST_DATABASE_URL` or 127.0.0.1:5432), or an SQLite file in a temporary DATA_DIR. Without
+ * server of `DATABASE_URL` (which must answer), else of `TEST_DATABASE_URL` or 127.0.0.1:5432 when
+ * one answers, see `scripts/support/postgres.ts`), or an SQLite file in a temporary DATA_DIR. Without
  * `--store`, PostgreSQL is used when a server answers, SQLite otherwise. Hands out the replicas'
  * environment, opens the same store in this process for the final check, and removes it afterwards.
  */
@@ -11,8 +11,12 @@ import { join } from 'node:path'
 import type { NotesStore } from '../../src/notes/store.ts'
 import { PostgresNotesStore } from '../../src/storage/postgres.ts'
 import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
-import { createScratchDatabase, testDatabaseUrl } from '../../tests/support/postgres.ts'
-import { tempDataDir } from '../../tests/support/server-process.ts'
+import { tempDataDir } from '../support/local-resources.ts'
+import {
+  createScratchDatabase,
+  findPostgresServer,
+  LOCAL_POSTGRES_CANDIDATES,
+} from '../support/postgres.ts'
 import type { StoreKind } from './options.ts'
 
 export interface SharedStore {
@@ -29,10 +33,12 @@ export interface SharedStore {
 
 /**
  * The PostgreSQL server to use: `DATABASE_URL` when set (it must answer: the run stops otherwise),
- * else the tests' discovery.
+ * else `TEST_DATABASE_URL` or a local server, when it answers.
  */
 async function postgresServer(): Promise<string | undefined> {
-  return process.env.DATABASE_URL || (await testDatabaseUrl())
+  const { DATABASE_URL, TEST_DATABASE_URL } = process.env
+  if (DATABASE_URL) return DATABASE_URL
+  return findPostgresServer(TEST_DATABASE_URL ? [TEST_DATABASE_URL] : LOCAL_POSTGRES_CANDIDATES)
 }
 
 function withoutPassword(url: string): string {

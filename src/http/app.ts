@@ -2,17 +2,18 @@
  * @module http/app
  * `createHttpApp` assembles the HTTP face shared by every server built on the engine (the notes server
  * and the conformance fixture): Origin/Host guard → 405/413/415 → bearer auth → the engine, plus the
- * health and protected-resource-metadata routes, and an `X-Replica` header naming the replica that
- * answered. Application-specific routes are mounted by the caller.
+ * health and protected-resource-metadata routes (`mcp-route`, `health-route`, `well-known-route`), and
+ * an `X-Replica` header naming the replica that answered. An application's own pages (`routes/`) are
+ * mounted by its composition root (`src/app.ts`); nothing under `src/http/` imports `routes/`.
  */
 import { Hono } from 'hono'
 import { bearerAuth } from '../auth/bearer.ts'
 import type { Config } from '../config.ts'
 import type { McpHandler } from '../mcp/handler.ts'
-import { healthRoute } from '../../routes/health.ts'
-import { mcpRoute } from '../../routes/mcp.ts'
-import { wellKnownRoute } from '../../routes/well-known.ts'
+import { healthRoute } from './health-route.ts'
+import { mcpRoute } from './mcp-route.ts'
 import { originGuard } from './origin-guard.ts'
+import { wellKnownRoute } from './well-known-route.ts'
 
 export interface HttpAppOptions {
   config: Config

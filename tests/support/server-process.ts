@@ -1,13 +1,16 @@
 /**
+ * @module tests/support/server-process
  * Starts real server processes for end-to-end tests: `src/node.ts` (the notes server) or the
  * conformance fixture, on 127.0.0.1 and a free port, with the environment a test gives (data
  * directory, key ring, replica id). Resolves once the process prints its URL; `stop()` ends it.
+ * The tests' one import for local resources too: `freePort` and `tempDataDir` are the scripts'
+ * (`scripts/support/local-resources.ts`), re-exported so tests never reach into `scripts/` for them.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdtemp } from 'node:fs/promises'
-import { createServer } from 'node:net'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { freePort } from '../../scripts/support/local-resources.ts'
+
+export { freePort, tempDataDir } from '../../scripts/support/local-resources.ts'
 
 const root = join(import.meta.dirname, '../..')
 
@@ -18,21 +21,6 @@ export interface ServerProcess {
   /** Everything the process wrote to stdout and stderr so far. */
   output(): string
   stop(): Promise<void>
-}
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer()
-    probe.once('error', reject)
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number }
-      probe.close(() => resolve(port))
-    })
-  })
-}
-
-export function tempDataDir(prefix = 'notes-mcp-'): Promise<string> {
-  return mkdtemp(join(tmpdir(), prefix))
 }
 
 export async function startServer(

@@ -1,5 +1,5 @@
 /**
- * @module routes/health
+ * @module http/health-route
  * `GET /healthz` for load balancers and orchestrators: answers 200 while the process serves. Reveals
  * nothing about keys, configuration or data.
  */

@@ -1,11 +1,11 @@
 /**
- * @module routes/well-known
+ * @module http/well-known-route
  * OAuth 2.0 Protected Resource Metadata (RFC 9728) for the MCP endpoint, at both well-known paths the
  * spec allows (root and `/mcp`-suffixed). Served only when bearer auth is configured; without auth
  * there is no authorization server to name, and these paths answer 404.
  */
 import { Hono } from 'hono'
-import type { AuthConfig } from '../src/config.ts'
+import type { AuthConfig } from '../config.ts'
 
 export interface WellKnownOptions {
   auth: AuthConfig | undefined

@@ -1,15 +1,15 @@
 /**
- * @module routes/mcp
+ * @module http/mcp-route
  * The MCP endpoint: `POST /mcp` hands one message to the engine; `GET`/`DELETE` (and any other method)
  * answer 405 with `Allow: POST` (no sessions, no standalone stream in 2026-07-28). Before the engine, in
  * the order of design §3: body size (413), authentication (401/403), Content-Type (415), strict UTF-8
  * (-32700). The Origin/Host guard is applied by `createHttpApp` in front of this route.
  */
 import { Hono, type MiddlewareHandler } from 'hono'
-import { limitBody } from '../src/http/body-limit.ts'
-import { jsonRpcError, peekRequestId } from '../src/http/errors.ts'
-import { ErrorCode } from '../src/mcp/errors.ts'
-import type { McpHandler } from '../src/mcp/handler.ts'
+import { ErrorCode } from '../mcp/errors.ts'
+import type { McpHandler } from '../mcp/handler.ts'
+import { limitBody } from './body-limit.ts'
+import { jsonRpcError, peekRequestId } from './errors.ts'
 
 export interface McpRouteOptions {
   handler: McpHandler
