@@ -453,9 +453,13 @@ describe('StateSealer.open rejects wrong inputs', () => {
 
   it('rejects a state at or after its expiry', async () => {
     const s = await sealer([OLD])
-    const { token } = await s.seal(BINDING, JOURNAL)
+    const { token, nonce } = await s.seal(BINDING, JOURNAL)
     clock = T0 + 599_999
-    await expect(s.open(token, BINDING)).resolves.toBeDefined()
+    await expect(s.open(token, BINDING)).resolves.toEqual({
+      journal: JOURNAL,
+      nonce,
+      issuedAt: T0 / 1000,
+    })
     clock = T0 + 600_000
     await expectReason(s.open(token, BINDING), 'expired')
     clock = T0 + 86_400_000
@@ -469,7 +473,11 @@ describe('StateSealer.open rejects wrong inputs', () => {
     clock = T0
     await expectReason(s.open(ahead.token, BINDING), 'issued_in_future')
     clock = T0 + 1_000
-    await expect(s.open(ahead.token, BINDING)).resolves.toBeDefined()
+    await expect(s.open(ahead.token, BINDING)).resolves.toEqual({
+      journal: JOURNAL,
+      nonce: ahead.nonce,
+      issuedAt: (T0 + 61_000) / 1000,
+    })
     const strict = await sealer([OLD], { clockSkewSeconds: 0 })
     await expectReason(strict.open(ahead.token, BINDING), 'issued_in_future')
   })
@@ -523,16 +531,21 @@ describe('StateSealer.open rejects wrong inputs', () => {
 
   it('accepts the same arguments with keys in another order (canonical JSON)', async () => {
     const s = await sealer([OLD])
-    const { token } = await s.seal(BINDING, JOURNAL)
+    const { token, nonce } = await s.seal(BINDING, JOURNAL)
     const reordered = { options: { tags: ['a', 'b'], force: true }, id: 'note-1', gone: undefined }
-    await expect(s.open(token, { ...BINDING, args: reordered })).resolves.toBeDefined()
+    await expect(s.open(token, { ...BINDING, args: reordered })).resolves.toEqual({
+      journal: JOURNAL,
+      nonce,
+      issuedAt: T0 / 1000,
+    })
   })
 
   it('treats absent and null arguments as {}', async () => {
     const s = await sealer([OLD])
-    const { token } = await s.seal({ ...BINDING, args: undefined }, JOURNAL)
-    await expect(s.open(token, { ...BINDING, args: null })).resolves.toBeDefined()
-    await expect(s.open(token, { ...BINDING, args: {} })).resolves.toBeDefined()
+    const { token, nonce } = await s.seal({ ...BINDING, args: undefined }, JOURNAL)
+    const opened = { journal: JOURNAL, nonce, issuedAt: T0 / 1000 }
+    await expect(s.open(token, { ...BINDING, args: null })).resolves.toEqual(opened)
+    await expect(s.open(token, { ...BINDING, args: {} })).resolves.toEqual(opened)
   })
 
   it('answers a malformed binding closed, never with another error type', async () => {
@@ -577,7 +590,9 @@ describe('StateSealer size cap', () => {
     const { token } = await (await sealer([OLD])).seal(BINDING, journal)
     const size = await payloadBytes(token, OLD)
     const atCap = await sealer([OLD], { maxPayloadBytes: size })
-    await expect(atCap.seal(BINDING, journal)).resolves.toBeDefined()
+    const sealedAtCap = await atCap.seal(BINDING, journal)
+    expect(await payloadBytes(sealedAtCap.token, OLD)).toBe(size)
+    expect((await atCap.open(sealedAtCap.token, BINDING)).journal).toEqual(journal)
     const underCap = await sealer([OLD], { maxPayloadBytes: size - 1 })
     await expect(underCap.seal(BINDING, journal)).rejects.toThrow(StateTooLargeError)
     // 4100 two-byte characters: under 8192 chars, over 8192 bytes.
@@ -623,7 +638,7 @@ describe('StateSealer key rotation', () => {
       JSON.parse(new TextDecoder().decode(base64url.decode(newToken.split('.')[0]!))).kid
     ).toBe('new')
     expect((await after.open(newToken, BINDING)).journal).toEqual(JOURNAL)
-    await expect(during.open(newToken, BINDING)).resolves.toBeDefined()
+    expect((await during.open(newToken, BINDING)).journal).toEqual(JOURNAL)
 
     await expectReason(after.open(oldToken, BINDING), 'unknown_kid')
     await expectReason(before.open(newToken, BINDING), 'unknown_kid')
@@ -632,7 +647,7 @@ describe('StateSealer key rotation', () => {
   it('tags the principal with the key of the token’s own kid', async () => {
     const { token } = await (await sealer([OLD])).seal(BINDING, JOURNAL)
     const rotated = await sealer([NEW, OLD])
-    await expect(rotated.open(token, BINDING)).resolves.toBeDefined()
+    expect((await rotated.open(token, BINDING)).journal).toEqual(JOURNAL)
     await expectReason(
       rotated.open(token, { ...BINDING, principal: 'someone-else' }),
       'principal_mismatch'
