@@ -1,0 +1,43 @@
+/**
+ * @module mcp/legacy/classify
+ * Which protocol era one POSTed JSON value belongs to: the single place that decides. The body decides,
+ * headers only break the tie for what the body cannot say:
+ * - a request whose `params._meta` claims a protocol version is 2026-07-28 (modern);
+ * - `initialize`, a request without a claim and a posted JSON-RPC response are 2025-era;
+ * - a request or notification without a claim but sent with a modern `MCP-Protocol-Version` header is
+ *   modern, so the modern envelope answers it exactly as before (a request then gets its -32602
+ *   "params._meta is required"; a notification its 202);
+ * - a batch is modern if any element is (the modern envelope then refuses the batch), else 2025-era;
+ * - anything that is not a JSON-RPC message at all is modern, so it gets the modern envelope's error.
+ * GET and DELETE are 2025-era by definition and never reach this function.
+ */
+import {
+  HEADER_PROTOCOL_VERSION,
+  META_PROTOCOL_VERSION,
+  SUPPORTED_PROTOCOL_VERSIONS,
+} from '../protocol.ts'
+
+export type Era = 'modern' | 'legacy'
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
+export function classifyMessage(message: unknown, headers: Headers): Era {
+  if (Array.isArray(message)) {
+    return message.length > 0 &&
+      message.every((item) => classifyMessage(item, headers) === 'legacy')
+      ? 'legacy'
+      : 'modern'
+  }
+  if (!isRecord(message)) return 'modern'
+  if (typeof message.method !== 'string') {
+    // A reply to a server→client request: only 2025 sessions have that channel.
+    return 'id' in message && ('result' in message || 'error' in message) ? 'legacy' : 'modern'
+  }
+  const meta = isRecord(message.params) ? message.params._meta : undefined
+  if (isRecord(meta) && META_PROTOCOL_VERSION in meta) return 'modern'
+  if (message.method === 'initialize') return 'legacy'
+  const header = headers.get(HEADER_PROTOCOL_VERSION)?.trim()
+  return header !== undefined && SUPPORTED_PROTOCOL_VERSIONS.includes(header) ? 'modern' : 'legacy'
+}

@@ -1,0 +1,595 @@
+/**
+ * @module mcp/legacy/handler
+ * The 2025-era face of the engine (revisions 2025-11-25, 2025-06-18, 2025-03-26) on the same endpoint
+ * and the same handlers as 2026-07-28. `classify.ts` decides which era a message belongs to; this
+ * module serves the 2025 ones:
+ * - `initialize` negotiates a 2025 revision (echoes a supported one, else offers the newest; never
+ *   2026-07-28) and answers with a sealed `Mcp-Session-Id` (`session.ts`);
+ * - every later request needs that id (400 without, 404 when unknown, tampered, expired, another
+ *   principal's or ended) and a `MCP-Protocol-Version` that is absent or the negotiated one (400);
+ * - `ping`, `logging/setLevel` and `resources/(un)subscribe` change or read only the store;
+ * - everything else goes through the engine's `dispatch` with the session's version and capabilities,
+ *   so tools, resources, prompts and completions are the modern path's, and interactive flows are
+ *   served by server→client requests on the POST's SSE stream (`input-shim.ts`); results carry no
+ *   2026-only stamps (`resultType`, `_meta` serverInfo, cache hints);
+ * - a posted JSON-RPC response is an answer to one of those requests: it is stored in its slot for the
+ *   replica holding the flow (`rendezvous.ts`) and answered 202; notifications are 202 too, and
+ *   `notifications/cancelled` reaches the replica running the request through the bus;
+ * - GET opens the session's notification stream (list changes, updates of subscribed resources, from
+ *   changes made through any replica); DELETE ends the session for every replica.
+ * Batches are refused (-32600) in every revision: send one message per POST.
+ *
+ * JSON-RPC errors about a request's content answer HTTP 200, as 2025 clients expect; only transport
+ * failures (parse, shape, session, headers) use 4xx.
+ */
+import { canonicalJson } from '../canonical-json.ts'
+import {
+  dispatch,
+  isAdvertised,
+  parseParams,
+  type DispatchResult,
+  type McpLogger,
+} from '../dispatch.ts'
+import type { McpRequest } from '../envelope.ts'
+import { ErrorCode, McpError } from '../errors.ts'
+import { eventStream } from '../event-stream.ts'
+import type { EventBus, ServerEvent } from '../events.ts'
+import {
+  HEADER_PROTOCOL_VERSION,
+  LOG_LEVELS,
+  METHODS,
+  SUSPENDABLE_METHODS,
+  type LogLevel,
+} from '../protocol.ts'
+import { StateTooLargeError, type StateSealer } from '../sealed-state.ts'
+import type { McpServer } from '../server.ts'
+import type { SessionStore } from '../session-store.ts'
+import { Cancellation, ResponseChannel, jsonResponse, type FinalMessage } from '../streaming.ts'
+import type { ClientCapabilities, Implementation, JsonObject, RequestId } from '../wire.ts'
+import { FlowEndedError, runWithClientInput } from './input-shim.ts'
+import {
+  HEADER_SESSION_ID,
+  LATEST_LEGACY_VERSION,
+  LEGACY_METHODS,
+  LEGACY_NOTIFICATIONS,
+  SESSION_NOT_FOUND_CODE,
+  isLegacyVersion,
+} from './protocol.ts'
+import { MAX_ANSWER_ID_CHARS } from './rendezvous.ts'
+import { SessionCodec, type LegacySession } from './session.ts'
+import { z } from 'zod'
+
+export interface LegacyEraOptions<App> {
+  server: McpServer<App>
+  app: App
+  /** Seals `requestState` (the journal of interactive flows). */
+  sealer: StateSealer
+  /** Seals session ids: the same key ring with the session lifetime. */
+  sessionSealer: StateSealer
+  sessions: SessionStore
+  bus: EventBus
+  logger: McpLogger
+  shutdown?: AbortSignal
+  now?: () => number
+  /** Bounds of interactive flows (`input-shim.ts`). */
+  input?: { timeoutMs?: number; maxRounds?: number; urlPollMs?: number; answerPollMs?: number }
+  /** The GET notification stream (`event-stream.ts`). */
+  stream?: { keepAliveMs?: number; maxDurationMs?: number }
+}
+
+/** What the HTTP layer hands over for a 2025-era message. */
+export interface LegacyInput {
+  headers: Headers
+  principal: string
+  client?: string
+  signal?: AbortSignal
+}
+
+export interface LegacyEra {
+  post(message: unknown, input: LegacyInput): Promise<Response>
+  get(input: LegacyInput): Promise<Response>
+  delete(input: LegacyInput): Promise<Response>
+}
+
+/** Longest URI accepted by `resources/subscribe`. */
+const MAX_SUBSCRIPTION_URI_CHARS = 2048
+
+const InitializeParamsSchema = z.looseObject({
+  protocolVersion: z.string().min(1).max(64),
+  capabilities: z.looseObject({
+    experimental: z.record(z.string(), z.looseObject({})).optional(),
+    roots: z.looseObject({}).optional(),
+    sampling: z.looseObject({}).optional(),
+    elicitation: z.looseObject({}).optional(),
+  }),
+  clientInfo: z.looseObject({ name: z.string(), version: z.string() }),
+})
+const SetLevelParamsSchema = z.looseObject({ level: z.enum(LOG_LEVELS) })
+const SubscribeParamsSchema = z.looseObject({
+  uri: z.string().min(1).max(MAX_SUBSCRIPTION_URI_CHARS),
+})
+const CancelledParamsSchema = z.looseObject({ requestId: z.union([z.string(), z.number()]) })
+
+type Message =
+  | { kind: 'request'; id: RequestId; method: string; params: JsonObject }
+  | { kind: 'notification'; method: string; params: JsonObject }
+  | { kind: 'response'; id: string; raw: JsonObject }
+
+class TransportError extends Error {
+  override name = 'TransportError'
+  constructor(
+    readonly status: 400 | 404 | 405 | 406,
+    readonly code: number,
+    message: string,
+    readonly id: RequestId | null = null
+  ) {
+    super(message)
+  }
+}
+
+function errorResponse(
+  id: RequestId | null,
+  code: number,
+  message: string,
+  status: number
+): Response {
+  return jsonResponse({ jsonrpc: '2.0', id, error: { code, message } }, status)
+}
+
+function isRecord(value: unknown): value is JsonObject {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
+function isRequestId(value: unknown): value is RequestId {
+  return typeof value === 'string' || (typeof value === 'number' && Number.isSafeInteger(value))
+}
+
+/** The JSON-RPC shape of one 2025-era message (-32600 for anything else). */
+function readMessage(message: unknown): Message {
+  if (Array.isArray(message)) {
+    throw new TransportError(
+      400,
+      ErrorCode.InvalidRequest,
+      'Invalid Request: batches are not supported; send one JSON-RPC message per POST.'
+    )
+  }
+  if (!isRecord(message) || message.jsonrpc !== '2.0') {
+    throw new TransportError(
+      400,
+      ErrorCode.InvalidRequest,
+      'Invalid Request: "jsonrpc" must be "2.0".'
+    )
+  }
+  const id = 'id' in message && isRequestId(message.id) ? message.id : null
+  if (typeof message.method !== 'string') {
+    if ('result' in message || 'error' in message) {
+      if (typeof message.id !== 'string' || message.id.length > MAX_ANSWER_ID_CHARS) {
+        throw new TransportError(
+          400,
+          ErrorCode.InvalidRequest,
+          'Invalid Request: this response answers no request the server sent.'
+        )
+      }
+      return { kind: 'response', id: message.id, raw: message }
+    }
+    throw new TransportError(
+      400,
+      ErrorCode.InvalidRequest,
+      'Invalid Request: "method" must be a string.',
+      id
+    )
+  }
+  if ('params' in message && message.params !== undefined && !isRecord(message.params)) {
+    throw new TransportError(
+      400,
+      ErrorCode.InvalidRequest,
+      'Invalid Request: "params" must be an object.',
+      id
+    )
+  }
+  const params = (message.params as JsonObject | undefined) ?? {}
+  if (!('id' in message)) return { kind: 'notification', method: message.method, params }
+  if (id === null) {
+    throw new TransportError(
+      400,
+      ErrorCode.InvalidRequest,
+      'Invalid Request: "id" must be a string or an integer.'
+    )
+  }
+  return { kind: 'request', id, method: message.method, params }
+}
+
+/** Params as a 2025 client sends them, without the fields only the shim may set. */
+function withoutFlowFields({
+  inputResponses: _i,
+  requestState: _s,
+  ...params
+}: JsonObject): JsonObject {
+  return params
+}
+
+export function createLegacyEra<App>(options: LegacyEraOptions<App>): LegacyEra {
+  const { server, app, sealer, sessions, bus, logger, shutdown } = options
+  const now = options.now ?? Date.now
+  const codec = new SessionCodec(options.sessionSealer)
+
+  function boundPrincipal(input: LegacyInput): string {
+    return input.client === undefined
+      ? input.principal
+      : canonicalJson([input.principal, input.client])
+  }
+
+  /** The session a request names, or the transport error to answer. */
+  async function openSession(input: LegacyInput, id: RequestId | null): Promise<LegacySession> {
+    const token = input.headers.get(HEADER_SESSION_ID)
+    if (token === null) {
+      throw new TransportError(
+        400,
+        ErrorCode.InvalidRequest,
+        'Bad Request: the Mcp-Session-Id header is required; send initialize first.',
+        id
+      )
+    }
+    const session = await codec.open(token.trim(), boundPrincipal(input))
+    if (!session || (await sessions.getSession(session.sid)).ended) {
+      throw new TransportError(
+        404,
+        SESSION_NOT_FOUND_CODE,
+        'Session not found: it ended or is not valid here; send initialize to start a new one.',
+        id
+      )
+    }
+    const header = input.headers.get(HEADER_PROTOCOL_VERSION)?.trim()
+    if (header !== undefined && header !== session.protocolVersion) {
+      throw new TransportError(
+        400,
+        ErrorCode.InvalidRequest,
+        isLegacyVersion(header)
+          ? `Bad Request: MCP-Protocol-Version ${header} is not the version this session negotiated (${session.protocolVersion}).`
+          : `Bad Request: unsupported MCP-Protocol-Version ${JSON.stringify(header.slice(0, 64))}; this session uses ${session.protocolVersion}.`,
+        id
+      )
+    }
+    return session
+  }
+
+  function legacyCapabilities(): JsonObject {
+    return { ...server.capabilities }
+  }
+
+  async function initialize(
+    id: RequestId,
+    params: JsonObject,
+    input: LegacyInput
+  ): Promise<Response> {
+    const parsed = InitializeParamsSchema.safeParse(params)
+    if (!parsed.success) {
+      return errorResponse(
+        id,
+        ErrorCode.InvalidParams,
+        'Invalid params: initialize needs protocolVersion, capabilities and clientInfo {name, version}.',
+        400
+      )
+    }
+    const requested = parsed.data.protocolVersion
+    const protocolVersion = isLegacyVersion(requested) ? requested : LATEST_LEGACY_VERSION
+    let session: LegacySession
+    try {
+      session = await codec.issue(
+        boundPrincipal(input),
+        {
+          protocolVersion,
+          capabilities: parsed.data.capabilities as ClientCapabilities,
+          clientInfo: parsed.data.clientInfo as Implementation,
+        },
+        now()
+      )
+    } catch (error) {
+      if (!(error instanceof StateTooLargeError)) throw error
+      return errorResponse(
+        id,
+        ErrorCode.InvalidParams,
+        'Invalid params: the client capabilities and info are too large for a session.',
+        400
+      )
+    }
+    const result: JsonObject = {
+      protocolVersion,
+      capabilities: legacyCapabilities(),
+      serverInfo: server.info,
+    }
+    if (server.instructions) result.instructions = server.instructions
+    const response = jsonResponse({ jsonrpc: '2.0', id, result })
+    response.headers.set(HEADER_SESSION_ID, session.token)
+    return response
+  }
+
+  async function notification(
+    message: Extract<Message, { kind: 'notification' }>,
+    session: LegacySession
+  ): Promise<Response> {
+    if (message.method === LEGACY_NOTIFICATIONS.cancelled) {
+      const parsed = CancelledParamsSchema.safeParse(message.params)
+      if (parsed.success) {
+        await bus.publish({
+          kind: 'request_cancelled',
+          session: session.sid,
+          requestId: String(parsed.data.requestId).slice(0, MAX_ANSWER_ID_CHARS),
+        })
+      }
+    }
+    return new Response(null, { status: 202 })
+  }
+
+  async function answer(message: Extract<Message, { kind: 'response' }>, session: LegacySession) {
+    const delivered = await sessions.deliverInput(
+      session.sid,
+      message.id,
+      JSON.stringify(message.raw),
+      now()
+    )
+    if (delivered)
+      await bus.publish({ kind: 'input_delivered', session: session.sid, requestId: message.id })
+    else logger.warn('answer for no pending request', { session: session.sid.slice(0, 8) })
+    return new Response(null, { status: 202 })
+  }
+
+  /** Methods that only touch the store; `undefined` when `method` is not one of them. */
+  async function sessionMethod(
+    method: string,
+    params: JsonObject,
+    session: LegacySession
+  ): Promise<JsonObject | undefined> {
+    switch (method) {
+      case LEGACY_METHODS.ping:
+        return {}
+      case LEGACY_METHODS.setLogLevel: {
+        if (!server.capabilities.logging)
+          throw new McpError(ErrorCode.MethodNotFound, `Method not found: ${method}`)
+        const { level } = parseParams(SetLevelParamsSchema, params)
+        await sessions.setSessionLogLevel(session.sid, level, session.expiresAt)
+        return {}
+      }
+      case LEGACY_METHODS.subscribe:
+      case LEGACY_METHODS.unsubscribe: {
+        if (!server.capabilities.resources?.subscribe)
+          throw new McpError(ErrorCode.MethodNotFound, `Method not found: ${method}`)
+        const { uri } = parseParams(SubscribeParamsSchema, params)
+        if (method === LEGACY_METHODS.unsubscribe) {
+          await sessions.removeSubscription(session.sid, uri)
+        } else if (!(await sessions.addSubscription(session.sid, uri, session.expiresAt))) {
+          throw new McpError(
+            ErrorCode.InvalidParams,
+            'Invalid params: this session holds the most resource subscriptions allowed; unsubscribe from some first.'
+          )
+        }
+        return {}
+      }
+      default:
+        return undefined
+    }
+  }
+
+  /** Whether `method` is served in the 2025 era through the engine's dispatch. */
+  function isDispatched(method: string): boolean {
+    return (
+      method !== METHODS.discover &&
+      method !== METHODS.listen &&
+      isAdvertised(server as McpServer<unknown>, method)
+    )
+  }
+
+  function failure(id: RequestId, error: unknown): FinalMessage {
+    const mcpError =
+      error instanceof McpError
+        ? error
+        : new McpError(
+            ErrorCode.InternalError,
+            'Internal error: the server failed to process the request; the failure was logged.'
+          )
+    if (!(error instanceof McpError)) {
+      logger.error('request failed', {
+        error: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
+      })
+    }
+    return { message: { jsonrpc: '2.0', id, error: mcpError.toJSON() }, status: 200 }
+  }
+
+  async function request(
+    message: Extract<Message, { kind: 'request' }>,
+    session: LegacySession,
+    input: LegacyInput
+  ): Promise<Response> {
+    const { id, method } = message
+    try {
+      const result = await sessionMethod(method, message.params, session)
+      if (result !== undefined) return jsonResponse({ jsonrpc: '2.0', id, result })
+    } catch (error) {
+      const { message: body, status } = failure(id, error)
+      return jsonResponse(body, status)
+    }
+    if (!isDispatched(method))
+      return errorResponse(id, ErrorCode.MethodNotFound, `Method not found: ${method}`, 200)
+
+    const params = withoutFlowFields(message.params)
+    const meta = isRecord(params._meta) ? params._meta : undefined
+    const record = server.capabilities.logging ? await sessions.getSession(session.sid) : undefined
+    const mcpRequest: McpRequest = {
+      id,
+      method,
+      params,
+      protocolVersion: session.protocolVersion,
+      clientCapabilities: session.clientCapabilities,
+    }
+    if (record?.logLevel) mcpRequest.logLevel = record.logLevel as LogLevel
+    if (isRequestId(meta?.progressToken)) mcpRequest.progressToken = meta.progressToken
+
+    const cancellation = new Cancellation(input.signal)
+    const channel = new ResponseChannel(cancellation)
+    const env = {
+      server,
+      app,
+      principal: input.principal,
+      client: input.client,
+      request: mcpRequest,
+      channel,
+      cancellation,
+      sealer,
+      logger,
+    }
+    const unsubscribe = bus.subscribe((event: ServerEvent) => {
+      if (
+        event.kind === 'request_cancelled' &&
+        event.session === session.sid &&
+        event.requestId === String(id)
+      ) {
+        cancellation.cancel()
+      }
+    })
+    const run = async (): Promise<DispatchResult> => {
+      if (!SUSPENDABLE_METHODS.has(method)) return dispatch(mcpRequest, env)
+      try {
+        return await runWithClientInput(
+          (inputResponses, requestState) =>
+            dispatch(
+              inputResponses === undefined
+                ? mcpRequest
+                : { ...mcpRequest, params: { ...params, inputResponses, requestState } },
+              env
+            ),
+          {
+            session,
+            sessions,
+            bus,
+            send: (outgoing) => channel.notify(outgoing),
+            signal: cancellation.signal,
+            now,
+            inputTimeoutMs: options.input?.timeoutMs,
+            maxRounds: options.input?.maxRounds,
+            urlPollMs: options.input?.urlPollMs,
+            answerPollMs: options.input?.answerPollMs,
+          }
+        )
+      } catch (error) {
+        if (method !== METHODS.toolsCall) {
+          if (error instanceof FlowEndedError)
+            throw new McpError(ErrorCode.InternalError, error.message)
+          if (error instanceof McpError && error.code === ErrorCode.MissingRequiredClientCapability)
+            throw new McpError(ErrorCode.InvalidRequest, error.message)
+          throw error
+        }
+        if (
+          error instanceof FlowEndedError ||
+          (error instanceof McpError && error.code === ErrorCode.MissingRequiredClientCapability)
+        ) {
+          return { result: { content: [{ type: 'text', text: error.message }], isError: true } }
+        }
+        throw error
+      }
+    }
+    const final: Promise<FinalMessage> = run()
+      .then(
+        (outcome): FinalMessage => ({
+          message: { jsonrpc: '2.0', id, result: outcome.result },
+          status: 200,
+        }),
+        (error) => failure(id, error)
+      )
+      .finally(unsubscribe)
+    return channel.respond(final)
+  }
+
+  return {
+    async post(raw, input) {
+      let message: Message
+      try {
+        message = readMessage(raw)
+        if (message.kind === 'request' && message.method === LEGACY_METHODS.initialize) {
+          return await initialize(message.id, message.params, input)
+        }
+        const session = await openSession(input, message.kind === 'request' ? message.id : null)
+        if (message.kind === 'notification') return await notification(message, session)
+        if (message.kind === 'response') return await answer(message, session)
+        return await request(message, session, input)
+      } catch (error) {
+        if (!(error instanceof TransportError)) throw error
+        return errorResponse(error.id, error.code, error.message, error.status)
+      }
+    },
+
+    async get(input) {
+      if (input.headers.get(HEADER_SESSION_ID) === null) {
+        const response = errorResponse(
+          null,
+          ErrorCode.InvalidRequest,
+          'Method Not Allowed: GET needs an Mcp-Session-Id from initialize; 2026-07-28 clients POST only.',
+          405
+        )
+        response.headers.set('allow', 'POST')
+        return response
+      }
+      let session: LegacySession
+      try {
+        session = await openSession(input, null)
+      } catch (error) {
+        if (!(error instanceof TransportError)) throw error
+        return errorResponse(null, error.code, error.message, error.status)
+      }
+      if (!/text\/event-stream|\*\/\*/i.test(input.headers.get('accept') ?? '')) {
+        return errorResponse(
+          null,
+          ErrorCode.InvalidRequest,
+          'Not Acceptable: the GET stream is text/event-stream.',
+          406
+        )
+      }
+      const { tools, prompts, resources } = server.capabilities
+      const principal = input.principal
+      return eventStream({
+        bus,
+        signal: input.signal ?? new AbortController().signal,
+        shutdown,
+        ...options.stream,
+        async map(event) {
+          switch (event.kind) {
+            case 'tools_list_changed':
+              return tools?.listChanged
+                ? { jsonrpc: '2.0', method: 'notifications/tools/list_changed' }
+                : undefined
+            case 'prompts_list_changed':
+              return prompts?.listChanged
+                ? { jsonrpc: '2.0', method: 'notifications/prompts/list_changed' }
+                : undefined
+            case 'resources_list_changed':
+              if (event.principal !== undefined && event.principal !== principal) return undefined
+              return resources?.listChanged
+                ? { jsonrpc: '2.0', method: 'notifications/resources/list_changed' }
+                : undefined
+            case 'resource_updated':
+              if (event.principal !== undefined && event.principal !== principal) return undefined
+              if (!resources?.subscribe || !(await sessions.isSubscribed(session.sid, event.uri)))
+                return undefined
+              return {
+                jsonrpc: '2.0',
+                method: 'notifications/resources/updated',
+                params: { uri: event.uri },
+              }
+            default:
+              return undefined
+          }
+        },
+      })
+    },
+
+    async delete(input) {
+      try {
+        const session = await openSession(input, null)
+        await sessions.endSession(session.sid, session.expiresAt)
+        return new Response(null, { status: 204 })
+      } catch (error) {
+        if (!(error instanceof TransportError)) throw error
+        return errorResponse(null, error.code, error.message, error.status)
+      }
+    },
+  }
+}

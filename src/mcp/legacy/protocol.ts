@@ -1,0 +1,37 @@
+/**
+ * @module mcp/legacy/protocol
+ * Wire constants of the 2025-era revisions (2025-11-25, 2025-06-18, 2025-03-26) that the engine serves
+ * beside 2026-07-28: the versions `initialize` negotiates, the session header, the methods that exist
+ * only in that era, and the JSON-RPC code for an unknown or ended session. Behaviour lives in the
+ * sibling modules; the 2026-07-28 constants stay in `../protocol.ts`.
+ */
+
+/** Revisions negotiated through `initialize`, newest first. 2026-07-28 is never negotiated this way. */
+export const LEGACY_PROTOCOL_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26'] as const
+export type LegacyProtocolVersion = (typeof LEGACY_PROTOCOL_VERSIONS)[number]
+
+/** Offered when a client asks for a revision this server does not speak. */
+export const LATEST_LEGACY_VERSION: LegacyProtocolVersion = '2025-11-25'
+
+export const HEADER_SESSION_ID = 'mcp-session-id'
+
+export const LEGACY_METHODS = {
+  initialize: 'initialize',
+  ping: 'ping',
+  setLogLevel: 'logging/setLevel',
+  subscribe: 'resources/subscribe',
+  unsubscribe: 'resources/unsubscribe',
+} as const
+
+export const LEGACY_NOTIFICATIONS = {
+  initialized: 'notifications/initialized',
+  cancelled: 'notifications/cancelled',
+  elicitationComplete: 'notifications/elicitation/complete',
+} as const
+
+/** Answered with HTTP 404 when a session id is unknown, tampered with, expired or ended. */
+export const SESSION_NOT_FOUND_CODE = -32001
+
+export function isLegacyVersion(version: unknown): version is LegacyProtocolVersion {
+  return LEGACY_PROTOCOL_VERSIONS.includes(version as LegacyProtocolVersion)
+}

@@ -1,0 +1,113 @@
+/**
+ * @module mcp/legacy/session
+ * 2025-era sessions without server memory: the `Mcp-Session-Id` a client receives from `initialize` is
+ * itself the session, sealed with the same key ring as `requestState` (compact JWE, `dir`/A256GCM,
+ * through `StateSealer` with the session lifetime). It carries the negotiated version, the client's
+ * capabilities and a trimmed client info, bound to the principal (and OAuth client) that initialised
+ * it; its random nonce is the session's id (`sid`) in the store and on the event bus. Any replica, on
+ * any runtime, opens it without a lookup.
+ *
+ * `open` fails closed and quietly: a token that is malformed, tampered with, sealed under a retired
+ * key, expired, or sealed for another principal is `undefined` (the caller answers 404, as the 2025
+ * transport specifies for an unknown session). What changes after `initialize` (ended, log level,
+ * subscriptions) is the store's (`../session-store.ts`), never the token's: ids never rotate.
+ *
+ * Key rotation: a session opens while the key that sealed it is in the ring, so retire a key only
+ * once every session sealed with it has expired (the session lifetime after it stopped sealing).
+ */
+import { InvalidRequestStateError } from '../errors.ts'
+import type { StateSealer } from '../sealed-state.ts'
+import type { ClientCapabilities, Implementation } from '../wire.ts'
+import { isLegacyVersion, type LegacyProtocolVersion } from './protocol.ts'
+
+/** What a session token is bound to besides the principal: never a `requestState`'s method. */
+const SESSION_BINDING = { method: 'mcp-session', target: '', args: null } as const
+/** Longest client name and version kept in the token (clients may send anything). */
+const MAX_CLIENT_INFO_CHARS = 200
+
+export interface LegacySession {
+  /** The token itself, as sent in `Mcp-Session-Id`. */
+  readonly token: string
+  /** Random id of the session (the token's nonce): the key in the store and on the bus. */
+  readonly sid: string
+  readonly protocolVersion: LegacyProtocolVersion
+  readonly clientCapabilities: ClientCapabilities
+  readonly clientInfo: Implementation
+  /** Milliseconds since the epoch after which the token no longer opens. */
+  readonly expiresAt: number
+}
+
+interface SessionClaims {
+  v: LegacyProtocolVersion
+  c: ClientCapabilities
+  i: Implementation
+}
+
+function trimInfo(info: Implementation): Implementation {
+  return {
+    name: String(info.name).slice(0, MAX_CLIENT_INFO_CHARS),
+    version: String(info.version).slice(0, MAX_CLIENT_INFO_CHARS),
+  }
+}
+
+export class SessionCodec {
+  readonly #sealer: StateSealer
+
+  /** `sealer` seals with the session lifetime (`StateSealer.withTtl`). */
+  constructor(sealer: StateSealer) {
+    this.#sealer = sealer
+  }
+
+  get ttlSeconds(): number {
+    return this.#sealer.ttlSeconds
+  }
+
+  /** Seals a new session; throws `StateTooLargeError` when the client's capabilities are too large. */
+  async issue(
+    principal: string,
+    init: {
+      protocolVersion: LegacyProtocolVersion
+      capabilities: ClientCapabilities
+      clientInfo: Implementation
+    },
+    now: number
+  ): Promise<LegacySession> {
+    const claims: SessionClaims = {
+      v: init.protocolVersion,
+      c: init.capabilities,
+      i: trimInfo(init.clientInfo),
+    }
+    const { token, nonce } = await this.#sealer.seal({ principal, ...SESSION_BINDING }, claims)
+    return {
+      token,
+      sid: nonce,
+      protocolVersion: claims.v,
+      clientCapabilities: claims.c,
+      clientInfo: claims.i,
+      expiresAt: now + this.#sealer.ttlSeconds * 1000,
+    }
+  }
+
+  /** The session `token` names, if it is valid for `principal`; otherwise `undefined`. */
+  async open(token: string, principal: string): Promise<LegacySession | undefined> {
+    let opened
+    try {
+      opened = await this.#sealer.open(token, { principal, ...SESSION_BINDING })
+    } catch (error) {
+      if (error instanceof InvalidRequestStateError) return undefined
+      throw error
+    }
+    const claims = opened.journal as Partial<SessionClaims> | null
+    if (!claims || !isLegacyVersion(claims.v) || typeof claims.c !== 'object' || !claims.i) {
+      return undefined
+    }
+    return {
+      token,
+      sid: opened.nonce,
+      protocolVersion: claims.v,
+      clientCapabilities: claims.c,
+      clientInfo: claims.i,
+      expiresAt: (opened.issuedAt + this.#sealer.ttlSeconds) * 1000,
+    }
+  }
+}
