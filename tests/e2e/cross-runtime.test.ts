@@ -55,7 +55,11 @@ function routedClient(route: Array<{ url: string }>) {
     urls: () => route[Math.min(next++, route.length - 1)]!.url,
     onRound: (info) => rounds.push(info),
     handlers: {
-      elicit: async (_params, { key }) => ({ action: 'accept', content: ANSWERS[key] ?? {} }),
+      elicit: async (_params, { key }) => {
+        const content = ANSWERS[key]
+        if (!content) throw new Error(`the fixture asked an unexpected question: ${key}`)
+        return { action: 'accept', content }
+      },
       sample: async () => ({
         role: 'assistant',
         content: { type: 'text', text: 'Paris' },

@@ -47,8 +47,7 @@ async function createNote(client: Client, title: string, tags: string[] = []): P
     arguments: { title, body: `Body of ${title}.`, tags },
   })
   expect(result.isError).toBeFalsy()
-  const note = result.structuredContent as { note?: { id: string }; id?: string }
-  return note.note?.id ?? (note.id as string)
+  return (result.structuredContent as { note: { id: string } }).note.id
 }
 
 beforeAll(async () => {
@@ -116,12 +115,8 @@ describe('the official MCP client against the notes server', () => {
     const subscription = await client.listen({ resourcesListChanged: true })
     expect(subscription.honoredFilter.resourcesListChanged).toBe(true)
     await createNote(client, 'Heard on the stream')
-    await expect(
-      Promise.race([
-        heard.then(() => 'heard'),
-        new Promise((r) => setTimeout(() => r('timeout'), 3000)),
-      ])
-    ).resolves.toBe('heard')
+    // Never heard, the test fails at its timeout.
+    await heard
     await subscription.close()
     await client.close()
   })

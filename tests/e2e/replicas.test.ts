@@ -53,8 +53,7 @@ async function createNote(title: string, tags: string[] = []): Promise<string> {
     body: `About ${title}. More text here.`,
     tags,
   })
-  const structured = result.structuredContent as { note?: { id: string }; id?: string }
-  return structured.note?.id ?? (structured.id as string)
+  return (result.structuredContent as { note: { id: string } }).note.id
 }
 
 describe('two Node replicas sharing one key ring and one SQLite file', () => {
