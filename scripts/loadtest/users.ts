@@ -1,7 +1,7 @@
 /**
  * @module scripts/loadtest/users
  * The virtual users of a load-test run. Each one loops, until the deadline or the request cap, over
- * three complete flows driven by the project's client driver (`src/mcp/client.ts`), one at a time:
+ * three complete flows driven by the project's client driver (`src/client/`), one at a time:
  * - `create_delete`: `create_note`, then `delete_note` with its confirmation round accepted;
  * - `bulk_delete`: 3–5 notes under a tag of the flow's own, then the three rounds of
  *   `delete_notes_by_tag`, selecting some and keeping the others;
@@ -31,7 +31,7 @@ import {
   type ElicitResult,
   type InputContext,
   type RoundInfo,
-} from '../../src/mcp/client.ts'
+} from '../../src/client/index.ts'
 import type { CallToolResult, JsonObject } from '../../src/mcp/wire.ts'
 import { FLOW_KINDS, type FlowKind, type LatencyLabel, type Metrics } from './metrics.ts'
 import { PREVIOUS_REPLICA_HEADER } from './nginx-config.ts'

@@ -8,7 +8,7 @@
  * survives a key promotion that reached one runtime before the other.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { McpClient, McpClientError, type RoundInfo } from '../../src/mcp/client.ts'
+import { McpClient, McpClientError, type RoundInfo } from '../../src/client/index.ts'
 import { formatKeyRing, generateKey } from '../../src/mcp/key-ring.ts'
 import { startServer, type ServerProcess } from '../support/server-process.ts'
 import { startWorker, type WorkerProcess } from '../workers/wrangler-dev.ts'

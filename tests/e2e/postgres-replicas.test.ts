@@ -4,7 +4,7 @@
  * other (LISTEN/NOTIFY event bus), scoped to the caller. Skipped, visibly, without a PostgreSQL server.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { McpClient, type JsonRpcNotification } from '../../src/mcp/client.ts'
+import { McpClient, type JsonRpcNotification } from '../../src/client/index.ts'
 import { formatKeyRing, generateKey } from '../../src/mcp/key-ring.ts'
 import {
   createScratchDatabase,

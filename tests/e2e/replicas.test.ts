@@ -2,10 +2,10 @@
  * Replica-agnostic proof on Node: two notes server processes share one key ring and one SQLite file,
  * and every round of every interactive tool goes to the other process than the round before (checked
  * through the `X-Replica` header of each round). The share approval page is opened on the other
- * replica too. Driven by the project's client driver (`src/mcp/client.ts`).
+ * replica too. Driven by the project's client driver (`src/client/`).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { McpClient, type InputHandlers, type RoundInfo } from '../../src/mcp/client.ts'
+import { McpClient, type InputHandlers, type RoundInfo } from '../../src/client/index.ts'
 import { formatKeyRing, generateKey } from '../../src/mcp/key-ring.ts'
 import type { CallToolResult, ClientCapabilities } from '../../src/mcp/wire.ts'
 import { startServer, tempDataDir, type ServerProcess } from '../support/server-process.ts'

@@ -13,7 +13,7 @@ import { createServer, type Server } from 'node:http'
 import { delimiter, join } from 'node:path'
 import { chromium, type Browser } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { McpClient } from '../../src/mcp/client.ts'
+import { McpClient } from '../../src/client/index.ts'
 import type { CallToolResult } from '../../src/mcp/wire.ts'
 import {
   freePort,

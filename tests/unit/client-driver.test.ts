@@ -2,7 +2,7 @@
  * The client driver against a fake server written as a `fetch` function (Request → Response): what goes
  * on the wire, how answers are read, the multi round-trip loop, its bounds, and transport retries.
  */
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import {
   encodeHeaderValue,
   McpClient,
@@ -13,7 +13,8 @@ import {
   type JsonRpcNotification,
   type McpClientOptions,
   type RoundInfo,
-} from '../../src/mcp/client.ts'
+} from '../../src/client/index.ts'
+import { MAX_RETRY_DELAY_MS, RETRY_DELAY_MS } from '../../src/client/rounds.ts'
 import {
   META_CLIENT_CAPABILITIES,
   META_CLIENT_INFO,
@@ -457,18 +458,37 @@ describe('multi round-trip requests', () => {
     }
   })
 
-  it('retries a requestState-only round after a pause that grows', async () => {
-    const server = fakeServer(({ id }, index) =>
-      index < 2 ? inputRequired(id, { requestState: `wait-${index}` }) : ok(id, { contents: [] })
-    )
-    const started = Date.now()
-    await client(server.fetch).readResource('note://slow')
-    const elapsed = Date.now() - started
+  it('re-sends a requestState-only round after a pause that doubles up to a ceiling', async () => {
+    // The driver's pauses run on fake timers: each re-send must wait exactly its pause, no less.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] })
+    try {
+      const pauses = [RETRY_DELAY_MS, 2 * RETRY_DELAY_MS, 4 * RETRY_DELAY_MS, MAX_RETRY_DELAY_MS]
+      expect(4 * RETRY_DELAY_MS).toBeLessThan(MAX_RETRY_DELAY_MS) // the last pause is capped
+      const server = fakeServer(({ id }, index) =>
+        index < pauses.length
+          ? inputRequired(id, { requestState: `wait-${index}` })
+          : ok(id, { contents: [] })
+      )
+      const read = client(server.fetch).readResource('note://slow')
+      await vi.advanceTimersByTimeAsync(0)
+      expect(server.seen).toHaveLength(1)
+      for (const [index, ms] of pauses.entries()) {
+        await vi.advanceTimersByTimeAsync(ms - 1)
+        expect(server.seen).toHaveLength(index + 1)
+        await vi.advanceTimersByTimeAsync(1)
+        expect(server.seen).toHaveLength(index + 2)
+      }
+      expect(await read).toMatchObject({ resultType: 'complete', contents: [] })
 
-    expect(elapsed).toBeGreaterThanOrEqual(140) // 50 ms, then 100 ms
-    expect(server.seen.map((s) => s.params.requestState)).toEqual([undefined, 'wait-0', 'wait-1'])
-    expect(server.seen.every((s) => !('inputResponses' in s.params))).toBe(true)
-    expect(new Set(server.seen.map((s) => s.id)).size).toBe(3)
+      expect(server.seen.map((s) => s.params.requestState)).toEqual([
+        undefined,
+        ...pauses.map((_, index) => `wait-${index}`),
+      ])
+      expect(server.seen.every((s) => !('inputResponses' in s.params))).toBe(true)
+      expect(new Set(server.seen.map((s) => s.id)).size).toBe(server.seen.length)
+    } finally {
+      vi.useRealTimers()
+    }
   })
 
   it('stops after maxRounds with the last result', async () => {
