@@ -1,6 +1,6 @@
 /**
  * @module scripts/bench/ours
- * Our server under load: the engine (`createMcpServer` + `createMcpHandler`) behind the shared HTTP
+ * Our server under load: the engine (`compileServer` + `createMcpHandler`) behind the shared HTTP
  * face (`createHttpApp`: Origin/Host guard, 405/413/415, auth → local principal), exactly as the notes
  * server and the conformance fixture are wired, with the sealer options of the Node entry. Tools: `echo`, `confirm_echo` (a sealed MRTR form
  * elicitation), `progress` (three progress notifications, so the answer is SSE) and `search_notes`
@@ -17,7 +17,7 @@ import { definitions, structured, text } from '../../src/mcp/definitions.ts'
 import { InProcessEventBus } from '../../src/mcp/events.ts'
 import { createMcpHandler } from '../../src/mcp/handler.ts'
 import { generateKey } from '../../src/mcp/key-ring.ts'
-import { createMcpServer } from '../../src/mcp/server.ts'
+import { compileServer } from '../../src/mcp/server.ts'
 import { createNodeSealer } from '../../src/node-crypto.ts'
 import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
 import type { NotesStore } from '../../src/notes/store.ts'
@@ -32,7 +32,7 @@ interface BenchApp {
 
 const { tool } = definitions<BenchApp>()
 
-const benchServer = createMcpServer<BenchApp>({
+const benchServer = compileServer<BenchApp>({
   info: { name: 'notes-mcp-bench', version: '0.0.0' },
   tools: [
     tool({

@@ -4,12 +4,15 @@
  * and the conformance fixture): Origin/Host guard → 405/413/415 → bearer auth → the engine, plus the
  * health and protected-resource-metadata routes (`mcp-route`, `health-route`, `well-known-route`), and
  * an `X-Replica` header naming the replica that answered. An application's own pages (`routes/`) are
- * mounted by its composition root (`src/app.ts`); nothing under `src/http/` imports `routes/`.
+ * mounted by its composition root (`src/app.ts`); nothing under `src/http/` imports `routes/`. Anything
+ * thrown past them all still gets a JSON-RPC answer: 500 with -32603 and no detail (the cause is logged).
  */
 import { Hono } from 'hono'
 import { bearerAuth } from '../auth/bearer.ts'
 import type { Config } from '../config.ts'
-import type { McpHandler } from '../mcp/handler.ts'
+import { ErrorCode, INTERNAL_ERROR_MESSAGE } from '../mcp/errors.ts'
+import { consoleLogger, type McpHandler } from '../mcp/handler.ts'
+import { jsonRpcError } from './errors.ts'
 import { healthRoute } from './health-route.ts'
 import { mcpRoute } from './mcp-route.ts'
 import { originGuard } from './origin-guard.ts'
@@ -30,6 +33,10 @@ export function publicBaseUrl(config: Config): string {
 
 export function createHttpApp({ config, handler }: HttpAppOptions): Hono {
   const app = new Hono()
+  app.onError(function answerInternalError(error) {
+    consoleLogger.error('unhandled error', { error: `${error.name}: ${error.message}` })
+    return jsonRpcError(null, 500, INTERNAL_ERROR_MESSAGE, {}, ErrorCode.InternalError)
+  })
   const base = publicBaseUrl(config)
   if (config.replicaId) {
     const replica = config.replicaId

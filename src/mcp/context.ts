@@ -9,6 +9,7 @@
 import { base64url } from 'jose'
 import type { z } from 'zod'
 import type {
+  AskOptions,
   ClientCapability,
   ElicitOptions,
   ElicitUrlOptions,
@@ -94,20 +95,23 @@ export class ReplayHandlerContext<App> extends HandlerContext<App> implements Re
     return (this.#idempotencyKey ??= base64url.encode(randomBytes(16)))
   }
 
-  elicit<S extends z.ZodObject>(key: string, { message, schema }: ElicitOptions<S>) {
-    return this.#replay.elicit(key, message, defineForm(schema))
+  elicit<S extends z.ZodObject>(
+    key: string,
+    { message, schema, acceptUnsolicited }: ElicitOptions<S>
+  ) {
+    return this.#replay.elicit(key, message, defineForm(schema), acceptUnsolicited)
   }
 
-  elicitUrl(key: string, { message, url }: ElicitUrlOptions) {
-    return this.#replay.elicitUrl(key, message, url)
+  elicitUrl(key: string, { message, url, acceptUnsolicited }: ElicitUrlOptions) {
+    return this.#replay.elicitUrl(key, message, url, acceptUnsolicited)
   }
 
-  sample(key: string, params: CreateMessageParams) {
-    return this.#replay.sample(key, params)
+  sample(key: string, params: CreateMessageParams, options?: AskOptions) {
+    return this.#replay.sample(key, params, options?.acceptUnsolicited)
   }
 
-  roots(key: string) {
-    return this.#replay.roots(key)
+  roots(key: string, options?: AskOptions) {
+    return this.#replay.roots(key, options?.acceptUnsolicited)
   }
 
   once<T>(key: string, step: () => T | Promise<T>): Promise<T> {

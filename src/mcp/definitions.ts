@@ -9,9 +9,9 @@
  * const { tool } = definitions<MyApp>()
  * export const echo = tool({
  *   name: 'echo',
- *   description: 'Echo the text back.',
- *   input: z.object({ text: z.string() }),
- *   run: ({ text }) => text(text),
+ *   description: 'Echo the message back.',
+ *   input: z.object({ message: z.string() }),
+ *   run: ({ message }) => text(message),
  * })
  */
 import type { z } from 'zod'
@@ -49,12 +49,26 @@ export interface RequestContext<App> {
   log(level: LogLevel, data: unknown, logger?: string): void
 }
 
-export interface ElicitOptions<S extends z.ZodObject> {
+/** What every ask (`elicit`, `elicitUrl`, `sample`, `roots`) takes besides its question. */
+export interface AskOptions {
+  /**
+   * Whether an answer the server did not ask for counts: one sent with the first request (no
+   * `requestState`), or on a later round for a question the previous round did not ask. Default
+   * `false`: only the answer to the very question sealed into the previous round's `requestState`
+   * counts; anything else is ignored and the question is asked, so a person always sees what they
+   * consent to. Set it only where an answer given in advance can do no harm (never for a
+   * confirmation, a choice of what to delete or an approval). Even then an answer never counts for a
+   * question that changed since it was asked.
+   */
+  acceptUnsolicited?: boolean
+}
+
+export interface ElicitOptions<S extends z.ZodObject> extends AskOptions {
   message: string
   schema: S
 }
 
-export interface ElicitUrlOptions {
+export interface ElicitUrlOptions extends AskOptions {
   message: string
   url: string
 }
@@ -71,8 +85,12 @@ export interface ReplayContext<App> extends RequestContext<App> {
   ): Promise<ElicitAnswer<z.output<S>>>
   /** A url-mode elicitation. `accept` only means the person agreed to open the page. */
   elicitUrl(key: string, options: ElicitUrlOptions): Promise<ElicitAnswer<undefined>>
-  sample(key: string, params: CreateMessageParams): Promise<CreateMessageResult>
-  roots(key: string): Promise<Root[]>
+  sample(
+    key: string,
+    params: CreateMessageParams,
+    options?: AskOptions
+  ): Promise<CreateMessageResult>
+  roots(key: string, options?: AskOptions): Promise<Root[]>
   /**
    * Runs a non-deterministic step once per flow and replays its (JSON) result on later rounds. The
    * value is sealed only when a round suspends, so take values that a duplicated final round must

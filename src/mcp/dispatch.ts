@@ -17,7 +17,12 @@ import { decodeCursor, encodeCursor, paginate } from './pagination.ts'
 import { HEADER_PARAM_PREFIX, METHODS, SUPPORTED_PROTOCOL_VERSIONS } from './protocol.ts'
 import { Replay, isSuspension, type Journal } from './replay.ts'
 import { StateTooLargeError, type StateBinding, type StateSealer } from './sealed-state.ts'
-import { matchTemplate, type CacheableResult, type CompiledTool, type McpServer } from './server.ts'
+import {
+  matchTemplate,
+  type CacheableResult,
+  type CompiledTool,
+  type CompiledServer,
+} from './server.ts'
 import { canListen } from './subscriptions.ts'
 import {
   CallToolParamsSchema,
@@ -41,7 +46,7 @@ export interface McpLogger {
 export interface DispatchEnv<App> extends ContextInput<App> {
   /** The OAuth client the caller used, if known: sealed states are bound to it too. */
   client?: string
-  server: McpServer<App>
+  server: CompiledServer<App>
   sealer: StateSealer
   logger: McpLogger
   headers: Headers
@@ -61,8 +66,49 @@ const DECIMAL_NUMBER = /^-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?$/
 /** Positions in `resources/list` are section × span + offset (section 0 = static resources). */
 const SECTION_SPAN = 2 ** 32
 
+/** A list whose pages depend only on the compiled server: its cursor name and its items. */
+interface StaticList {
+  kind: 'tools' | 'prompts' | 'resourceTemplates'
+  items<App>(server: CompiledServer<App>): readonly unknown[]
+}
+
+const STATIC_LISTS: Readonly<Record<string, StaticList>> = {
+  [METHODS.toolsList]: { kind: 'tools', items: (server) => server.toolListing },
+  [METHODS.promptsList]: { kind: 'prompts', items: (server) => server.promptListing },
+  [METHODS.resourceTemplatesList]: {
+    kind: 'resourceTemplates',
+    items: (server) => server.templateListing,
+  },
+}
+
+/**
+ * The key under which the result of `request` may be kept once serialised, when it depends only on
+ * the compiled server: `server/discover`, and the pages of the static lists that the server itself
+ * cuts (the first page, and every later page at a multiple of the page size within the list). So at
+ * most one entry per page the server defines, whatever cursors clients invent: a forged cursor that
+ * decodes to another offset is answered, but not kept. Throws the -32602 of an invalid or oversized
+ * cursor, before any other work.
+ */
+export function staticResultKey<App>(
+  server: CompiledServer<App>,
+  request: McpRequest
+): string | undefined {
+  const { method } = request
+  if (method === METHODS.discover) return method
+  const list = STATIC_LISTS[method]
+  if (!list) return undefined
+  const { cursor } = request.params
+  if (cursor === undefined) return method
+  if (typeof cursor !== 'string') return undefined // refused by the params check
+  const offset = decodeCursor(list.kind, cursor)
+  if (offset === 0) return method
+  return offset % server.pageSize === 0 && offset < list.items(server).length
+    ? `${method} ${offset}`
+    : undefined
+}
+
 /** Whether the server implements and advertises `method` (otherwise: 404 + -32601). */
-export function isAdvertised(server: McpServer<unknown>, method: string): boolean {
+export function isAdvertised<App>(server: CompiledServer<App>, method: string): boolean {
   const { tools, resources, prompts, completions } = server.capabilities
   switch (method) {
     case METHODS.discover:
@@ -108,11 +154,9 @@ export async function dispatch<App>(
       return { result, cache: 'discover' }
     }
     case METHODS.toolsList:
-      return list(request, 'tools', server.toolListing, server.pageSize)
     case METHODS.promptsList:
-      return list(request, 'prompts', server.promptListing, server.pageSize)
     case METHODS.resourceTemplatesList:
-      return list(request, 'resourceTemplates', server.templateListing, server.pageSize)
+      return list(request, STATIC_LISTS[request.method] as StaticList, server)
     case METHODS.resourcesList:
       return listResources(request, env)
     case METHODS.toolsCall:
@@ -128,14 +172,13 @@ export async function dispatch<App>(
   }
 }
 
-function list(
+function list<App>(
   request: McpRequest,
-  kind: 'tools' | 'prompts' | 'resourceTemplates',
-  items: readonly unknown[],
-  pageSize: number
+  { kind, items }: StaticList,
+  server: CompiledServer<App>
 ): DispatchResult {
   const { cursor } = parseParams(ListParamsSchema, request.params)
-  const { page, nextCursor } = paginate(kind, items, cursor, pageSize)
+  const { page, nextCursor } = paginate(kind, items(server), cursor, server.pageSize)
   const result: JsonObject = { [kind]: page }
   if (nextCursor !== undefined) result.nextCursor = nextCursor
   return { result, cache: kind }

@@ -4,8 +4,9 @@
  * exact code of revision 2026-07-28. Order (the conformance referee's probes pass only in this order):
  * JSON parse (-32700) → single JSON-RPC request (-32600) → notification → required `_meta` (-32602) →
  * standard headers present and equal to the body, including the Base64 sentinel (-32020) → protocol
- * version (-32022). Method lookup, params and `Mcp-Param-*` checks need the server's registry and live
- * in `handler.ts`; this module knows nothing about tools.
+ * version (-32022). What needs the server's registry comes after, elsewhere: whether the method is
+ * advertised (`isAdvertised`, called by `handler.ts`), then params and `Mcp-Param-*` headers, checked
+ * by `dispatch.ts` with `readParamHeader` from here. This module knows nothing about tools.
  */
 import { ErrorCode, McpError } from './errors.ts'
 import {
@@ -21,7 +22,13 @@ import {
   SUPPORTED_PROTOCOL_VERSIONS,
   type LogLevel,
 } from './protocol.ts'
-import type { ClientCapabilities, JsonObject, RequestId } from './wire.ts'
+import {
+  isObject,
+  isRequestId,
+  type ClientCapabilities,
+  type JsonObject,
+  type RequestId,
+} from './wire.ts'
 
 /** A JSON-RPC request that passed the envelope checks. */
 export interface McpRequest {
@@ -51,14 +58,6 @@ export class EnvelopeError extends Error {
 }
 
 const CAPABILITY_KEYS = ['experimental', 'roots', 'sampling', 'elicitation', 'extensions'] as const
-
-function isObject(value: unknown): value is JsonObject {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
-}
-
-function isRequestId(value: unknown): value is RequestId {
-  return typeof value === 'string' || (typeof value === 'number' && Number.isSafeInteger(value))
-}
 
 function fail(id: RequestId | null, code: ErrorCode, message: string, data?: unknown): never {
   throw new EnvelopeError(new McpError(code, message, data), id)

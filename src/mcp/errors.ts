@@ -22,6 +22,10 @@ export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode]
 /** Frozen message for every `requestState` failure; the real reason goes to the server log only. */
 export const INVALID_REQUEST_STATE_MESSAGE = 'Invalid or expired requestState'
 
+/** Frozen message of every -32603 sent for a failure whose cause went to the server log only. */
+export const INTERNAL_ERROR_MESSAGE =
+  'Internal error: the server failed to process the request; the failure was logged.'
+
 export class McpError extends Error {
   override name = 'McpError'
   readonly code: ErrorCode

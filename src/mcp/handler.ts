@@ -12,27 +12,23 @@ import {
   dispatch,
   isAdvertised,
   parseParams,
+  staticResultKey,
+  type DispatchEnv,
   type DispatchResult,
   type McpLogger,
 } from './dispatch.ts'
 import { EnvelopeError, parseMessage, type McpRequest } from './envelope.ts'
-import { ErrorCode, McpError, httpStatusFor } from './errors.ts'
+import { ErrorCode, INTERNAL_ERROR_MESSAGE, McpError, httpStatusFor } from './errors.ts'
 import type { EventBus } from './events.ts'
 import { META_SERVER_INFO, METHODS } from './protocol.ts'
 import type { StateSealer } from './sealed-state.ts'
-import type { McpServer } from './server.ts'
-import {
-  Cancellation,
-  ResponseChannel,
-  jsonResponse,
-  jsonText,
-  type FinalMessage,
-} from './streaming.ts'
+import type { CompiledServer } from './server.ts'
+import { Cancellation, ResponseChannel, jsonText, type FinalMessage } from './streaming.ts'
 import { listen } from './subscriptions.ts'
 import { ListenParamsSchema, type JsonObject, type RequestId } from './wire.ts'
 
 export interface McpHandlerOptions<App> {
-  server: McpServer<App>
+  server: CompiledServer<App>
   app: App
   sealer: StateSealer
   /** Feeds `subscriptions/listen`; required when the server advertises listChanged or subscribe. */
@@ -56,34 +52,54 @@ export interface McpHttpInput {
 
 export type McpHandler = (input: McpHttpInput) => Promise<Response>
 
-/** Methods whose results depend only on the compiled server and the cursor: serialised once. */
-const STATIC_METHODS: ReadonlySet<string> = new Set([
-  METHODS.discover,
-  METHODS.toolsList,
-  METHODS.promptsList,
-  METHODS.resourceTemplatesList,
-])
-/** Pages remembered at most (a forged cursor may name any offset; the cache must stay bounded). */
-const STATIC_RESULTS_LIMIT = 64
-
-function staticResultKey(request: McpRequest): string | undefined {
-  if (!STATIC_METHODS.has(request.method)) return undefined
-  const cursor = request.params.cursor
-  if (cursor === undefined) return request.method
-  return typeof cursor === 'string' ? `${request.method} ${cursor}` : undefined
-}
-
 /** Logs as one JSON line per event on stderr; never includes request bodies or credentials. */
 export const consoleLogger: McpLogger = {
   warn: (message, fields) => console.warn(JSON.stringify({ level: 'warn', message, ...fields })),
   error: (message, fields) => console.error(JSON.stringify({ level: 'error', message, ...fields })),
 }
 
+/** The JSON-RPC response of request `id` around a result already serialised as JSON text. */
+function resultText(id: RequestId, result: string): string {
+  return `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${result}}`
+}
+
+/**
+ * The final message for a failure of request `id`: an `McpError` as it is, anything else (and an
+ * `McpError` whose data JSON cannot express) -32603 without detail, its cause logged. Never throws.
+ * The HTTP status comes from the one table in `errors.ts`; `stage` says whether the envelope failed.
+ */
+export function errorMessage(
+  id: RequestId | null,
+  error: unknown,
+  logger: McpLogger,
+  stage: 'envelope' | 'method' = 'method'
+): FinalMessage {
+  if (error instanceof McpError) {
+    try {
+      const text = JSON.stringify({ jsonrpc: '2.0', id, error: error.toJSON() })
+      return { text, status: httpStatusFor(error, stage) }
+    } catch (unserialisable) {
+      error = unserialisable
+    }
+  }
+  logger.error('request failed', {
+    error: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
+  })
+  const internal = new McpError(ErrorCode.InternalError, INTERNAL_ERROR_MESSAGE)
+  return {
+    text: JSON.stringify({ jsonrpc: '2.0', id, error: internal.toJSON() }),
+    status: httpStatusFor(internal, stage),
+  }
+}
+
 export function createMcpHandler<App>(options: McpHandlerOptions<App>): McpHandler {
   const { server, app, sealer, bus, shutdown } = options
   const logger = options.logger ?? consoleLogger
   const serverInfoMeta = { [META_SERVER_INFO]: server.info }
-  /** Serialised results that depend only on the server definition and the cursor (bounded). */
+  /**
+   * Serialised results that depend only on the compiled server, by `staticResultKey`: bounded by the
+   * pages the server defines (a few per list), never by what clients send.
+   */
   const staticResults = new Map<string, string>()
   if (
     !bus &&
@@ -115,26 +131,34 @@ export function createMcpHandler<App>(options: McpHandlerOptions<App>): McpHandl
     return stamped
   }
 
-  function failure(
+  /**
+   * Runs the method and settles it into the final message: the stamped result, or the JSON-RPC error
+   * of whatever failed on the way, serialisation included (a cycle or a BigInt in a result is a
+   * -32603, not an unhandled rejection). Never rejects.
+   */
+  async function settle(
+    request: McpRequest,
+    env: DispatchEnv<App>,
+    cacheKey: string | undefined
+  ): Promise<FinalMessage> {
+    try {
+      const result = JSON.stringify(stamp(await dispatch(request, env)))
+      // A result whose own toJSON answers undefined serialises to nothing at all.
+      if (typeof result !== 'string') throw new TypeError('The result has no JSON form.')
+      if (cacheKey !== undefined) staticResults.set(cacheKey, result)
+      return { text: resultText(request.id, result), status: 200 }
+    } catch (error) {
+      return errorMessage(request.id, error, logger)
+    }
+  }
+
+  function answerError(
     id: RequestId | null,
     error: unknown,
-    stage: 'envelope' | 'method'
-  ): FinalMessage {
-    const mcpError =
-      error instanceof McpError
-        ? error
-        : new McpError(
-            ErrorCode.InternalError,
-            'Internal error: the server failed to process the request; the failure was logged.'
-          )
-    if (!(error instanceof McpError))
-      logger.error('request failed', {
-        error: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
-      })
-    return {
-      message: { jsonrpc: '2.0', id, error: mcpError.toJSON() },
-      status: httpStatusFor(mcpError, stage),
-    }
+    stage: 'envelope' | 'method' = 'method'
+  ): Response {
+    const { text, status } = errorMessage(id, error, logger, stage)
+    return jsonText(text, status)
   }
 
   return async function handleMcp({
@@ -151,20 +175,14 @@ export function createMcpHandler<App>(options: McpHandlerOptions<App>): McpHandl
       request = parsed.request
     } catch (error) {
       if (!(error instanceof EnvelopeError)) throw error
-      const { message, status } = failure(error.id, error.error, 'envelope')
-      return jsonResponse(message, status)
+      return answerError(error.id, error.error, 'envelope')
     }
 
     const { id, method } = request
     // A server that does not declare `logging` never sends notifications/message (LOG Capabilities).
     if (!server.capabilities.logging) delete request.logLevel
-    if (!isAdvertised(server as McpServer<unknown>, method)) {
-      const { message, status } = failure(
-        id,
-        new McpError(ErrorCode.MethodNotFound, `Method not found: ${method}`),
-        'method'
-      )
-      return jsonResponse(message, status)
+    if (!isAdvertised(server, method)) {
+      return answerError(id, new McpError(ErrorCode.MethodNotFound, `Method not found: ${method}`))
     }
 
     const cancellation = new Cancellation(signal)
@@ -172,7 +190,7 @@ export function createMcpHandler<App>(options: McpHandlerOptions<App>): McpHandl
     if (method === METHODS.listen) {
       try {
         const { notifications } = parseParams(ListenParamsSchema, request.params)
-        return listen(server as McpServer<unknown>, {
+        return listen(server, {
           id,
           requested: notifications,
           principal,
@@ -182,20 +200,23 @@ export function createMcpHandler<App>(options: McpHandlerOptions<App>): McpHandl
           ...options.listen,
         })
       } catch (error) {
-        const { message, status } = failure(id, error, 'method')
-        return jsonResponse(message, status)
+        return answerError(id, error)
       }
     }
 
-    const cacheKey = staticResultKey(request)
+    let cacheKey: string | undefined
+    try {
+      cacheKey = staticResultKey(server, request)
+    } catch (error) {
+      return answerError(id, error)
+    }
     if (cacheKey !== undefined) {
       const cached = staticResults.get(cacheKey)
-      if (cached !== undefined)
-        return jsonText(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${cached}}`)
+      if (cached !== undefined) return jsonText(resultText(id, cached))
     }
 
     const channel = new ResponseChannel(cancellation)
-    const final: Promise<FinalMessage> = dispatch(request, {
+    const env: DispatchEnv<App> = {
       server,
       app,
       principal,
@@ -206,16 +227,7 @@ export function createMcpHandler<App>(options: McpHandlerOptions<App>): McpHandl
       sealer,
       logger,
       headers,
-    }).then(
-      (outcome) => {
-        const result = stamp(outcome)
-        if (cacheKey !== undefined && staticResults.size < STATIC_RESULTS_LIMIT) {
-          staticResults.set(cacheKey, JSON.stringify(result))
-        }
-        return { message: { jsonrpc: '2.0', id, result }, status: 200 }
-      },
-      (error) => failure(id, error, 'method')
-    )
-    return channel.respond(final)
+    }
+    return channel.respond(settle(request, env, cacheKey))
   }
 }

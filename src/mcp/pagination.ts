@@ -1,8 +1,9 @@
 /**
  * @module mcp/pagination
  * Opaque, replica-independent list cursors: the position and the list they belong to, base64url
- * encoded. A cursor from another list, a tampered or a foreign cursor is a -32602. Cursors carry no
- * secret and grant nothing: every page is still scoped to the caller.
+ * encoded. A cursor from another list, a tampered or a foreign cursor is a -32602, and so is one
+ * longer than any cursor this module makes (refused on its length, before it is decoded). Cursors
+ * carry no secret and grant nothing: every page is still scoped to the caller.
  */
 import { base64url } from 'jose'
 import { ErrorCode, McpError } from './errors.ts'
@@ -10,6 +11,11 @@ import { ErrorCode, McpError } from './errors.ts'
 const utf8 = new TextDecoder('utf-8', { fatal: true })
 
 export const DEFAULT_PAGE_SIZE = 50
+/**
+ * Longest cursor accepted, in characters. The longest this module makes (a 20-character list name
+ * and a position of 2^53) is under 70; anything longer is refused before any work is spent on it.
+ */
+export const MAX_CURSOR_LENGTH = 200
 
 export function encodeCursor(list: string, offset: number): string {
   return base64url.encode(JSON.stringify({ l: list, o: offset }))
@@ -18,6 +24,12 @@ export function encodeCursor(list: string, offset: number): string {
 /** The offset a cursor points at; `undefined` (no cursor) is the first page. */
 export function decodeCursor(list: string, cursor: string | undefined): number {
   if (cursor === undefined) return 0
+  if (cursor.length > MAX_CURSOR_LENGTH) {
+    throw new McpError(
+      ErrorCode.InvalidParams,
+      `Invalid params: the cursor is longer than any cursor this server returns (${MAX_CURSOR_LENGTH} characters at most).`
+    )
+  }
   try {
     const decoded: unknown = JSON.parse(utf8.decode(base64url.decode(cursor)))
     if (typeof decoded === 'object' && decoded !== null) {

@@ -6,7 +6,12 @@
  * Asks made together (e.g. `Promise.all`) are gathered into one `input_required` round. Answers are
  * untrusted: each is validated against its ask on arrival, and a missing or invalid one is asked again.
  * Every journal entry remembers a digest of the question it answered, so an answer never counts for a
- * question the person did not see. Capability gating happens here, at the ask, before anything is sent.
+ * question the person did not see. By default an answer counts only when its question was sealed into
+ * the requestState of an earlier round (the journal's `q` digest is present and equal): an answer sent
+ * on the first round, or for a question no round has asked yet, is ignored and the question asked, as
+ * the spec's "ignore information it does not recognise or need" allows. An ask may opt out with
+ * `acceptUnsolicited` (answers given in advance then count, unless the question changed).
+ * Capability gating happens here, at the ask, before anything is sent.
  *
  * Sealing the journal into `requestState` is `sealed-state.ts`'s job; running handlers is `context.ts`'s.
  */
@@ -37,7 +42,10 @@ export interface Journal {
   a?: Record<string, { d: string; r: unknown }>
   /** Results of `ctx.once` steps by key. */
   o?: Record<string, unknown>
-  /** Digests of the questions asked in the last round, by key. */
+  /**
+   * Digests of the questions sent to the client and not answered yet, by key: the last round's asks,
+   * and those of earlier rounds that later runs did not reach (the person saw them all).
+   */
   q?: Record<string, string>
 }
 
@@ -182,20 +190,28 @@ export class Replay {
     return Object.fromEntries([...this.#pending].map(([key, ask]) => [key, ask.request]))
   }
 
-  /** The journal to seal: earlier entries merged with this round's answers and pending questions. */
+  /**
+   * The journal to seal: earlier entries merged with this round's answers and pending questions. A
+   * question of an earlier round that this run did not reach (it suspended before) stays asked.
+   */
   journal(): Journal {
     const journal: Journal = {}
     if (Object.keys(this.#answers).length > 0) journal.a = this.#answers
     if (Object.keys(this.#once).length > 0) journal.o = this.#once
-    if (this.#pending.size > 0)
-      journal.q = Object.fromEntries([...this.#pending].map(([key, ask]) => [key, ask.digest]))
+    const asked: Record<string, string> = {}
+    for (const [key, digest] of Object.entries(this.#journal.q ?? {})) {
+      if (!this.#asked.has(key)) asked[key] = digest
+    }
+    for (const [key, ask] of this.#pending) asked[key] = ask.digest
+    if (Object.keys(asked).length > 0) journal.q = asked
     return journal
   }
 
   elicit<S extends z.ZodObject>(
     key: string,
     message: string,
-    form: ElicitationForm<S>
+    form: ElicitationForm<S>,
+    acceptUnsolicited = false
   ): Promise<ElicitAnswer<z.output<S>>> {
     const request: InputRequest = {
       method: 'elicitation/create',
@@ -207,6 +223,7 @@ export class Replay {
       question,
       request,
       'elicitation.form',
+      acceptUnsolicited,
       (raw) => {
         const answer = ElicitResultSchema.safeParse(raw)
         if (!answer.success) return { ok: false }
@@ -220,26 +237,42 @@ export class Replay {
     )
   }
 
-  elicitUrl(key: string, message: string, url: string): Promise<ElicitAnswer<undefined>> {
+  elicitUrl(
+    key: string,
+    message: string,
+    url: string,
+    acceptUnsolicited = false
+  ): Promise<ElicitAnswer<undefined>> {
     const request: InputRequest = {
       method: 'elicitation/create',
       params: { mode: 'url', message, url },
     }
     const question = `url\u0000${JSON.stringify([message, url])}`
-    return this.#ask<ElicitAnswer<undefined>>(key, question, request, 'elicitation.url', (raw) => {
-      const answer = ElicitResultSchema.safeParse(raw)
-      if (!answer.success) return { ok: false }
-      return {
-        ok: true,
-        value:
-          answer.data.action === 'accept'
-            ? { action: 'accept', content: undefined }
-            : { action: answer.data.action },
+    return this.#ask<ElicitAnswer<undefined>>(
+      key,
+      question,
+      request,
+      'elicitation.url',
+      acceptUnsolicited,
+      (raw) => {
+        const answer = ElicitResultSchema.safeParse(raw)
+        if (!answer.success) return { ok: false }
+        return {
+          ok: true,
+          value:
+            answer.data.action === 'accept'
+              ? { action: 'accept', content: undefined }
+              : { action: answer.data.action },
+        }
       }
-    })
+    )
   }
 
-  sample(key: string, params: CreateMessageParams): Promise<CreateMessageResult> {
+  sample(
+    key: string,
+    params: CreateMessageParams,
+    acceptUnsolicited = false
+  ): Promise<CreateMessageResult> {
     const capability =
       params.tools !== undefined || params.toolChoice !== undefined ? 'sampling.tools' : 'sampling'
     const request: InputRequest = {
@@ -247,17 +280,24 @@ export class Replay {
       params: params as unknown as Record<string, unknown>,
     }
     const question = `sampling\u0000${canonicalJson(params)}`
-    return this.#ask<CreateMessageResult>(key, question, request, capability, (raw) => {
-      const result = CreateMessageResultSchema.safeParse(raw)
-      return result.success
-        ? { ok: true, value: result.data as CreateMessageResult }
-        : { ok: false }
-    })
+    return this.#ask<CreateMessageResult>(
+      key,
+      question,
+      request,
+      capability,
+      acceptUnsolicited,
+      (raw) => {
+        const result = CreateMessageResultSchema.safeParse(raw)
+        return result.success
+          ? { ok: true, value: result.data as CreateMessageResult }
+          : { ok: false }
+      }
+    )
   }
 
-  roots(key: string): Promise<Root[]> {
+  roots(key: string, acceptUnsolicited = false): Promise<Root[]> {
     const request: InputRequest = { method: 'roots/list', params: {} }
-    return this.#ask<Root[]>(key, 'roots', request, 'roots', (raw) => {
+    return this.#ask<Root[]>(key, 'roots', request, 'roots', acceptUnsolicited, (raw) => {
       const result = ListRootsResultSchema.safeParse(raw)
       return result.success ? { ok: true, value: result.data.roots as Root[] } : { ok: false }
     })
@@ -280,12 +320,17 @@ export class Replay {
     return suspend()
   }
 
-  /** `question` is a canonical text of what the person (or host) is asked; its digest pins answers. */
+  /**
+   * `question` is a canonical text of what the person (or host) is asked; its digest pins answers.
+   * This round's answer counts when an earlier round sealed the same question under `key`, or, with
+   * `acceptUnsolicited`, when no round asked anything under `key` yet.
+   */
   #ask<T>(
     key: string,
     question: string,
     request: InputRequest,
     capability: ClientCapability,
+    acceptUnsolicited: boolean,
     parse: Parse<T>
   ): Promise<T> {
     const digest = questionDigest(question)
@@ -303,7 +348,7 @@ export class Replay {
     const askedBefore = this.#journal.q?.[key]
     if (
       Object.hasOwn(this.#responses, key) &&
-      (askedBefore === undefined || askedBefore === digest)
+      (askedBefore === digest || (acceptUnsolicited && askedBefore === undefined))
     ) {
       const answer = parse(this.#responses[key])
       if (answer.ok) {

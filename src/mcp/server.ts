@@ -1,10 +1,11 @@
 /**
  * @module mcp/server
- * `createMcpServer(options)` checks an application's definitions once and compiles what every request
+ * `compileServer(definition)` checks an application's definitions once and compiles what every request
  * reuses: the published tool, resource, template and prompt lists (tool input schemas converted to
  * JSON Schema 2020-12 here, never per request), lookup tables, the `x-mcp-header` parameters each tool
  * declares, and the capabilities advertised by `server/discover`. A malformed definition throws at
- * startup with a message naming it. The result is immutable and holds no per-request state.
+ * startup with a message naming it. The result, a `CompiledServer`, is immutable data holding no
+ * per-request state (not a server object in the SDK's sense: `createMcpHandler` serves it).
  */
 import { z } from 'zod'
 import type {
@@ -27,7 +28,8 @@ import type {
 export type CacheableResult =
   'discover' | 'tools' | 'prompts' | 'resources' | 'resourceTemplates' | 'read'
 
-export interface McpServerOptions<App> {
+/** Everything an application serves, as handed to `compileServer`. */
+export interface ServerDefinition<App> {
   info: Implementation
   instructions?: string
   tools?: ToolDefinition<App>[]
@@ -64,7 +66,8 @@ export interface CompiledTemplate<App> {
   variables: string[]
 }
 
-export interface McpServer<App> {
+/** What `compileServer` makes of a `ServerDefinition`: published listings and lookup tables. */
+export interface CompiledServer<App> {
   readonly info: Implementation
   readonly instructions?: string
   readonly capabilities: ServerCapabilities
@@ -92,7 +95,7 @@ const DEFAULT_CACHE: Record<CacheableResult, CacheHint> = {
 const TOOL_NAME = /^[A-Za-z0-9_.-]{1,128}$/
 const HEADER_TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/
 
-export function createMcpServer<App>(options: McpServerOptions<App>): McpServer<App> {
+export function compileServer<App>(options: ServerDefinition<App>): CompiledServer<App> {
   const pageSize = options.pageSize ?? DEFAULT_PAGE_SIZE
   if (!Number.isSafeInteger(pageSize) || pageSize < 1 || pageSize > 1000) {
     throw new RangeError('pageSize must be an integer between 1 and 1000')

@@ -5,6 +5,11 @@
  * log notifications first (the final response then ends the stream). The client closing the stream
  * cancels the request: the channel aborts its signal and sends nothing more. Also the SSE framing and
  * keep-alive comments shared with `subscriptions/listen`.
+ *
+ * Nothing here can fail once a request is answered: notifications are serialised when they are sent
+ * (a value JSON cannot express throws at the handler's `ctx.progress`/`ctx.log` call), and the final
+ * message arrives as text from `handler.ts`, which settles every failure into a JSON-RPC error
+ * before it gets here (`respond` is given a promise that never rejects).
  */
 
 export const SSE_HEADERS: Readonly<Record<string, string>> = {
@@ -16,6 +21,7 @@ export const SSE_HEADERS: Readonly<Record<string, string>> = {
 const JSON_HEADERS = { 'content-type': 'application/json' }
 const encoder = new TextEncoder()
 
+/** A JSON response of `message`; throws when JSON cannot express it (a cycle, a BigInt). */
 export function jsonResponse(message: unknown, status = 200): Response {
   return jsonText(JSON.stringify(message), status)
 }
@@ -25,15 +31,20 @@ export function jsonText(text: string, status = 200): Response {
   return new Response(text, { status, headers: JSON_HEADERS })
 }
 
+/** One SSE event carrying `message`; throws when JSON cannot express it (a cycle, a BigInt). */
 export function sseEvent(message: unknown): Uint8Array {
-  return encoder.encode(`data: ${JSON.stringify(message)}\n\n`)
+  return sseText(JSON.stringify(message))
+}
+
+function sseText(text: string): Uint8Array {
+  return encoder.encode(`data: ${text}\n\n`)
 }
 
 export const SSE_KEEPALIVE = encoder.encode(': keep-alive\n\n')
 
-/** The final message of a request and the HTTP status to use if it is sent as plain JSON. */
+/** The final message of a request as JSON text, and the HTTP status to use if it is sent as plain JSON. */
 export interface FinalMessage {
-  message: unknown
+  text: string
   status: number
 }
 
@@ -77,8 +88,8 @@ export class Cancellation {
  */
 export class ResponseChannel {
   readonly #cancellation: Cancellation
-  /** Notifications sent before the answer was chosen; `undefined` once it was. */
-  #buffered: unknown[] | undefined = []
+  /** Notifications (as SSE events) sent before the answer was chosen; `undefined` once it was. */
+  #buffered: Uint8Array[] | undefined = []
   #controller: ReadableStreamDefaultController<Uint8Array> | undefined
   /** Set while `respond` waits: switches the answer to SSE on the first notification. */
   #openStream: (() => void) | undefined
@@ -87,20 +98,24 @@ export class ResponseChannel {
     this.#cancellation = cancellation
   }
 
-  /** Sends a notification related to this request (dropped once the client is gone). */
+  /**
+   * Sends a notification related to this request (dropped once the client is gone). Throws, to the
+   * handler that sent it, when JSON cannot express the message.
+   */
   notify(message: unknown): void {
     if (this.#cancellation.cancelled) return
     if (this.#controller) {
       this.#controller.enqueue(sseEvent(message))
     } else if (this.#buffered) {
-      this.#buffered.push(message)
+      this.#buffered.push(sseEvent(message))
       this.#openStream?.()
     }
   }
 
   /**
    * Answers with plain JSON when the final message comes before any notification, and with SSE from
-   * the first notification on (the handler may have sent one before this was called).
+   * the first notification on (the handler may have sent one before this was called). `final` must
+   * never reject: it carries failures as JSON-RPC errors.
    */
   respond(final: Promise<FinalMessage>): Promise<Response> {
     return new Promise<Response>((resolve) => {
@@ -109,11 +124,11 @@ export class ResponseChannel {
         resolve(this.#stream(final))
       }
       if (this.#buffered?.length) return this.#openStream()
-      final.then(({ message, status }) => {
+      final.then(({ text, status }) => {
         if (!this.#openStream) return // already streaming: the stream sends it
         this.#openStream = undefined
         this.#buffered = undefined
-        resolve(jsonResponse(message, status))
+        resolve(jsonText(text, status))
       })
     })
   }
@@ -124,15 +139,15 @@ export class ResponseChannel {
     this.#buffered = undefined
     const body = new ReadableStream<Uint8Array>({
       start: (controller) => {
-        for (const message of buffered) controller.enqueue(sseEvent(message))
+        for (const event of buffered) controller.enqueue(event)
         this.#controller = controller
-        final.then(({ message }) => {
+        final.then(({ text }) => {
           this.#controller = undefined
           if (cancellation.cancelled) {
             closeQuietly(controller)
             return
           }
-          controller.enqueue(sseEvent(message))
+          controller.enqueue(sseText(text))
           controller.close()
         })
       },

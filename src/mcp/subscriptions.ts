@@ -8,12 +8,12 @@
  */
 import type { EventBus, ServerEvent } from './events.ts'
 import { META_SERVER_INFO, META_SUBSCRIPTION_ID } from './protocol.ts'
-import type { McpServer } from './server.ts'
+import type { CompiledServer } from './server.ts'
 import { SSE_HEADERS, SSE_KEEPALIVE, closeQuietly, sseEvent } from './streaming.ts'
 import type { RequestId } from './wire.ts'
 
-export const DEFAULT_KEEPALIVE_MS = 15_000
-export const DEFAULT_MAX_LISTEN_MS = 60 * 60_000
+const DEFAULT_KEEPALIVE_MS = 15_000
+const DEFAULT_MAX_LISTEN_MS = 60 * 60_000
 
 export interface ListenFilter {
   toolsListChanged?: boolean
@@ -36,7 +36,7 @@ export interface ListenOptions {
 }
 
 /** Whether the server can honour any kind of subscription (otherwise listen is not advertised). */
-export function canListen(server: McpServer<unknown>): boolean {
+export function canListen<App>(server: CompiledServer<App>): boolean {
   const { tools, prompts, resources } = server.capabilities
   return Boolean(
     tools?.listChanged || prompts?.listChanged || resources?.listChanged || resources?.subscribe
@@ -44,7 +44,7 @@ export function canListen(server: McpServer<unknown>): boolean {
 }
 
 /** The part of the requested filter this server honours (sent in the acknowledgment). */
-function honouredFilter(server: McpServer<unknown>, requested: ListenFilter): ListenFilter {
+function honouredFilter<App>(server: CompiledServer<App>, requested: ListenFilter): ListenFilter {
   const { tools, prompts, resources } = server.capabilities
   const honoured: ListenFilter = {}
   if (requested.toolsListChanged && tools?.listChanged) honoured.toolsListChanged = true
@@ -77,7 +77,7 @@ function notificationFor(
   }
 }
 
-export function listen(server: McpServer<unknown>, options: ListenOptions): Response {
+export function listen<App>(server: CompiledServer<App>, options: ListenOptions): Response {
   const { id, principal, bus, signal, shutdown } = options
   const filter = honouredFilter(server, options.requested)
   const tag = { [META_SUBSCRIPTION_ID]: id }

@@ -1,14 +1,24 @@
 /**
  * @module mcp/wire
  * Shapes of revision 2026-07-28 that the engine reads or writes: TypeScript types for results and
- * content, and zod schemas (built once, at module load) for the params of every method a client may
- * send. Envelope checks (JSON-RPC shape, headers, `_meta`) live in `envelope.ts`; this module only
- * describes data.
+ * content, the two type guards every reader of raw JSON needs (`isObject`, `isRequestId`), and zod
+ * schemas (built once, at module load) for the params of every method a client may send. Envelope
+ * checks (JSON-RPC shape, headers, `_meta`) live in `envelope.ts`; this module only describes data.
  */
 import { z } from 'zod'
 
 export type JsonObject = Record<string, unknown>
 export type RequestId = string | number
+
+/** A JSON object: not `null`, not an array. */
+export function isObject(value: unknown): value is JsonObject {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
+/** A JSON-RPC request id this revision allows: a string or an integer (never `null`). */
+export function isRequestId(value: unknown): value is RequestId {
+  return typeof value === 'string' || (typeof value === 'number' && Number.isSafeInteger(value))
+}
 
 export interface Implementation {
   name: string

@@ -26,7 +26,7 @@ import { titledEnum } from '../mcp/elicitation-schema.ts'
 import { defineForm } from '../mcp/replay.ts'
 import { publishNoteChange } from './changes.ts'
 import { tagField } from './schemas.ts'
-import type { NotesApp } from './server.ts'
+import type { NotesApp } from './app.ts'
 
 /** Most notes one `delete_notes_by_tag` call offers: a form stays readable; call again for more. */
 export const MAX_BULK_NOTES = 20

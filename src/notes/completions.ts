@@ -6,7 +6,7 @@
  */
 import type { Completer, Completion } from '../mcp/definitions.ts'
 import { COMPLETION_FETCH } from './limits.ts'
-import type { NotesApp } from './server.ts'
+import type { NotesApp } from './app.ts'
 
 function bounded(values: string[]): Completion {
   return values.length < COMPLETION_FETCH ? values : { values }

@@ -27,7 +27,7 @@ import {
   SUMMARY_MAX_TOKENS,
 } from './limits.ts'
 import { noteIdField, tagsField, titleField } from './schemas.ts'
-import type { NotesApp } from './server.ts'
+import type { NotesApp } from './app.ts'
 import type { Note } from './store.ts'
 import { noteNotFound, noteResult } from './tools.ts'
 

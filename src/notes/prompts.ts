@@ -14,7 +14,7 @@ import type { PromptMessage } from '../mcp/wire.ts'
 import { NOTE_MIME_TYPE, noteUri, renderNoteMarkdown } from './format.ts'
 import { DIGEST_DAYS, MAX_DIGEST_CHARS, MAX_DIGEST_NOTES, MAX_FOCUS_CHARS } from './limits.ts'
 import { noteIdField, tagField } from './schemas.ts'
-import type { NotesApp } from './server.ts'
+import type { NotesApp } from './app.ts'
 import type { Note } from './store.ts'
 
 const { prompt } = definitions<NotesApp>()

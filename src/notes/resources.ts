@@ -17,7 +17,7 @@ import {
   renderNoteMarkdown,
 } from './format.ts'
 import { MAX_BODY_CHARS, MAX_TAGS, MAX_TITLE_CHARS, NOTE_ID_PATTERN } from './limits.ts'
-import type { NotesApp } from './server.ts'
+import type { NotesApp } from './app.ts'
 import type { Note } from './store.ts'
 
 const { resource, resourceTemplate } = definitions<NotesApp>()

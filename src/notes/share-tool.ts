@@ -15,7 +15,7 @@ import { z } from 'zod'
 import { definitions, text, toolError } from '../mcp/definitions.ts'
 import { SHARE_REQUEST_TTL_MS } from './limits.ts'
 import { noteIdField } from './schemas.ts'
-import type { NotesApp } from './server.ts'
+import type { NotesApp } from './app.ts'
 import { randomToken } from './tokens.ts'
 import { noteNotFound } from './tools.ts'
 

@@ -33,7 +33,7 @@ import {
   tagsField,
   titleField,
 } from './schemas.ts'
-import type { NotesApp } from './server.ts'
+import type { NotesApp } from './app.ts'
 import type { Note } from './store.ts'
 
 /** The logger name of the storage messages `search_notes` sends. */

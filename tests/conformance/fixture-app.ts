@@ -14,7 +14,7 @@ import { definitions, text, toolError, type ReplayContext } from '../../src/mcp/
 import type { EventBus, ServerEvent } from '../../src/mcp/events.ts'
 import { createMcpHandler } from '../../src/mcp/handler.ts'
 import type { StateSealer } from '../../src/mcp/sealed-state.ts'
-import { createMcpServer } from '../../src/mcp/server.ts'
+import { compileServer } from '../../src/mcp/server.ts'
 import type { CreateMessageParams } from '../../src/mcp/wire.ts'
 
 interface FixtureApp {
@@ -41,12 +41,17 @@ const sleep = (ms: number, signal: AbortSignal) =>
 
 type FixtureContext = ReplayContext<FixtureApp>
 
-const askName = (ctx: FixtureContext, key = 'user_name') =>
-  ctx.elicit(key, { message: 'What is your name?', schema: nameForm })
+const askName = (ctx: FixtureContext, key = 'user_name', acceptUnsolicited = false) =>
+  ctx.elicit(key, { message: 'What is your name?', schema: nameForm, acceptUnsolicited })
 
-/** Asks the name and greets: the body of both plain elicitation tools. */
+/**
+ * Asks the name and greets: the body of both plain elicitation tools. The only ask of the fixture that
+ * takes an answer given in advance: the referee's ignore-extra-params scenario sends the name with its
+ * first request, and a greeting can do no harm. Every other ask counts only answers to the question
+ * it sealed into an earlier round, the engine's default.
+ */
 async function greetByName(_args: unknown, ctx: FixtureContext) {
-  const answer = await askName(ctx)
+  const answer = await askName(ctx, 'user_name', true)
   return text(
     answer.action === 'accept'
       ? `Hello, ${answer.content.name}!`
@@ -471,7 +476,7 @@ const prompts = [
   }),
 ]
 
-export const fixtureServer = createMcpServer<FixtureApp>({
+export const fixtureServer = compileServer<FixtureApp>({
   info: { name: 'notes-mcp-conformance-fixture', version: '0.1.0' },
   instructions: 'Conformance fixture for the notes-mcp engine.',
   tools,

@@ -26,7 +26,7 @@ import {
   PROTOCOL_VERSION,
 } from '../../src/mcp/protocol.ts'
 import { StateSealer } from '../../src/mcp/sealed-state.ts'
-import { createMcpServer } from '../../src/mcp/server.ts'
+import { compileServer } from '../../src/mcp/server.ts'
 import {
   base64Sentinel,
   expectError,
@@ -60,7 +60,7 @@ const UNSUPPORTED_VERSION = -32022
 
 // A tools-only server with two items per page, and tools whose x-mcp-header params are typed.
 const { tool, prompt } = definitions<null>()
-const pagedServer = createMcpServer<null>({
+const pagedServer = compileServer<null>({
   info: { name: 'paged', version: '1.0.0' },
   pageSize: 2,
   tools: [
@@ -84,7 +84,7 @@ const pagedApp = createHttpApp({
 })
 
 const WORDS = Array.from({ length: 150 }, (_, index) => `word${index}`)
-const completionServer = createMcpServer<null>({
+const completionServer = compileServer<null>({
   info: { name: 'completions', version: '1.0.0' },
   prompts: [
     prompt({

@@ -1,5 +1,5 @@
 /**
- * Multi round-trip requests at the engine level: small servers built with `createMcpServer` and
+ * Multi round-trip requests at the engine level: small servers built with `compileServer` and
  * `definitions<App>()`, called through `createMcpHandler` directly (`{ body, headers, principal }`), so
  * each test controls exactly what the handler asks, what the client answers and what it declares.
  * Pins gathering of asks, the journal across rounds, validation of untrusted answers, question
@@ -14,7 +14,7 @@ import { generateKey, importKeyRing } from '../../src/mcp/key-ring.ts'
 import { META_LOG_LEVEL, META_SERVER_INFO } from '../../src/mcp/protocol.ts'
 import { defineForm } from '../../src/mcp/replay.ts'
 import { StateSealer } from '../../src/mcp/sealed-state.ts'
-import { createMcpServer, type McpServerOptions } from '../../src/mcp/server.ts'
+import { compileServer, type ServerDefinition } from '../../src/mcp/server.ts'
 import {
   callMcp,
   expectError,
@@ -322,8 +322,8 @@ const errors: string[] = []
 const logger = { warn: () => {}, error: (message: string) => void errors.push(message) }
 const sealer = StateSealer.create({ keyRing: await importKeyRing([generateKey()]) })
 
-function handlerFor(options: Partial<McpServerOptions<Probe>> = {}) {
-  const server = createMcpServer<Probe>({
+function handlerFor(options: Partial<ServerDefinition<Probe>> = {}) {
+  const server = compileServer<Probe>({
     info: { name: 'replay-tests', version: '1.0.0' },
     tools,
     resourceTemplates,

@@ -13,7 +13,7 @@ import { definitions, text, type ReplayContext } from '../../src/mcp/definitions
 import { createMcpHandler, type McpHandler } from '../../src/mcp/handler.ts'
 import { importKeyRing, type RawKey } from '../../src/mcp/key-ring.ts'
 import { StateSealer } from '../../src/mcp/sealed-state.ts'
-import { createMcpServer } from '../../src/mcp/server.ts'
+import { compileServer } from '../../src/mcp/server.ts'
 import { callMcp, expectError, expectResult, type JsonObject } from '../support/mcp-request.ts'
 
 interface Counter {
@@ -37,7 +37,7 @@ async function confirmDelete(id: string, ctx: ReplayContext<Counter>): Promise<s
 }
 
 const noteId = z.object({ id: z.string() })
-const server = createMcpServer<Counter>({
+const server = compileServer<Counter>({
   info: { name: 'state-adversary', version: '1.0.0' },
   tools: [
     tool({
