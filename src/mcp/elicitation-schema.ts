@@ -1,12 +1,14 @@
 /**
  * @module mcp/elicitation-schema
  * Turns a zod object schema into the restricted `requestedSchema` of a form-mode `elicitation/create`
- * (revision 2026-07-28: a flat object of string, number/integer, boolean, single-select and
- * multi-select fields), and validates a client's `accept` answer against the same zod schema.
+ * (revisions 2025-11-25 and 2026-07-28: a flat object of string, number/integer, boolean, single-select
+ * and multi-select fields, each with an optional default), and validates a client's `accept` answer
+ * against the same zod schema.
  *
- * Owns: the zod → elicitation mapping (`toElicitationSchema`), titled enums (`titledEnum`), and answer
- * validation (`parseElicitationContent`). Leaves to others: when to ask, capability gating, journaling
- * and digests of asks (the engine), and the wire envelope (`message`, `mode`).
+ * Owns: the zod → elicitation mapping (`toElicitationSchema`), titled enums (`titledEnum`, and
+ * `legacyTitledEnum` for the deprecated `enumNames` shape), and answer validation
+ * (`parseElicitationContent`). Leaves to others: when to ask, capability gating, journaling and
+ * digests of asks (the engine), and the wire envelope (`message`, `mode`).
  *
  * Contract:
  * - Conversion runs at definition time. It walks zod's own definitions (`schema._zod.def`) rather than
@@ -22,18 +24,24 @@
  *   `z.string()` with `.min/.max/.length` and at most one of `.email()`/`z.email()`, `.url()`/`z.url()`
  *   (→ `uri`), `z.iso.date()`, `z.iso.datetime()`; `z.number()` with `.min/.max` (`.gt/.lt` only on
  *   integers, where they become the next integer), `.int()`/`z.int()` (→ `integer`), `z.int32()`,
- *   `z.uint32()`; `z.boolean()`; `z.enum([...])` and `titledEnum({...})` of strings;
- *   `z.array(z.enum([...]) | titledEnum({...}))` with `.min/.max/.length` (→ minItems/maxItems).
- * - A default must itself satisfy its field, and is emitted as `default`; a field with a default or
+ *   `z.uint32()`; `z.boolean()`; single selects of strings: `z.enum([...])` (→ `enum`),
+ *   `titledEnum({...})` (→ `oneOf` of `{ const, title }`) and `legacyTitledEnum({...})` (→ `enum` plus
+ *   `enumNames`, the only titled shape 2025-06-18 clients read); multi selects:
+ *   `z.array(z.enum([...]))` (→ `items.enum`) and `z.array(titledEnum({...}))` (→ `items.anyOf`), with
+ *   `.min/.max/.length` (→ minItems/maxItems). `enumNames` exist only for single selects, so
+ *   `z.array(legacyTitledEnum(...))` throws.
+ * - A default must itself satisfy its field, and is emitted as `default` (SEP-1034: strings, numbers,
+ *   integers, booleans, single selects; multi selects take an array); a field with a default or
  *   `.optional()` is not `required`.
- * - Titles of a `titledEnum` live in a private registry keyed by the zod instance; `.meta()`,
- *   `.describe()`, `.optional()` and `.default()` keep them, `.extract()`/`.exclude()` do not (call
- *   `titledEnum` again). Options appear in the key order of the object passed, which JavaScript puts
- *   integer-like keys ("1", "2") first.
+ * - Titles of a `titledEnum`/`legacyTitledEnum` live in a private registry keyed by the zod instance;
+ *   `.meta()`, `.describe()`, `.optional()` and `.default()` keep them, `.extract()`/`.exclude()` do
+ *   not (call the helper again). Options appear in the key order of the object passed, which
+ *   JavaScript puts integer-like keys ("1", "2") first.
  * - `parseElicitationContent` reads only the schema's own keys from the answer (unknown keys are
  *   dropped), treats a JSON `null` as an absent value (clients send it for fields left empty), applies
  *   defaults, and reports failures as one short line without echoing the submitted values. Dates stay
- *   strings. Zod's own messages are used, so a custom `error` on a field shows up here.
+ *   strings; a multi select's answer is an array of its option values. Zod's own messages are used,
+ *   so a custom `error` on a field shows up here.
  *
  * Runtime-neutral: zod only, no `node:*` imports (runs on Cloudflare Workers).
  */
@@ -88,6 +96,16 @@ export type TitledSingleSelectEnumSchema = {
   default?: string
 }
 
+/** The deprecated titled single select (SEP-1330): option labels in `enumNames`, index for index. */
+export type LegacyTitledEnumSchema = {
+  type: 'string'
+  title?: string
+  description?: string
+  enum: string[]
+  enumNames: string[]
+  default?: string
+}
+
 export type UntitledMultiSelectEnumSchema = {
   type: 'array'
   title?: string
@@ -115,6 +133,7 @@ export type PrimitiveSchema =
   | BooleanSchema
   | UntitledSingleSelectEnumSchema
   | TitledSingleSelectEnumSchema
+  | LegacyTitledEnumSchema
   | UntitledMultiSelectEnumSchema
   | TitledMultiSelectEnumSchema
 
@@ -179,7 +198,13 @@ type Bound = { value: number; inclusive: boolean }
 
 type Labels = { title?: string; description?: string }
 
-const titledEnumRegistry = z.registry<{ titles: Readonly<Record<string, string>> }>()
+/** How a titled enum's labels go on the wire: `{ const, title }` options, or parallel `enumNames`. */
+type TitleStyle = 'options' | 'enumNames'
+
+const titledEnumRegistry = z.registry<{
+  titles: Readonly<Record<string, string>>
+  style: TitleStyle
+}>()
 
 function defOf(schema: ZodSchema): LooseDef {
   return schema._zod.def as unknown as LooseDef
@@ -201,21 +226,40 @@ function fail(name: string, why: string): never {
 export function titledEnum<const T extends Readonly<Record<string, string>>>(
   titles: T
 ): z.ZodEnum<{ [K in keyof T & string]: K }> {
+  return registerTitledEnum('titledEnum', titles, 'options')
+}
+
+/**
+ * A titled single select in the deprecated SEP-1330 shape: `enum` with the titles in `enumNames`.
+ * Prefer `titledEnum`; this one exists for clients that read only `enumNames` (revision 2025-06-18).
+ * Single selects only: `z.array(legacyTitledEnum(...))` throws at conversion.
+ */
+export function legacyTitledEnum<const T extends Readonly<Record<string, string>>>(
+  titles: T
+): z.ZodEnum<{ [K in keyof T & string]: K }> {
+  return registerTitledEnum('legacyTitledEnum', titles, 'enumNames')
+}
+
+function registerTitledEnum<const T extends Readonly<Record<string, string>>>(
+  helper: string,
+  titles: T,
+  style: TitleStyle
+): z.ZodEnum<{ [K in keyof T & string]: K }> {
   if (typeof titles !== 'object' || titles === null || Array.isArray(titles)) {
-    throw new TypeError('titledEnum: expected an object mapping each value to its title')
+    throw new TypeError(`${helper}: expected an object mapping each value to its title`)
   }
   const values = Object.keys(titles)
-  if (values.length === 0) throw new TypeError('titledEnum: at least one value is required')
+  if (values.length === 0) throw new TypeError(`${helper}: at least one value is required`)
   const copy: Record<string, string> = {}
   for (const value of values) {
     const title = titles[value]
     if (typeof title !== 'string' || title === '') {
-      throw new TypeError(`titledEnum: the title of '${value}' must be a non-empty string`)
+      throw new TypeError(`${helper}: the title of '${value}' must be a non-empty string`)
     }
     copy[value] = title
   }
   const schema = z.enum(values as [string, ...string[]])
-  titledEnumRegistry.add(schema, { titles: Object.freeze(copy) })
+  titledEnumRegistry.add(schema, { titles: Object.freeze(copy), style })
   return schema as unknown as z.ZodEnum<{ [K in keyof T & string]: K }>
 }
 
@@ -373,9 +417,14 @@ function convertBase(name: string, schema: ZodSchema): PrimitiveSchema {
     case 'enum': {
       noChecks(name, def)
       const options = enumOptions(name, schema)
-      return 'titles' in options
-        ? { type: 'string', oneOf: options.titles }
-        : { type: 'string', enum: options.values }
+      if (options.titles === undefined) return { type: 'string', enum: options.values }
+      return options.style === 'enumNames'
+        ? {
+            type: 'string',
+            enum: options.values,
+            enumNames: options.titles.map((option) => option.title),
+          }
+        : { type: 'string', oneOf: options.titles }
     }
     case 'array':
       return convertArray(name, def)
@@ -618,18 +667,26 @@ function convertArray(
   }
   assertRange(name, lengths.min, lengths.max, 'item count')
   const options = enumOptions(name, element)
+  if (options.style === 'enumNames') {
+    fail(
+      name,
+      'is an array of legacyTitledEnum; enumNames exist only for single selects, use z.array(titledEnum({...}))'
+    )
+  }
   const bounds: { minItems?: number; maxItems?: number } = {}
   if (lengths.min !== undefined) bounds.minItems = lengths.min
   if (lengths.max !== undefined) bounds.maxItems = lengths.max
-  return 'titles' in options
-    ? { type: 'array', ...bounds, items: { anyOf: options.titles } }
-    : { type: 'array', ...bounds, items: { type: 'string', enum: options.values } }
+  return options.titles === undefined
+    ? { type: 'array', ...bounds, items: { type: 'string', enum: options.values } }
+    : { type: 'array', ...bounds, items: { anyOf: options.titles } }
 }
 
-function enumOptions(
-  name: string,
-  schema: ZodSchema
-): { values: string[] } | { titles: TitledOption[] } {
+/** An enum's option values, with their titles (in the same order) when it is a titled enum. */
+type EnumOptions =
+  | { values: string[]; titles?: undefined; style?: undefined }
+  | { values: string[]; titles: TitledOption[]; style: TitleStyle }
+
+function enumOptions(name: string, schema: ZodSchema): EnumOptions {
   const values = [...new Set(Object.values(defOf(schema).entries ?? {}))]
   if (values.length === 0) fail(name, 'is an enum without values')
   const strings: string[] = []
@@ -638,7 +695,11 @@ function enumOptions(
       fail(name, 'has a non-string enum value; options must be strings')
     strings.push(value)
   }
-  const titles = titledEnumRegistry.get(schema)?.titles
-  if (titles === undefined) return { values: strings }
-  return { titles: strings.map((value) => ({ const: value, title: titles[value] ?? value })) }
+  const titled = titledEnumRegistry.get(schema)
+  if (titled === undefined) return { values: strings }
+  return {
+    values: strings,
+    titles: strings.map((value) => ({ const: value, title: titled.titles[value] ?? value })),
+    style: titled.style,
+  }
 }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import {
+  legacyTitledEnum,
   parseElicitationContent,
   titledEnum,
   toElicitationSchema,
@@ -105,6 +106,14 @@ describe('toElicitationSchema: supported shapes', () => {
     })
   })
 
+  it('legacyTitledEnum({...}) is an enum with its titles in enumNames, index for index', () => {
+    expect(field(legacyTitledEnum({ opt1: 'Option One', opt2: 'Option Two' }))).toEqual({
+      type: 'string',
+      enum: ['opt1', 'opt2'],
+      enumNames: ['Option One', 'Option Two'],
+    })
+  })
+
   it('z.array(z.enum([...])) is an untitled multi select with minItems/maxItems', () => {
     expect(
       field(
@@ -164,6 +173,8 @@ describe('toElicitationSchema: required, optional, defaults, labels', () => {
           b: z.boolean().default(false),
           e: z.enum(['x', 'y']).default('y'),
           t: titledEnum({ x: 'Ex' }).default('x'),
+          l: legacyTitledEnum({ x: 'Ex', y: 'Why' }).default('y'),
+          f: z.number().default(95.5),
           m: z.array(z.enum(['x', 'y'])).default(['x']),
           k: z.array(titledEnum({ x: 'Ex', y: 'Why' })).default([]),
           req: z.string(),
@@ -177,6 +188,8 @@ describe('toElicitationSchema: required, optional, defaults, labels', () => {
         b: { type: 'boolean', default: false },
         e: { type: 'string', enum: ['x', 'y'], default: 'y' },
         t: { type: 'string', oneOf: [{ const: 'x', title: 'Ex' }], default: 'x' },
+        l: { type: 'string', enum: ['x', 'y'], enumNames: ['Ex', 'Why'], default: 'y' },
+        f: { type: 'number', default: 95.5 },
         m: { type: 'array', items: { type: 'string', enum: ['x', 'y'] }, default: ['x'] },
         k: {
           type: 'array',
@@ -255,6 +268,12 @@ describe('toElicitationSchema: required, optional, defaults, labels', () => {
     })
   })
 
+  it('legacyTitledEnum titles survive .meta(), .describe() and .optional()', () => {
+    expect(
+      field(legacyTitledEnum({ a: 'A' }).meta({ title: 'Pick' }).describe('One').optional())
+    ).toEqual({ type: 'string', title: 'Pick', description: 'One', enum: ['a'], enumNames: ['A'] })
+  })
+
   it('the emitted schema is plain JSON: no undefined members, same after a JSON round trip', () => {
     const schema = toElicitationSchema(
       z.object({
@@ -327,6 +346,16 @@ describe('toElicitationSchema: rejected shapes throw TypeError naming the proper
         .default([]),
       /default/,
     ],
+    [
+      'multi select of a legacy titled enum',
+      z.array(legacyTitledEnum({ a: 'A' })),
+      /array of legacyTitledEnum; enumNames exist only for single selects/,
+    ],
+    [
+      'default outside a legacy titled enum',
+      legacyTitledEnum({ a: 'A' }).default('b' as 'a'),
+      /default that does not/,
+    ],
     ['nonoptional', z.string().optional().nonoptional(), /nonoptional schema/],
     ['readonly', z.string().readonly(), /readonly schema/],
     ['any', z.any(), /is a any schema/],
@@ -371,6 +400,21 @@ describe('titledEnum', () => {
       type: 'string',
       enum: ['a'],
     })
+  })
+})
+
+describe('legacyTitledEnum', () => {
+  it('accepts exactly its keys as values', () => {
+    const schema = legacyTitledEnum({ opt1: 'Option One', opt2: 'Option Two' })
+    expect(schema.parse('opt2')).toBe('opt2')
+    expect(schema.safeParse('Option Two').success).toBe(false)
+    expect(schema.options).toEqual(['opt1', 'opt2'])
+  })
+
+  it('rejects an empty map and empty or non-string titles with TypeError naming itself', () => {
+    expect(() => legacyTitledEnum({})).toThrow(/^legacyTitledEnum: at least one value/)
+    expect(() => legacyTitledEnum({ a: '' })).toThrow(/^legacyTitledEnum: the title of 'a'/)
+    expect(() => legacyTitledEnum([] as unknown as Record<string, string>)).toThrow(TypeError)
   })
 })
 
@@ -520,6 +564,28 @@ describe('parseElicitationContent', () => {
     expect(result.issues).not.toContain(secret)
     expect(result.issues.split('; ')).toHaveLength(6)
     expect(result.issues).toMatch(/; and 3 more$/)
+  })
+
+  it('every single- and multi-select shape takes its option values; multi selects take arrays', () => {
+    const selects = z.object({
+      untitledSingle: z.enum(['option1', 'option2']),
+      titledSingle: titledEnum({ value1: 'First', value2: 'Second' }),
+      legacyEnum: legacyTitledEnum({ opt1: 'One', opt2: 'Two' }),
+      untitledMulti: z.array(z.enum(['option1', 'option2'])),
+      titledMulti: z.array(titledEnum({ value1: 'First', value2: 'Second' })),
+    })
+    const answer = {
+      untitledSingle: 'option1',
+      titledSingle: 'value2',
+      legacyEnum: 'opt1',
+      untitledMulti: ['option1', 'option2'],
+      titledMulti: ['value2'],
+    }
+    expect(parseElicitationContent(selects, answer)).toEqual({ ok: true, value: answer })
+    const byTitle = parseElicitationContent(selects, { ...answer, legacyEnum: 'One' })
+    expect(!byTitle.ok && byTitle.issues).toMatch(/^legacyEnum: /)
+    const scalar = parseElicitationContent(selects, { ...answer, titledMulti: 'value1' })
+    expect(!scalar.ok && scalar.issues).toMatch(/^titledMulti: .*expected array/)
   })
 
   it('a schema that cannot be an elicitation form throws TypeError instead of validating', () => {
