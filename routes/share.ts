@@ -27,10 +27,11 @@ import { bodyLimit } from 'hono/body-limit'
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie'
 import { html, raw } from 'hono/html'
 import type { ContentfulStatusCode } from 'hono/utils/http-status'
+import { constantTimeEqual } from '../src/mcp/constant-time.ts'
 import { isoTime } from '../src/notes/format.ts'
 import { SHARE_REQUEST_TTL_MS } from '../src/notes/limits.ts'
 import type { DecideOutcome, Note, NotesStore } from '../src/notes/store.ts'
-import { isToken, randomToken, tokensEqual } from '../src/notes/tokens.ts'
+import { isToken, randomToken } from '../src/notes/tokens.ts'
 
 export interface ShareRouteOptions {
   notes: NotesStore
@@ -189,7 +190,7 @@ export function shareRoute({ notes, now = Date.now }: ShareRouteOptions): Hono {
       const form = await c.req.parseBody()
       const cookie = getCookie(c, CSRF_COOKIE)
       const token = form[CSRF_FIELD]
-      if (cookie === undefined || typeof token !== 'string' || !tokensEqual(cookie, token)) {
+      if (cookie === undefined || typeof token !== 'string' || !constantTimeEqual(cookie, token)) {
         return notice(
           c,
           403,

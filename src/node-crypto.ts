@@ -5,15 +5,16 @@
  * Node). Same digests and the same compact JWE as the defaults, so Node and Workers replicas agree.
  */
 import { createCipheriv, createDecipheriv, createHash, createSecretKey } from 'node:crypto'
+import type { AesGcm } from './mcp/compact-jwe.ts'
 import { importKeyRing, type RawKey } from './mcp/key-ring.ts'
-import { StateSealer, type AesGcm } from './mcp/sealed-state.ts'
+import { StateSealer } from './mcp/sealed-state.ts'
 
 export function nodeSha256(text: string): string {
   return createHash('sha256').update(text).digest('base64url')
 }
 
 /**
- * AES-256-GCM from `node:crypto` for the sealer, with the ring's secrets held as `KeyObject`s
+ * AES-256-GCM from `node:crypto` for the compact-JWE codec, with the ring's secrets held as `KeyObject`s
  * (imported once). Produces and opens the same compact JWE as jose on Web Crypto.
  */
 export function nodeAesGcm(keys: readonly RawKey[]): AesGcm {

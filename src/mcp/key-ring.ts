@@ -17,21 +17,25 @@
  *
  * Errors are `TypeError` (syntax) or `RangeError` (counts, lengths). Their messages name entries by
  * position and never include a secret (nor an unvalidated kid, which might be a misplaced secret).
- * Sealing and opening tokens belong to `mcp/sealed-state`; reading the environment belongs to config.
- * Runtime-neutral: Web Crypto and jose only.
+ * The token format belongs to `mcp/compact-jwe`, what `requestState` seals to `mcp/sealed-state`;
+ * reading the environment belongs to config. Runtime-neutral: Web Crypto and jose only.
  */
 
 import { base64url } from 'jose'
+import { isCanonicalBase64url } from './base64url.ts'
 
 /** Size of every state secret, in bytes (AES-256). */
 export const STATE_KEY_BYTES = 32
 /** HKDF `info` for the principal-tag key; changing it invalidates every in-flight state. */
 export const PRINCIPAL_TAG_INFO = 'notes-mcp/principal-tag/v1'
 
-const KID_PATTERN = /^[A-Za-z0-9_-]{1,32}$/
+/** Longest kid the ring admits (tokens name it in their header, so caps are sized with it). */
+export const MAX_KID_CHARS = 32
+
+const KID_PATTERN = new RegExp(`^[A-Za-z0-9_-]{1,${MAX_KID_CHARS}}$`)
+const KID_RULE = `1-${MAX_KID_CHARS} of A-Za-z0-9_-`
 const BASE64URL_SECRET = /^[A-Za-z0-9_-]{43}$/
 const BASE64_SECRET = /^[A-Za-z0-9+/]{43}=$/
-const BASE64URL_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'
 const KID_SUFFIX_ALPHABET = 'abcdefghijklmnopqrstuvwxyz234567'
 const KID_SUFFIX_LENGTH = 4
 
@@ -70,8 +74,7 @@ export function parseKeyRing(text: string): RawKey[] {
     const colon = entry.indexOf(':')
     if (colon < 0) throw new TypeError(`${label} is not of the form kid:secret`)
     const kid = entry.slice(0, colon)
-    if (!KID_PATTERN.test(kid))
-      throw new TypeError(`${label} has an invalid kid (1-32 of A-Za-z0-9_-)`)
+    if (!KID_PATTERN.test(kid)) throw new TypeError(`${label} has an invalid kid (${KID_RULE})`)
     return { kid, secret: decodeSecret(entry.slice(colon + 1), `${label} (kid ${kid})`) }
   })
   validateRawKeys(keys)
@@ -148,7 +151,7 @@ function validateRawKeys(keys: readonly RawKey[]): void {
   keys.forEach((key, index) => {
     const label = `State key ${index + 1}`
     if (typeof key?.kid !== 'string' || !KID_PATTERN.test(key.kid)) {
-      throw new TypeError(`${label} has an invalid kid (1-32 of A-Za-z0-9_-)`)
+      throw new TypeError(`${label} has an invalid kid (${KID_RULE})`)
     }
     if (!(key.secret instanceof Uint8Array)) {
       throw new TypeError(`${label} (kid ${key.kid}) has no secret bytes`)
@@ -176,7 +179,7 @@ function decodeSecret(text: string, label: string): Uint8Array {
     throw new TypeError(`${label}: the secret is not base64url (or standard base64)`)
   }
   // 43 chars carry 258 bits for 256: the last char's two low bits must be zero (canonical form).
-  if ((BASE64URL_ALPHABET.indexOf(url.charAt(42)) & 3) !== 0) {
+  if (!isCanonicalBase64url(url)) {
     throw new TypeError(`${label}: the secret is not canonical base64`)
   }
   return base64url.decode(url)

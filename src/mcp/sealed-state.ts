@@ -4,8 +4,8 @@
  * belongs to into an opaque token, and `StateSealer.open` turns a token from the wire back into the
  * journal, or rejects it. Any replica holding the same key ring opens what any other sealed.
  *
- * Token: compact JWE, `alg: "dir"`, `enc: "A256GCM"`, protected header exactly
- * `{alg, enc, kid}` (authenticated as AAD), no compression. Plaintext: canonical JSON claims
+ * Token: the key ring's compact JWE (`mcp/compact-jwe`: `dir` + `A256GCM`, kid in the protected
+ * header, caps and header checked before decrypting). Plaintext: JSON claims
  *   `v` version (1) · `iat`/`exp` seconds since the epoch · `p` principal tag (HMAC-SHA256 under the
  *   kid's principal key, first 16 bytes, base64url; never the raw principal) · `m` method ·
  *   `t` target (tool/prompt name or resource URI) · `a` base64url SHA-256 of the canonical JSON of the
@@ -17,20 +17,29 @@
  *   with the ring's first key.
  * - `open` fails closed: every failure, whatever its cause, is an `InvalidRequestStateError` whose
  *   `message` is the frozen wire text and whose `reason` (an `OpenFailureReason`) is for the server
- *   log only. The type and length of the token are checked before any decoding, the header before any
- *   decryption (so an unknown kid never reaches the cipher), then every claim.
+ *   log only. The token passes the codec's checks first (type, length, canonical parts, header: an
+ *   unknown kid never reaches the cipher), then every claim is verified.
  * - Rotation works by construction: a token opens while its kid is in the ring; a retired kid is
  *   `unknown_kid`.
  *
  * Left to others: composing the principal string (issuer, subject, client — the auth layer), choosing
  * which request fields form `args`, merging journals across rounds and single-use nonce bookkeeping
- * (the replay engine), mapping errors to the wire (`mcp/errors`), key configuration (`mcp/key-ring`).
- * Runtime-neutral: Web Crypto, jose and zod only.
+ * (the replay engine), mapping errors to the wire (`mcp/errors`), key configuration (`mcp/key-ring`),
+ * the token format (`mcp/compact-jwe`). Runtime-neutral: Web Crypto, jose and zod only.
  */
 
-import { base64url, CompactEncrypt, compactDecrypt } from 'jose'
+import { base64url } from 'jose'
 import { z } from 'zod'
 import { canonicalJson, sha256Base64url } from './canonical-json.ts'
+import {
+  CompactJwe,
+  compactJweChars,
+  InvalidJweError,
+  type AesGcm,
+  type DecryptedJwe,
+  type JweFailureReason,
+} from './compact-jwe.ts'
+import { constantTimeEqual } from './constant-time.ts'
 import { InvalidRequestStateError } from './errors.ts'
 import type { KeyRing, RingKey } from './key-ring.ts'
 import { randomBytes } from './random.ts'
@@ -47,19 +56,8 @@ export const MIN_STATE_PAYLOAD_BYTES = 512
 export const MAX_STATE_PAYLOAD_BYTES = 1_048_576
 export const MAX_STATE_CLOCK_SKEW_SECONDS = 3_600
 
-const ALG = 'dir'
-const ENC = 'A256GCM'
 const NONCE_BYTES = 16
 const PRINCIPAL_TAG_BYTES = 16
-/** Longest kid the key ring admits; used to size the header when checking the caps agree. */
-const MAX_KID_CHARS = 32
-const IV_BYTES = 12
-const IV_CHARS = 16 // 96-bit IV
-const TAG_BYTES = 16
-const TAG_CHARS = 22 // 128-bit tag
-
-const BASE64URL = /^[A-Za-z0-9_-]+$/
-const BASE64URL_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'
 
 const encoder = new TextEncoder()
 const strictDecoder = new TextDecoder('utf-8', { fatal: true })
@@ -106,17 +104,9 @@ export interface StateSealerOptions {
   readonly sha256?: (text: string) => string | Promise<string>
   /**
    * AES-256-GCM under the ring's keys, for runtimes with a faster cipher than Web Crypto's (Node's
-   * `node:crypto` is synchronous). The sealer then writes and reads the same compact JWE itself;
-   * without it, jose does. Tokens are interchangeable either way.
+   * `node:crypto` is synchronous); see `CompactJweOptions.aesGcm`. Tokens are interchangeable either way.
    */
   readonly aesGcm?: AesGcm
-}
-
-/** AES-256-GCM with the ring key named `kid` (16-byte tag appended to the ciphertext). */
-export interface AesGcm {
-  encrypt(kid: string, iv: Uint8Array, plaintext: Uint8Array, aad: Uint8Array): Uint8Array
-  /** Throws when the tag does not verify. */
-  decrypt(kid: string, iv: Uint8Array, sealed: Uint8Array, aad: Uint8Array): Uint8Array
 }
 
 /** Principal tags remembered per sealer (they depend only on the key and the principal). */
@@ -124,12 +114,7 @@ const PRINCIPAL_TAG_CACHE_SIZE = 4096
 
 /** Why `open` rejected a token. Logged, never sent: the wire always says "Invalid or expired requestState". */
 export type OpenFailureReason =
-  | 'not_a_string'
-  | 'too_long'
-  | 'malformed'
-  | 'unknown_kid'
-  | 'bad_header'
-  | 'decrypt_failed'
+  | JweFailureReason
   | 'bad_claims'
   | 'expired'
   | 'issued_in_future'
@@ -175,19 +160,20 @@ export class StateSealer {
   readonly maxTokenChars: number
   readonly maxPayloadBytes: number
   readonly clockSkewSeconds: number
-  readonly #keyRing: KeyRing
+  readonly #jwe: CompactJwe
   readonly #now: () => number
   readonly #sha256: (text: string) => string | Promise<string>
   readonly #principalTags = new Map<string, string>()
-  readonly #aesGcm: AesGcm | undefined
 
-  private constructor(options: Required<Omit<StateSealerOptions, 'aesGcm'>> & StateSealerOptions) {
-    this.#keyRing = options.keyRing
+  private constructor(
+    jwe: CompactJwe,
+    options: Required<Omit<StateSealerOptions, 'aesGcm' | 'keyRing' | 'maxTokenChars'>>
+  ) {
+    this.#jwe = jwe
     this.#now = options.now
     this.#sha256 = options.sha256
-    this.#aesGcm = options.aesGcm
     this.ttlSeconds = options.ttlSeconds
-    this.maxTokenChars = options.maxTokenChars
+    this.maxTokenChars = jwe.maxTokenChars
     this.maxPayloadBytes = options.maxPayloadBytes
     this.clockSkewSeconds = options.clockSkewSeconds
   }
@@ -207,15 +193,7 @@ export class StateSealer {
       sha256 = sha256Base64url,
       aesGcm,
     } = options
-    if (
-      typeof keyRing !== 'object' ||
-      keyRing === null ||
-      typeof keyRing.get !== 'function' ||
-      typeof keyRing.sealingKid !== 'string' ||
-      keyRing.get(keyRing.sealingKid) === undefined
-    ) {
-      throw new TypeError('keyRing must be an imported KeyRing that holds its sealing key')
-    }
+    const jwe = CompactJwe.create({ keyRing, maxTokenChars, aesGcm })
     if (!(Number.isInteger(ttlSeconds) && ttlSeconds >= 1 && ttlSeconds <= MAX_STATE_TTL_SECONDS)) {
       throw new RangeError(`ttlSeconds must be a whole number from 1 to ${MAX_STATE_TTL_SECONDS}`)
     }
@@ -228,8 +206,8 @@ export class StateSealer {
         `maxPayloadBytes must be a whole number from ${MIN_STATE_PAYLOAD_BYTES} to ${MAX_STATE_PAYLOAD_BYTES}`
       )
     }
-    const needed = tokenCharsFor(maxPayloadBytes)
-    if (!(Number.isInteger(maxTokenChars) && maxTokenChars >= needed)) {
+    const needed = compactJweChars(maxPayloadBytes)
+    if (!(maxTokenChars >= needed)) {
       throw new RangeError(
         `maxTokenChars must be a whole number of at least ${needed} to admit a ${maxPayloadBytes}-byte payload`
       )
@@ -244,22 +222,7 @@ export class StateSealer {
     if (typeof now !== 'function')
       throw new TypeError('now must be a function returning milliseconds')
     if (typeof sha256 !== 'function') throw new TypeError('sha256 must be a function')
-    if (
-      aesGcm !== undefined &&
-      (typeof aesGcm.encrypt !== 'function' || typeof aesGcm.decrypt !== 'function')
-    ) {
-      throw new TypeError('aesGcm must have encrypt and decrypt functions')
-    }
-    return new StateSealer({
-      keyRing,
-      ttlSeconds,
-      maxPayloadBytes,
-      maxTokenChars,
-      clockSkewSeconds,
-      now,
-      sha256,
-      aesGcm,
-    })
+    return new StateSealer(jwe, { ttlSeconds, maxPayloadBytes, clockSkewSeconds, now, sha256 })
   }
 
   /** Seals `journal` for exactly this request, with the ring's first key. */
@@ -268,7 +231,7 @@ export class StateSealer {
       throw new TypeError('seal: binding needs string principal, method and target')
     }
     if (journal === undefined) throw new TypeError('seal: the journal must be a JSON value')
-    const key = this.#keyRing.get(this.#keyRing.sealingKid) as RingKey
+    const key = this.#jwe.sealingKey
     const iat = Math.floor(this.#now() / 1000)
     const nonce = base64url.encode(randomBytes(NONCE_BYTES))
     const { principalTag: p, argsDigest: a } = await this.#bindingDigests(key, binding)
@@ -288,12 +251,7 @@ export class StateSealer {
     if (plaintext.byteLength > this.maxPayloadBytes) {
       throw new StateTooLargeError(plaintext.byteLength, this.maxPayloadBytes)
     }
-    const token = this.#aesGcm
-      ? encryptCompact(this.#aesGcm, key.kid, plaintext)
-      : await new CompactEncrypt(plaintext)
-          .setProtectedHeader({ alg: ALG, enc: ENC, kid: key.kid })
-          .encrypt(key.contentKey)
-    return { token, nonce }
+    return { token: await this.#jwe.encrypt(plaintext), nonce }
   }
 
   /** Opens a `requestState` from the wire for this request, or throws `InvalidRequestStateError`. */
@@ -307,51 +265,14 @@ export class StateSealer {
   }
 
   async #open(token: unknown, binding: StateBinding): Promise<OpenedState> {
-    if (typeof token !== 'string') return reject('not_a_string')
-    if (token.length > this.maxTokenChars) return reject('too_long')
     if (!isBinding(binding)) return reject('bad_binding')
-
-    const parts = token.split('.')
-    if (parts.length !== 5) return reject('malformed')
-    const [header = '', encryptedKey, iv = '', ciphertext = '', tag = ''] = parts
-    if (!(
-      encryptedKey === '' &&
-      iv.length === IV_CHARS &&
-      tag.length === TAG_CHARS &&
-      isCanonicalBase64url(header) &&
-      isCanonicalBase64url(iv) &&
-      isCanonicalBase64url(ciphertext) &&
-      isCanonicalBase64url(tag)
-    )) {
-      return reject('malformed')
-    }
-
-    const key = this.#keyFor(header)
-
-    let plaintext: Uint8Array
+    let opened: DecryptedJwe
     try {
-      if (this.#aesGcm) {
-        const encrypted = base64url.decode(ciphertext)
-        const sealed = new Uint8Array(encrypted.length + TAG_BYTES)
-        sealed.set(encrypted)
-        sealed.set(base64url.decode(tag), encrypted.length)
-        plaintext = this.#aesGcm.decrypt(
-          key.kid,
-          base64url.decode(iv),
-          sealed,
-          encoder.encode(header)
-        )
-      } else {
-        const result = await compactDecrypt(token, key.contentKey, {
-          keyManagementAlgorithms: [ALG],
-          contentEncryptionAlgorithms: [ENC],
-          maxDecompressedLength: 0,
-        })
-        plaintext = result.plaintext
-      }
-    } catch {
-      return reject('decrypt_failed')
+      opened = await this.#jwe.decrypt(token)
+    } catch (error) {
+      return reject(error instanceof InvalidJweError ? error.reason : 'internal_error')
     }
+    const { plaintext, key } = opened
 
     let parsed: unknown
     try {
@@ -401,29 +322,6 @@ export class StateSealer {
     }
     return { principalTag, argsDigest: await argsDigest }
   }
-
-  /** Reads the protected header without trusting it; only `{alg:"dir", enc:"A256GCM", kid}` passes. */
-  #keyFor(encodedHeader: string): RingKey {
-    let header: unknown
-    try {
-      header = JSON.parse(strictDecoder.decode(base64url.decode(encodedHeader)))
-    } catch {
-      return reject('malformed')
-    }
-    if (typeof header !== 'object' || header === null || Array.isArray(header)) {
-      return reject('malformed')
-    }
-    const { alg, enc, kid } = header as Record<string, unknown>
-    if (!(
-      Object.keys(header).length === 3 &&
-      alg === ALG &&
-      enc === ENC &&
-      typeof kid === 'string'
-    )) {
-      return reject('bad_header')
-    }
-    return this.#keyRing.get(kid) ?? reject('unknown_kid')
-  }
 }
 
 function reject(reason: OpenFailureReason): never {
@@ -440,58 +338,10 @@ function isBinding(binding: StateBinding): boolean {
   )
 }
 
-/** The `p` and `a` claims for `binding` under `key`: the principal tag and the arguments digest. */
-/** The compact JWE (`dir`, `A256GCM`) jose would write, with a runtime-provided cipher. */
-function encryptCompact(aesGcm: AesGcm, kid: string, plaintext: Uint8Array): string {
-  const header = base64url.encode(JSON.stringify({ alg: ALG, enc: ENC, kid }))
-  const iv = randomBytes(IV_BYTES)
-  const sealed = aesGcm.encrypt(kid, iv, plaintext, encoder.encode(header))
-  const tagStart = sealed.length - TAG_BYTES
-  const ciphertext = base64url.encode(sealed.subarray(0, tagStart))
-  return `${header}..${base64url.encode(iv)}.${ciphertext}.${base64url.encode(sealed.subarray(tagStart))}`
-}
-
 /** A `JSON.stringify` replacer that refuses values JSON would silently change (NaN, ±Infinity). */
 function exactJson(_key: string, value: unknown): unknown {
   if (typeof value === 'number' && !Number.isFinite(value)) {
     throw new TypeError('seal: the journal holds a number JSON cannot represent')
   }
   return value
-}
-
-/** Equal-length strings compared without an early exit; unequal lengths are simply unequal. */
-function constantTimeEqual(a: string, b: string): boolean {
-  if (a.length !== b.length) return false
-  let diff = 0
-  for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i)
-  return diff === 0
-}
-
-/**
- * Non-empty unpadded base64url in its one canonical spelling: the length is not 1 mod 4 and the
- * unused low bits of the last character are zero (lenient decoders ignore them, which would let
- * several spellings of one token all open).
- */
-function isCanonicalBase64url(text: string): boolean {
-  if (!BASE64URL.test(text)) return false
-  const last = BASE64URL_ALPHABET.indexOf(text.charAt(text.length - 1))
-  switch (text.length % 4) {
-    case 1:
-      return false
-    case 2:
-      return (last & 0b1111) === 0
-    case 3:
-      return (last & 0b11) === 0
-    default:
-      return true
-  }
-}
-
-/** Length of the longest token holding a `payloadBytes` plaintext (kid at its longest). */
-function tokenCharsFor(payloadBytes: number): number {
-  const header = JSON.stringify({ alg: ALG, enc: ENC, kid: 'k'.repeat(MAX_KID_CHARS) })
-  const b64 = (bytes: number) => Math.ceil((bytes * 4) / 3)
-  return (
-    b64(encoder.encode(header).byteLength) + 2 + IV_CHARS + 1 + b64(payloadBytes) + 1 + TAG_CHARS
-  )
 }

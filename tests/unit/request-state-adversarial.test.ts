@@ -9,6 +9,7 @@
 import { decodeProtectedHeader } from 'jose'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
+import { BASE64URL_ALPHABET as ALPHABET } from '../../src/mcp/base64url.ts'
 import { definitions, text, type ReplayContext } from '../../src/mcp/definitions.ts'
 import { createMcpHandler, type McpHandler } from '../../src/mcp/handler.ts'
 import { importKeyRing, type RawKey } from '../../src/mcp/key-ring.ts'
@@ -141,7 +142,6 @@ async function expectRejected(response: Response, entriesBefore: number): Promis
 }
 
 const handler = await replica([K1])
-const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'
 
 function segmentsWithHeader(token: string, header: JsonObject): string {
   const encoded = btoa(JSON.stringify(header)).replaceAll('+', '-').replaceAll('/', '_')

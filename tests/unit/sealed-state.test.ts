@@ -1,5 +1,6 @@
 import { base64url, CompactEncrypt, compactDecrypt } from 'jose'
 import { afterEach, describe, expect, it, vi } from 'vitest'
+import { BASE64URL_ALPHABET as ALPHABET } from '../../src/mcp/base64url.ts'
 import { canonicalJson, sha256Base64url } from '../../src/mcp/canonical-json.ts'
 import { INVALID_REQUEST_STATE_MESSAGE, InvalidRequestStateError } from '../../src/mcp/errors.ts'
 import { importKeyRing, type KeyRing, type RawKey } from '../../src/mcp/key-ring.ts'
@@ -12,7 +13,6 @@ import {
   StateTooLargeError,
 } from '../../src/mcp/sealed-state.ts'
 
-const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'
 const T0 = 1_780_000_000_000 // ms, a whole second
 
 function rawKey(kid: string, seed: number): RawKey {
