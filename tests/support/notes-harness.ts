@@ -4,7 +4,7 @@
  * logs. `rpc` sends one correctly formed 2026-07-28 request through the whole HTTP pipeline (built by
  * `mcp-request.ts`: headers, Base64 sentinel for a non-ASCII `Mcp-Name`, `_meta`) with the client
  * capabilities, log level and progress token asked for, and reads the answer, JSON or SSE. `tool` /
- * `retry` drive multi round-trip tool calls; `openSharePage` / `submitDecision` act as the browser on
+ * `retry` drive multi round-trip tool calls (`prefilled` sends answers with the first call); `openSharePage` / `submitDecision` act as the browser on
  * the share approval page. With `auth: true` the app verifies HS256 bearer tokens and `as` picks the
  * caller.
  */
@@ -90,6 +90,13 @@ export interface NotesHarness {
   clock: { now: number; advance(ms: number): void }
   rpc(method: string, params?: Record<string, unknown>, options?: RpcOptions): Promise<RpcResponse>
   tool(name: string, args?: Record<string, unknown>, options?: RpcOptions): Promise<RpcResponse>
+  /** A first call (no `requestState`) that already carries answers nobody asked for. */
+  prefilled(
+    name: string,
+    args: Record<string, unknown>,
+    inputResponses: Record<string, unknown>,
+    options?: RpcOptions
+  ): Promise<RpcResponse>
   /** Sends the same tool call again with `requestState` of `previous` and `inputResponses`. */
   retry(
     previous: RpcResponse,
@@ -176,6 +183,15 @@ export async function createNotesHarness(options: { auth?: boolean } = {}): Prom
     return rpc('tools/call', { name, arguments: args }, rpcOptions)
   }
 
+  function prefilled(
+    name: string,
+    args: Record<string, unknown>,
+    inputResponses: Record<string, unknown>,
+    rpcOptions?: RpcOptions
+  ) {
+    return rpc('tools/call', { name, arguments: args, inputResponses }, rpcOptions)
+  }
+
   function retry(
     previous: RpcResponse,
     name: string,
@@ -234,6 +250,7 @@ export async function createNotesHarness(options: { auth?: boolean } = {}): Prom
     clock,
     rpc,
     tool,
+    prefilled,
     retry,
     seed,
     principalOf,

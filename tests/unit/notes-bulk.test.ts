@@ -2,7 +2,8 @@
  * `delete_notes_by_tag`, the three-round flow, through the whole app: the multi-select question
  * built from the tagged notes, the confirmation naming how many, the final round deleting exactly
  * the selection once (also when that round is sent twice), decline/cancel at either step deleting
- * nothing, answers outside the offer asked again, and questions that stay the same across rounds.
+ * nothing, answers outside the offer asked again, answers sent before their question asked instead,
+ * and questions that stay the same across rounds.
  */
 import { describe, expect, it } from 'vitest'
 import { MAX_BULK_NOTES } from '../../src/notes/bulk-tools.ts'
@@ -114,6 +115,20 @@ describe('delete_notes_by_tag', () => {
       { kind: 'resources_list_changed', principal: 'local' },
       { kind: 'resource_updated', uri: `note://${c}`, principal: 'local' },
     ])
+  })
+
+  it('asks each question before counting its answer, when answers come before the questions', async () => {
+    const { ids } = await seedTrip()
+    const answers = { select: accept({ notes: ids }), confirm: accept({ confirm: true }) }
+    const first = await h().prefilled(TOOL, { tag: 'trip' }, answers)
+    expectInputRequired(first, ['select'])
+    // The selection answers a question sealed into round 1; the confirmation's question was not.
+    const second = await h().retry(first, TOOL, { tag: 'trip' }, answers)
+    expectInputRequired(second, ['confirm'])
+    expect(await storedIds()).toHaveLength(4)
+    const third = await h().retry(second, TOOL, { tag: 'trip' }, answers)
+    expect(completed(third).deleted).toHaveLength(3)
+    expect(await storedIds()).toHaveLength(1)
   })
 
   it('a duplicated final round answers the same and deletes nothing twice', async () => {

@@ -3,6 +3,8 @@
  * exactly-once final round, the one-round form of `create_note_from_template` and its re-asks,
  * `summarize_notes` with and without sampling, and the url-mode `share_note` flow end to end with the
  * approval page (approve, refuse, still pending, expired, replayed final round, another principal).
+ * The destructive flows ignore answers sent with the first call and ask: consent is to a question
+ * the server sealed into a round.
  */
 import { describe, expect, it } from 'vitest'
 import { SHARE_REQUEST_TTL_MS } from '../../src/notes/limits.ts'
@@ -88,6 +90,20 @@ describe('delete_note', () => {
     expect(await h().store.get('local', survivor)).toMatchObject({ title: 'Keep me' })
     expect((await h().store.list('local', 0, 10)).items.map((n) => n.id)).toEqual([survivor])
     expect(h().events.filter((e) => e.kind === 'resource_updated')).toHaveLength(1)
+  })
+
+  it('asks, deleting nothing, when a confirmation comes with the first call, then honours the sealed one', async () => {
+    const id = await h().seed({ title: 'Old plan' })
+    const confirmed = { confirm: accept({ confirm: true }) }
+    const first = await h().prefilled('delete_note', { id }, confirmed)
+    expectInputRequired(first, ['confirm'])
+    expect(first.result.inputRequests.confirm.params.message).toBe(
+      'Delete the note "Old plan"? This cannot be undone.'
+    )
+    expect(await h().store.get('local', id)).toMatchObject({ title: 'Old plan' })
+    const second = await h().retry(first, 'delete_note', { id }, confirmed)
+    expect(textOf(second)).toBe('Deleted the note "Old plan".')
+    expect(await h().store.get('local', id)).toBeUndefined()
   })
 
   it('answers a missing note with isError without asking anything', async () => {
@@ -444,6 +460,20 @@ describe('share_note', () => {
     expect(textOf(second)).toBe('Not shared.')
     expect((await h().store.getShareRequest(shareId))?.status).toBe('pending')
   })
+
+  it.each(['accept', 'decline', 'cancel'])(
+    'asks to open the page when an %s comes with the first call',
+    async (action) => {
+      const id = await h().seed({ title: 'Recipe' })
+      const first = await h().prefilled('share_note', { id }, { approve: { action } })
+      expectInputRequired(first, ['approve'])
+      const { url } = first.result.inputRequests.approve.params
+      const page = await h().openSharePage(url)
+      await h().submitDecision(url, 'approve', page)
+      const second = await h().retry(first, 'share_note', { id }, accepted)
+      expect(textOf(second)).toMatch(/^Shared "Recipe" read-only at /)
+    }
+  )
 
   it('tells to start again once the approval page expired', async () => {
     const { id, first, url } = await startShare()

@@ -1,22 +1,25 @@
 /**
  * The HTTP pipeline and its answers to bad input, in-process through the conformance fixture app (and
- * two tiny servers for pagination, completion caps and typed `Mcp-Param-*` headers): one test per rule,
- * each pinning the exact HTTP status, JSON-RPC code and id echo of the answer.
+ * tiny servers for pagination and its cache, completion caps, typed `Mcp-Param-*` headers and results
+ * JSON cannot express): one test per rule, each pinning the exact HTTP status, JSON-RPC code and id
+ * echo of the answer.
  *
  * Not sendable in-process: fetch's `Headers` refuses CR, LF and NUL in values (TypeError at
  * construction) and strips leading/trailing whitespace, and lower-cases header names. Node's HTTP
  * parser refuses CR/LF/NUL as well, so those bytes never reach the engine on any runtime; the tests
  * below send what can be constructed (other control characters, DEL, Latin-1 bytes).
  */
-import { SignJWT, type JWTPayload } from 'jose'
-import { describe, expect, it } from 'vitest'
+import { SignJWT, base64url, type JWTPayload } from 'jose'
+import { describe, expect, it, vi } from 'vitest'
 import { z } from 'zod'
 import { parseConfig } from '../../src/config.ts'
 import { createHttpApp } from '../../src/http/app.ts'
 import { definitions, text } from '../../src/mcp/definitions.ts'
+import { ErrorCode, INTERNAL_ERROR_MESSAGE, McpError } from '../../src/mcp/errors.ts'
 import { InProcessEventBus } from '../../src/mcp/events.ts'
 import { createMcpHandler } from '../../src/mcp/handler.ts'
 import { generateKey, importKeyRing } from '../../src/mcp/key-ring.ts'
+import { MAX_CURSOR_LENGTH, encodeCursor } from '../../src/mcp/pagination.ts'
 import {
   META_CLIENT_CAPABILITIES,
   META_CLIENT_INFO,
@@ -34,7 +37,9 @@ import {
   mcpBody,
   mcpInit,
   mcpMessage,
+  MCP_URL,
   postMcp,
+  readMessages,
   requestApp,
   type JsonObject,
   type McpRequestOptions,
@@ -55,6 +60,7 @@ const PARSE_ERROR = -32700
 const INVALID_REQUEST = -32600
 const METHOD_NOT_FOUND = -32601
 const INVALID_PARAMS = -32602
+const INTERNAL_ERROR = -32603
 const HEADER_MISMATCH = -32020
 const UNSUPPORTED_VERSION = -32022
 
@@ -101,6 +107,50 @@ const completionServer = compileServer<null>({
 const completionApp = createHttpApp({
   config: parseConfig({}),
   handler: createMcpHandler({ server: completionServer, app: null, sealer }),
+})
+
+// Tools whose results (or error data) JSON cannot express; each reports progress first when asked to.
+const selfReferencing: Record<string, unknown> = { note: 'contains itself' }
+selfReferencing.self = selfReferencing
+const unserialisable: Record<string, unknown> = {
+  cyclic: selfReferencing,
+  bigint: { count: 10n },
+}
+const brokenLogs: string[] = []
+const brokenServer = compileServer<null>({
+  info: { name: 'broken', version: '1.0.0' },
+  tools: [
+    ...Object.entries(unserialisable).map(([name, structuredContent]) =>
+      tool({
+        name,
+        description: `Returns a ${name} structuredContent.`,
+        input: z.object({}),
+        run: (_args, ctx) => {
+          ctx.progress(1)
+          return { content: [{ type: 'text', text: name }], structuredContent }
+        },
+      })
+    ),
+    tool({
+      name: 'bigint_error_data',
+      description: 'Throws an McpError whose data holds a BigInt.',
+      input: z.object({}),
+      run: (_args, ctx) => {
+        ctx.progress(1)
+        throw new McpError(ErrorCode.InvalidParams, 'Invalid params: too many.', { limit: 10n })
+      },
+    }),
+    tool({ name: 'fine', description: 'Works.', input: z.object({}), run: () => text('fine') }),
+  ],
+})
+const brokenApp = createHttpApp({
+  config: parseConfig({}),
+  handler: createMcpHandler({
+    server: brokenServer,
+    app: null,
+    sealer,
+    logger: { warn: () => {}, error: (message) => void brokenLogs.push(message) },
+  }),
 })
 
 describe('JSON-RPC framing', () => {
@@ -556,6 +606,29 @@ describe('HTTP layer', () => {
     await expectError(other, { status: 403, code: INVALID_REQUEST, id: 1 })
   })
 
+  it('answers a throw that escapes the engine with 500 and a JSON-RPC -32603 without detail', async () => {
+    const failing = createHttpApp({
+      config: parseConfig({}),
+      handler: async () => {
+        throw new Error('secret detail: the database password is hunter2')
+      },
+    })
+    const logged = vi.spyOn(console, 'error').mockImplementation(() => {})
+    try {
+      const response = await failing.request(MCP_URL, mcpInit('tools/list'))
+      expect(response.status).toBe(500)
+      expect(response.headers.get('content-type')).toMatch(/^application\/json\b/)
+      expect(await response.json()).toEqual({
+        jsonrpc: '2.0',
+        id: null,
+        error: { code: INTERNAL_ERROR, message: INTERNAL_ERROR_MESSAGE },
+      })
+      expect(logged).toHaveBeenCalledOnce()
+    } finally {
+      logged.mockRestore()
+    }
+  })
+
   it('answers GET /healthz with 200', async () => {
     const response = await requestApp(app, '/healthz')
     expect(response.status).toBe(200)
@@ -618,6 +691,67 @@ describe('errors about the request content (HTTP 200)', () => {
       await expectError(response, { status: 200, code: INVALID_PARAMS, id: 1 })
     }
   )
+})
+
+describe('failures after parsing', () => {
+  const callBroken = (name: string, progressToken?: string) =>
+    postMcp(brokenApp, 'tools/call', {
+      id: `call-${name}`,
+      params: { name },
+      meta: progressToken === undefined ? {} : { progressToken },
+    })
+
+  it.each(Object.keys(unserialisable))(
+    'answers -32603 as JSON when a %s result cannot be serialised, and keeps serving',
+    async (name) => {
+      brokenLogs.length = 0
+      const error = await expectError(await callBroken(name), {
+        status: 200,
+        code: INTERNAL_ERROR,
+        id: `call-${name}`,
+      })
+      expect(error).toEqual({ code: INTERNAL_ERROR, message: INTERNAL_ERROR_MESSAGE })
+      expect(brokenLogs).toEqual(['request failed'])
+      expect((await expectResult(await callBroken('fine'), 'call-fine')).content).toEqual([
+        { type: 'text', text: 'fine' },
+      ])
+    }
+  )
+
+  it.each(Object.keys(unserialisable))(
+    'ends the SSE stream with -32603 when a %s result cannot be serialised after a progress notification',
+    async (name) => {
+      const response = await callBroken(name, 'tok')
+      expect(response.headers.get('content-type')).toBe('text/event-stream')
+      expect(await readMessages(response)).toEqual([
+        {
+          jsonrpc: '2.0',
+          method: 'notifications/progress',
+          params: { progressToken: 'tok', progress: 1 },
+        },
+        {
+          jsonrpc: '2.0',
+          id: `call-${name}`,
+          error: { code: INTERNAL_ERROR, message: INTERNAL_ERROR_MESSAGE },
+        },
+      ])
+    }
+  )
+
+  it('answers -32603, as JSON and as the last SSE event, for an McpError whose data cannot be serialised', async () => {
+    const error = await expectError(await callBroken('bigint_error_data'), {
+      status: 200,
+      code: INTERNAL_ERROR,
+      id: 'call-bigint_error_data',
+    })
+    expect(error.message).toBe(INTERNAL_ERROR_MESSAGE)
+    const streamed = await readMessages(await callBroken('bigint_error_data', 'tok'))
+    expect(streamed.at(-1)).toEqual({
+      jsonrpc: '2.0',
+      id: 'call-bigint_error_data',
+      error: { code: INTERNAL_ERROR, message: INTERNAL_ERROR_MESSAGE },
+    })
+  })
 })
 
 describe('Mcp-Param headers', () => {
@@ -796,6 +930,61 @@ describe('pagination', () => {
     const page2 = { params: { cursor: first.nextCursor } }
     const second = await expectResult(await postMcp(pagedApp, 'tools/list', { id: 7, ...page2 }), 7)
     expect(second.tools).not.toEqual(first.tools)
+  })
+
+  it('keeps serving the pages it defines from its cache however many forged cursors came first', async () => {
+    // The second tool's schema counts how often the page holding it is serialised.
+    let serialised = 0
+    const counting = {
+      type: 'object',
+      toJSON: () => {
+        serialised += 1
+        return { type: 'object' }
+      },
+    }
+    const server = compileServer<null>({
+      info: { name: 'one-per-page', version: '1.0.0' },
+      pageSize: 1,
+      tools: [
+        tool({ name: 'first', description: 'One.', input: z.object({}), run: () => text('1') }),
+        tool({
+          name: 'second',
+          description: 'Two.',
+          input: z.object({}),
+          inputJsonSchema: counting,
+          run: () => text('2'),
+        }),
+      ],
+    })
+    const onePerPage = createHttpApp({
+      config: parseConfig({}),
+      handler: createMcpHandler({ server, app: null, sealer }),
+    })
+    const list = (cursor?: string) =>
+      postMcp(onePerPage, 'tools/list', { params: cursor === undefined ? {} : { cursor } })
+    const first = await expectResult(await list())
+    for (let offset = 2; offset < 202; offset++) {
+      // Well-formed cursors the server never issued: answered (an empty page), never kept.
+      const forged = await expectResult(await list(encodeCursor('tools', offset)))
+      expect(forged.tools).toEqual([])
+      expect(forged).not.toHaveProperty('nextCursor')
+    }
+    for (let i = 0; i < 3; i++) {
+      const second = await expectResult(await list(first.nextCursor))
+      expect(second.tools.map((listed: JsonObject) => listed.name)).toEqual(['second'])
+    }
+    expect(serialised).toBe(1)
+  })
+
+  it('refuses a cursor longer than any it issues with -32602, even one that would decode', async () => {
+    const padded = base64url.encode(
+      JSON.stringify({ l: 'tools', o: 2 }) + ' '.repeat(MAX_CURSOR_LENGTH)
+    )
+    const response = await postMcp(pagedApp, 'tools/list', { params: { cursor: padded } })
+    const error = await expectError(response, { status: 200, code: INVALID_PARAMS, id: 1 })
+    expect(error.message).toBe(
+      `Invalid params: the cursor is longer than any cursor this server returns (${MAX_CURSOR_LENGTH} characters at most).`
+    )
   })
 
   it('rejects a cursor issued for another list with -32602', async () => {

@@ -2,8 +2,9 @@
  * Multi round-trip requests at the engine level: small servers built with `compileServer` and
  * `definitions<App>()`, called through `createMcpHandler` directly (`{ body, headers, principal }`), so
  * each test controls exactly what the handler asks, what the client answers and what it declares.
- * Pins gathering of asks, the journal across rounds, validation of untrusted answers, question
- * digests, `ctx.once`/`ctx.askAgain`, capability gating per request, which methods may suspend,
+ * Pins gathering of asks, the journal across rounds, validation of untrusted answers, answers the
+ * server did not ask for (ignored unless an ask sets `acceptUnsolicited`), question digests,
+ * `ctx.once`/`ctx.askAgain`, capability gating per request, which methods may suspend,
  * progress/log notifications and cancellation.
  */
 import { beforeEach, describe, expect, it, vi } from 'vitest'
@@ -196,6 +197,52 @@ const tools = [
     async run(_args, ctx) {
       const roots = await ctx.roots('roots')
       return text(`roots ${roots.map((root) => root.uri).join(',')}`)
+    },
+  }),
+  tool({
+    name: 'in_advance',
+    description:
+      'Asks one question of the given kind, taking an answer given in advance if told so.',
+    input: z.object({ kind: z.enum(['form', 'url', 'sampling', 'roots']), early: z.boolean() }),
+    async run({ kind, early }, ctx) {
+      const acceptUnsolicited = early
+      switch (kind) {
+        case 'form': {
+          const answer = await ctx.elicit('form', {
+            message: 'Name?',
+            schema: nameForm,
+            acceptUnsolicited,
+          })
+          return text(`form ${answer.action}`)
+        }
+        case 'url': {
+          const answer = await ctx.elicitUrl('page', {
+            message: 'Approve in the browser.',
+            url: 'https://example.com/approve',
+            acceptUnsolicited,
+          })
+          return text(`url ${answer.action}`)
+        }
+        case 'sampling':
+          return text(`model ${(await ctx.sample('llm', SAMPLING, { acceptUnsolicited })).model}`)
+        case 'roots': {
+          const roots = await ctx.roots('roots', { acceptUnsolicited })
+          return text(`roots ${roots.map((root) => root.uri).join(',')}`)
+        }
+      }
+    },
+  }),
+  tool({
+    name: 'revised_in_advance',
+    description: 'Asks to confirm the current revision, taking an answer given in advance.',
+    input: noArgs,
+    async run(_args, ctx) {
+      const answer = await ctx.elicit('confirm', {
+        message: `Apply revision ${ctx.app.revision}?`,
+        schema: okForm,
+        acceptUnsolicited: true,
+      })
+      return text(`revision ${ctx.app.revision} ${answer.action}`)
     },
   }),
   tool({
@@ -463,6 +510,83 @@ describe('untrusted answers', () => {
   ])('delivers %s to the handler as its own action', async (action, expected) => {
     const done = await round('greet', await round('greet'), { user_name: { action } })
     expect(done.content[0].text).toBe(expected)
+  })
+})
+
+describe('answers the server did not ask for', () => {
+  const EVERYTHING = { elicitation: { form: {}, url: {} }, sampling: {}, roots: {} }
+  const early: Array<[string, string, unknown, string]> = [
+    ['form', 'form', accept({ name: 'Ada' }), 'form accept'],
+    ['url', 'page', { action: 'accept' }, 'url accept'],
+    [
+      'sampling',
+      'llm',
+      { role: 'assistant', content: { type: 'text', text: 'Hi' }, model: 'm1' },
+      'model m1',
+    ],
+    ['roots', 'roots', { roots: [{ uri: 'file:///work' }] }, 'roots file:///work'],
+  ]
+  const inAdvance = (kind: string, acceptUnsolicited: boolean, inputResponses: JsonObject) =>
+    call('in_advance', {
+      capabilities: EVERYTHING,
+      params: { arguments: { kind, early: acceptUnsolicited }, inputResponses },
+    })
+
+  it('ignores an answer that comes with the first request and asks the question', async () => {
+    const first = await round('greet', undefined, { user_name: accept({ name: 'Eve' }) })
+    expectAsks(first, ['user_name'])
+    expect(probe.greeted).toBe(0)
+  })
+
+  it.each(early)(
+    'asks a %s question whose answer came with the first request, by default',
+    async (kind, key, answer) => {
+      expectAsks(await expectResult(await inAdvance(kind, false, { [key]: answer })), [key])
+    }
+  )
+
+  it.each(early)(
+    'counts a %s answer that came with the first request when the ask accepts unsolicited answers',
+    async (kind, key, answer, expected) => {
+      const done = await expectResult(await inAdvance(kind, true, { [key]: answer }))
+      expect(done).toMatchObject({ resultType: 'complete', content: [{ text: expected }] })
+    }
+  )
+
+  it('ignores an answer to a question no round has asked yet, next to a sealed one', async () => {
+    const first = await round('chain4')
+    expectAsks(first, ['r1'])
+    const second = await round('chain4', first, {
+      r1: accept({ value: 'v1' }),
+      r2: accept({ value: 'v2' }),
+    })
+    expectAsks(second, ['r2'])
+    const third = await round('chain4', second, { r2: accept({ value: 'v2' }) })
+    expectAsks(third, ['r3'])
+  })
+
+  it('counts an answer to a question sealed two rounds earlier that the last round did not reach', async () => {
+    const first = await round('revised')
+    const second = await round('revised', first, { confirm: accept({ ok: true }) })
+    expectAsks(second, ['note'])
+    probe.revision = 2
+    // Round 3 stops at the changed confirmation before reaching the note question of round 2.
+    const third = await round('revised', second, {})
+    expectAsks(third, ['confirm'])
+    const done = await round('revised', third, {
+      confirm: accept({ ok: true }),
+      note: accept({ note: 'hi' }),
+    })
+    expect(done.content[0].text).toBe('revision 2 ok=true note=accept')
+  })
+
+  it('never counts an answer given in advance for a question that changed since it was asked', async () => {
+    const first = await round('revised_in_advance')
+    expect(first.inputRequests.confirm.params.message).toBe('Apply revision 1?')
+    probe.revision = 2
+    const again = await round('revised_in_advance', first, { confirm: accept({ ok: true }) })
+    expectAsks(again, ['confirm'])
+    expect(again.inputRequests.confirm.params.message).toBe('Apply revision 2?')
   })
 })
 
