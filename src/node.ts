@@ -10,6 +10,7 @@ import { join } from 'node:path'
 import type { Duplex } from 'node:stream'
 import { createApp } from './app.ts'
 import { ConfigError, parseConfig } from './config.ts'
+import { jsonRpcErrorBody } from './http/errors.ts'
 import { ErrorCode } from './mcp/errors.ts'
 import { consoleLogger } from './mcp/handler.ts'
 import { InProcessEventBus } from './mcp/events.ts'
@@ -35,11 +36,7 @@ function answerMalformedHttp(error: NodeJS.ErrnoException, socket: Duplex): void
   const message = tooLarge
     ? 'Request Header Fields Too Large: the request headers exceed the server limit.'
     : 'Bad Request: the HTTP request is malformed (e.g. a control character in a header).'
-  const body = JSON.stringify({
-    jsonrpc: '2.0',
-    id: null,
-    error: { code: ErrorCode.InvalidRequest, message },
-  })
+  const body = jsonRpcErrorBody(null, ErrorCode.InvalidRequest, message)
   socket.end(
     `HTTP/1.1 ${status}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`
   )

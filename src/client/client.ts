@@ -27,18 +27,18 @@ import {
   type LogLevel,
 } from '../mcp/protocol.ts'
 import type { ListenFilter } from '../mcp/subscriptions.ts'
-import type {
-  CallToolResult,
-  GetPromptResult,
-  JsonObject,
-  ReadResourceResult,
-  RequestId,
+import {
+  isObject,
+  type CallToolResult,
+  type GetPromptResult,
+  type JsonObject,
+  type ReadResourceResult,
+  type RequestId,
 } from '../mcp/wire.ts'
 import { McpDriverError } from './errors.ts'
 import { postRequest, readAnswer, serverError, type JsonRpcNotification } from './exchange.ts'
 import {
   endpoint,
-  isObject,
   resolveClientOptions,
   type ClientSettings,
   type McpClientOptions,

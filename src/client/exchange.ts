@@ -19,10 +19,10 @@ import {
   NAMED_METHODS,
   PROTOCOL_VERSION,
 } from '../mcp/protocol.ts'
-import type { JsonObject, RequestId } from '../mcp/wire.ts'
+import { isObject, type JsonObject, type RequestId } from '../mcp/wire.ts'
 import { transportFailure, untilAborted } from './abort.ts'
 import { McpClientError, McpDriverError, protocolError } from './errors.ts'
-import { isObject, type HeadersOption } from './options.ts'
+import type { HeadersOption } from './options.ts'
 import { sseData } from './sse.ts'
 
 const ACCEPT = 'application/json, text/event-stream'

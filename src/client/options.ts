@@ -5,18 +5,18 @@
  * range) and returns the settings the driver runs on, so nothing about them fails later. Capabilities
  * default to what the handlers can answer; declaring one without its handler is refused.
  *
- * Also the two shape checks the other modules apply to what they are handed: `isObject` (a JSON
- * object, not an array) and `endpoint` (an http(s) URL, e.g. what `urls()` returns per attempt).
+ * Also `endpoint`, the URL check applied to what `urls()` returns at every attempt.
  */
-import type {
-  ClientCapabilities,
-  CreateMessageParams,
-  CreateMessageResult,
-  ElicitAnswer,
-  Implementation,
-  JsonObject,
-  RequestId,
-  Root,
+import {
+  isObject,
+  type ClientCapabilities,
+  type CreateMessageParams,
+  type CreateMessageResult,
+  type ElicitAnswer,
+  type Implementation,
+  type JsonObject,
+  type RequestId,
+  type Root,
 } from '../mcp/wire.ts'
 
 const DEFAULT_MAX_ROUNDS = 10
@@ -182,11 +182,6 @@ export function resolveClientOptions(options: McpClientOptions): ClientSettings 
     transportRetries,
     onRound,
   }
-}
-
-/** A JSON object: not `null`, not an array. */
-export function isObject(value: unknown): value is JsonObject {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
 
 /** `value` as an absolute http(s) URL; `name` says which option or callback gave it. */

@@ -15,7 +15,7 @@
  * A call keeps its state in its own `Call`, so parallel calls on one client share nothing.
  */
 import { SUSPENDABLE_METHODS } from '../mcp/protocol.ts'
-import type { CreateMessageParams, JsonObject, RequestId } from '../mcp/wire.ts'
+import { isObject, type CreateMessageParams, type JsonObject, type RequestId } from '../mcp/wire.ts'
 import { pause, untilAborted } from './abort.ts'
 import { McpDriverError, protocolError, summarize } from './errors.ts'
 import {
@@ -25,13 +25,7 @@ import {
   type JsonRpcNotification,
   type Transport,
 } from './exchange.ts'
-import {
-  isObject,
-  type ElicitRequestParams,
-  type InputContext,
-  type InputHandlers,
-  type RoundInfo,
-} from './options.ts'
+import type { ElicitRequestParams, InputContext, InputHandlers, RoundInfo } from './options.ts'
 
 /** First pause before re-sending a state-only round or a failed transport attempt; it doubles. */
 export const RETRY_DELAY_MS = 50
