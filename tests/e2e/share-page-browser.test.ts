@@ -5,8 +5,9 @@
  * page on another origin that auto-submits a forged decision is refused (CSRF), and the share stays
  * pending.
  *
- * The browser is `CHROMIUM_PATH` when set, else `chromium` or `chromium-browser` on `PATH` (`.ci/run`
- * installs Debian's). Without one these tests are skipped, visibly; under `CI` they fail instead.
+ * The browser is `CHROMIUM_PATH` when set, else `chromium` or `chromium-browser` on `PATH`
+ * (`.ci/run` installs Debian's). Without one these tests are skipped, visibly; under `CI=true` they
+ * fail instead.
  */
 import { accessSync, constants } from 'node:fs'
 import { createServer, type Server } from 'node:http'
@@ -40,7 +41,7 @@ function findChromium(): string | undefined {
 }
 
 const CHROMIUM = findChromium()
-const inCi = !['', '0', 'false'].includes(process.env.CI ?? '')
+const inCi = process.env.CI === 'true'
 const MISSING = 'no Chromium: set CHROMIUM_PATH or put chromium or chromium-browser on PATH'
 if (!CHROMIUM && !inCi) console.warn(`Share page browser tests skipped: ${MISSING}`)
 
@@ -49,7 +50,7 @@ let browser: Browser
 
 beforeAll(async () => {
   if (!CHROMIUM) {
-    if (inCi) throw new Error(`${MISSING} (CI is set, so this fails instead of skipping)`)
+    if (inCi) throw new Error(`${MISSING} (CI=true: this fails instead of skipping)`)
     return
   }
   server = await startServer('notes', { DATA_DIR: await tempDataDir() })
