@@ -76,7 +76,7 @@ export function isFigures(outcome: ServerOutcome | null): outcome is ServerFigur
   return outcome !== null && !('failure' in outcome)
 }
 
-export function errorCount(outcome: ServerOutcome | null): number {
+function errorCount(outcome: ServerOutcome | null): number {
   if (outcome === null) return 0
   if (!isFigures(outcome)) return 1
   const { mismatches, errors, timeouts, warmup } = outcome

@@ -9,12 +9,12 @@
  */
 
 export const PROTOCOL_VERSION = '2026-07-28'
-export const ECHO_TEXT = 'hello'
+const ECHO_TEXT = 'hello'
 export const CONFIRM_MESSAGE = 'Echo the text back?'
 export const PROGRESS_STEPS = 3
 /** Two mid-frequency words of the seeded vocabulary: every word must match, the last as a prefix. */
 export const SEARCH_QUERY = 'harbor lantern'
-export const SEARCH_LIMIT = 10
+const SEARCH_LIMIT = 10
 export const SERVER_READY = 'bench server listening on'
 
 const CLIENT_INFO = { name: 'notes-mcp-bench', version: '1.0.0' }

@@ -22,13 +22,13 @@ export interface Percentiles {
 }
 
 /** Nearest-rank percentile of ascending `sorted` (0 when empty). */
-export function percentile(sorted: number[], p: number): number {
+function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return 0
   const rank = Math.min(sorted.length, Math.max(1, Math.ceil((p / 100) * sorted.length)))
   return sorted[rank - 1] as number
 }
 
-export function percentiles(samples: number[]): Percentiles {
+function percentiles(samples: number[]): Percentiles {
   const sorted = [...samples].sort((a, b) => a - b)
   const round = (ms: number) => Math.round(ms * 10) / 10
   return {

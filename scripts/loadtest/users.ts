@@ -154,7 +154,7 @@ function isTransportFailure(error: unknown): boolean {
 }
 
 /** The kind an error is counted under in the summary's `errors`. */
-export function errorKind(error: unknown): string {
+function errorKind(error: unknown): string {
   if (error instanceof WrongOutcome) return error.kind
   if (error instanceof McpClientError) return `rpc_${error.code}_http_${error.httpStatus}`
   if (error instanceof McpDriverError) return `driver_${error.reason}`

@@ -44,17 +44,17 @@ import { InvalidRequestStateError } from './errors.ts'
 import type { KeyRing, RingKey } from './key-ring.ts'
 import { randomBytes } from './random.ts'
 
-export const STATE_VERSION = 1
-export const DEFAULT_STATE_TTL_SECONDS = 600
-export const MAX_STATE_TTL_SECONDS = 86_400
-export const DEFAULT_MAX_STATE_TOKEN_CHARS = 16_384
-export const DEFAULT_MAX_STATE_PAYLOAD_BYTES = 8_192
-export const DEFAULT_STATE_CLOCK_SKEW_SECONDS = 60
+const STATE_VERSION = 1
+const DEFAULT_STATE_TTL_SECONDS = 600
+const MAX_STATE_TTL_SECONDS = 86_400
+const DEFAULT_MAX_STATE_TOKEN_CHARS = 16_384
+const DEFAULT_MAX_STATE_PAYLOAD_BYTES = 8_192
+const DEFAULT_STATE_CLOCK_SKEW_SECONDS = 60
 /** Smallest payload cap accepted: room for the claims around a small journal. */
-export const MIN_STATE_PAYLOAD_BYTES = 512
+const MIN_STATE_PAYLOAD_BYTES = 512
 /** Largest payload cap accepted; request bodies are capped well below a few MiB anyway. */
-export const MAX_STATE_PAYLOAD_BYTES = 1_048_576
-export const MAX_STATE_CLOCK_SKEW_SECONDS = 3_600
+const MAX_STATE_PAYLOAD_BYTES = 1_048_576
+const MAX_STATE_CLOCK_SKEW_SECONDS = 3_600
 
 const NONCE_BYTES = 16
 const PRINCIPAL_TAG_BYTES = 16

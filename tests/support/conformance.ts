@@ -52,7 +52,7 @@ export const SCORED_SCENARIOS: readonly string[] = [
 ]
 
 /** Not-scored scenarios this project passes too, pinned so they stay passing. */
-export const NOT_SCORED_BUT_PASSING: readonly string[] = [
+const NOT_SCORED_BUT_PASSING: readonly string[] = [
   'json-schema-2020-12',
   'http-header-validation',
   'http-custom-header-server-validation',
@@ -75,7 +75,7 @@ export interface RefereeRun {
 const root = join(import.meta.dirname, '../..')
 
 /** The scenario lines (`✓ name: N passed, M failed…` or `✗ …`) of the referee's summary. */
-export function parseRefereeSummary(stdout: string): Map<string, ScenarioResult> {
+function parseRefereeSummary(stdout: string): Map<string, ScenarioResult> {
   const summary = new Map<string, ScenarioResult>()
   for (const line of stdout.split('\n')) {
     const match = /^([✓✗]) ([a-z0-9-]+): \d+ passed, \d+ failed/.exec(line.trim())

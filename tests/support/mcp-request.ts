@@ -73,7 +73,7 @@ export function mcpMessage(method: string, options: McpRequestOptions = {}): Jso
 }
 
 /** The standard headers for `method` (lower-case names), with `options.headers` applied. */
-export function mcpHeaders(method: string, options: McpRequestOptions = {}): Headers {
+function mcpHeaders(method: string, options: McpRequestOptions = {}): Headers {
   const headers = new Headers({
     'content-type': 'application/json',
     accept: 'application/json, text/event-stream',
