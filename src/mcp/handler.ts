@@ -4,9 +4,13 @@
  * standards only so it runs unchanged on Node and Workers. It owns the order of the pipeline after the
  * HTTP layer (Origin/Host, method, body size and authentication are the route's job): envelope →
  * notification (202) → method known and advertised (404 + -32601) → dispatch → stamp `resultType`,
- * `_meta` serverInfo and cache hints → JSON or SSE. Every error answer is a JSON-RPC error body that
- * echoes the request id, with its status from the one table in `errors.ts`. Nothing thrown inside
- * reaches the client as a stack trace.
+ * `_meta` serverInfo and cache hints → JSON or SSE. Every failure after parsing, serialising the
+ * result included, becomes a JSON-RPC error body that echoes the request id (anything but an
+ * `McpError` as -32603 without detail, its cause logged), with its status from the one table in
+ * `errors.ts`; nothing thrown inside reaches the client as a stack trace, and what escapes this
+ * handler is answered by `http/app.ts`. Results that depend only on the compiled server (discover, and
+ * the pages the server cuts of its static lists) are serialised once: one cache entry per such page,
+ * whatever cursors clients send.
  */
 import {
   dispatch,
