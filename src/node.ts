@@ -3,7 +3,8 @@
  * Node entry: `npm start`. Reads the environment, opens the store (SQLite under DATA_DIR, or PostgreSQL
  * when DATABASE_URL is set, with a LISTEN/NOTIFY event bus so notifications reach every replica), loads (or on
  * first start generates) the requestState key ring, and serves the app with @hono/node-server on
- * 127.0.0.1 by default. On SIGINT/SIGTERM it ends listen streams gracefully and closes the store.
+ * 127.0.0.1 by default. It purges expired store rows on a timer (`storage/purge.ts`). On
+ * SIGINT/SIGTERM it ends listen streams gracefully and closes the store.
  */
 import { serve } from '@hono/node-server'
 import { join } from 'node:path'
@@ -19,6 +20,7 @@ import { loadOrCreateKeyRing } from './storage/key-file.ts'
 import type { NotesStore } from './notes/store.ts'
 import { PostgresNotesStore } from './storage/postgres.ts'
 import { PostgresEventBus } from './storage/postgres-events.ts'
+import { startExpirySweeps } from './storage/purge.ts'
 import { SqliteNotesStore } from './storage/sqlite.ts'
 import { createNodeSealer } from './node-crypto.ts'
 
@@ -60,6 +62,7 @@ async function main(): Promise<void> {
     ? new PostgresNotesStore({ url: config.databaseUrl })
     : new SqliteNotesStore({ path: join(config.dataDir, 'notes.db') })
   await store.migrate()
+  const stopSweeps = startExpirySweeps(store, { logger: consoleLogger })
 
   // With PostgreSQL, list changes and resource updates reach listen streams on every replica.
   const bus = config.databaseUrl
@@ -75,6 +78,7 @@ async function main(): Promise<void> {
   server.on('clientError', answerMalformedHttp)
 
   const stop = () => {
+    stopSweeps()
     shutdown.abort()
     server.close(() => void store.close().then(() => process.exit(0)))
     setTimeout(() => process.exit(0), 2000).unref()

@@ -1,36 +1,43 @@
 /**
  * @module worker
- * Cloudflare Workers entry (`wrangler dev`, `wrangler deploy`): `export default { fetch }` serving the
- * same app as `node.ts`, on the D1 store bound as `DB`.
+ * Cloudflare Workers entry (`wrangler dev`, `wrangler deploy`): `export default { fetch, scheduled }`
+ * serving the same app as `node.ts`, on the D1 store bound as `DB`.
  *
  * Once per isolate, on its first request: the environment is parsed by the same `config.ts` as on
- * Node (string bindings only), the `STATE_KEYS` secret is imported as non-extractable keys, the D1
- * schema is checked, and the Hono app is built; every later request reuses it. Nothing about a request
- * or a flow is kept between requests: flows live in the sealed `requestState`, notes in D1. A failed
- * build is not cached, so the next request tries again (after `wrangler secret put` or
- * `wrangler d1 migrations apply`); until then requests get a JSON-RPC error without detail (500 for a
- * misconfiguration, 503 for an unmigrated or unreachable database), and the reason goes to the Worker
- * log (`wrangler tail`).
+ * Node (string bindings only), the `STATE_KEYS` secret is imported as non-extractable keys, and the D1
+ * schema is checked. Nothing about a request or a flow is kept between requests: flows live in the
+ * sealed `requestState`, notes in D1. A failed setup is not cached, so the next request tries again
+ * (after `wrangler secret put` or `wrangler d1 migrations apply`); until then requests get a JSON-RPC
+ * error without detail (500 for a misconfiguration, 503 for an unmigrated or unreachable database),
+ * and the reason goes to the Worker log (`wrangler tail`).
  *
- * Workers differ from Node in three places, all decided here:
+ * Workers differ from Node in four places, all decided here:
  * - `STATE_KEYS` is required (a Worker has no disk to keep a generated ring on); set it with
  *   `wrangler secret put STATE_KEYS`, and give every deployment that should finish each other's flows
  *   (Workers and Node alike) the same ring;
- * - without `PUBLIC_URL`, links (the share approval page, the protected-resource metadata) use the
- *   origin of the first request whose host is in `ALLOWED_HOSTS`; set `PUBLIC_URL` when the Worker
- *   answers on several hostnames;
+ * - links (the share approval page and shared notes, the protected-resource metadata) use `PUBLIC_URL`
+ *   when it is set. Without it, each request's links use that request's own origin when its host is in
+ *   `ALLOWED_HOSTS`, so a Worker reached on workers.dev and on a custom domain hands each client links
+ *   it can open, and a request never sees the host of another (RFC 9728 also wants the metadata's
+ *   `resource` to be the URL it was fetched under). The app for an origin is built on first use and
+ *   kept, at most {@link MAX_APPS} of them (one per allowed origin in practice; beyond that the
+ *   oldest is dropped and rebuilt when needed), so no request pays for building the app. Set
+ *   `PUBLIC_URL` to pin one canonical URL, e.g. when OAuth tokens name it as their audience;
+ * - expired rows are purged by the `scheduled` handler, on the cron trigger of `wrangler.toml`
+ *   (`storage/purge.ts`; it needs only the D1 binding);
  * - there is no shutdown signal: open listen streams end when the client or the runtime closes them.
  *
  * Web standards only: this module and everything it imports must stay free of `node:*` and of the
  * Node-only adapters (tests/e2e/worker-bundle.test.ts checks the bundle).
  */
 import type { Hono } from 'hono'
-import { createApp } from './app.ts'
+import { createApp, type AppDeps } from './app.ts'
 import { ConfigError, parseConfig, type Config } from './config.ts'
 import { InProcessEventBus } from './mcp/events.ts'
 import { importKeyRing, parseKeyRing } from './mcp/key-ring.ts'
 import { StateSealer } from './mcp/sealed-state.ts'
 import { D1NotesStore, D1SchemaMissingError, type D1Like } from './storage/d1.ts'
+import { sweepExpired } from './storage/purge.ts'
 
 /** Bindings of the notes Worker (wrangler.toml vars, secrets and the D1 binding). */
 interface WorkerEnv {
@@ -39,12 +46,29 @@ interface WorkerEnv {
   [name: string]: unknown
 }
 
-/** Thrown while building when the deployment, not the request, is at fault; logged, never sent. */
+/** What the runtime hands the `scheduled` handler (the part of `ScheduledController` used here). */
+interface ScheduledEvent {
+  /** When the cron trigger fired, in milliseconds since the epoch. */
+  scheduledTime: number
+}
+
+/** Thrown while setting up when the deployment, not the request, is at fault; logged, never sent. */
 class WorkerSetupError extends Error {
   override name = 'WorkerSetupError'
 }
 
-let app: Promise<Hono> | undefined
+/** Most apps one isolate keeps (one per origin its links use; see the module header). */
+const MAX_APPS = 16
+
+/** What every request's app is built from, once per isolate. */
+interface Setup {
+  config: Config
+  deps: AppDeps
+}
+
+let setup: Promise<Setup> | undefined
+/** Apps by the base URL of their links, oldest first; bounded by {@link MAX_APPS}. */
+const apps = new Map<string, Hono>()
 
 /** The string-valued bindings, i.e. vars and secrets: what `parseConfig` reads. */
 function stringBindings(env: Record<string, unknown>): Record<string, string> {
@@ -53,31 +77,48 @@ function stringBindings(env: Record<string, unknown>): Record<string, string> {
   )
 }
 
-/** `config` with PUBLIC_URL defaulted to the request's origin when its host is an allowed one. */
-function withPublicUrl(config: Config, request: Request): Config {
-  if (config.publicUrl !== undefined) return config
-  const url = new URL(request.url)
-  if (!config.allowedHosts.includes(url.hostname.toLowerCase())) return config
-  return { ...config, publicUrl: url.origin }
-}
-
-async function build(env: WorkerEnv, request: Request): Promise<Hono> {
-  const config = withPublicUrl(parseConfig(stringBindings(env)), request)
-  if (!config.stateKeys) {
-    throw new WorkerSetupError('STATE_KEYS is not set: run `wrangler secret put STATE_KEYS`')
-  }
+function d1Binding(env: WorkerEnv): D1Like {
   if (typeof env.DB?.prepare !== 'function') {
     throw new WorkerSetupError(
       'the D1 binding DB is missing: see [[d1_databases]] in wrangler.toml'
     )
   }
+  return env.DB
+}
+
+async function prepare(env: WorkerEnv): Promise<Setup> {
+  const config = parseConfig(stringBindings(env))
+  if (!config.stateKeys) {
+    throw new WorkerSetupError('STATE_KEYS is not set: run `wrangler secret put STATE_KEYS`')
+  }
+  const db = d1Binding(env)
   const sealer = StateSealer.create({
     keyRing: await importKeyRing(parseKeyRing(config.stateKeys)),
     ttlSeconds: config.stateTtlSeconds,
   })
-  const store = new D1NotesStore({ db: env.DB })
+  const store = new D1NotesStore({ db })
   await store.migrate()
-  return createApp(config, { store, sealer, bus: new InProcessEventBus() })
+  return { config, deps: { store, sealer, bus: new InProcessEventBus() } }
+}
+
+/** The base URL of this request's links: PUBLIC_URL, else the request's origin if its host is allowed. */
+function linkBase(config: Config, request: Request): string | undefined {
+  if (config.publicUrl !== undefined) return config.publicUrl
+  const url = new URL(request.url)
+  return config.allowedHosts.includes(url.hostname.toLowerCase()) ? url.origin : undefined
+}
+
+/** The app whose links use this request's base URL, built on first use. */
+function appFor({ config, deps }: Setup, request: Request): Hono {
+  const base = linkBase(config, request)
+  const key = base ?? ''
+  let app = apps.get(key)
+  if (app === undefined) {
+    app = createApp(base === undefined ? config : { ...config, publicUrl: base }, deps)
+    apps.set(key, app)
+    if (apps.size > MAX_APPS) apps.delete(apps.keys().next().value as string)
+  }
+  return app
 }
 
 function unavailable(status: 500 | 503, message: string): Response {
@@ -87,16 +128,20 @@ function unavailable(status: 500 | 503, message: string): Response {
   )
 }
 
+function logError(message: string, error: unknown): void {
+  const reason = error instanceof Error ? `${error.name}: ${error.message}` : String(error)
+  console.error(JSON.stringify({ level: 'error', message, reason }))
+}
+
 export default {
   async fetch(request: Request, env: WorkerEnv): Promise<Response> {
-    app ??= build(env, request)
-    let ready: Hono
+    setup ??= prepare(env)
+    let ready: Setup
     try {
-      ready = await app
+      ready = await setup
     } catch (error) {
-      app = undefined
-      const reason = error instanceof Error ? `${error.name}: ${error.message}` : String(error)
-      console.error(JSON.stringify({ level: 'error', message: 'worker setup failed', reason }))
+      setup = undefined
+      logError('worker setup failed', error)
       if (error instanceof D1SchemaMissingError) {
         return unavailable(503, 'Service unavailable: the database is not migrated yet.')
       }
@@ -109,6 +154,19 @@ export default {
       // Anything else (D1 unreachable, say) is most likely passing: a client may retry.
       return unavailable(503, 'Service unavailable: the server could not start; try again shortly.')
     }
-    return ready.fetch(request)
+    return appFor(ready, request).fetch(request)
+  },
+
+  /** The cron trigger: one bounded sweep of expired rows (what is left goes at the next one). */
+  async scheduled(event: ScheduledEvent, env: WorkerEnv): Promise<void> {
+    try {
+      const store = new D1NotesStore({ db: d1Binding(env) })
+      await store.migrate()
+      const removed = await sweepExpired(store, event.scheduledTime)
+      console.log(JSON.stringify({ level: 'info', message: 'purged expired rows', removed }))
+    } catch (error) {
+      logError('expired-row sweep failed', error)
+      throw error
+    }
   },
 }

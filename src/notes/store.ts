@@ -5,10 +5,25 @@
  * the notes application owns validation, limits and wording. Every method is scoped to a principal:
  * one principal can never read, change or learn of another's notes.
  *
+ * Every row that can outlive its use has a lifetime, and `purgeExpired` removes the rows whose lifetime
+ * is over, a bounded number per call (the runtime entries sweep on a timer or a cron trigger): spent
+ * single-use keys and unpublished share requests are kept for {@link REPLAY_RETENTION_MS} after their
+ * last use, because a sealed state still in flight may refer to them until then. Published shares and
+ * their links do not expire.
+ *
  * Errors every adapter shares (defined here, once, so `instanceof` holds whichever adapter threw):
  * {@link ShareNotApprovedError} from `publishShare`, {@link StoreNotMigratedError} from any method
  * called before `migrate()` or after `close()`.
  */
+
+/**
+ * How long a row that a sealed `requestState` may still refer to is kept after its last use: a spent
+ * single-use key after it was spent (a retry of the round that spent it must still answer
+ * `already_done`), an unpublished share request after its `expiresAt` (a retry of a round sealed before
+ * the deadline may still publish an approved share). A state lives at most STATE_TTL_SECONDS, which
+ * configuration caps at 86 400 s; twice that leaves a day of margin for replicas whose clocks disagree.
+ */
+export const REPLAY_RETENTION_MS = 2 * 86_400_000
 
 export interface Note {
   id: string
@@ -136,4 +151,12 @@ export interface NotesStore {
   ): Promise<OnceOutcome<string>>
   /** The note behind a published read-only link, if the link exists and the note still does. */
   getSharedNote(linkId: string): Promise<Note | undefined>
+
+  /**
+   * Removes at most `limit` rows whose lifetime ended at or before `now` (milliseconds since the
+   * epoch), from every table with one, and answers how many it removed: fewer than `limit` means
+   * nothing more had expired. Live rows are never touched; safe to run on several replicas at once.
+   * Throws `RangeError` unless `now` is finite and `limit` a positive integer.
+   */
+  purgeExpired(now: number, limit: number): Promise<number>
 }

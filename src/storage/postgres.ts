@@ -1,50 +1,38 @@
 /**
  * @module storage/postgres
  * The `NotesStore` adapter on PostgreSQL (the pure-JS `postgres` driver), for replicas on many machines
- * sharing one database. It owns the PostgreSQL schema and its numbered migrations, full-text search on
- * `tsvector` with a GIN index, the single-use key table that makes deletes and share publications happen
- * at most once across every replica, and the optimistic concurrency of updates. It has the semantics of
- * the node:sqlite adapter (`storage/sqlite.ts`), which is the reference.
+ * sharing one database. It owns every statement of the store: the single-use keys that make deletes and
+ * share publications happen at most once across every replica, the optimistic concurrency of updates,
+ * and the purge of expired rows. It has the semantics of the SQLite-dialect store (`sql-store.ts`).
+ * The schema and its migrations are `postgres-schema.ts`'s, the search text builders
+ * `postgres-search.ts`'s.
  *
- * Concurrency: migrations run in one transaction under a transaction-scoped advisory lock, so replicas
- * starting together apply each step once. Every check-and-set (version, share status, single-use key,
- * published link) is decided by PostgreSQL — a conditional `UPDATE`, an `INSERT … ON CONFLICT DO NOTHING`
- * on a primary key, a row lock — never in memory; multi-statement writes run in one transaction.
- *
- * Search: the adapter, not the database, turns text into words, so matching is the same whatever the
- * database's locale and without any extension: words are runs of letters, digits and private-use
- * characters (as on SQLite: `storage/shared.ts`), lower-cased, with the diacritics of Latin letters
- * removed (as SQLite's `unicode61 remove_diacritics`). Each field's words are written as a `tsvector`
- * literal (title weight A, tags B, body D) and the generated `search` column joins them; the free text
- * of a query becomes a `tsquery` literal of quoted lexemes (every word must match, the last as a
- * prefix), so no character of user input can reach the query syntax. At most {@link MAX_SEARCH_WORDS}
- * distinct words are used (the first ones and the last, chosen as on every adapter). Ranking is
- * `ts_rank` with title above tags above body, then the most recently updated first. Words longer than
- * PostgreSQL's lexeme limit ({@link MAX_LEXEME_BYTES} bytes of UTF-8) are not indexed,
- * and a query containing one matches nothing.
+ * Concurrency: every check-and-set (version, share status, single-use key, published link) is decided
+ * by PostgreSQL — a conditional `UPDATE`, an `INSERT … ON CONFLICT DO NOTHING` on a primary key, a row
+ * lock — never in memory; multi-statement writes run in one transaction. A purge takes its rows with
+ * `FOR UPDATE SKIP LOCKED`, so replicas sweeping at once never wait on each other.
  *
  * Text: PostgreSQL `text` cannot hold U+0000, so every string crosses the boundary through a reversible,
  * order- and prefix-preserving escape (U+0000 ⇄ U+0001 U+0001, U+0001 ⇄ U+0001 U+0002); stored values are
- * escaped, everything returned is exactly what was given. Identifiers and tags compare and sort bytewise
- * (`COLLATE "C"`), as in SQLite. Times are BIGINT milliseconds. The database must be UTF8-encoded.
+ * escaped, everything returned is exactly what was given. The database must be UTF8-encoded.
  *
  * It leaves to others: validation and limits of titles, bodies, tags and query text, tag normalisation,
  * wording of errors, generation of share-request, link and single-use key ids (the notes application),
  * and the connection URL (configuration, `DATABASE_URL`). It generates note ids itself.
  *
  * Shared with the other adapters (`storage/shared.ts`): note ids, tag normalisation, paging, the choice
- * of search words, share-request mapping and outcomes. The schema and every statement are this module's.
+ * of search words, share-request mapping and outcomes.
  *
- * Errors: {@link ShareNotApprovedError} when `publishShare` is asked to publish a share that is missing,
- * belongs to another principal or is not approved; {@link StoreNotMigratedError} when a method runs
- * before `migrate()` or after `close()`; `RangeError` for invalid paging. Database failures propagate as
- * the driver's errors. The two error classes are defined with the store contract (`notes/store.ts`).
+ * Errors: `ShareNotApprovedError` when `publishShare` is asked to publish a share that is missing,
+ * belongs to another principal or is not approved; `StoreNotMigratedError` when a method runs
+ * before `migrate()` or after `close()`; `RangeError` for invalid paging or purge limits. Database
+ * failures propagate as the driver's errors. The two error classes are defined with the store contract
+ * (`notes/store.ts`).
  */
 
 import postgres, { type Sql, type TransactionSql } from 'postgres'
 import {
-  ShareNotApprovedError,
-  StoreNotMigratedError,
+  REPLAY_RETENTION_MS,
   type DecideOutcome,
   type NewNote,
   type Note,
@@ -57,31 +45,20 @@ import {
   type UpdateOutcome,
 } from '../notes/store.ts'
 import {
-  MAX_SEARCH_WORDS,
   assertPublishable,
   checkPaging,
   newNoteId,
   notMigrated,
   pendingShareRequest,
-  searchTerms,
+  purgeWithin,
   sortedTags,
   toPage,
   toShareRequest,
   undecidedOutcome,
-  wordsOf,
   type ShareRow,
 } from './shared.ts'
-
-/** Longest lexeme PostgreSQL accepts in a `tsvector` or `tsquery`, in bytes of UTF-8. */
-export const MAX_LEXEME_BYTES = 2046
-/** Highest word position a `tsvector` records (later words share it). */
-const MAX_POSITION = 16383
-/** Most positions a `tsvector` keeps per lexeme. */
-const MAX_POSITIONS_PER_LEXEME = 256
-/** `ts_rank` weights for {D, C, B, A}: body 1, tags 2, title 4 (SQLite's bm25 weights). */
-const RANK_WEIGHTS = '{0.25, 0, 0.5, 1}'
-/** Key of the advisory lock that serialises migrations across replicas (any fixed bigint). */
-const MIGRATION_LOCK_KEY = 0x6e6f7465736d6370n // "notesmcp"
+import { migrateSchema } from './postgres-schema.ts'
+import { RANK_WEIGHTS, tsqueryLiteral, tsvectorLiteral } from './postgres-search.ts'
 
 export interface PostgresNotesStoreOptions {
   /** `postgres://user:password@host:port/database` (query parameters become connection settings). */
@@ -90,58 +67,24 @@ export interface PostgresNotesStoreOptions {
   max?: number
 }
 
-/** Defined with the store contract (every adapter throws them); re-exported for this adapter's users. */
-export { MAX_SEARCH_WORDS, ShareNotApprovedError, StoreNotMigratedError }
-
 /**
- * Numbered migrations, applied in order, each once, inside one transaction with its bookkeeping row.
- * Never edit a released step; append a new one.
+ * The purges of `purgeExpired`, in the order it spends its budget: each removes up to `n` rows whose
+ * lifetime ended at `now`. The rows are chosen and locked once, in a materialised CTE, before the
+ * delete; rows another replica's purge holds are skipped, so sweeping replicas never wait on each other.
  */
-const MIGRATIONS: ReadonlyArray<{ version: number; statements: readonly string[] }> = [
-  {
-    version: 1,
-    statements: [
-      `CREATE TABLE notes (
-        seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-        id text COLLATE "C" NOT NULL,
-        principal text COLLATE "C" NOT NULL,
-        title text NOT NULL,
-        body text NOT NULL,
-        tags text[] COLLATE "C" NOT NULL DEFAULT '{}',
-        created_at bigint NOT NULL,
-        updated_at bigint NOT NULL,
-        version bigint NOT NULL DEFAULT 1,
-        title_tsv tsvector NOT NULL,
-        tags_tsv tsvector NOT NULL,
-        body_tsv tsvector NOT NULL,
-        search tsvector GENERATED ALWAYS AS (title_tsv || tags_tsv || body_tsv) STORED,
-        UNIQUE (principal, id)
-      )`,
-      `CREATE INDEX notes_by_recency ON notes (principal, updated_at DESC, seq DESC)`,
-      `CREATE INDEX notes_search ON notes USING gin (search)`,
-      `CREATE TABLE used_keys (
-        once_key text PRIMARY KEY,
-        used_at bigint NOT NULL
-      )`,
-      `CREATE TABLE share_requests (
-        id text PRIMARY KEY,
-        principal text NOT NULL,
-        note_id text NOT NULL,
-        status text NOT NULL DEFAULT 'pending'
-          CHECK (status IN ('pending', 'approved', 'refused')),
-        expires_at bigint NOT NULL,
-        decided_at bigint,
-        link_id text
-      )`,
-      `CREATE TABLE shared_links (
-        id text PRIMARY KEY,
-        share_id text NOT NULL UNIQUE REFERENCES share_requests (id),
-        principal text NOT NULL,
-        note_id text NOT NULL,
-        created_at bigint NOT NULL
-      )`,
-    ],
-  },
+const PURGES: ReadonlyArray<(sql: Sql, now: number, n: number) => Promise<{ count: number }>> = [
+  (sql, now, n) => sql`
+    WITH doomed AS MATERIALIZED (
+      SELECT once_key FROM used_keys WHERE used_at <= ${now - REPLAY_RETENTION_MS}
+      LIMIT ${n} FOR UPDATE SKIP LOCKED)
+    DELETE FROM used_keys AS k USING doomed WHERE k.once_key = doomed.once_key`,
+  // Published shares stay with their links.
+  (sql, now, n) => sql`
+    WITH doomed AS MATERIALIZED (
+      SELECT id FROM share_requests
+      WHERE link_id IS NULL AND expires_at <= ${now - REPLAY_RETENTION_MS}
+      LIMIT ${n} FOR UPDATE SKIP LOCKED)
+    DELETE FROM share_requests AS s USING doomed WHERE s.id = doomed.id`,
 ]
 
 interface NoteRow {
@@ -183,22 +126,7 @@ export class PostgresNotesStore implements NotesStore {
         `PostgresNotesStore needs a UTF8 database (this one is ${encoding?.server_encoding})`
       )
     }
-    await this.#sql.begin(async (tx) => {
-      await tx`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK_KEY.toString()}::bigint)`
-      await tx`CREATE TABLE IF NOT EXISTS schema_migrations (
-        version integer PRIMARY KEY,
-        applied_at bigint NOT NULL
-      )`
-      const [row] = await tx<Array<{ v: number }>>`
-        SELECT coalesce(max(version), 0)::integer AS v FROM schema_migrations`
-      const current = row?.v ?? 0
-      for (const step of MIGRATIONS) {
-        if (step.version <= current) continue
-        for (const statement of step.statements) await tx.unsafe(statement)
-        await tx`INSERT INTO schema_migrations (version, applied_at)
-          VALUES (${step.version}, ${Date.now()})`
-      }
-    })
+    await migrateSchema(this.#sql)
     this.#migrated = true
   }
 
@@ -409,6 +337,16 @@ export class PostgresNotesStore implements NotesStore {
     return row === undefined ? undefined : toNote(row)
   }
 
+  async purgeExpired(now: number, limit: number): Promise<number> {
+    const sql = this.#ready
+    return purgeWithin(
+      now,
+      limit,
+      PURGES,
+      async (purge, budget) => (await purge(sql, now, budget)).count
+    )
+  }
+
   /** The pool, once `migrate()` has run and until `close()`. */
   get #ready(): Sql {
     if (!this.#migrated) throw notMigrated(this.#closed)
@@ -455,63 +393,6 @@ function dec(value: string): string {
   return value.replace(/\u0001([\u0001\u0002])/g, (_, c: string) =>
     c === '\u0001' ? '\u0000' : '\u0001'
   )
-}
-
-/**
- * The search words of a text: runs of letters, digits and private-use characters, with the diacritics of
- * Latin letters removed and lower-cased. Documents and queries go through this one function.
- */
-function searchWords(text: string): string[] {
-  const folded = text
-    .normalize('NFD')
-    .replace(/(\p{Script=Latin})\p{Mn}+/gu, '$1')
-    .normalize('NFC')
-    .toLowerCase()
-  return wordsOf(folded)
-}
-
-const utf8 = new TextEncoder()
-
-function indexable(word: string): boolean {
-  // A UTF-16 code unit is at most 3 bytes of UTF-8; only long words need the exact count.
-  return word.length * 3 <= MAX_LEXEME_BYTES || utf8.encode(word).length <= MAX_LEXEME_BYTES
-}
-
-/** A `tsquery`/`tsvector` lexeme literal. Words hold no quote or backslash; escaped regardless. */
-function lexeme(word: string): string {
-  return `'${word.replaceAll('\\', '\\\\').replaceAll("'", "''")}'`
-}
-
-/** The `tsvector` literal of a field: its words with their positions, all with one weight. */
-function tsvectorLiteral(text: string, weight: 'A' | 'B' | 'D'): string {
-  const positions = new Map<string, number[]>()
-  for (const [i, word] of searchWords(text).entries()) {
-    if (!indexable(word)) continue
-    let list = positions.get(word)
-    if (list === undefined) positions.set(word, (list = []))
-    const position = Math.min(i + 1, MAX_POSITION)
-    if (list.length < MAX_POSITIONS_PER_LEXEME && list[list.length - 1] !== position) {
-      list.push(position)
-    }
-  }
-  const entries: string[] = []
-  for (const [word, list] of positions) {
-    entries.push(`${lexeme(word)}:${list.map((p) => `${p}${weight}`).join(',')}`)
-  }
-  return entries.join(' ')
-}
-
-/**
- * The `tsquery` literal for free text: `undefined` when the text holds no word (match every note),
- * `null` when it holds a word too long to be indexed (match no note). Words are ANDed; the last one is a
- * prefix. At most {@link MAX_SEARCH_WORDS} distinct words: the first ones and the last.
- */
-function tsqueryLiteral(text: string): string | null | undefined {
-  const terms = searchTerms(searchWords(text))
-  if (terms === undefined) return undefined
-  const { earlier, last } = terms
-  if (!indexable(last) || !earlier.every(indexable)) return null
-  return [...earlier.map(lexeme), `${lexeme(last)}:*`].join(' & ')
 }
 
 function toNote(row: NoteRow): Note {

@@ -3,7 +3,11 @@
  * Finds a PostgreSQL server for the tests and hands out throw-away databases on it. A server is taken
  * from `TEST_DATABASE_URL` when set (`.ci/run` sets it after starting one), else from the usual local
  * place (TCP on 127.0.0.1:5432 as `postgres`, with password `postgres` or without: the store takes a URL
- * only, and the driver cannot name a unix socket in one). Without any, {@link testDatabaseUrl} answers `undefined` and the PostgreSQL tests skip.
+ * only, and the driver cannot name a unix socket in one).
+ *
+ * When none answers: under `CI=true` {@link testDatabaseUrl} throws, so the test file fails (a CI run
+ * must never pass by skipping its PostgreSQL tests); elsewhere it warns and answers `undefined`, and
+ * the file skips its PostgreSQL tests, visibly.
  */
 
 import postgres from 'postgres'
@@ -18,7 +22,8 @@ const PROBE_TIMEOUT_S = 3
 
 /**
  * The URL of a PostgreSQL server that answers, with rights to create databases or schemas, or
- * `undefined` when none does. `TEST_DATABASE_URL`, when set, is the only candidate.
+ * `undefined` when none does (outside CI only: under `CI=true` that throws). `TEST_DATABASE_URL`, when
+ * set, is the only candidate.
  */
 export async function testDatabaseUrl(): Promise<string | undefined> {
   const fromEnv = process.env.TEST_DATABASE_URL
@@ -26,7 +31,25 @@ export async function testDatabaseUrl(): Promise<string | undefined> {
   for (const url of candidates) {
     if (await answers(url)) return url
   }
+  const missing = fromEnv
+    ? `TEST_DATABASE_URL (${redacted(fromEnv)}) does not answer`
+    : `no PostgreSQL server answers on 127.0.0.1:5432 and TEST_DATABASE_URL is not set`
+  if (process.env.CI === 'true') {
+    throw new Error(`${missing}; under CI=true the PostgreSQL tests must run, not skip`)
+  }
+  console.warn(`PostgreSQL tests skipped: ${missing} (set TEST_DATABASE_URL or run .ci/run)`)
   return undefined
+}
+
+/** The URL without its password, for messages. */
+function redacted(url: string): string {
+  try {
+    const parsed = new URL(url)
+    if (parsed.password !== '') parsed.password = '***'
+    return parsed.href
+  } catch {
+    return 'not a URL'
+  }
 }
 
 async function answers(url: string): Promise<boolean> {

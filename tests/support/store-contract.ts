@@ -5,12 +5,22 @@
  * `makeStore` (already migrated) and invents its own principals, note contents, share ids and once-keys
  * with random suffixes, so adapters may hand out a fresh database per test or one shared database.
  *
+ * Calls "issued together" are started without awaiting each other: they race where the adapter lets
+ * them (a PostgreSQL pool), and are serialised by an in-process driver (node:sqlite answers each call
+ * synchronously), so there they pin the outcome whichever runs first. Real races between connections
+ * are the adapter tests' (threads on one SQLite file, several PostgreSQL stores).
+ *
  * It leaves to the adapter tests: engine specifics (journal mode, several connections, error names,
  * tokenizer details such as accent folding) and how the store is created and torn down.
  */
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import type { NewNote, Note, NotesStore } from '../../src/notes/store.ts'
+import {
+  REPLAY_RETENTION_MS,
+  type NewNote,
+  type Note,
+  type NotesStore,
+} from '../../src/notes/store.ts'
 
 export interface NotesStoreContractOptions {
   /**
@@ -265,7 +275,7 @@ export function describeNotesStoreContract(
         })
       })
 
-      it('of two concurrent updates with the same expected version exactly one wins', async () => {
+      it('of two updates issued together with the same expected version exactly one wins', async () => {
         const created = await store.create(alice, note('race'), T0)
         const outcomes = await Promise.all([
           store.update(alice, created.id, 1, { title: 'one' }, T0 + 1),
@@ -334,7 +344,7 @@ export function describeNotesStoreContract(
         expect(await store.get(alice, created.id)).toEqual(created)
       })
 
-      it('of two concurrent deletes with the same once-key exactly one is done', async () => {
+      it('of two deletes issued together with the same once-key exactly one is done', async () => {
         const created = await store.create(alice, note('race'), T0)
         const key = unique('key')
         const outcomes = await Promise.all([
@@ -766,7 +776,7 @@ export function describeNotesStoreContract(
         expect(await store.decideShareRequest(unique('share'), 'approved', T0)).toBe('not_found')
       })
 
-      it('of two concurrent decisions exactly one is recorded', async () => {
+      it('of two decisions issued together exactly one is recorded', async () => {
         const { request } = await newShare()
         const outcomes = await Promise.all([
           store.decideShareRequest(request.id, 'approved', T0 + 1),
@@ -866,6 +876,99 @@ export function describeNotesStoreContract(
 
       it('getSharedNote of an unknown link is undefined', async () => {
         expect(await store.getSharedNote(unique('link'))).toBeUndefined()
+      })
+    })
+
+    describe('purge of expired rows', () => {
+      /** Purges everything expired at `now`, so a test can count exactly the rows it made. */
+      async function drain(now: number): Promise<void> {
+        while ((await store.purgeExpired(now, 1000)) > 0);
+      }
+
+      async function shareExpiringAt(expiresAt: number) {
+        const target = await store.create(alice, note('share me'), T0)
+        return store.createShareRequest({
+          id: unique('share'),
+          principal: alice,
+          noteId: target.id,
+          expiresAt,
+        })
+      }
+
+      it('a spent once-key is remembered for the retention period, then purged', async () => {
+        const key = unique('key')
+        const doomed = await store.create(alice, note('doomed'), T0)
+        const spentAt = Date.now()
+        await store.delete(alice, doomed.id, key)
+        const survivor = await store.create(alice, note('survivor'), T0)
+
+        await store.purgeExpired(spentAt + REPLAY_RETENTION_MS - 60_000, 1000)
+        expect(await store.delete(alice, survivor.id, key)).toEqual({ kind: 'already_done' })
+
+        await drain(Date.now() + REPLAY_RETENTION_MS + 1)
+        // Forgotten: the same key now spends afresh (no sealed state can carry it any more).
+        expect(await store.delete(alice, survivor.id, key)).toEqual({ kind: 'done', value: true })
+      })
+
+      it('unpublished share requests go once expired for the retention period; live ones stay', async () => {
+        const now = T0 + 10 * HOUR + REPLAY_RETENTION_MS
+        await drain(now)
+        const expired = await shareExpiringAt(T0 + HOUR)
+        const refused = await shareExpiringAt(T0 + HOUR)
+        expect(await store.decideShareRequest(refused.id, 'refused', T0 + 1)).toBe('decided')
+        const withinRetention = await shareExpiringAt(T0 + 20 * HOUR)
+        const live = await shareExpiringAt(now + HOUR)
+
+        expect(await store.purgeExpired(now, 1000)).toBe(2)
+        expect(await store.getShareRequest(expired.id)).toBeUndefined()
+        expect(await store.getShareRequest(refused.id)).toBeUndefined()
+        expect(await store.getShareRequest(withinRetention.id)).toEqual(withinRetention)
+        expect(await store.getShareRequest(live.id)).toEqual(live)
+      })
+
+      it('a published share and its link are never purged', async () => {
+        const now = T0 + 10 * HOUR + REPLAY_RETENTION_MS
+        const share = await shareExpiringAt(T0 + HOUR)
+        await store.decideShareRequest(share.id, 'approved', T0 + 1)
+        const linkId = unique('link')
+        await store.publishShare(alice, share.id, linkId, unique('key'))
+        await drain(now)
+        expect(await store.getShareRequest(share.id)).toEqual({
+          ...share,
+          status: 'approved',
+          linkId,
+        })
+        expect(await store.getSharedNote(linkId)).toMatchObject({ title: 'share me' })
+      })
+
+      it('removes at most limit rows per call and says how many it removed', async () => {
+        const now = T0 + 10 * HOUR + REPLAY_RETENTION_MS
+        await drain(now)
+        const shares = []
+        for (let i = 0; i < 5; i++) shares.push(await shareExpiringAt(T0 + HOUR))
+        expect(await store.purgeExpired(now, 2)).toBe(2)
+        expect(await store.purgeExpired(now, 2)).toBe(2)
+        expect(await store.purgeExpired(now, 2)).toBe(1)
+        expect(await store.purgeExpired(now, 2)).toBe(0)
+        for (const share of shares) expect(await store.getShareRequest(share.id)).toBeUndefined()
+      })
+
+      it('spends one budget across tables', async () => {
+        await drain(Date.now() + REPLAY_RETENTION_MS + 1)
+        await store.delete(alice, 'n_doesnotexist0000', unique('key'))
+        await store.delete(alice, 'n_doesnotexist0000', unique('key'))
+        await shareExpiringAt(T0 + HOUR)
+        await shareExpiringAt(T0 + HOUR)
+        const now = Date.now() + REPLAY_RETENTION_MS + 1
+        expect(await store.purgeExpired(now, 3)).toBe(3)
+        expect(await store.purgeExpired(now, 3)).toBe(1)
+      })
+
+      it('rejects a limit that is not a positive integer', async () => {
+        for (const limit of [0, -1, 1.5, Number.NaN]) {
+          await expect(store.purgeExpired(T0, limit)).rejects.toBeInstanceOf(RangeError)
+        }
+        await expect(store.purgeExpired(Number.NaN, 10)).rejects.toBeInstanceOf(RangeError)
       })
     })
   })

@@ -1,20 +1,25 @@
 /**
  * The node:sqlite adapter: the shared `NotesStore` contract against an in-memory database and against a
- * file, plus what only SQLite has: WAL on a file, several connections (and threads) on one file, the
- * migration bookkeeping, FTS5 index consistency, and the adapter's own error types.
+ * file, plus what only SQLite has: WAL on a file, several connections on one file, threads racing on
+ * one file (node:sqlite answers synchronously, so only separate threads interleave), the migration
+ * bookkeeping and the upgrade of an older file, FTS5 index consistency, the adapter's own errors, and
+ * the sweeps of expired rows (`storage/purge.ts`) over this store.
  */
 
-import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { Worker } from 'node:worker_threads'
 import {
+  REPLAY_RETENTION_MS,
   ShareNotApprovedError,
-  SqliteNotesStore,
   StoreNotMigratedError,
-} from '../../src/storage/sqlite.ts'
+} from '../../src/notes/store.ts'
+import { startExpirySweeps, sweepExpired } from '../../src/storage/purge.ts'
+import { SQLITE_MIGRATIONS } from '../../src/storage/sql-store.ts'
+import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
 import { describeNotesStoreContract } from '../support/store-contract.ts'
 
 const T0 = 1_750_000_000_000
@@ -81,8 +86,28 @@ describe('SqliteNotesStore on a file', () => {
     const second = await open()
     await first.migrate()
     await second.migrate()
-    const versions = inspect((db) => db.prepare('SELECT version FROM schema_migrations').all())
-    expect(versions).toEqual([{ version: 1 }])
+    const versions = inspect((db) =>
+      db.prepare('SELECT version FROM schema_migrations ORDER BY version').all()
+    )
+    expect(versions).toEqual(SQLITE_MIGRATIONS.map((_, i) => ({ version: i + 1 })))
+  })
+
+  it('upgrades a file from before the shared schema, keeping its spent once-keys', async () => {
+    // The shape node:sqlite files had before step 1 became the schema D1 shares: no used_keys.claim.
+    const legacy = (db: DatabaseSync) => {
+      db.exec(readFileSync(new URL('../../migrations/0001_init.sql', import.meta.url), 'utf8'))
+      db.exec(`DROP TABLE used_keys;
+        CREATE TABLE used_keys (once_key TEXT PRIMARY KEY, used_at INTEGER NOT NULL) WITHOUT ROWID;
+        CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL);
+        INSERT INTO schema_migrations VALUES (1, 0);
+        INSERT INTO used_keys VALUES ('spent-before', ${Date.now()});`)
+    }
+    mkdirSync(join(path, '..'), { recursive: true })
+    inspect(legacy)
+    const store = await open()
+    const note = await store.create('p', { title: 't', body: '', tags: [] }, T0)
+    expect(await store.delete('p', note.id, 'spent-before')).toEqual({ kind: 'already_done' })
+    expect(await store.delete('p', note.id, 'fresh')).toEqual({ kind: 'done', value: true })
   })
 
   it('two stores on one file see each other’s writes', async () => {
@@ -119,35 +144,81 @@ describe('SqliteNotesStore on a file', () => {
     expect(await b.getSharedNote('link-1')).toEqual(second)
   })
 
-  it('concurrent threads on one file spend each once-key exactly once', async () => {
-    await open()
+  /**
+   * Runs `op` of the script below in `threads` worker threads, each with its own connection to the
+   * file, released together from a barrier; answers how many times `op` succeeded in each thread.
+   */
+  async function race(op: 'delete' | 'update' | 'decide', ids: string[], threads = 4) {
     const storeUrl = new URL('../../src/storage/sqlite.ts', import.meta.url).href
-    const keys = 60
-    const worker = (seed: number) =>
-      new Promise<number>((resolve, reject) => {
-        const source = `
-          const { parentPort, workerData } = require('node:worker_threads')
-          import(workerData.storeUrl).then(async ({ SqliteNotesStore }) => {
-            const store = new SqliteNotesStore({ path: workerData.path })
-            await store.migrate()
-            let done = 0
-            for (let i = 0; i < workerData.keys; i++) {
-              const note = await store.create('p', { title: 'w' + workerData.seed, body: '', tags: [] }, i)
-              const outcome = await store.delete('p', note.id, 'shared-key-' + i)
-              if (outcome.kind === 'done') done++
-            }
-            await store.close()
-            parentPort.postMessage(done)
-          }, (error) => { throw error })
-        `
-        const w = new Worker(source, { eval: true, workerData: { storeUrl, path, keys, seed } })
-        w.once('message', resolve)
-        w.once('error', reject)
+    const barrier = new Int32Array(new SharedArrayBuffer(4))
+    const source = `
+      const { parentPort, workerData } = require('node:worker_threads')
+      const { storeUrl, path, ids, op, seed, barrier, threads } = workerData
+      import(storeUrl).then(async ({ SqliteNotesStore }) => {
+        const store = new SqliteNotesStore({ path })
+        await store.migrate()
+        Atomics.add(barrier, 0, 1)
+        while (Atomics.load(barrier, 0) < threads) Atomics.wait(barrier, 0, Atomics.load(barrier, 0), 50)
+        let won = 0
+        for (const [i, id] of ids.entries()) {
+          if (op === 'delete') {
+            if ((await store.delete('p', id, 'shared-key-' + i)).kind === 'done') won++
+          } else if (op === 'update') {
+            if ((await store.update('p', id, 1, { title: 'by ' + seed }, 1)).kind === 'updated') won++
+          } else if ((await store.decideShareRequest(id, seed % 2 ? 'approved' : 'refused', 1)) === 'decided') {
+            won++
+          }
+        }
+        await store.close()
+        parentPort.postMessage(won)
       })
-    const done = await Promise.all([worker(1), worker(2), worker(3), worker(4)])
-    expect(done.reduce((a, b) => a + b, 0)).toBe(keys)
-    const remaining = inspect((db) => db.prepare('SELECT count(*) AS n FROM notes').get())
-    expect(remaining).toEqual({ n: 3 * keys })
+    `
+    const run = (seed: number) =>
+      new Promise<number>((resolve, reject) => {
+        const workerData = { storeUrl, path, ids, op, seed, barrier, threads }
+        const worker = new Worker(source, { eval: true, workerData })
+        worker.once('message', resolve)
+        worker.once('error', reject)
+      })
+    return Promise.all(Array.from({ length: threads }, (_, i) => run(i + 1)))
+  }
+
+  async function seedNotes(store: SqliteNotesStore, count: number): Promise<string[]> {
+    const ids: string[] = []
+    for (let i = 0; i < count; i++) {
+      ids.push((await store.create('p', { title: `n${i}`, body: '', tags: [] }, 0)).id)
+    }
+    return ids
+  }
+
+  it('threads racing on one file spend each once-key exactly once', async () => {
+    const store = await open()
+    // Every thread deletes note i with once-key i: each key is spent, and its note deleted, once.
+    const ids = await seedNotes(store, 60)
+    const wins = await race('delete', ids)
+    expect(wins.reduce((a, b) => a + b, 0)).toBe(ids.length)
+    expect((await store.list('p', 0, 100)).items).toEqual([])
+  })
+
+  it('threads racing to update one note with the same expected version: exactly one wins', async () => {
+    const store = await open()
+    const ids = await seedNotes(store, 60)
+    const wins = await race('update', ids)
+    expect(wins.reduce((a, b) => a + b, 0)).toBe(ids.length)
+    for (const id of ids) expect((await store.get('p', id))?.version).toBe(2)
+  })
+
+  it('threads racing to decide one share: exactly one decision is recorded', async () => {
+    const store = await open()
+    const [noteId] = await seedNotes(store, 1)
+    const ids: string[] = []
+    for (let i = 0; i < 60; i++) {
+      const share = { id: `s${i}`, principal: 'p', noteId: noteId!, expiresAt: T0 }
+      ids.push((await store.createShareRequest(share)).id)
+    }
+    const wins = await race('decide', ids)
+    expect(wins.reduce((a, b) => a + b, 0)).toBe(ids.length)
+    for (const id of ids) expect((await store.getShareRequest(id))?.status).not.toBe('pending')
   })
 
   it('keeps the full-text index consistent with the notes table', async () => {
@@ -238,5 +309,78 @@ describe('SqliteNotesStore specifics', () => {
 
   it('rejects a missing path at construction', () => {
     expect(() => new SqliteNotesStore({ path: '' })).toThrow(TypeError)
+  })
+})
+
+describe('sweeps of expired rows over SqliteNotesStore', () => {
+  let store: SqliteNotesStore
+  /** A time at which every share request made below has been expired for the retention period. */
+  const later = T0 + REPLAY_RETENTION_MS + 1
+
+  beforeEach(async () => {
+    store = await openStore(':memory:')
+  })
+
+  afterEach(async () => {
+    vi.useRealTimers()
+    await store.close()
+  })
+
+  async function expiredShares(count: number): Promise<string[]> {
+    const note = await store.create('p', { title: 't', body: '', tags: [] }, T0)
+    const ids: string[] = []
+    for (let i = 0; i < count; i++) {
+      const share = { id: `s${i}`, principal: 'p', noteId: note.id, expiresAt: T0 }
+      ids.push((await store.createShareRequest(share)).id)
+    }
+    return ids
+  }
+
+  it('a sweep runs batches until nothing more has expired', async () => {
+    const ids = await expiredShares(7)
+    expect(await sweepExpired(store, later, { batchRows: 3, maxBatches: 10 })).toBe(7)
+    for (const id of ids) expect(await store.getShareRequest(id)).toBeUndefined()
+  })
+
+  it('a sweep stops after its batch budget and the next one goes on', async () => {
+    await expiredShares(7)
+    expect(await sweepExpired(store, later, { batchRows: 2, maxBatches: 2 })).toBe(4)
+    expect(await sweepExpired(store, later, { batchRows: 2, maxBatches: 2 })).toBe(3)
+    expect(await sweepExpired(store, later, { batchRows: 2, maxBatches: 2 })).toBe(0)
+  })
+
+  it('the Node timer sweeps at every interval until it is stopped', async () => {
+    vi.useFakeTimers()
+    const [first] = await expiredShares(1)
+    const warnings: unknown[] = []
+    const logger = { warn: (...args: unknown[]) => warnings.push(args), error: () => {} }
+    const stop = startExpirySweeps(store, { intervalMs: 1000, logger, now: () => later })
+
+    await vi.advanceTimersByTimeAsync(999)
+    expect(await store.getShareRequest(first!)).toMatchObject({ id: first, status: 'pending' })
+    await vi.advanceTimersByTimeAsync(1)
+    expect(await store.getShareRequest(first!)).toBeUndefined()
+
+    stop()
+    const note = await store.create('p', { title: 'after', body: '', tags: [] }, T0)
+    await store.createShareRequest({ id: 'after', principal: 'p', noteId: note.id, expiresAt: T0 })
+    await vi.advanceTimersByTimeAsync(5000)
+    expect(await store.getShareRequest('after')).toMatchObject({ id: 'after', status: 'pending' })
+    expect(warnings).toEqual([])
+  })
+
+  it('a failed sweep is logged and the next interval tries again', async () => {
+    vi.useFakeTimers()
+    const warnings: unknown[] = []
+    const logger = { warn: (message: string) => warnings.push(message), error: () => {} }
+    // Never migrated: every purge throws StoreNotMigratedError.
+    const unmigrated = new SqliteNotesStore({ path: ':memory:' })
+    const stop = startExpirySweeps(unmigrated, { intervalMs: 1000, logger })
+    await vi.advanceTimersByTimeAsync(2000)
+    stop()
+    expect(warnings).toEqual([
+      'expired-row sweep failed; the next one retries',
+      'expired-row sweep failed; the next one retries',
+    ])
   })
 })

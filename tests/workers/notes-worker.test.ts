@@ -2,8 +2,8 @@
  * The notes server as deployed, inside workerd: every request goes through the real Worker entry
  * (`src/worker.ts`, its default export's `fetch`) with the bindings of the real `wrangler.toml` and a
  * local D1 database migrated from `migrations/`. Covers discovery, tools, a note resource, a complete
- * multi round-trip flow (delete_note with its confirmation form), a tampered requestState and SSE
- * progress.
+ * multi round-trip flow (delete_note with its confirmation form), a tampered requestState, SSE
+ * progress, and links built from each request's own allowed origin when PUBLIC_URL is unset.
  */
 import { exports } from 'cloudflare:workers'
 import { describe, expect, it } from 'vitest'
@@ -45,9 +45,10 @@ describe('the notes Worker inside workerd', () => {
   it('answers server/discover with its info and capabilities', async () => {
     const result = await expectResult(await post('server/discover'))
     expect(result.resultType).toBe('complete')
-    expect(result.serverInfo ?? result._meta?.['io.modelcontextprotocol/serverInfo']).toMatchObject(
-      { name: 'notes-mcp' }
-    )
+    expect(result._meta['io.modelcontextprotocol/serverInfo']).toEqual({
+      name: 'notes-mcp',
+      version: '0.1.0',
+    })
     expect(result.capabilities).toMatchObject({ tools: {}, resources: {}, prompts: {} })
   })
 
@@ -152,6 +153,30 @@ describe('the notes Worker inside workerd', () => {
     expect(final.result.structuredContent.notes.map((n: JsonObject) => n.title)).toContain(
       'Streamed kiwi'
     )
+  })
+
+  it('gives each request the links of its own allowed origin, whatever came before', async () => {
+    const note = await createNote('Shared from two hosts')
+    const approvalUrl = async (origin: string) => {
+      const init = mcpInit('tools/call', {
+        params: { name: 'share_note', arguments: { id: note.id } },
+        capabilities: { elicitation: { url: {} } },
+        headers: { host: new URL(origin).host },
+      })
+      const result = await expectResult(await exports.default.fetch(`${origin}/mcp`, init))
+      expect(result.resultType).toBe('input_required')
+      return new URL(result.inputRequests.approve.params.url as string)
+    }
+    for (const origin of [
+      'http://localhost:8788',
+      'http://127.0.0.1:8788',
+      'http://localhost:8788',
+      'http://127.0.0.1',
+    ]) {
+      const url = await approvalUrl(origin)
+      expect(url.origin).toBe(origin)
+      expect(url.pathname).toMatch(/^\/share\/[A-Za-z0-9_-]+$/)
+    }
   })
 
   it('answers 403 to a Host outside ALLOWED_HOSTS', async () => {

@@ -1,10 +1,13 @@
 /**
- * The Worker entry's once-per-isolate build, inside workerd, driven through its default export with
+ * The Worker entry's once-per-isolate setup, inside workerd, driven through its default export with
  * hand-made environments: a deployment fault (missing secret, unmigrated D1) answers a JSON-RPC error
- * without detail, is not cached, and the first request after the fault is fixed gets the app.
+ * without detail, is not cached, and the first request after the fault is fixed gets the app. And its
+ * `scheduled` handler (the cron trigger): it purges expired rows from D1 and keeps live ones.
  */
 import { env } from 'cloudflare:test'
 import { describe, expect, it } from 'vitest'
+import { REPLAY_RETENTION_MS } from '../../src/notes/store.ts'
+import { D1NotesStore } from '../../src/storage/d1.ts'
 import worker from '../../src/worker.ts'
 import { MCP_URL, mcpInit } from '../support/mcp-request.ts'
 
@@ -65,5 +68,32 @@ describe('the Worker entry builds its app once per isolate, and only once it can
     expect(response.status).toBe(200)
     const body = (await response.json()) as { result: { tools: unknown[] } }
     expect(body.result.tools.length).toBeGreaterThan(0)
+  })
+})
+
+describe('the scheduled handler purges expired rows', () => {
+  it('removes expired share requests and spent once-keys from D1 and keeps live ones', async () => {
+    const store = new D1NotesStore({ db: env.DB })
+    await store.migrate()
+    const now = Date.now() + REPLAY_RETENTION_MS + 60_000
+    const note = await store.create('p', { title: 't', body: '', tags: [] }, 0)
+    const share = (id: string, expiresAt: number) =>
+      store.createShareRequest({ id, principal: 'p', noteId: note.id, expiresAt })
+    await share('expired', 1_000)
+    const live = await share('live', now + 60_000)
+    await store.delete('p', 'n_doesnotexist0000', 'spent-key')
+
+    await worker.scheduled({ scheduledTime: now }, { DB: env.DB })
+
+    expect(await store.getShareRequest('expired')).toBeUndefined()
+    expect(await store.getShareRequest('live')).toEqual(live)
+    // The spent key is forgotten: it spends afresh.
+    expect(await store.delete('p', note.id, 'spent-key')).toEqual({ kind: 'done', value: true })
+  })
+
+  it('fails the run, naming nothing secret, without a D1 binding', async () => {
+    await expect(worker.scheduled({ scheduledTime: Date.now() }, {} as never)).rejects.toThrow(
+      /D1 binding DB is missing/
+    )
   })
 })

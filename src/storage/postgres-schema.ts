@@ -1,0 +1,96 @@
+/**
+ * @module storage/postgres-schema
+ * The PostgreSQL schema of the notes store: its numbered migrations and the one function that applies
+ * them. Replicas starting together are safe: `migrateSchema` runs in one transaction under a
+ * transaction-scoped advisory lock, so each step is applied once, with its row in `schema_migrations`.
+ * Identifiers and tags compare and sort bytewise (`COLLATE "C"`), as in SQLite; times are BIGINT
+ * milliseconds. The `*_tsv` columns hold the `tsvector` literals `postgres-search.ts` builds.
+ * Node-only (the `postgres` driver); the statements that use the schema are `postgres.ts`'s.
+ */
+import type { Sql } from 'postgres'
+
+/** Key of the advisory lock that serialises migrations across replicas (any fixed bigint). */
+const MIGRATION_LOCK_KEY = 0x6e6f7465736d6370n // "notesmcp"
+
+/**
+ * Numbered migrations, applied in order, each once, inside one transaction with its bookkeeping row.
+ * Never edit a released step; append a new one.
+ */
+const MIGRATIONS: ReadonlyArray<{ version: number; statements: readonly string[] }> = [
+  {
+    version: 1,
+    statements: [
+      `CREATE TABLE notes (
+        seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        id text COLLATE "C" NOT NULL,
+        principal text COLLATE "C" NOT NULL,
+        title text NOT NULL,
+        body text NOT NULL,
+        tags text[] COLLATE "C" NOT NULL DEFAULT '{}',
+        created_at bigint NOT NULL,
+        updated_at bigint NOT NULL,
+        version bigint NOT NULL DEFAULT 1,
+        title_tsv tsvector NOT NULL,
+        tags_tsv tsvector NOT NULL,
+        body_tsv tsvector NOT NULL,
+        search tsvector GENERATED ALWAYS AS (title_tsv || tags_tsv || body_tsv) STORED,
+        UNIQUE (principal, id)
+      )`,
+      `CREATE INDEX notes_by_recency ON notes (principal, updated_at DESC, seq DESC)`,
+      `CREATE INDEX notes_search ON notes USING gin (search)`,
+      `CREATE TABLE used_keys (
+        once_key text PRIMARY KEY,
+        used_at bigint NOT NULL
+      )`,
+      `CREATE TABLE share_requests (
+        id text PRIMARY KEY,
+        principal text NOT NULL,
+        note_id text NOT NULL,
+        status text NOT NULL DEFAULT 'pending'
+          CHECK (status IN ('pending', 'approved', 'refused')),
+        expires_at bigint NOT NULL,
+        decided_at bigint,
+        link_id text
+      )`,
+      `CREATE TABLE shared_links (
+        id text PRIMARY KEY,
+        share_id text NOT NULL UNIQUE REFERENCES share_requests (id),
+        principal text NOT NULL,
+        note_id text NOT NULL,
+        created_at bigint NOT NULL
+      )`,
+    ],
+  },
+  {
+    // The purge of expired rows (NotesStore.purgeExpired) finds them without a scan.
+    version: 2,
+    statements: [
+      `CREATE INDEX used_keys_by_use ON used_keys (used_at)`,
+      `CREATE INDEX share_requests_unpublished_by_expiry ON share_requests (expires_at)
+        WHERE link_id IS NULL`,
+    ],
+  },
+]
+
+/** The version of the newest step: a migrated database records every version from 1 to this one. */
+export const POSTGRES_SCHEMA_VERSION = MIGRATIONS.length
+
+/** Applies the steps of {@link MIGRATIONS} the database has not recorded yet. */
+export async function migrateSchema(sql: Sql): Promise<void> {
+  await sql.begin(async (tx) => {
+    await tx`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK_KEY.toString()}::bigint)`
+    await tx`CREATE TABLE IF NOT EXISTS schema_migrations (
+      version integer PRIMARY KEY,
+      applied_at bigint NOT NULL
+    )`
+    const [row] = await tx<Array<{ v: number }>>`
+      SELECT coalesce(max(version), 0)::integer AS v FROM schema_migrations`
+    const current = row?.v ?? 0
+    for (const step of MIGRATIONS) {
+      if (step.version <= current) continue
+      for (const statement of step.statements) await tx.unsafe(statement)
+      await tx`INSERT INTO schema_migrations (version, applied_at)
+        VALUES (${step.version}, ${Date.now()})`
+    }
+  })
+}

@@ -1,0 +1,465 @@
+/**
+ * @module storage/sql-store
+ * The one `NotesStore` implementation of the SQLite dialect, shared by the node:sqlite adapter
+ * (`sqlite.ts`) and the D1 adapter (`d1.ts`): both are thin {@link SqlDriver}s, which differ only in how
+ * a statement reaches the database (a synchronous call in this process, an RPC to D1) and in who owns
+ * the schema (node:sqlite applies the migration files itself; on D1 wrangler applies them and the
+ * driver only checks). Runtime-neutral: the Worker bundles it, so it imports no `node:*` module and no
+ * driver.
+ *
+ * Schema, one source of truth: the SQL files under `migrations/` ({@link SQLITE_MIGRATIONS}), which
+ * wrangler applies to D1 and the node:sqlite driver reads and applies (files, not a TypeScript module,
+ * because wrangler needs them on disk anyway). Statements use numbered parameters (`?1`, `?2`…),
+ * which both bind positionally; each statement's comment lists them. Expired rows are purged with
+ * `purgeExpired` (spent once-keys and unpublished share requests, {@link REPLAY_RETENTION_MS} after
+ * their last use).
+ *
+ * Atomicity is reached the way D1 allows, which is also correct on node:sqlite: D1 has no interactive
+ * transaction, only single statements and `batch()` (one transaction, all or nothing, nothing read in
+ * between). So every check-and-set (note version, share status, input slot) is one conditional
+ * statement whose outcome is read from `RETURNING` or its change count, and a follow-up read only
+ * explains a miss, never decides. A single-use key is spent in a batch that inserts
+ * `(once_key, claim)` with a fresh random claim (`ON CONFLICT DO NOTHING`); the later statements of the
+ * same batch act only where that claim is found, i.e. only when this call spent the key.
+ *
+ * Search: free text is reduced to word tokens (letters, digits) and each token is quoted as an FTS5
+ * string, so no character of user input reaches the FTS5 query syntax. Every word must match, the last
+ * as a prefix; at most `MAX_SEARCH_WORDS` distinct words (see `shared.ts`). Ranking is bm25 with
+ * the title weighted above tags above the body, then the most recently updated first.
+ *
+ * It leaves to others: validation and limits of titles, bodies, tags and query text, wording of errors,
+ * generation of share-request, link and single-use key ids (the notes application). It generates note
+ * ids itself. Errors: `ShareNotApprovedError` from `publishShare`, `StoreNotMigratedError`
+ * before `migrate()` or after `close()`, `RangeError` for invalid paging or purge limits; database
+ * failures propagate as the driver throws them.
+ */
+
+import {
+  REPLAY_RETENTION_MS,
+  type DecideOutcome,
+  type NewNote,
+  type Note,
+  type NotePatch,
+  type NotesStore,
+  type OnceOutcome,
+  type Page,
+  type SearchQuery,
+  type ShareRequest,
+  type ShareStatus,
+  type UpdateOutcome,
+} from '../notes/store.ts'
+import {
+  assertPublishable,
+  checkPaging,
+  newNoteId,
+  notMigrated,
+  pendingShareRequest,
+  purgeWithin,
+  randomBase64url,
+  searchTerms,
+  sortedTags,
+  toPage,
+  toShareRequest,
+  undecidedOutcome,
+  wordsOf,
+  type ShareRow,
+} from './shared.ts'
+
+/**
+ * The schema's migration files under `migrations/`, in order; the number before `_` is the step's
+ * version. wrangler applies them to D1 (recorded in `d1_migrations`), the node:sqlite driver reads and
+ * applies them (recorded in `schema_migrations`). Never edit a released file; append a new one here.
+ */
+export const SQLITE_MIGRATIONS: readonly string[] = ['0001_init.sql', '0002_expiry.sql']
+
+/** A value bound to, or read from, a SQLite-dialect statement. */
+export type SqlValue = string | number | null
+export type SqlRow = Record<string, SqlValue>
+export interface SqlStatement {
+  sql: string
+  params: readonly SqlValue[]
+}
+
+/** How the store reaches one SQLite-dialect database. */
+export interface SqlDriver {
+  /** Every row the statement returns (none for a statement without `RETURNING`). */
+  all(sql: string, params: readonly SqlValue[]): Promise<SqlRow[]>
+  /** The first row the statement returns, if any. */
+  get(sql: string, params: readonly SqlValue[]): Promise<SqlRow | undefined>
+  /** Runs a write; answers how many rows it changed. */
+  run(sql: string, params: readonly SqlValue[]): Promise<number>
+  /** Runs the statements in order as one transaction (all apply or none); the rows of each. */
+  batch(statements: readonly SqlStatement[]): Promise<SqlRow[][]>
+  /** Makes sure the schema of {@link SQLITE_MIGRATIONS} is in place (applying or checking it). */
+  migrate(): Promise<void>
+  close(): Promise<void>
+}
+
+/** How often `publishShare` re-runs when its explanation contradicts its batch (a racing decision). */
+const PUBLISH_ATTEMPTS = 3
+
+/** Weights of the FTS columns (title, body, tags) in bm25 ranking: title above tags above body. */
+const BM25_WEIGHTS = '4.0, 1.0, 2.0'
+const NOTE_COLUMNS = 'n.id, n.title, n.body, n.tags, n.created_at, n.updated_at, n.version'
+const RETURNING_NOTE = 'RETURNING id, title, body, tags, created_at, updated_at, version'
+
+/** Keeps only notes carrying every tag of the JSON array `?2` (`?3` distinct tags). */
+const TAG_FILTER = `(?3 = 0 OR (
+  SELECT count(DISTINCT t.value) FROM json_each(n.tags) AS t
+  WHERE t.value IN (SELECT value FROM json_each(?2))
+) = ?3)`
+
+/** The condition that the once-key bound at placeholder `key` carries this call's claim (at `claim`). */
+const CLAIMED = (key: string, claim: string) =>
+  `EXISTS (SELECT 1 FROM used_keys WHERE once_key = ${key} AND claim = ${claim})`
+
+/** Every statement. A statement that decides a check-and-set returns a row only when it applied. */
+const SQL = {
+  /** ?1 id, ?2 principal, ?3 title, ?4 body, ?5 tags JSON, ?6 now. */
+  insertNote: `
+    INSERT INTO notes (id, principal, title, body, tags, created_at, updated_at, version)
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, 1)
+    ${RETURNING_NOTE}`,
+  /** ?1 principal, ?2 id. */
+  getNote: `SELECT ${NOTE_COLUMNS} FROM notes AS n WHERE n.principal = ?1 AND n.id = ?2`,
+  /** ?1 principal, ?2 id, ?3 expected version, ?4 title, ?5 body, ?6 tags JSON (null: keep), ?7 now. */
+  updateNote: `
+    UPDATE notes SET
+      title = coalesce(?4, title),
+      body = coalesce(?5, body),
+      tags = coalesce(?6, tags),
+      updated_at = ?7,
+      version = version + 1
+    WHERE principal = ?1 AND id = ?2 AND version = ?3
+    ${RETURNING_NOTE}`,
+  /** ?1 key, ?2 now, ?3 claim. Returns a row only when this statement spent the key. */
+  spendKey: `
+    INSERT INTO used_keys (once_key, used_at, claim) VALUES (?1, ?2, ?3)
+    ON CONFLICT DO NOTHING RETURNING once_key`,
+  /** ?1 principal, ?2 id; deletes only when the key ?3 carries this call's claim ?4. */
+  deleteNote: `
+    DELETE FROM notes WHERE principal = ?1 AND id = ?2 AND ${CLAIMED('?3', '?4')}
+    RETURNING id`,
+  /** ?1 key. */
+  keyUsed: `SELECT 1 AS used FROM used_keys WHERE once_key = ?1`,
+  /** ?1 principal, ?2 limit, ?3 offset. */
+  listNotes: `
+    SELECT ${NOTE_COLUMNS} FROM notes AS n WHERE n.principal = ?1
+    ORDER BY n.updated_at DESC, n.seq DESC LIMIT ?2 OFFSET ?3`,
+  /** ?1 principal, ?2 tags JSON, ?3 tag count, ?4 limit, ?5 offset. */
+  filterNotes: `
+    SELECT ${NOTE_COLUMNS} FROM notes AS n WHERE n.principal = ?1 AND ${TAG_FILTER}
+    ORDER BY n.updated_at DESC, n.seq DESC LIMIT ?4 OFFSET ?5`,
+  /** As `filterNotes`, plus ?6 the FTS5 match expression ({@link ftsMatch}). */
+  searchNotes: `
+    SELECT ${NOTE_COLUMNS} FROM notes_fts JOIN notes AS n ON n.seq = notes_fts.rowid
+    WHERE notes_fts MATCH ?6 AND n.principal = ?1 AND ${TAG_FILTER}
+    ORDER BY bm25(notes_fts, ${BM25_WEIGHTS}), n.updated_at DESC, n.seq DESC
+    LIMIT ?4 OFFSET ?5`,
+  /** ?1 principal. */
+  listTags: `
+    SELECT t.value AS tag, count(*) AS count FROM notes AS n, json_each(n.tags) AS t
+    WHERE n.principal = ?1 GROUP BY t.value ORDER BY t.value`,
+  /**
+   * ?1 principal, ?2 prefix, ?3 limit. Exact, case-sensitive prefix comparison: no wildcard of the
+   * prefix can take effect.
+   */
+  completeIds: `
+    SELECT n.id FROM notes AS n
+    WHERE n.principal = ?1 AND substr(n.id, 1, length(?2)) = ?2
+    ORDER BY n.id LIMIT ?3`,
+  /** ?1 principal, ?2 {@link likePrefix} pattern, ?3 limit. */
+  completeTags: `
+    SELECT DISTINCT t.value AS tag FROM notes AS n, json_each(n.tags) AS t
+    WHERE n.principal = ?1 AND t.value LIKE ?2 ESCAPE '\\'
+    ORDER BY t.value LIMIT ?3`,
+  /** ?1 id, ?2 principal, ?3 note id, ?4 expires at. */
+  insertShare: `
+    INSERT INTO share_requests (id, principal, note_id, status, expires_at)
+    VALUES (?1, ?2, ?3, 'pending', ?4)`,
+  /** ?1 id. */
+  getShare: `
+    SELECT id, principal, note_id, status, expires_at, link_id FROM share_requests WHERE id = ?1`,
+  /** ?1 id, ?2 decision, ?3 now. */
+  decideShare: `
+    UPDATE share_requests SET status = ?2, decided_at = ?3
+    WHERE id = ?1 AND status = 'pending' AND expires_at > ?3
+    RETURNING id`,
+  /** ?1 key, ?2 now, ?3 claim, ?4 share, ?5 principal: spends the key only for a publishable share. */
+  spendKeyForShare: `
+    INSERT INTO used_keys (once_key, used_at, claim)
+    SELECT ?1, ?2, ?3 WHERE EXISTS (
+      SELECT 1 FROM share_requests
+      WHERE id = ?4 AND principal = ?5 AND status = 'approved' AND link_id IS NULL
+    )
+    ON CONFLICT DO NOTHING RETURNING once_key`,
+  /** ?1 link, ?2 now, ?3 share, ?4 key, ?5 claim. */
+  insertLink: `
+    INSERT INTO shared_links (id, share_id, principal, note_id, created_at)
+    SELECT ?1, s.id, s.principal, s.note_id, ?2 FROM share_requests AS s
+    WHERE s.id = ?3 AND ${CLAIMED('?4', '?5')}`,
+  /** ?1 link, ?2 share, ?3 key, ?4 claim. */
+  setShareLink: `
+    UPDATE share_requests SET link_id = ?1 WHERE id = ?2 AND ${CLAIMED('?3', '?4')}`,
+  /** ?1 link id. */
+  getSharedNote: `
+    SELECT ${NOTE_COLUMNS} FROM shared_links AS l
+    JOIN notes AS n ON n.principal = l.principal AND n.id = l.note_id
+    WHERE l.id = ?1`,
+  /** ?1 cutoff (spent at or before it), ?2 limit. */
+  purgeUsedKeys: `
+    DELETE FROM used_keys WHERE once_key IN (
+      SELECT once_key FROM used_keys WHERE used_at <= ?1 LIMIT ?2
+    )`,
+  /** ?1 cutoff (expired at or before it), ?2 limit. Published shares stay with their links. */
+  purgeShares: `
+    DELETE FROM share_requests WHERE id IN (
+      SELECT id FROM share_requests WHERE link_id IS NULL AND expires_at <= ?1 LIMIT ?2
+    )`,
+} as const
+
+/**
+ * Purge statements, in the order a purge spends its budget, each with the cutoff it compares with
+ * (`?1`) for a given `now`.
+ */
+const PURGES: ReadonlyArray<{ sql: string; cutoff: (now: number) => number }> = [
+  { sql: SQL.purgeUsedKeys, cutoff: (now) => now - REPLAY_RETENTION_MS },
+  { sql: SQL.purgeShares, cutoff: (now) => now - REPLAY_RETENTION_MS },
+]
+
+export class SqlNotesStore implements NotesStore {
+  readonly #driver: SqlDriver
+  #state: 'new' | 'ready' | 'closed' = 'new'
+
+  constructor(driver: SqlDriver) {
+    this.#driver = driver
+  }
+
+  async migrate(): Promise<void> {
+    if (this.#state === 'closed') throw notMigrated(true)
+    await this.#driver.migrate()
+    this.#state = 'ready'
+  }
+
+  async close(): Promise<void> {
+    if (this.#state === 'closed') return
+    this.#state = 'closed'
+    await this.#driver.close()
+  }
+
+  async create(principal: string, note: NewNote, now: number): Promise<Note> {
+    const row = await this.#db.get(SQL.insertNote, [
+      newNoteId(),
+      principal,
+      note.title,
+      note.body,
+      tagsJson(note.tags),
+      now,
+    ])
+    if (row === undefined) throw new Error('INSERT … RETURNING produced no row')
+    return toNote(row)
+  }
+
+  async get(principal: string, id: string): Promise<Note | undefined> {
+    const row = await this.#db.get(SQL.getNote, [principal, id])
+    return row === undefined ? undefined : toNote(row)
+  }
+
+  async update(
+    principal: string,
+    id: string,
+    expectedVersion: number,
+    patch: NotePatch,
+    now: number
+  ): Promise<UpdateOutcome> {
+    const row = await this.#db.get(SQL.updateNote, [
+      principal,
+      id,
+      expectedVersion,
+      patch.title ?? null,
+      patch.body ?? null,
+      patch.tags === undefined ? null : tagsJson(patch.tags),
+      now,
+    ])
+    if (row !== undefined) return { kind: 'updated', note: toNote(row) }
+    const current = await this.get(principal, id)
+    return current === undefined ? { kind: 'not_found' } : { kind: 'conflict', current }
+  }
+
+  async delete(principal: string, id: string, onceKey: string): Promise<OnceOutcome<boolean>> {
+    const claim = newClaim()
+    const [spent, deleted] = await this.#db.batch([
+      { sql: SQL.spendKey, params: [onceKey, Date.now(), claim] },
+      { sql: SQL.deleteNote, params: [principal, id, onceKey, claim] },
+    ])
+    if ((spent?.length ?? 0) === 0) return { kind: 'already_done' }
+    return { kind: 'done', value: (deleted?.length ?? 0) > 0 }
+  }
+
+  async list(principal: string, offset: number, limit: number): Promise<Page<Note>> {
+    checkPaging(offset, limit)
+    const rows = await this.#db.all(SQL.listNotes, [principal, limit + 1, offset])
+    return toPage(rows, offset, limit, toNote)
+  }
+
+  async search(principal: string, query: SearchQuery): Promise<Page<Note>> {
+    const { offset, limit } = query
+    checkPaging(offset, limit)
+    const tags = [...new Set(query.tags ?? [])]
+    const params = [principal, JSON.stringify(tags), tags.length, limit + 1, offset]
+    const match = ftsMatch(query.text)
+    const rows =
+      match === undefined
+        ? await this.#db.all(SQL.filterNotes, params)
+        : await this.#db.all(SQL.searchNotes, [...params, match])
+    return toPage(rows, offset, limit, toNote)
+  }
+
+  async listTags(principal: string): Promise<Array<{ tag: string; count: number }>> {
+    const rows = await this.#db.all(SQL.listTags, [principal])
+    return rows.map((row) => ({ tag: String(row.tag), count: Number(row.count) }))
+  }
+
+  async completeIds(principal: string, prefix: string, limit: number): Promise<string[]> {
+    const db = this.#db
+    if (limit <= 0) return []
+    const rows = await db.all(SQL.completeIds, [principal, prefix, limit])
+    return rows.map((row) => String(row.id))
+  }
+
+  async completeTags(principal: string, prefix: string, limit: number): Promise<string[]> {
+    const db = this.#db
+    if (limit <= 0) return []
+    const rows = await db.all(SQL.completeTags, [principal, likePrefix(prefix), limit])
+    return rows.map((row) => String(row.tag))
+  }
+
+  async createShareRequest(
+    request: Omit<ShareRequest, 'status' | 'linkId'>
+  ): Promise<ShareRequest> {
+    await this.#db.run(SQL.insertShare, [
+      request.id,
+      request.principal,
+      request.noteId,
+      request.expiresAt,
+    ])
+    return pendingShareRequest(request)
+  }
+
+  async getShareRequest(id: string): Promise<ShareRequest | undefined> {
+    const row = await this.#share(id)
+    return row === undefined ? undefined : toShareRequest(row)
+  }
+
+  async decideShareRequest(
+    id: string,
+    decision: 'approved' | 'refused',
+    now: number
+  ): Promise<DecideOutcome> {
+    if ((await this.#db.get(SQL.decideShare, [id, decision, now])) !== undefined) return 'decided'
+    return undecidedOutcome((await this.#share(id))?.status)
+  }
+
+  async publishShare(
+    principal: string,
+    shareId: string,
+    linkId: string,
+    onceKey: string
+  ): Promise<OnceOutcome<string>> {
+    const db = this.#db
+    for (let attempt = 0; attempt < PUBLISH_ATTEMPTS; attempt++) {
+      const claim = newClaim()
+      const now = Date.now()
+      const [spent] = await db.batch([
+        { sql: SQL.spendKeyForShare, params: [onceKey, now, claim, shareId, principal] },
+        { sql: SQL.insertLink, params: [linkId, now, shareId, onceKey, claim] },
+        { sql: SQL.setShareLink, params: [linkId, shareId, onceKey, claim] },
+      ])
+      if ((spent?.length ?? 0) > 0) return { kind: 'done', value: linkId }
+
+      // Nothing was written; explain why: a spent key first, then the share's state.
+      if ((await db.get(SQL.keyUsed, [onceKey])) !== undefined) return { kind: 'already_done' }
+      const share = await this.#share(shareId)
+      assertPublishable(share, principal)
+      if (share.link_id !== null) return { kind: 'already_done' }
+      // Publishable now but not when the batch ran (approved in between): run the batch again.
+    }
+    throw new Error('publishShare: the share kept changing while it was being published')
+  }
+
+  async getSharedNote(linkId: string): Promise<Note | undefined> {
+    const row = await this.#db.get(SQL.getSharedNote, [linkId])
+    return row === undefined ? undefined : toNote(row)
+  }
+
+  async purgeExpired(now: number, limit: number): Promise<number> {
+    const db = this.#db
+    return purgeWithin(now, limit, PURGES, ({ sql, cutoff }, budget) =>
+      db.run(sql, [cutoff(now), budget])
+    )
+  }
+
+  /** The driver, once `migrate()` has run and until `close()`. */
+  get #db(): SqlDriver {
+    if (this.#state !== 'ready') throw notMigrated(this.#state === 'closed')
+    return this.#driver
+  }
+
+  async #share(id: string): Promise<ShareRow | undefined> {
+    const row = await this.#db.get(SQL.getShare, [id])
+    return row === undefined ? undefined : toShareRow(row)
+  }
+}
+
+/** 128 random bits proving which call spent a once-key. */
+function newClaim(): string {
+  return randomBase64url(16)
+}
+
+/** Tags as stored in the `tags` column: a JSON array, each tag once, sorted. */
+function tagsJson(tags: readonly string[]): string {
+  return JSON.stringify(sortedTags(tags))
+}
+
+/** A `LIKE … ESCAPE '\'` pattern matching the strings that start with `prefix`, wildcards inert. */
+function likePrefix(prefix: string): string {
+  return `${prefix.replace(/[\\%_]/g, '\\$&')}%`
+}
+
+/**
+ * The FTS5 MATCH expression for free text, or `undefined` when the text holds no word. Each word (see
+ * `wordsOf`) becomes a double-quoted FTS5 string, so no operator, column filter, `*`, `^`, parenthesis
+ * or quote of the input takes effect. Words are ANDed; the last one is a prefix query. The earlier
+ * words are made distinct case-insensitively (the tokenizer folds case anyway), and at most
+ * `MAX_SEARCH_WORDS` words are used (see `searchTerms`).
+ */
+function ftsMatch(text: string): string | undefined {
+  const terms = searchTerms(wordsOf(text), (word) => word.toLowerCase())
+  if (terms === undefined) return undefined
+  const quote = (word: string) => `"${word.replaceAll('"', '""')}"`
+  return [...terms.earlier.map(quote), `${quote(terms.last)}*`].join(' ')
+}
+
+/** A note row as every note statement selects it. */
+function toNote(row: SqlRow): Note {
+  return {
+    id: String(row.id),
+    title: String(row.title),
+    body: String(row.body),
+    tags: JSON.parse(String(row.tags)) as string[],
+    createdAt: Number(row.created_at),
+    updatedAt: Number(row.updated_at),
+    version: Number(row.version),
+  }
+}
+
+function toShareRow(row: SqlRow): ShareRow {
+  return {
+    id: String(row.id),
+    principal: String(row.principal),
+    note_id: String(row.note_id),
+    status: row.status as ShareStatus,
+    expires_at: Number(row.expires_at),
+    link_id: row.link_id === null ? null : String(row.link_id),
+  }
+}
