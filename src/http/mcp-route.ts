@@ -1,9 +1,10 @@
 /**
  * @module http/mcp-route
- * The MCP endpoint: `POST /mcp` hands one message to the engine; `GET`/`DELETE` (and any other method)
- * answer 405 with `Allow: POST` (no sessions, no standalone stream in 2026-07-28). Before the engine, in
- * the order of design §3: body size (413), authentication (401/403), Content-Type (415), strict UTF-8
- * (-32700). The Origin/Host guard is applied by `createHttpApp` in front of this route.
+ * The MCP endpoint: `POST /mcp` hands one message to the engine. Before the engine, in the order of
+ * design §3: body size (413), authentication (401/403), Content-Type (415), strict UTF-8 (-32700).
+ * `GET` and `DELETE` (authenticated) and any other method go to the engine too, which serves the first
+ * two for 2025-era sessions and answers 405 otherwise (2026-07-28 has no sessions and no standalone
+ * stream). The Origin/Host guard is applied by `createHttpApp` in front of this route.
  */
 import { Hono, type MiddlewareHandler } from 'hono'
 import { ErrorCode } from '../mcp/errors.ts'
@@ -62,13 +63,20 @@ export function mcpRoute({ handler, maxBodyBytes, authenticate }: McpRouteOption
     }
   )
 
-  route.all('/mcp', function methodNotAllowed() {
-    return jsonRpcError(
-      null,
-      405,
-      'Method Not Allowed: this stateless MCP endpoint accepts POST only.',
-      { allow: 'POST' }
-    )
+  // GET and DELETE exist only for 2025-era sessions (a stream, an end); the engine decides, and answers
+  // 405 for every method it does not serve. Anything else skips authentication: it can only be a 405.
+  route.on(['GET', 'DELETE'], '/mcp', authenticate, function serveSession(c) {
+    return handler({
+      method: c.req.method,
+      body: '',
+      headers: c.req.raw.headers,
+      principal: c.get('principal'),
+      client: c.get('client'),
+      signal: c.req.raw.signal,
+    })
+  })
+  route.all('/mcp', function methodNotAllowed(c) {
+    return handler({ method: c.req.method, body: '', headers: c.req.raw.headers, principal: '' })
   })
 
   return route

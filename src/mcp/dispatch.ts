@@ -49,7 +49,8 @@ export interface DispatchEnv<App> extends ContextInput<App> {
   server: CompiledServer<App>
   sealer: StateSealer
   logger: McpLogger
-  headers: Headers
+  /** The request's HTTP headers; absent for 2025-era requests, which carry no `Mcp-Param-*` headers. */
+  headers?: Headers
 }
 
 /** A result before stamping: the cache hint to attach, if the method's results are cacheable. */
@@ -226,7 +227,7 @@ async function callTool<App>(request: McpRequest, env: DispatchEnv<App>): Promis
   const tool = env.server.tools.get(params.name)
   if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${params.name}`)
   const args = params.arguments ?? {}
-  checkHeaderParams(request, env.headers, tool, args)
+  if (env.headers) checkHeaderParams(request, env.headers, tool, args)
   const binding = bindingFor(env, request, params.name, args)
   return runReplayable(request, env, binding, params, async (ctx) => {
     const input = tool.definition.input.safeParse(args)

@@ -63,14 +63,17 @@ function fail(id: RequestId | null, code: ErrorCode, message: string, data?: unk
   throw new EnvelopeError(new McpError(code, message, data), id)
 }
 
-/** Parses the body and validates everything that does not depend on the server's registry. */
-export function parseMessage(body: string, headers: Headers): ParsedMessage {
-  let message: unknown
+/** The body as JSON (-32700 otherwise); parsed once, before the era is decided. */
+export function parseJson(body: string): unknown {
   try {
-    message = JSON.parse(body)
+    return JSON.parse(body)
   } catch {
     fail(null, ErrorCode.ParseError, 'Parse error: the request body is not valid JSON.')
   }
+}
+
+/** Validates a parsed 2026-07-28 message: everything that does not depend on the server's registry. */
+export function parseMessage(message: unknown, headers: Headers): ParsedMessage {
   if (Array.isArray(message)) {
     fail(
       null,

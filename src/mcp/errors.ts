@@ -1,10 +1,13 @@
 /**
  * @module mcp/errors
  * The one error type that reaches the wire (`McpError`), the JSON-RPC / MCP error codes of revision
- * 2026-07-28, and the single table mapping an error code to its HTTP status. Internal failures are plain
- * `Error` subclasses with a `name`; the HTTP layer turns anything that is not an `McpError` into -32603
- * without its message or stack.
+ * 2026-07-28, the single table mapping an error code to its HTTP status, and `errorMessage`, which turns
+ * any failure into the JSON-RPC error answered for it. Internal failures are plain `Error` subclasses
+ * with a `name`; anything that is not an `McpError` is answered -32603 without its message or stack.
  */
+import type { McpLogger } from './dispatch.ts'
+import type { FinalMessage } from './streaming.ts'
+import type { RequestId } from './wire.ts'
 
 export const ErrorCode = {
   ParseError: -32700,
@@ -76,5 +79,34 @@ export class InvalidRequestStateError extends Error {
   constructor(reason: string) {
     super(INVALID_REQUEST_STATE_MESSAGE)
     this.reason = reason
+  }
+}
+
+/**
+ * The final message for a failure of request `id`: an `McpError` as it is, anything else (and an
+ * `McpError` whose data JSON cannot express) -32603 without detail, its cause logged. Never throws.
+ * The HTTP status comes from the table above; `stage` says whether the envelope failed.
+ */
+export function errorMessage(
+  id: RequestId | null,
+  error: unknown,
+  logger: McpLogger,
+  stage: 'envelope' | 'method' = 'method'
+): FinalMessage {
+  if (error instanceof McpError) {
+    try {
+      const text = JSON.stringify({ jsonrpc: '2.0', id, error: error.toJSON() })
+      return { text, status: httpStatusFor(error, stage) }
+    } catch (unserialisable) {
+      error = unserialisable
+    }
+  }
+  logger.error('request failed', {
+    error: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
+  })
+  const internal = new McpError(ErrorCode.InternalError, INTERNAL_ERROR_MESSAGE)
+  return {
+    text: JSON.stringify({ jsonrpc: '2.0', id, error: internal.toJSON() }),
+    status: httpStatusFor(internal, stage),
   }
 }

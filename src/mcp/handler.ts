@@ -1,8 +1,11 @@
 /**
  * @module mcp/handler
  * `createMcpHandler` is the engine's entry: one POSTed MCP message in, one `Response` out, using Web
- * standards only so it runs unchanged on Node and Workers. It owns the order of the pipeline after the
- * HTTP layer (Origin/Host, method, body size and authentication are the route's job): envelope →
+ * standards only so it runs unchanged on Node and Workers. It parses the body once and lets it decide
+ * the era (`legacy/classify.ts`): 2025-era messages, and GET/DELETE of 2025 sessions, go to
+ * `legacy/handler.ts` when `legacy` is configured (else non-POST methods are a 405). For 2026-07-28 it
+ * owns the order of the pipeline after the HTTP layer (Origin/Host, body size and authentication are
+ * the route's job): envelope →
  * notification (202) → method known and advertised (404 + -32601) → dispatch → stamp `resultType`,
  * `_meta` serverInfo and cache hints → JSON or SSE. Every failure after parsing, serialising the
  * result included, becomes a JSON-RPC error body that echoes the request id (anything but an
@@ -21,8 +24,8 @@ import {
   type DispatchResult,
   type McpLogger,
 } from './dispatch.ts'
-import { EnvelopeError, parseMessage, type McpRequest } from './envelope.ts'
-import { ErrorCode, INTERNAL_ERROR_MESSAGE, McpError, httpStatusFor } from './errors.ts'
+import { EnvelopeError, parseJson, parseMessage, type McpRequest } from './envelope.ts'
+import { ErrorCode, McpError, errorMessage } from './errors.ts'
 import type { EventBus } from './events.ts'
 import { META_SERVER_INFO, METHODS } from './protocol.ts'
 import type { StateSealer } from './sealed-state.ts'
@@ -30,6 +33,12 @@ import type { CompiledServer } from './server.ts'
 import { Cancellation, ResponseChannel, jsonText, type FinalMessage } from './streaming.ts'
 import { listen } from './subscriptions.ts'
 import { ListenParamsSchema, type JsonObject, type RequestId } from './wire.ts'
+import { classifyMessage } from './legacy/classify.ts'
+import { createLegacyEra, type LegacyEra, type LegacyEraOptions } from './legacy/handler.ts'
+import type { SessionStore } from './session-store.ts'
+
+/** Default lifetime of a 2025-era session id: a week (clients do not re-initialise on their own). */
+export const DEFAULT_SESSION_TTL_SECONDS = 7 * 86_400
 
 export interface McpHandlerOptions<App> {
   server: CompiledServer<App>
@@ -41,9 +50,24 @@ export interface McpHandlerOptions<App> {
   /** Aborted when the process shuts down: open listen streams then end gracefully. */
   shutdown?: AbortSignal
   listen?: { keepAliveMs?: number; maxDurationMs?: number }
+  /**
+   * Serves 2025-era clients (`initialize`, sealed sessions, GET streams, DELETE) on the same endpoint
+   * and handlers; without it the endpoint speaks 2026-07-28 only. Needs `bus`.
+   */
+  legacy?: {
+    sessions: SessionStore
+    /** Lifetime of a session id in seconds (default a week, at most 30 days). */
+    sessionTtlSeconds?: number
+    input?: LegacyEraOptions<App>['input']
+    stream?: LegacyEraOptions<App>['stream']
+    now?: () => number
+  }
 }
 
 export interface McpHttpInput {
+  /** The HTTP method; `POST` when absent. GET and DELETE are served for 2025-era sessions only. */
+  method?: string
+  /** The POSTed body (empty for other methods). */
   body: string
   headers: Headers
   /** The caller, as authenticated by the HTTP layer (or the single local principal). */
@@ -67,33 +91,10 @@ function resultText(id: RequestId, result: string): string {
   return `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${result}}`
 }
 
-/**
- * The final message for a failure of request `id`: an `McpError` as it is, anything else (and an
- * `McpError` whose data JSON cannot express) -32603 without detail, its cause logged. Never throws.
- * The HTTP status comes from the one table in `errors.ts`; `stage` says whether the envelope failed.
- */
-export function errorMessage(
-  id: RequestId | null,
-  error: unknown,
-  logger: McpLogger,
-  stage: 'envelope' | 'method' = 'method'
-): FinalMessage {
-  if (error instanceof McpError) {
-    try {
-      const text = JSON.stringify({ jsonrpc: '2.0', id, error: error.toJSON() })
-      return { text, status: httpStatusFor(error, stage) }
-    } catch (unserialisable) {
-      error = unserialisable
-    }
-  }
-  logger.error('request failed', {
-    error: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
-  })
-  const internal = new McpError(ErrorCode.InternalError, INTERNAL_ERROR_MESSAGE)
-  return {
-    text: JSON.stringify({ jsonrpc: '2.0', id, error: internal.toJSON() }),
-    status: httpStatusFor(internal, stage),
-  }
+function missingBus(): never {
+  throw new TypeError(
+    'An event bus is required to serve 2025-era clients (answers and GET streams)'
+  )
 }
 
 export function createMcpHandler<App>(options: McpHandlerOptions<App>): McpHandler {
@@ -165,16 +166,49 @@ export function createMcpHandler<App>(options: McpHandlerOptions<App>): McpHandl
     return jsonText(text, status)
   }
 
-  return async function handleMcp({
-    body,
-    headers,
-    principal,
-    client,
-    signal,
-  }: McpHttpInput): Promise<Response> {
+  const legacy: LegacyEra | undefined =
+    options.legacy &&
+    createLegacyEra({
+      server,
+      app,
+      sealer,
+      sessionSealer: sealer.withTtl(
+        options.legacy.sessionTtlSeconds ?? DEFAULT_SESSION_TTL_SECONDS
+      ),
+      sessions: options.legacy.sessions,
+      bus: bus ?? missingBus(),
+      logger,
+      shutdown,
+      now: options.legacy.now,
+      input: options.legacy.input,
+      stream: options.legacy.stream,
+    })
+
+  function methodNotAllowed(method: string): Response {
+    const message = legacy
+      ? `Method Not Allowed: ${method} is not served here; POST messages, or GET and DELETE a 2025-era session.`
+      : 'Method Not Allowed: this stateless MCP endpoint accepts POST only.'
+    const { text } = errorMessage(null, new McpError(ErrorCode.InvalidRequest, message), logger)
+    return new Response(text, {
+      status: 405,
+      headers: { 'content-type': 'application/json', allow: legacy ? 'GET, POST, DELETE' : 'POST' },
+    })
+  }
+
+  return async function handleMcp(input: McpHttpInput): Promise<Response> {
+    const { body, headers, principal, client, signal } = input
+    if (input.method !== undefined && input.method !== 'POST') {
+      if (legacy && input.method === 'GET') return legacy.get(input)
+      if (legacy && input.method === 'DELETE') return legacy.delete(input)
+      return methodNotAllowed(input.method)
+    }
     let request: McpRequest
     try {
-      const parsed = parseMessage(body, headers)
+      const message = parseJson(body)
+      // The body decides the era (legacy/classify.ts); the modern path below is exactly 2026-07-28.
+      if (legacy && classifyMessage(message, headers) === 'legacy')
+        return legacy.post(message, input)
+      const parsed = parseMessage(message, headers)
       if (parsed.kind === 'notification') return new Response(null, { status: 202 })
       request = parsed.request
     } catch (error) {

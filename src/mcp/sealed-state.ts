@@ -47,6 +47,8 @@ import { randomBytes } from './random.ts'
 const STATE_VERSION = 1
 const DEFAULT_STATE_TTL_SECONDS = 600
 const MAX_STATE_TTL_SECONDS = 86_400
+/** Longest lifetime `withTtl` admits: 2025-era session ids are sealed with the same ring for days. */
+const MAX_DERIVED_TTL_SECONDS = 30 * 86_400
 const DEFAULT_MAX_STATE_TOKEN_CHARS = 16_384
 const DEFAULT_MAX_STATE_PAYLOAD_BYTES = 8_192
 const DEFAULT_STATE_CLOCK_SKEW_SECONDS = 60
@@ -223,6 +225,27 @@ export class StateSealer {
       throw new TypeError('now must be a function returning milliseconds')
     if (typeof sha256 !== 'function') throw new TypeError('sha256 must be a function')
     return new StateSealer(jwe, { ttlSeconds, maxPayloadBytes, clockSkewSeconds, now, sha256 })
+  }
+
+  /**
+   * A sealer on the same key ring, caps, clock and digest with another lifetime, from 1 s to 30 days:
+   * what seals 2025-era session ids (`legacy/session.ts`). Tokens of both stay apart by their binding.
+   */
+  withTtl(ttlSeconds: number): StateSealer {
+    if (!(
+      Number.isInteger(ttlSeconds) &&
+      ttlSeconds >= 1 &&
+      ttlSeconds <= MAX_DERIVED_TTL_SECONDS
+    )) {
+      throw new RangeError(`ttlSeconds must be a whole number from 1 to ${MAX_DERIVED_TTL_SECONDS}`)
+    }
+    return new StateSealer(this.#jwe, {
+      ttlSeconds,
+      maxPayloadBytes: this.maxPayloadBytes,
+      clockSkewSeconds: this.clockSkewSeconds,
+      now: this.#now,
+      sha256: this.#sha256,
+    })
   }
 
   /** Seals `journal` for exactly this request, with the ring's first key. */

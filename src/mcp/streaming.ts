@@ -112,6 +112,12 @@ export class ResponseChannel {
     }
   }
 
+  /** Sends an SSE comment so proxies keep a stream open while the request waits (no-op before SSE). */
+  keepAlive(): void {
+    if (this.#cancellation.cancelled || !this.#controller) return
+    this.#controller.enqueue(SSE_KEEPALIVE)
+  }
+
   /**
    * Answers with plain JSON when the final message comes before any notification, and with SSE from
    * the first notification on (the handler may have sent one before this was called). `final` must

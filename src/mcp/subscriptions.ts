@@ -4,16 +4,14 @@
  * notifications this server honours, then forwards matching events from the bus, each tagged with the
  * listen request's id as `subscriptionId`. Keep-alive comments keep proxies from timing it out; the
  * client closing the stream ends the subscription; server shutdown or the maximum duration end it
- * gracefully with the listen result. Nothing about a subscription outlives its stream.
+ * gracefully with the listen result (the stream itself is `event-stream.ts`'s). Nothing about a
+ * subscription outlives its stream.
  */
+import { eventStream } from './event-stream.ts'
 import type { EventBus, ServerEvent } from './events.ts'
 import { META_SERVER_INFO, META_SUBSCRIPTION_ID } from './protocol.ts'
 import type { CompiledServer } from './server.ts'
-import { SSE_HEADERS, SSE_KEEPALIVE, closeQuietly, sseEvent } from './streaming.ts'
 import type { RequestId } from './wire.ts'
-
-const DEFAULT_KEEPALIVE_MS = 15_000
-const DEFAULT_MAX_LISTEN_MS = 60 * 60_000
 
 export interface ListenFilter {
   toolsListChanged?: boolean
@@ -78,75 +76,33 @@ function notificationFor(
 }
 
 export function listen<App>(server: CompiledServer<App>, options: ListenOptions): Response {
-  const { id, principal, bus, signal, shutdown } = options
+  const { id, principal } = options
   const filter = honouredFilter(server, options.requested)
   const tag = { [META_SUBSCRIPTION_ID]: id }
-  let cleanup = () => {}
-
-  const body = new ReadableStream<Uint8Array>({
-    start(controller) {
-      let open = true
-      const send = (chunk: Uint8Array) => {
-        if (open) controller.enqueue(chunk)
-      }
-      const end = (graceful: boolean) => {
-        if (!open) return
-        if (graceful) {
-          send(
-            sseEvent({
-              jsonrpc: '2.0',
-              id,
-              result: {
-                resultType: 'complete',
-                _meta: { ...tag, [META_SERVER_INFO]: server.info },
-              },
-            })
-          )
-        }
-        open = false
-        cleanup()
-        closeQuietly(controller)
-      }
-
-      send(
-        sseEvent({
-          jsonrpc: '2.0',
-          method: 'notifications/subscriptions/acknowledged',
-          params: { notifications: filter, _meta: tag },
-        })
-      )
-
-      const unsubscribe = bus.subscribe((event) => {
-        const method = notificationFor(event, filter, principal)
-        if (!method) return
-        const params =
-          event.kind === 'resource_updated' ? { uri: event.uri, _meta: tag } : { _meta: tag }
-        send(sseEvent({ jsonrpc: '2.0', method, params }))
-      })
-      const keepAlive = setInterval(
-        () => send(SSE_KEEPALIVE),
-        options.keepAliveMs ?? DEFAULT_KEEPALIVE_MS
-      )
-      const maxDuration = setTimeout(
-        () => end(true),
-        options.maxDurationMs ?? DEFAULT_MAX_LISTEN_MS
-      )
-      const onShutdown = () => end(true)
-      const onClientGone = () => end(false)
-      shutdown?.addEventListener('abort', onShutdown)
-      signal.addEventListener('abort', onClientGone)
-      cleanup = () => {
-        unsubscribe()
-        clearInterval(keepAlive)
-        clearTimeout(maxDuration)
-        shutdown?.removeEventListener('abort', onShutdown)
-        signal.removeEventListener('abort', onClientGone)
-      }
-      if (shutdown?.aborted) end(true)
+  return eventStream({
+    bus: options.bus,
+    signal: options.signal,
+    shutdown: options.shutdown,
+    keepAliveMs: options.keepAliveMs,
+    maxDurationMs: options.maxDurationMs,
+    opening: [
+      {
+        jsonrpc: '2.0',
+        method: 'notifications/subscriptions/acknowledged',
+        params: { notifications: filter, _meta: tag },
+      },
+    ],
+    map(event) {
+      const method = notificationFor(event, filter, principal)
+      if (!method) return undefined
+      const params =
+        event.kind === 'resource_updated' ? { uri: event.uri, _meta: tag } : { _meta: tag }
+      return { jsonrpc: '2.0', method, params }
     },
-    cancel() {
-      cleanup()
-    },
+    closing: () => ({
+      jsonrpc: '2.0',
+      id,
+      result: { resultType: 'complete', _meta: { ...tag, [META_SERVER_INFO]: server.info } },
+    }),
   })
-  return new Response(body, { status: 200, headers: SSE_HEADERS })
 }

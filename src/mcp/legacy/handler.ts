@@ -31,7 +31,7 @@ import {
   type McpLogger,
 } from '../dispatch.ts'
 import type { McpRequest } from '../envelope.ts'
-import { ErrorCode, McpError } from '../errors.ts'
+import { ErrorCode, McpError, errorMessage } from '../errors.ts'
 import { eventStream } from '../event-stream.ts'
 import type { EventBus, ServerEvent } from '../events.ts'
 import {
@@ -42,10 +42,23 @@ import {
   type LogLevel,
 } from '../protocol.ts'
 import { StateTooLargeError, type StateSealer } from '../sealed-state.ts'
-import type { McpServer } from '../server.ts'
+import type { CompiledServer } from '../server.ts'
 import type { SessionStore } from '../session-store.ts'
-import { Cancellation, ResponseChannel, jsonResponse, type FinalMessage } from '../streaming.ts'
-import type { ClientCapabilities, Implementation, JsonObject, RequestId } from '../wire.ts'
+import {
+  Cancellation,
+  ResponseChannel,
+  jsonResponse,
+  jsonText,
+  type FinalMessage,
+} from '../streaming.ts'
+import {
+  isObject,
+  isRequestId,
+  type ClientCapabilities,
+  type Implementation,
+  type JsonObject,
+  type RequestId,
+} from '../wire.ts'
 import { FlowEndedError, runWithClientInput } from './input-shim.ts'
 import {
   HEADER_SESSION_ID,
@@ -60,7 +73,7 @@ import { SessionCodec, type LegacySession } from './session.ts'
 import { z } from 'zod'
 
 export interface LegacyEraOptions<App> {
-  server: McpServer<App>
+  server: CompiledServer<App>
   app: App
   /** Seals `requestState` (the journal of interactive flows). */
   sealer: StateSealer
@@ -117,13 +130,20 @@ type Message =
 
 class TransportError extends Error {
   override name = 'TransportError'
+  readonly status: 400 | 404 | 405 | 406
+  readonly code: number
+  readonly id: RequestId | null
+
   constructor(
-    readonly status: 400 | 404 | 405 | 406,
-    readonly code: number,
+    status: 400 | 404 | 405 | 406,
+    code: number,
     message: string,
-    readonly id: RequestId | null = null
+    id: RequestId | null = null
   ) {
     super(message)
+    this.status = status
+    this.code = code
+    this.id = id
   }
 }
 
@@ -136,14 +156,6 @@ function errorResponse(
   return jsonResponse({ jsonrpc: '2.0', id, error: { code, message } }, status)
 }
 
-function isRecord(value: unknown): value is JsonObject {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
-}
-
-function isRequestId(value: unknown): value is RequestId {
-  return typeof value === 'string' || (typeof value === 'number' && Number.isSafeInteger(value))
-}
-
 /** The JSON-RPC shape of one 2025-era message (-32600 for anything else). */
 function readMessage(message: unknown): Message {
   if (Array.isArray(message)) {
@@ -153,7 +165,7 @@ function readMessage(message: unknown): Message {
       'Invalid Request: batches are not supported; send one JSON-RPC message per POST.'
     )
   }
-  if (!isRecord(message) || message.jsonrpc !== '2.0') {
+  if (!isObject(message) || message.jsonrpc !== '2.0') {
     throw new TransportError(
       400,
       ErrorCode.InvalidRequest,
@@ -179,7 +191,7 @@ function readMessage(message: unknown): Message {
       id
     )
   }
-  if ('params' in message && message.params !== undefined && !isRecord(message.params)) {
+  if ('params' in message && message.params !== undefined && !isObject(message.params)) {
     throw new TransportError(
       400,
       ErrorCode.InvalidRequest,
@@ -372,27 +384,12 @@ export function createLegacyEra<App>(options: LegacyEraOptions<App>): LegacyEra 
 
   /** Whether `method` is served in the 2025 era through the engine's dispatch. */
   function isDispatched(method: string): boolean {
-    return (
-      method !== METHODS.discover &&
-      method !== METHODS.listen &&
-      isAdvertised(server as McpServer<unknown>, method)
-    )
+    return method !== METHODS.discover && method !== METHODS.listen && isAdvertised(server, method)
   }
 
+  /** In-request failures answer HTTP 200 in this era: the JSON-RPC error is the response. */
   function failure(id: RequestId, error: unknown): FinalMessage {
-    const mcpError =
-      error instanceof McpError
-        ? error
-        : new McpError(
-            ErrorCode.InternalError,
-            'Internal error: the server failed to process the request; the failure was logged.'
-          )
-    if (!(error instanceof McpError)) {
-      logger.error('request failed', {
-        error: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
-      })
-    }
-    return { message: { jsonrpc: '2.0', id, error: mcpError.toJSON() }, status: 200 }
+    return { ...errorMessage(id, error, logger), status: 200 }
   }
 
   async function request(
@@ -405,14 +402,14 @@ export function createLegacyEra<App>(options: LegacyEraOptions<App>): LegacyEra 
       const result = await sessionMethod(method, message.params, session)
       if (result !== undefined) return jsonResponse({ jsonrpc: '2.0', id, result })
     } catch (error) {
-      const { message: body, status } = failure(id, error)
-      return jsonResponse(body, status)
+      const { text, status } = failure(id, error)
+      return jsonText(text, status)
     }
     if (!isDispatched(method))
       return errorResponse(id, ErrorCode.MethodNotFound, `Method not found: ${method}`, 200)
 
     const params = withoutFlowFields(message.params)
-    const meta = isRecord(params._meta) ? params._meta : undefined
+    const meta = isObject(params._meta) ? params._meta : undefined
     const record = server.capabilities.logging ? await sessions.getSession(session.sid) : undefined
     const mcpRequest: McpRequest = {
       id,
@@ -468,6 +465,8 @@ export function createLegacyEra<App>(options: LegacyEraOptions<App>): LegacyEra 
             maxRounds: options.input?.maxRounds,
             urlPollMs: options.input?.urlPollMs,
             answerPollMs: options.input?.answerPollMs,
+            keepAlive: () => channel.keepAlive(),
+            keepAliveMs: options.stream?.keepAliveMs,
           }
         )
       } catch (error) {
@@ -487,16 +486,19 @@ export function createLegacyEra<App>(options: LegacyEraOptions<App>): LegacyEra 
         throw error
       }
     }
-    const final: Promise<FinalMessage> = run()
-      .then(
-        (outcome): FinalMessage => ({
-          message: { jsonrpc: '2.0', id, result: outcome.result },
-          status: 200,
-        }),
-        (error) => failure(id, error)
-      )
-      .finally(unsubscribe)
-    return channel.respond(final)
+    /** Settles into the final message, serialisation included; never rejects. */
+    const settle = async (): Promise<FinalMessage> => {
+      try {
+        const text = JSON.stringify({ jsonrpc: '2.0', id, result: (await run()).result })
+        if (typeof text !== 'string') throw new TypeError('The result has no JSON form.')
+        return { text, status: 200 }
+      } catch (error) {
+        return failure(id, error)
+      } finally {
+        unsubscribe()
+      }
+    }
+    return channel.respond(settle())
   }
 
   return {

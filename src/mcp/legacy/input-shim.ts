@@ -19,8 +19,8 @@
  * with a clear message and nothing changed beyond what earlier, answered rounds did.
  */
 import { canonicalJson, sha256Base64url } from '../canonical-json.ts'
+import { DEFAULT_KEEPALIVE_MS } from '../event-stream.ts'
 import type { DispatchResult } from '../dispatch.ts'
-import { ErrorCode, McpError } from '../errors.ts'
 import type { EventBus } from '../events.ts'
 import type { SessionStore } from '../session-store.ts'
 import type { InputRequest, InputRequiredResult, JsonObject } from '../wire.ts'
@@ -44,6 +44,9 @@ export interface InputShimOptions {
   maxRounds?: number
   urlPollMs?: number
   answerPollMs?: number
+  /** Keeps the SSE stream open while the flow waits (an SSE comment every `keepAliveMs`). */
+  keepAlive?: () => void
+  keepAliveMs?: number
 }
 
 /** Ends a 2025-era flow early; `tools/call` turns it into a tool error, other methods into -32603. */
@@ -93,83 +96,93 @@ export async function runWithClientInput(
   const urlPollMs = options.urlPollMs ?? DEFAULT_URL_POLL_MS
   /** Url pages the person agreed to open, by elicitationId: their `accept`, and until when to wait. */
   const openedPages = new Map<string, { answer: JsonObject; until: number }>()
-  let asked = 0
-  let outcome = await round()
+  const keepAlive =
+    options.keepAlive && setInterval(options.keepAlive, options.keepAliveMs ?? DEFAULT_KEEPALIVE_MS)
+  try {
+    return await serve()
+  } finally {
+    clearInterval(keepAlive)
+  }
 
-  while (isInputRequired(outcome.result)) {
-    if (signal.aborted) throw new FlowEndedError('The client went away; nothing more was done.')
-    const { inputRequests = {}, requestState } = outcome.result
-    const inputResponses: JsonObject = {}
-    const toSend = new Map<string, InputRequest>()
-    for (const [key, ask] of Object.entries(inputRequests)) {
-      if (!isUrlElicitation(ask)) {
-        toSend.set(key, ask)
-        continue
-      }
-      const elicitationId = await elicitationIdFor(session.sid, ask)
-      const opened = openedPages.get(elicitationId)
-      if (opened) inputResponses[key] = opened.answer
-      else toSend.set(key, { ...ask, params: { ...ask.params, elicitationId } })
-    }
+  async function serve(): Promise<DispatchResult> {
+    let asked = 0
+    let outcome = await round()
 
-    if (toSend.size === 0) {
-      // Only pages already opened are pending: wait for their out-of-band decision, then re-run.
-      const deadline = Math.min(...[...openedPages.values()].map((page) => page.until))
-      if (options.now() >= deadline) {
-        throw new FlowEndedError(
-          `Nobody completed the page within ${Math.round(timeoutMs / 1000)} s; nothing more was done.`
-        )
+    while (isInputRequired(outcome.result)) {
+      if (signal.aborted) throw new FlowEndedError('The client went away; nothing more was done.')
+      const { inputRequests = {}, requestState } = outcome.result
+      const inputResponses: JsonObject = {}
+      const toSend = new Map<string, InputRequest>()
+      for (const [key, ask] of Object.entries(inputRequests)) {
+        if (!isUrlElicitation(ask)) {
+          toSend.set(key, ask)
+          continue
+        }
+        const elicitationId = await elicitationIdFor(session.sid, ask)
+        const opened = openedPages.get(elicitationId)
+        if (opened) inputResponses[key] = opened.answer
+        else toSend.set(key, { ...ask, params: { ...ask.params, elicitationId } })
       }
-      await sleep(urlPollMs, signal)
-    } else {
-      asked += 1
-      if (asked > maxRounds) {
-        throw new FlowEndedError(
-          `The flow asked more than ${maxRounds} times without finishing; nothing more was done.`
-        )
-      }
-      const exchanged = await exchange(toSend, {
-        sid: session.sid,
-        sessions: options.sessions,
-        bus: options.bus,
-        send: options.send,
-        timeoutMs,
-        pollMs: options.answerPollMs,
-        signal,
-        now: options.now,
-      })
-      if (exchanged.kind === 'cancelled')
-        throw new FlowEndedError('The request was cancelled; nothing more was done.')
-      if (exchanged.kind === 'timeout') {
-        const ask = toSend.get(exchanged.missing[0] as string) as InputRequest
-        throw new FlowEndedError(
-          `The client did not answer ${describe(ask)} within ${Math.round(timeoutMs / 1000)} s; nothing more was done.`
-        )
-      }
-      for (const [key, answer] of exchanged.answers) {
-        const ask = toSend.get(key) as InputRequest
-        inputResponses[key] = answerFor(ask, answer)
-        const elicitationId = ask.params?.elicitationId
-        const accepted = (inputResponses[key] as JsonObject).action === 'accept'
-        if (typeof elicitationId === 'string' && accepted) {
-          openedPages.set(elicitationId, {
-            answer: inputResponses[key] as JsonObject,
-            until: options.now() + timeoutMs,
-          })
+
+      if (toSend.size === 0) {
+        // Only pages already opened are pending: wait for their out-of-band decision, then re-run.
+        const deadline = Math.min(...[...openedPages.values()].map((page) => page.until))
+        if (options.now() >= deadline) {
+          throw new FlowEndedError(
+            `Nobody completed the page within ${Math.round(timeoutMs / 1000)} s; nothing more was done.`
+          )
+        }
+        await sleep(urlPollMs, signal)
+      } else {
+        asked += 1
+        if (asked > maxRounds) {
+          throw new FlowEndedError(
+            `The flow asked more than ${maxRounds} times without finishing; nothing more was done.`
+          )
+        }
+        const exchanged = await exchange(toSend, {
+          sid: session.sid,
+          sessions: options.sessions,
+          bus: options.bus,
+          send: options.send,
+          timeoutMs,
+          pollMs: options.answerPollMs,
+          signal,
+          now: options.now,
+        })
+        if (exchanged.kind === 'cancelled')
+          throw new FlowEndedError('The request was cancelled; nothing more was done.')
+        if (exchanged.kind === 'timeout') {
+          const ask = toSend.get(exchanged.missing[0] as string) as InputRequest
+          throw new FlowEndedError(
+            `The client did not answer ${describe(ask)} within ${Math.round(timeoutMs / 1000)} s; nothing more was done.`
+          )
+        }
+        for (const [key, answer] of exchanged.answers) {
+          const ask = toSend.get(key) as InputRequest
+          inputResponses[key] = answerFor(ask, answer)
+          const elicitationId = ask.params?.elicitationId
+          const accepted = (inputResponses[key] as JsonObject).action === 'accept'
+          if (typeof elicitationId === 'string' && accepted) {
+            openedPages.set(elicitationId, {
+              answer: inputResponses[key] as JsonObject,
+              until: options.now() + timeoutMs,
+            })
+          }
         }
       }
+      outcome = await round(inputResponses, requestState)
     }
-    outcome = await round(inputResponses, requestState)
-  }
 
-  for (const elicitationId of openedPages.keys()) {
-    options.send({
-      jsonrpc: '2.0',
-      method: LEGACY_NOTIFICATIONS.elicitationComplete,
-      params: { elicitationId },
-    })
+    for (const elicitationId of openedPages.keys()) {
+      options.send({
+        jsonrpc: '2.0',
+        method: LEGACY_NOTIFICATIONS.elicitationComplete,
+        params: { elicitationId },
+      })
+    }
+    return outcome
   }
-  return outcome
 }
 
 /** The `inputResponses` entry for one answer; a JSON-RPC error from the client ends the flow. */
@@ -183,9 +196,4 @@ function answerFor(ask: InputRequest, answer: ClientAnswer): JsonObject {
 async function elicitationIdFor(sid: string, ask: InputRequest): Promise<string> {
   const { message, url } = ask.params ?? {}
   return (await sha256Base64url(`${sid}\u0000${canonicalJson([message, url])}`)).slice(0, 22)
-}
-
-/** The wire error of a flow ended early, for methods whose result cannot carry `isError`. */
-export function flowEndedError(error: FlowEndedError): McpError {
-  return new McpError(ErrorCode.InternalError, error.message)
 }
