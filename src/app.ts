@@ -40,6 +40,7 @@ export function createApp(config: Config, deps: AppDeps): Hono {
     bus: deps.bus,
     logger: deps.logger,
     shutdown: deps.shutdown,
+    legacy: { sessions: deps.store, sessionTtlSeconds: config.sessionTtlSeconds },
   })
   const app = createHttpApp({ config, handler })
   app.route('/', shareRoute({ notes: deps.store, now }))

@@ -5,6 +5,7 @@
  * naming the variable, never echoing a secret. Defaults make `npm start` work with no configuration.
  */
 import { z } from 'zod'
+import { DEFAULT_SESSION_TTL_SECONDS, MAX_SESSION_TTL_SECONDS } from './mcp/legacy/protocol.ts'
 
 const list = z.string().transform((value) =>
   value
@@ -27,6 +28,8 @@ const EnvSchema = z.object({
   /** Key ring: `kid:secret,kid:secret` (first seals, all open). Generated under DATA_DIR when absent on Node. */
   STATE_KEYS: z.string().min(1).optional(),
   STATE_TTL_SECONDS: int(1, 86_400).default(600),
+  /** Lifetime of a 2025-era session id (`Mcp-Session-Id`), sealed with the same key ring. */
+  SESSION_TTL_SECONDS: int(60, MAX_SESSION_TTL_SECONDS).default(DEFAULT_SESSION_TTL_SECONDS),
   /** Extra allowed browser origins (scheme://host[:port]); requests without Origin are always allowed. */
   ALLOWED_ORIGINS: list.default([]),
   /** Allowed Host header names (without port). Default: loopback names only. */
@@ -64,6 +67,7 @@ export interface Config {
   databaseUrl?: string
   stateKeys?: string
   stateTtlSeconds: number
+  sessionTtlSeconds: number
   allowedOrigins: string[]
   allowedHosts: string[]
   maxBodyBytes: number
@@ -92,6 +96,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     databaseUrl: e.DATABASE_URL,
     stateKeys: e.STATE_KEYS,
     stateTtlSeconds: e.STATE_TTL_SECONDS,
+    sessionTtlSeconds: e.SESSION_TTL_SECONDS,
     allowedOrigins: e.ALLOWED_ORIGINS,
     allowedHosts: e.ALLOWED_HOSTS.map((host) => host.toLowerCase()),
     maxBodyBytes: e.MAX_BODY_BYTES,

@@ -34,11 +34,9 @@ import { Cancellation, ResponseChannel, jsonText, type FinalMessage } from './st
 import { listen } from './subscriptions.ts'
 import { ListenParamsSchema, type JsonObject, type RequestId } from './wire.ts'
 import { classifyMessage } from './legacy/classify.ts'
+import { DEFAULT_SESSION_TTL_SECONDS } from './legacy/protocol.ts'
 import { createLegacyEra, type LegacyEra, type LegacyEraOptions } from './legacy/handler.ts'
 import type { SessionStore } from './session-store.ts'
-
-/** Default lifetime of a 2025-era session id: a week (clients do not re-initialise on their own). */
-export const DEFAULT_SESSION_TTL_SECONDS = 7 * 86_400
 
 export interface McpHandlerOptions<App> {
   server: CompiledServer<App>

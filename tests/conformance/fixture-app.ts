@@ -2,7 +2,8 @@
  * @module tests/conformance/fixture-app
  * The conformance fixture: a server built on the engine that exposes exactly the tools, resources,
  * prompts and triggers the official conformance suite (`@modelcontextprotocol/conformance`, requirement
- * set 2026-07-28) calls, per the fixture contract in ../shared/reference/conformance.md §6. Its
+ * sets 2026-07-28 and, with a session store, 2025-11-25; the 2025 leg's tools are in
+ * `fixture-2025-tools.ts`) calls, per the fixture contract in ../shared/reference/conformance.md §6. Its
  * interactive tools keep all their memory in the sealed requestState, so any replica — Node or
  * Workers — can serve any round. Runtime-neutral; `fixture-server.ts` serves it on Node.
  */
@@ -14,8 +15,10 @@ import { definitions, text, toolError, type ReplayContext } from '../../src/mcp/
 import type { EventBus, ServerEvent } from '../../src/mcp/events.ts'
 import { createMcpHandler } from '../../src/mcp/handler.ts'
 import type { StateSealer } from '../../src/mcp/sealed-state.ts'
+import type { SessionStore } from '../../src/mcp/session-store.ts'
 import { compileServer } from '../../src/mcp/server.ts'
 import type { CreateMessageParams } from '../../src/mcp/wire.ts'
+import { legacyConformanceTools } from './fixture-2025-tools.ts'
 
 interface FixtureApp {
   bus: EventBus
@@ -479,21 +482,34 @@ const prompts = [
 export const fixtureServer = compileServer<FixtureApp>({
   info: { name: 'notes-mcp-conformance-fixture', version: '0.1.0' },
   instructions: 'Conformance fixture for the notes-mcp engine.',
-  tools,
+  tools: [...tools, ...legacyConformanceTools],
   resources,
   resourceTemplates: templates,
   prompts,
   listChanged: { tools: true, prompts: true },
+  subscribe: true,
   logging: true,
 })
 
 export interface FixtureDeps {
   sealer: StateSealer
   bus: EventBus
+  /** Where 2025-era sessions keep what changes after `initialize`; without it, 2026-07-28 only. */
+  sessions?: SessionStore
   shutdown?: AbortSignal
 }
 
-export function createFixtureApp(config: Config, { sealer, bus, shutdown }: FixtureDeps): Hono {
-  const handler = createMcpHandler({ server: fixtureServer, app: { bus }, sealer, bus, shutdown })
+export function createFixtureApp(
+  config: Config,
+  { sealer, bus, sessions, shutdown }: FixtureDeps
+): Hono {
+  const handler = createMcpHandler({
+    server: fixtureServer,
+    app: { bus },
+    sealer,
+    bus,
+    shutdown,
+    legacy: sessions && { sessions, sessionTtlSeconds: config.sessionTtlSeconds },
+  })
   return createHttpApp({ config, handler })
 }

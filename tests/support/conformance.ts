@@ -1,17 +1,20 @@
 /**
  * @module tests/support/conformance
- * What the two conformance tests share (tests/conformance/referee.test.ts on Node,
- * tests/e2e/worker-conformance.test.ts on workerd): the scenarios of requirement set 2026-07-28 this
- * project must pass, a runner for the official referee (`scripts/conformance.ts`) that parses its
- * summary, and the `describe` block that pins the results. Where the server runs (the fixture started
- * by the script, or a Worker under `wrangler dev`) is each test's own business.
+ * What the conformance tests share (tests/conformance/referee.test.ts on Node,
+ * tests/e2e/worker-conformance.test.ts on workerd): the scenarios of each requirement set (2026-07-28
+ * and 2025-11-25) this project must pass, a runner for the official referee (`scripts/conformance.ts`,
+ * one leg per run) that parses its summary, and the `describe` block that pins the results. Where the
+ * server runs (the fixture started by the script, or a Worker under `wrangler dev`) is each test's own
+ * business.
  */
 import { spawn } from 'node:child_process'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 
+export type RequirementSet = '2026-07-28' | '2025-11-25'
+
 /** The scored scenarios of requirement set 2026-07-28 (all 37), on every runtime. */
-export const SCORED_SCENARIOS: readonly string[] = [
+const SCORED_2026: readonly string[] = [
   'server-stateless',
   'completion-complete',
   'tools-list',
@@ -51,12 +54,54 @@ export const SCORED_SCENARIOS: readonly string[] = [
   'input-required-result-validate-input',
 ]
 
-/** Not-scored scenarios this project passes too, pinned so they stay passing. */
-const NOT_SCORED_BUT_PASSING: readonly string[] = [
-  'json-schema-2020-12',
-  'http-header-validation',
-  'http-custom-header-server-validation',
+/** The scored scenarios of requirement set 2025-11-25 (all 30). */
+const SCORED_2025: readonly string[] = [
+  'server-initialize',
+  'logging-set-level',
+  'ping',
+  'completion-complete',
+  'tools-list',
+  'tools-call-simple-text',
+  'tools-call-image',
+  'tools-call-audio',
+  'tools-call-embedded-resource',
+  'tools-call-mixed-content',
+  'tools-call-with-logging',
+  'tools-call-error',
+  'tools-call-with-progress',
+  'tools-call-sampling',
+  'tools-call-elicitation',
+  'elicitation-sep1034-defaults',
+  'server-sse-multiple-streams',
+  'elicitation-sep1330-enums',
+  'resources-list',
+  'resources-read-text',
+  'resources-read-binary',
+  'resources-templates-read',
+  'resources-subscribe',
+  'resources-unsubscribe',
+  'prompts-list',
+  'prompts-get-simple',
+  'prompts-get-with-args',
+  'prompts-get-embedded-resource',
+  'prompts-get-with-image',
+  'dns-rebinding-protection',
 ]
+
+export const SCORED_SCENARIOS: Readonly<Record<RequirementSet, readonly string[]>> = {
+  '2026-07-28': SCORED_2026,
+  '2025-11-25': SCORED_2025,
+}
+
+/** Not-scored scenarios this project passes too, pinned so they stay passing. */
+const NOT_SCORED_BUT_PASSING: Readonly<Record<RequirementSet, readonly string[]>> = {
+  '2026-07-28': [
+    'json-schema-2020-12',
+    'http-header-validation',
+    'http-custom-header-server-validation',
+  ],
+  '2025-11-25': ['server-session-lifecycle'],
+}
 
 /** One scenario's line of the referee's summary. */
 export interface ScenarioResult {
@@ -85,17 +130,19 @@ function parseRefereeSummary(stdout: string): Map<string, ScenarioResult> {
 }
 
 /**
- * Runs `scripts/conformance.ts` against `url` (without one, the script starts the Node fixture itself),
- * writing results to `out` (relative to the project root), and kills it after `timeoutMs`. Asynchronous
- * on purpose: a caller running `wrangler dev` must keep reading its pipe while the referee runs.
+ * Runs one leg (`requirements`) of `scripts/conformance.ts` against `url` (without one, the script
+ * starts the Node fixture itself), writing results under `out` (relative to the project root), and
+ * kills it after `timeoutMs`. Asynchronous on purpose: a caller running `wrangler dev` must keep
+ * reading its pipe while the referee runs.
  */
 export async function runReferee(
   url: string | undefined,
+  requirements: RequirementSet,
   out: string,
   timeoutMs: number
 ): Promise<RefereeRun> {
   const args = [join(root, 'scripts/conformance.ts'), ...(url === undefined ? [] : ['--url', url])]
-  const referee = spawn(process.execPath, [...args, '--out', out], {
+  const referee = spawn(process.execPath, [...args, '--requirements', requirements, '--out', out], {
     cwd: root,
     stdio: ['ignore', 'pipe', 'pipe'],
   })
@@ -110,10 +157,14 @@ export async function runReferee(
 }
 
 /**
- * The tests that pin a referee run: it exits 0, and every scored and pinned not-scored scenario
- * passes. `run` is read when the tests run (the caller fills it in its `beforeAll`).
+ * The tests that pin a referee run of one leg: it exits 0, and every scored and pinned not-scored
+ * scenario passes. `run` is read when the tests run (the caller fills it in its `beforeAll`).
  */
-export function describeRefereeRun(title: string, run: () => RefereeRun | undefined): void {
+export function describeRefereeRun(
+  title: string,
+  requirements: RequirementSet,
+  run: () => RefereeRun | undefined
+): void {
   describe(title, () => {
     const result = (scenario: string) => run()?.summary.get(scenario)
 
@@ -121,12 +172,15 @@ export function describeRefereeRun(title: string, run: () => RefereeRun | undefi
       expect(run()?.exitCode, run()?.stdout.slice(-4000)).toBe(0)
     })
 
-    it.each(SCORED_SCENARIOS)('passes the scored scenario %s', (scenario) => {
+    it.each(SCORED_SCENARIOS[requirements])('passes the scored scenario %s', (scenario) => {
       expect(result(scenario)?.ok, result(scenario)?.line ?? `${scenario} did not run`).toBe(true)
     })
 
-    it.each(NOT_SCORED_BUT_PASSING)('passes the not-scored scenario %s', (scenario) => {
-      expect(result(scenario)?.ok, result(scenario)?.line ?? `${scenario} did not run`).toBe(true)
-    })
+    it.each(NOT_SCORED_BUT_PASSING[requirements])(
+      'passes the not-scored scenario %s',
+      (scenario) => {
+        expect(result(scenario)?.ok, result(scenario)?.line ?? `${scenario} did not run`).toBe(true)
+      }
+    )
   })
 }

@@ -15,6 +15,11 @@ export const LATEST_LEGACY_VERSION: LegacyProtocolVersion = '2025-11-25'
 
 export const HEADER_SESSION_ID = 'mcp-session-id'
 
+/** Default lifetime of a session id: a week (2025 SDK clients do not re-initialise after a 404). */
+export const DEFAULT_SESSION_TTL_SECONDS = 7 * 86_400
+/** Longest lifetime a session id may be given (and that a retired key must outlive). */
+export const MAX_SESSION_TTL_SECONDS = 30 * 86_400
+
 export const LEGACY_METHODS = {
   initialize: 'initialize',
   ping: 'ping',
