@@ -209,3 +209,15 @@ export function structured(value: unknown, extra: ContentBlock[] = []): CallTool
     structuredContent: value,
   }
 }
+
+/** The text of a sampling answer: its text blocks (one block or an array of them), joined and trimmed. */
+export function sampledText(content: CreateMessageResult['content']): string {
+  const blocks: unknown[] = Array.isArray(content) ? content : [content]
+  return blocks
+    .flatMap((block) => {
+      const { type, text } = (block ?? {}) as { type?: unknown; text?: unknown }
+      return type === 'text' && typeof text === 'string' ? [text] : []
+    })
+    .join('\n')
+    .trim()
+}

@@ -11,10 +11,10 @@
  * `ctx.once`. Forms are converted once, at module load, with `defineForm`.
  */
 import { z } from 'zod'
-import { definitions, structured, text, toolError } from '../mcp/definitions.ts'
+import { definitions, sampledText, structured, text, toolError } from '../mcp/definitions.ts'
 import { titledEnum } from '../mcp/elicitation-schema.ts'
 import { defineForm } from '../mcp/replay.ts'
-import type { CreateMessageParams, CreateMessageResult } from '../mcp/wire.ts'
+import type { CreateMessageParams } from '../mcp/wire.ts'
 import { publishNoteChange } from './changes.ts'
 import { firstSentence, wordCount } from './format.ts'
 import {
@@ -216,22 +216,6 @@ function summaryRequest(notes: Note[]): CreateMessageParams {
     ],
     maxTokens: SUMMARY_MAX_TOKENS,
   }
-}
-
-/** The text blocks of a sampling answer (one block or an array), joined. */
-function sampledText(content: CreateMessageResult['content']): string {
-  const blocks = Array.isArray(content) ? content : [content]
-  return blocks
-    .map((block) =>
-      typeof block === 'object' &&
-      block !== null &&
-      'text' in block &&
-      typeof block.text === 'string'
-        ? block.text
-        : ''
-    )
-    .join('\n')
-    .trim()
 }
 
 /** One line per note: title, size, tags and its first sentence. */

@@ -14,10 +14,10 @@
  * Runtime-neutral.
  */
 import { z } from 'zod'
-import { definitions, text } from '../../src/mcp/definitions.ts'
+import { definitions, sampledText, text } from '../../src/mcp/definitions.ts'
 import { legacyTitledEnum, titledEnum } from '../../src/mcp/elicitation-schema.ts'
 import { defineForm, type ElicitationForm } from '../../src/mcp/replay.ts'
-import type { CreateMessageResult, ElicitAnswer } from '../../src/mcp/wire.ts'
+import type { ElicitAnswer } from '../../src/mcp/wire.ts'
 
 // The tools read nothing from the application, so they fit any fixture app.
 const { tool } = definitions<unknown>()
@@ -75,22 +75,12 @@ const ENUMS_FORM = defineForm(
   })
 )
 
-function pause(ms: number, signal: AbortSignal): Promise<void> {
+/** Waits `ms`, or less when the client goes away. */
+export function pause(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     const timer = setTimeout(resolve, ms)
     signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true })
   })
-}
-
-/** The text of a sampling answer: its text blocks (one block or an array of them), joined. */
-function sampledText(content: CreateMessageResult['content']): string {
-  const blocks: unknown[] = Array.isArray(content) ? content : [content]
-  return blocks
-    .flatMap((block) => {
-      const { type, text } = (block ?? {}) as { type?: unknown; text?: unknown }
-      return type === 'text' && typeof text === 'string' ? [text] : []
-    })
-    .join('\n')
 }
 
 /** `action=<action>, content=<JSON>`: how every elicitation tool reports what the person did. */

@@ -11,14 +11,20 @@ import type { Hono } from 'hono'
 import { z } from 'zod'
 import type { Config } from '../../src/config.ts'
 import { createHttpApp } from '../../src/http/app.ts'
-import { definitions, text, toolError, type ReplayContext } from '../../src/mcp/definitions.ts'
+import {
+  definitions,
+  sampledText,
+  text,
+  toolError,
+  type ReplayContext,
+} from '../../src/mcp/definitions.ts'
 import type { EventBus, ServerEvent } from '../../src/mcp/events.ts'
 import { createMcpHandler } from '../../src/mcp/handler.ts'
 import type { StateSealer } from '../../src/mcp/sealed-state.ts'
 import type { SessionStore } from '../../src/mcp/session-store.ts'
 import { compileServer } from '../../src/mcp/server.ts'
 import type { CreateMessageParams } from '../../src/mcp/wire.ts'
-import { legacyConformanceTools } from './fixture-2025-tools.ts'
+import { legacyConformanceTools, pause } from './fixture-2025-tools.ts'
 
 interface FixtureApp {
   bus: EventBus
@@ -36,11 +42,6 @@ const nameForm = z.object({ name: z.string() })
 const okForm = z.object({ ok: z.boolean() })
 const colorForm = z.object({ color: z.string() })
 const contextForm = z.object({ context: z.string() })
-const sleep = (ms: number, signal: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    const timer = setTimeout(resolve, ms)
-    signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true })
-  })
 
 type FixtureContext = ReplayContext<FixtureApp>
 
@@ -78,13 +79,6 @@ function trigger(name: string, event: ServerEvent, notification: string) {
       return text(`Published ${notification}.`)
     },
   })
-}
-
-function answerText(content: unknown): string {
-  const block = content as { type?: string; text?: string } | undefined
-  return block?.type === 'text' && typeof block.text === 'string'
-    ? block.text
-    : JSON.stringify(content)
 }
 
 const tools = [
@@ -155,7 +149,7 @@ const tools = [
     async run(_args, ctx) {
       for (const step of [0, 50, 100]) {
         ctx.progress(step, 100, `Completed step ${step} of 100`)
-        if (step < 100) await sleep(50, ctx.signal)
+        if (step < 100) await pause(50, ctx.signal)
       }
       return text('Progress complete.')
     },
@@ -177,7 +171,7 @@ const tools = [
     input: noArgs,
     async run(_args, ctx) {
       const answer = await ctx.sample('llm_answer', SAY_HELLO)
-      return text(`LLM response: ${answerText(answer.content)}`)
+      return text(`LLM response: ${sampledText(answer.content)}`)
     },
   }),
   tool({
@@ -205,7 +199,7 @@ const tools = [
         ],
         maxTokens: 100,
       })
-      return text(`LLM response: ${answerText(answer.content)}`)
+      return text(`LLM response: ${sampledText(answer.content)}`)
     },
   }),
   tool({
@@ -247,7 +241,7 @@ const tools = [
         ctx.roots('client_roots'),
       ])
       const who = name.action === 'accept' ? name.content.name : name.action
-      return text(`name=${who}; greeting=${answerText(greeting.content)}; roots=${roots.length}`)
+      return text(`name=${who}; greeting=${sampledText(greeting.content)}; roots=${roots.length}`)
     },
   }),
   tool({
@@ -287,7 +281,7 @@ const tools = [
       }
       if (ctx.can('sampling')) {
         const answer = await ctx.sample('llm_answer', SAY_HELLO)
-        return text(`Asked the model: ${answerText(answer.content)}`)
+        return text(`Asked the model: ${sampledText(answer.content)}`)
       }
       if (ctx.can('roots')) return text(`Roots: ${(await ctx.roots('client_roots')).length}`)
       return toolError('The client declared no capability this tool can use.')
