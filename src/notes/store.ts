@@ -3,18 +3,23 @@
  * The `NotesStore` contract every storage adapter implements (node:sqlite, PostgreSQL, D1), and the
  * note and share-request shapes. Adapters own persistence, migrations, full-text search and atomicity;
  * the notes application owns validation, limits and wording. Every method is scoped to a principal:
- * one principal can never read, change or learn of another's notes.
+ * one principal can never read, change or learn of another's notes. A `NotesStore` is also the
+ * engine's `SessionStore` (`mcp/session-store.ts`: what 2025-era sessions keep in the shared store),
+ * so every deployment has one store for both.
  *
  * Every row that can outlive its use has a lifetime, and `purgeExpired` removes the rows whose lifetime
  * is over, a bounded number per call (the runtime entries sweep on a timer or a cron trigger): spent
  * single-use keys and unpublished share requests are kept for {@link REPLAY_RETENTION_MS} after their
- * last use, because a sealed state still in flight may refer to them until then. Published shares and
- * their links do not expire.
+ * last use, because a sealed state still in flight may refer to them until then; session rows
+ * (ended sessions and log levels, subscriptions, input slots) live until the `expiresAt` the engine
+ * gave them. Published shares and their links do not expire.
  *
  * Errors every adapter shares (defined here, once, so `instanceof` holds whichever adapter threw):
  * {@link ShareNotApprovedError} from `publishShare`, {@link StoreNotMigratedError} from any method
  * called before `migrate()` or after `close()`.
  */
+
+import type { SessionStore } from '../mcp/session-store.ts'
 
 /**
  * How long a row that a sealed `requestState` may still refer to is kept after its last use: a spent
@@ -98,7 +103,7 @@ export class StoreNotMigratedError extends Error {
   override name = 'StoreNotMigratedError'
 }
 
-export interface NotesStore {
+export interface NotesStore extends SessionStore {
   /** Creates the schema if needed (idempotent). Called once at startup. */
   migrate(): Promise<void>
   close(): Promise<void>

@@ -20,13 +20,13 @@
  */
 
 import {
-  SQLITE_MIGRATIONS,
   SqlNotesStore,
   type SqlDriver,
   type SqlRow,
   type SqlStatement,
   type SqlValue,
 } from './sql-store.ts'
+import { SQLITE_MIGRATIONS } from './sql-statements.ts'
 
 /** Migration files (under `migrations/`) this code needs, in order: the shared SQLite schema's. */
 export const D1_MIGRATIONS: readonly string[] = SQLITE_MIGRATIONS

@@ -2,9 +2,11 @@
  * @module storage/postgres-events
  * An `EventBus` that fans events out across every replica sharing one PostgreSQL database, with
  * LISTEN/NOTIFY: `publish` sends a NOTIFY, and every replica (this one included) delivers what it
- * hears on the channel to its own listen streams. Events are hints: one that cannot be sent is
- * delivered locally and logged, never failing the change that caused it; a payload heard on the
- * channel that is not a well-formed event is dropped. Node-only (the `postgres` driver).
+ * hears on the channel to its own listeners: list changes and resource updates for listen and GET
+ * streams, and the 2025-era session signals (`input_delivered`, `request_cancelled`) for the replica
+ * holding that request's stream. Events are hints: one that cannot be sent is delivered locally and
+ * logged, never failing the change that caused it; a payload heard on the channel that is not a
+ * well-formed event (strict shapes, bounded ids) is dropped. Node-only (the `postgres` driver).
  */
 import postgres, { type Sql } from 'postgres'
 import { z } from 'zod'
@@ -18,6 +20,14 @@ import {
 
 export const DEFAULT_EVENT_CHANNEL = 'notes_mcp_events'
 
+/**
+ * Longest session or request id an event may carry: far above any id the engine makes, so a hostile
+ * payload on the channel cannot smuggle a large string into a listener.
+ */
+export const MAX_EVENT_ID_CHARS = 256
+
+const EventId = z.string().min(1).max(MAX_EVENT_ID_CHARS)
+
 const EventSchema: z.ZodType<ServerEvent> = z.discriminatedUnion('kind', [
   z.strictObject({ kind: z.literal('tools_list_changed') }),
   z.strictObject({ kind: z.literal('prompts_list_changed') }),
@@ -27,6 +37,8 @@ const EventSchema: z.ZodType<ServerEvent> = z.discriminatedUnion('kind', [
     uri: z.string(),
     principal: z.string().optional(),
   }),
+  z.strictObject({ kind: z.literal('input_delivered'), session: EventId, requestId: EventId }),
+  z.strictObject({ kind: z.literal('request_cancelled'), session: EventId, requestId: EventId }),
 ])
 
 export interface PostgresEventBusOptions {

@@ -70,6 +70,35 @@ const MIGRATIONS: ReadonlyArray<{ version: number; statements: readonly string[]
         WHERE link_id IS NULL`,
     ],
   },
+  {
+    // What 2025-era sessions keep in the store (mcp/session-store.ts), each row with its expiry.
+    version: 3,
+    statements: [
+      `CREATE TABLE sessions (
+        sid text COLLATE "C" PRIMARY KEY,
+        ended boolean NOT NULL DEFAULT false,
+        log_level text CHECK (log_level IN
+          ('debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency')),
+        expires_at bigint NOT NULL
+      )`,
+      `CREATE INDEX sessions_by_expiry ON sessions (expires_at)`,
+      `CREATE TABLE session_subscriptions (
+        sid text COLLATE "C" NOT NULL,
+        uri text COLLATE "C" NOT NULL,
+        expires_at bigint NOT NULL,
+        PRIMARY KEY (sid, uri)
+      )`,
+      `CREATE INDEX session_subscriptions_by_expiry ON session_subscriptions (expires_at)`,
+      `CREATE TABLE input_slots (
+        sid text COLLATE "C" NOT NULL,
+        request_id text COLLATE "C" NOT NULL,
+        payload text,
+        expires_at bigint NOT NULL,
+        PRIMARY KEY (sid, request_id)
+      )`,
+      `CREATE INDEX input_slots_by_expiry ON input_slots (expires_at)`,
+    ],
+  },
 ]
 
 /** The version of the newest step: a migrated database records every version from 1 to this one. */

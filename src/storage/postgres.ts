@@ -3,14 +3,18 @@
  * The `NotesStore` adapter on PostgreSQL (the pure-JS `postgres` driver), for replicas on many machines
  * sharing one database. It owns every statement of the store: the single-use keys that make deletes and
  * share publications happen at most once across every replica, the optimistic concurrency of updates,
- * and the purge of expired rows. It has the semantics of the SQLite-dialect store (`sql-store.ts`).
+ * what 2025-era sessions keep (`SessionStore`: ended sessions and log levels, subscriptions, input
+ * slots), and the purge of expired rows. It has the semantics of the SQLite-dialect store
+ * (`sql-store.ts`).
  * The schema and its migrations are `postgres-schema.ts`'s, the search text builders
  * `postgres-search.ts`'s.
  *
- * Concurrency: every check-and-set (version, share status, single-use key, published link) is decided
- * by PostgreSQL — a conditional `UPDATE`, an `INSERT … ON CONFLICT DO NOTHING` on a primary key, a row
- * lock — never in memory; multi-statement writes run in one transaction. A purge takes its rows with
- * `FOR UPDATE SKIP LOCKED`, so replicas sweeping at once never wait on each other.
+ * Concurrency: every check-and-set (version, share status, single-use key, published link, input slot)
+ * is decided by PostgreSQL — a conditional `UPDATE`, an `INSERT … ON CONFLICT DO NOTHING` on a primary
+ * key, a row lock — never in memory; multi-statement writes run in one transaction. The subscription
+ * cap is counted under a per-session advisory lock (READ COMMITTED alone would let two replicas both
+ * take the last place). A purge takes its rows with `FOR UPDATE SKIP LOCKED`, so replicas sweeping at
+ * once never wait on each other.
  *
  * Text: PostgreSQL `text` cannot hold U+0000, so every string crosses the boundary through a reversible,
  * order- and prefix-preserving escape (U+0000 ⇄ U+0001 U+0001, U+0001 ⇄ U+0001 U+0002); stored values are
@@ -30,7 +34,9 @@
  * (`notes/store.ts`).
  */
 
-import postgres, { type Sql, type TransactionSql } from 'postgres'
+import postgres, { type PendingQuery, type Row, type Sql, type TransactionSql } from 'postgres'
+import type { LogLevel } from '../mcp/protocol.ts'
+import { MAX_SUBSCRIPTIONS_PER_SESSION, type SessionRecord } from '../mcp/session-store.ts'
 import {
   REPLAY_RETENTION_MS,
   type DecideOutcome,
@@ -51,6 +57,7 @@ import {
   notMigrated,
   pendingShareRequest,
   purgeWithin,
+  sessionRecord,
   sortedTags,
   toPage,
   toShareRequest,
@@ -60,6 +67,12 @@ import {
 import { migrateSchema } from './postgres-schema.ts'
 import { RANK_WEIGHTS, tsqueryLiteral, tsvectorLiteral } from './postgres-search.ts'
 
+/**
+ * First key of the transaction-scoped advisory lock that serialises `addSubscription`s of one session
+ * (the second is a hash of its sid); the two-key space never meets the migration lock's bigint key.
+ */
+const SUBSCRIPTION_LOCK_CLASS = 0x6e6d7375 // "nmsu"
+
 export interface PostgresNotesStoreOptions {
   /** `postgres://user:password@host:port/database` (query parameters become connection settings). */
   url: string
@@ -68,23 +81,23 @@ export interface PostgresNotesStoreOptions {
 }
 
 /**
- * The purges of `purgeExpired`, in the order it spends its budget: each removes up to `n` rows whose
- * lifetime ended at `now`. The rows are chosen and locked once, in a materialised CTE, before the
- * delete; rows another replica's purge holds are skipped, so sweeping replicas never wait on each other.
+ * The tables `purgeExpired` sweeps, in the order it spends its budget, each with the condition its
+ * rows meet once their lifetime ended at `now`: once-keys and unpublished shares are kept
+ * `REPLAY_RETENTION_MS` past their last use (published shares stay with their links), session rows go
+ * at their own expiry.
  */
-const PURGES: ReadonlyArray<(sql: Sql, now: number, n: number) => Promise<{ count: number }>> = [
-  (sql, now, n) => sql`
-    WITH doomed AS MATERIALIZED (
-      SELECT once_key FROM used_keys WHERE used_at <= ${now - REPLAY_RETENTION_MS}
-      LIMIT ${n} FOR UPDATE SKIP LOCKED)
-    DELETE FROM used_keys AS k USING doomed WHERE k.once_key = doomed.once_key`,
-  // Published shares stay with their links.
-  (sql, now, n) => sql`
-    WITH doomed AS MATERIALIZED (
-      SELECT id FROM share_requests
-      WHERE link_id IS NULL AND expires_at <= ${now - REPLAY_RETENTION_MS}
-      LIMIT ${n} FOR UPDATE SKIP LOCKED)
-    DELETE FROM share_requests AS s USING doomed WHERE s.id = doomed.id`,
+const PURGES: ReadonlyArray<{
+  table: string
+  expired: (sql: Sql, now: number) => PendingQuery<Row[]>
+}> = [
+  { table: 'used_keys', expired: (sql, now) => sql`used_at <= ${now - REPLAY_RETENTION_MS}` },
+  {
+    table: 'share_requests',
+    expired: (sql, now) => sql`link_id IS NULL AND expires_at <= ${now - REPLAY_RETENTION_MS}`,
+  },
+  { table: 'sessions', expired: (sql, now) => sql`expires_at <= ${now}` },
+  { table: 'session_subscriptions', expired: (sql, now) => sql`expires_at <= ${now}` },
+  { table: 'input_slots', expired: (sql, now) => sql`expires_at <= ${now}` },
 ]
 
 interface NoteRow {
@@ -337,14 +350,102 @@ export class PostgresNotesStore implements NotesStore {
     return row === undefined ? undefined : toNote(row)
   }
 
+  async getSession(sid: string): Promise<SessionRecord> {
+    const [row] = await this.#ready<Array<{ ended: boolean; log_level: string | null }>>`
+      SELECT ended, log_level FROM sessions WHERE sid = ${enc(sid)}`
+    return sessionRecord(
+      row === undefined ? undefined : { ended: row.ended, logLevel: row.log_level }
+    )
+  }
+
+  async setSessionLogLevel(sid: string, level: LogLevel, expiresAt: number): Promise<void> {
+    await this.#ready`
+      INSERT INTO sessions (sid, log_level, expires_at) VALUES (${enc(sid)}, ${level}, ${expiresAt})
+      ON CONFLICT (sid) DO UPDATE SET log_level = excluded.log_level,
+        expires_at = greatest(sessions.expires_at, excluded.expires_at)`
+  }
+
+  async endSession(sid: string, expiresAt: number): Promise<void> {
+    await this.#ready`
+      INSERT INTO sessions (sid, ended, expires_at) VALUES (${enc(sid)}, true, ${expiresAt})
+      ON CONFLICT (sid) DO UPDATE SET ended = true,
+        expires_at = greatest(sessions.expires_at, excluded.expires_at)`
+  }
+
+  async addSubscription(sid: string, uri: string, expiresAt: number): Promise<boolean> {
+    return this.#ready.begin(async (tx) => {
+      // Adds to one session are serialised, so the count below cannot race another replica's add.
+      await tx`SELECT pg_advisory_xact_lock(${SUBSCRIPTION_LOCK_CLASS}, hashtext(${enc(sid)}))`
+      const held = await tx`
+        INSERT INTO session_subscriptions (sid, uri, expires_at)
+        SELECT ${enc(sid)}, ${enc(uri)}, ${expiresAt}
+        WHERE EXISTS (
+            SELECT 1 FROM session_subscriptions WHERE sid = ${enc(sid)} AND uri = ${enc(uri)})
+          OR (SELECT count(*) FROM session_subscriptions WHERE sid = ${enc(sid)})
+            < ${MAX_SUBSCRIPTIONS_PER_SESSION}
+        ON CONFLICT (sid, uri) DO UPDATE SET
+          expires_at = greatest(session_subscriptions.expires_at, excluded.expires_at)`
+      return held.count > 0
+    })
+  }
+
+  async removeSubscription(sid: string, uri: string): Promise<void> {
+    await this.#ready`
+      DELETE FROM session_subscriptions WHERE sid = ${enc(sid)} AND uri = ${enc(uri)}`
+  }
+
+  async isSubscribed(sid: string, uri: string): Promise<boolean> {
+    const rows = await this.#ready`
+      SELECT 1 FROM session_subscriptions WHERE sid = ${enc(sid)} AND uri = ${enc(uri)}`
+    return rows.count > 0
+  }
+
+  async expectInput(sid: string, requestId: string, expiresAt: number): Promise<void> {
+    await this.#ready`
+      INSERT INTO input_slots (sid, request_id, expires_at)
+      VALUES (${enc(sid)}, ${enc(requestId)}, ${expiresAt})
+      ON CONFLICT (sid, request_id) DO UPDATE SET
+        expires_at = greatest(input_slots.expires_at, excluded.expires_at)`
+  }
+
+  async deliverInput(
+    sid: string,
+    requestId: string,
+    payload: string,
+    now: number
+  ): Promise<boolean> {
+    const filled = await this.#ready`
+      UPDATE input_slots SET payload = ${enc(payload)}
+      WHERE sid = ${enc(sid)} AND request_id = ${enc(requestId)}
+        AND payload IS NULL AND expires_at > ${now}`
+    return filled.count === 1
+  }
+
+  async takeInput(sid: string, requestId: string): Promise<string | undefined> {
+    const [row] = await this.#ready<Array<{ payload: string }>>`
+      DELETE FROM input_slots
+      WHERE sid = ${enc(sid)} AND request_id = ${enc(requestId)} AND payload IS NOT NULL
+      RETURNING payload`
+    return row === undefined ? undefined : dec(row.payload)
+  }
+
+  async forgetInput(sid: string, requestId: string): Promise<void> {
+    await this.#ready`
+      DELETE FROM input_slots WHERE sid = ${enc(sid)} AND request_id = ${enc(requestId)}`
+  }
+
   async purgeExpired(now: number, limit: number): Promise<number> {
     const sql = this.#ready
-    return purgeWithin(
-      now,
-      limit,
-      PURGES,
-      async (purge, budget) => (await purge(sql, now, budget)).count
-    )
+    // The rows are chosen and locked once, in a materialised CTE, then deleted by their ctid; rows
+    // another replica's purge holds are skipped, so sweeping replicas never wait on each other.
+    return purgeWithin(now, limit, PURGES, async ({ table, expired }, budget) => {
+      const removed = await sql`
+        WITH doomed AS MATERIALIZED (
+          SELECT ctid FROM ${sql(table)} WHERE ${expired(sql, now)}
+          LIMIT ${budget} FOR UPDATE SKIP LOCKED)
+        DELETE FROM ${sql(table)} AS t USING doomed WHERE t.ctid = doomed.ctid`
+      return removed.count
+    })
   }
 
   /** The pool, once `migrate()` has run and until `close()`. */

@@ -5,8 +5,8 @@
  * normalisation, paging checks, the budget of a purge, page building, which words of a search text
  * reach the query ({@link MAX_SEARCH_WORDS}), the mapping of a share-request row, and the outcomes and
  * errors decided the same way everywhere (`decideShareRequest`'s explanation of a miss,
- * `publishShare`'s refusal, {@link notMigrated}). The error classes themselves live with the contract
- * in `notes/store.ts`, so `instanceof` works whichever adapter threw.
+ * `publishShare`'s refusal, a session's record, {@link notMigrated}). The error classes themselves
+ * live with the contract in `notes/store.ts`, so `instanceof` works whichever adapter threw.
  *
  * Runtime-neutral: it is bundled into the Cloudflare Worker with the D1 adapter, so it imports nothing
  * from `node:*`, from a driver or from workers-types, only Web standards (random bytes from
@@ -15,7 +15,9 @@
  */
 
 import { base64url } from 'jose'
+import type { LogLevel } from '../mcp/protocol.ts'
 import { randomBytes } from '../mcp/random.ts'
+import type { SessionRecord } from '../mcp/session-store.ts'
 import {
   ShareNotApprovedError,
   StoreNotMigratedError,
@@ -175,6 +177,18 @@ export function assertPublishable<Share extends { principal: string; status: Sha
   if (share === undefined || share.principal !== principal || share.status !== 'approved') {
     throw new ShareNotApprovedError('share request is not an approved share of this principal')
   }
+}
+
+/**
+ * What `getSession` answers from a session's row as read (`undefined`: no row): `{ ended: false }`
+ * when nothing is recorded, the log level only once one was set.
+ */
+export function sessionRecord(
+  row: { ended: boolean; logLevel: unknown } | undefined
+): SessionRecord {
+  const record: SessionRecord = { ended: row?.ended ?? false }
+  if (typeof row?.logLevel === 'string') record.logLevel = row.logLevel as LogLevel
+  return record
 }
 
 /** The error of a store method called before `migrate()` or, when `closed`, after `close()`. */

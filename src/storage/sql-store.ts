@@ -7,12 +7,13 @@
  * driver only checks). Runtime-neutral: the Worker bundles it, so it imports no `node:*` module and no
  * driver.
  *
- * Schema, one source of truth: the SQL files under `migrations/` ({@link SQLITE_MIGRATIONS}), which
+ * Schema, one source of truth: the SQL files under `migrations/` (`SQLITE_MIGRATIONS`), which
  * wrangler applies to D1 and the node:sqlite driver reads and applies (files, not a TypeScript module,
- * because wrangler needs them on disk anyway). Statements use numbered parameters (`?1`, `?2`…),
- * which both bind positionally; each statement's comment lists them. Expired rows are purged with
- * `purgeExpired` (spent once-keys and unpublished share requests, {@link REPLAY_RETENTION_MS} after
- * their last use).
+ * because wrangler needs them on disk anyway); the statements are `sql-statements.ts`'s. Besides
+ * notes and shares the store keeps what 2025-era sessions need (`SessionStore`): ended sessions and
+ * log levels, subscriptions (at most `MAX_SUBSCRIPTIONS_PER_SESSION` per session), and input slots.
+ * Expired rows are purged with `purgeExpired` (spent once-keys and unpublished share requests
+ * `REPLAY_RETENTION_MS` after their last use, session rows at their own expiry).
  *
  * Atomicity is reached the way D1 allows, which is also correct on node:sqlite: D1 has no interactive
  * transaction, only single statements and `batch()` (one transaction, all or nothing, nothing read in
@@ -34,8 +35,9 @@
  * failures propagate as the driver throws them.
  */
 
+import type { LogLevel } from '../mcp/protocol.ts'
+import { MAX_SUBSCRIPTIONS_PER_SESSION, type SessionRecord } from '../mcp/session-store.ts'
 import {
-  REPLAY_RETENTION_MS,
   type DecideOutcome,
   type NewNote,
   type Note,
@@ -56,6 +58,7 @@ import {
   pendingShareRequest,
   purgeWithin,
   randomBase64url,
+  sessionRecord,
   searchTerms,
   sortedTags,
   toPage,
@@ -64,13 +67,7 @@ import {
   wordsOf,
   type ShareRow,
 } from './shared.ts'
-
-/**
- * The schema's migration files under `migrations/`, in order; the number before `_` is the step's
- * version. wrangler applies them to D1 (recorded in `d1_migrations`), the node:sqlite driver reads and
- * applies them (recorded in `schema_migrations`). Never edit a released file; append a new one here.
- */
-export const SQLITE_MIGRATIONS: readonly string[] = ['0001_init.sql', '0002_expiry.sql']
+import { PURGES, SQL } from './sql-statements.ts'
 
 /** A value bound to, or read from, a SQLite-dialect statement. */
 export type SqlValue = string | number | null
@@ -90,142 +87,13 @@ export interface SqlDriver {
   run(sql: string, params: readonly SqlValue[]): Promise<number>
   /** Runs the statements in order as one transaction (all apply or none); the rows of each. */
   batch(statements: readonly SqlStatement[]): Promise<SqlRow[][]>
-  /** Makes sure the schema of {@link SQLITE_MIGRATIONS} is in place (applying or checking it). */
+  /** Makes sure the schema of `SQLITE_MIGRATIONS` is in place (applying or checking it). */
   migrate(): Promise<void>
   close(): Promise<void>
 }
 
 /** How often `publishShare` re-runs when its explanation contradicts its batch (a racing decision). */
 const PUBLISH_ATTEMPTS = 3
-
-/** Weights of the FTS columns (title, body, tags) in bm25 ranking: title above tags above body. */
-const BM25_WEIGHTS = '4.0, 1.0, 2.0'
-const NOTE_COLUMNS = 'n.id, n.title, n.body, n.tags, n.created_at, n.updated_at, n.version'
-const RETURNING_NOTE = 'RETURNING id, title, body, tags, created_at, updated_at, version'
-
-/** Keeps only notes carrying every tag of the JSON array `?2` (`?3` distinct tags). */
-const TAG_FILTER = `(?3 = 0 OR (
-  SELECT count(DISTINCT t.value) FROM json_each(n.tags) AS t
-  WHERE t.value IN (SELECT value FROM json_each(?2))
-) = ?3)`
-
-/** The condition that the once-key bound at placeholder `key` carries this call's claim (at `claim`). */
-const CLAIMED = (key: string, claim: string) =>
-  `EXISTS (SELECT 1 FROM used_keys WHERE once_key = ${key} AND claim = ${claim})`
-
-/** Every statement. A statement that decides a check-and-set returns a row only when it applied. */
-const SQL = {
-  /** ?1 id, ?2 principal, ?3 title, ?4 body, ?5 tags JSON, ?6 now. */
-  insertNote: `
-    INSERT INTO notes (id, principal, title, body, tags, created_at, updated_at, version)
-    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, 1)
-    ${RETURNING_NOTE}`,
-  /** ?1 principal, ?2 id. */
-  getNote: `SELECT ${NOTE_COLUMNS} FROM notes AS n WHERE n.principal = ?1 AND n.id = ?2`,
-  /** ?1 principal, ?2 id, ?3 expected version, ?4 title, ?5 body, ?6 tags JSON (null: keep), ?7 now. */
-  updateNote: `
-    UPDATE notes SET
-      title = coalesce(?4, title),
-      body = coalesce(?5, body),
-      tags = coalesce(?6, tags),
-      updated_at = ?7,
-      version = version + 1
-    WHERE principal = ?1 AND id = ?2 AND version = ?3
-    ${RETURNING_NOTE}`,
-  /** ?1 key, ?2 now, ?3 claim. Returns a row only when this statement spent the key. */
-  spendKey: `
-    INSERT INTO used_keys (once_key, used_at, claim) VALUES (?1, ?2, ?3)
-    ON CONFLICT DO NOTHING RETURNING once_key`,
-  /** ?1 principal, ?2 id; deletes only when the key ?3 carries this call's claim ?4. */
-  deleteNote: `
-    DELETE FROM notes WHERE principal = ?1 AND id = ?2 AND ${CLAIMED('?3', '?4')}
-    RETURNING id`,
-  /** ?1 key. */
-  keyUsed: `SELECT 1 AS used FROM used_keys WHERE once_key = ?1`,
-  /** ?1 principal, ?2 limit, ?3 offset. */
-  listNotes: `
-    SELECT ${NOTE_COLUMNS} FROM notes AS n WHERE n.principal = ?1
-    ORDER BY n.updated_at DESC, n.seq DESC LIMIT ?2 OFFSET ?3`,
-  /** ?1 principal, ?2 tags JSON, ?3 tag count, ?4 limit, ?5 offset. */
-  filterNotes: `
-    SELECT ${NOTE_COLUMNS} FROM notes AS n WHERE n.principal = ?1 AND ${TAG_FILTER}
-    ORDER BY n.updated_at DESC, n.seq DESC LIMIT ?4 OFFSET ?5`,
-  /** As `filterNotes`, plus ?6 the FTS5 match expression ({@link ftsMatch}). */
-  searchNotes: `
-    SELECT ${NOTE_COLUMNS} FROM notes_fts JOIN notes AS n ON n.seq = notes_fts.rowid
-    WHERE notes_fts MATCH ?6 AND n.principal = ?1 AND ${TAG_FILTER}
-    ORDER BY bm25(notes_fts, ${BM25_WEIGHTS}), n.updated_at DESC, n.seq DESC
-    LIMIT ?4 OFFSET ?5`,
-  /** ?1 principal. */
-  listTags: `
-    SELECT t.value AS tag, count(*) AS count FROM notes AS n, json_each(n.tags) AS t
-    WHERE n.principal = ?1 GROUP BY t.value ORDER BY t.value`,
-  /**
-   * ?1 principal, ?2 prefix, ?3 limit. Exact, case-sensitive prefix comparison: no wildcard of the
-   * prefix can take effect.
-   */
-  completeIds: `
-    SELECT n.id FROM notes AS n
-    WHERE n.principal = ?1 AND substr(n.id, 1, length(?2)) = ?2
-    ORDER BY n.id LIMIT ?3`,
-  /** ?1 principal, ?2 {@link likePrefix} pattern, ?3 limit. */
-  completeTags: `
-    SELECT DISTINCT t.value AS tag FROM notes AS n, json_each(n.tags) AS t
-    WHERE n.principal = ?1 AND t.value LIKE ?2 ESCAPE '\\'
-    ORDER BY t.value LIMIT ?3`,
-  /** ?1 id, ?2 principal, ?3 note id, ?4 expires at. */
-  insertShare: `
-    INSERT INTO share_requests (id, principal, note_id, status, expires_at)
-    VALUES (?1, ?2, ?3, 'pending', ?4)`,
-  /** ?1 id. */
-  getShare: `
-    SELECT id, principal, note_id, status, expires_at, link_id FROM share_requests WHERE id = ?1`,
-  /** ?1 id, ?2 decision, ?3 now. */
-  decideShare: `
-    UPDATE share_requests SET status = ?2, decided_at = ?3
-    WHERE id = ?1 AND status = 'pending' AND expires_at > ?3
-    RETURNING id`,
-  /** ?1 key, ?2 now, ?3 claim, ?4 share, ?5 principal: spends the key only for a publishable share. */
-  spendKeyForShare: `
-    INSERT INTO used_keys (once_key, used_at, claim)
-    SELECT ?1, ?2, ?3 WHERE EXISTS (
-      SELECT 1 FROM share_requests
-      WHERE id = ?4 AND principal = ?5 AND status = 'approved' AND link_id IS NULL
-    )
-    ON CONFLICT DO NOTHING RETURNING once_key`,
-  /** ?1 link, ?2 now, ?3 share, ?4 key, ?5 claim. */
-  insertLink: `
-    INSERT INTO shared_links (id, share_id, principal, note_id, created_at)
-    SELECT ?1, s.id, s.principal, s.note_id, ?2 FROM share_requests AS s
-    WHERE s.id = ?3 AND ${CLAIMED('?4', '?5')}`,
-  /** ?1 link, ?2 share, ?3 key, ?4 claim. */
-  setShareLink: `
-    UPDATE share_requests SET link_id = ?1 WHERE id = ?2 AND ${CLAIMED('?3', '?4')}`,
-  /** ?1 link id. */
-  getSharedNote: `
-    SELECT ${NOTE_COLUMNS} FROM shared_links AS l
-    JOIN notes AS n ON n.principal = l.principal AND n.id = l.note_id
-    WHERE l.id = ?1`,
-  /** ?1 cutoff (spent at or before it), ?2 limit. */
-  purgeUsedKeys: `
-    DELETE FROM used_keys WHERE once_key IN (
-      SELECT once_key FROM used_keys WHERE used_at <= ?1 LIMIT ?2
-    )`,
-  /** ?1 cutoff (expired at or before it), ?2 limit. Published shares stay with their links. */
-  purgeShares: `
-    DELETE FROM share_requests WHERE id IN (
-      SELECT id FROM share_requests WHERE link_id IS NULL AND expires_at <= ?1 LIMIT ?2
-    )`,
-} as const
-
-/**
- * Purge statements, in the order a purge spends its budget, each with the cutoff it compares with
- * (`?1`) for a given `now`.
- */
-const PURGES: ReadonlyArray<{ sql: string; cutoff: (now: number) => number }> = [
-  { sql: SQL.purgeUsedKeys, cutoff: (now) => now - REPLAY_RETENTION_MS },
-  { sql: SQL.purgeShares, cutoff: (now) => now - REPLAY_RETENTION_MS },
-]
 
 export class SqlNotesStore implements NotesStore {
   readonly #driver: SqlDriver
@@ -390,6 +258,56 @@ export class SqlNotesStore implements NotesStore {
   async getSharedNote(linkId: string): Promise<Note | undefined> {
     const row = await this.#db.get(SQL.getSharedNote, [linkId])
     return row === undefined ? undefined : toNote(row)
+  }
+
+  async getSession(sid: string): Promise<SessionRecord> {
+    const row = await this.#db.get(SQL.getSession, [sid])
+    return sessionRecord(
+      row === undefined ? undefined : { ended: row.ended === 1, logLevel: row.log_level }
+    )
+  }
+
+  async setSessionLogLevel(sid: string, level: LogLevel, expiresAt: number): Promise<void> {
+    await this.#db.run(SQL.setLogLevel, [sid, level, expiresAt])
+  }
+
+  async endSession(sid: string, expiresAt: number): Promise<void> {
+    await this.#db.run(SQL.endSession, [sid, expiresAt])
+  }
+
+  async addSubscription(sid: string, uri: string, expiresAt: number): Promise<boolean> {
+    const params = [sid, uri, expiresAt, MAX_SUBSCRIPTIONS_PER_SESSION]
+    return (await this.#db.get(SQL.addSubscription, params)) !== undefined
+  }
+
+  async removeSubscription(sid: string, uri: string): Promise<void> {
+    await this.#db.run(SQL.removeSubscription, [sid, uri])
+  }
+
+  async isSubscribed(sid: string, uri: string): Promise<boolean> {
+    return (await this.#db.get(SQL.isSubscribed, [sid, uri])) !== undefined
+  }
+
+  async expectInput(sid: string, requestId: string, expiresAt: number): Promise<void> {
+    await this.#db.run(SQL.expectInput, [sid, requestId, expiresAt])
+  }
+
+  async deliverInput(
+    sid: string,
+    requestId: string,
+    payload: string,
+    now: number
+  ): Promise<boolean> {
+    return (await this.#db.run(SQL.deliverInput, [sid, requestId, payload, now])) === 1
+  }
+
+  async takeInput(sid: string, requestId: string): Promise<string | undefined> {
+    const row = await this.#db.get(SQL.takeInput, [sid, requestId])
+    return row === undefined ? undefined : String(row.payload)
+  }
+
+  async forgetInput(sid: string, requestId: string): Promise<void> {
+    await this.#db.run(SQL.forgetInput, [sid, requestId])
   }
 
   async purgeExpired(now: number, limit: number): Promise<number> {

@@ -18,13 +18,13 @@ import { DatabaseSync, type StatementSync } from 'node:sqlite'
 import { mkdirSync, readFileSync } from 'node:fs'
 import { dirname } from 'node:path'
 import {
-  SQLITE_MIGRATIONS,
   SqlNotesStore,
   type SqlDriver,
   type SqlRow,
   type SqlStatement,
   type SqlValue,
 } from './sql-store.ts'
+import { SQLITE_MIGRATIONS } from './sql-statements.ts'
 
 /** Milliseconds a writer waits for another process's lock before failing with SQLITE_BUSY. */
 export const DEFAULT_BUSY_TIMEOUT_MS = 5000

@@ -1,9 +1,11 @@
 /**
  * @module tests/support/store-contract
  * The contract every `NotesStore` adapter passes (node:sqlite, PostgreSQL, D1): one vitest `describe`
- * block exercising the whole interface through the interface only. Each test takes a store from
- * `makeStore` (already migrated) and invents its own principals, note contents, share ids and once-keys
- * with random suffixes, so adapters may hand out a fresh database per test or one shared database.
+ * block exercising the whole interface through the interface only, including the `SessionStore` of
+ * 2025-era sessions (with the adversarial cases of the answer rendezvous) and the purge of expired
+ * rows. Each test takes a store from `makeStore` (already migrated) and invents its own principals,
+ * note contents, share ids, session ids and once-keys with random suffixes, so adapters may hand out
+ * a fresh database per test or one shared database.
  *
  * Calls "issued together" are started without awaiting each other: they race where the adapter lets
  * them (a PostgreSQL pool), and are serialised by an in-process driver (node:sqlite answers each call
@@ -15,6 +17,7 @@
  */
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { MAX_SUBSCRIPTIONS_PER_SESSION } from '../../src/mcp/session-store.ts'
 import {
   REPLAY_RETENTION_MS,
   type NewNote,
@@ -879,6 +882,185 @@ export function describeNotesStoreContract(
       })
     })
 
+    describe('sessions (2025 era)', () => {
+      let sid: string
+      let other: string
+      const LIVE = T0 + HOUR
+
+      beforeEach(() => {
+        sid = unique('sid')
+        other = unique('sid')
+      })
+
+      it('a session with nothing recorded is not ended and has no log level', async () => {
+        expect(await store.getSession(sid)).toEqual({ ended: false })
+      })
+
+      it('endSession marks the session ended, idempotently, and no other session', async () => {
+        await store.endSession(sid, LIVE)
+        await store.endSession(sid, LIVE)
+        expect(await store.getSession(sid)).toEqual({ ended: true })
+        expect(await store.getSession(other)).toEqual({ ended: false })
+      })
+
+      it('the last log level set wins, and ending a session keeps it', async () => {
+        await store.setSessionLogLevel(sid, 'debug', LIVE)
+        await store.setSessionLogLevel(sid, 'error', LIVE)
+        expect(await store.getSession(sid)).toEqual({ ended: false, logLevel: 'error' })
+        await store.endSession(sid, LIVE)
+        expect(await store.getSession(sid)).toEqual({ ended: true, logLevel: 'error' })
+        await store.setSessionLogLevel(sid, 'info', LIVE)
+        expect(await store.getSession(sid)).toEqual({ ended: true, logLevel: 'info' })
+        expect(await store.getSession(other)).toEqual({ ended: false })
+      })
+
+      it('refuses a log level the protocol does not define', async () => {
+        await expect(store.setSessionLogLevel(sid, 'verbose' as never, LIVE)).rejects.toThrow()
+        expect(await store.getSession(sid)).toEqual({ ended: false })
+      })
+
+      it('a subscription is held once added, idempotently, until removed, by its session only', async () => {
+        expect(await store.isSubscribed(sid, 'note://n_1')).toBe(false)
+        expect(await store.addSubscription(sid, 'note://n_1', LIVE)).toBe(true)
+        expect(await store.addSubscription(sid, 'note://n_1', LIVE)).toBe(true)
+        expect(await store.isSubscribed(sid, 'note://n_1')).toBe(true)
+        expect(await store.isSubscribed(sid, 'note://n_2')).toBe(false)
+        expect(await store.isSubscribed(other, 'note://n_1')).toBe(false)
+        await store.removeSubscription(sid, 'note://n_1')
+        await store.removeSubscription(sid, 'note://n_1')
+        await store.removeSubscription(other, 'note://never')
+        expect(await store.isSubscribed(sid, 'note://n_1')).toBe(false)
+      })
+
+      it('a session holds at most MAX_SUBSCRIPTIONS_PER_SESSION subscriptions', async () => {
+        const uri = (i: number) => `note://n_${i}`
+        for (let i = 0; i < MAX_SUBSCRIPTIONS_PER_SESSION; i++) {
+          expect(await store.addSubscription(sid, uri(i), LIVE)).toBe(true)
+        }
+        expect(await store.addSubscription(sid, uri(-1), LIVE)).toBe(false)
+        expect(await store.isSubscribed(sid, uri(-1))).toBe(false)
+        // One it holds is still idempotent at the cap, and another session has its own room.
+        expect(await store.addSubscription(sid, uri(7), LIVE)).toBe(true)
+        expect(await store.addSubscription(other, uri(-1), LIVE)).toBe(true)
+        await store.removeSubscription(sid, uri(0))
+        expect(await store.addSubscription(sid, uri(-1), LIVE)).toBe(true)
+        expect(await store.addSubscription(sid, uri(0), LIVE)).toBe(false)
+      })
+
+      describe('input slots', () => {
+        const answer = (id: string) => JSON.stringify({ jsonrpc: '2.0', id, result: { ok: id } })
+
+        it('an answer delivered to its expected slot is taken once', async () => {
+          await store.expectInput(sid, 'r1', LIVE)
+          expect(await store.deliverInput(sid, 'r1', answer('r1'), T0)).toBe(true)
+          expect(await store.takeInput(sid, 'r1')).toBe(answer('r1'))
+          expect(await store.takeInput(sid, 'r1')).toBeUndefined()
+          // Taking removed the slot: a late duplicate finds nothing to fill.
+          expect(await store.deliverInput(sid, 'r1', answer('late'), T0)).toBe(false)
+        })
+
+        it('taking before the answer arrives finds nothing and keeps the slot open', async () => {
+          await store.expectInput(sid, 'r1', LIVE)
+          expect(await store.takeInput(sid, 'r1')).toBeUndefined()
+          expect(await store.deliverInput(sid, 'r1', answer('r1'), T0)).toBe(true)
+          expect(await store.takeInput(sid, 'r1')).toBe(answer('r1'))
+        })
+
+        it('an answer for a slot nobody expected is refused and stored nowhere', async () => {
+          expect(await store.deliverInput(sid, 'r1', answer('r1'), T0)).toBe(false)
+          expect(await store.takeInput(sid, 'r1')).toBeUndefined()
+          await store.expectInput(sid, 'r1', LIVE)
+          expect(await store.takeInput(sid, 'r1')).toBeUndefined()
+        })
+
+        it("an answer sent to another session's slot is refused and leaves that slot open", async () => {
+          await store.expectInput(sid, 'r1', LIVE)
+          expect(await store.deliverInput(other, 'r1', answer('forged'), T0)).toBe(false)
+          expect(await store.takeInput(other, 'r1')).toBeUndefined()
+          expect(await store.takeInput(sid, 'r1')).toBeUndefined()
+          expect(await store.deliverInput(sid, 'r1', answer('r1'), T0)).toBe(true)
+          expect(await store.takeInput(sid, 'r1')).toBe(answer('r1'))
+        })
+
+        it('a second answer to one slot is refused and the first one kept', async () => {
+          await store.expectInput(sid, 'r1', LIVE)
+          expect(await store.deliverInput(sid, 'r1', answer('first'), T0)).toBe(true)
+          expect(await store.deliverInput(sid, 'r1', answer('second'), T0 + 1)).toBe(false)
+          expect(await store.takeInput(sid, 'r1')).toBe(answer('first'))
+        })
+
+        it('of two answers issued together to one slot exactly one is stored', async () => {
+          await store.expectInput(sid, 'r1', LIVE)
+          const outcomes = await Promise.all([
+            store.deliverInput(sid, 'r1', answer('one'), T0),
+            store.deliverInput(sid, 'r1', answer('two'), T0),
+          ])
+          expect([...outcomes].sort()).toEqual([false, true])
+          expect(await store.takeInput(sid, 'r1')).toBe(answer(outcomes[0] ? 'one' : 'two'))
+        })
+
+        it('an answer arriving at or after the slot expiry is refused', async () => {
+          await store.expectInput(sid, 'r1', LIVE)
+          expect(await store.deliverInput(sid, 'r1', answer('r1'), LIVE)).toBe(false)
+          expect(await store.deliverInput(sid, 'r1', answer('r1'), LIVE + HOUR)).toBe(false)
+          expect(await store.takeInput(sid, 'r1')).toBeUndefined()
+          expect(await store.deliverInput(sid, 'r1', answer('r1'), LIVE - 1)).toBe(true)
+        })
+
+        it('opening a slot again keeps its answer and only ever extends its expiry', async () => {
+          await store.expectInput(sid, 'r1', LIVE)
+          await store.expectInput(sid, 'r1', LIVE + HOUR)
+          await store.expectInput(sid, 'r1', T0)
+          expect(await store.deliverInput(sid, 'r1', answer('r1'), LIVE + 1)).toBe(true)
+          await store.expectInput(sid, 'r1', LIVE + HOUR)
+          expect(await store.takeInput(sid, 'r1')).toBe(answer('r1'))
+        })
+
+        it('forgetInput removes a slot whatever its state', async () => {
+          await store.expectInput(sid, 'open', LIVE)
+          await store.expectInput(sid, 'answered', LIVE)
+          await store.deliverInput(sid, 'answered', answer('answered'), T0)
+          await store.forgetInput(sid, 'open')
+          await store.forgetInput(sid, 'answered')
+          await store.forgetInput(sid, 'never-expected')
+          expect(await store.takeInput(sid, 'answered')).toBeUndefined()
+          expect(await store.deliverInput(sid, 'open', answer('open'), T0)).toBe(false)
+        })
+
+        it('slots of one request id in two sessions are independent', async () => {
+          await store.expectInput(sid, 'r1', LIVE)
+          await store.expectInput(other, 'r1', LIVE)
+          expect(await store.deliverInput(other, 'r1', answer('theirs'), T0)).toBe(true)
+          expect(await store.takeInput(sid, 'r1')).toBeUndefined()
+          expect(await store.deliverInput(sid, 'r1', answer('mine'), T0)).toBe(true)
+          expect(await store.takeInput(sid, 'r1')).toBe(answer('mine'))
+          expect(await store.takeInput(other, 'r1')).toBe(answer('theirs'))
+        })
+
+        it('an answer of 1 MiB round-trips exactly', async () => {
+          const mib = 1024 * 1024
+          const frame = (text: string) =>
+            JSON.stringify({ jsonrpc: '2.0', id: 'big', result: { text } })
+          const bytes = (text: string) => new TextEncoder().encode(text).byteLength
+          const head = 'é🎉日本語 \u0000 \u0001 '
+          const payload = frame(head + 'x'.repeat(mib - bytes(frame(head))))
+          expect(bytes(payload)).toBe(mib)
+          await store.expectInput(sid, 'big', LIVE)
+          expect(await store.deliverInput(sid, 'big', payload, T0)).toBe(true)
+          expect(await store.takeInput(sid, 'big')).toBe(payload)
+        })
+
+        it('ids and answers with quotes, unicode and control characters are kept apart exactly', async () => {
+          const id = `it's "r" \u0001 ✓`
+          const payload = `raw \u0000 and \u0001 and 'quotes' ✓`
+          await store.expectInput(sid, id, LIVE)
+          expect(await store.deliverInput(sid, `${id} `, payload, T0)).toBe(false)
+          expect(await store.deliverInput(sid, id, payload, T0)).toBe(true)
+          expect(await store.takeInput(sid, id)).toBe(payload)
+        })
+      })
+    })
+
     describe('purge of expired rows', () => {
       /** Purges everything expired at `now`, so a test can count exactly the rows it made. */
       async function drain(now: number): Promise<void> {
@@ -939,6 +1121,26 @@ export function describeNotesStoreContract(
           linkId,
         })
         expect(await store.getSharedNote(linkId)).toMatchObject({ title: 'share me' })
+      })
+
+      it('session rows go at their expiry; live ones stay', async () => {
+        const now = T0 + 10 * HOUR
+        await drain(now)
+        const [gone, kept] = [unique('sid'), unique('sid')]
+        await store.endSession(gone, now)
+        await store.setSessionLogLevel(kept, 'info', now + 1)
+        await store.addSubscription(gone, 'note://n_1', now - 1)
+        await store.addSubscription(kept, 'note://n_1', now + 1)
+        await store.expectInput(gone, 'r1', now)
+        await store.expectInput(kept, 'r1', now + 1)
+
+        expect(await store.purgeExpired(now, 1000)).toBe(3)
+        expect(await store.getSession(gone)).toEqual({ ended: false })
+        expect(await store.getSession(kept)).toEqual({ ended: false, logLevel: 'info' })
+        expect(await store.isSubscribed(gone, 'note://n_1')).toBe(false)
+        expect(await store.isSubscribed(kept, 'note://n_1')).toBe(true)
+        expect(await store.deliverInput(gone, 'r1', '{}', now - 1)).toBe(false)
+        expect(await store.deliverInput(kept, 'r1', '{}', now)).toBe(true)
       })
 
       it('removes at most limit rows per call and says how many it removed', async () => {

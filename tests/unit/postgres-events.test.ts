@@ -1,13 +1,13 @@
 /**
  * The LISTEN/NOTIFY event bus: an event published on one bus reaches the listeners of every bus on the
- * same database (its own included); a malformed payload on the channel is dropped; a channel name that
- * is not a plain identifier is refused. Without a PostgreSQL server: fails under `CI=true`, skipped
- * (visibly) elsewhere.
+ * same database (its own included), the 2025-era session signals too; a malformed payload on the
+ * channel is dropped; a channel name that is not a plain identifier is refused. Without a PostgreSQL
+ * server: fails under `CI=true`, skipped (visibly) elsewhere.
  */
 import postgres from 'postgres'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { ServerEvent } from '../../src/mcp/events.ts'
-import { PostgresEventBus } from '../../src/storage/postgres-events.ts'
+import { MAX_EVENT_ID_CHARS, PostgresEventBus } from '../../src/storage/postgres-events.ts'
 import { testDatabaseUrl } from '../support/postgres.ts'
 
 const url = await testDatabaseUrl()
@@ -26,37 +26,84 @@ afterAll(async () => {
   await Promise.all(buses.map((bus) => bus.close()))
 })
 
-function collect(bus: PostgresEventBus): ServerEvent[] {
-  const events: ServerEvent[] = []
-  bus.subscribe((event) => events.push(event))
-  return events
-}
-
-async function eventually(check: () => boolean): Promise<void> {
-  const deadline = Date.now() + 3000
-  while (!check() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20))
+/**
+ * The next `count` events the bus's listeners hear, in order (subscribed at once: call it before
+ * publishing). A missing event leaves the promise pending and the test fails by its timeout.
+ */
+function heard(bus: PostgresEventBus, count: number): Promise<ServerEvent[]> {
+  return new Promise((resolve) => {
+    const events: ServerEvent[] = []
+    const stop = bus.subscribe((event) => {
+      events.push(event)
+      if (events.length === count) {
+        stop()
+        resolve(events)
+      }
+    })
+  })
 }
 
 describe.skipIf(!url)('PostgresEventBus', () => {
   it('delivers an event published on one bus to the listeners of every bus', async () => {
-    const [first, second] = [collect(buses[0]!), collect(buses[1]!)]
+    const [first, second] = [heard(buses[0]!, 1), heard(buses[1]!, 1)]
     const event: ServerEvent = { kind: 'resource_updated', uri: 'note://n_1', principal: 'local' }
     await buses[0]!.publish(event)
-    await eventually(() => first.length > 0 && second.length > 0)
-    expect(first).toEqual([event])
-    expect(second).toEqual([event])
+    expect(await first).toEqual([event])
+    expect(await second).toEqual([event])
+  })
+
+  it('carries the 2025-era session signals to the listeners of every bus', async () => {
+    const [first, second] = [heard(buses[0]!, 2), heard(buses[1]!, 2)]
+    const events: ServerEvent[] = [
+      { kind: 'input_delivered', session: 'sid-1', requestId: 'srv-7' },
+      { kind: 'request_cancelled', session: 'sid-1', requestId: 'r-42' },
+    ]
+    for (const event of events) await buses[1]!.publish(event)
+    expect(await first).toEqual(events)
+    expect(await second).toEqual(events)
+  })
+
+  /** Sends raw payloads on the channel, then one well-formed event: what a bus hears first. */
+  async function firstHeardAfter(payloads: string[], event: ServerEvent): Promise<ServerEvent[]> {
+    const next = heard(buses[1]!, 1)
+    const sql = postgres(url!, { max: 1, onnotice: () => {} })
+    try {
+      // One connection: PostgreSQL delivers its notifications in the order they were sent.
+      for (const payload of payloads) await sql.notify(channel, payload)
+      await sql.notify(channel, JSON.stringify(event))
+    } finally {
+      await sql.end()
+    }
+    return next
+  }
+
+  it('drops a session signal that is malformed or carries an oversized id', async () => {
+    const longest = 'x'.repeat(MAX_EVENT_ID_CHARS)
+    const bad = [
+      { kind: 'input_delivered', session: 'sid-1' },
+      { kind: 'input_delivered', session: 'sid-1', requestId: 7 },
+      { kind: 'input_delivered', session: '', requestId: 'r' },
+      { kind: 'request_cancelled', session: 'sid-1', requestId: `${longest}x` },
+      { kind: 'request_cancelled', session: `${longest}x`, requestId: 'r' },
+      { kind: 'request_cancelled', session: 'sid-1', requestId: 'r', principal: 'p' },
+    ]
+    const good: ServerEvent = { kind: 'input_delivered', session: longest, requestId: longest }
+    expect(
+      await firstHeardAfter(
+        bad.map((event) => JSON.stringify(event)),
+        good
+      )
+    ).toEqual([good])
   })
 
   it('drops a payload on the channel that is not a well-formed event', async () => {
-    const heard = collect(buses[1]!)
-    const sql = postgres(url!, { max: 1, onnotice: () => {} })
-    await sql.notify(channel, 'not json')
-    await sql.notify(channel, JSON.stringify({ kind: 'resource_updated' }))
-    await sql.notify(channel, JSON.stringify({ kind: 'tools_list_changed', extra: true }))
-    await sql.notify(channel, JSON.stringify({ kind: 'prompts_list_changed' }))
-    await sql.end()
-    await eventually(() => heard.length > 0)
-    expect(heard).toEqual([{ kind: 'prompts_list_changed' }])
+    const bad = [
+      'not json',
+      JSON.stringify({ kind: 'resource_updated' }),
+      JSON.stringify({ kind: 'tools_list_changed', extra: true }),
+    ]
+    const good: ServerEvent = { kind: 'prompts_list_changed' }
+    expect(await firstHeardAfter(bad, good)).toEqual([good])
   })
 
   it('refuses a channel name that is not a plain identifier', async () => {

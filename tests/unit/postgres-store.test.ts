@@ -1,8 +1,8 @@
 /**
  * The PostgreSQL adapter: the shared `NotesStore` contract against a throw-away database, plus what only
- * PostgreSQL has: several stores (replicas) on one database racing on once-keys, share decisions and
- * migrations, text PostgreSQL cannot hold (U+0000), search independent of the database's locale, the
- * UTF8 requirement, and the adapter's own error types.
+ * PostgreSQL has: several stores (replicas) on one database racing on once-keys, share decisions,
+ * input slots, the subscription cap and migrations, text PostgreSQL cannot hold (U+0000), search
+ * independent of the database's locale, the UTF8 requirement, and the adapter's own error types.
  *
  * Needs a server: `TEST_DATABASE_URL`, or PostgreSQL on 127.0.0.1:5432 (see tests/support/postgres.ts;
  * `.ci/run` installs and starts one). Without one the file fails under `CI=true` and is reported as
@@ -12,6 +12,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import postgres from 'postgres'
 import { PostgresNotesStore } from '../../src/storage/postgres.ts'
+import { MAX_SUBSCRIPTIONS_PER_SESSION } from '../../src/mcp/session-store.ts'
 import { POSTGRES_SCHEMA_VERSION } from '../../src/storage/postgres-schema.ts'
 import { ShareNotApprovedError, StoreNotMigratedError } from '../../src/notes/store.ts'
 import { describeNotesStoreContract } from '../support/store-contract.ts'
@@ -175,6 +176,38 @@ describe.skipIf(serverUrl === undefined)('PostgresNotesStore', () => {
       expect(outcomes.map((o) => o.kind).sort()).toEqual(['conflict', 'updated'])
       expect((await a.get(p, target.id))?.version).toBe(2)
     })
+
+    it('concurrent answers to one input slot on several stores: exactly one is stored', async () => {
+      const stores = await Promise.all([open(), open(), open(), open()])
+      const sid = `sid-${crypto.randomUUID()}`
+      await stores[0]!.expectInput(sid, 'r1', T0 + 10)
+      const outcomes = await Promise.all(
+        stores.map((s, i) => s.deliverInput(sid, 'r1', `answer ${i}`, T0))
+      )
+      expect(outcomes.filter(Boolean)).toHaveLength(1)
+      expect(await stores[1]!.takeInput(sid, 'r1')).toBe(`answer ${outcomes.indexOf(true)}`)
+    })
+
+    it('concurrent subscriptions on several stores never exceed the cap of a session', async () => {
+      const stores = await Promise.all([open(), open(), open(), open()])
+      const sid = `sid-${crypto.randomUUID()}`
+      for (let i = 0; i < MAX_SUBSCRIPTIONS_PER_SESSION - 2; i++) {
+        await stores[0]!.addSubscription(sid, `note://n_${i}`, T0 + 10)
+      }
+      // Four replicas race for the last two places, each with its own new URI.
+      const outcomes = await Promise.all(
+        stores.map((s, i) => s.addSubscription(sid, `note://race_${i}`, T0 + 10))
+      )
+      expect(outcomes.filter(Boolean)).toHaveLength(2)
+      const admin = postgres(shared.url, { max: 1, onnotice: () => {} })
+      try {
+        const [row] = await admin`
+          SELECT count(*)::int AS n FROM session_subscriptions WHERE sid = ${sid}`
+        expect(row?.n).toBe(MAX_SUBSCRIPTIONS_PER_SESSION)
+      } finally {
+        await admin.end({ timeout: 5 })
+      }
+    })
   })
 
   describe('migrations', () => {
@@ -191,8 +224,11 @@ describe.skipIf(serverUrl === undefined)('PostgresNotesStore', () => {
           SELECT table_name FROM information_schema.tables
           WHERE table_schema = current_schema() ORDER BY table_name`
         expect(tables.map((r) => r.table_name)).toEqual([
+          'input_slots',
           'notes',
           'schema_migrations',
+          'session_subscriptions',
+          'sessions',
           'share_requests',
           'shared_links',
           'used_keys',

@@ -1,9 +1,10 @@
 /**
  * The node:sqlite adapter: the shared `NotesStore` contract against an in-memory database and against a
  * file, plus what only SQLite has: WAL on a file, several connections on one file, threads racing on
- * one file (node:sqlite answers synchronously, so only separate threads interleave), the migration
- * bookkeeping and the upgrade of an older file, FTS5 index consistency, the adapter's own errors, and
- * the sweeps of expired rows (`storage/purge.ts`) over this store.
+ * one file for once-keys, versions, decisions, input slots and the subscription cap (node:sqlite
+ * answers synchronously, so only separate threads interleave), the migration bookkeeping and the
+ * upgrade of an older file, FTS5 index consistency, the adapter's own errors, and the sweeps of
+ * expired rows (`storage/purge.ts`) over this store.
  */
 
 import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
@@ -12,13 +13,14 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { Worker } from 'node:worker_threads'
+import { MAX_SUBSCRIPTIONS_PER_SESSION } from '../../src/mcp/session-store.ts'
 import {
   REPLAY_RETENTION_MS,
   ShareNotApprovedError,
   StoreNotMigratedError,
 } from '../../src/notes/store.ts'
 import { startExpirySweeps, sweepExpired } from '../../src/storage/purge.ts'
-import { SQLITE_MIGRATIONS } from '../../src/storage/sql-store.ts'
+import { SQLITE_MIGRATIONS } from '../../src/storage/sql-statements.ts'
 import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
 import { describeNotesStoreContract } from '../support/store-contract.ts'
 
@@ -43,6 +45,20 @@ afterAll(() => {
 
 describeNotesStoreContract('sqlite :memory:', () => openStore(':memory:'))
 describeNotesStoreContract('sqlite file', () => openStore(tempPath()))
+
+/**
+ * What each thread of a race tries, per id, as source text run inside the thread: the store, the id,
+ * its index and the thread's seed in, whether this thread's attempt took effect out.
+ */
+const RACES = {
+  delete: `(store, id, i) => store.delete('p', id, 'shared-key-' + i).then((o) => o.kind === 'done')`,
+  update: `(store, id, i, seed) =>
+    store.update('p', id, 1, { title: 'by ' + seed }, 1).then((o) => o.kind === 'updated')`,
+  decide: `(store, id, i, seed) =>
+    store.decideShareRequest(id, seed % 2 ? 'approved' : 'refused', 1).then((o) => o === 'decided')`,
+  deliver: `(store, id, i, seed) => store.deliverInput('sid', id, 'answer from ' + seed, 1)`,
+  subscribe: `(store, id, i, seed) => store.addSubscription('sid', id + '#' + seed, 10)`,
+} as const
 
 describe('SqliteNotesStore on a file', () => {
   let path: string
@@ -148,34 +164,27 @@ describe('SqliteNotesStore on a file', () => {
    * Runs `op` of the script below in `threads` worker threads, each with its own connection to the
    * file, released together from a barrier; answers how many times `op` succeeded in each thread.
    */
-  async function race(op: 'delete' | 'update' | 'decide', ids: string[], threads = 4) {
+  async function race(op: keyof typeof RACES, ids: string[], threads = 4) {
     const storeUrl = new URL('../../src/storage/sqlite.ts', import.meta.url).href
     const barrier = new Int32Array(new SharedArrayBuffer(4))
+    const attempt = RACES[op]
     const source = `
       const { parentPort, workerData } = require('node:worker_threads')
-      const { storeUrl, path, ids, op, seed, barrier, threads } = workerData
+      const { storeUrl, path, ids, seed, barrier, threads } = workerData
       import(storeUrl).then(async ({ SqliteNotesStore }) => {
         const store = new SqliteNotesStore({ path })
         await store.migrate()
         Atomics.add(barrier, 0, 1)
         while (Atomics.load(barrier, 0) < threads) Atomics.wait(barrier, 0, Atomics.load(barrier, 0), 50)
         let won = 0
-        for (const [i, id] of ids.entries()) {
-          if (op === 'delete') {
-            if ((await store.delete('p', id, 'shared-key-' + i)).kind === 'done') won++
-          } else if (op === 'update') {
-            if ((await store.update('p', id, 1, { title: 'by ' + seed }, 1)).kind === 'updated') won++
-          } else if ((await store.decideShareRequest(id, seed % 2 ? 'approved' : 'refused', 1)) === 'decided') {
-            won++
-          }
-        }
+        for (const [i, id] of ids.entries()) if (await (${attempt})(store, id, i, seed)) won++
         await store.close()
         parentPort.postMessage(won)
       })
     `
     const run = (seed: number) =>
       new Promise<number>((resolve, reject) => {
-        const workerData = { storeUrl, path, ids, op, seed, barrier, threads }
+        const workerData = { storeUrl, path, ids, seed, barrier, threads }
         const worker = new Worker(source, { eval: true, workerData })
         worker.once('message', resolve)
         worker.once('error', reject)
@@ -219,6 +228,26 @@ describe('SqliteNotesStore on a file', () => {
     const wins = await race('decide', ids)
     expect(wins.reduce((a, b) => a + b, 0)).toBe(ids.length)
     for (const id of ids) expect((await store.getShareRequest(id))?.status).not.toBe('pending')
+  })
+
+  it('threads racing to answer one input slot: exactly one answer is stored', async () => {
+    const store = await open()
+    const ids = Array.from({ length: 60 }, (_, i) => `r${i}`)
+    for (const id of ids) await store.expectInput('sid', id, 10)
+    const wins = await race('deliver', ids)
+    expect(wins.reduce((a, b) => a + b, 0)).toBe(ids.length)
+    for (const id of ids) expect(await store.takeInput('sid', id)).toMatch(/^answer from [1-4]$/)
+  })
+
+  it('threads racing to subscribe one session never exceed its cap', async () => {
+    const store = await open()
+    const ids = Array.from({ length: 60 }, (_, i) => `note://n_${i}`)
+    const wins = await race('subscribe', ids)
+    expect(wins.reduce((a, b) => a + b, 0)).toBe(MAX_SUBSCRIPTIONS_PER_SESSION)
+    const held = inspect((db) =>
+      db.prepare(`SELECT count(*) AS n FROM session_subscriptions WHERE sid = 'sid'`).get()
+    )
+    expect(held).toEqual({ n: MAX_SUBSCRIPTIONS_PER_SESSION })
   })
 
   it('keeps the full-text index consistent with the notes table', async () => {

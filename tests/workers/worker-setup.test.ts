@@ -72,7 +72,7 @@ describe('the Worker entry builds its app once per isolate, and only once it can
 })
 
 describe('the scheduled handler purges expired rows', () => {
-  it('removes expired share requests and spent once-keys from D1 and keeps live ones', async () => {
+  it('removes expired share requests, once-keys and sessions from D1 and keeps live ones', async () => {
     const store = new D1NotesStore({ db: env.DB })
     await store.migrate()
     const now = Date.now() + REPLAY_RETENTION_MS + 60_000
@@ -82,11 +82,15 @@ describe('the scheduled handler purges expired rows', () => {
     await share('expired', 1_000)
     const live = await share('live', now + 60_000)
     await store.delete('p', 'n_doesnotexist0000', 'spent-key')
+    await store.endSession('sid-over', now - 1)
+    await store.endSession('sid-live', now + 60_000)
 
     await worker.scheduled({ scheduledTime: now }, { DB: env.DB })
 
     expect(await store.getShareRequest('expired')).toBeUndefined()
     expect(await store.getShareRequest('live')).toEqual(live)
+    expect(await store.getSession('sid-over')).toEqual({ ended: false })
+    expect(await store.getSession('sid-live')).toEqual({ ended: true })
     // The spent key is forgotten: it spends afresh.
     expect(await store.delete('p', note.id, 'spent-key')).toEqual({ kind: 'done', value: true })
   })

@@ -1,0 +1,208 @@
+/**
+ * @module storage/sql-statements
+ * The SQLite dialect of the notes store, shared by node:sqlite and D1: the list of schema migration
+ * files under `migrations/` (the one source of truth for the schema) and every statement
+ * `sql-store.ts` runs. Statements use numbered parameters (`?1`, `?2`…), which both drivers bind
+ * positionally; each statement's comment lists them, and a statement that decides a check-and-set
+ * returns a row (or changes one) only when it applied. Runtime-neutral text; no imports but the
+ * retention rule of the store contract.
+ */
+import { REPLAY_RETENTION_MS } from '../notes/store.ts'
+
+/**
+ * The schema's migration files under `migrations/`, in order; the number before `_` is the step's
+ * version. wrangler applies them to D1 (recorded in `d1_migrations`), the node:sqlite driver reads and
+ * applies them (recorded in `schema_migrations`). Never edit a released file; append a new one here.
+ */
+export const SQLITE_MIGRATIONS: readonly string[] = [
+  '0001_init.sql',
+  '0002_expiry.sql',
+  '0003_sessions.sql',
+]
+
+/** Weights of the FTS columns (title, body, tags) in bm25 ranking: title above tags above body. */
+const BM25_WEIGHTS = '4.0, 1.0, 2.0'
+const NOTE_COLUMNS = 'n.id, n.title, n.body, n.tags, n.created_at, n.updated_at, n.version'
+const RETURNING_NOTE = 'RETURNING id, title, body, tags, created_at, updated_at, version'
+
+/** Keeps only notes carrying every tag of the JSON array `?2` (`?3` distinct tags). */
+const TAG_FILTER = `(?3 = 0 OR (
+  SELECT count(DISTINCT t.value) FROM json_each(n.tags) AS t
+  WHERE t.value IN (SELECT value FROM json_each(?2))
+) = ?3)`
+
+/** The condition that the once-key bound at placeholder `key` carries this call's claim (at `claim`). */
+const CLAIMED = (key: string, claim: string) =>
+  `EXISTS (SELECT 1 FROM used_keys WHERE once_key = ${key} AND claim = ${claim})`
+
+/** Every statement. A statement that decides a check-and-set returns a row only when it applied. */
+export const SQL = {
+  /** ?1 id, ?2 principal, ?3 title, ?4 body, ?5 tags JSON, ?6 now. */
+  insertNote: `
+    INSERT INTO notes (id, principal, title, body, tags, created_at, updated_at, version)
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, 1)
+    ${RETURNING_NOTE}`,
+  /** ?1 principal, ?2 id. */
+  getNote: `SELECT ${NOTE_COLUMNS} FROM notes AS n WHERE n.principal = ?1 AND n.id = ?2`,
+  /** ?1 principal, ?2 id, ?3 expected version, ?4 title, ?5 body, ?6 tags JSON (null: keep), ?7 now. */
+  updateNote: `
+    UPDATE notes SET
+      title = coalesce(?4, title),
+      body = coalesce(?5, body),
+      tags = coalesce(?6, tags),
+      updated_at = ?7,
+      version = version + 1
+    WHERE principal = ?1 AND id = ?2 AND version = ?3
+    ${RETURNING_NOTE}`,
+  /** ?1 key, ?2 now, ?3 claim. Returns a row only when this statement spent the key. */
+  spendKey: `
+    INSERT INTO used_keys (once_key, used_at, claim) VALUES (?1, ?2, ?3)
+    ON CONFLICT DO NOTHING RETURNING once_key`,
+  /** ?1 principal, ?2 id; deletes only when the key ?3 carries this call's claim ?4. */
+  deleteNote: `
+    DELETE FROM notes WHERE principal = ?1 AND id = ?2 AND ${CLAIMED('?3', '?4')}
+    RETURNING id`,
+  /** ?1 key. */
+  keyUsed: `SELECT 1 AS used FROM used_keys WHERE once_key = ?1`,
+  /** ?1 principal, ?2 limit, ?3 offset. */
+  listNotes: `
+    SELECT ${NOTE_COLUMNS} FROM notes AS n WHERE n.principal = ?1
+    ORDER BY n.updated_at DESC, n.seq DESC LIMIT ?2 OFFSET ?3`,
+  /** ?1 principal, ?2 tags JSON, ?3 tag count, ?4 limit, ?5 offset. */
+  filterNotes: `
+    SELECT ${NOTE_COLUMNS} FROM notes AS n WHERE n.principal = ?1 AND ${TAG_FILTER}
+    ORDER BY n.updated_at DESC, n.seq DESC LIMIT ?4 OFFSET ?5`,
+  /** As `filterNotes`, plus ?6 the FTS5 match expression (`ftsMatch` of sql-store.ts). */
+  searchNotes: `
+    SELECT ${NOTE_COLUMNS} FROM notes_fts JOIN notes AS n ON n.seq = notes_fts.rowid
+    WHERE notes_fts MATCH ?6 AND n.principal = ?1 AND ${TAG_FILTER}
+    ORDER BY bm25(notes_fts, ${BM25_WEIGHTS}), n.updated_at DESC, n.seq DESC
+    LIMIT ?4 OFFSET ?5`,
+  /** ?1 principal. */
+  listTags: `
+    SELECT t.value AS tag, count(*) AS count FROM notes AS n, json_each(n.tags) AS t
+    WHERE n.principal = ?1 GROUP BY t.value ORDER BY t.value`,
+  /**
+   * ?1 principal, ?2 prefix, ?3 limit. Exact, case-sensitive prefix comparison: no wildcard of the
+   * prefix can take effect.
+   */
+  completeIds: `
+    SELECT n.id FROM notes AS n
+    WHERE n.principal = ?1 AND substr(n.id, 1, length(?2)) = ?2
+    ORDER BY n.id LIMIT ?3`,
+  /** ?1 principal, ?2 `likePrefix` pattern (sql-store.ts), ?3 limit. */
+  completeTags: `
+    SELECT DISTINCT t.value AS tag FROM notes AS n, json_each(n.tags) AS t
+    WHERE n.principal = ?1 AND t.value LIKE ?2 ESCAPE '\\'
+    ORDER BY t.value LIMIT ?3`,
+  /** ?1 id, ?2 principal, ?3 note id, ?4 expires at. */
+  insertShare: `
+    INSERT INTO share_requests (id, principal, note_id, status, expires_at)
+    VALUES (?1, ?2, ?3, 'pending', ?4)`,
+  /** ?1 id. */
+  getShare: `
+    SELECT id, principal, note_id, status, expires_at, link_id FROM share_requests WHERE id = ?1`,
+  /** ?1 id, ?2 decision, ?3 now. */
+  decideShare: `
+    UPDATE share_requests SET status = ?2, decided_at = ?3
+    WHERE id = ?1 AND status = 'pending' AND expires_at > ?3
+    RETURNING id`,
+  /** ?1 key, ?2 now, ?3 claim, ?4 share, ?5 principal: spends the key only for a publishable share. */
+  spendKeyForShare: `
+    INSERT INTO used_keys (once_key, used_at, claim)
+    SELECT ?1, ?2, ?3 WHERE EXISTS (
+      SELECT 1 FROM share_requests
+      WHERE id = ?4 AND principal = ?5 AND status = 'approved' AND link_id IS NULL
+    )
+    ON CONFLICT DO NOTHING RETURNING once_key`,
+  /** ?1 link, ?2 now, ?3 share, ?4 key, ?5 claim. */
+  insertLink: `
+    INSERT INTO shared_links (id, share_id, principal, note_id, created_at)
+    SELECT ?1, s.id, s.principal, s.note_id, ?2 FROM share_requests AS s
+    WHERE s.id = ?3 AND ${CLAIMED('?4', '?5')}`,
+  /** ?1 link, ?2 share, ?3 key, ?4 claim. */
+  setShareLink: `
+    UPDATE share_requests SET link_id = ?1 WHERE id = ?2 AND ${CLAIMED('?3', '?4')}`,
+  /** ?1 link id. */
+  getSharedNote: `
+    SELECT ${NOTE_COLUMNS} FROM shared_links AS l
+    JOIN notes AS n ON n.principal = l.principal AND n.id = l.note_id
+    WHERE l.id = ?1`,
+  /** ?1 cutoff (spent at or before it), ?2 limit. */
+  purgeUsedKeys: `
+    DELETE FROM used_keys WHERE once_key IN (
+      SELECT once_key FROM used_keys WHERE used_at <= ?1 LIMIT ?2
+    )`,
+  /** ?1 sid. */
+  getSession: `SELECT ended, log_level FROM sessions WHERE sid = ?1`,
+  /** ?1 sid, ?2 level, ?3 expires at. A row's expiry only ever moves later. */
+  setLogLevel: `
+    INSERT INTO sessions (sid, log_level, expires_at) VALUES (?1, ?2, ?3)
+    ON CONFLICT (sid) DO UPDATE SET
+      log_level = excluded.log_level, expires_at = max(expires_at, excluded.expires_at)`,
+  /** ?1 sid, ?2 expires at. */
+  endSession: `
+    INSERT INTO sessions (sid, ended, expires_at) VALUES (?1, 1, ?2)
+    ON CONFLICT (sid) DO UPDATE SET ended = 1, expires_at = max(expires_at, excluded.expires_at)`,
+  /**
+   * ?1 sid, ?2 uri, ?3 expires at, ?4 most subscriptions per session. Returns a row when the session
+   * holds the subscription afterwards: it did already, or it held fewer than ?4 and now holds it too.
+   */
+  addSubscription: `
+    INSERT INTO session_subscriptions (sid, uri, expires_at)
+    SELECT ?1, ?2, ?3
+    WHERE EXISTS (SELECT 1 FROM session_subscriptions WHERE sid = ?1 AND uri = ?2)
+      OR (SELECT count(*) FROM session_subscriptions WHERE sid = ?1) < ?4
+    ON CONFLICT (sid, uri) DO UPDATE SET expires_at = max(expires_at, excluded.expires_at)
+    RETURNING 1 AS held`,
+  /** ?1 sid, ?2 uri. */
+  removeSubscription: `DELETE FROM session_subscriptions WHERE sid = ?1 AND uri = ?2`,
+  /** ?1 sid, ?2 uri. */
+  isSubscribed: `SELECT 1 AS held FROM session_subscriptions WHERE sid = ?1 AND uri = ?2`,
+  /** ?1 sid, ?2 request id, ?3 expires at. Re-opening a slot keeps its answer, if any. */
+  expectInput: `
+    INSERT INTO input_slots (sid, request_id, expires_at) VALUES (?1, ?2, ?3)
+    ON CONFLICT (sid, request_id) DO UPDATE SET
+      expires_at = max(expires_at, excluded.expires_at)`,
+  /** ?1 sid, ?2 request id, ?3 payload, ?4 now. Changes one row only in an open, unanswered slot. */
+  deliverInput: `
+    UPDATE input_slots SET payload = ?3
+    WHERE sid = ?1 AND request_id = ?2 AND payload IS NULL AND expires_at > ?4`,
+  /** ?1 sid, ?2 request id. Removes (and returns) the slot only once it holds an answer. */
+  takeInput: `
+    DELETE FROM input_slots WHERE sid = ?1 AND request_id = ?2 AND payload IS NOT NULL
+    RETURNING payload`,
+  /** ?1 sid, ?2 request id. */
+  forgetInput: `DELETE FROM input_slots WHERE sid = ?1 AND request_id = ?2`,
+  /** ?1 cutoff (expired at or before it), ?2 limit. Published shares stay with their links. */
+  purgeShares: `
+    DELETE FROM share_requests WHERE id IN (
+      SELECT id FROM share_requests WHERE link_id IS NULL AND expires_at <= ?1 LIMIT ?2
+    )`,
+  /** ?1 now, ?2 limit (this and the next two). */
+  purgeSessions: `
+    DELETE FROM sessions WHERE sid IN (
+      SELECT sid FROM sessions WHERE expires_at <= ?1 LIMIT ?2
+    )`,
+  purgeSubscriptions: `
+    DELETE FROM session_subscriptions WHERE (sid, uri) IN (
+      SELECT sid, uri FROM session_subscriptions WHERE expires_at <= ?1 LIMIT ?2
+    )`,
+  purgeInputSlots: `
+    DELETE FROM input_slots WHERE rowid IN (
+      SELECT rowid FROM input_slots WHERE expires_at <= ?1 LIMIT ?2
+    )`,
+} as const
+
+/**
+ * Purge statements, in the order a purge spends its budget, each with the cutoff it compares with
+ * (`?1`) for a given `now`: once-keys and unpublished shares are kept {@link REPLAY_RETENTION_MS}
+ * past their last use, session rows go at their own expiry.
+ */
+export const PURGES: ReadonlyArray<{ sql: string; cutoff: (now: number) => number }> = [
+  { sql: SQL.purgeUsedKeys, cutoff: (now) => now - REPLAY_RETENTION_MS },
+  { sql: SQL.purgeShares, cutoff: (now) => now - REPLAY_RETENTION_MS },
+  { sql: SQL.purgeSessions, cutoff: (now) => now },
+  { sql: SQL.purgeSubscriptions, cutoff: (now) => now },
+  { sql: SQL.purgeInputSlots, cutoff: (now) => now },
+]
