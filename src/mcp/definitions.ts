@@ -123,6 +123,8 @@ export interface ToolDefinition<App, S extends z.ZodObject = z.ZodObject> {
   inputJsonSchema?: JsonObject
   output?: z.ZodType
   annotations?: ToolAnnotations
+  /** OAuth scopes a caller needs to call this tool, checked when auth is configured (never listed). */
+  scopes?: readonly string[]
   run(args: z.output<S>, ctx: ReplayContext<App>): Promise<CallToolResult> | CallToolResult
 }
 

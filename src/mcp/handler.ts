@@ -30,6 +30,7 @@ import type { EventBus } from './events.ts'
 import { META_SERVER_INFO, METHODS } from './protocol.ts'
 import type { StateSealer } from './sealed-state.ts'
 import type { CompiledServer } from './server.ts'
+import { scopeChallenge } from './scopes.ts'
 import { Cancellation, ResponseChannel, jsonText, type FinalMessage } from './streaming.ts'
 import { listen } from './subscriptions.ts'
 import { ListenParamsSchema, type JsonObject, type RequestId } from './wire.ts'
@@ -74,6 +75,13 @@ export interface McpHttpInput {
   client?: string
   /** Aborted when the client goes away. */
   signal?: AbortSignal
+  /**
+   * The scopes the caller's token grants (hierarchy already applied), when auth is configured; without
+   * it every operation is allowed. An operation needing more (`requiredScopes`) is answered by
+   * `insufficientScope`, the HTTP layer's 403 step-up challenge, before anything runs.
+   */
+  grantedScopes?: ReadonlySet<string>
+  insufficientScope?: (required: readonly string[], id: RequestId) => Response
 }
 
 export type McpHandler = (input: McpHttpInput) => Promise<Response>
@@ -220,6 +228,8 @@ export function createMcpHandler<App>(options: McpHandlerOptions<App>): McpHandl
     if (!isAdvertised(server, method)) {
       return answerError(id, new McpError(ErrorCode.MethodNotFound, `Method not found: ${method}`))
     }
+    const denied = scopeChallenge(server, request, input)
+    if (denied) return denied
 
     const cancellation = new Cancellation(signal)
 

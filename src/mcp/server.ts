@@ -44,6 +44,12 @@ export interface ServerDefinition<App> {
   logging?: boolean
   pageSize?: number
   cache?: Partial<Record<CacheableResult, CacheHint>>
+  /**
+   * OAuth scopes a caller needs per method, checked when the HTTP layer reports the caller's granted
+   * scopes (bearer auth); `tools/call` takes each tool's own `scopes` instead. Methods not named need
+   * none beyond what the HTTP layer requires of every request.
+   */
+  scopes?: Readonly<Record<string, readonly string[]>>
 }
 
 /** A published tool plus what the pipeline needs to check its `Mcp-Param-*` headers. */
@@ -81,6 +87,8 @@ export interface CompiledServer<App> {
   readonly templateListing: readonly ResourceTemplate[]
   readonly prompts: ReadonlyMap<string, PromptDefinition<App>>
   readonly promptListing: readonly JsonObject[]
+  /** Scopes per method (`ServerDefinition.scopes`); see `scopes.ts`. */
+  readonly methodScopes: ReadonlyMap<string, readonly string[]>
 }
 
 const DEFAULT_CACHE: Record<CacheableResult, CacheHint> = {
@@ -165,6 +173,7 @@ export function compileServer<App>(options: ServerDefinition<App>): CompiledServ
     promptListing: [...prompts.values()].map(
       ({ get: _get, complete: _complete, ...listing }) => listing as JsonObject
     ),
+    methodScopes: new Map(Object.entries(options.scopes ?? {})),
   })
 }
 

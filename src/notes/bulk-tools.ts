@@ -27,6 +27,7 @@ import { defineForm } from '../mcp/replay.ts'
 import { publishNoteChange } from './changes.ts'
 import { tagField } from './schemas.ts'
 import type { NotesApp } from './app.ts'
+import { WRITE } from './scopes.ts'
 
 /** Most notes one `delete_notes_by_tag` call offers: a form stays readable; call again for more. */
 export const MAX_BULK_NOTES = 20
@@ -89,6 +90,7 @@ export const deleteNotesByTag = tool({
   input: z.strictObject({ tag: tagField.describe('The tag whose notes to offer.') }),
   output: BulkDeleteSchema,
   annotations: { destructiveHint: true, idempotentHint: true, openWorldHint: false },
+  scopes: WRITE,
   async run({ tag }, ctx) {
     // Read once, in the first round; later rounds replay it, so the questions never change.
     const found = await ctx.once('candidates', async () => {

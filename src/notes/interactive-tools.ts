@@ -30,6 +30,7 @@ import { noteIdField, tagsField, titleField } from './schemas.ts'
 import type { NotesApp } from './app.ts'
 import type { Note } from './store.ts'
 import { noteNotFound, noteResult } from './tools.ts'
+import { READ, WRITE } from './scopes.ts'
 
 const { tool } = definitions<NotesApp>()
 
@@ -47,6 +48,7 @@ export const deleteNote = tool({
     'form elicitation.',
   input: z.strictObject({ id: noteIdField.describe('Id of the note to delete.') }),
   annotations: { destructiveHint: true, idempotentHint: true, openWorldHint: false },
+  scopes: WRITE,
   async run({ id }, ctx) {
     // Journaled on the first round: the question stays the one the person saw, and a duplicated final
     // round (the note already gone) still names it.
@@ -149,6 +151,7 @@ export const createNoteFromTemplate = tool({
     template: z.enum(TEMPLATE_NAMES).describe('Which template: meeting, journal or todo.'),
   }),
   annotations: { destructiveHint: false, idempotentHint: false, openWorldHint: false },
+  scopes: WRITE,
   async run({ template }, ctx) {
     const answer = await ctx.elicit('details', {
       message: `New ${template} note: fill in the details.`,
@@ -256,6 +259,7 @@ export const summarizeNotes = tool({
   }),
   output: SummarySchema,
   annotations: { readOnlyHint: true, openWorldHint: false },
+  scopes: READ,
   async run({ query = '', tags, maxNotes }, ctx) {
     const { items } = await ctx.app.notes.search(ctx.principal, {
       text: query,

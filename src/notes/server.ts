@@ -12,6 +12,7 @@ import { deleteNotesByTag } from './bulk-tools.ts'
 import { createNoteFromTemplate, deleteNote, summarizeNotes } from './interactive-tools.ts'
 import { reviewNote, weeklyDigest } from './prompts.ts'
 import { helpResource, noteTemplate } from './resources.ts'
+import { METHOD_SCOPES } from './scopes.ts'
 import { shareNote } from './share-tool.ts'
 import { createNote, getNote, listTags, searchNotes, updateNote } from './tools.ts'
 
@@ -44,5 +45,6 @@ export function createNotesServer(): CompiledServer<NotesApp> {
     listChanged: { resources: true },
     subscribe: true,
     logging: true,
+    scopes: METHOD_SCOPES,
   })
 }

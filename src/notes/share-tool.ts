@@ -18,6 +18,7 @@ import { noteIdField } from './schemas.ts'
 import type { NotesApp } from './app.ts'
 import { randomToken } from './tokens.ts'
 import { noteNotFound } from './tools.ts'
+import { WRITE } from './scopes.ts'
 
 const { tool } = definitions<NotesApp>()
 
@@ -30,6 +31,7 @@ export const shareNote = tool({
     'elicitation.',
   input: z.strictObject({ id: noteIdField.describe('Id of the note to share.') }),
   annotations: { destructiveHint: false, idempotentHint: false, openWorldHint: true },
+  scopes: WRITE,
   async run({ id }, ctx) {
     if (!ctx.can('elicitation.url')) {
       return toolError(

@@ -35,6 +35,7 @@ import {
 } from './schemas.ts'
 import type { NotesApp } from './app.ts'
 import type { Note } from './store.ts'
+import { READ, WRITE } from './scopes.ts'
 
 /** The logger name of the storage messages `search_notes` sends. */
 const NOTES_DB_LOGGER = 'notes-db'
@@ -75,6 +76,7 @@ export const createNote = tool({
   }),
   output: NoteResultSchema,
   annotations: { destructiveHint: false, idempotentHint: false, openWorldHint: false },
+  scopes: WRITE,
   async run({ title, body = '', tags = [] }, ctx) {
     const note = await ctx.app.notes.create(ctx.principal, { title, body, tags }, ctx.app.now())
     await publishNoteChange(ctx.app.bus, ctx.principal, note.id, 'created')
@@ -89,6 +91,7 @@ export const getNote = tool({
   input: z.strictObject({ id: noteIdField.describe('Id of the note.') }),
   output: NoteResultSchema,
   annotations: LOCAL_READ,
+  scopes: READ,
   async run({ id }, ctx) {
     const note = await ctx.app.notes.get(ctx.principal, id)
     return note ? noteResult(note) : toolError(noteNotFound(id))
@@ -118,6 +121,7 @@ export const updateNote = tool({
     }),
   output: NoteResultSchema,
   annotations: { destructiveHint: true, idempotentHint: false, openWorldHint: false },
+  scopes: WRITE,
   async run({ id, expectedVersion, title, body, tags }, ctx) {
     const outcome = await ctx.app.notes.update(
       ctx.principal,
@@ -169,6 +173,7 @@ export const searchNotes = tool({
   }),
   output: z.object({ notes: z.array(SearchHitSchema), nextCursor: z.string().optional() }),
   annotations: LOCAL_READ,
+  scopes: READ,
   async run({ query, tags, cursor, limit }, ctx) {
     let offset: number
     try {
@@ -212,6 +217,7 @@ export const listTags = tool({
   input: z.strictObject({}),
   output: z.object({ tags: z.array(z.object({ tag: z.string(), count: z.int() })) }),
   annotations: LOCAL_READ,
+  scopes: READ,
   async run(_args, ctx) {
     return structured({ tags: await ctx.app.notes.listTags(ctx.principal) })
   },

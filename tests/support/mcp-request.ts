@@ -12,7 +12,7 @@
  */
 import type { Hono } from 'hono'
 import { expect } from 'vitest'
-import type { McpHandler } from '../../src/mcp/handler.ts'
+import type { McpHandler, McpHttpInput } from '../../src/mcp/handler.ts'
 import {
   HEADER_METHOD,
   HEADER_NAME,
@@ -140,6 +140,8 @@ export interface HandlerCallOptions extends McpRequestOptions {
   /** Default `'local'`, the principal of a server without auth. */
   principal?: string
   signal?: AbortSignal
+  grantedScopes?: McpHttpInput['grantedScopes']
+  insufficientScope?: McpHttpInput['insufficientScope']
 }
 
 /** Hands one MCP message straight to an engine handler, as the HTTP route does; fails on 5xx. */
@@ -154,6 +156,8 @@ export async function callMcp(
       headers: mcpHeaders(method, options),
       principal: options.principal ?? 'local',
       signal: options.signal,
+      grantedScopes: options.grantedScopes,
+      insufficientScope: options.insufficientScope,
     })
   )
 }

@@ -31,6 +31,8 @@ import {
   type McpLogger,
 } from '../dispatch.ts'
 import type { McpRequest } from '../envelope.ts'
+import type { McpHttpInput } from '../handler.ts'
+import { scopeChallenge } from '../scopes.ts'
 import { ErrorCode, McpError, errorMessage } from '../errors.ts'
 import { eventStream } from '../event-stream.ts'
 import type { EventBus, ServerEvent } from '../events.ts'
@@ -90,13 +92,8 @@ export interface LegacyEraOptions<App> {
   stream?: { keepAliveMs?: number; maxDurationMs?: number }
 }
 
-/** What the HTTP layer hands over for a 2025-era message. */
-export interface LegacyInput {
-  headers: Headers
-  principal: string
-  client?: string
-  signal?: AbortSignal
-}
+/** What the HTTP layer hands over for a 2025-era message (its body is already parsed). */
+export type LegacyInput = Omit<McpHttpInput, 'body' | 'method'>
 
 export interface LegacyEra {
   post(message: unknown, input: LegacyInput): Promise<Response>
@@ -398,6 +395,8 @@ export function createLegacyEra<App>(options: LegacyEraOptions<App>): LegacyEra 
     input: LegacyInput
   ): Promise<Response> {
     const { id, method } = message
+    const denied = scopeChallenge(server, message, input)
+    if (denied) return denied
     try {
       const result = await sessionMethod(method, message.params, session)
       if (result !== undefined) return jsonResponse({ jsonrpc: '2.0', id, result })

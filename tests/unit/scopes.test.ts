@@ -1,0 +1,166 @@
+/**
+ * Per-operation scopes in the engine (`src/mcp/scopes.ts`): what an operation needs is decided from
+ * the parsed body (the tool's name), checked against the scopes the HTTP layer says the caller holds,
+ * and answered with the HTTP layer's challenge before anything runs, in both protocol eras. Without
+ * granted scopes (no auth) everything is allowed. The notes server's own policy is pinned too.
+ */
+import { describe, expect, it } from 'vitest'
+import { z } from 'zod'
+import { definitions, text } from '../../src/mcp/definitions.ts'
+import { InProcessEventBus } from '../../src/mcp/events.ts'
+import { createMcpHandler } from '../../src/mcp/handler.ts'
+import { generateKey, importKeyRing } from '../../src/mcp/key-ring.ts'
+import { requiredScopes } from '../../src/mcp/scopes.ts'
+import { StateSealer } from '../../src/mcp/sealed-state.ts'
+import { compileServer } from '../../src/mcp/server.ts'
+import { createNotesServer } from '../../src/notes/server.ts'
+import { NOTES_READ, NOTES_WRITE } from '../../src/notes/scopes.ts'
+import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
+import { callMcp, type HandlerCallOptions } from '../support/mcp-request.ts'
+
+let ran = 0
+const { tool } = definitions<null>()
+const server = compileServer<null>({
+  info: { name: 'scoped', version: '1.0.0' },
+  tools: [
+    tool({
+      name: 'write_thing',
+      description: 'Needs write.',
+      input: z.object({}),
+      scopes: ['things:write'],
+      run: () => (ran++, text('written')),
+    }),
+    tool({
+      name: 'open_thing',
+      description: 'Needs nothing.',
+      input: z.object({}),
+      run: () => text('open'),
+    }),
+  ],
+  scopes: { 'tools/list': ['things:list'] },
+})
+const sealer = StateSealer.create({ keyRing: await importKeyRing([generateKey()]) })
+const sessions = new SqliteNotesStore({ path: ':memory:' })
+await sessions.migrate()
+const handler = createMcpHandler({
+  server,
+  app: null,
+  sealer,
+  bus: new InProcessEventBus(),
+  legacy: { sessions },
+})
+
+function challenge(required: readonly string[], id: unknown): Response {
+  return Response.json(
+    { required, id },
+    { status: 403, headers: { 'www-authenticate': 'Bearer test' } }
+  )
+}
+
+function modern(method: string, params: Record<string, unknown>, extra: HandlerCallOptions) {
+  return callMcp(handler, method, { id: 7, params, insufficientScope: challenge, ...extra })
+}
+
+describe('per-operation scopes', () => {
+  it('answers the challenge with the tool’s scopes, before the tool runs, for a call lacking them', async () => {
+    const before = ran
+    const response = await modern(
+      'tools/call',
+      { name: 'write_thing' },
+      { grantedScopes: new Set(['things:read']) }
+    )
+    expect(response.status).toBe(403)
+    expect(await response.json()).toEqual({ required: ['things:write'], id: 7 })
+    expect(ran).toBe(before)
+  })
+
+  it('runs the tool when the scopes are granted, and anything when no scopes are reported (no auth)', async () => {
+    for (const grantedScopes of [new Set(['things:write']), undefined]) {
+      const response = await modern('tools/call', { name: 'write_thing' }, { grantedScopes })
+      expect(response.status).toBe(200)
+      expect((await response.json()).result.content[0].text).toBe('written')
+    }
+  })
+
+  it('decides from the body’s tool name, whatever the Mcp-Name header says', async () => {
+    const response = await modern(
+      'tools/call',
+      { name: 'write_thing' },
+      { grantedScopes: new Set(), headers: { 'mcp-name': 'open_thing' } }
+    )
+    // The header disagreeing with the body is itself refused; it can never borrow open_thing's scopes.
+    expect(response.status).toBe(400)
+  })
+
+  it('applies method scopes, and a tool without scopes needs none', async () => {
+    expect((await modern('tools/list', {}, { grantedScopes: new Set() })).status).toBe(403)
+    const open = await modern('tools/call', { name: 'open_thing' }, { grantedScopes: new Set() })
+    expect(open.status).toBe(200)
+  })
+
+  it('checks 2025-era requests the same way', async () => {
+    const init = await handler({
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: {
+          protocolVersion: '2025-11-25',
+          capabilities: {},
+          clientInfo: { name: 't', version: '1' },
+        },
+      }),
+      headers: new Headers({ 'content-type': 'application/json' }),
+      principal: 'p',
+    })
+    const session = init.headers.get('mcp-session-id') as string
+    const call = await handler({
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 2,
+        method: 'tools/call',
+        params: { name: 'write_thing' },
+      }),
+      headers: new Headers({ 'content-type': 'application/json', 'mcp-session-id': session }),
+      principal: 'p',
+      grantedScopes: new Set(['things:read']),
+      insufficientScope: challenge,
+    })
+    expect(call.status).toBe(403)
+    expect(await call.json()).toEqual({ required: ['things:write'], id: 2 })
+  })
+
+  it('gives the notes server read and write scopes per operation, and none for the lists', () => {
+    const notes = createNotesServer()
+    const need = (method: string, params: Record<string, unknown> = {}) =>
+      requiredScopes(notes, method, params)
+    expect(need('tools/call', { name: 'search_notes' })).toEqual([NOTES_READ])
+    expect(need('tools/call', { name: 'get_note' })).toEqual([NOTES_READ])
+    for (const name of [
+      'create_note',
+      'update_note',
+      'delete_note',
+      'delete_notes_by_tag',
+      'create_note_from_template',
+      'share_note',
+    ])
+      expect(need('tools/call', { name })).toEqual([NOTES_WRITE])
+    for (const method of [
+      'resources/read',
+      'resources/list',
+      'prompts/get',
+      'completion/complete',
+      'subscriptions/listen',
+      'resources/subscribe',
+    ])
+      expect(need(method)).toEqual([NOTES_READ])
+    for (const method of [
+      'tools/list',
+      'prompts/list',
+      'resources/templates/list',
+      'server/discover',
+    ])
+      expect(need(method)).toEqual([])
+    expect(need('tools/call', { name: 'no_such_tool' })).toEqual([])
+  })
+})
