@@ -1,0 +1,600 @@
+/**
+ * The 2025-era protocol (revisions 2025-11-25, 2025-06-18, 2025-03-26) on the conformance fixture and
+ * the notes app, in-process, trying to break it: which era a message belongs to, what `initialize`
+ * negotiates, every way a session id can be wrong (missing, garbage, truncated, each character
+ * mutated, another principal's or OAuth client's, another key ring's, expired, a `requestState`
+ * instead, ended, sealed under a retired key), the `MCP-Protocol-Version` cross-check, the session
+ * methods (ping, logging/setLevel, resources/(un)subscribe and their bounds), the methods that do not
+ * exist in this era, and result shapes without the 2026-07-28 stamps. Sessions live in a real
+ * in-memory SQLite store; each answer is pinned by HTTP status, JSON-RPC code and id echo.
+ *
+ * The interactive flows and the GET stream are in `legacy-flows.test.ts`.
+ */
+import { SignJWT } from 'jose'
+import { describe, expect, it } from 'vitest'
+import { createApp } from '../../src/app.ts'
+import { parseConfig } from '../../src/config.ts'
+import { InProcessEventBus } from '../../src/mcp/events.ts'
+import { generateKey, importKeyRing, type RawKey } from '../../src/mcp/key-ring.ts'
+import { HEADER_SESSION_ID } from '../../src/mcp/legacy/protocol.ts'
+import {
+  HEADER_PROTOCOL_VERSION,
+  META_SERVER_INFO,
+  PROTOCOL_VERSION,
+} from '../../src/mcp/protocol.ts'
+import { StateSealer } from '../../src/mcp/sealed-state.ts'
+import { MAX_SUBSCRIPTIONS_PER_SESSION } from '../../src/mcp/session-store.ts'
+import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
+import { createFixtureApp } from '../conformance/fixture-app.ts'
+import {
+  LEGACY_VERSION,
+  initializeMessage,
+  postLegacy,
+  startSession,
+  type HeaderOverrides,
+  type LegacySession,
+} from '../support/legacy-request.ts'
+import {
+  expectError,
+  expectResult,
+  postMcp,
+  readMessages,
+  type JsonObject,
+} from '../support/mcp-request.ts'
+
+const INVALID_REQUEST = -32600
+const METHOD_NOT_FOUND = -32601
+const INVALID_PARAMS = -32602
+const SESSION_NOT_FOUND = -32001
+
+const AUTH_ENV = {
+  AUTH_ISSUER: 'https://issuer.example',
+  AUTH_AUDIENCE: 'http://127.0.0.1:8787/mcp',
+  AUTH_JWT_SECRET: 'a-test-signing-secret-of-more-than-32-characters',
+}
+
+const sealerFor = async (keys: RawKey[], now?: () => number) =>
+  StateSealer.create({ keyRing: await importKeyRing(keys), now })
+
+const keyA = generateKey()
+const sealer = await sealerFor([keyA])
+const sessions = new SqliteNotesStore({ path: ':memory:' })
+await sessions.migrate()
+const bus = new InProcessEventBus()
+
+/** The fixture app on the shared session store, with `env` and (by default) key ring [A]. */
+const fixture = (env: Record<string, string> = {}, withSealer = sealer) =>
+  createFixtureApp(parseConfig(env), { sealer: withSealer, bus, sessions })
+const app = fixture()
+const authApp = fixture(AUTH_ENV)
+
+/** The notes app on a store of its own, with one note of the local principal. */
+const notesStore = new SqliteNotesStore({ path: ':memory:' })
+await notesStore.migrate()
+const notesApp = createApp(parseConfig({}), { store: notesStore, sealer, bus })
+const noteId = (
+  await notesStore.create('local', { title: 'Groceries', body: 'milk', tags: [] }, Date.now())
+).id
+
+/** `Authorization` for a bearer token of `subject` (and OAuth client `azp`) on `authApp`. */
+async function bearer(subject: string, azp?: string): Promise<HeaderOverrides> {
+  const token = await new SignJWT(azp === undefined ? {} : { azp })
+    .setProtectedHeader({ alg: 'HS256' })
+    .setIssuer(AUTH_ENV.AUTH_ISSUER)
+    .setAudience(AUTH_ENV.AUTH_AUDIENCE)
+    .setSubject(subject)
+    .setExpirationTime('5m')
+    .sign(new TextEncoder().encode(AUTH_ENV.AUTH_JWT_SECRET))
+  return { authorization: `Bearer ${token}` }
+}
+
+const ping = (session: LegacySession, headers?: HeaderOverrides) =>
+  session.request('ping', undefined, { id: 1, headers })
+
+/** A ping with `id` as session id (and `headers`) is 404 -32001; returns the error message. */
+async function expectUnknownSession(
+  target: ReturnType<typeof fixture>,
+  id: string,
+  headers: HeaderOverrides = {}
+): Promise<string> {
+  const response = await postLegacy(
+    target,
+    { jsonrpc: '2.0', id: 1, method: 'ping' },
+    { [HEADER_SESSION_ID]: id, ...headers }
+  )
+  const error = await expectError(response, { status: 404, code: SESSION_NOT_FOUND, id: 1 })
+  return error.message
+}
+
+/** What every refused session id is told (read once from an id that is plain garbage). */
+const NOT_FOUND_MESSAGE = await (async () => {
+  const response = await postLegacy(
+    app,
+    { jsonrpc: '2.0', id: 1, method: 'ping' },
+    { [HEADER_SESSION_ID]: 'not-a-session' }
+  )
+  return ((await response.json()) as JsonObject).error.message as string
+})()
+
+/** POST, GET and DELETE with `id` are all 404 -32001 with the one message. */
+async function expectRefusedEverywhere(
+  target: ReturnType<typeof fixture>,
+  session: LegacySession,
+  headers: HeaderOverrides = {}
+) {
+  expect(await expectUnknownSession(target, session.id, headers)).toBe(NOT_FOUND_MESSAGE)
+  const onTarget = { ...headers }
+  for (const response of [await session.get(onTarget), await session.delete(onTarget)]) {
+    const error = await expectError(response, { status: 404, code: SESSION_NOT_FOUND, id: null })
+    expect(error.message).toBe(NOT_FOUND_MESSAGE)
+  }
+}
+
+/** A requestState the app sealed for a 2026-07-28 elicitation round of the local principal. */
+async function modernRequestState(): Promise<string> {
+  const round = await expectResult(
+    await postMcp(app, 'tools/call', {
+      params: { name: 'test_input_required_result_elicitation' },
+      capabilities: { elicitation: {} },
+    })
+  )
+  expect(round.resultType).toBe('input_required')
+  return round.requestState
+}
+
+describe('era classification', () => {
+  it('answers initialize as 2025-era with a session id of visible ASCII', async () => {
+    // startSession asserts the Mcp-Session-Id header is visible ASCII only.
+    const { session, result } = await startSession(app)
+    expect(result.protocolVersion).toBe(LEGACY_VERSION)
+    expect(await expectResult(await ping(session))).toStrictEqual({})
+  })
+
+  it.each(['tools/list', 'server/discover'])(
+    'serves %s with a _meta protocol-version claim exactly as 2026-07-28 even with an Mcp-Session-Id',
+    async (method) => {
+      const { session } = await startSession(app)
+      const plain = await expectResult(await postMcp(app, method))
+      for (const id of [session.id, 'not-a-session']) {
+        const withSession = await expectResult(
+          await postMcp(app, method, { headers: { [HEADER_SESSION_ID]: id } })
+        )
+        expect(withSession).toStrictEqual(plain)
+      }
+      expect(plain.resultType).toBe('complete')
+      expect(plain._meta[META_SERVER_INFO]).toBeDefined()
+    }
+  )
+
+  it.each([
+    ['without a session', false],
+    ['with a session', true],
+  ])(
+    'answers a claim-less request with MCP-Protocol-Version 2026-07-28 %s with 400 -32602 "params._meta is required"',
+    async (_case, withSession) => {
+      const { session } = await startSession(app)
+      const headers: HeaderOverrides = { [HEADER_PROTOCOL_VERSION]: PROTOCOL_VERSION }
+      if (withSession) headers[HEADER_SESSION_ID] = session.id
+      const response = await postLegacy(
+        app,
+        { jsonrpc: '2.0', id: 7, method: 'tools/list' },
+        headers
+      )
+      const error = await expectError(response, { status: 400, code: INVALID_PARAMS, id: 7 })
+      expect(error.message).toContain('params._meta is required')
+    }
+  )
+
+  it('answers a posted JSON-RPC response without a session with 400 and a null id', async () => {
+    const response = await postLegacy(app, { jsonrpc: '2.0', id: 's2c-x', result: {} })
+    await expectError(response, { status: 400, code: INVALID_REQUEST, id: null })
+  })
+})
+
+describe('initialize negotiation', () => {
+  it.each(['2025-11-25', '2025-06-18', '2025-03-26'])(
+    'echoes the supported revision %s',
+    async (version) => {
+      const { session, result } = await startSession(app, { protocolVersion: version })
+      expect(result.protocolVersion).toBe(version)
+      expect(session.protocolVersion).toBe(version)
+      expect(await expectResult(await ping(session))).toStrictEqual({})
+    }
+  )
+
+  it.each(['2024-11-05', PROTOCOL_VERSION, 'garbage', '9999-12-31'])(
+    'offers 2025-11-25 when asked for %s',
+    async (version) => {
+      const { session, result } = await startSession(app, { protocolVersion: version })
+      expect(result.protocolVersion).toBe('2025-11-25')
+      expect(await expectResult(await ping(session))).toStrictEqual({})
+    }
+  )
+
+  it('answers with protocolVersion, capabilities, serverInfo and instructions only', async () => {
+    const response = await postLegacy(app, initializeMessage())
+    const result = await expectResult(response)
+    expect(Object.keys(result).sort()).toStrictEqual([
+      'capabilities',
+      'instructions',
+      'protocolVersion',
+      'serverInfo',
+    ])
+    expect(result.serverInfo).toStrictEqual({
+      name: 'notes-mcp-conformance-fixture',
+      version: '0.1.0',
+    })
+    expect(result.capabilities).toMatchObject({ tools: {}, resources: {}, prompts: {} })
+  })
+
+  it.each<[string, (message: JsonObject) => void]>([
+    ['no protocolVersion', (message) => delete message.params.protocolVersion],
+    ['no clientInfo', (message) => delete message.params.clientInfo],
+    ['capabilities that are not an object', (message) => (message.params.capabilities = [])],
+    ['an empty protocolVersion', (message) => (message.params.protocolVersion = '')],
+  ])('answers initialize with %s with 400 -32602 and no session', async (_case, edit) => {
+    const message = initializeMessage({ id: 'init' })
+    edit(message)
+    const response = await postLegacy(app, message)
+    expect(response.headers.get(HEADER_SESSION_ID)).toBeNull()
+    await expectError(response, { status: 400, code: INVALID_PARAMS, id: 'init' })
+  })
+})
+
+describe('session ids', () => {
+  it('answers a request without Mcp-Session-Id with 400 -32600, echoing the id', async () => {
+    const response = await postLegacy(app, { jsonrpc: '2.0', id: 3, method: 'ping' })
+    await expectError(response, { status: 400, code: INVALID_REQUEST, id: 3 })
+  })
+
+  it.each([
+    ['plain garbage', () => 'garbage'],
+    ['five dot-separated parts of garbage', () => 'a.b.c.d.e'],
+    ['a very long id', () => 'A'.repeat(20_000)],
+  ])('refuses %s with 404 -32001 and the one message', async (_case, id) => {
+    expect(await expectUnknownSession(app, id())).toBe(NOT_FOUND_MESSAGE)
+  })
+
+  it('refuses every truncation of a real id with 404 -32001 and the one message', async () => {
+    const { session } = await startSession(app)
+    const cuts = [1, 2, 16, session.id.length >> 1, session.id.length - 2, session.id.length - 1]
+    for (const cut of cuts) {
+      expect(await expectUnknownSession(app, session.id.slice(0, cut)), `cut at ${cut}`).toBe(
+        NOT_FOUND_MESSAGE
+      )
+      expect(await expectUnknownSession(app, session.id.slice(cut)), `from ${cut}`).toBe(
+        NOT_FOUND_MESSAGE
+      )
+    }
+    expect(await expectResult(await ping(session))).toStrictEqual({})
+  })
+
+  it('refuses a real id with any one character changed, at every position', async () => {
+    const { session } = await startSession(app)
+    const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'
+    for (let index = 0; index < session.id.length; index++) {
+      const char = session.id[index] as string
+      // Within the base64url alphabet (and a letter for a dot), so only the content changes.
+      const replacement =
+        char === '.' ? 'A' : alphabet[(alphabet.indexOf(char) + 1) % alphabet.length]
+      const mutated = session.id.slice(0, index) + replacement + session.id.slice(index + 1)
+      expect(await expectUnknownSession(app, mutated), `position ${index}`).toBe(NOT_FOUND_MESSAGE)
+    }
+    expect(await expectResult(await ping(session))).toStrictEqual({})
+  })
+
+  it("refuses one subject's session presented by another subject, on every method", async () => {
+    const { session } = await startSession(authApp, { headers: await bearer('alice') })
+    expect(await expectResult(await ping(session))).toStrictEqual({})
+    await expectRefusedEverywhere(authApp, session, await bearer('mallory'))
+    // Alice's session survived the attempts.
+    expect(await expectResult(await ping(session, await bearer('alice')))).toStrictEqual({})
+  })
+
+  it('refuses a session presented through another OAuth client of the same subject', async () => {
+    const { session } = await startSession(authApp, { headers: await bearer('alice', 'app-1') })
+    expect(await expectResult(await ping(session))).toStrictEqual({})
+    await expectRefusedEverywhere(authApp, session, await bearer('alice', 'app-2'))
+    await expectRefusedEverywhere(authApp, session, await bearer('alice'))
+  })
+
+  it("refuses an authenticated subject's session on a server without auth", async () => {
+    const { session } = await startSession(authApp, { headers: await bearer('alice') })
+    expect(await expectUnknownSession(app, session.id)).toBe(NOT_FOUND_MESSAGE)
+  })
+
+  it('refuses a session sealed under another key ring, or another secret under the same kid', async () => {
+    const { session } = await startSession(app)
+    const otherRing = fixture({}, await sealerFor([generateKey()]))
+    const sameKid = fixture({}, await sealerFor([{ ...generateKey(), kid: keyA.kid }]))
+    for (const target of [otherRing, sameKid]) {
+      expect(await expectUnknownSession(target, session.id)).toBe(NOT_FOUND_MESSAGE)
+    }
+  })
+
+  it('refuses a session once its lifetime (SESSION_TTL_SECONDS) is over', async () => {
+    const clock = { now: Date.now() }
+    const timed = fixture({ SESSION_TTL_SECONDS: '60' }, await sealerFor([keyA], () => clock.now))
+    const { session } = await startSession(timed)
+    clock.now += 58_000
+    expect(await expectResult(await ping(session))).toStrictEqual({})
+    clock.now += 3_000
+    expect(await expectUnknownSession(timed, session.id)).toBe(NOT_FOUND_MESSAGE)
+  })
+
+  it('refuses a requestState presented as a session id', async () => {
+    expect(await expectUnknownSession(app, await modernRequestState())).toBe(NOT_FOUND_MESSAGE)
+  })
+
+  it('refuses a session id presented as a requestState', async () => {
+    const { session } = await startSession(app)
+    const response = await postMcp(app, 'tools/call', {
+      params: {
+        name: 'test_input_required_result_elicitation',
+        requestState: session.id,
+        inputResponses: { user_name: { action: 'accept', content: { name: 'Mallory' } } },
+      },
+      capabilities: { elicitation: {} },
+    })
+    const error = await expectError(response, { status: 200, code: INVALID_PARAMS, id: 1 })
+    expect(error.message).toBe('Invalid or expired requestState')
+  })
+
+  it('ends a session on DELETE (204); then POST, GET and DELETE all answer 404', async () => {
+    const { session } = await startSession(app)
+    const ended = await session.delete()
+    expect(ended.status).toBe(204)
+    expect(await ended.text()).toBe('')
+    await expectRefusedEverywhere(app, session)
+    for (const response of [
+      await session.notify('notifications/initialized'),
+      await session.answer('s2c-anything', { action: 'accept', content: {} }),
+    ]) {
+      await expectError(response, { status: 404, code: SESSION_NOT_FOUND, id: null })
+    }
+  })
+
+  it('ends a session for every app on the same store and key ring', async () => {
+    const { session } = await startSession(app)
+    const replica = fixture()
+    expect((await session.delete()).status).toBe(204)
+    expect(await expectUnknownSession(replica, session.id)).toBe(NOT_FOUND_MESSAGE)
+  })
+
+  it('keeps a session across key rotation while its key is in the ring', async () => {
+    const { session } = await startSession(app)
+    const keyB = generateKey()
+    const promoted = fixture({}, await sealerFor([keyB, keyA]))
+    const onPromoted = await postLegacy(
+      promoted,
+      { jsonrpc: '2.0', id: 1, method: 'ping' },
+      { [HEADER_SESSION_ID]: session.id, [HEADER_PROTOCOL_VERSION]: session.protocolVersion }
+    )
+    expect(await expectResult(onPromoted)).toStrictEqual({})
+    const retired = fixture({}, await sealerFor([keyB]))
+    expect(await expectUnknownSession(retired, session.id)).toBe(NOT_FOUND_MESSAGE)
+  })
+})
+
+describe('MCP-Protocol-Version on a session', () => {
+  it.each([
+    ['absent', undefined],
+    ['the negotiated version', '2025-06-18'],
+  ])('serves a request with the header %s', async (_case, header) => {
+    const { session } = await startSession(app, { protocolVersion: '2025-06-18' })
+    const response = await ping(session, { [HEADER_PROTOCOL_VERSION]: header })
+    expect(await expectResult(response)).toStrictEqual({})
+  })
+
+  it.each(['2025-11-25', '2025-03-26', '2024-11-05', 'garbage', '2025-06-18x'])(
+    'answers a request with MCP-Protocol-Version %s on a 2025-06-18 session with 400 -32600',
+    async (header) => {
+      const { session } = await startSession(app, { protocolVersion: '2025-06-18' })
+      const response = await ping(session, { [HEADER_PROTOCOL_VERSION]: header })
+      await expectError(response, { status: 400, code: INVALID_REQUEST, id: 1 })
+    }
+  )
+
+  it('refuses a GET stream and a DELETE with another version, and the session survives', async () => {
+    const { session } = await startSession(app, { protocolVersion: '2025-06-18' })
+    const wrong = { [HEADER_PROTOCOL_VERSION]: '2025-11-25' }
+    for (const response of [await session.get(wrong), await session.delete(wrong)]) {
+      await expectError(response, { status: 400, code: INVALID_REQUEST, id: null })
+    }
+    expect(await expectResult(await ping(session))).toStrictEqual({})
+  })
+})
+
+describe('session methods', () => {
+  it('answers ping with an empty result', async () => {
+    const { session } = await startSession(app)
+    expect(await expectResult(await session.request('ping', {}, { id: 'p' }), 'p')).toStrictEqual(
+      {}
+    )
+  })
+
+  it.each([
+    ['an unknown level', { level: 'verbose' }],
+    ['no level', {}],
+    ['a level that is not a string', { level: 3 }],
+  ])('answers logging/setLevel with %s with -32602 on HTTP 200', async (_case, params) => {
+    const { session } = await startSession(app)
+    const response = await session.request('logging/setLevel', params, { id: 2 })
+    await expectError(response, { status: 200, code: INVALID_PARAMS, id: 2 })
+  })
+
+  /** The notifications/message a test_logging_tool call of `session` sends before its result. */
+  async function logsOf(session: LegacySession): Promise<JsonObject[]> {
+    const response = await session.request('tools/call', { name: 'test_logging_tool' }, { id: 9 })
+    const messages = await readMessages(response)
+    expect(messages.at(-1)).toMatchObject({
+      id: 9,
+      result: { content: [{ type: 'text', text: 'Logging complete.' }] },
+    })
+    return messages.slice(0, -1)
+  }
+
+  it.each([
+    ['debug', 3],
+    ['info', 3],
+    ['warning', 0],
+    ['emergency', 0],
+  ])(
+    'sends later tool logs at or above the level set (%s: %i info messages)',
+    async (level, count) => {
+      const { session } = await startSession(app)
+      const set = await session.request('logging/setLevel', { level }, { id: 1 })
+      expect(await expectResult(set)).toStrictEqual({})
+      const logs = await logsOf(session)
+      expect(logs).toHaveLength(count)
+      for (const log of logs) {
+        expect(log).toMatchObject({
+          jsonrpc: '2.0',
+          method: 'notifications/message',
+          params: { level: 'info', logger: 'fixture' },
+        })
+      }
+    }
+  )
+
+  it('keeps one session’s log level from another session', async () => {
+    const { session: verbose } = await startSession(app)
+    const { session: quiet } = await startSession(app)
+    await expectResult(await verbose.request('logging/setLevel', { level: 'debug' }, { id: 1 }))
+    expect(await logsOf(quiet)).toStrictEqual([])
+    expect(await logsOf(verbose)).toHaveLength(3)
+  })
+
+  it('subscribes and unsubscribes (unsubscribing twice is no error)', async () => {
+    const { session } = await startSession(app)
+    const uri = 'test://watched-resource'
+    for (const method of [
+      'resources/subscribe',
+      'resources/unsubscribe',
+      'resources/unsubscribe',
+    ]) {
+      expect(await expectResult(await session.request(method, { uri }, { id: 1 }))).toStrictEqual(
+        {}
+      )
+    }
+  })
+
+  it.each([
+    ['an over-long uri', { uri: `test://${'x'.repeat(2049)}` }],
+    ['an empty uri', { uri: '' }],
+    ['no uri', {}],
+  ])('answers resources/subscribe with %s with -32602 on HTTP 200', async (_case, params) => {
+    const { session } = await startSession(app)
+    for (const method of ['resources/subscribe', 'resources/unsubscribe']) {
+      const response = await session.request(method, params, { id: 4 })
+      await expectError(response, { status: 200, code: INVALID_PARAMS, id: 4 })
+    }
+  })
+
+  it('accepts a uri of exactly 2048 characters', async () => {
+    const { session } = await startSession(app)
+    const uri = `test://${'x'.repeat(2048 - 'test://'.length)}`
+    const response = await session.request('resources/subscribe', { uri }, { id: 1 })
+    expect(await expectResult(response)).toStrictEqual({})
+  })
+
+  it(`refuses a subscription beyond ${MAX_SUBSCRIPTIONS_PER_SESSION} per session with a clear error`, async () => {
+    const { session } = await startSession(app)
+    const subscribe = (uri: string) =>
+      session.request('resources/subscribe', { uri }, { id: 'sub' })
+    for (let index = 0; index < MAX_SUBSCRIPTIONS_PER_SESSION; index++) {
+      expect(await expectResult(await subscribe(`test://r/${index}`), 'sub')).toStrictEqual({})
+    }
+    const over = await expectError(await subscribe('test://r/one-too-many'), {
+      status: 200,
+      code: INVALID_PARAMS,
+      id: 'sub',
+    })
+    expect(over.message).toMatch(/subscriptions/i)
+    // Subscribing again to a URI already held is still fine, and unsubscribing makes room.
+    expect(await expectResult(await subscribe('test://r/0'), 'sub')).toStrictEqual({})
+    await expectResult(
+      await session.request('resources/unsubscribe', { uri: 'test://r/1' }, { id: 1 })
+    )
+    expect(await expectResult(await subscribe('test://r/one-too-many'), 'sub')).toStrictEqual({})
+    // Another session is not limited by this one's subscriptions.
+    const { session: other } = await startSession(app)
+    const response = await other.request('resources/subscribe', { uri: 'test://r/x' }, { id: 1 })
+    expect(await expectResult(response)).toStrictEqual({})
+  })
+
+  it.each(['server/discover', 'subscriptions/listen', 'notes/frobnicate', 'tasks/get'])(
+    'answers %s with -32601 on HTTP 200 in the 2025 era',
+    async (method) => {
+      const { session } = await startSession(app)
+      const response = await session.request(method, {}, { id: 'm' })
+      await expectError(response, { status: 200, code: METHOD_NOT_FOUND, id: 'm' })
+    }
+  )
+
+  it.each([
+    ['two pings', () => [ping1(), ping1(2)]],
+    ['an initialize and a ping', () => [initializeMessage(), ping1(2)]],
+    ['an empty array', () => []],
+  ])('refuses a batch of %s with 400 -32600', async (_case, batch) => {
+    const { session } = await startSession(app)
+    const response = await session.post(batch())
+    await expectError(response, { status: 400, code: INVALID_REQUEST, id: null })
+  })
+
+  it('answers a notification with 202 and no body', async () => {
+    const { session } = await startSession(app)
+    const response = await session.notify('notifications/roots/list_changed')
+    expect(response.status).toBe(202)
+    expect(await response.text()).toBe('')
+  })
+})
+
+function ping1(id = 1): JsonObject {
+  return { jsonrpc: '2.0', id, method: 'ping' }
+}
+
+describe('2025-era results', () => {
+  /** The 2026-07-28 result with the stamps 2025 has none of taken off. */
+  function unstamped(result: JsonObject): JsonObject {
+    const { resultType: _r, ttlMs: _t, cacheScope: _c, _meta, ...rest } = result
+    const { [META_SERVER_INFO]: _s, ...meta } = _meta ?? {}
+    return Object.keys(meta).length === 0 ? rest : { ...rest, _meta: meta }
+  }
+
+  it.each<['fixture' | 'notes', string, JsonObject]>([
+    ['fixture', 'tools/list', {}],
+    ['fixture', 'tools/call', { name: 'test_simple_text' }],
+    ['fixture', 'resources/list', {}],
+    ['fixture', 'resources/templates/list', {}],
+    ['fixture', 'resources/read', { uri: 'test://static-text' }],
+    ['fixture', 'prompts/list', {}],
+    ['fixture', 'prompts/get', { name: 'test_simple_prompt' }],
+    [
+      'fixture',
+      'completion/complete',
+      {
+        ref: { type: 'ref/prompt', name: 'test_prompt_with_arguments' },
+        argument: { name: 'arg1', value: 'te' },
+      },
+    ],
+    ['notes', 'tools/list', {}],
+    ['notes', 'tools/call', { name: 'get_note', arguments: { id: noteId } }],
+    ['notes', 'resources/read', { uri: 'notes://help' }],
+    ['notes', 'resources/read', { uri: `note://${noteId}` }],
+    ['notes', 'prompts/get', { name: 'review_note', arguments: { id: noteId } }],
+  ])(
+    '%s: %s %j has the 2026-07-28 result without resultType, serverInfo or cache hints',
+    async (server, method, params) => {
+      const target = server === 'fixture' ? app : notesApp
+      const { session } = await startSession(target)
+      const legacy = await expectResult(await session.request(method, params, { id: 5 }), 5)
+      expect(legacy).not.toHaveProperty('resultType')
+      expect(legacy).not.toHaveProperty('ttlMs')
+      expect(legacy).not.toHaveProperty('cacheScope')
+      expect(legacy._meta ?? {}).not.toHaveProperty(META_SERVER_INFO)
+      const modern = await expectResult(await postMcp(target, method, { params }))
+      expect(legacy).toStrictEqual(unstamped(modern))
+    }
+  )
+})
