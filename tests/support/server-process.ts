@@ -1,8 +1,9 @@
 /**
  * @module tests/support/server-process
  * Starts real server processes for end-to-end tests: `src/node.ts` (the notes server) or the
- * conformance fixture, on 127.0.0.1 and a free port, with the environment a test gives (data
- * directory, key ring, replica id). Resolves once the process prints its URL; `stop()` ends it.
+ * conformance fixture, on 127.0.0.1 and a free port (or the `PORT` the environment names, to restart
+ * a server where its clients expect it), with the environment a test gives (data directory, key ring,
+ * replica id). Resolves once the process prints its URL; `stop()` ends it.
  * The tests' one import for local resources too: `freePort` and `tempDataDir` are the scripts'
  * (`scripts/support/local-resources.ts`), re-exported so tests never reach into `scripts/` for them.
  */
@@ -27,7 +28,7 @@ export async function startServer(
   entry: 'notes' | 'fixture',
   env: Record<string, string> = {}
 ): Promise<ServerProcess> {
-  const port = await freePort()
+  const port = env.PORT ? Number(env.PORT) : await freePort()
   const script = entry === 'notes' ? 'src/node.ts' : 'tests/conformance/fixture-server.ts'
   const child = spawn(process.execPath, [join(root, script)], {
     cwd: root,

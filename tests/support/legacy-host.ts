@@ -1,0 +1,163 @@
+/**
+ * @module tests/support/legacy-host
+ * A 2025-era MCP host for end-to-end tests: the v1 SDK client (`@modelcontextprotocol/sdk` 1.32.x)
+ * on its Streamable HTTP transport with default settings, and the person and the model behind it.
+ * The host answers the server's `elicitation/create` and `sampling/createMessage` requests through
+ * {@link LegacyHost.person} (a test sets what the person answers next), and records every request
+ * and notification the server sent it. Handlers are registered only for the capabilities declared,
+ * as a real host does. The only non-default input is an optional pass-through `fetch`, for a test
+ * that must know when the transport's GET stream opened.
+ *
+ * {@link within} bounds every wait a test makes on something the server should send.
+ */
+import { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
+import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js'
+import {
+  CreateMessageRequestSchema,
+  ElicitRequestSchema,
+  ElicitationCompleteNotificationSchema,
+  ResourceUpdatedNotificationSchema,
+  type CallToolResult,
+  type ClientCapabilities,
+  type CreateMessageRequest,
+  type CreateMessageResult,
+  type ElicitRequest,
+  type ElicitResult,
+} from '@modelcontextprotocol/sdk/types.js'
+
+/** How long a test waits for something the server should send before it fails. */
+export const WAIT_MS = 15_000
+
+/** The person at the host (elicitation) and the host's model (sampling). */
+export interface Person {
+  elicit(params: ElicitRequest['params']): ElicitResult | Promise<ElicitResult>
+  sample(params: CreateMessageRequest['params']): CreateMessageResult | Promise<CreateMessageResult>
+}
+
+/** A message the server sent to the host: a request it answered or a notification it heard. */
+export interface HostMessage {
+  method: string
+  params: Record<string, unknown>
+}
+
+export interface LegacyHost {
+  client: Client
+  transport: StreamableHTTPClientTransport
+  /** What the person answers next; a test replaces it. By default every ask fails the test. */
+  person: Person
+  /** The server→client requests the host received, in order. */
+  asked: HostMessage[]
+  /** The notifications the host heard, in order. */
+  heard: HostMessage[]
+  callTool(name: string, args?: Record<string, unknown>): Promise<CallToolResult>
+  /** Resolves with the first notification of `method` matching `accept` (heard before or later). */
+  hear(method: string, accept?: (params: Record<string, unknown>) => boolean): Promise<HostMessage>
+  /** Ends the session (DELETE) and closes the client. */
+  close(): Promise<void>
+}
+
+export interface ConnectOptions {
+  /** A pass-through `fetch` that observes the transport's requests. */
+  fetch?: FetchLike
+}
+
+/** The person who was not expected to be asked anything. */
+const NOBODY: Person = {
+  elicit: (params) => {
+    throw new Error(`unexpected elicitation: ${params.message}`)
+  },
+  sample: () => {
+    throw new Error('unexpected sampling request')
+  },
+}
+
+/** `promise`, or a rejection naming `what` after `ms`. */
+export function within<T>(promise: Promise<T>, what: string, ms = WAIT_MS): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms)
+  })
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer))
+}
+
+/** Connects a v1 SDK client (initialize, initialized, GET stream) declaring `capabilities`. */
+export async function connectLegacyHost(
+  url: string,
+  capabilities: ClientCapabilities = {},
+  options: ConnectOptions = {}
+): Promise<LegacyHost> {
+  const client = new Client({ name: 'e2e-legacy-host', version: '1.0.0' }, { capabilities })
+  const transport = new StreamableHTTPClientTransport(
+    new URL(url),
+    options.fetch ? { fetch: options.fetch } : undefined
+  )
+  const asked: HostMessage[] = []
+  const heard: HostMessage[] = []
+  const listeners = new Set<(message: HostMessage) => void>()
+  const host: LegacyHost = {
+    client,
+    transport,
+    person: NOBODY,
+    asked,
+    heard,
+    async callTool(name, args = {}) {
+      return (await client.callTool({ name, arguments: args })) as CallToolResult
+    },
+    hear(method, accept = () => true) {
+      const matches = (message: HostMessage) => message.method === method && accept(message.params)
+      const earlier = heard.find(matches)
+      if (earlier) return Promise.resolve(earlier)
+      return within(
+        new Promise<HostMessage>((resolve) => {
+          const listener = (message: HostMessage) => {
+            if (!matches(message)) return
+            listeners.delete(listener)
+            resolve(message)
+          }
+          listeners.add(listener)
+        }),
+        method
+      )
+    },
+    async close() {
+      await transport.terminateSession()
+      await client.close()
+    },
+  }
+
+  if (capabilities.elicitation) {
+    client.setRequestHandler(ElicitRequestSchema, async (request) => {
+      asked.push({ method: request.method, params: request.params })
+      return host.person.elicit(request.params)
+    })
+  }
+  if (capabilities.sampling) {
+    client.setRequestHandler(CreateMessageRequestSchema, async (request) => {
+      asked.push({ method: request.method, params: request.params })
+      return host.person.sample(request.params)
+    })
+  }
+  const record = (message: HostMessage) => {
+    heard.push(message)
+    for (const listener of [...listeners]) listener(message)
+  }
+  client.setNotificationHandler(ElicitationCompleteNotificationSchema, (notification) =>
+    record({ method: notification.method, params: notification.params })
+  )
+  client.setNotificationHandler(ResourceUpdatedNotificationSchema, (notification) =>
+    record({ method: notification.method, params: notification.params })
+  )
+  await client.connect(transport)
+  return host
+}
+
+/** The text blocks of a tool result, one per line. */
+export function resultText(result: CallToolResult): string {
+  return result.content.flatMap((block) => (block.type === 'text' ? [block.text] : [])).join('\n')
+}
+
+/** The id of the note a `create_note` (or `create_note_from_template`) result describes. */
+export function noteIdOf(result: CallToolResult): string {
+  return (result.structuredContent as { note: { id: string } }).note.id
+}
