@@ -6,6 +6,7 @@
  * the official client 2.4.0 in its default (initialize) mode; and the MCP Inspector 2.12 CLI.
  */
 import { Client as V2Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client'
+import type { ElicitResult } from '@modelcontextprotocol/sdk/types.js'
 import { execFile } from 'node:child_process'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -260,9 +261,9 @@ describe('the v1 SDK client (1.32.2) with default settings', () => {
       await createNote(host, 'Bulk three', ['bulk-v1']),
     ]
     const [first, second, third] = ids as [string, string, string]
-    const answers = [
-      { action: 'accept' as const, content: { notes: [first, third] } },
-      { action: 'accept' as const, content: { confirm: true } },
+    const answers: ElicitResult[] = [
+      { action: 'accept', content: { notes: [first, third] } },
+      { action: 'accept', content: { confirm: true } },
     ]
     host.person = { ...host.person, elicit: () => answers.shift() ?? { action: 'cancel' } }
     const result = await host.callTool('delete_notes_by_tag', { tag: 'bulk-v1' })
