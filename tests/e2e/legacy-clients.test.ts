@@ -6,7 +6,7 @@
  * the official client 2.4.0 in its default (initialize) mode; and the MCP Inspector 2.12 CLI.
  */
 import { Client as V2Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client'
-import type { ElicitResult } from '@modelcontextprotocol/sdk/types.js'
+import type { ClientCapabilities, ElicitResult } from '@modelcontextprotocol/sdk/types.js'
 import { execFile } from 'node:child_process'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -16,12 +16,15 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { CSRF_COOKIE, CSRF_FIELD } from '../../routes/share.ts'
 import { formatKeyRing, generateKey } from '../../src/mcp/key-ring.ts'
 import {
-  connectLegacyHost,
+  OpenHosts,
+  createNote,
+  modelReplying,
+  noteExists,
   resultText,
-  noteIdOf,
-  within,
+  type ConnectOptions,
   type LegacyHost,
 } from '../support/legacy-host.ts'
+import { within } from '../support/within.ts'
 import { startServer, tempDataDir, type ServerProcess } from '../support/server-process.ts'
 
 const run = promisify(execFile)
@@ -40,37 +43,17 @@ const NOTES_TOOLS = [
 ]
 
 const FORMS = { elicitation: {} }
-const EVERYTHING = { elicitation: { form: {}, url: {} }, sampling: {} }
 
 let server: ServerProcess
 /** The environment every start of the server gets: one data directory and one key ring. */
 let env: Record<string, string>
-/** Hosts a test opened; whatever a failed test left open is closed after it. */
-const open = new Set<LegacyHost>()
+const hosts = new OpenHosts()
 
-async function connect(
-  capabilities: Parameters<typeof connectLegacyHost>[1] = {},
-  options?: Parameters<typeof connectLegacyHost>[2]
-): Promise<LegacyHost> {
-  const host = await connectLegacyHost(server.url, capabilities, options)
-  open.add(host)
-  return host
+function connect(capabilities: ClientCapabilities = {}, options?: ConnectOptions) {
+  return hosts.connect(server.url, capabilities, options)
 }
 
-async function close(host: LegacyHost): Promise<void> {
-  open.delete(host)
-  await host.close()
-}
-
-async function createNote(host: LegacyHost, title: string, tags: string[] = []): Promise<string> {
-  const result = await host.callTool('create_note', { title, body: `Body of ${title}.`, tags })
-  expect(result.isError).toBeFalsy()
-  return noteIdOf(result)
-}
-
-async function noteExists(host: LegacyHost, id: string): Promise<boolean> {
-  return !(await host.callTool('get_note', { id })).isError
-}
+const close = (host: LegacyHost) => hosts.close(host)
 
 /** How many notes carry `tag`, as `list_tags` counts them. */
 async function tagCount(host: LegacyHost, tag: string): Promise<number> {
@@ -124,9 +107,7 @@ beforeAll(async () => {
   server = await startServer('notes', env)
 })
 
-afterEach(async () => {
-  await Promise.all([...open].map((host) => close(host).catch(() => {})))
-})
+afterEach(() => hosts.closeAll())
 
 afterAll(async () => {
   await server?.stop()
@@ -176,7 +157,6 @@ describe('the v1 SDK client (1.32.2) with default settings', () => {
     const host = await connect(FORMS)
     const id = await createNote(host, 'Delete me v1')
     host.person = {
-      ...host.person,
       elicit: () => ({ action: 'accept', content: { confirm: true } }),
     }
     const result = await host.callTool('delete_note', { id })
@@ -194,7 +174,7 @@ describe('the v1 SDK client (1.32.2) with default settings', () => {
   it('keeps the note when the person declines the confirmation form', async () => {
     const host = await connect(FORMS)
     const id = await createNote(host, 'Keep me v1')
-    host.person = { ...host.person, elicit: () => ({ action: 'decline' }) }
+    host.person = { elicit: () => ({ action: 'decline' }) }
     const result = await host.callTool('delete_note', { id })
     expect(resultText(result)).toBe('Kept the note.')
     expect(host.asked).toHaveLength(1)
@@ -205,7 +185,6 @@ describe('the v1 SDK client (1.32.2) with default settings', () => {
   it('creates a note from a template with the form the person filled in', async () => {
     const host = await connect(FORMS)
     host.person = {
-      ...host.person,
       elicit: () => ({
         action: 'accept',
         content: { title: 'Standup v1', date: '2026-01-05', tags: ['team'], priority: 'high' },
@@ -231,14 +210,7 @@ describe('the v1 SDK client (1.32.2) with default settings', () => {
     const host = await connect({ sampling: {} })
     await createNote(host, 'Sampled alpha', ['sampled-v1'])
     await createNote(host, 'Sampled beta', ['sampled-v1'])
-    host.person = {
-      ...host.person,
-      sample: () => ({
-        role: 'assistant',
-        model: 'e2e-model-1',
-        content: { type: 'text', text: '- Alpha and beta are on track.' },
-      }),
-    }
+    host.person = { sample: modelReplying('e2e-model-1', '- Alpha and beta are on track.') }
     const result = await host.callTool('summarize_notes', { tags: ['sampled-v1'] })
     expect(result.isError).toBeFalsy()
     expect(host.asked).toHaveLength(1)
@@ -265,7 +237,7 @@ describe('the v1 SDK client (1.32.2) with default settings', () => {
       { action: 'accept', content: { notes: [first, third] } },
       { action: 'accept', content: { confirm: true } },
     ]
-    host.person = { ...host.person, elicit: () => answers.shift() ?? { action: 'cancel' } }
+    host.person = { elicit: () => answers.shift() ?? { action: 'cancel' } }
     const result = await host.callTool('delete_notes_by_tag', { tag: 'bulk-v1' })
     expect(result.isError).toBeFalsy()
     expect(host.asked.map((ask) => ask.params.message)).toEqual([
@@ -290,7 +262,6 @@ describe('the v1 SDK client (1.32.2) with default settings', () => {
     const host = await connect({ elicitation: { url: {} } })
     const id = await createNote(host, 'Shared v1')
     host.person = {
-      ...host.person,
       elicit: async (params) => {
         expect(params.mode).toBe('url')
         await approveOnSharePage((params as { url: string }).url)
@@ -381,7 +352,6 @@ describe('the v1 SDK client (1.32.2) with default settings', () => {
 
     expect(await noteExists(host, id)).toBe(true)
     host.person = {
-      ...host.person,
       elicit: () => ({ action: 'accept', content: { confirm: true } }),
     }
     expect(resultText(await host.callTool('delete_note', { id }))).toBe(

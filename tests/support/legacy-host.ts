@@ -7,8 +7,6 @@
  * and notification the server sent it. Handlers are registered only for the capabilities declared,
  * as a real host does. The only non-default input is an optional pass-through `fetch`, for a test
  * that must know when the transport's GET stream opened.
- *
- * {@link within} bounds every wait a test makes on something the server should send.
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
@@ -25,9 +23,7 @@ import {
   type ElicitRequest,
   type ElicitResult,
 } from '@modelcontextprotocol/sdk/types.js'
-
-/** How long a test waits for something the server should send before it fails. */
-export const WAIT_MS = 15_000
+import { within } from './within.ts'
 
 /** The person at the host (elicitation) and the host's model (sampling). */
 export interface Person {
@@ -44,8 +40,8 @@ export interface HostMessage {
 export interface LegacyHost {
   client: Client
   transport: StreamableHTTPClientTransport
-  /** What the person answers next; a test replaces it. By default every ask fails the test. */
-  person: Person
+  /** What the person answers next; a test sets it. An ask it has no answer for fails the call. */
+  person: Partial<Person>
   /** The server→client requests the host received, in order. */
   asked: HostMessage[]
   /** The notifications the host heard, in order. */
@@ -72,15 +68,6 @@ const NOBODY: Person = {
   },
 }
 
-/** `promise`, or a rejection naming `what` after `ms`. */
-export function within<T>(promise: Promise<T>, what: string, ms = WAIT_MS): Promise<T> {
-  let timer: NodeJS.Timeout | undefined
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms)
-  })
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer))
-}
-
 /** Connects a v1 SDK client (initialize, initialized, GET stream) declaring `capabilities`. */
 export async function connectLegacyHost(
   url: string,
@@ -98,7 +85,7 @@ export async function connectLegacyHost(
   const host: LegacyHost = {
     client,
     transport,
-    person: NOBODY,
+    person: {},
     asked,
     heard,
     async callTool(name, args = {}) {
@@ -129,13 +116,13 @@ export async function connectLegacyHost(
   if (capabilities.elicitation) {
     client.setRequestHandler(ElicitRequestSchema, async (request) => {
       asked.push({ method: request.method, params: request.params })
-      return host.person.elicit(request.params)
+      return (host.person.elicit ?? NOBODY.elicit)(request.params)
     })
   }
   if (capabilities.sampling) {
     client.setRequestHandler(CreateMessageRequestSchema, async (request) => {
       asked.push({ method: request.method, params: request.params })
-      return host.person.sample(request.params)
+      return (host.person.sample ?? NOBODY.sample)(request.params)
     })
   }
   const record = (message: HostMessage) => {
@@ -150,6 +137,50 @@ export async function connectLegacyHost(
   )
   await client.connect(transport)
   return host
+}
+
+/**
+ * The hosts a test file opened: a test closes its own, and whatever a failed test left open is
+ * closed after it (`closeAll` in `afterEach`).
+ */
+export class OpenHosts {
+  readonly #open = new Set<LegacyHost>()
+
+  async connect(
+    url: string,
+    capabilities?: ClientCapabilities,
+    options?: ConnectOptions
+  ): Promise<LegacyHost> {
+    const host = await connectLegacyHost(url, capabilities, options)
+    this.#open.add(host)
+    return host
+  }
+
+  async close(host: LegacyHost): Promise<void> {
+    this.#open.delete(host)
+    await host.close()
+  }
+
+  async closeAll(): Promise<void> {
+    await Promise.all([...this.#open].map((host) => this.close(host).catch(() => {})))
+  }
+}
+
+/** The host's model: answers every sampling request with `text`, as `model`. */
+export function modelReplying(model: string, text: string): Person['sample'] {
+  return () => ({ role: 'assistant', model, content: { type: 'text', text } })
+}
+
+/** Creates a note through `host` (`create_note`) and answers its id. */
+export async function createNote(host: LegacyHost, title: string, tags: string[] = []) {
+  const result = await host.callTool('create_note', { title, body: `Body of ${title}.`, tags })
+  if (result.isError) throw new Error(`create_note failed: ${resultText(result)}`)
+  return noteIdOf(result)
+}
+
+/** Whether `get_note` finds the note through `host`. */
+export async function noteExists(host: LegacyHost, id: string): Promise<boolean> {
+  return !(await host.callTool('get_note', { id })).isError
 }
 
 /** The text blocks of a tool result, one per line. */

@@ -1,0 +1,178 @@
+/**
+ * A 2025-era host (the v1 SDK client 1.32.2, default settings) served by two notes replicas on one
+ * PostgreSQL database and one key ring, behind a proxy that sends each HTTP request to the other
+ * replica: no affinity at all. The interactive flows finish although the client's answer to every
+ * server→client request lands on the replica that is not holding the tools/call stream that asked
+ * (the store slot and the LISTEN/NOTIFY bus carry it across), and the GET stream held by one replica
+ * hears a change made through the other. Skipped, visibly, without a PostgreSQL server (fails under CI).
+ */
+import type { ClientCapabilities, ElicitResult } from '@modelcontextprotocol/sdk/types.js'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { formatKeyRing, generateKey } from '../../src/mcp/key-ring.ts'
+import {
+  startAlternatingProxy,
+  type AlternatingProxy,
+  type ProxyEntry,
+} from '../support/alternating-proxy.ts'
+import {
+  OpenHosts,
+  createNote,
+  modelReplying,
+  noteExists,
+  noteIdOf,
+  resultText,
+  type LegacyHost,
+} from '../support/legacy-host.ts'
+import {
+  createScratchDatabase,
+  testDatabaseUrl,
+  type ScratchDatabase,
+} from '../support/postgres.ts'
+import { startServer, tempDataDir, type ServerProcess } from '../support/server-process.ts'
+
+const REPLICAS = ['legacy-pg-a', 'legacy-pg-b']
+const FORMS = { elicitation: {} }
+
+const serverUrl = await testDatabaseUrl()
+let database: ScratchDatabase | undefined
+let replicas: ServerProcess[] = []
+let proxy: AlternatingProxy | undefined
+const hosts = new OpenHosts()
+
+beforeAll(async () => {
+  if (!serverUrl) return
+  database = await createScratchDatabase(serverUrl)
+  const env = {
+    DATABASE_URL: database.url,
+    DATA_DIR: await tempDataDir(),
+    STATE_KEYS: formatKeyRing([generateKey()]),
+  }
+  for (const id of REPLICAS) replicas.push(await startServer('notes', { ...env, REPLICA_ID: id }))
+  proxy = await startAlternatingProxy(replicas.map((replica) => replica.baseUrl))
+})
+
+afterEach(() => hosts.closeAll())
+
+afterAll(async () => {
+  await proxy?.close()
+  await Promise.all(replicas.map((replica) => replica.stop()))
+  await database?.drop()
+})
+
+function balancer(): AlternatingProxy {
+  if (!proxy) throw new Error('the proxy did not start')
+  return proxy
+}
+
+/** A v1 host through the proxy, once its GET stream is open (so it never interleaves later). */
+async function connectBalanced(capabilities: ClientCapabilities = {}) {
+  const since = balancer().log.length
+  const host = await hosts.connect(balancer().url, capabilities)
+  await balancer().waitFor(
+    (entry) => entry.seq >= since && entry.httpMethod === 'GET' && entry.status === 200,
+    "the host's GET stream to open"
+  )
+  return host
+}
+
+const close = (host: LegacyHost) => hosts.close(host)
+
+/**
+ * Calls a tool whose flow asks the host one question, and asserts from the proxy's log that the host
+ * answered it (202) on another replica than the one holding the tools/call stream that asked.
+ */
+async function callAcrossReplicas(host: LegacyHost, name: string, args: Record<string, unknown>) {
+  const since = balancer().log.length
+  const result = await host.callTool(name, args)
+  const entries = balancer().log.slice(since)
+  const answers = entries.filter((entry) => entry.message?.kind === 'response')
+  expect(answers).toHaveLength(1)
+  const answer = answers[0] as ProxyEntry
+  const carrier = entries.find((entry) =>
+    entry.carried.includes((answer.message as { id: string | number }).id)
+  )
+  expect(carrier?.message).toMatchObject({ kind: 'request', method: 'tools/call' })
+  expect(answer.status).toBe(202)
+  expect(REPLICAS).toContain(carrier?.replica)
+  expect(REPLICAS).toContain(answer.replica)
+  expect(answer.replica).not.toBe(carrier?.replica)
+  return result
+}
+
+describe.skipIf(!serverUrl)('a 2025-era host behind a proxy alternating two replicas', () => {
+  it.each([
+    {
+      answer: { action: 'accept', content: { confirm: true } },
+      text: 'Deleted the note',
+      kept: false,
+    },
+    { answer: { action: 'decline' }, text: 'Kept the note.', kept: true },
+  ] satisfies Array<{ answer: ElicitResult; text: string; kept: boolean }>)(
+    'delete_note with the confirmation answered $answer.action on the other replica',
+    async ({ answer, text, kept }) => {
+      const host = await connectBalanced(FORMS)
+      const id = await createNote(host, `Delete or keep (${answer.action})`)
+      host.person = { elicit: () => answer }
+      const result = await callAcrossReplicas(host, 'delete_note', { id })
+      expect(resultText(result)).toContain(text)
+      expect(await noteExists(host, id)).toBe(kept)
+      await close(host)
+    }
+  )
+
+  it('creates a note from the template form filled in on the other replica', async () => {
+    const host = await connectBalanced(FORMS)
+    host.person = {
+      elicit: () => ({
+        action: 'accept',
+        content: { title: 'Replicated standup', tags: ['team'], priority: 'low' },
+      }),
+    }
+    const result = await callAcrossReplicas(host, 'create_note_from_template', {
+      template: 'meeting',
+    })
+    expect(result.isError).toBeFalsy()
+    const read = await host.callTool('get_note', { id: noteIdOf(result) })
+    expect(read.structuredContent).toMatchObject({
+      note: { title: 'Replicated standup', tags: expect.arrayContaining(['meeting', 'team']) },
+    })
+    await close(host)
+  })
+
+  it("summarises with the host's model, the sampled answer reaching the other replica", async () => {
+    const host = await connectBalanced({ sampling: {} })
+    await createNote(host, 'Replicated alpha', ['replicated-summary'])
+    await createNote(host, 'Replicated beta', ['replicated-summary'])
+    host.person = { sample: modelReplying('e2e-replica-model', '- Both replicas agree.') }
+    const result = await callAcrossReplicas(host, 'summarize_notes', {
+      tags: ['replicated-summary'],
+    })
+    expect(result.structuredContent).toMatchObject({
+      method: 'sampling',
+      model: 'e2e-replica-model',
+      summary: '- Both replicas agree.',
+    })
+    expect(resultText(result)).toContain("Summary by the host's model (e2e-replica-model)")
+    await close(host)
+  })
+
+  it('hears on the GET stream one replica holds a subscribed note changed through the other', async () => {
+    const since = balancer().log.length
+    const watcher = await connectBalanced()
+    const stream = balancer().log.find(
+      (entry) => entry.seq >= since && entry.httpMethod === 'GET'
+    ) as ProxyEntry
+    const other = replicas[
+      REPLICAS.indexOf(stream.replica as string) === 0 ? 1 : 0
+    ] as ServerProcess
+    const writer = await hosts.connect(other.url)
+    const id = await createNote(writer, 'Watched across replicas')
+    await watcher.client.subscribeResource({ uri: `note://${id}` })
+
+    await writer.callTool('update_note', { id, expectedVersion: 1, body: 'Changed elsewhere.' })
+    const updated = await watcher.hear('notifications/resources/updated')
+    expect(updated.params).toEqual({ uri: `note://${id}` })
+    await close(writer)
+    await close(watcher)
+  })
+})
