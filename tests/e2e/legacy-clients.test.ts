@@ -1,9 +1,11 @@
 /**
  * 2025-era hosts with their default settings against the real notes server (`npm start`'s entry,
  * SQLite in a fresh data directory): the v1 SDK client 1.32.2 through every notes tool, resource,
- * prompt and completion and every interactive flow (form and url elicitation, sampling, the
- * three-round bulk delete), its session across a server restart and after DELETE, and its GET stream;
- * the official client 2.4.0 in its default (initialize) mode; and the MCP Inspector 2.12 CLI.
+ * prompt and completion, progress and log messages, every interactive flow (form and url
+ * elicitation, sampling, the three-round bulk delete) and its cancellation, its session across a server
+ * restart and after DELETE, and its GET stream; the official client 2.4.0 in its default (initialize)
+ * mode; and the MCP Inspector 2.12 CLI. A recording pass-through proxy shows the HTTP exchanges
+ * where a test must wait for one (the GET stream opening, a cancelled call's stream ending).
  */
 import { Client as V2Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client'
 import type { ClientCapabilities, ElicitResult } from '@modelcontextprotocol/sdk/types.js'
@@ -21,10 +23,10 @@ import {
   modelReplying,
   noteExists,
   resultText,
-  type ConnectOptions,
+  cancelWhileAsked,
   type LegacyHost,
 } from '../support/legacy-host.ts'
-import { within } from '../support/within.ts'
+import { startAlternatingProxy, type AlternatingProxy } from '../support/alternating-proxy.ts'
 import { startServer, tempDataDir, type ServerProcess } from '../support/server-process.ts'
 
 const run = promisify(execFile)
@@ -49,8 +51,11 @@ let server: ServerProcess
 let env: Record<string, string>
 const hosts = new OpenHosts()
 
-function connect(capabilities: ClientCapabilities = {}, options?: ConnectOptions) {
-  return hosts.connect(server.url, capabilities, options)
+/** A recording pass-through in front of the server, for tests that must see the HTTP exchanges. */
+let recorder: AlternatingProxy
+
+function connect(capabilities: ClientCapabilities = {}, url = server.url) {
+  return hosts.connect(url, capabilities)
 }
 
 const close = (host: LegacyHost) => hosts.close(host)
@@ -105,11 +110,13 @@ async function approveOnSharePage(pageUrl: string): Promise<void> {
 beforeAll(async () => {
   env = { DATA_DIR: await tempDataDir(), STATE_KEYS: formatKeyRing([generateKey()]) }
   server = await startServer('notes', env)
+  recorder = await startAlternatingProxy([server.baseUrl])
 })
 
 afterEach(() => hosts.closeAll())
 
 afterAll(async () => {
+  await recorder?.close()
   await server?.stop()
 })
 
@@ -320,17 +327,15 @@ describe('the v1 SDK client (1.32.2) with default settings', () => {
   })
 
   it('hears notifications/resources/updated on its GET stream for a subscribed note changed by another client', async () => {
-    const streamOpen = Promise.withResolvers<void>()
-    const observe = async (url: string | URL, init?: RequestInit) => {
-      const response = await fetch(url, init)
-      if (init?.method === 'GET' && response.ok) streamOpen.resolve()
-      return response
-    }
     const writer = await connect()
     const watched = await createNote(writer, 'Watched v1')
     const other = await createNote(writer, 'Not watched v1')
-    const watcher = await connect({}, { fetch: observe })
-    await within(streamOpen.promise, 'the GET stream to open')
+    const since = recorder.log.length
+    const watcher = await connect({}, recorder.url)
+    await recorder.waitFor(
+      (entry) => entry.seq >= since && entry.httpMethod === 'GET' && entry.status === 200,
+      'the GET stream to open'
+    )
     await watcher.client.subscribeResource({ uri: `note://${watched}` })
 
     await writer.callTool('update_note', { id: other, expectedVersion: 1, body: 'Changed.' })
@@ -340,6 +345,62 @@ describe('the v1 SDK client (1.32.2) with default settings', () => {
     expect(updated.params).toEqual({ uri: `note://${watched}` })
     await close(watcher)
     await close(writer)
+  })
+
+  it('ends a flow the client cancels while the person decides: a late accept deletes nothing', async () => {
+    const host = await connect(FORMS, recorder.url)
+    const id = await createNote(host, 'Cancelled v1')
+    const { call, cancel, answer } = await cancelWhileAsked(
+      host,
+      recorder,
+      'delete_note',
+      { id },
+      {
+        action: 'accept',
+        content: { confirm: true },
+      }
+    )
+    expect(cancel.status).toBe(202)
+    expect(call.carried).toContain((answer.message as { id: string }).id)
+    expect(answer.status).toBe(202)
+    expect(await noteExists(host, id)).toBe(true)
+    await close(host)
+  })
+
+  it('sends progress and, after logging/setLevel, log messages on the call stream', async () => {
+    const host = await connect()
+    await createNote(host, 'Logged v1')
+    await host.client.setLoggingLevel('debug')
+    const progress: number[] = []
+    const result = await host.client.callTool(
+      { name: 'search_notes', arguments: { query: 'logged' } },
+      undefined,
+      { onprogress: (update) => progress.push(update.progress) }
+    )
+    expect(result.isError).toBeFalsy()
+    expect(progress).toEqual([0, 1])
+    const logs = host.heard.filter((message) => message.method === 'notifications/message')
+    expect(logs.map((log) => log.params.level)).toEqual(['debug', 'info'])
+    expect(logs.every((log) => log.params.logger === 'notes-db')).toBe(true)
+
+    await host.client.setLoggingLevel('warning')
+    await host.client.callTool({ name: 'search_notes', arguments: { query: 'logged' } })
+    expect(host.heard.filter((message) => message.method === 'notifications/message')).toHaveLength(
+      2
+    )
+    await close(host)
+  })
+
+  it('lists resources, resource templates and prompts', async () => {
+    const host = await connect()
+    const id = await createNote(host, 'Listed v1')
+    const resources = (await host.client.listResources()).resources.map((resource) => resource.uri)
+    expect(resources).toContain(`note://${id}`)
+    const templates = (await host.client.listResourceTemplates()).resourceTemplates
+    expect(templates.map((template) => template.uriTemplate)).toContain('note://{id}')
+    const prompts = (await host.client.listPrompts()).prompts.map((prompt) => prompt.name)
+    expect(prompts).toEqual(expect.arrayContaining(['review_note', 'weekly_digest']))
+    await close(host)
   })
 
   it('keeps its session across a server restart with the same key ring and data directory', async () => {

@@ -3,8 +3,9 @@
  * PostgreSQL database and one key ring, behind a proxy that sends each HTTP request to the other
  * replica: no affinity at all. The interactive flows finish although the client's answer to every
  * server→client request lands on the replica that is not holding the tools/call stream that asked
- * (the store slot and the LISTEN/NOTIFY bus carry it across), and the GET stream held by one replica
- * hears a change made through the other. Skipped, visibly, without a PostgreSQL server (fails under CI).
+ * (the store slot and the LISTEN/NOTIFY bus carry it across), a cancellation sent to the other
+ * replica ends the flow, and the GET stream held by one replica hears a change made through the
+ * other. Skipped, visibly, without a PostgreSQL server (fails under CI).
  */
 import type { ClientCapabilities, ElicitResult } from '@modelcontextprotocol/sdk/types.js'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
@@ -16,6 +17,7 @@ import {
 } from '../support/alternating-proxy.ts'
 import {
   OpenHosts,
+  cancelWhileAsked,
   createNote,
   modelReplying,
   noteExists,
@@ -153,6 +155,28 @@ describe.skipIf(!serverUrl)('a 2025-era host behind a proxy alternating two repl
       summary: '- Both replicas agree.',
     })
     expect(resultText(result)).toContain("Summary by the host's model (e2e-replica-model)")
+    await close(host)
+  })
+
+  it('ends a flow cancelled through the other replica: a late accept deletes nothing', async () => {
+    const host = await connectBalanced(FORMS)
+    const id = await createNote(host, 'Cancelled across replicas')
+    const { call, cancel, answer } = await cancelWhileAsked(
+      host,
+      balancer(),
+      'delete_note',
+      { id },
+      {
+        action: 'accept',
+        content: { confirm: true },
+      }
+    )
+    expect(cancel.status).toBe(202)
+    expect(REPLICAS).toContain(cancel.replica)
+    expect(cancel.replica).not.toBe(call.replica)
+    expect(call.carried).toContain((answer.message as { id: string }).id)
+    expect(answer.status).toBe(202)
+    expect(await noteExists(host, id)).toBe(true)
     await close(host)
   })
 

@@ -9,8 +9,8 @@
  * request's or notification's method and id, or a response and the id it answers), the replica that
  * answered (its `X-Replica` header), the status, and the ids of the JSON-RPC requests the server sent
  * on that response's SSE stream, so a test can tell which replica held the stream an ask came on and
- * which one received the answer. Upstream failures answer 502; a client that goes away aborts the
- * upstream request.
+ * which one received the answer, and when the exchange ended. Upstream failures answer 502; a client
+ * that goes away aborts the upstream request. With one upstream it is a recording pass-through.
  */
 import { request as httpRequest, createServer, type IncomingHttpHeaders } from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -35,6 +35,8 @@ export interface ProxyEntry {
   status?: number
   /** Ids of server→client requests read on the answer's SSE stream so far. */
   carried: Array<string | number>
+  /** Set once the answer to the client is over: complete, or cut off by either side. */
+  ended: boolean
 }
 
 export interface AlternatingProxy {
@@ -123,7 +125,13 @@ export async function startAlternatingProxy(upstreams: string[]): Promise<Altern
     const seq = log.length
     const upstream = seq % targets.length
     const target = targets[upstream] as URL
-    const entry: ProxyEntry = { seq, httpMethod: req.method ?? 'GET', upstream, carried: [] }
+    const entry: ProxyEntry = {
+      seq,
+      httpMethod: req.method ?? 'GET',
+      upstream,
+      carried: [],
+      ended: false,
+    }
     log.push(entry)
     changed()
 
@@ -162,9 +170,11 @@ export async function startAlternatingProxy(upstreams: string[]): Promise<Altern
       if (!res.headersSent) res.writeHead(502, { 'content-type': 'text/plain' }).end('bad gateway')
       else res.destroy()
     })
-    // The client went away before the answer ended: so does the upstream request.
     res.on('close', () => {
+      // The client went away before the answer ended: so does the upstream request.
       if (!res.writableFinished) outgoing.destroy()
+      entry.ended = true
+      changed()
     })
     req.on('data', (chunk: Buffer) => {
       body.push(chunk)

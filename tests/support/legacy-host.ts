@@ -5,16 +5,15 @@
  * The host answers the server's `elicitation/create` and `sampling/createMessage` requests through
  * {@link LegacyHost.person} (a test sets what the person answers next), and records every request
  * and notification the server sent it. Handlers are registered only for the capabilities declared,
- * as a real host does. The only non-default input is an optional pass-through `fetch`, for a test
- * that must know when the transport's GET stream opened.
+ * as a real host does.
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
-import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js'
 import {
   CreateMessageRequestSchema,
   ElicitRequestSchema,
   ElicitationCompleteNotificationSchema,
+  LoggingMessageNotificationSchema,
   ResourceUpdatedNotificationSchema,
   type CallToolResult,
   type ClientCapabilities,
@@ -23,6 +22,7 @@ import {
   type ElicitRequest,
   type ElicitResult,
 } from '@modelcontextprotocol/sdk/types.js'
+import type { AlternatingProxy, ProxiedMessage, ProxyEntry } from './alternating-proxy.ts'
 import { within } from './within.ts'
 
 /** The person at the host (elicitation) and the host's model (sampling). */
@@ -53,11 +53,6 @@ export interface LegacyHost {
   close(): Promise<void>
 }
 
-export interface ConnectOptions {
-  /** A pass-through `fetch` that observes the transport's requests. */
-  fetch?: FetchLike
-}
-
 /** The person who was not expected to be asked anything. */
 const NOBODY: Person = {
   elicit: (params) => {
@@ -71,14 +66,10 @@ const NOBODY: Person = {
 /** Connects a v1 SDK client (initialize, initialized, GET stream) declaring `capabilities`. */
 export async function connectLegacyHost(
   url: string,
-  capabilities: ClientCapabilities = {},
-  options: ConnectOptions = {}
+  capabilities: ClientCapabilities = {}
 ): Promise<LegacyHost> {
   const client = new Client({ name: 'e2e-legacy-host', version: '1.0.0' }, { capabilities })
-  const transport = new StreamableHTTPClientTransport(
-    new URL(url),
-    options.fetch ? { fetch: options.fetch } : undefined
-  )
+  const transport = new StreamableHTTPClientTransport(new URL(url))
   const asked: HostMessage[] = []
   const heard: HostMessage[] = []
   const listeners = new Set<(message: HostMessage) => void>()
@@ -135,6 +126,9 @@ export async function connectLegacyHost(
   client.setNotificationHandler(ResourceUpdatedNotificationSchema, (notification) =>
     record({ method: notification.method, params: notification.params })
   )
+  client.setNotificationHandler(LoggingMessageNotificationSchema, (notification) =>
+    record({ method: notification.method, params: notification.params })
+  )
   await client.connect(transport)
   return host
 }
@@ -146,12 +140,8 @@ export async function connectLegacyHost(
 export class OpenHosts {
   readonly #open = new Set<LegacyHost>()
 
-  async connect(
-    url: string,
-    capabilities?: ClientCapabilities,
-    options?: ConnectOptions
-  ): Promise<LegacyHost> {
-    const host = await connectLegacyHost(url, capabilities, options)
+  async connect(url: string, capabilities?: ClientCapabilities): Promise<LegacyHost> {
+    const host = await connectLegacyHost(url, capabilities)
     this.#open.add(host)
     return host
   }
@@ -181,6 +171,66 @@ export async function createNote(host: LegacyHost, title: string, tags: string[]
 /** Whether `get_note` finds the note through `host`. */
 export async function noteExists(host: LegacyHost, id: string): Promise<boolean> {
   return !(await host.callTool('get_note', { id })).isError
+}
+
+/** The proxy's entries of a call cancelled while its first question was open. */
+export interface CancelledCall {
+  /** The tools/call POST, whose stream carried the question. */
+  call: ProxyEntry
+  /** The `notifications/cancelled` POST. */
+  cancel: ProxyEntry
+  /** The answer the person gave after the server had ended the call. */
+  answer: ProxyEntry
+}
+
+/**
+ * Calls tool `name` through `proxy` and, while the person is deciding its first question, cancels
+ * the call (the client sends `notifications/cancelled`). Once the server has ended the call's stream,
+ * the person answers `late` all the same. Resolves with the proxy's entries of the three POSTs.
+ */
+export async function cancelWhileAsked(
+  host: LegacyHost,
+  proxy: AlternatingProxy,
+  name: string,
+  args: Record<string, unknown>,
+  late: ElicitResult
+): Promise<CancelledCall> {
+  const asked = Promise.withResolvers<void>()
+  const decided = Promise.withResolvers<ElicitResult>()
+  host.person = {
+    elicit: () => {
+      asked.resolve()
+      return decided.promise
+    },
+  }
+  const since = proxy.log.length
+  const is = (entry: ProxyEntry, kind: ProxiedMessage['kind'], method?: string) =>
+    entry.seq >= since &&
+    entry.message?.kind === kind &&
+    (method === undefined || ('method' in entry.message && entry.message.method === method))
+
+  const controller = new AbortController()
+  const called = host.client.callTool({ name, arguments: args }, undefined, {
+    signal: controller.signal,
+  })
+  await within(asked.promise, `the first question of ${name}`)
+  controller.abort()
+  await called.then(
+    () => Promise.reject(new Error(`${name} finished although it was cancelled`)),
+    () => undefined
+  )
+  const call = await proxy.waitFor((entry) => is(entry, 'request', 'tools/call'), 'the call')
+  const cancel = await proxy.waitFor(
+    (entry) => is(entry, 'notification', 'notifications/cancelled') && entry.ended,
+    'the cancellation'
+  )
+  await proxy.waitFor((entry) => entry === call && entry.ended, `the server to end ${name}`)
+  decided.resolve(late)
+  const answer = await proxy.waitFor(
+    (entry) => is(entry, 'response') && entry.ended,
+    'the late answer'
+  )
+  return { call, cancel, answer }
 }
 
 /** The text blocks of a tool result, one per line. */
