@@ -27,6 +27,7 @@ import {
   type LegacyHost,
 } from '../support/legacy-host.ts'
 import { startAlternatingProxy, type AlternatingProxy } from '../support/alternating-proxy.ts'
+import { within } from '../support/within.ts'
 import { startServer, tempDataDir, type ServerProcess } from '../support/server-process.ts'
 
 const run = promisify(execFile)
@@ -81,8 +82,8 @@ function rawPost(sessionId: string, body: unknown): Promise<Response> {
   })
 }
 
-/** The person in a browser: opens the approval page, then sends its form with Approve. */
-async function approveOnSharePage(pageUrl: string): Promise<void> {
+/** The person in a browser: opens the approval page, then sends its form with `decision`. */
+async function decideOnSharePage(pageUrl: string, decision: 'approve' | 'refuse'): Promise<void> {
   const page = await fetch(pageUrl)
   const html = await page.text()
   expect(page.status).toBe(200)
@@ -101,10 +102,10 @@ async function approveOnSharePage(pageUrl: string): Promise<void> {
       origin: new URL(pageUrl).origin,
       'sec-fetch-site': 'same-origin',
     },
-    body: new URLSearchParams({ [CSRF_FIELD]: token as string, decision: 'approve' }).toString(),
+    body: new URLSearchParams({ [CSRF_FIELD]: token as string, decision }).toString(),
   })
   expect(decided.status).toBe(200)
-  expect(await decided.text()).toContain('Approved')
+  expect(await decided.text()).toContain(decision === 'approve' ? 'Approved' : 'Refused')
 }
 
 beforeAll(async () => {
@@ -271,7 +272,7 @@ describe('the v1 SDK client (1.32.2) with default settings', () => {
     host.person = {
       elicit: async (params) => {
         expect(params.mode).toBe('url')
-        await approveOnSharePage((params as { url: string }).url)
+        await decideOnSharePage((params as { url: string }).url, 'approve')
         return { action: 'accept' }
       },
     }
@@ -290,6 +291,28 @@ describe('the v1 SDK client (1.32.2) with default settings', () => {
 
     const complete = await host.hear('notifications/elicitation/complete')
     expect(complete.params).toEqual({ elicitationId: ask.elicitationId })
+    await close(host)
+  })
+
+  it('waits for a decision made on the page after the client accepted to open it: refused, nothing shared', async () => {
+    const host = await connect({ elicitation: { url: {} } }, recorder.url)
+    const id = await createNote(host, 'Refused later v1')
+    host.person = { elicit: () => ({ action: 'accept' }) }
+    const since = recorder.log.length
+    const shared = host.callTool('share_note', { id })
+    await recorder.waitFor(
+      (entry) => entry.seq >= since && entry.message?.kind === 'response' && entry.ended,
+      'the accept to reach the server'
+    )
+    await decideOnSharePage((host.asked[0]?.params as { url: string }).url, 'refuse')
+    const result = await within(shared, 'share_note to finish')
+    expect(resultText(result)).toBe(
+      'Sharing "Refused later v1" was refused on the approval page; nothing was shared.'
+    )
+    const { elicitationId } = host.asked[0]?.params as { elicitationId: string }
+    expect((await host.hear('notifications/elicitation/complete')).params).toEqual({
+      elicitationId,
+    })
     await close(host)
   })
 
@@ -473,8 +496,10 @@ describe('the official client (2.4.0) with default options', () => {
       expect(asked).toEqual(['Delete the note "From the v2 client"? This cannot be undone.'])
       const read = await client.callTool({ name: 'get_note', arguments: { id } })
       expect(read.isError).toBe(true)
+      // Like the v1 client's, close() sends no DELETE: terminateSession ends the session.
+      await transport.terminateSession()
+      expect(transport.sessionId).toBeUndefined()
     } finally {
-      await transport.terminateSession().catch(() => {})
       await client.close()
     }
   })
