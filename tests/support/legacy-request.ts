@@ -6,15 +6,38 @@
  * the session's GET stream and its DELETE. Every message goes through the whole HTTP pipeline with
  * `Host` and `Content-Length` set, and fails the test on any 5xx (`requestApp` of `mcp-request.ts`).
  * `SseReader` reads an SSE body message by message while the server still writes it, so a test can
- * answer a question the server asked mid-request. Messages are built without any 2026-07-28 `_meta`.
+ * answer a question the server asked mid-request (`SseReaders` cancels those a test left open). Messages are built without any 2026-07-28 `_meta`.
  *
  * Leaves to the suites: which app answers, and what the answers should contain.
  */
 import type { Hono } from 'hono'
+import { SignJWT } from 'jose'
 import { expect } from 'vitest'
 import { HEADER_SESSION_ID } from '../../src/mcp/legacy/protocol.ts'
 import { HEADER_PROTOCOL_VERSION } from '../../src/mcp/protocol.ts'
 import { parseSse, requestApp, type JsonObject } from './mcp-request.ts'
+
+/** Configuration of an app that verifies HS256 bearer tokens (see `bearer`). */
+export const TEST_AUTH_ENV = {
+  AUTH_ISSUER: 'https://issuer.example',
+  AUTH_AUDIENCE: 'http://127.0.0.1:8787/mcp',
+  AUTH_JWT_SECRET: 'a-test-signing-secret-of-more-than-32-characters',
+} as const
+
+/**
+ * The `Authorization` header of a bearer token of `subject` (and OAuth client `azp`) for an app
+ * configured with `TEST_AUTH_ENV`.
+ */
+export async function bearer(subject: string, azp?: string): Promise<HeaderOverrides> {
+  const token = await new SignJWT(azp === undefined ? {} : { azp })
+    .setProtectedHeader({ alg: 'HS256' })
+    .setIssuer(TEST_AUTH_ENV.AUTH_ISSUER)
+    .setAudience(TEST_AUTH_ENV.AUTH_AUDIENCE)
+    .setSubject(subject)
+    .setExpirationTime('5m')
+    .sign(new TextEncoder().encode(TEST_AUTH_ENV.AUTH_JWT_SECRET))
+  return { authorization: `Bearer ${token}` }
+}
 
 /** The newest 2025-era revision, what a v1 SDK client asks for today. */
 export const LEGACY_VERSION = '2025-11-25'
@@ -183,16 +206,15 @@ export async function startSession(
  * and events without data are skipped.
  */
 export class SseReader {
-  readonly #reader: ReadableStreamDefaultReader<string>
+  readonly #reader: ReadableStreamDefaultReader<Uint8Array>
+  readonly #decoder = new TextDecoder()
   #buffer = ''
   #queued: JsonObject[] = []
 
   constructor(response: Response) {
     expect(response.status).toBe(200)
     expect(response.headers.get('content-type')).toMatch(/^text\/event-stream\b/)
-    this.#reader = (response.body as ReadableStream<Uint8Array>)
-      .pipeThrough(new TextDecoderStream())
-      .getReader()
+    this.#reader = (response.body as ReadableStream<Uint8Array>).getReader()
   }
 
   /** The next message, or `undefined` once the stream has ended. */
@@ -201,11 +223,11 @@ export class SseReader {
       const { done, value } = await this.#reader.read()
       if (done) {
         // A last event without its blank line still counts.
-        this.#queued.push(...parseSse(this.#buffer))
+        this.#queued.push(...parseSse(this.#buffer + this.#decoder.decode()))
         this.#buffer = ''
         return this.#queued.shift()
       }
-      this.#buffer += value
+      this.#buffer += this.#decoder.decode(value, { stream: true })
       const events = this.#buffer.split(/\r?\n\r?\n/)
       this.#buffer = events.pop() as string
       this.#queued.push(...events.flatMap((event) => parseSse(event)))
@@ -225,5 +247,20 @@ export class SseReader {
   /** Stops reading: the server sees the client go away. */
   cancel(): Promise<void> {
     return this.#reader.cancel()
+  }
+}
+
+/** Opens `SseReader`s and cancels every one still open on `cancelAll` (call it in `afterEach`). */
+export class SseReaders {
+  readonly #open: SseReader[] = []
+
+  open(response: Response): SseReader {
+    const reader = new SseReader(response)
+    this.#open.push(reader)
+    return reader
+  }
+
+  async cancelAll(): Promise<void> {
+    await Promise.all(this.#open.splice(0).map((reader) => reader.cancel()))
   }
 }

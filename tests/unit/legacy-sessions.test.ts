@@ -8,9 +8,8 @@
  * exist in this era, and result shapes without the 2026-07-28 stamps. Sessions live in a real
  * in-memory SQLite store; each answer is pinned by HTTP status, JSON-RPC code and id echo.
  *
- * The interactive flows and the GET stream are in `legacy-flows.test.ts`.
+ * The interactive flows are in `legacy-flows.test.ts`, the GET stream in `legacy-stream.test.ts`.
  */
-import { SignJWT } from 'jose'
 import { describe, expect, it } from 'vitest'
 import { createApp } from '../../src/app.ts'
 import { parseConfig } from '../../src/config.ts'
@@ -28,6 +27,8 @@ import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
 import { createFixtureApp } from '../conformance/fixture-app.ts'
 import {
   LEGACY_VERSION,
+  TEST_AUTH_ENV,
+  bearer,
   initializeMessage,
   postLegacy,
   startSession,
@@ -47,12 +48,6 @@ const METHOD_NOT_FOUND = -32601
 const INVALID_PARAMS = -32602
 const SESSION_NOT_FOUND = -32001
 
-const AUTH_ENV = {
-  AUTH_ISSUER: 'https://issuer.example',
-  AUTH_AUDIENCE: 'http://127.0.0.1:8787/mcp',
-  AUTH_JWT_SECRET: 'a-test-signing-secret-of-more-than-32-characters',
-}
-
 const sealerFor = async (keys: RawKey[], now?: () => number) =>
   StateSealer.create({ keyRing: await importKeyRing(keys), now })
 
@@ -66,7 +61,7 @@ const bus = new InProcessEventBus()
 const fixture = (env: Record<string, string> = {}, withSealer = sealer) =>
   createFixtureApp(parseConfig(env), { sealer: withSealer, bus, sessions })
 const app = fixture()
-const authApp = fixture(AUTH_ENV)
+const authApp = fixture(TEST_AUTH_ENV)
 
 /** The notes app on a store of its own, with one note of the local principal. */
 const notesStore = new SqliteNotesStore({ path: ':memory:' })
@@ -75,18 +70,6 @@ const notesApp = createApp(parseConfig({}), { store: notesStore, sealer, bus })
 const noteId = (
   await notesStore.create('local', { title: 'Groceries', body: 'milk', tags: [] }, Date.now())
 ).id
-
-/** `Authorization` for a bearer token of `subject` (and OAuth client `azp`) on `authApp`. */
-async function bearer(subject: string, azp?: string): Promise<HeaderOverrides> {
-  const token = await new SignJWT(azp === undefined ? {} : { azp })
-    .setProtectedHeader({ alg: 'HS256' })
-    .setIssuer(AUTH_ENV.AUTH_ISSUER)
-    .setAudience(AUTH_ENV.AUTH_AUDIENCE)
-    .setSubject(subject)
-    .setExpirationTime('5m')
-    .sign(new TextEncoder().encode(AUTH_ENV.AUTH_JWT_SECRET))
-  return { authorization: `Bearer ${token}` }
-}
 
 const ping = (session: LegacySession, headers?: HeaderOverrides) =>
   session.request('ping', undefined, { id: 1, headers })
@@ -232,12 +215,35 @@ describe('initialize negotiation', () => {
     ['no clientInfo', (message) => delete message.params.clientInfo],
     ['capabilities that are not an object', (message) => (message.params.capabilities = [])],
     ['an empty protocolVersion', (message) => (message.params.protocolVersion = '')],
+    [
+      'capabilities too large to seal into a session id',
+      (message) =>
+        (message.params.capabilities = { experimental: { big: { x: 'x'.repeat(20_000) } } }),
+    ],
   ])('answers initialize with %s with 400 -32602 and no session', async (_case, edit) => {
     const message = initializeMessage({ id: 'init' })
     edit(message)
     const response = await postLegacy(app, message)
     expect(response.headers.get(HEADER_SESSION_ID)).toBeNull()
     await expectError(response, { status: 400, code: INVALID_PARAMS, id: 'init' })
+  })
+
+  it('cuts an over-long clientInfo instead of refusing the client', async () => {
+    const message = initializeMessage()
+    message.params.clientInfo = { name: 'n'.repeat(5_000), version: 'v'.repeat(5_000) }
+    const response = await postLegacy(app, message)
+    expect(await expectResult(response)).toHaveProperty('protocolVersion', LEGACY_VERSION)
+    expect(response.headers.get(HEADER_SESSION_ID)?.length).toBeLessThan(2_000)
+  })
+
+  it.each<[string, JsonObject]>([
+    ['a null id', { ...initializeMessage(), id: null }],
+    ['no id (a notification)', { jsonrpc: '2.0', method: 'initialize', params: {} }],
+    ['params that are an array', { ...initializeMessage(), params: [] }],
+  ])('answers an initialize with %s with 400 and no session', async (_case, message) => {
+    const response = await postLegacy(app, message)
+    expect(response.status).toBe(400)
+    expect(response.headers.get(HEADER_SESSION_ID)).toBeNull()
   })
 })
 
@@ -463,6 +469,38 @@ describe('session methods', () => {
     await expectResult(await verbose.request('logging/setLevel', { level: 'debug' }, { id: 1 }))
     expect(await logsOf(quiet)).toStrictEqual([])
     expect(await logsOf(verbose)).toHaveLength(3)
+  })
+
+  it('ignores a 2026-07-28 log level in the _meta of a 2025-era request', async () => {
+    const { session } = await startSession(app)
+    const response = await session.request(
+      'tools/call',
+      { name: 'test_logging_tool', _meta: { 'io.modelcontextprotocol/logLevel': 'debug' } },
+      { id: 9 }
+    )
+    expect(await readMessages(response)).toHaveLength(1)
+  })
+
+  it("sends progress for the request's progressToken before the result", async () => {
+    const { session } = await startSession(app)
+    const response = await session.request(
+      'tools/call',
+      { name: 'test_tool_with_progress', _meta: { progressToken: 'tok' } },
+      { id: 8 }
+    )
+    const messages = await readMessages(response)
+    expect(messages.slice(0, -1).map((message) => message.params)).toStrictEqual(
+      [0, 50, 100].map((progress) => ({
+        progressToken: 'tok',
+        progress,
+        total: 100,
+        message: `Completed step ${progress} of 100`,
+      }))
+    )
+    expect(messages.at(-1)).toMatchObject({
+      id: 8,
+      result: { content: [{ text: 'Progress complete.' }] },
+    })
   })
 
   it('subscribes and unsubscribes (unsubscribing twice is no error)', async () => {

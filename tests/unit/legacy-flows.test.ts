@@ -1,0 +1,502 @@
+/**
+ * Interactive flows of 2025-era sessions, in-process on the notes app (real in-memory SQLite store,
+ * in-process event bus), trying to break them: `delete_note` asks its confirmation as a real
+ * `elicitation/create` request on the POST's SSE stream, and every way its answer can go wrong is
+ * tried — accepted, declined, an error, never, from another session or another principal, for an id
+ * nobody asked, twice, too large, malformed, odd, before the client declared the capability, smuggled
+ * into the request's params, after the request was cancelled or the session ended, and on another
+ * replica. Whatever happens, the note is deleted only on an accepted confirmation of its own flow.
+ *
+ * Waits are events (the next SSE message, the end of a stream), never timers. Flows that must time out
+ * (or must find an answer by polling the store) run on a handler built with short `legacy.input`
+ * bounds, since `createApp` has no such option; `notesReplica` composes it as `createApp` does.
+ */
+import { afterEach, describe, expect, it } from 'vitest'
+import { createApp } from '../../src/app.ts'
+import { parseConfig } from '../../src/config.ts'
+import { createHttpApp } from '../../src/http/app.ts'
+import { InProcessEventBus, type EventBus, type ServerEvent } from '../../src/mcp/events.ts'
+import { createMcpHandler } from '../../src/mcp/handler.ts'
+import { generateKey, importKeyRing } from '../../src/mcp/key-ring.ts'
+import { HEADER_PROTOCOL_VERSION } from '../../src/mcp/protocol.ts'
+import { StateSealer } from '../../src/mcp/sealed-state.ts'
+import { LOCAL_PRINCIPAL, tokenPrincipal } from '../../src/auth/bearer.ts'
+import { noteUri } from '../../src/notes/format.ts'
+import { createNotesServer } from '../../src/notes/server.ts'
+import { createFixtureApp } from '../conformance/fixture-app.ts'
+import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
+import {
+  SseReaders,
+  TEST_AUTH_ENV,
+  LegacySession,
+  bearer,
+  startSession,
+  type SseReader,
+} from '../support/legacy-request.ts'
+import { expectError, expectResult, readMessages, type JsonObject } from '../support/mcp-request.ts'
+
+const INVALID_REQUEST = -32600
+
+/** Short enough that a test waits little for a flow nobody answers. */
+const SHORT_INPUT_TIMEOUT_MS = 400
+
+const sealer = StateSealer.create({ keyRing: await importKeyRing([generateKey()]) })
+const store = new SqliteNotesStore({ path: ':memory:' })
+await store.migrate()
+const bus = new InProcessEventBus()
+const events: ServerEvent[] = []
+bus.subscribe((event) => events.push(event))
+
+const app = createApp(parseConfig({}), { store, sealer, bus })
+const authApp = createApp(parseConfig(TEST_AUTH_ENV), { store, sealer, bus })
+const notesServer = createNotesServer()
+
+/** The notes app on the shared store and key ring as `createApp` composes it, with `input` bounds. */
+function notesReplica(replicaBus: EventBus, input: { timeoutMs?: number; answerPollMs?: number }) {
+  return createHttpApp({
+    config: parseConfig({}),
+    handler: createMcpHandler({
+      server: notesServer,
+      app: { notes: store, bus: replicaBus, baseUrl: 'http://127.0.0.1:8787', now: Date.now },
+      sealer,
+      bus: replicaBus,
+      legacy: { sessions: store, input },
+    }),
+  })
+}
+/** Flows that give up waiting quickly. */
+const impatientApp = notesReplica(bus, { timeoutMs: SHORT_INPUT_TIMEOUT_MS })
+
+const FORM_CLIENT = { elicitation: {} }
+
+const streams = new SseReaders()
+afterEach(() => streams.cancelAll())
+const reader = (response: Response) => streams.open(response)
+
+async function seed(title: string, principal = LOCAL_PRINCIPAL): Promise<string> {
+  return (await store.create(principal, { title, body: 'body', tags: [] }, Date.now())).id
+}
+
+const exists = async (id: string, principal = LOCAL_PRINCIPAL) =>
+  (await store.get(principal, id)) !== undefined
+
+const ACCEPT = { action: 'accept', content: { confirm: true } }
+const DECLINE = { action: 'decline' }
+
+/**
+ * Starts `delete_note` for `noteId` and reads the confirmation request from the POST's SSE stream:
+ * an `elicitation/create` with a string id, asking about the note by its title.
+ */
+async function startDelete(
+  session: LegacySession,
+  noteId: string,
+  title: string,
+  id: string | number = 'del'
+) {
+  const response = await session.request(
+    'tools/call',
+    { name: 'delete_note', arguments: { id: noteId } },
+    { id }
+  )
+  const stream = reader(response)
+  const ask = (await stream.next()) as JsonObject
+  expect(ask).toMatchObject({
+    jsonrpc: '2.0',
+    method: 'elicitation/create',
+    params: {
+      message: `Delete the note "${title}"? This cannot be undone.`,
+      requestedSchema: { type: 'object', properties: { confirm: { type: 'boolean' } } },
+    },
+  })
+  expect(ask.id).toEqual(expect.stringMatching(/^s2c-[A-Za-z0-9_-]+$/))
+  return { stream, ask }
+}
+
+/** A note of the local principal, a form-capable session on `target`, and `delete_note` asking. */
+async function deleteFlow(title: string, target = app, id: string | number = 'del') {
+  const noteId = await seed(title)
+  const { session } = await startSession(target, { capabilities: FORM_CLIENT })
+  return { noteId, session, ...(await startDelete(session, noteId, title, id)) }
+}
+
+/** The stream's remaining messages are exactly the tool result of request `id`; returns its text. */
+async function finalText(
+  stream: SseReader,
+  id: string | number = 'del',
+  isError = false
+): Promise<string> {
+  const rest = await stream.rest()
+  expect(rest).toHaveLength(1)
+  const [final] = rest as [JsonObject]
+  expect(final).toMatchObject({ jsonrpc: '2.0', id })
+  expect(final, JSON.stringify(final.error)).not.toHaveProperty('error')
+  expect(final.result).not.toHaveProperty('resultType')
+  expect(final.result.isError === true).toBe(isError)
+  return final.result.content[0].text
+}
+
+/** An answer POST is accepted with 202 and no body, whatever it answers. */
+async function expectAccepted(response: Promise<Response>) {
+  const answered = await response
+  expect(answered.status).toBe(202)
+  expect(await answered.text()).toBe('')
+}
+
+describe('delete_note through server→client requests', () => {
+  it('deletes the note once the confirmation is accepted (answer 202, result on the stream)', async () => {
+    const { noteId, session, stream, ask } = await deleteFlow('Old draft')
+    await expectAccepted(session.answer(ask.id, ACCEPT))
+    expect(await finalText(stream)).toBe('Deleted the note "Old draft".')
+    expect(await exists(noteId)).toBe(false)
+  })
+
+  it.each([
+    ['declined', DECLINE, 'Kept the note.'],
+    [
+      'accepted without confirm',
+      { action: 'accept', content: { confirm: false } },
+      'Kept the note.',
+    ],
+    ['cancelled', { action: 'cancel' }, 'Nothing deleted; ask again later.'],
+  ])('keeps the note when the confirmation is %s', async (_case, answer, text) => {
+    const { noteId, session, stream, ask } = await deleteFlow('Keep me')
+    await expectAccepted(session.answer(ask.id, answer))
+    expect(await finalText(stream)).toBe(text)
+    expect(await exists(noteId)).toBe(true)
+  })
+
+  it('ends with a tool error and keeps the note when the client answers with a JSON-RPC error', async () => {
+    const { noteId, session, stream, ask } = await deleteFlow('Errored')
+    await expectAccepted(
+      session.answerError(ask.id, { code: -32603, message: 'The host has no UI' })
+    )
+    const text = await finalText(stream, 'del', true)
+    expect(text).toContain('The host has no UI')
+    expect(await exists(noteId)).toBe(true)
+  })
+
+  it('asks again, with a new id, when the answer does not fit the form', async () => {
+    const { noteId, session, stream, ask } = await deleteFlow('Odd answer')
+    await expectAccepted(session.answer(ask.id, { action: 'accept', content: { confirm: 'yes' } }))
+    const again = (await stream.next()) as JsonObject
+    expect(again).toMatchObject({ method: 'elicitation/create', params: ask.params })
+    expect(again.id).not.toBe(ask.id)
+    // The first question's id is spent: an accept for it changes nothing.
+    await expectAccepted(session.answer(ask.id, ACCEPT))
+    await expectAccepted(session.answer(again.id, DECLINE))
+    expect(await finalText(stream)).toBe('Kept the note.')
+    expect(await exists(noteId)).toBe(true)
+  })
+
+  it('ends with a tool error and keeps the note when nobody answers in time; a late answer changes nothing', async () => {
+    const { noteId, session, stream, ask } = await deleteFlow('Unanswered', impatientApp)
+    const text = await finalText(stream, 'del', true)
+    expect(text).toMatch(/did not answer the question/)
+    await expectAccepted(session.answer(ask.id, ACCEPT))
+    expect(await exists(noteId)).toBe(true)
+  })
+
+  it("never lets another session's answer fill the slot: the flow waits for its own", async () => {
+    const { session: intruder } = await startSession(app, { capabilities: FORM_CLIENT })
+    const { noteId, session, stream, ask } = await deleteFlow('Contested')
+    await expectAccepted(intruder.answer(ask.id, ACCEPT))
+    await expectAccepted(session.answer(ask.id, DECLINE))
+    expect(await finalText(stream)).toBe('Kept the note.')
+    expect(await exists(noteId)).toBe(true)
+  })
+
+  it("never lets another session's answer fill the slot: alone, the flow times out", async () => {
+    const { session: intruder } = await startSession(impatientApp, { capabilities: FORM_CLIENT })
+    const { noteId, session, stream, ask } = await deleteFlow('Hijacked', impatientApp)
+    await expectAccepted(intruder.answer(ask.id, ACCEPT))
+    expect(await finalText(stream, 'del', true)).toMatch(/did not answer/)
+    expect(await exists(noteId)).toBe(true)
+  })
+
+  it("never lets another principal's answer fill the slot", async () => {
+    const principal = tokenPrincipal(TEST_AUTH_ENV.AUTH_ISSUER, 'alice')
+    const noteId = await seed('Alice only', principal)
+    const { session } = await startSession(authApp, {
+      capabilities: FORM_CLIENT,
+      headers: await bearer('alice'),
+    })
+    const { session: mallory } = await startSession(authApp, {
+      capabilities: FORM_CLIENT,
+      headers: await bearer('mallory'),
+    })
+    const { stream, ask } = await startDelete(session, noteId, 'Alice only')
+    await expectAccepted(mallory.answer(ask.id, ACCEPT))
+    // Mallory's answer on Alice's session id is refused outright.
+    const stolen = await session.answer(ask.id, ACCEPT, await bearer('mallory'))
+    await expectError(stolen, { status: 404, code: -32001, id: null })
+    await expectAccepted(session.answer(ask.id, DECLINE))
+    expect(await finalText(stream)).toBe('Kept the note.')
+    expect(await exists(noteId, principal)).toBe(true)
+  })
+
+  it('ignores an answer for an id nobody asked (202) and still takes the real one', async () => {
+    const { noteId, session, stream, ask } = await deleteFlow('Unknown id')
+    await expectAccepted(session.answer('s2c-AAAAAAAAAAAAAAAA', ACCEPT))
+    await expectAccepted(session.answer(`${ask.id}x`, ACCEPT))
+    await expectAccepted(session.answer(ask.id, DECLINE))
+    expect(await finalText(stream)).toBe('Kept the note.')
+    expect(await exists(noteId)).toBe(true)
+  })
+
+  it('counts an answer posted twice once: the first one decides', async () => {
+    const { noteId, session, stream, ask } = await deleteFlow('Twice')
+    await expectAccepted(session.answer(ask.id, DECLINE))
+    await expectAccepted(session.answer(ask.id, ACCEPT))
+    expect(await finalText(stream)).toBe('Kept the note.')
+    expect(await exists(noteId)).toBe(true)
+  })
+
+  it('deletes once when the accept is posted twice', async () => {
+    const { noteId, session, stream, ask } = await deleteFlow('Accepted twice')
+    const before = events.length
+    await expectAccepted(session.answer(ask.id, ACCEPT))
+    await expectAccepted(session.answer(ask.id, ACCEPT))
+    expect(await finalText(stream)).toBe('Deleted the note "Accepted twice".')
+    const updates = events
+      .slice(before)
+      .filter((event) => event.kind === 'resource_updated' && event.uri === noteUri(noteId))
+    expect(updates).toHaveLength(1)
+  })
+
+  it('answers an answer over the body limit with 413, and the flow still takes the real one', async () => {
+    const { noteId, session, stream, ask } = await deleteFlow('Big answer')
+    const huge = { action: 'accept', content: { confirm: true, padding: 'x'.repeat(1 << 20) } }
+    const tooLarge = await session.answer(ask.id, huge)
+    await expectError(tooLarge, { status: 413, code: INVALID_REQUEST, id: null })
+    await expectAccepted(session.answer(ask.id, DECLINE))
+    expect(await finalText(stream)).toBe('Kept the note.')
+    expect(await exists(noteId)).toBe(true)
+  })
+
+  it.each<[string, (id: string) => JsonObject]>([
+    ['a numeric id', () => ({ jsonrpc: '2.0', id: 7, result: ACCEPT })],
+    [
+      'an id of 65 characters',
+      () => ({ jsonrpc: '2.0', id: `s2c-${'A'.repeat(61)}`, result: ACCEPT }),
+    ],
+    ['no jsonrpc member', (id) => ({ id, result: ACCEPT })],
+  ])('refuses an answer with %s with 400 -32600', async (_case, answer) => {
+    const { session, stream, ask } = await deleteFlow('Malformed answer')
+    await expectError(await session.post(answer(ask.id)), {
+      status: 400,
+      code: INVALID_REQUEST,
+      id: null,
+    })
+    await expectAccepted(session.answer(ask.id, DECLINE))
+    expect(await finalText(stream)).toBe('Kept the note.')
+  })
+
+  it('refuses an answer sent with another MCP-Protocol-Version (400), and the flow waits on', async () => {
+    const { session, stream, ask } = await deleteFlow('Wrong version')
+    const wrong = await session.answer(ask.id, ACCEPT, { [HEADER_PROTOCOL_VERSION]: '2025-03-26' })
+    await expectError(wrong, { status: 400, code: INVALID_REQUEST, id: null })
+    await expectAccepted(session.answer(ask.id, DECLINE))
+    expect(await finalText(stream)).toBe('Kept the note.')
+  })
+
+  it('answers a client without the elicitation capability with a tool error naming it, asking nothing', async () => {
+    const noteId = await seed('No forms')
+    const { session } = await startSession(app, { capabilities: { sampling: {} } })
+    const response = await session.request(
+      'tools/call',
+      { name: 'delete_note', arguments: { id: noteId } },
+      { id: 'del' }
+    )
+    const messages = await readMessages(response)
+    expect(messages).toHaveLength(1)
+    const [final] = messages as [JsonObject]
+    expect(final).toMatchObject({ id: 'del', result: { isError: true } })
+    expect(final.result.content[0].text).toMatch(/elicitation/)
+    expect(await exists(noteId)).toBe(true)
+  })
+
+  it('gives two flows of one session different request ids and keeps their answers apart', async () => {
+    const first = await seed('First')
+    const second = await seed('Second')
+    const { session } = await startSession(app, { capabilities: FORM_CLIENT })
+    const one = await startDelete(session, first, 'First', 'one')
+    const two = await startDelete(session, second, 'Second', 'two')
+    expect(one.ask.id).not.toBe(two.ask.id)
+    await expectAccepted(session.answer(two.ask.id, ACCEPT))
+    expect(await finalText(two.stream, 'two')).toBe('Deleted the note "Second".')
+    await expectAccepted(session.answer(one.ask.id, DECLINE))
+    expect(await finalText(one.stream, 'one')).toBe('Kept the note.')
+    expect([await exists(first), await exists(second)]).toStrictEqual([true, false])
+  })
+})
+
+describe('delete_note: answers and asks a client cannot smuggle in', () => {
+  it('ignores inputResponses and requestState sent in 2025-era params: the question is still asked', async () => {
+    const noteId = await seed('Prefilled')
+    const { session } = await startSession(app, { capabilities: FORM_CLIENT })
+    const response = await session.request(
+      'tools/call',
+      {
+        name: 'delete_note',
+        arguments: { id: noteId },
+        inputResponses: { confirm: ACCEPT },
+        requestState: 'forged',
+      },
+      { id: 'del' }
+    )
+    const stream = reader(response)
+    expect(await stream.next()).toMatchObject({ method: 'elicitation/create' })
+    expect(await exists(noteId)).toBe(true)
+  })
+
+  it('takes client capabilities from initialize only, never from a request _meta', async () => {
+    const noteId = await seed('Escalated')
+    const { session } = await startSession(app, { capabilities: {} })
+    const response = await session.request(
+      'tools/call',
+      {
+        name: 'delete_note',
+        arguments: { id: noteId },
+        _meta: { 'io.modelcontextprotocol/clientCapabilities': { elicitation: {} } },
+      },
+      { id: 'del' }
+    )
+    const [final] = (await readMessages(response)) as [JsonObject]
+    expect(final).toMatchObject({ id: 'del', result: { isError: true } })
+    expect(await exists(noteId)).toBe(true)
+  })
+
+  it.each([
+    ['a null result', null],
+    ['a string result', 'yes'],
+    ['an array result', [ACCEPT]],
+  ])('ends with a tool error and keeps the note for an answer with %s', async (_case, result) => {
+    const { noteId, session, stream, ask } = await deleteFlow('Odd result')
+    await expectAccepted(session.post({ jsonrpc: '2.0', id: ask.id, result }))
+    expect(await finalText(stream, 'del', true)).toMatch(/could not answer/)
+    expect(await exists(noteId)).toBe(true)
+  })
+
+  it('survives an accepted answer padded with extra content under the body limit', async () => {
+    const { session, stream, ask } = await deleteFlow('Padded')
+    const padded = { action: 'accept', content: { confirm: true, padding: 'x'.repeat(200_000) } }
+    await expectAccepted(session.answer(ask.id, padded))
+    // The extra member is not part of the form: the answer counts, the padding goes nowhere.
+    expect(await finalText(stream)).toBe('Deleted the note "Padded".')
+  })
+})
+
+describe('ending a flow early', () => {
+  it('ends the flow on notifications/cancelled with nothing deleted; a later accept changes nothing', async () => {
+    const { noteId, session, stream, ask } = await deleteFlow('Cancelled')
+    const cancelled = await session.notify('notifications/cancelled', {
+      requestId: 'del',
+      reason: 'The user closed the dialog',
+    })
+    expect(cancelled.status).toBe(202)
+    // A cancelled request gets no response (2025 cancellation): the stream just ends.
+    expect(await stream.rest()).toStrictEqual([])
+    await expectAccepted(session.answer(ask.id, ACCEPT))
+    expect(await exists(noteId)).toBe(true)
+  })
+
+  it("ignores another session's notifications/cancelled for the same request id", async () => {
+    const { session: other } = await startSession(app, { capabilities: FORM_CLIENT })
+    const { session, stream, ask } = await deleteFlow('Not yours to cancel')
+    expect((await other.notify('notifications/cancelled', { requestId: 'del' })).status).toBe(202)
+    await expectAccepted(session.answer(ask.id, ACCEPT))
+    expect(await finalText(stream)).toBe('Deleted the note "Not yours to cancel".')
+  })
+
+  it('ends the flow with nothing deleted when the client closes the stream', async () => {
+    const { noteId, session, stream, ask } = await deleteFlow('Walked away')
+    await stream.cancel()
+    await expectAccepted(session.answer(ask.id, ACCEPT))
+    expect(await exists(noteId)).toBe(true)
+  })
+
+  it('refuses the answer of a session ended mid-flow (404); the flow times out, note kept', async () => {
+    const { noteId, session, stream, ask } = await deleteFlow('Ended mid-flow', impatientApp)
+    expect((await session.delete()).status).toBe(204)
+    await expectError(await session.answer(ask.id, ACCEPT), { status: 404, code: -32001, id: null })
+    expect(await finalText(stream, 'del', true)).toMatch(/did not answer/)
+    expect(await exists(noteId)).toBe(true)
+  })
+
+  // JSON-RPC ids 7 and "7" name different requests.
+  it('cancels request 7 only for requestId 7, not for the string "7"', async () => {
+    const { session, stream, ask } = await deleteFlow('Seven', app, 7)
+    expect((await session.notify('notifications/cancelled', { requestId: '7' })).status).toBe(202)
+    await expectAccepted(session.answer(ask.id, DECLINE))
+    expect(await finalText(stream, 7)).toBe('Kept the note.')
+  })
+
+  // A JSON-RPC id may be any string: the cancellation must name the whole of it...
+  it('cancels a request whose id is longer than 64 characters', async () => {
+    const longId = `request-${'x'.repeat(92)}`
+    const { noteId, session, stream } = await deleteFlow('Long id', impatientApp, longId)
+    expect((await session.notify('notifications/cancelled', { requestId: longId })).status).toBe(
+      202
+    )
+    // Cancelled, the stream ends with no response; not cancelled, it ends with the timeout's error.
+    expect(await stream.rest()).toStrictEqual([])
+    expect(await exists(noteId)).toBe(true)
+  })
+
+  // ...and only the whole of it.
+  it('does not cancel a request whose id is only a prefix of the cancelled one', async () => {
+    const prefix = 'p'.repeat(64)
+    const { session, stream, ask } = await deleteFlow('Prefix id', app, prefix)
+    const cancelled = await session.notify('notifications/cancelled', { requestId: `${prefix}-2` })
+    expect(cancelled.status).toBe(202)
+    await expectAccepted(session.answer(ask.id, DECLINE))
+    expect(await finalText(stream, prefix)).toBe('Kept the note.')
+  })
+})
+
+describe('answers on another replica', () => {
+  it('takes an answer posted to a replica on the same bus', async () => {
+    const { session, stream, ask } = await deleteFlow('Same bus')
+    const elsewhere = new LegacySession(notesReplica(bus, {}), session.id, session.protocolVersion)
+    await expectAccepted(elsewhere.answer(ask.id, ACCEPT))
+    expect(await finalText(stream)).toBe('Deleted the note "Same bus".')
+  })
+
+  it('finds an answer whose bus signal never arrives by polling the store', async () => {
+    // The replica holding the flow has a bus of its own: the other replica's signal is lost.
+    const holder = notesReplica(new InProcessEventBus(), { answerPollMs: 20 })
+    const { noteId, session, stream, ask } = await deleteFlow('Lost signal', holder)
+    const elsewhere = new LegacySession(app, session.id, session.protocolVersion)
+    await expectAccepted(elsewhere.answer(ask.id, ACCEPT))
+    expect(await finalText(stream)).toBe('Deleted the note "Lost signal".')
+    expect(await exists(noteId)).toBe(false)
+  })
+})
+
+describe('prompts/get through server→client requests (fixture)', () => {
+  const fixture = createFixtureApp(parseConfig({}), { sealer, bus, sessions: store })
+  const getPrompt = (session: LegacySession) =>
+    session.request('prompts/get', { name: 'test_input_required_result_prompt' }, { id: 'p' })
+
+  it('asks on the stream and answers the prompt with the answer', async () => {
+    const { session } = await startSession(fixture, { capabilities: FORM_CLIENT })
+    const stream = reader(await getPrompt(session))
+    const ask = (await stream.next()) as JsonObject
+    expect(ask).toMatchObject({ method: 'elicitation/create' })
+    await expectAccepted(session.answer(ask.id, { action: 'accept', content: { context: 'tea' } }))
+    const [final] = (await stream.rest()) as [JsonObject]
+    expect(final.result).toStrictEqual({
+      messages: [{ role: 'user', content: { type: 'text', text: 'Use this context: tea' } }],
+    })
+  })
+
+  it('answers a client without the elicitation capability with a JSON-RPC error on HTTP 200', async () => {
+    const { session } = await startSession(fixture)
+    const error = await expectError(await getPrompt(session), {
+      status: 200,
+      code: INVALID_REQUEST,
+      id: 'p',
+    })
+    expect(error.message).toMatch(/elicitation/)
+  })
+})
