@@ -349,23 +349,40 @@ describe('the v1 SDK client (1.32.2) with default settings', () => {
     await close(host)
   })
 
-  it('hears notifications/resources/updated on its GET stream for a subscribed note changed by another client', async () => {
+  it('hears on its GET stream the updates of the notes it subscribed to, and only while subscribed', async () => {
     const writer = await connect()
-    const watched = await createNote(writer, 'Watched v1')
-    const other = await createNote(writer, 'Not watched v1')
+    const first = await createNote(writer, 'Watched first v1')
+    const second = await createNote(writer, 'Watched second v1')
     const since = recorder.log.length
     const watcher = await connect({}, recorder.url)
     await recorder.waitFor(
       (entry) => entry.seq >= since && entry.httpMethod === 'GET' && entry.status === 200,
       'the GET stream to open'
     )
-    await watcher.client.subscribeResource({ uri: `note://${watched}` })
+    const update = (id: string, version: number) =>
+      writer.callTool('update_note', {
+        id,
+        expectedVersion: version,
+        body: `Version ${version + 1}.`,
+      })
+    const heardUris = () =>
+      watcher.heard
+        .filter((message) => message.method === 'notifications/resources/updated')
+        .map((message) => message.params.uri)
 
-    await writer.callTool('update_note', { id: other, expectedVersion: 1, body: 'Changed.' })
-    await writer.callTool('update_note', { id: watched, expectedVersion: 1, body: 'Changed.' })
-    const updated = await watcher.hear('notifications/resources/updated')
-    // The stream keeps the bus's order: the unsubscribed note's update, sent first, was not heard.
-    expect(updated.params).toEqual({ uri: `note://${watched}` })
+    await watcher.client.subscribeResource({ uri: `note://${first}` })
+    await update(second, 1)
+    await update(first, 1)
+    await watcher.hear('notifications/resources/updated', ({ uri }) => uri === `note://${first}`)
+
+    await watcher.client.unsubscribeResource({ uri: `note://${first}` })
+    await watcher.client.subscribeResource({ uri: `note://${second}` })
+    await update(first, 2)
+    await update(second, 2)
+    await watcher.hear('notifications/resources/updated', ({ uri }) => uri === `note://${second}`)
+    // Changes reach the stream in order, so what was not heard before the awaited update was never
+    // sent: the updates of the notes not subscribed to at the time.
+    expect(heardUris()).toEqual([`note://${first}`, `note://${second}`])
     await close(watcher)
     await close(writer)
   })
