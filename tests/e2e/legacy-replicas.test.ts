@@ -1,11 +1,12 @@
 /**
  * A 2025-era host (the v1 SDK client 1.32.2, default settings) served by two notes replicas on one
  * PostgreSQL database and one key ring, behind a proxy that sends each HTTP request to the other
- * replica: no affinity at all. The interactive flows finish although the client's answer to every
- * server→client request lands on the replica that is not holding the tools/call stream that asked
- * (the store slot and the LISTEN/NOTIFY bus carry it across), a cancellation sent to the other
- * replica ends the flow, and the GET stream held by one replica hears a change made through the
- * other. Skipped, visibly, without a PostgreSQL server (fails under CI).
+ * replica: no affinity at all. Interactive flows with one question finish although the client's
+ * answer lands on the replica that is not holding the tools/call stream that asked (the store slot
+ * and the LISTEN/NOTIFY bus carry it across); a flow with two questions gets one answer on each
+ * replica; a cancellation sent to the other replica ends the flow; and the GET stream held by one
+ * replica hears a change made through the other. Skipped, visibly, without a PostgreSQL server
+ * (fails under CI).
  */
 import type { ClientCapabilities, ElicitResult } from '@modelcontextprotocol/sdk/types.js'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
@@ -155,6 +156,30 @@ describe.skipIf(!serverUrl)('a 2025-era host behind a proxy alternating two repl
       summary: '- Both replicas agree.',
     })
     expect(resultText(result)).toContain("Summary by the host's model (e2e-replica-model)")
+    await close(host)
+  })
+
+  it('deletes by tag in three rounds with one answer on each replica', async () => {
+    const host = await connectBalanced(FORMS)
+    const kept = await createNote(host, 'Bulk kept', ['replicated-bulk'])
+    const gone = await createNote(host, 'Bulk gone', ['replicated-bulk'])
+    const answers: ElicitResult[] = [
+      { action: 'accept', content: { notes: [gone] } },
+      { action: 'accept', content: { confirm: true } },
+    ]
+    host.person = { elicit: () => answers.shift() ?? { action: 'cancel' } }
+    const since = balancer().log.length
+    const result = await host.callTool('delete_notes_by_tag', { tag: 'replicated-bulk' })
+    expect(result.structuredContent).toMatchObject({ outcome: 'deleted', deleted: [{ id: gone }] })
+    const entries = balancer().log.slice(since)
+    const call = entries.find((entry) => entry.message?.kind === 'request') as ProxyEntry
+    const answered = entries.filter((entry) => entry.message?.kind === 'response')
+    expect(call.carried).toHaveLength(2)
+    expect(answered.map((entry) => entry.status)).toEqual([202, 202])
+    // Alternating per request: the first answer crosses to the other replica, the second comes back.
+    expect(answered.map((entry) => entry.replica === call.replica)).toEqual([false, true])
+    expect(await noteExists(host, gone)).toBe(false)
+    expect(await noteExists(host, kept)).toBe(true)
     await close(host)
   })
 
