@@ -7,15 +7,16 @@
  * `loadtest/store.ts`), one key ring generated for the run and given to every replica as
  * STATE_KEYS, R Node replicas (`src/node.ts`, REPLICA_ID r1…rR) on loopback ports, and in balanced
  * mode nginx in front of them with a generated configuration (`loadtest/nginx-config.ts`). V
- * virtual users (`loadtest/users.ts`) then run complete flows until the duration is over; with
- * `--kill`, one replica is SIGKILLed mid-run and restarted on the same port about 1.5 s later.
- * Afterwards the store is read back and held against what every flow's answers asked for
- * (`loadtest/verify.ts`), and the summary (`loadtest/report.ts`) is printed and written as JSON.
- * Exits 1 when the run did not pass.
+ * virtual users (`loadtest/users.ts`), a share of them 2025-era users on the v1 SDK client and the
+ * others 2026-07-28 users on the project's client, then run complete flows until the duration is
+ * over; with `--kill`, one replica is SIGKILLed mid-run and restarted on the same port about 1.5 s
+ * later. Afterwards the store is read back and held against what every flow's answers asked for
+ * (`loadtest/verify.ts`), and the summary (`loadtest/report.ts`), per era, is printed and written as
+ * JSON. Exits 1 when the run did not pass.
  *
  * Bounds: users start no flow after `--duration` or once `--max-requests` requests were sent, and
- * flows in flight may send at most 200 requests per user more; every call has its own timeout, and
- * a watchdog aborts whatever is still running 45 s after the duration.
+ * flows in flight may send at most 200 requests per user more; every call and every request has its
+ * own timeout, and a watchdog aborts whatever is still running 45 s after the duration.
  * Loopback only. Every process started here (replicas, nginx) is stopped on the way out, on failure
  * and on Ctrl-C too; the scratch database and temporary directories are removed.
  */
@@ -28,7 +29,8 @@ import { parseOptions, USAGE, UsageError, type LoadtestOptions } from './loadtes
 import { killAllNow, NginxProcess, ReplicaProcess, stopAll } from './loadtest/processes.ts'
 import { buildSummary, formatTable, type FaultReport } from './loadtest/report.ts'
 import { prepareStore, type SharedStore } from './loadtest/store.ts'
-import { runVirtualUsers, type FlowRecord } from './loadtest/users.ts'
+import type { FlowRecord } from './loadtest/flows.ts'
+import { runVirtualUsers } from './loadtest/users.ts'
 import { verifyStore } from './loadtest/verify.ts'
 import { freePort, tempDataDir } from './support/local-resources.ts'
 
@@ -61,13 +63,15 @@ async function injectFault(
   atMs: number
 ): Promise<FaultReport> {
   await sleep(atMs)
-  await replica.kill()
+  // The fault window opens before the signal: streams may break before the exit is reported.
   const killedAt = performance.now()
   metrics.faultAt = killedAt
+  await replica.kill()
   console.log(`  fault: SIGKILL ${replica.id} at ${((killedAt - start) / 1000).toFixed(1)} s`)
   await sleep(DOWN_MS)
   await replica.start()
   const restartedAt = performance.now()
+  metrics.restartedAt = restartedAt
   console.log(`  fault: ${replica.id} back at ${((restartedAt - start) / 1000).toFixed(1)} s`)
   return {
     replica: replica.id,
@@ -107,7 +111,8 @@ async function run(options: LoadtestOptions, watchdog: AbortController): Promise
 
     console.log(
       `notes-mcp load test: ${options.mode}${balancer ? ` via nginx (${options.balancer})` : ''}, ` +
-        `${store.kind} (${store.where}), ${options.replicas} replicas, ${options.users} users, ` +
+        `${store.kind} (${store.where}), ${options.replicas} replicas, ${options.users} users ` +
+        `(2025 share ${options.legacyShare}), ` +
         `${options.durationS} s${options.kill ? ', one replica killed mid-run' : ''}`
     )
     const metrics = new Metrics()
@@ -121,7 +126,7 @@ async function run(options: LoadtestOptions, watchdog: AbortController): Promise
     const progress = setInterval(() => {
       const done = ledger.filter((flow) => flow.completed).length
       const seconds = ((performance.now() - start) / 1000).toFixed(0)
-      console.log(`  ${seconds} s: ${done}/${ledger.length} flows, ${metrics.requests} requests`)
+      console.log(`  ${seconds} s: ${done}/${ledger.length} flows ok, ${metrics.requests} requests`)
     }, PROGRESS_EVERY_MS)
     const fault = options.kill
       ? injectFault(
@@ -142,6 +147,7 @@ async function run(options: LoadtestOptions, watchdog: AbortController): Promise
         deadline: start + durationMs,
         maxRequests: options.maxRequests,
         users: options.users,
+        legacyShare: options.legacyShare,
         signal: watchdog.signal,
         metrics,
         ledger,
@@ -155,7 +161,11 @@ async function run(options: LoadtestOptions, watchdog: AbortController): Promise
     if (faultOutcome && 'error' in faultOutcome) throw faultOutcome.error
 
     const checked = await store.open()
-    const verification = await verifyStore(checked, ledger, metrics.repeatedDeletes).finally(() =>
+    const repeatedDeletes = {
+      modern: metrics.eras.modern.repeatedDeletes,
+      '2025': metrics.eras['2025'].repeatedDeletes,
+    }
+    const verification = await verifyStore(checked, ledger, repeatedDeletes).finally(() =>
       checked.close()
     )
     const summary = buildSummary({

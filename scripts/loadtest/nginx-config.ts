@@ -25,11 +25,13 @@
  *
  * Routing: `round-robin` is plain rotation over every replica. `avoid-previous` (the default of the
  * load test) adds one rule for the test's sake: the client names the replica that served the flow's
- * previous round in `X-Previous-Replica`, and nginx rotates over the other replicas for that
- * request. With plain rotation and concurrent users, a flow's next round lands on the same replica
- * about one time in R (R replicas), which leaves those rounds unproven; this rule makes every later
- * round of a flow cross replicas. The header is dropped before the request reaches a replica.
- * Production deployments need no such rule: any replica serves any round.
+ * previous round (a 2025 client's answer: the replica holding the flow's stream) in
+ * `X-Previous-Replica`, and nginx rotates over the other replicas for that request, with the named
+ * one as `backup`, used only while all the others are down. With plain rotation and concurrent
+ * users, a flow's next round lands on the same replica about one time in R (R replicas), which
+ * leaves those rounds unproven; this rule makes every later round of a flow cross replicas while
+ * another replica is up. The header is dropped before the request reaches a replica. Production
+ * deployments need no such rule: any replica serves any round.
  */
 import { accessSync, constants } from 'node:fs'
 import { delimiter, join } from 'node:path'
@@ -54,13 +56,14 @@ export const PREVIOUS_REPLICA_HEADER = 'x-previous-replica'
 
 const REPLICA_ID = /^[A-Za-z0-9_.-]{1,64}$/
 
-function upstream(name: string, replicas: NginxReplica[]): string {
-  const servers = replicas.map(
-    (replica) => `    server 127.0.0.1:${replica.port} max_fails=1 fail_timeout=1s;`
-  )
+/** An upstream group: `replicas` in rotation, `backup` only while every one of them is down. */
+function upstream(name: string, replicas: NginxReplica[], backup: NginxReplica[] = []): string {
+  const server = (replica: NginxReplica, role: string) =>
+    `    server 127.0.0.1:${replica.port} max_fails=1 fail_timeout=1s${role};`
   return [
     `  upstream ${name} {`,
-    ...servers,
+    ...replicas.map((replica) => server(replica, '')),
+    ...backup.map((replica) => server(replica, ' backup')),
     '    keepalive 32;',
     '    keepalive_timeout 4s;',
     '  }',
@@ -82,7 +85,8 @@ export function nginxConfig({ port, replicas, dir, balancer }: NginxConfigOption
       groups.push(
         upstream(
           names[index] as string,
-          replicas.filter((other) => other !== replica)
+          replicas.filter((other) => other !== replica),
+          [replica]
         )
       )
     })

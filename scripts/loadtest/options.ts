@@ -16,6 +16,8 @@ export interface LoadtestOptions {
   durationS: number
   replicas: number
   users: number
+  /** Share of the users that are 2025-era users (the v1 SDK client over sessions), 0 to 1. */
+  legacyShare: number
   mode: Mode
   /** `undefined`: PostgreSQL when a server answers, else SQLite. */
   store: StoreKind | undefined
@@ -29,6 +31,10 @@ export const USAGE = `Usage: npm run loadtest -- [options]
   --duration SECONDS        how long virtual users start new flows (default 30, at most 3600)
   --replicas N              Node replicas sharing one key ring and one store (default 3, 2-16)
   --users N                 concurrent virtual users (default 20, at most 500)
+  --legacy-share S          share of the users that are 2025-era users (the v1 SDK client:
+                            initialize, a session, questions as server→client requests on the
+                            call's stream), spread evenly; the others speak 2026-07-28
+                            (default 0.5, from 0 to 1)
   --mode direct|balanced    each round to another replica chosen by the client, or through
                             nginx (default balanced)
   --store postgres|sqlite   default: postgres when a server answers (DATABASE_URL,
@@ -53,6 +59,14 @@ function bounded(name: string, raw: string, min: number, max: number): number {
   return value
 }
 
+function share(name: string, raw: string): number {
+  const value = Number(raw)
+  if (raw.trim() === '' || !Number.isFinite(value) || value < 0 || value > 1) {
+    throw new UsageError(`--${name} must be a number from 0 to 1, got ${raw}`)
+  }
+  return value
+}
+
 function oneOf<T extends string>(name: string, raw: string, values: readonly T[]): T {
   if (!(values as readonly string[]).includes(raw)) {
     throw new UsageError(`--${name} must be one of ${values.join(', ')}, got ${raw}`)
@@ -69,6 +83,7 @@ function readArgs(argv: string[]) {
       duration: { type: 'string', default: '30' },
       replicas: { type: 'string', default: '3' },
       users: { type: 'string', default: '20' },
+      'legacy-share': { type: 'string', default: '0.5' },
       mode: { type: 'string', default: 'balanced' },
       store: { type: 'string' },
       balancer: { type: 'string', default: 'avoid-previous' },
@@ -93,6 +108,7 @@ export function parseOptions(argv: string[]): LoadtestOptions {
     durationS: bounded('duration', values.duration, 1, 3600),
     replicas: bounded('replicas', values.replicas, 2, 16),
     users: bounded('users', values.users, 1, 500),
+    legacyShare: share('legacy-share', values['legacy-share']),
     mode: oneOf('mode', values.mode, ['direct', 'balanced'] as const),
     store:
       values.store === undefined

@@ -1,16 +1,32 @@
 /**
  * @module scripts/loadtest/report
- * The load test's results: the JSON summary other tools read (top level: `flows_started`,
- * `flows_completed`, `lost`, `duplicated`, `cross_replica_ratio`, `errors` by kind, `flows_per_s`,
- * then the details) and the table printed for people. `cross_replica_ratio` is the share of rounds
- * 2 and later of interactive flows that a different replica served than the flow's previous round.
- * Also decides whether the run passed: every flow completed as its answers asked, nothing lost,
- * duplicated or left undeleted, no error, no 5xx from a replica.
+ * The load test's results: the JSON summary other tools read and the table printed for people.
+ * Top level: the totals over both eras (`flows_started`, `flows_completed`, `flows_failed_cleanly`,
+ * `lost`, `duplicated`, `cross_replica_ratio`, `errors` by `era/kind`, `flows_per_s`), then the run's
+ * setup and infrastructure counters, then `eras.modern` and `eras["2025"]`: each era's flows (ok,
+ * failed cleanly, by kind), lost, duplicated, not deleted, half done, errors, clean failures by kind,
+ * cross-replica share and latency percentiles. `cross_replica_ratio` is, for modern users, the share
+ * of rounds 2 and later that a different replica served than the round before; for 2025 users, the
+ * share of answer POSTs that reached another replica than the one holding the flow's stream.
+ *
+ * Also decides whether the run passed. Per era: no error, nothing lost, duplicated or half done, and
+ * every flow completed — except that a 2025 flow may fail cleanly in the fault window (its stream or
+ * an answer POST was on the killed replica: the 2025 wire cannot move a flow to another replica).
+ * Modern flows must all complete: any replica can serve any of their rounds. For the run: flows were
+ * started, every era passed, no stored note unaccounted for, no 5xx from a replica.
  */
-import { FLOW_KINDS, type Metrics, type Percentiles } from './metrics.ts'
+import { eraOf } from './users.ts'
+import {
+  ERAS,
+  ERA_FLOWS,
+  type Era,
+  type EraMetrics,
+  type Metrics,
+  type Percentiles,
+} from './metrics.ts'
 import type { Balancer, LoadtestOptions, StoreKind } from './options.ts'
-import type { FlowRecord } from './users.ts'
-import type { Verification } from './verify.ts'
+import type { FlowRecord } from './flows.ts'
+import type { EraVerification, Verification } from './verify.ts'
 
 export interface FaultReport {
   replica: string
@@ -19,46 +35,65 @@ export interface FaultReport {
   down_ms: number
 }
 
+export interface EraSummary {
+  users: number
+  flows_started: number
+  flows_ok: number
+  flows_failed_cleanly: number
+  lost: number
+  duplicated: number
+  not_deleted: number
+  half_done: number
+  /** Errors that ended a flow uncleanly, by kind: any fails the run. */
+  errors: Record<string, number>
+  /** Transport failures that ended a flow cleanly, by kind. */
+  failed_cleanly: Record<string, number>
+  failed_cleanly_outside_fault: number
+  cross_replica_ratio: number
+  /** Modern: rounds 2 and later; 2025: answer POSTs. */
+  rounds_after_first: number
+  cross_replica_rounds: number
+  flows: Record<string, { started: number; completed: number; failed_cleanly: number }>
+  latency_ms: Record<string, Percentiles>
+  create_transport_failures: number
+  creates_recovered_by_search: number
+  notes: { expected_present: number; expected_absent: number; unsettled: number }
+  passed: boolean
+}
+
 export interface LoadtestSummary {
   flows_started: number
   flows_completed: number
+  flows_failed_cleanly: number
   lost: number
   duplicated: number
   cross_replica_ratio: number
   errors: Record<string, number>
   flows_per_s: number
   not_deleted: number
+  half_done: number
   passed: boolean
   mode: LoadtestOptions['mode']
   balancer: Balancer | null
   store: StoreKind
   replicas: number
   users: number
+  legacy_share: number
   duration_s: number
   elapsed_s: number
   requests: number
   max_requests: number
   request_cap_reached: boolean
-  rounds_after_first: number
-  cross_replica_rounds: number
   served_by: Record<string, number>
-  latency_ms: Record<string, Percentiles>
-  flows: Record<string, { started: number; completed: number }>
   http_5xx: { replica: number; gateway: number }
   failed_attempts: number
   retried_rounds: number
   retried_rounds_after_fault: number
   retried_by_round: Record<string, number>
-  create_transport_failures: number
-  creates_recovered_by_search: number
-  notes: {
-    created: number
-    expected_present: number
-    expected_absent: number
-    unsettled: number
-    stored_at_end: number
-  }
+  notes_stored_at_end: number
+  unattributed_notes: number
   fault: FaultReport | null
+  eras: Record<Era, EraSummary>
   problems: string[]
   failed_flow_samples: string[]
 }
@@ -75,67 +110,145 @@ export interface SummaryInput {
 
 const round = (value: number, digits = 3) => Math.round(value * 10 ** digits) / 10 ** digits
 
-export function buildSummary(input: SummaryInput): LoadtestSummary {
-  const { options, metrics, ledger, verification: v } = input
-  const started = ledger.length
-  const completed = ledger.filter((flow) => flow.completed).length
-  const ratio = metrics.laterRounds === 0 ? 0 : metrics.crossReplicaRounds / metrics.laterRounds
-  const errors = { ...metrics.errors }
+function ratio(part: number, whole: number): number {
+  return whole === 0 ? 0 : round(part / whole, 4)
+}
+
+function sum<T>(items: readonly T[], value: (item: T) => number): number {
+  return items.reduce((total, item) => total + value(item), 0)
+}
+
+function eraSummary(
+  era: Era,
+  users: number,
+  m: EraMetrics,
+  v: EraVerification,
+  flows: FlowRecord[]
+): EraSummary {
+  const ok = flows.filter((flow) => flow.completed).length
+  const failedCleanly = flows.filter((flow) => flow.failedCleanly).length
+  const cleanFailuresAllowed =
+    era === '2025' ? m.cleanFailuresOutsideFault === 0 : failedCleanly === 0
   const passed =
-    started > 0 &&
-    completed === started &&
+    (users === 0 || flows.length > 0) &&
+    ok + failedCleanly === flows.length &&
+    cleanFailuresAllowed &&
+    Object.keys(m.errors).length === 0 &&
     v.lost === 0 &&
     v.duplicated === 0 &&
-    v.notDeleted === 0 &&
-    Object.keys(errors).length === 0 &&
-    metrics.replica5xx === 0
+    v.halfDone === 0
   return {
-    flows_started: started,
-    flows_completed: completed,
+    users,
+    flows_started: flows.length,
+    flows_ok: ok,
+    flows_failed_cleanly: failedCleanly,
     lost: v.lost,
     duplicated: v.duplicated,
-    cross_replica_ratio: round(ratio, 4),
+    not_deleted: v.notDeleted,
+    half_done: v.halfDone,
+    errors: { ...m.errors },
+    failed_cleanly: { ...m.cleanFailures },
+    failed_cleanly_outside_fault: m.cleanFailuresOutsideFault,
+    cross_replica_ratio: ratio(m.crossReplicaRounds, m.laterRounds),
+    rounds_after_first: m.laterRounds,
+    cross_replica_rounds: m.crossReplicaRounds,
+    flows: Object.fromEntries(
+      ERA_FLOWS[era].map((kind) => {
+        const counts = m.flows[kind]
+        return [
+          kind,
+          {
+            started: counts.started,
+            completed: counts.completed,
+            failed_cleanly: counts.failedCleanly,
+          },
+        ]
+      })
+    ),
+    latency_ms: m.latencySummary(),
+    create_transport_failures: m.createTransportFailures,
+    creates_recovered_by_search: m.createsRecovered,
+    notes: {
+      expected_present: v.expected.present,
+      expected_absent: v.expected.absent,
+      unsettled: v.expected.unsettled,
+    },
+    passed,
+  }
+}
+
+export function buildSummary(input: SummaryInput): LoadtestSummary {
+  const { options, metrics, ledger, verification: v } = input
+  const users: Record<Era, number> = { modern: 0, '2025': 0 }
+  for (let index = 1; index <= options.users; index++) {
+    users[eraOf(index, options.legacyShare)] += 1
+  }
+  const eras = Object.fromEntries(
+    ERAS.map((era) => [
+      era,
+      eraSummary(
+        era,
+        users[era],
+        metrics.eras[era],
+        v.eras[era],
+        ledger.filter((flow) => flow.era === era)
+      ),
+    ])
+  ) as Record<Era, EraSummary>
+  const all = ERAS.map((era) => eras[era])
+  const errors: Record<string, number> = {}
+  for (const era of ERAS) {
+    for (const [kind, count] of Object.entries(eras[era].errors)) errors[`${era}/${kind}`] = count
+  }
+  const completed = sum(all, (era) => era.flows_ok)
+  const passed =
+    ledger.length > 0 &&
+    all.every((era) => era.passed) &&
+    v.unattributed === 0 &&
+    metrics.replica5xx === 0
+  return {
+    flows_started: ledger.length,
+    flows_completed: completed,
+    flows_failed_cleanly: sum(all, (era) => era.flows_failed_cleanly),
+    lost: sum(all, (era) => era.lost),
+    duplicated: sum(all, (era) => era.duplicated) + v.unattributed,
+    cross_replica_ratio: ratio(
+      sum(all, (era) => era.cross_replica_rounds),
+      sum(all, (era) => era.rounds_after_first)
+    ),
     errors,
     flows_per_s: round(completed / Math.max(input.elapsedS, 0.001), 1),
-    not_deleted: v.notDeleted,
+    not_deleted: sum(all, (era) => era.not_deleted),
+    half_done: sum(all, (era) => era.half_done),
     passed,
     mode: options.mode,
     balancer: options.mode === 'balanced' ? options.balancer : null,
     store: input.store,
     replicas: options.replicas,
     users: options.users,
+    legacy_share: options.legacyShare,
     duration_s: options.durationS,
     elapsed_s: round(input.elapsedS, 2),
     requests: metrics.requests,
     max_requests: options.maxRequests,
     request_cap_reached: metrics.requests >= options.maxRequests,
-    rounds_after_first: metrics.laterRounds,
-    cross_replica_rounds: metrics.crossReplicaRounds,
     served_by: Object.fromEntries(
       Object.entries(metrics.servedBy).sort(([a], [b]) => a.localeCompare(b))
     ),
-    latency_ms: metrics.latencySummary(),
-    flows: Object.fromEntries(FLOW_KINDS.map((kind) => [kind, metrics.flows[kind]])),
     http_5xx: { replica: metrics.replica5xx, gateway: metrics.gateway5xx },
     failed_attempts: metrics.failedAttempts,
     retried_rounds: metrics.retriedRounds,
     retried_rounds_after_fault: metrics.retriedRoundsAfterFault,
     retried_by_round: metrics.retriedByRound,
-    create_transport_failures: metrics.createTransportFailures,
-    creates_recovered_by_search: metrics.createsRecovered,
-    notes: {
-      created: ledger.reduce((sum, flow) => sum + flow.notes.filter((n) => n.id).length, 0),
-      expected_present: v.expected.present,
-      expected_absent: v.expected.absent,
-      unsettled: v.expected.unsettled,
-      stored_at_end: v.storedNotes,
-    },
+    notes_stored_at_end: v.storedNotes,
+    unattributed_notes: v.unattributed,
     fault: input.fault,
+    eras,
     problems: v.problems,
     failed_flow_samples: ledger
       .filter((flow) => !flow.completed)
       .slice(0, 10)
-      .map((flow) => `${flow.kind} ${flow.tag}: ${flow.error ?? 'unknown'}`),
+      .map((flow) => `${flow.era} ${flow.kind} ${flow.tag}: ${flow.error ?? 'unknown'}`),
   }
 }
 
@@ -143,31 +256,69 @@ function pct(part: number, whole: number): string {
   return whole === 0 ? '—' : `${((100 * part) / whole).toFixed(1)}%`
 }
 
-/** The summary as a plain-text table. */
+function counts(record: Record<string, number>): string {
+  const entries = Object.entries(record)
+  return entries.length === 0 ? 'none' : entries.map(([kind, n]) => `${kind} ${n}`).join(', ')
+}
+
+function aligned(rows: Array<[string, ...string[]]>): string[] {
+  const widths = rows[0]?.map((_, column) =>
+    Math.max(...rows.map((row) => (row[column] ?? '').length))
+  )
+  return rows.map((row) =>
+    `  ${row.map((cell, column) => cell.padEnd(widths?.[column] ?? 0)).join('  ')}`.trimEnd()
+  )
+}
+
+function eraRows(eras: Record<Era, EraSummary>): Array<[string, ...string[]]> {
+  const cells = (cell: (era: EraSummary) => string): [string, string] => [
+    cell(eras.modern),
+    cell(eras['2025']),
+  ]
+  return [
+    ['', 'modern (2026-07-28)', '2025 (v1 SDK client)'],
+    ['users', ...cells((era) => String(era.users))],
+    [
+      'flows ok',
+      ...cells(
+        (era) => `${era.flows_ok} / ${era.flows_started} (${pct(era.flows_ok, era.flows_started)})`
+      ),
+    ],
+    ['failed cleanly', ...cells((era) => String(era.flows_failed_cleanly))],
+    ['lost / duplicated', ...cells((era) => `${era.lost} / ${era.duplicated}`)],
+    ['not deleted / half done', ...cells((era) => `${era.not_deleted} / ${era.half_done}`)],
+    [
+      'cross-replica',
+      ...cells(
+        (era) =>
+          `${era.cross_replica_rounds} / ${era.rounds_after_first} (${pct(era.cross_replica_rounds, era.rounds_after_first)})`
+      ),
+    ],
+    [
+      'create recovery',
+      ...cells(
+        (era) => `${era.create_transport_failures} lost, ${era.creates_recovered_by_search} found`
+      ),
+    ],
+    ['passed', ...cells((era) => (era.passed ? 'yes' : 'NO'))],
+  ]
+}
+
+/** The summary as plain-text tables. */
 export function formatTable(s: LoadtestSummary): string {
   const rows: Array<[string, string]> = [
     [
       'setup',
       `${s.mode}${s.balancer ? ` (nginx, ${s.balancer})` : ''}, ${s.store}, ${s.replicas} replicas, ` +
-        `${s.users} users, ${s.duration_s} s`,
+        `${s.users} users (2025 share ${s.legacy_share}), ${s.duration_s} s`,
     ],
     [
-      'flows completed',
-      `${s.flows_completed} / ${s.flows_started} (${pct(s.flows_completed, s.flows_started)})`,
+      'flows',
+      `${s.flows_completed} ok, ${s.flows_failed_cleanly} failed cleanly, of ${s.flows_started} ` +
+        `(${s.flows_per_s} ok/s)`,
     ],
-    ['flows/s', String(s.flows_per_s)],
     ['lost / duplicated', `${s.lost} / ${s.duplicated}`],
-    ['not deleted', String(s.not_deleted)],
-    [
-      'cross-replica rounds',
-      `${s.cross_replica_rounds} / ${s.rounds_after_first} (${pct(s.cross_replica_rounds, s.rounds_after_first)})`,
-    ],
-    [
-      'served by',
-      Object.entries(s.served_by)
-        .map(([replica, count]) => `${replica} ${count}`)
-        .join(', '),
-    ],
+    ['served by', counts(s.served_by)],
     [
       'requests',
       `${s.requests}${s.request_cap_reached ? ` (cap ${s.max_requests} reached)` : ''} in ${s.elapsed_s} s`,
@@ -175,12 +326,8 @@ export function formatTable(s: LoadtestSummary): string {
     ['HTTP 5xx', `replica ${s.http_5xx.replica}, gateway ${s.http_5xx.gateway}`],
     [
       'transport failures',
-      `${s.failed_attempts} attempts; ${s.retried_rounds} rounds re-sent ` +
+      `${s.failed_attempts} attempts; ${s.retried_rounds} modern rounds re-sent ` +
         `(${s.retried_rounds_after_fault} after the fault)`,
-    ],
-    [
-      'create_note recovery',
-      `${s.create_transport_failures} lost answers, ${s.creates_recovered_by_search} found stored`,
     ],
   ]
   if (s.fault) {
@@ -189,25 +336,42 @@ export function formatTable(s: LoadtestSummary): string {
       `SIGKILL ${s.fault.replica} at ${s.fault.killed_at_s} s, back at ${s.fault.restarted_at_s} s`,
     ])
   }
-  const errors = Object.entries(s.errors)
-  rows.push([
-    'errors',
-    errors.length === 0 ? 'none' : errors.map(([k, n]) => `${k} ${n}`).join(', '),
-  ])
-  const width = Math.max(...rows.map(([label]) => label.length))
-  const lines = rows.map(([label, value]) => `  ${label.padEnd(width)}  ${value}`)
+  rows.push(['errors', counts(s.errors)])
+  const lines = aligned(rows)
+  lines.push('', ...aligned(eraRows(s.eras)))
 
-  lines.push('', '  flow kind         started  completed')
-  for (const [kind, counts] of Object.entries(s.flows)) {
+  for (const era of ERAS) {
+    const e = s.eras[era]
+    if (e.users === 0) continue
+    lines.push('', `  ${era}: failed cleanly by kind: ${counts(e.failed_cleanly)}`)
+    if (e.failed_cleanly_outside_fault > 0) {
+      lines.push(
+        `  ${era}: ${e.failed_cleanly_outside_fault} failed cleanly outside the fault window`
+      )
+    }
     lines.push(
-      `  ${kind.padEnd(16)} ${String(counts.started).padStart(8)} ${String(counts.completed).padStart(10)}`
+      ...aligned([
+        ['flow kind', 'started', 'completed', 'failed cleanly'],
+        ...Object.entries(e.flows).map(([kind, c]): [string, ...string[]] => [
+          kind,
+          String(c.started),
+          String(c.completed),
+          String(c.failed_cleanly),
+        ]),
+      ])
     )
-  }
-  lines.push('', '  latency (ms)         p50      p99      max    count')
-  for (const [label, p] of Object.entries(s.latency_ms)) {
     lines.push(
-      `  ${label.padEnd(14)} ${p.p50.toFixed(1).padStart(8)} ${p.p99.toFixed(1).padStart(8)} ` +
-        `${p.max.toFixed(1).padStart(8)} ${String(p.count).padStart(8)}`
+      ...aligned([
+        ['latency (ms)', 'p50', 'p90', 'p99', 'max', 'count'],
+        ...Object.entries(e.latency_ms).map(([label, p]): [string, ...string[]] => [
+          label,
+          p.p50.toFixed(1),
+          p.p90.toFixed(1),
+          p.p99.toFixed(1),
+          p.max.toFixed(1),
+          String(p.count),
+        ]),
+      ])
     )
   }
   if (s.problems.length > 0) lines.push('', '  problems:', ...s.problems.map((p) => `    ${p}`))

@@ -5,6 +5,10 @@
  * one answers, see `scripts/support/postgres.ts`), or an SQLite file in a temporary DATA_DIR. Without
  * `--store`, PostgreSQL is used when a server answers, SQLite otherwise. Hands out the replicas'
  * environment, opens the same store in this process for the final check, and removes it afterwards.
+ *
+ * The SQLite file gets its schema here, before any replica starts, as a deployment migrates before
+ * it rolls out: replicas that start at the same moment on a new file can fail with "database is
+ * locked" while each switches it to WAL and migrates it.
  */
 import { rm } from 'node:fs/promises'
 import { join } from 'node:path'
@@ -72,6 +76,8 @@ export async function prepareStore(choice: StoreKind | undefined): Promise<Share
   }
   const dir = await tempDataDir('notes-loadtest-data-')
   const path = join(dir, 'notes.db')
+  const schema = new SqliteNotesStore({ path })
+  await schema.migrate().finally(() => schema.close())
   return {
     kind: 'sqlite',
     where: path,

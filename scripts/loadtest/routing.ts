@@ -1,0 +1,113 @@
+/**
+ * @module scripts/loadtest/routing
+ * Where a virtual user's next HTTP request goes, for both eras' agents. In direct mode each user
+ * keeps its own rotation over the replicas ({@link Rotation}): the next one in turn that is not the
+ * replica to avoid (the previous round's, or the one holding a 2025 flow's stream) and did not just
+ * fail, so later rounds and answers always cross replicas, and a request whose replica died goes on to
+ * a live one when there is one. In balanced mode every request goes to nginx, naming the replica to
+ * avoid in `X-Previous-Replica` when the balancer is `avoid-previous` (see `nginx-config.ts`).
+ *
+ * Also the run's request cap ({@link claimRequest}): every attempt of every agent counts; and what
+ * an agent is set up with ({@link AgentSetup}).
+ */
+import { WrongOutcome } from './flows.ts'
+import type { EraMetrics, Metrics } from './metrics.ts'
+import { PREVIOUS_REPLICA_HEADER } from './nginx-config.ts'
+
+/** Direct mode: after a failed attempt, the user leaves that replica alone this long. */
+const DOWN_MS = 1_000
+/**
+ * Requests per user the flows in flight may still send once the request cap stopped new flows (a
+ * flow normally sends 2 to 9); beyond that the cap is hard and the call fails.
+ */
+const CAP_HEADROOM_PER_USER = 200
+
+export interface Endpoint {
+  id: string
+  url: string
+}
+
+export interface RoutingSetup {
+  /** The replicas, for direct mode. */
+  replicas: Endpoint[]
+  /** nginx, for balanced mode. */
+  balancer?: { url: string; avoidPrevious: boolean }
+  /** No flow starts once this many requests were sent; none is sent past it plus a headroom. */
+  maxRequests: number
+  /** How many users run (for the headroom of the request cap). */
+  users: number
+  metrics: Metrics
+}
+
+/** What an agent (`modern-agent.ts`, `legacy-agent.ts`) runs with. */
+export interface AgentSetup extends RoutingSetup {
+  /** The run's watchdog: aborts every call in flight. */
+  signal: AbortSignal
+  /** The counters of the agent's era. */
+  era: EraMetrics
+}
+
+/** Counts one attempt, or throws once the hard cap is reached. */
+export function claimRequest(setup: RoutingSetup): void {
+  const { metrics, maxRequests, users } = setup
+  if (metrics.requests >= maxRequests + users * CAP_HEADROOM_PER_USER) {
+    throw new WrongOutcome('request_cap', `more than ${maxRequests} requests`)
+  }
+  metrics.requests += 1
+}
+
+/** One user's view of the replicas. */
+export class Rotation {
+  readonly #setup: RoutingSetup
+  #cursor: number
+  /** Direct mode: replicas (by URL) whose last attempt failed, until when to leave them alone. */
+  readonly #down = new Map<string, number>()
+
+  constructor(setup: RoutingSetup, start: number) {
+    this.#setup = setup
+    this.#cursor = start % setup.replicas.length
+  }
+
+  /** How many different places an attempt can go (nginx counts as one). */
+  get width(): number {
+    return this.#setup.balancer ? 1 : this.#setup.replicas.length
+  }
+
+  /**
+   * The URL of the next attempt. Direct mode: the next replica in rotation that is not `avoid` and
+   * did not just fail. When every other replica just failed: `avoid` itself if `fallBack` (an answer
+   * may go to the replica holding its stream), else another one all the same (a modern round is
+   * never sent to the replica that served the round before; the driver tries again later).
+   */
+  next(avoid?: string, fallBack = false): string {
+    const { balancer, replicas } = this.#setup
+    if (balancer) return balancer.url
+    const now = performance.now()
+    const rotation = replicas.map(
+      (_, i) => replicas[(this.#cursor + i) % replicas.length] as Endpoint
+    )
+    const up = rotation.filter((replica) => (this.#down.get(replica.url) ?? 0) <= now)
+    const others = rotation.filter((replica) => replica.id !== avoid)
+    const chosen = (up.find((replica) => replica.id !== avoid) ??
+      (fallBack ? up[0] : undefined) ??
+      others[0] ??
+      rotation[0]) as Endpoint
+    this.#cursor = (replicas.indexOf(chosen) + 1) % replicas.length
+    return chosen.url
+  }
+
+  /** The headers that steer nginx away from `avoid` (none in direct or plain round-robin mode). */
+  headers(avoid?: string): Record<string, string> {
+    return this.#setup.balancer?.avoidPrevious && avoid ? { [PREVIOUS_REPLICA_HEADER]: avoid } : {}
+  }
+
+  /** An attempt to `url` got no replica's answer. */
+  failed(url: string): void {
+    this.#down.set(url, performance.now() + DOWN_MS)
+  }
+
+  /** A replica behind `url` answered. */
+  answered(url: string): void {
+    this.#down.delete(url)
+  }
+}
