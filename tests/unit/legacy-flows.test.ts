@@ -315,6 +315,26 @@ describe('delete_note through server→client requests', () => {
     expect(await exists(noteId)).toBe(true)
   })
 
+  it.each([
+    ['2025-03-26', FORM_CLIENT, 'delete_note'],
+    ['2025-06-18', { elicitation: { url: {} } }, 'share_note'],
+  ])(
+    'never asks a %s session what its revision does not define, whatever it declared',
+    async (protocolVersion, capabilities, name) => {
+      const noteId = await seed(`Revision ${protocolVersion}`)
+      const { session } = await startSession(app, { protocolVersion, capabilities })
+      const response = await session.request(
+        'tools/call',
+        { name, arguments: { id: noteId } },
+        { id: 'rev' }
+      )
+      const messages = await readMessages(response)
+      expect(messages).toHaveLength(1)
+      expect((messages[0] as JsonObject).result).toMatchObject({ isError: true })
+      expect(await exists(noteId)).toBe(true)
+    }
+  )
+
   it('gives two flows of one session different request ids and keeps their answers apart', async () => {
     const first = await seed('First')
     const second = await seed('Second')

@@ -22,7 +22,7 @@
  * JSON-RPC errors about a request's content answer HTTP 200, as 2025 clients expect; only transport
  * failures (parse, shape, session, headers) use 4xx.
  */
-import { canonicalJson } from '../canonical-json.ts'
+import { canonicalJson, sha256Base64url } from '../canonical-json.ts'
 import {
   dispatch,
   isAdvertised,
@@ -208,6 +208,15 @@ function readMessage(message: unknown): Message {
   return { kind: 'request', id, method: message.method, params }
 }
 
+/**
+ * How a request id travels in `request_cancelled`: its JSON text (so 7 and "7" stay apart), or a
+ * digest of it when that is longer than the bus carries.
+ */
+async function cancelKey(id: RequestId): Promise<string> {
+  const text = JSON.stringify(id)
+  return text.length <= MAX_ANSWER_ID_CHARS ? text : `#${await sha256Base64url(text)}`
+}
+
 /** Params as a 2025 client sends them, without the fields only the shim may set. */
 function withoutFlowFields({
   inputResponses: _i,
@@ -323,7 +332,7 @@ export function createLegacyEra<App>(options: LegacyEraOptions<App>): LegacyEra 
         await bus.publish({
           kind: 'request_cancelled',
           session: session.sid,
-          requestId: String(parsed.data.requestId).slice(0, MAX_ANSWER_ID_CHARS),
+          requestId: await cancelKey(parsed.data.requestId),
         })
       }
     }
@@ -433,11 +442,12 @@ export function createLegacyEra<App>(options: LegacyEraOptions<App>): LegacyEra 
       sealer,
       logger,
     }
+    const key = await cancelKey(id)
     const unsubscribe = bus.subscribe((event: ServerEvent) => {
       if (
         event.kind === 'request_cancelled' &&
         event.session === session.sid &&
-        event.requestId === String(id)
+        event.requestId === key
       ) {
         cancellation.cancel()
       }

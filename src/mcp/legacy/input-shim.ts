@@ -129,7 +129,7 @@ export async function runWithClientInput(
         const deadline = Math.min(...[...openedPages.values()].map((page) => page.until))
         if (options.now() >= deadline) {
           throw new FlowEndedError(
-            `Nobody completed the page within ${Math.round(timeoutMs / 1000)} s; nothing more was done.`
+            `Nobody completed the page within ${Math.ceil(timeoutMs / 1000)} s; nothing more was done.`
           )
         }
         await sleep(urlPollMs, signal)
@@ -155,7 +155,7 @@ export async function runWithClientInput(
         if (exchanged.kind === 'timeout') {
           const ask = toSend.get(exchanged.missing[0] as string) as InputRequest
           throw new FlowEndedError(
-            `The client did not answer ${describe(ask)} within ${Math.round(timeoutMs / 1000)} s; nothing more was done.`
+            `The client did not answer ${describe(ask)} within ${Math.ceil(timeoutMs / 1000)} s; nothing more was done.`
           )
         }
         for (const [key, answer] of exchanged.answers) {

@@ -5,6 +5,7 @@
  * only in that era, and the JSON-RPC code for an unknown or ended session. Behaviour lives in the
  * sibling modules; the 2026-07-28 constants stay in `../protocol.ts`.
  */
+import type { ClientCapabilities } from '../wire.ts'
 
 /** Revisions negotiated through `initialize`, newest first. 2026-07-28 is never negotiated this way. */
 export const LEGACY_PROTOCOL_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26'] as const
@@ -36,6 +37,30 @@ export const LEGACY_NOTIFICATIONS = {
 
 /** Answered with HTTP 404 when a session id is unknown, tampered with, expired or ended. */
 export const SESSION_NOT_FOUND_CODE = -32001
+
+/**
+ * What a session of `version` may use of the capabilities its client declared: elicitation exists
+ * from 2025-06-18, url-mode elicitation and tool use in sampling from 2025-11-25. A client declaring
+ * more than its revision defines is never sent a request its revision does not have.
+ */
+export function capabilitiesOfRevision(
+  version: LegacyProtocolVersion,
+  declared: ClientCapabilities
+): ClientCapabilities {
+  if (version === '2025-11-25') return declared
+  const { elicitation, sampling, ...rest } = declared
+  const usable: ClientCapabilities = rest
+  if (sampling !== undefined) {
+    const { tools: _tools, ...samplingRest } = sampling
+    usable.sampling = samplingRest
+  }
+  if (elicitation !== undefined && version === '2025-06-18') {
+    const { url: _url, ...form } = elicitation
+    // `{}` means form; a declaration of url mode alone leaves form, which 2025-06-18 always meant.
+    usable.elicitation = form
+  }
+  return usable
+}
 
 export function isLegacyVersion(version: unknown): version is LegacyProtocolVersion {
   return LEGACY_PROTOCOL_VERSIONS.includes(version as LegacyProtocolVersion)

@@ -3,7 +3,7 @@
  * 2025-era sessions without server memory: the `Mcp-Session-Id` a client receives from `initialize` is
  * itself the session, sealed with the same key ring as `requestState` (compact JWE, `dir`/A256GCM,
  * through `StateSealer` with the session lifetime). It carries the negotiated version, the client's
- * capabilities and a trimmed client info, bound to the principal (and OAuth client) that initialised
+ * capabilities (what its revision defines of them) and a trimmed client info, bound to the principal (and OAuth client) that initialised
  * it; its random nonce is the session's id (`sid`) in the store and on the event bus. Any replica, on
  * any runtime, opens it without a lookup.
  *
@@ -18,7 +18,7 @@
 import { InvalidRequestStateError } from '../errors.ts'
 import type { StateSealer } from '../sealed-state.ts'
 import type { ClientCapabilities, Implementation } from '../wire.ts'
-import { isLegacyVersion, type LegacyProtocolVersion } from './protocol.ts'
+import { capabilitiesOfRevision, isLegacyVersion, type LegacyProtocolVersion } from './protocol.ts'
 
 /** What a session token is bound to besides the principal: never a `requestState`'s method. */
 const SESSION_BINDING = { method: 'mcp-session', target: '', args: null } as const
@@ -74,7 +74,7 @@ export class SessionCodec {
   ): Promise<LegacySession> {
     const claims: SessionClaims = {
       v: init.protocolVersion,
-      c: init.capabilities,
+      c: capabilitiesOfRevision(init.protocolVersion, init.capabilities),
       i: trimInfo(init.clientInfo),
     }
     const { token, nonce } = await this.#sealer.seal({ principal, ...SESSION_BINDING }, claims)
