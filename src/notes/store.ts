@@ -4,15 +4,17 @@
  * note and share-request shapes. Adapters own persistence, migrations, full-text search and atomicity;
  * the notes application owns validation, limits and wording. Every method is scoped to a principal:
  * one principal can never read, change or learn of another's notes. A `NotesStore` is also the
- * engine's `SessionStore` (`mcp/session-store.ts`: what 2025-era sessions keep in the shared store),
- * so every deployment has one store for both.
+ * engine's `SessionStore` (`mcp/session-store.ts`: what 2025-era sessions keep in the shared store)
+ * and its `TaskStore` (`mcp/task-store.ts`: the records of tasks), so every deployment has one store
+ * for all three. `importNotes` is the idempotent bulk insert behind task steps that may run again
+ * after their replica died: it creates notes under ids the caller chose (and journaled) once.
  *
  * Every row that can outlive its use has a lifetime, and `purgeExpired` removes the rows whose lifetime
  * is over, a bounded number per call (the runtime entries sweep on a timer or a cron trigger): spent
  * single-use keys and unpublished share requests are kept for {@link REPLAY_RETENTION_MS} after their
  * last use, because a sealed state still in flight may refer to them until then; session rows
  * (ended sessions and log levels, subscriptions, input slots) live until the `expiresAt` the engine
- * gave them. Published shares and their links do not expire.
+ * gave them; task records live until their `expiresAt`. Published shares and their links do not expire.
  *
  * Errors every adapter shares (defined here, once, so `instanceof` holds whichever adapter threw):
  * {@link ShareNotApprovedError} from `publishShare`, {@link StoreNotMigratedError} from any method
@@ -20,6 +22,7 @@
  */
 
 import type { SessionStore } from '../mcp/session-store.ts'
+import type { TaskStore } from '../mcp/task-store.ts'
 
 /**
  * How long a row that a sealed `requestState` may still refer to is kept after its last use: a spent
@@ -43,6 +46,9 @@ export interface Note {
   /** Starts at 1; every successful update adds 1. */
   version: number
 }
+
+/** Most notes one `importNotes` call accepts. */
+export const MAX_IMPORT_NOTES = 1000
 
 export interface NewNote {
   title: string
@@ -103,12 +109,25 @@ export class StoreNotMigratedError extends Error {
   override name = 'StoreNotMigratedError'
 }
 
-export interface NotesStore extends SessionStore {
+export interface NotesStore extends SessionStore, TaskStore {
   /** Creates the schema if needed (idempotent). Called once at startup. */
   migrate(): Promise<void>
   close(): Promise<void>
 
   create(principal: string, note: NewNote, now: number): Promise<Note>
+  /**
+   * Creates the notes under the ids given (version 1, created and updated at `now`) in one
+   * transaction, skipping every id that already names a note, of this principal or of any other
+   * (which is left untouched and not revealed), and answers how many it created: a second call with
+   * the same ids creates none. Throws `RangeError`, creating nothing, for more than
+   * {@link MAX_IMPORT_NOTES} notes or an id not of the stores' own form (`n_` and 16 base64url
+   * characters).
+   */
+  importNotes(
+    principal: string,
+    notes: Array<NewNote & { id: string }>,
+    now: number
+  ): Promise<number>
   get(principal: string, id: string): Promise<Note | undefined>
   /** Applies the patch only if the stored version equals `expectedVersion`. */
   update(

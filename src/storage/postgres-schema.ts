@@ -99,6 +99,41 @@ const MIGRATIONS: ReadonlyArray<{ version: number; statements: readonly string[]
       `CREATE INDEX input_slots_by_expiry ON input_slots (expires_at)`,
     ],
   },
+  {
+    // The records of tasks (mcp/task-store.ts): every TaskRecord field, JSON-valued fields as the
+    // text given, NULL for an absent optional field; purged at expires_at. tasks_runnable serves
+    // findRunnableTasks: working tasks only, keyed by the lease's end (0 without a lease). notes_by_id
+    // lets importNotes skip an id that names a note of any principal.
+    version: 4,
+    statements: [
+      `CREATE TABLE tasks (
+        id text COLLATE "C" PRIMARY KEY,
+        owner text COLLATE "C" NOT NULL,
+        tool text NOT NULL,
+        args text NOT NULL,
+        created_at bigint NOT NULL,
+        status text NOT NULL
+          CHECK (status IN ('working', 'input_required', 'completed', 'cancelled', 'failed')),
+        status_message text,
+        updated_at bigint NOT NULL,
+        expires_at bigint NOT NULL,
+        poll_interval_ms bigint NOT NULL,
+        journal text NOT NULL,
+        input_requests text,
+        input_responses text,
+        result text,
+        error text,
+        cancel_requested boolean NOT NULL DEFAULT false,
+        lease_owner text,
+        lease_expires_at bigint,
+        version bigint NOT NULL DEFAULT 1
+      )`,
+      `CREATE INDEX tasks_by_expiry ON tasks (expires_at)`,
+      `CREATE INDEX tasks_runnable ON tasks ((coalesce(lease_expires_at, 0)), expires_at, id)
+        WHERE status = 'working'`,
+      `CREATE INDEX notes_by_id ON notes (id)`,
+    ],
+  },
 ]
 
 /** The version of the newest step: a migrated database records every version from 1 to this one. */

@@ -4,14 +4,15 @@
  * sharing one database. It owns every statement of the store: the single-use keys that make deletes and
  * share publications happen at most once across every replica, the optimistic concurrency of updates,
  * what 2025-era sessions keep (`SessionStore`: ended sessions and log levels, subscriptions, input
- * slots), and the purge of expired rows. It has the semantics of the SQLite-dialect store
- * (`sql-store.ts`).
+ * slots), the records of tasks (`TaskStore`), the idempotent import of notes, and the purge of
+ * expired rows. It has the semantics of the SQLite-dialect store (`sql-store.ts`).
  * The schema and its migrations are `postgres-schema.ts`'s, the search text builders
  * `postgres-search.ts`'s.
  *
- * Concurrency: every check-and-set (version, share status, single-use key, published link, input slot)
- * is decided by PostgreSQL — a conditional `UPDATE`, an `INSERT … ON CONFLICT DO NOTHING` on a primary
- * key, a row lock — never in memory; multi-statement writes run in one transaction. The subscription
+ * Concurrency: every check-and-set (note or task version, share status, single-use key, published
+ * link, input slot, imported note) is decided by PostgreSQL — a conditional `UPDATE`, an
+ * `INSERT … ON CONFLICT DO NOTHING` on a unique key, a row lock — never in memory; multi-statement
+ * writes run in one transaction. The subscription
  * cap is counted under a per-session advisory lock (READ COMMITTED alone would let two replicas both
  * take the last place). A purge takes its rows with `FOR UPDATE SKIP LOCKED`, so replicas sweeping at
  * once never wait on each other.
@@ -25,7 +26,8 @@
  * and the connection URL (configuration, `DATABASE_URL`). It generates note ids itself.
  *
  * Shared with the other adapters (`storage/shared.ts`): note ids, tag normalisation, paging, the choice
- * of search words, share-request mapping and outcomes.
+ * of search words, share-request mapping and outcomes, the task columns and the mapping of records
+ * and patches onto them (the task statements are built from those lists, once).
  *
  * Errors: `ShareNotApprovedError` when `publishShare` is asked to publish a share that is missing,
  * belongs to another principal or is not approved; `StoreNotMigratedError` when a method runs
@@ -37,6 +39,7 @@
 import postgres, { type PendingQuery, type Row, type Sql, type TransactionSql } from 'postgres'
 import type { LogLevel } from '../mcp/protocol.ts'
 import { MAX_SUBSCRIPTIONS_PER_SESSION, type SessionRecord } from '../mcp/session-store.ts'
+import type { NewTask, TaskPatch, TaskRecord } from '../mcp/task-store.ts'
 import {
   REPLAY_RETENTION_MS,
   type DecideOutcome,
@@ -52,17 +55,26 @@ import {
 } from '../notes/store.ts'
 import {
   assertPublishable,
+  checkImport,
   checkPaging,
+  checkSweep,
+  NEW_TASK_FIELDS,
   newNoteId,
+  newTaskValues,
   notMigrated,
   pendingShareRequest,
   purgeWithin,
   sessionRecord,
   sortedTags,
+  TASK_COLUMNS,
+  TASK_PATCH_COLUMNS,
+  taskPatchValues,
   toPage,
   toShareRequest,
+  toTaskRecord,
   undecidedOutcome,
   type ShareRow,
+  type TaskRow,
 } from './shared.ts'
 import { migrateSchema } from './postgres-schema.ts'
 import { RANK_WEIGHTS, tsqueryLiteral, tsvectorLiteral } from './postgres-search.ts'
@@ -98,7 +110,31 @@ const PURGES: ReadonlyArray<{
   { table: 'sessions', expired: (sql, now) => sql`expires_at <= ${now}` },
   { table: 'session_subscriptions', expired: (sql, now) => sql`expires_at <= ${now}` },
   { table: 'input_slots', expired: (sql, now) => sql`expires_at <= ${now}` },
+  { table: 'tasks', expired: (sql, now) => sql`expires_at <= ${now}` },
 ]
+
+/**
+ * The task statements, built once from the column lists of `shared.ts` (run with `unsafe`: the text
+ * is these constants only, every value is a bound parameter). `TASK_INSERT` binds
+ * `NEW_TASK_FIELDS` as $1, $2…; `TASK_UPDATE` binds the id ($1), the expected version ($2), then for
+ * each column of `TASK_PATCH_COLUMNS` whether to set it and the value.
+ */
+const TASK_SELECT = Object.values(TASK_COLUMNS).join(', ')
+const TASK_INSERT = `
+  INSERT INTO tasks (${NEW_TASK_FIELDS.map((field) => TASK_COLUMNS[field]).join(', ')})
+  VALUES (${NEW_TASK_FIELDS.map((_, i) => `$${i + 1}`).join(', ')})
+  RETURNING ${TASK_SELECT}`
+const TASK_UPDATE = `
+  UPDATE tasks SET
+    ${Object.values(TASK_PATCH_COLUMNS)
+      .map(
+        (column, i) =>
+          `${column} = CASE WHEN $${3 + 2 * i}::boolean THEN $${4 + 2 * i} ELSE ${column} END`
+      )
+      .join(',\n    ')},
+    version = version + 1
+  WHERE id = $1 AND version = $2
+  RETURNING ${TASK_SELECT}`
 
 interface NoteRow {
   id: string
@@ -152,18 +188,36 @@ export class PostgresNotesStore implements NotesStore {
 
   async create(principal: string, note: NewNote, now: number): Promise<Note> {
     const sql = this.#ready
-    const tags = sortedTags(note.tags)
     const [row] = await sql<NoteRow[]>`
-      INSERT INTO notes (id, principal, title, body, tags, created_at, updated_at, version,
-        title_tsv, tags_tsv, body_tsv)
-      VALUES (${newNoteId()}, ${enc(principal)}, ${enc(note.title)}, ${enc(note.body)},
-        ${sql.array(tags.map(enc))}::text[], ${now}, ${now}, 1,
-        ${tsvectorLiteral(note.title, 'A')}::tsvector,
-        ${tsvectorLiteral(tags.join(' '), 'B')}::tsvector,
-        ${tsvectorLiteral(note.body, 'D')}::tsvector)
+      ${insertNote(sql, newNoteId(), principal, note, now)}
       RETURNING id, title, body, tags, created_at, updated_at, version`
     if (row === undefined) throw new Error('INSERT … RETURNING produced no row')
     return toNote(row)
+  }
+
+  async importNotes(
+    principal: string,
+    notes: Array<NewNote & { id: string }>,
+    now: number
+  ): Promise<number> {
+    const sql = this.#ready
+    checkImport(notes)
+    if (notes.length === 0) return 0
+    // Pipelined on the transaction's connection. An id another transaction is inserting for this
+    // principal makes the insert wait for its commit, then skip; NOT EXISTS skips committed ids of
+    // any principal.
+    const inserted = await sql.begin((tx) =>
+      Promise.all(
+        notes.map(
+          (note) => tx`
+            ${insertNote(tx, note.id, principal, note, now)}
+            WHERE NOT EXISTS (SELECT 1 FROM notes WHERE id = ${enc(note.id)})
+            ON CONFLICT (principal, id) DO NOTHING
+            RETURNING id`
+        )
+      )
+    )
+    return inserted.filter((rows) => rows.count > 0).length
   }
 
   async get(principal: string, id: string): Promise<Note | undefined> {
@@ -434,6 +488,46 @@ export class PostgresNotesStore implements NotesStore {
       DELETE FROM input_slots WHERE sid = ${enc(sid)} AND request_id = ${enc(requestId)}`
   }
 
+  async createTask(task: NewTask): Promise<TaskRecord> {
+    const values = newTaskValues(task).map(encValue)
+    const [row] = await this.#ready.unsafe<TaskRow[]>(TASK_INSERT, values, { prepare: true })
+    if (row === undefined) throw new Error('INSERT … RETURNING produced no row')
+    return toTaskRecord(row, dec)
+  }
+
+  async getTask(id: string): Promise<TaskRecord | undefined> {
+    const sql = this.#ready
+    const [row] = await sql<TaskRow[]>`
+      SELECT ${sql(Object.values(TASK_COLUMNS))} FROM tasks WHERE id = ${enc(id)}`
+    return row === undefined ? undefined : toTaskRecord(row, dec)
+  }
+
+  async updateTask(
+    id: string,
+    expectedVersion: number,
+    patch: TaskPatch
+  ): Promise<TaskRecord | undefined> {
+    const sql = this.#ready
+    // A version that is not an integer matches no stored version; it must not reach the bigint column.
+    if (!Number.isSafeInteger(expectedVersion)) return undefined
+    const values = taskPatchValues(patch).flatMap(([set, value]) => [set, encValue(value)])
+    const [row] = await sql.unsafe<TaskRow[]>(TASK_UPDATE, [enc(id), expectedVersion, ...values], {
+      prepare: true,
+    })
+    return row === undefined ? undefined : toTaskRecord(row, dec)
+  }
+
+  async findRunnableTasks(now: number, limit: number): Promise<string[]> {
+    const sql = this.#ready
+    checkSweep(now, limit)
+    // The condition and order of the partial index tasks_runnable, which answers it alone.
+    const rows = await sql<Array<{ id: string }>>`
+      SELECT id FROM tasks
+      WHERE status = 'working' AND coalesce(lease_expires_at, 0) <= ${now} AND expires_at > ${now}
+      ORDER BY coalesce(lease_expires_at, 0), expires_at, id LIMIT ${limit}`
+    return rows.map((row) => dec(row.id))
+  }
+
   async purgeExpired(now: number, limit: number): Promise<number> {
     const sql = this.#ready
     // The rows are chosen and locked once, in a materialised CTE, then deleted by their ctid; rows
@@ -472,6 +566,33 @@ export class PostgresNotesStore implements NotesStore {
       WHERE id = ${enc(id)} ${forUpdate ? sql`FOR UPDATE` : sql``}`
     return row
   }
+}
+
+/**
+ * `INSERT INTO notes (…) SELECT …` of a new note (version 1, created and updated at `now`, tags
+ * sorted, with its search vectors); the caller appends a condition, a conflict clause, `RETURNING`.
+ */
+function insertNote(
+  sql: Sql | TransactionSql,
+  id: string,
+  principal: string,
+  note: NewNote,
+  now: number
+): PendingQuery<Row[]> {
+  const tags = sortedTags(note.tags)
+  return sql`
+    INSERT INTO notes (id, principal, title, body, tags, created_at, updated_at, version,
+      title_tsv, tags_tsv, body_tsv)
+    SELECT ${enc(id)}::text, ${enc(principal)}::text, ${enc(note.title)}::text,
+      ${enc(note.body)}::text, ${sql.array(tags.map(enc))}::text[], ${now}::bigint, ${now}::bigint,
+      1, ${tsvectorLiteral(note.title, 'A')}::tsvector,
+      ${tsvectorLiteral(tags.join(' '), 'B')}::tsvector,
+      ${tsvectorLiteral(note.body, 'D')}::tsvector`
+}
+
+/** A value bound to a task column: strings escaped ({@link enc}), anything else as it is. */
+function encValue<T>(value: T): T | string {
+  return typeof value === 'string' ? enc(value) : value
 }
 
 function nullable<T>(value: T | undefined, map: (value: T) => string): string | null {

@@ -3,25 +3,30 @@
  * What the three `NotesStore` adapters (`sql-store.ts` under node:sqlite and D1, `postgres.ts`) have in
  * common, written once so that they cannot drift apart: the note-id format and random tokens, tag
  * normalisation, paging checks, the budget of a purge, page building, which words of a search text
- * reach the query ({@link MAX_SEARCH_WORDS}), the mapping of a share-request row, and the outcomes and
- * errors decided the same way everywhere (`decideShareRequest`'s explanation of a miss,
- * `publishShare`'s refusal, a session's record, {@link notMigrated}). The error classes themselves
- * live with the contract in `notes/store.ts`, so `instanceof` works whichever adapter threw.
+ * reach the query ({@link MAX_SEARCH_WORDS}), the mapping of a share-request row, the columns of the
+ * `tasks` table with the mapping of a task record and of a patch onto them, the checks of an import,
+ * and the outcomes and errors decided the same way everywhere (`decideShareRequest`'s explanation of
+ * a miss, `publishShare`'s refusal, a session's record, {@link notMigrated}). The error classes
+ * themselves live with the contract in `notes/store.ts`, so `instanceof` works whichever adapter threw.
  *
  * Runtime-neutral: it is bundled into the Cloudflare Worker with the D1 adapter, so it imports nothing
  * from `node:*`, from a driver or from workers-types, only Web standards (random bytes from
- * `mcp/random.ts`) and the store contract. The SQLite dialect (schema, statements) is
- * `sql-store.ts`'s; PostgreSQL's is `postgres*.ts`'s.
+ * `mcp/random.ts`), the store contracts and the note-id pattern of `notes/limits.ts`. The SQLite
+ * dialect (schema, statements) is `sql-store.ts`'s; PostgreSQL's is `postgres*.ts`'s.
  */
 
 import { base64url } from 'jose'
 import type { LogLevel } from '../mcp/protocol.ts'
 import { randomBytes } from '../mcp/random.ts'
 import type { SessionRecord } from '../mcp/session-store.ts'
+import type { NewTask, TaskPatch, TaskRecord, TaskStatus } from '../mcp/task-store.ts'
+import { NOTE_ID_PATTERN } from '../notes/limits.ts'
 import {
+  MAX_IMPORT_NOTES,
   ShareNotApprovedError,
   StoreNotMigratedError,
   type DecideOutcome,
+  type NewNote,
   type Note,
   type Page,
   type ShareRequest,
@@ -34,6 +39,21 @@ export const MAX_SEARCH_WORDS = 64
 /** `n_` + 16 base64url characters (96 random bits): the note ids every adapter mints. */
 export function newNoteId(): string {
   return `n_${randomBase64url(12)}`
+}
+
+/**
+ * `importNotes`'s precondition on every adapter: throws `RangeError` for more than
+ * `MAX_IMPORT_NOTES` notes or an id that is not of the form {@link newNoteId} mints.
+ */
+export function checkImport(notes: ReadonlyArray<NewNote & { id: string }>): void {
+  if (notes.length > MAX_IMPORT_NOTES) {
+    throw new RangeError(`at most ${MAX_IMPORT_NOTES} notes may be imported at once`)
+  }
+  for (const { id } of notes) {
+    if (typeof id !== 'string' || !NOTE_ID_PATTERN.test(id)) {
+      throw new RangeError('an imported note id must be n_ followed by 16 base64url characters')
+    }
+  }
 }
 
 /** `byteCount` random bytes from Web Crypto as unpadded base64url. */
@@ -57,6 +77,17 @@ export function checkPaging(offset: number, limit: number): void {
 }
 
 /**
+ * Throws `RangeError` unless `now` is a finite time and `limit` a positive integer (the arguments of
+ * `purgeExpired` and `findRunnableTasks`).
+ */
+export function checkSweep(now: number, limit: number): void {
+  if (!Number.isFinite(now)) throw new RangeError('now must be a finite number of milliseconds')
+  if (!Number.isInteger(limit) || limit < 1) {
+    throw new RangeError('limit must be a positive integer')
+  }
+}
+
+/**
  * `purgeExpired` on every adapter: checks its arguments (`RangeError` unless `now` is a finite time
  * and `limit` a positive integer), then runs the adapter's purges in order, each allowed what is left
  * of `limit`, until it is spent; answers how many rows they removed.
@@ -67,10 +98,7 @@ export async function purgeWithin<Purge>(
   purges: readonly Purge[],
   run: (purge: Purge, budget: number) => Promise<number>
 ): Promise<number> {
-  if (!Number.isFinite(now)) throw new RangeError('now must be a finite number of milliseconds')
-  if (!Number.isInteger(limit) || limit < 1) {
-    throw new RangeError('limit must be a positive integer')
-  }
+  checkSweep(now, limit)
   let removed = 0
   for (const purge of purges) {
     if (removed >= limit) break
@@ -196,4 +224,102 @@ export function notMigrated(closed: boolean): StoreNotMigratedError {
   return new StoreNotMigratedError(
     closed ? 'the store is closed' : 'call migrate() before using the store'
   )
+}
+
+/** The columns of `tasks` that `createTask` writes and `updateTask` never changes. */
+const TASK_FIXED_COLUMNS = {
+  id: 'id',
+  owner: 'owner',
+  tool: 'tool',
+  args: 'args',
+  createdAt: 'created_at',
+} as const satisfies Record<Exclude<keyof NewTask, keyof TaskPatch>, string>
+
+/** The columns `updateTask` may change, in the order its statement binds them on every adapter. */
+export const TASK_PATCH_COLUMNS = {
+  status: 'status',
+  statusMessage: 'status_message',
+  updatedAt: 'updated_at',
+  expiresAt: 'expires_at',
+  pollIntervalMs: 'poll_interval_ms',
+  journal: 'journal',
+  inputRequests: 'input_requests',
+  inputResponses: 'input_responses',
+  result: 'result',
+  error: 'error',
+  cancelRequested: 'cancel_requested',
+  leaseOwner: 'lease_owner',
+  leaseExpiresAt: 'lease_expires_at',
+} as const satisfies Record<keyof TaskPatch, string>
+
+/** Every field of a task record and its column of `tasks` (the same names on every adapter). */
+export const TASK_COLUMNS = {
+  ...TASK_FIXED_COLUMNS,
+  ...TASK_PATCH_COLUMNS,
+  version: 'version',
+} as const satisfies Record<keyof TaskRecord, string>
+
+export type TaskColumn = (typeof TASK_COLUMNS)[keyof TaskRecord]
+
+/** A `tasks` row as selected (integers and flags as the driver returns them). */
+export type TaskRow = Record<TaskColumn, string | number | boolean | null>
+
+/** The fields `createTask` binds, in order; a new record starts at version 1, not cancelled. */
+export const NEW_TASK_FIELDS = (Object.keys(TASK_COLUMNS) as Array<keyof TaskRecord>).filter(
+  (field): field is keyof NewTask => field !== 'version' && field !== 'cancelRequested'
+)
+
+/** What `createTask` binds for {@link NEW_TASK_FIELDS}: an absent optional field is NULL. */
+export function newTaskValues(task: NewTask): Array<string | number | null> {
+  return NEW_TASK_FIELDS.map((field) => task[field] ?? null)
+}
+
+/**
+ * What `updateTask` binds for each of {@link TASK_PATCH_COLUMNS}, in order: whether the patch sets
+ * the column (a field left `undefined` keeps it), and the value (`null` clears an optional field).
+ */
+export function taskPatchValues(
+  patch: TaskPatch
+): Array<[set: boolean, value: string | number | boolean | null]> {
+  return (Object.keys(TASK_PATCH_COLUMNS) as Array<keyof TaskPatch>).map((field) => {
+    const value = patch[field]
+    return [value !== undefined, value ?? null]
+  })
+}
+
+/**
+ * A stored task record; `text` undoes the adapter's escaping of stored strings, if any. NULL columns
+ * are absent fields.
+ */
+export function toTaskRecord(
+  row: TaskRow,
+  text: (stored: string) => string = (stored) => stored
+): TaskRecord {
+  const str = (value: TaskRow[TaskColumn]) => text(String(value))
+  const optionalStr = (value: TaskRow[TaskColumn]) => (value === null ? undefined : str(value))
+  const record: TaskRecord = {
+    id: str(row.id),
+    owner: str(row.owner),
+    tool: str(row.tool),
+    args: str(row.args),
+    status: row.status as TaskStatus,
+    statusMessage: optionalStr(row.status_message),
+    createdAt: Number(row.created_at),
+    updatedAt: Number(row.updated_at),
+    expiresAt: Number(row.expires_at),
+    pollIntervalMs: Number(row.poll_interval_ms),
+    journal: str(row.journal),
+    inputRequests: optionalStr(row.input_requests),
+    inputResponses: optionalStr(row.input_responses),
+    result: optionalStr(row.result),
+    error: optionalStr(row.error),
+    cancelRequested: row.cancel_requested === true || row.cancel_requested === 1,
+    leaseOwner: optionalStr(row.lease_owner),
+    leaseExpiresAt: row.lease_expires_at === null ? undefined : Number(row.lease_expires_at),
+    version: Number(row.version),
+  }
+  // Absent, not present as `undefined`: the record compares equal to the one the engine built.
+  return Object.fromEntries(
+    Object.entries(record).filter(([, value]) => value !== undefined)
+  ) as TaskRecord
 }

@@ -4,10 +4,12 @@
  * files under `migrations/` (the one source of truth for the schema) and every statement
  * `sql-store.ts` runs. Statements use numbered parameters (`?1`, `?2`…), which both drivers bind
  * positionally; each statement's comment lists them, and a statement that decides a check-and-set
- * returns a row (or changes one) only when it applied. Runtime-neutral text; no imports but the
- * retention rule of the store contract.
+ * returns a row (or changes one) only when it applied. The task statements are built, once, from the
+ * column lists of `shared.ts` (the order `createTask` and `updateTask` bind their values in).
+ * Runtime-neutral text; no imports but the retention rule of the store contract and those lists.
  */
 import { REPLAY_RETENTION_MS } from '../notes/store.ts'
+import { NEW_TASK_FIELDS, TASK_COLUMNS, TASK_PATCH_COLUMNS } from './shared.ts'
 
 /**
  * The schema's migration files under `migrations/`, in order; the number before `_` is the step's
@@ -18,6 +20,7 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
   '0001_init.sql',
   '0002_expiry.sql',
   '0003_sessions.sql',
+  '0004_tasks.sql',
 ]
 
 /** Weights of the FTS columns (title, body, tags) in bm25 ranking: title above tags above body. */
@@ -30,6 +33,15 @@ const TAG_FILTER = `(?3 = 0 OR (
   SELECT count(DISTINCT t.value) FROM json_each(n.tags) AS t
   WHERE t.value IN (SELECT value FROM json_each(?2))
 ) = ?3)`
+
+const TASK_SELECT = Object.values(TASK_COLUMNS).join(', ')
+const NEW_TASK_COLUMNS = NEW_TASK_FIELDS.map((field) => TASK_COLUMNS[field])
+/** `column = CASE WHEN ?set THEN ?value ELSE column END` for each patchable column, from `?3` on. */
+const TASK_ASSIGNMENTS = Object.values(TASK_PATCH_COLUMNS)
+  .map((column, i) => `${column} = CASE WHEN ?${3 + 2 * i} THEN ?${4 + 2 * i} ELSE ${column} END`)
+  .join(',\n      ')
+/** The key of the `tasks_runnable` index: 0 for a task without a lease. */
+const LEASE_KEY = 'coalesce(lease_expires_at, 0)'
 
 /** The condition that the once-key bound at placeholder `key` carries this call's claim (at `claim`). */
 const CLAIMED = (key: string, claim: string) =>
@@ -54,6 +66,16 @@ export const SQL = {
       version = version + 1
     WHERE principal = ?1 AND id = ?2 AND version = ?3
     ${RETURNING_NOTE}`,
+  /**
+   * ?1 id, ?2 principal, ?3 title, ?4 body, ?5 tags JSON, ?6 now. Returns a row only when it created
+   * the note: an id naming a note of any principal is skipped (writes are serialised, so the check
+   * and the insert cannot be split by another writer).
+   */
+  importNote: `
+    INSERT INTO notes (id, principal, title, body, tags, created_at, updated_at, version)
+    SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?6, 1
+    WHERE NOT EXISTS (SELECT 1 FROM notes WHERE id = ?1)
+    RETURNING id`,
   /** ?1 key, ?2 now, ?3 claim. Returns a row only when this statement spent the key. */
   spendKey: `
     INSERT INTO used_keys (once_key, used_at, claim) VALUES (?1, ?2, ?3)
@@ -174,12 +196,34 @@ export const SQL = {
     RETURNING payload`,
   /** ?1 sid, ?2 request id. */
   forgetInput: `DELETE FROM input_slots WHERE sid = ?1 AND request_id = ?2`,
+  /** The fields of {@link NEW_TASK_FIELDS}, in order, as ?1, ?2… */
+  insertTask: `
+    INSERT INTO tasks (${NEW_TASK_COLUMNS.join(', ')})
+    VALUES (${NEW_TASK_COLUMNS.map((_, i) => `?${i + 1}`).join(', ')})
+    RETURNING ${TASK_SELECT}`,
+  /** ?1 id. */
+  getTask: `SELECT ${TASK_SELECT} FROM tasks WHERE id = ?1`,
+  /**
+   * ?1 id, ?2 expected version, then for each column of `TASK_PATCH_COLUMNS` in order a flag (1: set
+   * it) and the value. Returns the row only when the version matched.
+   */
+  updateTask: `
+    UPDATE tasks SET
+      ${TASK_ASSIGNMENTS},
+      version = version + 1
+    WHERE id = ?1 AND version = ?2
+    RETURNING ${TASK_SELECT}`,
+  /** ?1 now, ?2 limit. Answered from the `tasks_runnable` index alone. */
+  findRunnableTasks: `
+    SELECT id FROM tasks
+    WHERE status = 'working' AND ${LEASE_KEY} <= ?1 AND expires_at > ?1
+    ORDER BY ${LEASE_KEY}, expires_at, id LIMIT ?2`,
   /** ?1 cutoff (expired at or before it), ?2 limit. Published shares stay with their links. */
   purgeShares: `
     DELETE FROM share_requests WHERE id IN (
       SELECT id FROM share_requests WHERE link_id IS NULL AND expires_at <= ?1 LIMIT ?2
     )`,
-  /** ?1 now, ?2 limit (this and the next two). */
+  /** ?1 now, ?2 limit (this and the next three). */
   purgeSessions: `
     DELETE FROM sessions WHERE sid IN (
       SELECT sid FROM sessions WHERE expires_at <= ?1 LIMIT ?2
@@ -192,12 +236,16 @@ export const SQL = {
     DELETE FROM input_slots WHERE rowid IN (
       SELECT rowid FROM input_slots WHERE expires_at <= ?1 LIMIT ?2
     )`,
+  purgeTasks: `
+    DELETE FROM tasks WHERE rowid IN (
+      SELECT rowid FROM tasks WHERE expires_at <= ?1 LIMIT ?2
+    )`,
 } as const
 
 /**
  * Purge statements, in the order a purge spends its budget, each with the cutoff it compares with
  * (`?1`) for a given `now`: once-keys and unpublished shares are kept {@link REPLAY_RETENTION_MS}
- * past their last use, session rows go at their own expiry.
+ * past their last use, session rows and tasks go at their own expiry.
  */
 export const PURGES: ReadonlyArray<{ sql: string; cutoff: (now: number) => number }> = [
   { sql: SQL.purgeUsedKeys, cutoff: (now) => now - REPLAY_RETENTION_MS },
@@ -205,4 +253,5 @@ export const PURGES: ReadonlyArray<{ sql: string; cutoff: (now: number) => numbe
   { sql: SQL.purgeSessions, cutoff: (now) => now },
   { sql: SQL.purgeSubscriptions, cutoff: (now) => now },
   { sql: SQL.purgeInputSlots, cutoff: (now) => now },
+  { sql: SQL.purgeTasks, cutoff: (now) => now },
 ]

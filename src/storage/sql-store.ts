@@ -11,15 +11,17 @@
  * wrangler applies to D1 and the node:sqlite driver reads and applies (files, not a TypeScript module,
  * because wrangler needs them on disk anyway); the statements are `sql-statements.ts`'s. Besides
  * notes and shares the store keeps what 2025-era sessions need (`SessionStore`): ended sessions and
- * log levels, subscriptions (at most `MAX_SUBSCRIPTIONS_PER_SESSION` per session), and input slots.
- * Expired rows are purged with `purgeExpired` (spent once-keys and unpublished share requests
- * `REPLAY_RETENTION_MS` after their last use, session rows at their own expiry).
+ * log levels, subscriptions (at most `MAX_SUBSCRIPTIONS_PER_SESSION` per session), and input slots;
+ * and the records of tasks (`TaskStore`). Expired rows are purged with `purgeExpired` (spent
+ * once-keys and unpublished share requests `REPLAY_RETENTION_MS` after their last use, session rows
+ * and tasks at their own expiry).
  *
  * Atomicity is reached the way D1 allows, which is also correct on node:sqlite: D1 has no interactive
  * transaction, only single statements and `batch()` (one transaction, all or nothing, nothing read in
- * between). So every check-and-set (note version, share status, input slot) is one conditional
- * statement whose outcome is read from `RETURNING` or its change count, and a follow-up read only
- * explains a miss, never decides. A single-use key is spent in a batch that inserts
+ * between). So every check-and-set (note version, share status, input slot, task version) is one
+ * conditional statement whose outcome is read from `RETURNING` or its change count, and a follow-up
+ * read only explains a miss, never decides. `importNotes` is one batch of conditional inserts, each
+ * answering whether it created its note. A single-use key is spent in a batch that inserts
  * `(once_key, claim)` with a fresh random claim (`ON CONFLICT DO NOTHING`); the later statements of the
  * same batch act only where that claim is found, i.e. only when this call spent the key.
  *
@@ -37,6 +39,7 @@
 
 import type { LogLevel } from '../mcp/protocol.ts'
 import { MAX_SUBSCRIPTIONS_PER_SESSION, type SessionRecord } from '../mcp/session-store.ts'
+import type { NewTask, TaskPatch, TaskRecord } from '../mcp/task-store.ts'
 import {
   type DecideOutcome,
   type NewNote,
@@ -52,8 +55,11 @@ import {
 } from '../notes/store.ts'
 import {
   assertPublishable,
+  checkImport,
   checkPaging,
+  checkSweep,
   newNoteId,
+  newTaskValues,
   notMigrated,
   pendingShareRequest,
   purgeWithin,
@@ -61,11 +67,14 @@ import {
   sessionRecord,
   searchTerms,
   sortedTags,
+  taskPatchValues,
   toPage,
   toShareRequest,
+  toTaskRecord,
   undecidedOutcome,
   wordsOf,
   type ShareRow,
+  type TaskRow,
 } from './shared.ts'
 import { PURGES, SQL } from './sql-statements.ts'
 
@@ -126,6 +135,23 @@ export class SqlNotesStore implements NotesStore {
     ])
     if (row === undefined) throw new Error('INSERT … RETURNING produced no row')
     return toNote(row)
+  }
+
+  async importNotes(
+    principal: string,
+    notes: Array<NewNote & { id: string }>,
+    now: number
+  ): Promise<number> {
+    const db = this.#db
+    checkImport(notes)
+    if (notes.length === 0) return 0
+    const results = await db.batch(
+      notes.map((note) => ({
+        sql: SQL.importNote,
+        params: [note.id, principal, note.title, note.body, tagsJson(note.tags), now],
+      }))
+    )
+    return results.filter((rows) => rows.length > 0).length
   }
 
   async get(principal: string, id: string): Promise<Note | undefined> {
@@ -308,6 +334,37 @@ export class SqlNotesStore implements NotesStore {
 
   async forgetInput(sid: string, requestId: string): Promise<void> {
     await this.#db.run(SQL.forgetInput, [sid, requestId])
+  }
+
+  async createTask(task: NewTask): Promise<TaskRecord> {
+    const row = await this.#db.get(SQL.insertTask, newTaskValues(task))
+    if (row === undefined) throw new Error('INSERT … RETURNING produced no row')
+    return toTaskRecord(row as TaskRow)
+  }
+
+  async getTask(id: string): Promise<TaskRecord | undefined> {
+    const row = await this.#db.get(SQL.getTask, [id])
+    return row === undefined ? undefined : toTaskRecord(row as TaskRow)
+  }
+
+  async updateTask(
+    id: string,
+    expectedVersion: number,
+    patch: TaskPatch
+  ): Promise<TaskRecord | undefined> {
+    const params: SqlValue[] = [id, expectedVersion]
+    for (const [set, value] of taskPatchValues(patch)) {
+      params.push(set ? 1 : 0, typeof value === 'boolean' ? Number(value) : value)
+    }
+    const row = await this.#db.get(SQL.updateTask, params)
+    return row === undefined ? undefined : toTaskRecord(row as TaskRow)
+  }
+
+  async findRunnableTasks(now: number, limit: number): Promise<string[]> {
+    const db = this.#db
+    checkSweep(now, limit)
+    const rows = await db.all(SQL.findRunnableTasks, [now, limit])
+    return rows.map((row) => String(row.id))
   }
 
   async purgeExpired(now: number, limit: number): Promise<number> {
