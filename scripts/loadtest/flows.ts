@@ -21,8 +21,7 @@
  * half done.
  */
 import type { JsonObject } from '../../src/mcp/wire.ts'
-import type { EraMetrics, FlowKind } from './metrics.ts'
-import type { Era } from './metrics.ts'
+import type { Era, EraMetrics, FlowKind } from './metrics.ts'
 
 /** Attempts at one `create_note` (each after the search found nothing). */
 const CREATE_ATTEMPTS = 6
@@ -99,7 +98,7 @@ export interface Agent {
 }
 
 /** A note's title: unique to the run, the flow (by its tag) and the note. */
-export function noteTitle(runId: string, tag: string, index: number): string {
+function noteTitle(runId: string, tag: string, index: number): string {
   return `Load ${runId} ${tag} n${index}`
 }
 

@@ -218,7 +218,7 @@ export class LegacyAgent implements Agent {
 
   /** Every request the SDK sends: see the module header. */
   readonly #fetch = async (_input: string | URL | Request, init: RequestInit = {}) => {
-    const { metrics, era } = this.#setup
+    const { era } = this.#setup
     const message = parseMessage(init.body)
     const call = this.#current
     const isCall = call !== undefined && message?.method === 'tools/call'
@@ -235,9 +235,10 @@ export class LegacyAgent implements Agent {
         : AbortSignal.any([init.signal, AbortSignal.timeout(REQUEST_TIMEOUT_MS)])
     const started = performance.now()
     let response: Response
+    let url: string
     for (let attempt = 1; ; attempt++) {
       claimRequest(this.#setup)
-      const url = this.#rotation.next(avoid, true)
+      url = this.#rotation.next(avoid, true)
       const headers = new Headers(init.headers)
       for (const [name, value] of Object.entries(this.#rotation.headers(avoid))) {
         headers.set(name, value)
@@ -246,8 +247,7 @@ export class LegacyAgent implements Agent {
         response = await fetch(url, { ...init, headers, signal })
       } catch (error) {
         if (init.signal?.aborted) throw error
-        metrics.failedAttempts += 1
-        this.#rotation.failed(url)
+        this.#rotation.settled(url, 0, undefined)
         if (refused(error) && attempt < this.#rotation.width) continue
         const failure = new CallError(
           isAnswer ? 'answer_undelivered' : 'connection_failed',
@@ -258,21 +258,10 @@ export class LegacyAgent implements Agent {
         else if (isCall) call.failure ??= failure
         throw error
       }
-      const replica = response.headers.get('x-replica')
-      if (response.status >= 500) {
-        if (replica) metrics.replica5xx += 1
-        else metrics.gateway5xx += 1
-      }
-      if (!replica) {
-        metrics.failedAttempts += 1
-        this.#rotation.failed(url)
-      } else {
-        this.#rotation.answered(url)
-        metrics.served(replica)
-      }
       break
     }
     const replica = response.headers.get('x-replica') ?? undefined
+    this.#rotation.settled(url, response.status, replica)
     if (isAnswer) {
       era.latency('answer_post', performance.now() - started)
       if (replica && call.streamReplica) era.laterRound(replica !== call.streamReplica)

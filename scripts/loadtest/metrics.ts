@@ -78,7 +78,7 @@ function bump(counts: Record<string, number>, key: string, by = 1): void {
   counts[key] = (counts[key] ?? 0) + by
 }
 
-export interface FlowCounts {
+interface FlowCounts {
   started: number
   completed: number
   failedCleanly: number

@@ -130,17 +130,8 @@ export class ModernAgent implements Agent {
     const { metrics, era } = this.#setup
     const replica = info.headers.get('x-replica') ?? undefined
     if (info.attempt === 2) metrics.retried(info.round, now)
-    if (info.status >= 500) {
-      if (replica) metrics.replica5xx += 1
-      else metrics.gateway5xx += 1
-    }
-    if (!replica) {
-      metrics.failedAttempts += 1
-      this.#rotation.failed(this.#attemptUrl)
-      return
-    }
-    this.#rotation.answered(this.#attemptUrl)
-    metrics.served(replica)
+    this.#rotation.settled(this.#attemptUrl, info.status, replica)
+    if (!replica) return
     this.#served[info.round - 1] = replica
     this.#previous = replica
     const label: LatencyLabel = this.#label === 'flow' ? `round_${info.round}` : this.#label

@@ -101,13 +101,22 @@ export class Rotation {
     return this.#setup.balancer?.avoidPrevious && avoid ? { [PREVIOUS_REPLICA_HEADER]: avoid } : {}
   }
 
-  /** An attempt to `url` got no replica's answer. */
-  failed(url: string): void {
-    this.#down.set(url, performance.now() + DOWN_MS)
-  }
-
-  /** A replica behind `url` answered. */
-  answered(url: string): void {
+  /**
+   * Records how an attempt to `url` ended: `replica` is who answered (`X-Replica`); without one (no
+   * response, or a gateway's), the attempt failed and direct mode leaves that replica alone a moment.
+   */
+  settled(url: string, status: number, replica: string | undefined): void {
+    const { metrics } = this.#setup
+    if (status >= 500) {
+      if (replica) metrics.replica5xx += 1
+      else metrics.gateway5xx += 1
+    }
+    if (!replica) {
+      metrics.failedAttempts += 1
+      this.#down.set(url, performance.now() + DOWN_MS)
+      return
+    }
     this.#down.delete(url)
+    metrics.served(replica)
   }
 }

@@ -29,7 +29,7 @@ import type { AgentSetup, RoutingSetup } from './routing.ts'
  * A clean failure counts as caused by the fault when it happened between the SIGKILL and this long
  * after the restart (nginx leaves a failed replica alone for 1 s; streams break at the kill).
  */
-export const FAULT_GRACE_MS = 5_000
+const FAULT_GRACE_MS = 5_000
 
 export interface UserSetup extends RoutingSetup {
   runId: string
