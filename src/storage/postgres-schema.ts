@@ -102,7 +102,8 @@ const MIGRATIONS: ReadonlyArray<{ version: number; statements: readonly string[]
   {
     // The records of tasks (mcp/task-store.ts): every TaskRecord field, JSON-valued fields as the
     // text given, NULL for an absent optional field; purged at expires_at. tasks_runnable serves
-    // findRunnableTasks: working tasks only, keyed by the lease's end (0 without a lease). notes_by_id
+    // findRunnableTasks: working tasks only, keyed by the lease's end (0 without a lease), covering
+    // the query (hence the included lease_expires_at) so that it never reads a large row. notes_by_id
     // lets importNotes skip an id that names a note of any principal.
     version: 4,
     statements: [
@@ -130,7 +131,7 @@ const MIGRATIONS: ReadonlyArray<{ version: number; statements: readonly string[]
       )`,
       `CREATE INDEX tasks_by_expiry ON tasks (expires_at)`,
       `CREATE INDEX tasks_runnable ON tasks ((coalesce(lease_expires_at, 0)), expires_at, id)
-        WHERE status = 'working'`,
+        INCLUDE (lease_expires_at) WHERE status = 'working'`,
       `CREATE INDEX notes_by_id ON notes (id)`,
     ],
   },

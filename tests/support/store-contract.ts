@@ -2,8 +2,9 @@
  * @module tests/support/store-contract
  * The contract every `NotesStore` adapter passes (node:sqlite, PostgreSQL, D1): one vitest `describe`
  * block exercising the whole interface through the interface only, including the `SessionStore` of
- * 2025-era sessions (with the adversarial cases of the answer rendezvous) and the purge of expired
- * rows. Each test takes a store from `makeStore` (already migrated) and invents its own principals,
+ * 2025-era sessions (with the adversarial cases of the answer rendezvous), the `TaskStore` of tasks
+ * (compare-and-set, clearing fields, large payloads, which tasks are runnable), the idempotent
+ * `importNotes`, and the purge of expired rows. Each test takes a store from `makeStore` (already migrated) and invents its own principals,
  * note contents, share ids, session ids and once-keys with random suffixes, so adapters may hand out
  * a fresh database per test or one shared database.
  *
@@ -18,7 +19,9 @@
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { MAX_SUBSCRIPTIONS_PER_SESSION } from '../../src/mcp/session-store.ts'
+import type { NewTask, TaskRecord } from '../../src/mcp/task-store.ts'
 import {
+  MAX_IMPORT_NOTES,
   REPLAY_RETENTION_MS,
   type NewNote,
   type Note,
@@ -40,6 +43,56 @@ const HOUR = 3_600_000
 function unique(label: string): string {
   const bytes = crypto.getRandomValues(new Uint8Array(9))
   return `${label}-${Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('')}`
+}
+
+/** An id of the form the stores mint (`n_` and 16 base64url characters), for `importNotes`. */
+export function noteId(): string {
+  const base64 = btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(12))))
+  return `n_${base64.replaceAll('+', '-').replaceAll('/', '_')}`
+}
+
+const MIB = 1024 * 1024
+
+function utf8Bytes(text: string): number {
+  return new TextEncoder().encode(text).byteLength
+}
+
+/**
+ * A JSON text of exactly 1 MiB of UTF-8: `shape` wraps a string that starts with non-ASCII and
+ * control characters and is padded to size.
+ */
+function jsonOfMib(shape: (text: string) => unknown): string {
+  const frame = (text: string) => JSON.stringify(shape(text))
+  const head = 'é🎉日本語 \u0000 \u0001 '
+  return frame(head + 'x'.repeat(MIB - utf8Bytes(frame(head))))
+}
+
+/**
+ * Clocks of the task tests, one per test, a day apart: every task a test creates has expired by the
+ * next test's clock, so `findRunnableTasks` in a database several tests share finds only the tasks
+ * of the test that asks.
+ */
+let taskClocks = 0
+function taskClock(): number {
+  taskClocks += 1
+  return T0 + taskClocks * 24 * HOUR
+}
+
+/** A new working task of `owner` created at `at`, without any optional field unless given. */
+export function newTask(owner: string, at: number, fields: Partial<NewTask> = {}): NewTask {
+  return {
+    id: unique('task'),
+    owner,
+    tool: 'import_notes',
+    args: '{"markdown":"# One\\n\\nbody"}',
+    status: 'working',
+    createdAt: at,
+    updatedAt: at,
+    expiresAt: at + HOUR,
+    pollIntervalMs: 1000,
+    journal: '[]',
+    ...fields,
+  }
 }
 
 function note(title: string, body = '', tags: string[] = []): NewNote {
@@ -1038,13 +1091,8 @@ export function describeNotesStoreContract(
         })
 
         it('an answer of 1 MiB round-trips exactly', async () => {
-          const mib = 1024 * 1024
-          const frame = (text: string) =>
-            JSON.stringify({ jsonrpc: '2.0', id: 'big', result: { text } })
-          const bytes = (text: string) => new TextEncoder().encode(text).byteLength
-          const head = 'é🎉日本語 \u0000 \u0001 '
-          const payload = frame(head + 'x'.repeat(mib - bytes(frame(head))))
-          expect(bytes(payload)).toBe(mib)
+          const payload = jsonOfMib((text) => ({ jsonrpc: '2.0', id: 'big', result: { text } }))
+          expect(utf8Bytes(payload)).toBe(MIB)
           await store.expectInput(sid, 'big', LIVE)
           expect(await store.deliverInput(sid, 'big', payload, T0)).toBe(true)
           expect(await store.takeInput(sid, 'big')).toBe(payload)
@@ -1057,6 +1105,467 @@ export function describeNotesStoreContract(
           expect(await store.deliverInput(sid, `${id} `, payload, T0)).toBe(false)
           expect(await store.deliverInput(sid, id, payload, T0)).toBe(true)
           expect(await store.takeInput(sid, id)).toBe(payload)
+        })
+      })
+    })
+
+    describe('importNotes', () => {
+      const imported = (title: string, body = '', tags: string[] = []) => ({
+        id: noteId(),
+        ...note(title, body, tags),
+      })
+
+      it('creates every note under its id, at version 1, created and updated at now, and answers how many', async () => {
+        const notes = [imported('one', 'first body', ['b', 'a', 'b']), imported('two')]
+        expect(await store.importNotes(alice, notes, T0 + 7)).toBe(2)
+        expect(await store.get(alice, notes[0]!.id)).toEqual({
+          id: notes[0]!.id,
+          title: 'one',
+          body: 'first body',
+          tags: ['a', 'b'],
+          createdAt: T0 + 7,
+          updatedAt: T0 + 7,
+          version: 1,
+        })
+        expect(await store.get(alice, notes[1]!.id)).toMatchObject({ title: 'two', version: 1 })
+      })
+
+      it('a second call with the same ids creates none and changes nothing, whatever it carries', async () => {
+        const notes = [imported('one'), imported('two')]
+        expect(await store.importNotes(alice, notes, T0)).toBe(2)
+        const edited = await store.update(alice, notes[0]!.id, 1, { body: 'edited' }, T0 + 1)
+        expect(edited.kind).toBe('updated')
+        const before = (await store.list(alice, 0, 10)).items
+        const again = notes.map((n) => ({ ...n, title: `${n.title} again`, body: 'replay' }))
+        expect(await store.importNotes(alice, again, T0 + 2)).toBe(0)
+        expect(await store.importNotes(alice, notes, T0 + 3)).toBe(0)
+        expect((await store.list(alice, 0, 10)).items).toEqual(before)
+      })
+
+      it('a call with some ids already imported creates only the others', async () => {
+        const first = [imported('a'), imported('b')]
+        await store.importNotes(alice, first, T0)
+        const rerun = [...first, imported('c'), imported('d'), imported('e')]
+        expect(await store.importNotes(alice, rerun, T0 + 1)).toBe(3)
+        expect(titles((await store.list(alice, 0, 10)).items).sort()).toEqual([
+          'a',
+          'b',
+          'c',
+          'd',
+          'e',
+        ])
+      })
+
+      it("an id naming another principal's note is skipped: that note is untouched and stays invisible", async () => {
+        const [bobs] = [imported('bob secret', 'bob body', ['mine'])]
+        expect(await store.importNotes(bob, [bobs!], T0)).toBe(1)
+        const bobsNote = await store.get(bob, bobs!.id)
+        const created = await store.create(bob, note('created by bob'), T0)
+
+        const forged = [
+          { ...bobs!, title: 'alice overwrite' },
+          { ...imported('alice overwrite'), id: created.id },
+          imported('alice own'),
+        ]
+        expect(await store.importNotes(alice, forged, T0 + 1)).toBe(1)
+        expect(await store.get(bob, bobs!.id)).toEqual(bobsNote)
+        expect(await store.get(bob, created.id)).toEqual(created)
+        expect(await store.get(alice, bobs!.id)).toBeUndefined()
+        expect(await store.get(alice, created.id)).toBeUndefined()
+        expect(titles((await store.list(alice, 0, 10)).items)).toEqual(['alice own'])
+        expect(titles((await store.list(bob, 0, 10)).items).sort()).toEqual([
+          'bob secret',
+          'created by bob',
+        ])
+      })
+
+      it('imported notes are searchable, listed, tagged and completed like created ones', async () => {
+        const notes = [
+          imported('Walrus facts', 'tusks and whiskers', ['arctic']),
+          imported('Penguin facts', 'flippers', ['antarctic', 'birds']),
+        ]
+        await store.importNotes(alice, notes, T0)
+        const search = async (text: string, tags?: string[]) =>
+          titles(
+            (await store.search(alice, { text, ...(tags ? { tags } : {}), offset: 0, limit: 10 }))
+              .items
+          ).sort()
+        expect(await search('whiskers')).toEqual(['Walrus facts'])
+        expect(await search('facts')).toEqual(['Penguin facts', 'Walrus facts'])
+        expect(await search('flip')).toEqual(['Penguin facts'])
+        expect(await search('', ['birds'])).toEqual(['Penguin facts'])
+        expect(await store.listTags(alice)).toEqual([
+          { tag: 'antarctic', count: 1 },
+          { tag: 'arctic', count: 1 },
+          { tag: 'birds', count: 1 },
+        ])
+        expect(await store.completeIds(alice, notes[0]!.id, 10)).toEqual([notes[0]!.id])
+        // And they follow updates like any note.
+        await store.update(alice, notes[0]!.id, 1, { body: 'blubber' }, T0 + 1)
+        expect(await search('whiskers')).toEqual([])
+        expect(await search('blubber')).toEqual(['Walrus facts'])
+      })
+
+      it('a call that fails part-way creates none of its notes', async () => {
+        const notes = [imported('first'), imported('second'), imported('third')]
+        const broken = [notes[0]!, notes[1]!, { ...imported('x'), title: null as never }, notes[2]!]
+        await expect(store.importNotes(alice, broken, T0)).rejects.toThrow()
+        expect(await store.list(alice, 0, 10)).toEqual({ items: [] })
+        expect(await store.search(alice, { text: 'first', offset: 0, limit: 10 })).toEqual({
+          items: [],
+        })
+        // Nothing was spent either: the same notes import afterwards.
+        expect(await store.importNotes(alice, notes, T0 + 1)).toBe(3)
+      })
+
+      it("refuses ids not of the store's own form, creating nothing", async () => {
+        const good = imported('good')
+        const bad = [
+          '',
+          'n_',
+          'n_short',
+          `${good.id}A`,
+          `x${good.id.slice(1)}`,
+          `N${good.id.slice(1)}`,
+          `${good.id.slice(0, -1)}+`,
+          `${good.id.slice(0, -1)}=`,
+          `${good.id.slice(0, -1)}\u0000`,
+          ` ${good.id.slice(1)}`,
+          42,
+          undefined,
+        ]
+        for (const id of bad) {
+          const attempt = store.importNotes(
+            alice,
+            [good, { ...imported('bad'), id: id as never }],
+            T0
+          )
+          await expect(attempt, String(id)).rejects.toBeInstanceOf(RangeError)
+        }
+        expect(await store.get(alice, good.id)).toBeUndefined()
+      })
+
+      it('accepts MAX_IMPORT_NOTES notes in one call and refuses more, creating nothing', async () => {
+        const many = Array.from({ length: MAX_IMPORT_NOTES + 1 }, (_, i) => imported(`n${i}`))
+        await expect(store.importNotes(alice, many, T0)).rejects.toBeInstanceOf(RangeError)
+        expect(await store.list(alice, 0, 1)).toEqual({ items: [] })
+        expect(await store.importNotes(alice, many.slice(0, MAX_IMPORT_NOTES), T0)).toBe(
+          MAX_IMPORT_NOTES
+        )
+        const page = await store.list(alice, MAX_IMPORT_NOTES - 1, 10)
+        expect(page.items).toHaveLength(1)
+        expect(page.nextOffset).toBeUndefined()
+      })
+
+      it('an empty list creates nothing and answers 0', async () => {
+        expect(await store.importNotes(alice, [], T0)).toBe(0)
+        expect(await store.list(alice, 0, 1)).toEqual({ items: [] })
+      })
+
+      it('an id given twice in one call creates one note, from its first occurrence', async () => {
+        const once = imported('first occurrence')
+        const notes = [once, { ...once, title: 'second occurrence' }, imported('other')]
+        expect(await store.importNotes(alice, notes, T0)).toBe(2)
+        expect(await store.get(alice, once.id)).toMatchObject({ title: 'first occurrence' })
+      })
+
+      it('of two imports of the same notes issued together, each note is created once', async () => {
+        const notes = Array.from({ length: 20 }, (_, i) => imported(`race ${i}`))
+        const counts = await Promise.all([
+          store.importNotes(alice, notes, T0),
+          store.importNotes(alice, notes, T0),
+        ])
+        expect(counts[0]! + counts[1]!).toBe(notes.length)
+        const listed = (await store.list(alice, 0, 50)).items
+        expect(listed.map((n) => n.id).sort()).toEqual(notes.map((n) => n.id).sort())
+      })
+    })
+
+    describe('tasks', () => {
+      /** This test's clock: later than every task an earlier test left behind has lived. */
+      let now: number
+
+      beforeEach(() => {
+        now = taskClock()
+      })
+
+      /** Every optional field set. */
+      function fullTask(fields: Partial<NewTask> = {}): NewTask {
+        return newTask(alice, now, {
+          status: 'input_required',
+          statusMessage: 'Waiting for an answer',
+          inputRequests: '{"conflicts-1":{"method":"elicitation/create"}}',
+          inputResponses: '{"earlier":{"action":"accept"}}',
+          result: '{"content":[],"isError":false}',
+          error: '{"code":-32603,"message":"boom"}',
+          leaseOwner: 'replica-a',
+          leaseExpiresAt: now + 30_000,
+          ...fields,
+        })
+      }
+
+      const stored = (task: NewTask): TaskRecord => ({
+        ...task,
+        cancelRequested: false,
+        version: 1,
+      })
+
+      it('createTask stores every field as given, at version 1 and not cancelled; getTask answers the same', async () => {
+        for (const task of [newTask(alice, now), fullTask()]) {
+          const created = await store.createTask(task)
+          expect(created).toStrictEqual(stored(task))
+          expect(await store.getTask(task.id)).toStrictEqual(created)
+        }
+      })
+
+      it('optional fields given as undefined are absent from the record', async () => {
+        const task = newTask(alice, now, {
+          statusMessage: undefined,
+          result: undefined,
+          leaseExpiresAt: undefined,
+        })
+        const { statusMessage, result, leaseExpiresAt, ...given } = task
+        expect(await store.createTask(task)).toStrictEqual(stored(given as NewTask))
+      })
+
+      it('text fields round-trip exactly, including quotes, unicode and control characters', async () => {
+        const text = `it's "q" \\ \u0000 \u0001 \u0001\u0002 ✓ 🎉 日本語 é`
+        const task = fullTask({
+          id: `t_${unique('x')}-AZaz09_-`,
+          owner: `owner ${text}`,
+          tool: `tool ${text}`,
+          args: JSON.stringify({ text }),
+          statusMessage: text,
+          journal: JSON.stringify([text]),
+          leaseOwner: text,
+        })
+        await store.createTask(task)
+        expect(await store.getTask(task.id)).toStrictEqual(stored(task))
+        const updated = await store.updateTask(task.id, 1, { statusMessage: `${text}!` })
+        expect(updated?.statusMessage).toBe(`${text}!`)
+        expect(await store.getTask(`${task.id}\u0000`)).toBeUndefined()
+      })
+
+      it('createTask with an id that exists throws and leaves the stored task unchanged', async () => {
+        const first = await store.createTask(newTask(alice, now))
+        const attempt = store.createTask(fullTask({ id: first.id, owner: bob, tool: 'other' }))
+        await expect(attempt).rejects.toThrow()
+        expect(await store.getTask(first.id)).toStrictEqual(first)
+      })
+
+      it('getTask of an unknown id is undefined', async () => {
+        expect(await store.getTask(unique('task'))).toBeUndefined()
+      })
+
+      it('updateTask with the current version applies the patch, adds one to the version and answers the stored record', async () => {
+        const created = await store.createTask(newTask(alice, now))
+        const patch = {
+          status: 'completed',
+          statusMessage: 'Imported 3 notes',
+          updatedAt: now + 5,
+          expiresAt: now + 2 * HOUR,
+          pollIntervalMs: 2500,
+          journal: '[{"once":"split","value":3}]',
+          result: '{"content":[{"type":"text","text":"3"}]}',
+          leaseOwner: 'replica-b',
+          leaseExpiresAt: now + 60_000,
+        } as const
+        const updated = await store.updateTask(created.id, 1, patch)
+        const expected: TaskRecord = { ...created, ...patch, version: 2 }
+        expect(updated).toStrictEqual(expected)
+        expect(await store.getTask(created.id)).toStrictEqual(expected)
+      })
+
+      it('a field left undefined keeps its value and null clears an optional one', async () => {
+        const created = await store.createTask(fullTask())
+        const kept = await store.updateTask(created.id, 1, {
+          status: undefined,
+          statusMessage: undefined,
+          result: undefined,
+          updatedAt: now + 1,
+        })
+        expect(kept).toStrictEqual({ ...created, updatedAt: now + 1, version: 2 })
+
+        const cleared = await store.updateTask(created.id, 2, {
+          status: 'working',
+          statusMessage: null,
+          inputRequests: null,
+          inputResponses: null,
+          result: null,
+          error: null,
+          leaseOwner: null,
+          leaseExpiresAt: null,
+        })
+        expect(cleared).toStrictEqual({
+          ...stored(newTask(alice, now, { id: created.id })),
+          updatedAt: now + 1,
+          version: 3,
+        })
+        expect(await store.getTask(created.id)).toStrictEqual(cleared)
+      })
+
+      it('an empty patch only adds one to the version', async () => {
+        const created = await store.createTask(fullTask())
+        expect(await store.updateTask(created.id, 1, {})).toStrictEqual({ ...created, version: 2 })
+      })
+
+      it('the cancel flag is set by a patch and kept by later patches that leave it', async () => {
+        const created = await store.createTask(newTask(alice, now))
+        expect(await store.updateTask(created.id, 1, { cancelRequested: true })).toMatchObject({
+          cancelRequested: true,
+          version: 2,
+        })
+        const later = await store.updateTask(created.id, 2, { status: 'cancelled' })
+        expect(later).toMatchObject({ status: 'cancelled', cancelRequested: true, version: 3 })
+        expect(await store.updateTask(created.id, 3, { cancelRequested: false })).toMatchObject({
+          cancelRequested: false,
+        })
+      })
+
+      it('updateTask with a stale or a future version answers undefined and changes nothing', async () => {
+        const created = await store.createTask(newTask(alice, now))
+        const current = await store.updateTask(created.id, 1, { statusMessage: 'first' })
+        expect(current?.version).toBe(2)
+        for (const version of [1, 3, 0, -1]) {
+          expect(await store.updateTask(created.id, version, { status: 'failed' })).toBeUndefined()
+        }
+        expect(await store.getTask(created.id)).toStrictEqual(current)
+      })
+
+      it('updateTask of an unknown id answers undefined', async () => {
+        expect(await store.updateTask(unique('task'), 1, { status: 'failed' })).toBeUndefined()
+      })
+
+      it('of two updates issued together with one expected version exactly one applies', async () => {
+        const created = await store.createTask(newTask(alice, now))
+        const outcomes = await Promise.all([
+          store.updateTask(created.id, 1, { status: 'completed', result: '{"by":"a"}' }),
+          store.updateTask(created.id, 1, { status: 'cancelled', cancelRequested: true }),
+        ])
+        const winners = outcomes.filter((o) => o !== undefined)
+        expect(winners).toHaveLength(1)
+        expect(await store.getTask(created.id)).toStrictEqual(winners[0])
+      })
+
+      it('every successful update adds one to the version, and each needs the one before', async () => {
+        const created = await store.createTask(newTask(alice, now))
+        for (let version = 1; version <= 4; version++) {
+          const patch = { statusMessage: `step ${version}` }
+          const updated = await store.updateTask(created.id, version, patch)
+          expect(updated).toMatchObject({ statusMessage: `step ${version}`, version: version + 1 })
+          expect(await store.updateTask(created.id, version, patch)).toBeUndefined()
+        }
+      })
+
+      it('a task moves through every status, and refuses one the contract does not define', async () => {
+        const created = await store.createTask(newTask(alice, now))
+        const statuses = ['input_required', 'working', 'completed', 'cancelled', 'failed'] as const
+        for (const [i, status] of statuses.entries()) {
+          expect(await store.updateTask(created.id, i + 1, { status })).toMatchObject({ status })
+        }
+        const current = await store.getTask(created.id)
+        await expect(
+          store.updateTask(created.id, statuses.length + 1, { status: 'paused' as never })
+        ).rejects.toThrow()
+        expect(await store.getTask(created.id)).toStrictEqual(current)
+        const unknown = newTask(alice, now, { status: 'paused' as never })
+        await expect(store.createTask(unknown)).rejects.toThrow()
+        expect(await store.getTask(unknown.id)).toBeUndefined()
+      })
+
+      it('payload fields of 1 MiB round-trip exactly, when created and when updated', async () => {
+        const fields = [
+          'args',
+          'journal',
+          'statusMessage',
+          'inputRequests',
+          'inputResponses',
+          'result',
+          'error',
+        ] as const
+        for (const field of fields) {
+          const [first, second] = ['1', '2'].map((n) => jsonOfMib((text) => ({ field, n, text })))
+          const task = newTask(alice, now, { [field]: first })
+          expect((await store.createTask(task))[field]).toBe(first)
+          expect((await store.getTask(task.id))?.[field]).toBe(first)
+          if (field === 'args') continue
+          const updated = await store.updateTask(task.id, 1, { [field]: second })
+          expect(updated?.[field]).toBe(second)
+          expect(await store.getTask(task.id)).toStrictEqual(updated)
+        }
+      })
+
+      describe('findRunnableTasks', () => {
+        const runnable = async (at = now) => store.findRunnableTasks(at, 10_000)
+
+        it('finds working tasks without a lease or whose lease ran out at or before now', async () => {
+          const unleased = await store.createTask(newTask(alice, now))
+          const ranOut = await store.createTask(
+            newTask(alice, now, { leaseOwner: 'dead', leaseExpiresAt: now - 1 })
+          )
+          const endsNow = await store.createTask(
+            newTask(alice, now, { leaseOwner: 'late', leaseExpiresAt: now })
+          )
+          const found = await runnable()
+          for (const task of [unleased, ranOut, endsNow]) expect(found).toContain(task.id)
+        })
+
+        it('ignores terminal, input_required, expired and leased tasks', async () => {
+          const ignored = [
+            newTask(alice, now, { status: 'completed' }),
+            newTask(alice, now, { status: 'cancelled' }),
+            newTask(alice, now, { status: 'failed' }),
+            newTask(alice, now, { status: 'input_required' }),
+            newTask(alice, now, { expiresAt: now }),
+            newTask(alice, now, { expiresAt: now - 1 }),
+            newTask(alice, now, { leaseOwner: 'alive', leaseExpiresAt: now + 1 }),
+            newTask(alice, now, { leaseExpiresAt: now + HOUR }),
+          ]
+          for (const task of ignored) await store.createTask(task)
+          const control = await store.createTask(newTask(alice, now))
+          const found = await runnable()
+          expect(found).toContain(control.id)
+          for (const task of ignored) expect(found, JSON.stringify(task)).not.toContain(task.id)
+        })
+
+        it('answers at most limit distinct ids', async () => {
+          const ids: string[] = []
+          for (let i = 0; i < 5; i++) ids.push((await store.createTask(newTask(alice, now))).id)
+          const three = await store.findRunnableTasks(now, 3)
+          expect(three).toHaveLength(3)
+          expect(new Set(three).size).toBe(3)
+          for (const id of three) expect(ids).toContain(id)
+          expect((await store.findRunnableTasks(now, 1)).length).toBe(1)
+          const all = await runnable()
+          for (const id of ids) expect(all).toContain(id)
+        })
+
+        it('follows updates: a task leaves when leased or suspended, and returns when its lease is released or it resumes', async () => {
+          const created = await store.createTask(newTask(alice, now))
+          expect(await runnable()).toContain(created.id)
+          const leased = { leaseOwner: 'replica-a', leaseExpiresAt: now + 30_000 }
+          await store.updateTask(created.id, 1, leased)
+          expect(await runnable()).not.toContain(created.id)
+          // Its runner died: once the lease has run out, the task is runnable again.
+          expect(await runnable(now + 30_000)).toContain(created.id)
+          await store.updateTask(created.id, 2, { status: 'input_required', ...leased })
+          expect(await runnable(now + 30_000)).not.toContain(created.id)
+          await store.updateTask(created.id, 3, {
+            status: 'working',
+            leaseOwner: null,
+            leaseExpiresAt: null,
+          })
+          expect(await runnable()).toContain(created.id)
+          await store.updateTask(created.id, 4, { status: 'completed' })
+          expect(await runnable()).not.toContain(created.id)
+        })
+
+        it('rejects a limit that is not a positive integer and a now that is not finite', async () => {
+          for (const limit of [0, -1, 1.5, Number.NaN]) {
+            await expect(store.findRunnableTasks(now, limit)).rejects.toBeInstanceOf(RangeError)
+          }
+          await expect(store.findRunnableTasks(Number.NaN, 10)).rejects.toBeInstanceOf(RangeError)
+          await expect(store.findRunnableTasks(Infinity, 10)).rejects.toBeInstanceOf(RangeError)
         })
       })
     })
@@ -1141,6 +1650,36 @@ export function describeNotesStoreContract(
         expect(await store.isSubscribed(kept, 'note://n_1')).toBe(true)
         expect(await store.deliverInput(gone, 'r1', '{}', now - 1)).toBe(false)
         expect(await store.deliverInput(kept, 'r1', '{}', now)).toBe(true)
+      })
+
+      it('tasks go at their expiresAt whatever their status; live ones stay', async () => {
+        const now = taskClock()
+        await drain(now)
+        const gone = [
+          newTask(alice, now - HOUR, { expiresAt: now }),
+          newTask(alice, now - HOUR, { expiresAt: now - 1, status: 'completed' }),
+          newTask(alice, now - HOUR, { expiresAt: now - HOUR, status: 'input_required' }),
+        ]
+        const kept = [
+          newTask(alice, now - HOUR, { expiresAt: now + 1 }),
+          newTask(alice, now - HOUR, { expiresAt: now + HOUR, status: 'failed' }),
+        ]
+        for (const task of [...gone, ...kept]) await store.createTask(task)
+
+        expect(await store.purgeExpired(now, 1000)).toBe(3)
+        for (const task of gone) expect(await store.getTask(task.id)).toBeUndefined()
+        for (const task of kept) expect(await store.getTask(task.id)).toMatchObject(task)
+      })
+
+      it('counts expired tasks in the budget it spends across tables', async () => {
+        const now = taskClock()
+        await drain(now)
+        await store.endSession(unique('sid'), now)
+        await store.createTask(newTask(alice, now - HOUR, { expiresAt: now }))
+        await store.createTask(newTask(alice, now - HOUR, { expiresAt: now }))
+        expect(await store.purgeExpired(now, 2)).toBe(2)
+        expect(await store.purgeExpired(now, 2)).toBe(1)
+        expect(await store.purgeExpired(now, 2)).toBe(0)
       })
 
       it('removes at most limit rows per call and says how many it removed', async () => {

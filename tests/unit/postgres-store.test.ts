@@ -1,8 +1,9 @@
 /**
  * The PostgreSQL adapter: the shared `NotesStore` contract against a throw-away database, plus what only
  * PostgreSQL has: several stores (replicas) on one database racing on once-keys, share decisions,
- * input slots, the subscription cap and migrations, text PostgreSQL cannot hold (U+0000), search
- * independent of the database's locale, the UTF8 requirement, and the adapter's own error types.
+ * input slots, the subscription cap, task versions, imports and migrations, an import that fails
+ * inside the database, text PostgreSQL cannot hold (U+0000), search independent of the database's
+ * locale, the UTF8 requirement, and the adapter's own error types.
  *
  * Needs a server: `TEST_DATABASE_URL`, or PostgreSQL on 127.0.0.1:5432 (see tests/support/postgres.ts;
  * `.ci/run` installs and starts one). Without one the file fails under `CI=true` and is reported as
@@ -15,7 +16,7 @@ import { PostgresNotesStore } from '../../src/storage/postgres.ts'
 import { MAX_SUBSCRIPTIONS_PER_SESSION } from '../../src/mcp/session-store.ts'
 import { POSTGRES_SCHEMA_VERSION } from '../../src/storage/postgres-schema.ts'
 import { ShareNotApprovedError, StoreNotMigratedError } from '../../src/notes/store.ts'
-import { describeNotesStoreContract } from '../support/store-contract.ts'
+import { describeNotesStoreContract, newTask, noteId } from '../support/store-contract.ts'
 import {
   createScratchDatabase,
   testDatabaseUrl,
@@ -177,6 +178,51 @@ describe.skipIf(serverUrl === undefined)('PostgresNotesStore', () => {
       expect((await a.get(p, target.id))?.version).toBe(2)
     })
 
+    it('concurrent updates of one task with one expected version on two stores: exactly one wins', async () => {
+      const a = await open()
+      const b = await open()
+      const p = `p-${crypto.randomUUID()}`
+      const rounds = 40
+      const outcomes = await Promise.all(
+        Array.from({ length: rounds }, async (_, i) => {
+          const task = await a.createTask(newTask(p, T0))
+          const pair = await Promise.all([
+            a.updateTask(task.id, 1, { status: 'completed', result: '{"by":"a"}' }),
+            b.updateTask(task.id, 1, { status: 'cancelled', cancelRequested: true }),
+          ])
+          return { pair, stored: await b.getTask(task.id) }
+        })
+      )
+      for (const { pair, stored } of outcomes) {
+        const winners = pair.filter((outcome) => outcome !== undefined)
+        expect(winners).toHaveLength(1)
+        expect(stored).toEqual(winners[0])
+        expect(stored?.version).toBe(2)
+      }
+    })
+
+    it('concurrent imports of the same notes on several stores create each note once', async () => {
+      const stores = await Promise.all([open(), open(), open(), open()])
+      const p = `p-${crypto.randomUUID()}`
+      const notes = Array.from({ length: 300 }, (_, i) => ({
+        id: noteId(),
+        title: `note ${i}`,
+        body: `body ${i}`,
+        tags: [],
+      }))
+      const counts = await Promise.all(stores.map((s) => s.importNotes(p, notes, T0)))
+      expect(counts.reduce((sum, count) => sum + count, 0)).toBe(notes.length)
+      const admin = postgres(shared.url, { max: 1, onnotice: () => {} })
+      try {
+        const [row] = await admin`
+          SELECT count(*)::int AS n, count(DISTINCT id)::int AS ids FROM notes
+          WHERE principal = ${p}`
+        expect(row).toEqual({ n: notes.length, ids: notes.length })
+      } finally {
+        await admin.end({ timeout: 5 })
+      }
+    })
+
     it('concurrent answers to one input slot on several stores: exactly one is stored', async () => {
       const stores = await Promise.all([open(), open(), open(), open()])
       const sid = `sid-${crypto.randomUUID()}`
@@ -231,6 +277,7 @@ describe.skipIf(serverUrl === undefined)('PostgresNotesStore', () => {
           'sessions',
           'share_requests',
           'shared_links',
+          'tasks',
           'used_keys',
         ])
       } finally {
@@ -375,6 +422,40 @@ describe.skipIf(serverUrl === undefined)('PostgresNotesStore', () => {
           current: created,
         })
       }
+    })
+
+    it('an import that fails inside the database creates none of its notes', async () => {
+      const db = await scratch()
+      const store = await open(db.url)
+      const admin = postgres(db.url, { max: 1, onnotice: () => {} })
+      try {
+        await admin.unsafe(`
+          CREATE FUNCTION refuse_boom() RETURNS trigger LANGUAGE plpgsql AS $$
+          BEGIN RAISE EXCEPTION 'boom refused'; END $$;
+          CREATE TRIGGER refuse_boom BEFORE INSERT ON notes
+            FOR EACH ROW WHEN (NEW.title = 'boom') EXECUTE FUNCTION refuse_boom();`)
+      } finally {
+        await admin.end({ timeout: 5 })
+      }
+      const notes = ['one', 'two', 'boom', 'three'].map((title) => ({
+        id: noteId(),
+        title,
+        body: '',
+        tags: [],
+      }))
+      await expect(store.importNotes('p', notes, T0)).rejects.toThrow('boom refused')
+      expect(await store.list('p', 0, 10)).toEqual({ items: [] })
+      const rest = notes.filter((n) => n.title !== 'boom')
+      expect(await store.importNotes('p', rest, T0)).toBe(3)
+    })
+
+    it('an expected task version that is not a safe integer answers undefined, not a database error', async () => {
+      const store = await open()
+      const task = await store.createTask(newTask('p', T0))
+      for (const version of [1.5, Number.MAX_SAFE_INTEGER + 1, 2 ** 64, Number.NaN]) {
+        expect(await store.updateTask(task.id, version, { status: 'failed' })).toBeUndefined()
+      }
+      expect(await store.getTask(task.id)).toEqual(task)
     })
 
     it('publishing a share that is not approved throws ShareNotApprovedError', async () => {

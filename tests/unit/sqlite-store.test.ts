@@ -2,8 +2,9 @@
  * The node:sqlite adapter: the shared `NotesStore` contract against an in-memory database and against a
  * file, plus what only SQLite has: WAL on a file, several connections on one file, threads racing on
  * one file for once-keys, versions, decisions, input slots and the subscription cap (node:sqlite
- * answers synchronously, so only separate threads interleave), the migration bookkeeping and the
- * upgrade of an older file, FTS5 index consistency, the adapter's own errors, and the sweeps of
+ * answers synchronously, so only separate threads interleave), task versions and imports, the
+ * migration bookkeeping and the upgrade of an older file, FTS5 index consistency, an import that fails
+ * inside the database, the index behind runnable tasks, the adapter's own errors, and the sweeps of
  * expired rows (`storage/purge.ts`) over this store.
  */
 
@@ -20,9 +21,9 @@ import {
   StoreNotMigratedError,
 } from '../../src/notes/store.ts'
 import { startExpirySweeps, sweepExpired } from '../../src/storage/purge.ts'
-import { SQLITE_MIGRATIONS } from '../../src/storage/sql-statements.ts'
+import { SQL, SQLITE_MIGRATIONS } from '../../src/storage/sql-statements.ts'
 import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
-import { describeNotesStoreContract } from '../support/store-contract.ts'
+import { describeNotesStoreContract, newTask, noteId } from '../support/store-contract.ts'
 
 const T0 = 1_750_000_000_000
 const tempRoot = mkdtempSync(join(tmpdir(), 'notes-sqlite-'))
@@ -58,6 +59,10 @@ const RACES = {
     store.decideShareRequest(id, seed % 2 ? 'approved' : 'refused', 1).then((o) => o === 'decided')`,
   deliver: `(store, id, i, seed) => store.deliverInput('sid', id, 'answer from ' + seed, 1)`,
   subscribe: `(store, id, i, seed) => store.addSubscription('sid', id + '#' + seed, 10)`,
+  task: `(store, id, i, seed) =>
+    store.updateTask(id, 1, { statusMessage: 'by ' + seed }).then((task) => task !== undefined)`,
+  import: `(store, id, i, seed) =>
+    store.importNotes('p', [{ id, title: 'by ' + seed, body: '', tags: [] }], 1).then((n) => n === 1)`,
 } as const
 
 describe('SqliteNotesStore on a file', () => {
@@ -250,6 +255,62 @@ describe('SqliteNotesStore on a file', () => {
     expect(held).toEqual({ n: MAX_SUBSCRIPTIONS_PER_SESSION })
   })
 
+  it('threads racing to update one task with the same expected version: exactly one wins', async () => {
+    const store = await open()
+    const ids = Array.from({ length: 60 }, (_, i) => `task-${i}`)
+    for (const id of ids) {
+      await store.createTask(newTask('p', T0, { id }))
+    }
+    const wins = await race('task', ids)
+    expect(wins.reduce((a, b) => a + b, 0)).toBe(ids.length)
+    for (const id of ids) {
+      expect(await store.getTask(id)).toMatchObject({ statusMessage: /^by [1-4]$/, version: 2 })
+    }
+  })
+
+  it('threads racing to import the same notes: each note is created once', async () => {
+    const store = await open()
+    const ids = Array.from({ length: 60 }, () => noteId())
+    const wins = await race('import', ids)
+    expect(wins.reduce((a, b) => a + b, 0)).toBe(ids.length)
+    const listed = (await store.list('p', 0, 100)).items.map((note) => note.id)
+    expect(listed.sort()).toEqual([...ids].sort())
+  })
+
+  it('an import that fails inside the database creates none of its notes', async () => {
+    const store = await open()
+    inspect((db) =>
+      db.exec(`CREATE TRIGGER refuse_boom BEFORE INSERT ON notes WHEN new.title = 'boom'
+        BEGIN SELECT RAISE(ABORT, 'boom refused'); END`)
+    )
+    const notes = ['one', 'two', 'boom', 'three'].map((title) => ({
+      id: noteId(),
+      title,
+      body: title,
+      tags: [],
+    }))
+    await expect(store.importNotes('p', notes, T0)).rejects.toThrow('boom refused')
+    expect(await store.list('p', 0, 10)).toEqual({ items: [] })
+    expect(await store.search('p', { text: 'one', offset: 0, limit: 10 })).toEqual({ items: [] })
+    expect(
+      await store.importNotes(
+        'p',
+        notes.filter((n) => n.title !== 'boom'),
+        T0
+      )
+    ).toBe(3)
+  })
+
+  it('findRunnableTasks reads the partial covering index tasks_runnable, never the table', async () => {
+    await open()
+    const plan = inspect((db) =>
+      db.prepare(`EXPLAIN QUERY PLAN ${SQL.findRunnableTasks}`).all(T0, 10)
+    ).map((row) => String(row.detail))
+    expect(plan).toEqual([
+      expect.stringMatching(/^SEARCH tasks USING COVERING INDEX tasks_runnable /),
+    ])
+  })
+
   it('keeps the full-text index consistent with the notes table', async () => {
     const store = await open()
     const ids: string[] = []
@@ -261,6 +322,16 @@ describe('SqliteNotesStore on a file', () => {
       if (i % 2 === 0) await store.update('p', id, 1, { body: `changed ${i}` }, T0 + i)
       if (i % 5 === 0) await store.delete('p', id, `key-${i}`)
     }
+    const imported = Array.from({ length: 10 }, (_, i) => ({
+      id: noteId(),
+      title: `imported ${i}`,
+      body: `body ${i}`,
+      tags: [`t${i % 3}`],
+    }))
+    await store.importNotes('p', imported, T0)
+    await store.importNotes('p', imported, T0 + 1)
+    await store.update('p', imported[0]!.id, 1, { body: 'changed' }, T0 + 2)
+    await store.delete('p', imported[1]!.id, 'key-imported')
     await store.close()
     expect(() =>
       inspect((db) => db.exec(`INSERT INTO notes_fts (notes_fts) VALUES ('integrity-check')`))
