@@ -12,11 +12,20 @@
  *   neither header is not a browser form post, so it cannot be forged by another site; the token
  *   still applies.
  * - `GET /shared/:linkId` shows a published note read-only.
+ * - `GET /auth/callback` ends a sign-in (with auth) and goes back to the page that asked for it.
  *
- * The share id in the URL is the only key: 256 random bits, no personal data, no credential; there is
- * no login on these pages, so whoever holds the URL decides (the client shows it to the person who
- * asked). Every interpolated string is HTML-escaped (`hono/html`), and every response forbids framing,
- * scripts, cross-site referrers and caching. Runtime-neutral: Web Crypto and Hono only.
+ * Who may decide: without auth (one local principal) whoever opens the page, as the only user of the
+ * server. With auth the page acts for the principal the share was asked for, so the person must be
+ * that principal (elicitation url mode: the server MUST verify the identity of the user who opens the
+ * URL, and MUST NOT hand out a pre-authenticated URL): both the page and the decision require a sign-in
+ * at the same authorization server (`src/auth/web-login.ts`), and the signed-in (issuer, subject) must
+ * equal the share's principal. Anyone else gets 403 and the request stays pending for the right
+ * person; without a configured web client (AUTH_WEB_CLIENT_ID) nobody can be checked and the pages
+ * answer 503. The share id in the URL is 256 random bits and no personal data or credential.
+ *
+ * Every interpolated string is HTML-escaped (`hono/html`), and every response forbids framing,
+ * scripts, cross-site referrers and caching; the Host/Origin guard of `/mcp` applies too.
+ * Runtime-neutral: Web Crypto and Hono only.
  *
  * `routes/` holds the notes app's own pages only (the generic MCP, health and well-known routes are
  * the engine's, in `src/http/`). They use `src/`; the app's composition root `src/app.ts` mounts them
@@ -27,16 +36,26 @@ import { bodyLimit } from 'hono/body-limit'
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie'
 import { html, raw } from 'hono/html'
 import type { ContentfulStatusCode } from 'hono/utils/http-status'
+import { tokenPrincipal } from '../src/auth/bearer.ts'
+import { LoginError } from '../src/auth/oidc-client.ts'
+import { CALLBACK_PATH, isSameOriginPost, type WebLogin } from '../src/auth/web-login.ts'
 import { constantTimeEqual } from '../src/mcp/constant-time.ts'
 import { isoTime } from '../src/notes/format.ts'
 import { SHARE_REQUEST_TTL_MS } from '../src/notes/limits.ts'
-import type { DecideOutcome, Note, NotesStore } from '../src/notes/store.ts'
+import type { DecideOutcome, Note, NotesStore, ShareRequest } from '../src/notes/store.ts'
 import { isToken, randomToken } from '../src/notes/tokens.ts'
 
 export interface ShareRouteOptions {
   notes: NotesStore
   /** Clock in milliseconds since the epoch; defaults to `Date.now`. */
   now?: () => number
+  /** The Host/Origin guard (`http/origin-guard.ts`) in front of every page. */
+  guard: MiddlewareHandler
+  /**
+   * With auth: who the person is (`login`; without it nobody can be checked and the pages refuse).
+   * Without auth (one local principal) whoever opens a page decides.
+   */
+  auth?: { login: WebLogin | undefined }
 }
 
 /** The CSRF cookie and the form field that must repeat it. */
@@ -117,42 +136,68 @@ function closedPage(c: Context, closed: Closed) {
   return notice(c, status, title, text)
 }
 
-/** What the browser says about where a POST comes from: only this host may send it. */
-function isSameOriginPost(c: Context): boolean {
-  const site = c.req.header('sec-fetch-site')
-  if (site !== undefined && site !== 'same-origin') return false
-  const origin = c.req.header('origin')
-  if (origin === undefined) return true
-  try {
-    return new URL(origin).host === new URL(c.req.url).host
-  } catch {
-    return false // `Origin: null` and anything else that is not a URL
-  }
-}
-
-export function shareRoute({ notes, now = Date.now }: ShareRouteOptions): Hono {
+export function shareRoute({ notes, now = Date.now, guard, auth }: ShareRouteOptions): Hono {
   const route = new Hono()
 
   /** The pending request and its note, or why it cannot be decided. */
-  async function openShare(id: string): Promise<Closed | Note> {
+  async function openShare(id: string): Promise<Closed | { share: ShareRequest; note: Note }> {
     const share = isToken(id) ? await notes.getShareRequest(id) : undefined
     const note = share && (await notes.get(share.principal, share.noteId))
     if (!share || !note) return 'not_found'
     if (share.status !== 'pending') return 'already_decided'
-    return now() >= share.expiresAt ? 'expired' : note
+    return now() >= share.expiresAt ? 'expired' : { share, note }
+  }
+
+  /**
+   * Why this person may not act on `share` (a page to answer, or `sign-in` when nobody is signed in
+   * yet), or `undefined` when they may: always without auth, else when signed in as its principal.
+   */
+  async function refusal(
+    c: Context,
+    share: ShareRequest
+  ): Promise<Response | 'sign-in' | undefined> {
+    if (!auth) return undefined
+    if (!auth.login) {
+      return notice(
+        c,
+        503,
+        'Sign-in unavailable',
+        'This server cannot check who you are (its web sign-in is not configured), so nobody can decide here. Nothing was shared.'
+      )
+    }
+    const identity = await auth.login.identity(c)
+    if (identity === undefined) return 'sign-in'
+    if (tokenPrincipal(identity.issuer, identity.subject) === share.principal) return undefined
+    return notice(
+      c,
+      403,
+      'Not your request',
+      'You are signed in with another account than the one that asked to share this note, so you cannot decide here. Nothing was decided: sign in with that account to decide.'
+    )
   }
 
   const securePage: MiddlewareHandler = async function securePage(c, next) {
     await next()
     for (const [name, value] of Object.entries(PAGE_HEADERS)) c.res.headers.set(name, value)
   }
-  route.use('/share/:id', securePage)
-  route.use('/shared/:linkId', securePage)
+  for (const path of ['/share/:id', '/shared/:linkId', CALLBACK_PATH]) {
+    route.use(path, securePage, guard)
+  }
 
   route.get('/share/:id', async function showApproval(c) {
     const id = c.req.param('id')
     const opened = await openShare(id)
     if (typeof opened === 'string') return closedPage(c, opened)
+    const refused = await refusal(c, opened.share)
+    if (refused === 'sign-in') {
+      try {
+        return await (auth?.login as WebLogin).signIn(c, `/share/${id}`)
+      } catch (error) {
+        if (!(error instanceof LoginError)) throw error
+        return notice(c, 503, 'Sign-in unavailable', error.message)
+      }
+    }
+    if (refused) return refused
     const token = randomToken()
     setCookie(c, CSRF_COOKIE, token, {
       path: `/share/${id}`,
@@ -166,7 +211,7 @@ export function shareRoute({ notes, now = Date.now }: ShareRouteOptions): Hono {
       'Share a note?',
       html`<h1>Share a note?</h1>
         <p>Your assistant asks to publish a read-only link to the note:</p>
-        <p><strong>${opened.title}</strong></p>
+        <p><strong>${opened.note.title}</strong></p>
         <p class="muted">Anyone with the link will be able to read it.</p>
         <form method="post">
           <input type="hidden" name="${CSRF_FIELD}" value="${token}" />
@@ -205,6 +250,18 @@ export function shareRoute({ notes, now = Date.now }: ShareRouteOptions): Hono {
             ? 'refused'
             : undefined
       if (decision === undefined) return notice(c, 400, 'Bad request', 'Choose Approve or Refuse.')
+      const share = await notes.getShareRequest(id)
+      if (share === undefined) return closedPage(c, 'not_found')
+      const refused = await refusal(c, share)
+      if (refused === 'sign-in') {
+        return notice(
+          c,
+          403,
+          'Signed out',
+          'Your sign-in expired. Reload the page and decide again.'
+        )
+      }
+      if (refused) return refused
       const outcome = await notes.decideShareRequest(id, decision, now())
       deleteCookie(c, CSRF_COOKIE, { path: `/share/${id}` })
       if (outcome !== 'decided') return closedPage(c, outcome)
@@ -218,6 +275,16 @@ export function shareRoute({ notes, now = Date.now }: ShareRouteOptions): Hono {
         : notice(c, 200, 'Refused', 'Nothing was shared. You can close this page.')
     }
   )
+
+  route.get(CALLBACK_PATH, async function finishSignIn(c) {
+    if (!auth?.login) return notice(c, 404, 'Not found', 'There is no sign-in here.')
+    try {
+      return c.redirect(await auth.login.callback(c), 303)
+    } catch (error) {
+      if (!(error instanceof LoginError)) throw error
+      return notice(c, 400, 'Sign-in failed', error.message)
+    }
+  })
 
   route.get('/shared/:linkId', async function showShared(c) {
     const linkId = c.req.param('linkId')

@@ -2,19 +2,27 @@
  * @module app
  * `createApp(config, deps)` builds the notes server's Hono app for either runtime: the notes MCP
  * server compiled once, the engine handler bound to the store, sealer and event bus, the shared HTTP
- * face (`http/app.ts`), and the share-approval pages behind the url-mode elicitation. This is the notes
+ * face (`http/app.ts`) with the notes scope policy (`notes:write` implies `notes:read`; reading is the
+ * baseline), and the share-approval pages behind the url-mode elicitation, behind the same Host/Origin
+ * guard as `/mcp` and, with auth, the web sign-in (`auth/web-login.ts`). The long-lived auth parts
+ * (JWKS cache, OIDC client) come from `deps.auth` when the runtime shares them across apps (a Worker
+ * builds one app per origin), else they are built here. This is the notes
  * app's composition root: the one module under `src/` that imports `routes/` (the app's own pages);
  * the engine, HTTP, notes and storage modules never do. The runtime entry (`node.ts`, `worker.ts`)
  * chooses the store and the key ring; nothing here imports `node:*`.
  */
 import type { Hono } from 'hono'
 import { shareRoute } from '../routes/share.ts'
+import { createAuthServices, type AuthServices } from './auth/services.ts'
+import { WebLogin } from './auth/web-login.ts'
 import type { Config } from './config.ts'
 import { createHttpApp, publicBaseUrl } from './http/app.ts'
+import { originGuard } from './http/origin-guard.ts'
 import type { McpLogger } from './mcp/dispatch.ts'
+import { consoleLogger, createMcpHandler } from './mcp/handler.ts'
 import type { EventBus } from './mcp/events.ts'
-import { createMcpHandler } from './mcp/handler.ts'
 import type { StateSealer } from './mcp/sealed-state.ts'
+import { READ, SCOPE_IMPLIES } from './notes/scopes.ts'
 import { createNotesServer } from './notes/server.ts'
 import type { NotesStore } from './notes/store.ts'
 
@@ -26,6 +34,8 @@ export interface AppDeps {
   /** Aborted on shutdown: open listen streams end gracefully. */
   shutdown?: AbortSignal
   now?: () => number
+  /** Auth parts shared across apps (with `config.auth`); built per app when absent. */
+  auth?: AuthServices
 }
 
 const notesServer = createNotesServer()
@@ -42,7 +52,28 @@ export function createApp(config: Config, deps: AppDeps): Hono {
     shutdown: deps.shutdown,
     legacy: { sessions: deps.store, sessionTtlSeconds: config.sessionTtlSeconds },
   })
-  const app = createHttpApp({ config, handler })
-  app.route('/', shareRoute({ notes: deps.store, now }))
+  const logger = deps.logger ?? consoleLogger
+  const authServices = config.auth && (deps.auth ?? createAuthServices(config.auth, { logger }))
+  const app = createHttpApp({
+    config,
+    handler,
+    scopes: { implies: SCOPE_IMPLIES, baseline: READ },
+    authServices,
+  })
+  const guard = originGuard({
+    allowedHosts: config.allowedHosts,
+    allowedOrigins: config.allowedOrigins,
+  })
+  let auth: { login: WebLogin | undefined } | undefined
+  if (authServices) {
+    const oidc = authServices.oidc
+    if (!oidc) {
+      logger.warn('share approvals need AUTH_WEB_CLIENT_ID and AUTH_WEB_CLIENT_SECRET', {
+        effect: 'the approval pages answer 503: nobody can be checked, so nobody can decide',
+      })
+    }
+    auth = { login: oidc && new WebLogin({ oidc, sealer: deps.sealer, baseUrl }) }
+  }
+  app.route('/', shareRoute({ notes: deps.store, now, guard, auth }))
   return app
 }

@@ -14,6 +14,9 @@ const list = z.string().transform((value) =>
     .filter(Boolean)
 )
 
+/** Space-separated scope tokens (RFC 6749 §3.3: printable ASCII without space, `"` or `\\`). */
+const SCOPE_LIST = /^[\x21\x23-\x5b\x5d-\x7e]+( [\x21\x23-\x5b\x5d-\x7e]+)*$/
+
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max)
 
 const EnvSchema = z.object({
@@ -42,22 +45,42 @@ const EnvSchema = z.object({
     .string()
     .regex(/^[A-Za-z0-9_.-]{1,64}$/)
     .optional(),
-  /** Bearer-token auth: set AUTH_ISSUER and AUTH_AUDIENCE plus AUTH_JWKS_URL or AUTH_JWT_SECRET. */
+  /**
+   * Bearer-token auth (an OAuth 2.1 resource server): AUTH_ISSUER plus AUTH_JWKS_URL (asymmetric
+   * signatures) or AUTH_JWT_SECRET (HS256). See README "Authorization".
+   */
   AUTH_ISSUER: z.string().min(1).optional(),
+  /** The audience tokens must name; default (and what MCP clients ask for) PUBLIC_URL + `/mcp`. */
   AUTH_AUDIENCE: z.string().min(1).optional(),
   AUTH_JWKS_URL: z.url().optional(),
   AUTH_JWT_SECRET: z.string().min(32).optional(),
-  AUTH_REQUIRED_SCOPE: z.string().min(1).optional(),
+  /** Base scope(s) every operation needs besides its own (space-separated). */
+  AUTH_REQUIRED_SCOPE: z
+    .string()
+    .regex(SCOPE_LIST, 'must be space-separated scope tokens')
+    .refine((value) => !value.split(' ').includes('offline_access'), {
+      message: 'offline_access is not a scope of this server (it asks the AS for refresh tokens)',
+    })
+    .optional(),
   AUTH_AUTHORIZATION_SERVERS: list.optional(),
+  /** The approval pages' OIDC login: a confidential client at AUTH_ISSUER (both or neither). */
+  AUTH_WEB_CLIENT_ID: z.string().min(1).optional(),
+  AUTH_WEB_CLIENT_SECRET: z.string().min(1).optional(),
+  /** `1` lets `npm start` serve a non-loopback HOST without auth (one shared principal). */
+  ALLOW_UNAUTHENTICATED: z.enum(['0', '1']).default('0'),
 })
 
 export interface AuthConfig {
   issuer: string
-  audience: string
+  /** Set only to override the default audience, the canonical URL of the MCP endpoint. */
+  audience?: string
   jwksUrl?: string
   jwtSecret?: string
-  requiredScope?: string
+  /** Base scopes every operation needs besides its own; empty when AUTH_REQUIRED_SCOPE is unset. */
+  requiredScopes: string[]
   authorizationServers: string[]
+  /** The approval pages' login client; without it those pages cannot tell who decides and refuse. */
+  webClient?: { id: string; secret: string }
 }
 
 export interface Config {
@@ -74,6 +97,8 @@ export interface Config {
   publicUrl?: string
   replicaId?: string
   auth?: AuthConfig
+  /** ALLOW_UNAUTHENTICATED=1: serving a non-loopback HOST without auth is intended. */
+  allowUnauthenticated: boolean
 }
 
 export class ConfigError extends Error {
@@ -102,12 +127,26 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     maxBodyBytes: e.MAX_BODY_BYTES,
     publicUrl: e.PUBLIC_URL?.replace(/\/+$/, ''),
     replicaId: e.REPLICA_ID,
+    allowUnauthenticated: e.ALLOW_UNAUTHENTICATED === '1',
   }
-  const authVars = [e.AUTH_ISSUER, e.AUTH_AUDIENCE, e.AUTH_JWKS_URL, e.AUTH_JWT_SECRET]
+  const authVars = [
+    e.AUTH_ISSUER,
+    e.AUTH_AUDIENCE,
+    e.AUTH_JWKS_URL,
+    e.AUTH_JWT_SECRET,
+    e.AUTH_REQUIRED_SCOPE,
+    e.AUTH_WEB_CLIENT_ID,
+    e.AUTH_WEB_CLIENT_SECRET,
+  ]
   if (authVars.some((value) => value !== undefined)) {
-    if (!e.AUTH_ISSUER || !e.AUTH_AUDIENCE || (!e.AUTH_JWKS_URL && !e.AUTH_JWT_SECRET)) {
+    if (!e.AUTH_ISSUER || (e.AUTH_JWKS_URL === undefined) === (e.AUTH_JWT_SECRET === undefined)) {
       throw new ConfigError(
-        'Invalid configuration: auth needs AUTH_ISSUER, AUTH_AUDIENCE and AUTH_JWKS_URL or AUTH_JWT_SECRET'
+        'Invalid configuration: auth needs AUTH_ISSUER and exactly one of AUTH_JWKS_URL (asymmetric signatures) or AUTH_JWT_SECRET (HS256)'
+      )
+    }
+    if ((e.AUTH_WEB_CLIENT_ID === undefined) !== (e.AUTH_WEB_CLIENT_SECRET === undefined)) {
+      throw new ConfigError(
+        'Invalid configuration: the approval-page login needs both AUTH_WEB_CLIENT_ID and AUTH_WEB_CLIENT_SECRET'
       )
     }
     config.auth = {
@@ -115,9 +154,33 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
       audience: e.AUTH_AUDIENCE,
       jwksUrl: e.AUTH_JWKS_URL,
       jwtSecret: e.AUTH_JWT_SECRET,
-      requiredScope: e.AUTH_REQUIRED_SCOPE,
+      requiredScopes: e.AUTH_REQUIRED_SCOPE?.split(' ') ?? [],
       authorizationServers: e.AUTH_AUTHORIZATION_SERVERS ?? [e.AUTH_ISSUER],
+      webClient:
+        e.AUTH_WEB_CLIENT_ID === undefined
+          ? undefined
+          : { id: e.AUTH_WEB_CLIENT_ID, secret: e.AUTH_WEB_CLIENT_SECRET as string },
     }
   }
   return config
+}
+
+/** Whether `host` (a HOST value) only accepts connections from this machine. */
+export function isLoopbackHost(host: string): boolean {
+  const name = host.toLowerCase().replace(/^\[(.*)\]$/, '$1')
+  return name === 'localhost' || name === '::1' || /^127(\.\d{1,3}){3}$/.test(name)
+}
+
+/**
+ * The safe default of `npm start`: without auth the server is one shared principal, so it refuses a
+ * non-loopback HOST unless ALLOW_UNAUTHENTICATED=1 says that is intended. Throws `ConfigError`.
+ */
+export function assertSafeExposure(config: Config): void {
+  if (config.auth || config.allowUnauthenticated || isLoopbackHost(config.host)) return
+  throw new ConfigError(
+    `Refusing to serve HOST=${config.host} without authentication: anyone who can reach it would ` +
+      'read and change every note. Configure an authorization server (AUTH_ISSUER with AUTH_JWKS_URL; ' +
+      'see README "Authorization"), bind HOST to 127.0.0.1, or set ALLOW_UNAUTHENTICATED=1 if the ' +
+      'network in front of it already authenticates every caller.'
+  )
 }

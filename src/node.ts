@@ -3,14 +3,15 @@
  * Node entry: `npm start`. Reads the environment, opens the store (SQLite under DATA_DIR, or PostgreSQL
  * when DATABASE_URL is set, with a LISTEN/NOTIFY event bus so notifications reach every replica), loads (or on
  * first start generates) the requestState key ring, and serves the app with @hono/node-server on
- * 127.0.0.1 by default. It purges expired store rows on a timer (`storage/purge.ts`). On
+ * 127.0.0.1 by default; without auth it refuses any HOST that is not loopback unless
+ * ALLOW_UNAUTHENTICATED=1 (`assertSafeExposure`). It purges expired store rows on a timer (`storage/purge.ts`). On
  * SIGINT/SIGTERM it ends listen streams gracefully and closes the store.
  */
 import { serve } from '@hono/node-server'
 import { join } from 'node:path'
 import type { Duplex } from 'node:stream'
 import { createApp } from './app.ts'
-import { ConfigError, parseConfig } from './config.ts'
+import { ConfigError, assertSafeExposure, parseConfig } from './config.ts'
 import { jsonRpcErrorBody } from './http/errors.ts'
 import { ErrorCode } from './mcp/errors.ts'
 import { consoleLogger } from './mcp/handler.ts'
@@ -46,6 +47,7 @@ function answerMalformedHttp(error: NodeJS.ErrnoException, socket: Duplex): void
 
 async function main(): Promise<void> {
   const config = parseConfig(process.env)
+  assertSafeExposure(config)
 
   let keyText = config.stateKeys
   if (!keyText) {

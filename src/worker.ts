@@ -11,7 +11,7 @@
  * error without detail (500 for a misconfiguration, 503 for an unmigrated or unreachable database),
  * and the reason goes to the Worker log (`wrangler tail`).
  *
- * Workers differ from Node in four places, all decided here:
+ * Workers differ from Node in five places, all decided here:
  * - `STATE_KEYS` is required (a Worker has no disk to keep a generated ring on); set it with
  *   `wrangler secret put STATE_KEYS`, and give every deployment that should finish each other's flows
  *   (Workers and Node alike) the same ring;
@@ -25,15 +25,24 @@
  *   `PUBLIC_URL` to pin one canonical URL, e.g. when OAuth tokens name it as their audience;
  * - expired rows are purged by the `scheduled` handler, on the cron trigger of `wrangler.toml`
  *   (`storage/purge.ts`; it needs only the D1 binding);
- * - there is no shutdown signal: open listen streams end when the client or the runtime closes them.
+ * - there is no shutdown signal: open listen streams end when the client or the runtime closes them;
+ * - the safe default is checked per request, since a Worker has no listening address: without auth,
+ *   a request reaching it under a name that is not loopback (a deployment, not `wrangler dev`) gets
+ *   a 500 "misconfigured" and the log names AUTH_ISSUER, unless ALLOW_UNAUTHENTICATED=1.
+ *
+ * With auth, the JWKS cache and the OIDC client of the approval pages live as long as the isolate
+ * (built in the setup, shared by the apps of every origin): keys are fetched with `fetch` once, then
+ * again only when stale or when a token names an unknown key (`auth/jwks.ts`).
  *
  * Web standards only: this module and everything it imports must stay free of `node:*` and of the
  * Node-only adapters (tests/e2e/worker-bundle.test.ts checks the bundle).
  */
 import type { Hono } from 'hono'
 import { createApp, type AppDeps } from './app.ts'
-import { ConfigError, parseConfig, type Config } from './config.ts'
+import { createAuthServices } from './auth/services.ts'
+import { ConfigError, assertSafeExposure, parseConfig, type Config } from './config.ts'
 import { InProcessEventBus } from './mcp/events.ts'
+import { consoleLogger } from './mcp/handler.ts'
 import { importKeyRing, parseKeyRing } from './mcp/key-ring.ts'
 import { StateSealer } from './mcp/sealed-state.ts'
 import { D1NotesStore, D1SchemaMissingError, type D1Like } from './storage/d1.ts'
@@ -56,6 +65,8 @@ interface ScheduledEvent {
 class WorkerSetupError extends Error {
   override name = 'WorkerSetupError'
 }
+
+const MISCONFIGURED = 'Internal error: the server is misconfigured; the reason is in its log.'
 
 /** Most apps one isolate keeps (one per origin its links use; see the module header). */
 const MAX_APPS = 16
@@ -98,7 +109,8 @@ async function prepare(env: WorkerEnv): Promise<Setup> {
   })
   const store = new D1NotesStore({ db })
   await store.migrate()
-  return { config, deps: { store, sealer, bus: new InProcessEventBus() } }
+  const auth = config.auth && createAuthServices(config.auth, { logger: consoleLogger })
+  return { config, deps: { store, sealer, bus: new InProcessEventBus(), auth } }
 }
 
 /** The base URL of this request's links: PUBLIC_URL, else the request's origin if its host is allowed. */
@@ -146,13 +158,19 @@ export default {
         return unavailable(503, 'Service unavailable: the database is not migrated yet.')
       }
       if (error instanceof ConfigError || error instanceof WorkerSetupError) {
-        return unavailable(
-          500,
-          'Internal error: the server is misconfigured; the reason is in its log.'
-        )
+        return unavailable(500, MISCONFIGURED)
       }
       // Anything else (D1 unreachable, say) is most likely passing: a client may retry.
       return unavailable(503, 'Service unavailable: the server could not start; try again shortly.')
+    }
+    try {
+      assertSafeExposure({ ...ready.config, host: new URL(request.url).hostname })
+    } catch (error) {
+      logError('refusing an unauthenticated public deployment', error)
+      return unavailable(
+        500,
+        'Internal error: the server is misconfigured; the reason is in its log.'
+      )
     }
     return appFor(ready, request).fetch(request)
   },

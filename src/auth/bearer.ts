@@ -1,19 +1,25 @@
 /**
  * @module auth/bearer
- * Bearer-token authentication for the MCP endpoint (MCP authorization: OAuth 2.1 resource server).
- * Every request is verified on its own with jose: signature (remote JWKS or a shared HS256 secret),
- * issuer, audience (this server), expiry, and the required scope. Failures answer 401 (or 403 for a
- * missing scope) with a `WWW-Authenticate` challenge pointing at the protected-resource metadata.
- * The verified principal (issuer + subject) and client are set on the context; without auth every
- * request is the single local principal. Tokens are never logged.
+ * Bearer-token authentication of the MCP endpoint (MCP authorization: an OAuth 2.1 resource server).
+ * Every request is authenticated on its own, from its `Authorization: Bearer` header only (a token in
+ * the URL is refused: it ends up in logs and histories). The token is verified by `TokenVerifier`
+ * (signature, algorithm, issuer, exact audience, lifetime); then the base scopes (AUTH_REQUIRED_SCOPE)
+ * must be granted, else 403. The context gets the principal (issuer + subject), the OAuth client, the
+ * granted scopes (hierarchy applied) and the 403 step-up challenge the engine answers with when an
+ * operation needs more (`mcp/scopes.ts` decides from the parsed body, never from headers). Without
+ * auth every request is the single local principal and every operation is allowed. Tokens are never
+ * logged. The answers themselves are `challenges.ts`'.
  *
  * @example
- * app.use('/mcp', bearerAuth({ auth: config.auth, resourceMetadataUrl }))
+ * app.use('/mcp', bearerAuth({ auth: { verifier, challenges, requiredScopes: [] } }))
  */
 import type { MiddlewareHandler } from 'hono'
-import { createRemoteJWKSet, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose'
-import type { AuthConfig } from '../config.ts'
-import { jsonRpcError, peekRequestId } from '../http/errors.ts'
+import type { McpLogger } from '../mcp/dispatch.ts'
+import type { RequestId } from '../mcp/wire.ts'
+import { peekRequestId } from '../http/errors.ts'
+import type { Challenges } from './challenges.ts'
+import { KeysUnavailableError } from './jwks.ts'
+import { InvalidTokenError, type TokenVerifier } from './token-verifier.ts'
 
 export const LOCAL_PRINCIPAL = 'local'
 
@@ -28,25 +34,36 @@ declare module 'hono' {
     principal: string
     /** The OAuth client of the token (`azp` or `client_id`), when the token names one. */
     client: string | undefined
+    /** The scopes the token grants, hierarchy applied; unset without auth (everything allowed). */
+    grantedScopes: ReadonlySet<string> | undefined
+    /** The 403 step-up challenge for an operation needing `required` (unset without auth). */
+    insufficientScope: ((required: readonly string[], id: RequestId) => Response) | undefined
   }
 }
 
-export interface BearerAuthOptions {
-  auth: AuthConfig | undefined
-  /** URL of this server's protected-resource metadata (RFC 9728), named in every challenge. */
-  resourceMetadataUrl: string
-  maxBodyBytes?: number
+export interface BearerAuth {
+  verifier: TokenVerifier
+  challenges: Challenges
+  /** Scopes every operation needs besides its own (AUTH_REQUIRED_SCOPE). */
+  requiredScopes: readonly string[]
 }
 
-function hasScope(payload: JWTPayload, required: string): boolean {
-  const granted = typeof payload.scope === 'string' ? payload.scope.split(' ') : []
-  return required.split(' ').every((scope) => granted.includes(scope))
+export interface BearerAuthOptions {
+  /** Without it, every request is the local principal. */
+  auth: BearerAuth | undefined
+  /** Bodies up to this size are read to echo the request id in a refusal. */
+  maxBodyBytes?: number
+  logger?: McpLogger
 }
+
+/** `Bearer <token68>` (RFC 6750 §2.1; the scheme is case-insensitive, RFC 9110 §11.1). */
+const BEARER = /^Bearer +([A-Za-z0-9._~+/-]+=*) *$/i
+const BEARER_SCHEME = /^Bearer(?: |$)/i
 
 export function bearerAuth({
   auth,
-  resourceMetadataUrl,
   maxBodyBytes = 65536,
+  logger,
 }: BearerAuthOptions): MiddlewareHandler {
   if (!auth) {
     return async function localPrincipal(c, next) {
@@ -54,56 +71,50 @@ export function bearerAuth({
       await next()
     }
   }
-  const key: Uint8Array | JWTVerifyGetKey = auth.jwksUrl
-    ? createRemoteJWKSet(new URL(auth.jwksUrl))
-    : new TextEncoder().encode(auth.jwtSecret)
-  const scope = auth.requiredScope
-  const challenge = (extra: string) =>
-    `Bearer resource_metadata="${resourceMetadataUrl}"${scope ? `, scope="${scope}"` : ''}${extra}`
+  const { verifier, challenges, requiredScopes } = auth
+  const insufficientScope = (required: readonly string[], id: RequestId) =>
+    challenges.insufficientScope(id, [...requiredScopes, ...required])
 
   return async function authenticate(c, next) {
+    const id = () => peekRequestId(c, maxBodyBytes)
+    if (c.req.query('access_token') !== undefined) {
+      return challenges.invalidRequest(
+        await id(),
+        'Access tokens in the URL are refused; send the token in the Authorization header.'
+      )
+    }
     const header = c.req.header('authorization')
-    const token = header?.match(/^Bearer ([A-Za-z0-9._~+/-]+=*)$/i)?.[1]
-    if (!token) {
-      const detail = header === undefined ? '' : ', error="invalid_request"'
-      return jsonRpcError(
-        await peekRequestId(c, maxBodyBytes),
-        401,
-        'Unauthorized: a bearer access token is required.',
-        { 'www-authenticate': challenge(detail) }
+    if (header === undefined || !BEARER_SCHEME.test(header)) {
+      return challenges.missingToken(await id())
+    }
+    const token = BEARER.exec(header)?.[1]
+    if (token === undefined) {
+      return challenges.invalidRequest(
+        await id(),
+        'The Authorization header must be "Bearer" and one access token.'
       )
     }
-    let payload: JWTPayload
+    let verified
     try {
-      const verified = await jwtVerify(token, key as JWTVerifyGetKey, {
-        issuer: auth.issuer,
-        audience: auth.audience,
-        requiredClaims: ['sub', 'exp'],
-      })
-      payload = verified.payload
-    } catch {
-      return jsonRpcError(
-        await peekRequestId(c, maxBodyBytes),
-        401,
-        'Unauthorized: the access token is invalid or expired.',
-        {
-          'www-authenticate': challenge(', error="invalid_token"'),
-        }
-      )
+      verified = await verifier.verify(token)
+    } catch (error) {
+      if (error instanceof InvalidTokenError) {
+        return challenges.invalidToken(await id(), error.description)
+      }
+      if (error instanceof KeysUnavailableError) {
+        logger?.error('token keys unavailable', { error: error.message })
+        return challenges.unavailable(await id())
+      }
+      throw error
     }
-    if (scope && !hasScope(payload, scope)) {
-      return jsonRpcError(
-        await peekRequestId(c, maxBodyBytes),
-        403,
-        'Forbidden: the access token lacks the required scope.',
-        {
-          'www-authenticate': `Bearer error="insufficient_scope", scope="${scope}", resource_metadata="${resourceMetadataUrl}"`,
-        }
-      )
+    const granted = verified.scopes
+    if (!requiredScopes.every((scope) => granted.has(scope))) {
+      return challenges.insufficientScope(await id(), requiredScopes)
     }
-    c.set('principal', tokenPrincipal(payload.iss as string, payload.sub as string))
-    const client = payload.azp ?? payload.client_id
-    c.set('client', typeof client === 'string' ? client : undefined)
+    c.set('principal', tokenPrincipal(verified.issuer, verified.subject))
+    c.set('client', verified.client)
+    c.set('grantedScopes', granted)
+    c.set('insufficientScope', insufficientScope)
     await next()
   }
 }

@@ -3,12 +3,19 @@
  * `createHttpApp` assembles the HTTP face shared by every server built on the engine (the notes server
  * and the conformance fixture): Origin/Host guard → 405/413/415 → bearer auth → the engine, plus the
  * health and protected-resource-metadata routes (`mcp-route`, `health-route`, `well-known-route`), and
- * an `X-Replica` header naming the replica that answered. An application's own pages (`routes/`) are
+ * an `X-Replica` header naming the replica that answered. With auth configured, the token audience is
+ * the canonical URL of the endpoint (`<base>/mcp`, unless AUTH_AUDIENCE overrides it), the scopes of
+ * basic use (`scopes.baseline`, plus AUTH_REQUIRED_SCOPE) are what the metadata lists and every 401
+ * asks for, and `scopes.implies` is the application's hierarchy. An application's own pages (`routes/`) are
  * mounted by its composition root (`src/app.ts`); nothing under `src/http/` imports `routes/`. Anything
  * thrown past them all still gets a JSON-RPC answer: 500 with -32603 and no detail (the cause is logged).
  */
 import { Hono } from 'hono'
 import { bearerAuth } from '../auth/bearer.ts'
+import { Challenges } from '../auth/challenges.ts'
+import { mergeScopes, type ScopeImplications } from '../auth/scopes.ts'
+import { createAuthServices, type AuthServices } from '../auth/services.ts'
+import { TokenVerifier } from '../auth/token-verifier.ts'
 import type { Config } from '../config.ts'
 import { ErrorCode, INTERNAL_ERROR_MESSAGE } from '../mcp/errors.ts'
 import { consoleLogger, type McpHandler } from '../mcp/handler.ts'
@@ -21,6 +28,10 @@ import { wellKnownRoute } from './well-known-route.ts'
 export interface HttpAppOptions {
   config: Config
   handler: McpHandler
+  /** The application's scope policy; default none (no hierarchy, no baseline). */
+  scopes?: { implies: ScopeImplications; baseline: readonly string[] }
+  /** Shared auth parts (JWKS cache); built from `config.auth` when absent. */
+  authServices?: AuthServices
 }
 
 /** Base URL used in links and metadata: PUBLIC_URL, else the local listening address. */
@@ -31,7 +42,7 @@ export function publicBaseUrl(config: Config): string {
   )
 }
 
-export function createHttpApp({ config, handler }: HttpAppOptions): Hono {
+export function createHttpApp({ config, handler, scopes, authServices }: HttpAppOptions): Hono {
   const app = new Hono()
   app.onError(function answerInternalError(error) {
     consoleLogger.error('unhandled error', { error: `${error.name}: ${error.message}` })
@@ -53,13 +64,28 @@ export function createHttpApp({ config, handler }: HttpAppOptions): Hono {
       maxBodyBytes: config.maxBodyBytes,
     })
   )
+  const auth = config.auth
+  const baseline = auth ? mergeScopes(auth.requiredScopes, scopes?.baseline ?? []) : []
+  const resource = `${base}/mcp`
   const authenticate = bearerAuth({
-    auth: config.auth,
-    resourceMetadataUrl: `${base}/.well-known/oauth-protected-resource/mcp`,
+    auth: auth && {
+      verifier: new TokenVerifier({
+        issuer: auth.issuer,
+        audience: auth.audience ?? resource,
+        key: (authServices ?? createAuthServices(auth, { logger: consoleLogger })).tokenKey,
+        implies: scopes?.implies,
+      }),
+      challenges: new Challenges({
+        resourceMetadataUrl: `${base}/.well-known/oauth-protected-resource/mcp`,
+        baseline,
+      }),
+      requiredScopes: auth.requiredScopes,
+    },
     maxBodyBytes: config.maxBodyBytes,
+    logger: consoleLogger,
   })
   app.route('/', mcpRoute({ handler, maxBodyBytes: config.maxBodyBytes, authenticate }))
   app.route('/', healthRoute())
-  app.route('/', wellKnownRoute({ auth: config.auth, resource: `${base}/mcp` }))
+  app.route('/', wellKnownRoute({ auth, resource, scopesSupported: baseline }))
   return app
 }

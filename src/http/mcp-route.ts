@@ -6,20 +6,35 @@
  * two for 2025-era sessions and answers 405 otherwise (2026-07-28 has no sessions and no standalone
  * stream). The Origin/Host guard is applied by `createHttpApp` in front of this route.
  */
-import { Hono, type MiddlewareHandler } from 'hono'
+import { Hono, type Context, type MiddlewareHandler } from 'hono'
 import { ErrorCode } from '../mcp/errors.ts'
-import type { McpHandler } from '../mcp/handler.ts'
+import type { McpHandler, McpHttpInput } from '../mcp/handler.ts'
 import { limitBody } from './body-limit.ts'
 import { jsonRpcError, peekRequestId } from './errors.ts'
 
 export interface McpRouteOptions {
   handler: McpHandler
   maxBodyBytes: number
-  /** Sets the `principal` context variable or answers 401/403; runs after the body-size check. */
+  /**
+   * Sets the `principal`, `client`, `grantedScopes` and `insufficientScope` context variables (the
+   * last two only with auth) or answers 400/401/403; runs after the body-size check.
+   */
   authenticate: MiddlewareHandler
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true })
+
+/** What the engine needs to know of an authenticated request besides its method and body. */
+function authenticated(c: Context): Omit<McpHttpInput, 'method' | 'body'> {
+  return {
+    headers: c.req.raw.headers,
+    principal: c.get('principal'),
+    client: c.get('client'),
+    grantedScopes: c.get('grantedScopes'),
+    insufficientScope: c.get('insufficientScope'),
+    signal: c.req.raw.signal,
+  }
+}
 
 export function mcpRoute({ handler, maxBodyBytes, authenticate }: McpRouteOptions): Hono {
   const route = new Hono()
@@ -53,27 +68,14 @@ export function mcpRoute({ handler, maxBodyBytes, authenticate }: McpRouteOption
           ErrorCode.ParseError
         )
       }
-      return handler({
-        body,
-        headers: c.req.raw.headers,
-        principal: c.get('principal'),
-        client: c.get('client'),
-        signal: c.req.raw.signal,
-      })
+      return handler({ body, ...authenticated(c) })
     }
   )
 
   // GET and DELETE exist only for 2025-era sessions (a stream, an end); the engine decides, and answers
   // 405 for every method it does not serve. Anything else skips authentication: it can only be a 405.
   route.on(['GET', 'DELETE'], '/mcp', authenticate, function serveSession(c) {
-    return handler({
-      method: c.req.method,
-      body: '',
-      headers: c.req.raw.headers,
-      principal: c.get('principal'),
-      client: c.get('client'),
-      signal: c.req.raw.signal,
-    })
+    return handler({ method: c.req.method, body: '', ...authenticated(c) })
   })
   route.all('/mcp', function methodNotAllowed(c) {
     return handler({ method: c.req.method, body: '', headers: c.req.raw.headers, principal: '' })

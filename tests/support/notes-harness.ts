@@ -5,8 +5,8 @@
  * `mcp-request.ts`: headers, Base64 sentinel for a non-ASCII `Mcp-Name`, `_meta`) with the client
  * capabilities, log level and progress token asked for, and reads the answer, JSON or SSE. `tool` /
  * `retry` drive multi round-trip tool calls (`prefilled` sends answers with the first call); `openSharePage` / `submitDecision` act as the browser on
- * the share approval page. With `auth: true` the app verifies HS256 bearer tokens and `as` picks the
- * caller.
+ * the share approval page. With `auth: true` the app verifies HS256 bearer tokens (granting every
+ * notes scope) and `as` picks the caller, on the MCP endpoint and signed in on the share pages.
  */
 import type { Hono } from 'hono'
 import { afterEach, beforeEach, expect } from 'vitest'
@@ -14,7 +14,9 @@ import { SignJWT } from 'jose'
 import { CSRF_COOKIE, CSRF_FIELD } from '../../routes/share.ts'
 import { createApp } from '../../src/app.ts'
 import { LOCAL_PRINCIPAL, tokenPrincipal } from '../../src/auth/bearer.ts'
+import { sessionCookie } from '../../src/auth/web-login.ts'
 import { parseConfig } from '../../src/config.ts'
+import { publicBaseUrl } from '../../src/http/app.ts'
 import type { McpLogger } from '../../src/mcp/dispatch.ts'
 import { InProcessEventBus, type ServerEvent } from '../../src/mcp/events.ts'
 import { generateKey, importKeyRing } from '../../src/mcp/key-ring.ts'
@@ -37,6 +39,8 @@ const AUTH_ENV = {
   AUTH_ISSUER: 'https://issuer.test',
   AUTH_AUDIENCE: 'notes-mcp-test',
   AUTH_JWT_SECRET: 'test-secret-test-secret-test-secret-0123',
+  AUTH_WEB_CLIENT_ID: 'notes-web',
+  AUTH_WEB_CLIENT_SECRET: 'notes-web-secret',
 }
 
 export interface RpcOptions {
@@ -72,7 +76,15 @@ export interface SharePage {
   token?: string
 }
 
-export interface DecisionOptions {
+export interface PageOptions {
+  /**
+   * With `auth: true`: the subject signed in on the page (default `alice`), or `null` for nobody.
+   * The session cookie is the one a completed sign-in sets (`auth/web-login.ts`).
+   */
+  as?: string | null
+}
+
+export interface DecisionOptions extends PageOptions {
   cookie?: string
   token?: string
   origin?: string
@@ -108,7 +120,7 @@ export interface NotesHarness {
   /** Creates a note straight in the store for the (local or given) principal. */
   seed(note: { title: string; body?: string; tags?: string[] }, principal?: string): Promise<string>
   principalOf(subject: string): string
-  openSharePage(url: string): Promise<SharePage>
+  openSharePage(url: string, options?: PageOptions): Promise<SharePage>
   submitDecision(url: string, decision: string, options?: DecisionOptions): Promise<SharePage>
   close(): Promise<void>
 }
@@ -141,7 +153,8 @@ export async function createNotesHarness(options: { auth?: boolean } = {}): Prom
     options.auth ? tokenPrincipal(AUTH_ENV.AUTH_ISSUER, subject) : LOCAL_PRINCIPAL
 
   async function bearer(subject: string): Promise<string> {
-    const token = await new SignJWT({})
+    // `notes:write` implies `notes:read`: every notes operation is allowed.
+    const token = await new SignJWT({ scope: 'notes:write' })
       .setProtectedHeader({ alg: 'HS256' })
       .setIssuer(AUTH_ENV.AUTH_ISSUER)
       .setAudience(AUTH_ENV.AUTH_AUDIENCE)
@@ -217,19 +230,36 @@ export async function createNotesHarness(options: { auth?: boolean } = {}): Prom
     return created.id
   }
 
-  async function openSharePage(url: string): Promise<SharePage> {
-    return sharePage(await requestApp(app, new URL(url).pathname))
+  /** The cookies of a page request: the CSRF cookie given and, with auth, the session of `as`. */
+  async function pageCookies(
+    csrf: string | undefined,
+    as: string | null = 'alice'
+  ): Promise<Record<string, string>> {
+    const cookies = csrf === undefined ? [] : [`${CSRF_COOKIE}=${csrf}`]
+    if (options.auth && as !== null) {
+      const identity = { issuer: AUTH_ENV.AUTH_ISSUER, subject: as }
+      const session = await sessionCookie(sealer, publicBaseUrl(config), identity)
+      cookies.push(`${session.name}=${session.value}`)
+    }
+    return cookies.length === 0 ? {} : { cookie: cookies.join('; ') }
+  }
+
+  async function openSharePage(url: string, pageOptions: PageOptions = {}): Promise<SharePage> {
+    const headers = await pageCookies(undefined, pageOptions.as)
+    return sharePage(await requestApp(app, new URL(url).pathname, { headers }))
   }
 
   async function submitDecision(
     url: string,
     decision: string,
-    { cookie, token, origin = ORIGIN, secFetchSite }: DecisionOptions = {}
+    { cookie, token, origin = ORIGIN, secFetchSite, as }: DecisionOptions = {}
   ): Promise<SharePage> {
-    const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded' }
+    const headers: Record<string, string> = {
+      'content-type': 'application/x-www-form-urlencoded',
+      ...(await pageCookies(cookie, as)),
+    }
     if (origin !== '') headers.origin = origin
     if (secFetchSite !== undefined) headers['sec-fetch-site'] = secFetchSite
-    if (cookie !== undefined) headers.cookie = `${CSRF_COOKIE}=${cookie}`
     const form = new URLSearchParams({ decision })
     if (token !== undefined) form.set(CSRF_FIELD, token)
     return sharePage(

@@ -28,14 +28,15 @@ async function statusOf(id: string) {
   return (await h().store.getShareRequest(id))?.status
 }
 
-function expectPageHeaders(page: SharePage) {
+/** The headers of every answer of the pages; an HTML page unless the Host/Origin guard answered. */
+function expectPageHeaders(page: SharePage, { html = true } = {}) {
   expect(page.headers.get('content-security-policy')).toBe(
     "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'"
   )
   expect(page.headers.get('x-frame-options')).toBe('DENY')
   expect(page.headers.get('referrer-policy')).toBe('same-origin')
   expect(page.headers.get('cache-control')).toBe('no-store')
-  expect(page.headers.get('content-type')).toMatch(/^text\/html/)
+  expect(page.headers.get('content-type')).toMatch(html ? /^text\/html/ : /^application\/json/)
 }
 
 describe('GET /share/:id', () => {
@@ -130,19 +131,25 @@ describe('POST /share/:id', () => {
       (page: SharePage) => ({ cookie: randomToken(), token: page.token }),
     ],
     ['a token of another length', (page: SharePage) => ({ cookie: page.cookie, token: 'short' })],
-    ['a cross-site Origin', (page: SharePage) => ({ ...page, origin: 'https://evil.example' })],
-    ['an Origin of null', (page: SharePage) => ({ ...page, origin: 'null' })],
+    [
+      'a cross-site Origin (the Host/Origin guard)',
+      (page: SharePage) => ({ ...page, origin: 'https://evil.example' }),
+    ],
+    [
+      'an Origin of null (the Host/Origin guard)',
+      (page: SharePage) => ({ ...page, origin: 'null' }),
+    ],
     [
       'Sec-Fetch-Site: cross-site',
       (page: SharePage) => ({ ...page, origin: '', secFetchSite: 'cross-site' }),
     ],
     ['Sec-Fetch-Site: same-site', (page: SharePage) => ({ ...page, secFetchSite: 'same-site' })],
-  ])('refuses %s with 403 and decides nothing', async (_case, options) => {
+  ])('refuses %s with 403 and decides nothing', async (name, options) => {
     const { id, url } = await pendingShare()
     const page = await h().openSharePage(url)
     const answer = await h().submitDecision(url, 'approve', options(page))
     expect(answer.status).toBe(403)
-    expectPageHeaders(answer)
+    expectPageHeaders(answer, { html: !name.includes('guard') })
     expect(await statusOf(id)).toBe('pending')
   })
 

@@ -1049,20 +1049,31 @@ describe('bearer auth', () => {
     options: McpRequestOptions = {}
   ) => postMcp(authApp, method, { ...options, headers: { authorization } })
 
-  it('answers a request without a token with 401, a resource_metadata challenge and a JSON-RPC body', async () => {
+  it('answers a request without a token with 401, a bare challenge (no error) and a JSON-RPC body', async () => {
     const response = await authed(undefined)
-    expect(response.headers.get('www-authenticate')).toMatch(
-      new RegExp(`^Bearer .*resource_metadata="${METADATA}"`)
+    // RFC 6750 §3.1: no error code when the request carries no credentials.
+    expect(response.headers.get('www-authenticate')).toBe(
+      `Bearer scope="${SCOPE}", resource_metadata="${METADATA}"`
     )
+    expect(response.headers.get('cache-control')).toBe('no-store')
     await expectError(response, { status: 401, code: INVALID_REQUEST, id: 1 })
   })
 
-  it.each([['Basic YWxpY2U6c2VjcmV0'], ['Bearer'], ['Bearer two tokens']])(
-    'answers the malformed Authorization header %j with 401 and a challenge',
+  it('answers credentials of another scheme like none at all: 401 without an error code', async () => {
+    const response = await authed('Basic YWxpY2U6c2VjcmV0')
+    expect(response.headers.get('www-authenticate')).not.toContain('error=')
+    await expectError(response, { status: 401, code: INVALID_REQUEST, id: 1 })
+  })
+
+  it.each([['Bearer'], ['Bearer two tokens'], ['Bearer  ']])(
+    'answers the malformed Bearer header %j with 400 error="invalid_request"',
     async (authorization) => {
       const response = await authed(authorization)
-      expect(response.headers.get('www-authenticate')).toContain(`resource_metadata="${METADATA}"`)
-      await expectError(response, { status: 401, code: INVALID_REQUEST, id: 1 })
+      const challenge = response.headers.get('www-authenticate') ?? ''
+      expect(challenge).toContain('error="invalid_request"')
+      expect(challenge).toContain(`resource_metadata="${METADATA}"`)
+      expect(response.headers.get('cache-control')).toBe('no-store')
+      await expectError(response, { status: 400, code: INVALID_REQUEST, id: 1 })
     }
   )
 
@@ -1079,10 +1090,11 @@ describe('bearer auth', () => {
     expect(challenge).toMatch(/^Bearer /)
     expect(challenge).toContain('error="invalid_token"')
     expect(challenge).toContain(`resource_metadata="${METADATA}"`)
+    expect(response.headers.get('cache-control')).toBe('no-store')
     await expectError(response, { status: 401, code: INVALID_REQUEST, id: 1 })
   })
 
-  it('answers a token lacking the required scope with 403 error="insufficient_scope"', async () => {
+  it('answers a token lacking the base scope (AUTH_REQUIRED_SCOPE) with 403 error="insufficient_scope"', async () => {
     const response = await authed(`Bearer ${await token({ scope: 'notes:read' })}`)
     const challenge = response.headers.get('www-authenticate') ?? ''
     expect(challenge).toContain('error="insufficient_scope"')
@@ -1133,8 +1145,12 @@ describe('bearer auth', () => {
     const response = await requestApp(authApp, path)
     expect(response.status).toBe(200)
     const metadata = (await response.json()) as JsonObject
-    expect(metadata.resource).toBe(AUDIENCE)
-    expect(metadata.authorization_servers).toEqual([ISSUER])
+    expect(metadata).toEqual({
+      resource: AUDIENCE,
+      authorization_servers: [ISSUER],
+      bearer_methods_supported: ['header'],
+      scopes_supported: [SCOPE],
+    })
   })
 
   it('serves GET /healthz without a token', async () => {

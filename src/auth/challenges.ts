@@ -1,0 +1,108 @@
+/**
+ * @module auth/challenges
+ * The answers of the MCP endpoint when authorization fails, each a JSON-RPC error body (echoing the
+ * request id when known) with `Cache-Control: no-store` and, for 401 and 403, a `WWW-Authenticate:
+ * Bearer` challenge naming the protected-resource metadata (RFC 9728) so a client can find the
+ * authorization server:
+ * - no credentials (no `Authorization`, or another scheme): 401 with `resource_metadata` and the
+ *   baseline `scope`, and no `error` (RFC 6750 §3.1);
+ * - malformed credentials (a `Bearer` header without exactly one token, a token in the URL): 400
+ *   `error="invalid_request"`;
+ * - a token this server does not accept: 401 `error="invalid_token"` with a description of why;
+ * - too few scopes: 403 `error="insufficient_scope"` naming every scope the operation needs (base
+ *   scopes included, granted ones too: SEP-2350 leaves the union to the client), one challenge;
+ * - the authorization server's keys unreachable: 503 without a challenge (not the token's fault, so a
+ *   client must not throw its token away).
+ * `offline_access` never appears in a challenge: it is not this server's to ask for (SEP-2207).
+ */
+import { ErrorCode } from '../mcp/errors.ts'
+import type { RequestId } from '../mcp/wire.ts'
+import { jsonRpcError } from '../http/errors.ts'
+import { mergeScopes } from './scopes.ts'
+
+export interface ChallengesOptions {
+  /** URL of this server's protected-resource metadata. */
+  resourceMetadataUrl: string
+  /** The scopes of basic use (PRM `scopes_supported`), asked for in every 401. */
+  baseline: readonly string[]
+}
+
+const NO_STORE = { 'cache-control': 'no-store' }
+
+/** One auth-param: `name="value"` (values here never hold `"` or `\`). */
+const param = (name: string, value: string) => `${name}="${value}"`
+
+/** The scopes to name in a challenge: each once, never `offline_access`. */
+const challengeScopes = (scopes: readonly string[]) =>
+  mergeScopes(scopes.filter((scope) => scope !== 'offline_access')).join(' ')
+
+export class Challenges {
+  readonly #metadata: string
+  readonly #baseline: string
+
+  constructor({ resourceMetadataUrl, baseline }: ChallengesOptions) {
+    this.#metadata = resourceMetadataUrl
+    this.#baseline = challengeScopes(baseline)
+  }
+
+  #answer(id: RequestId | null, status: number, message: string, params: string[]): Response {
+    params.push(param('resource_metadata', this.#metadata))
+    return jsonRpcError(id, status, message, {
+      ...NO_STORE,
+      'www-authenticate': `Bearer ${params.join(', ')}`,
+    })
+  }
+
+  #scopeParam(scopes: string): string[] {
+    return scopes === '' ? [] : [param('scope', scopes)]
+  }
+
+  /** 401 for a request without a bearer token. */
+  missingToken(id: RequestId | null): Response {
+    return this.#answer(
+      id,
+      401,
+      'Unauthorized: send an OAuth access token for this server in the Authorization header.',
+      this.#scopeParam(this.#baseline)
+    )
+  }
+
+  /** 400 for malformed bearer credentials. */
+  invalidRequest(id: RequestId | null, description: string): Response {
+    return this.#answer(id, 400, `Bad Request: ${description}`, [
+      param('error', 'invalid_request'),
+      param('error_description', description),
+    ])
+  }
+
+  /** 401 for a token this server does not accept. */
+  invalidToken(id: RequestId | null, description: string): Response {
+    return this.#answer(id, 401, `Unauthorized: ${description}`, [
+      param('error', 'invalid_token'),
+      param('error_description', description),
+      ...this.#scopeParam(this.#baseline),
+    ])
+  }
+
+  /** 403 naming every scope the operation needs. */
+  insufficientScope(id: RequestId | null, needed: readonly string[]): Response {
+    const scopes = challengeScopes(needed)
+    const description = `This operation needs the scope(s) ${scopes}.`
+    return this.#answer(id, 403, `Forbidden: ${description}`, [
+      param('error', 'insufficient_scope'),
+      ...this.#scopeParam(scopes),
+      param('error_description', description),
+    ])
+  }
+
+  /** 503 when the authorization server's keys cannot be had. */
+  unavailable(id: RequestId | null): Response {
+    return jsonRpcError(
+      id,
+      503,
+      'Service Unavailable: the authorization server cannot be reached to check the token; try again shortly.',
+      { ...NO_STORE, 'retry-after': '5' },
+      ErrorCode.InternalError
+    )
+  }
+}
