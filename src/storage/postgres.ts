@@ -12,10 +12,9 @@
  * Concurrency: every check-and-set (note or task version, share status, single-use key, published
  * link, input slot, imported note) is decided by PostgreSQL — a conditional `UPDATE`, an
  * `INSERT … ON CONFLICT DO NOTHING` on a unique key, a row lock — never in memory; multi-statement
- * writes run in one transaction. The subscription
- * cap is counted under a per-session advisory lock (READ COMMITTED alone would let two replicas both
- * take the last place). A purge takes its rows with `FOR UPDATE SKIP LOCKED`, so replicas sweeping at
- * once never wait on each other.
+ * writes run in one transaction. The subscription cap is counted under a per-session advisory lock
+ * (READ COMMITTED alone would let two replicas both take the last place). A purge takes its rows with
+ * `FOR UPDATE SKIP LOCKED`, so replicas sweeping at once never wait on each other.
  *
  * Text: PostgreSQL `text` cannot hold U+0000, so every string crosses the boundary through a reversible,
  * order- and prefix-preserving escape (U+0000 ⇄ U+0001 U+0001, U+0001 ⇄ U+0001 U+0002); stored values are
@@ -23,7 +22,8 @@
  *
  * It leaves to others: validation and limits of titles, bodies, tags and query text, tag normalisation,
  * wording of errors, generation of share-request, link and single-use key ids (the notes application),
- * and the connection URL (configuration, `DATABASE_URL`). It generates note ids itself.
+ * and the connection URL (configuration, `DATABASE_URL`). It generates note ids itself (imported notes
+ * come with theirs), never task ids.
  *
  * Shared with the other adapters (`storage/shared.ts`): note ids, tag normalisation, paging, the choice
  * of search words, share-request mapping and outcomes, the task columns and the mapping of records
@@ -31,9 +31,9 @@
  *
  * Errors: `ShareNotApprovedError` when `publishShare` is asked to publish a share that is missing,
  * belongs to another principal or is not approved; `StoreNotMigratedError` when a method runs
- * before `migrate()` or after `close()`; `RangeError` for invalid paging or purge limits. Database
- * failures propagate as the driver's errors. The two error classes are defined with the store contract
- * (`notes/store.ts`).
+ * before `migrate()` or after `close()`; `RangeError` for invalid paging, purge or runnable-task
+ * limits and refused imports. Database failures propagate as the driver's errors. The two error
+ * classes are defined with the store contract (`notes/store.ts`).
  */
 
 import postgres, { type PendingQuery, type Row, type Sql, type TransactionSql } from 'postgres'

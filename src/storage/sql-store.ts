@@ -31,10 +31,11 @@
  * the title weighted above tags above the body, then the most recently updated first.
  *
  * It leaves to others: validation and limits of titles, bodies, tags and query text, wording of errors,
- * generation of share-request, link and single-use key ids (the notes application). It generates note
- * ids itself. Errors: `ShareNotApprovedError` from `publishShare`, `StoreNotMigratedError`
- * before `migrate()` or after `close()`, `RangeError` for invalid paging or purge limits; database
- * failures propagate as the driver throws them.
+ * generation of share-request, link and single-use key ids (the notes application) and of task ids
+ * (the engine). It generates note ids itself (imported notes come with theirs). Errors:
+ * `ShareNotApprovedError` from `publishShare`, `StoreNotMigratedError` before `migrate()` or after
+ * `close()`, `RangeError` for invalid paging, purge or runnable-task limits and refused imports;
+ * database failures propagate as the driver throws them.
  */
 
 import type { LogLevel } from '../mcp/protocol.ts'
