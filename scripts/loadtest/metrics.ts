@@ -87,6 +87,8 @@ interface FlowCounts {
 /** What one era's users did. */
 export class EraMetrics {
   readonly era: Era
+  /** Virtual users of this era. */
+  users = 0
   flows: Record<FlowKind, FlowCounts>
   /** Errors that ended a flow uncleanly (or made its outcome wrong), by kind. */
   errors: Record<string, number> = {}

@@ -15,7 +15,6 @@
  * Modern flows must all complete: any replica can serve any of their rounds. For the run: flows were
  * started, every era passed, no stored note unaccounted for, no 5xx from a replica.
  */
-import { eraOf } from './users.ts'
 import {
   ERAS,
   ERA_FLOWS,
@@ -118,19 +117,13 @@ function sum<T>(items: readonly T[], value: (item: T) => number): number {
   return items.reduce((total, item) => total + value(item), 0)
 }
 
-function eraSummary(
-  era: Era,
-  users: number,
-  m: EraMetrics,
-  v: EraVerification,
-  flows: FlowRecord[]
-): EraSummary {
+function eraSummary(era: Era, m: EraMetrics, v: EraVerification, flows: FlowRecord[]): EraSummary {
   const ok = flows.filter((flow) => flow.completed).length
   const failedCleanly = flows.filter((flow) => flow.failedCleanly).length
   const cleanFailuresAllowed =
     era === '2025' ? m.cleanFailuresOutsideFault === 0 : failedCleanly === 0
   const passed =
-    (users === 0 || flows.length > 0) &&
+    (m.users === 0 || flows.length > 0) &&
     ok + failedCleanly === flows.length &&
     cleanFailuresAllowed &&
     Object.keys(m.errors).length === 0 &&
@@ -138,7 +131,7 @@ function eraSummary(
     v.duplicated === 0 &&
     v.halfDone === 0
   return {
-    users,
+    users: m.users,
     flows_started: flows.length,
     flows_ok: ok,
     flows_failed_cleanly: failedCleanly,
@@ -179,16 +172,11 @@ function eraSummary(
 
 export function buildSummary(input: SummaryInput): LoadtestSummary {
   const { options, metrics, ledger, verification: v } = input
-  const users: Record<Era, number> = { modern: 0, '2025': 0 }
-  for (let index = 1; index <= options.users; index++) {
-    users[eraOf(index, options.legacyShare)] += 1
-  }
   const eras = Object.fromEntries(
     ERAS.map((era) => [
       era,
       eraSummary(
         era,
-        users[era],
         metrics.eras[era],
         v.eras[era],
         ledger.filter((flow) => flow.era === era)

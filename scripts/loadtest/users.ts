@@ -44,7 +44,7 @@ export interface UserSetup extends RoutingSetup {
 }
 
 /** The era of user `index` (1-based): `floor(users × share)` of them are 2025-era, evenly spread. */
-export function eraOf(index: number, share: number): Era {
+function eraOf(index: number, share: number): Era {
   return Math.floor(index * share) > Math.floor((index - 1) * share) ? '2025' : 'modern'
 }
 
@@ -60,6 +60,7 @@ class VirtualUser {
     this.#era = eraOf(index, setup.legacyShare)
     this.#setup = setup
     const agentSetup: AgentSetup = { ...setup, era: setup.metrics.eras[this.#era] }
+    agentSetup.era.users += 1
     this.#agent =
       this.#era === '2025' ? new LegacyAgent(index, agentSetup) : new ModernAgent(index, agentSetup)
     this.#flows = new FlowRunner(this.#agent, setup.runId, agentSetup.era)
