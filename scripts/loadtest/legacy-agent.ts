@@ -44,10 +44,14 @@ import {
   type CallLabel,
   type ToolResult,
 } from './flows.ts'
-import { claimRequest, Rotation, type AgentSetup, type Endpoint } from './routing.ts'
+import {
+  CALL_TIMEOUT_MS,
+  claimRequest,
+  Rotation,
+  type AgentSetup,
+  type Endpoint,
+} from './routing.ts'
 
-/** Bound on one tool call (the SDK's request timeout), every round included. */
-const CALL_TIMEOUT_MS = 30_000
 /** Bound on one POST or DELETE, its response stream included (GET streams end with the client). */
 const REQUEST_TIMEOUT_MS = CALL_TIMEOUT_MS + 5_000
 /** `initialize` attempts when the handshake's transport fails. */

@@ -30,10 +30,14 @@ import {
   type ToolResult,
 } from './flows.ts'
 import type { LatencyLabel } from './metrics.ts'
-import { claimRequest, Rotation, type AgentSetup, type Endpoint } from './routing.ts'
+import {
+  CALL_TIMEOUT_MS,
+  claimRequest,
+  Rotation,
+  type AgentSetup,
+  type Endpoint,
+} from './routing.ts'
 
-/** Bound on one tool call, every round, pause and retry included. */
-const CALL_TIMEOUT_MS = 30_000
 /**
  * Re-sends of one round after transport failures. With the driver's backoff (50 ms doubling to
  * 250 ms) that is about 4.6 s, longer than a killed replica stays away (direct mode with two replicas

@@ -7,13 +7,15 @@
  * a live one when there is one. In balanced mode every request goes to nginx, naming the replica to
  * avoid in `X-Previous-Replica` when the balancer is `avoid-previous` (see `nginx-config.ts`).
  *
- * Also the run's request cap ({@link claimRequest}): every attempt of every agent counts; and what
- * an agent is set up with ({@link AgentSetup}).
+ * Also the run's request cap ({@link claimRequest}): every attempt of every agent counts; what an
+ * agent is set up with ({@link AgentSetup}); and the bound on one of its calls ({@link CALL_TIMEOUT_MS}).
  */
 import { WrongOutcome } from './flows.ts'
 import type { EraMetrics, Metrics } from './metrics.ts'
 import { PREVIOUS_REPLICA_HEADER } from './nginx-config.ts'
 
+/** Bound on one tool call of either agent: every round, pause, answer and retry included. */
+export const CALL_TIMEOUT_MS = 30_000
 /** Direct mode: after a failed attempt, the user leaves that replica alone this long. */
 const DOWN_MS = 1_000
 /**
