@@ -49,7 +49,10 @@ export interface TaskRecord {
   readonly result?: string
   readonly error?: string
   readonly cancelRequested: boolean
-  /** The replica running the task and until when its lease holds (ms since the epoch). */
+  /**
+   * The replica running the task and until when its lease holds (ms since the epoch). Always set and
+   * cleared together; a lease is held while `leaseExpiresAt` is in the future.
+   */
   readonly leaseOwner?: string
   readonly leaseExpiresAt?: number
   /** Starts at 1; every successful `updateTask` adds 1. */
