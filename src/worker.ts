@@ -11,7 +11,7 @@
  * error without detail (500 for a misconfiguration, 503 for an unmigrated or unreachable database),
  * and the reason goes to the Worker log (`wrangler tail`).
  *
- * Workers differ from Node in five places, all decided here:
+ * Workers differ from Node in six places, all decided here:
  * - `STATE_KEYS` is required (a Worker has no disk to keep a generated ring on); set it with
  *   `wrangler secret put STATE_KEYS`, and give every deployment that should finish each other's flows
  *   (Workers and Node alike) the same ring;
@@ -26,6 +26,9 @@
  * - expired rows are purged by the `scheduled` handler, on the cron trigger of `wrangler.toml`
  *   (`storage/purge.ts`; it needs only the D1 binding);
  * - there is no shutdown signal: open listen streams end when the client or the runtime closes them;
+ * - the event bus is the `EventBusObject` Durable Object bound as `EVENT_BUS` (`workers/event-bus.ts`):
+ *   listen and 2025 GET streams hear changes made through any isolate, and a 2025 answer reaches the
+ *   isolate whose flow waits for it; a missing binding is a misconfiguration, like a missing `DB`;
  * - the safe default is checked per request, since a Worker has no listening address: without auth,
  *   a request reaching it under a name that is not loopback (a deployment, not `wrangler dev`) gets
  *   a 500 "misconfigured" and the log names AUTH_ISSUER, unless ALLOW_UNAUTHENTICATED=1.
@@ -41,14 +44,17 @@ import type { Hono } from 'hono'
 import { createApp, type AppDeps } from './app.ts'
 import { createAuthServices } from './auth/services.ts'
 import { ConfigError, assertSafeExposure, parseConfig, type Config } from './config.ts'
-import { InProcessEventBus } from './mcp/events.ts'
 import { consoleLogger } from './mcp/handler.ts'
 import { importKeyRing, parseKeyRing } from './mcp/key-ring.ts'
 import { StateSealer } from './mcp/sealed-state.ts'
 import { D1NotesStore, D1SchemaMissingError, type D1Like } from './storage/d1.ts'
 import { sweepExpired } from './storage/purge.ts'
+import { DurableObjectEventBus, EVENT_BUS_BINDING, isBusNamespace } from './workers/event-bus.ts'
 
-/** Bindings of the notes Worker (wrangler.toml vars, secrets and the D1 binding). */
+/** The Durable Object class of the event bus, bound as `EVENT_BUS` (wrangler.toml). */
+export { EventBusObject } from './workers/event-bus-object.ts'
+
+/** Bindings of the notes Worker (wrangler.toml vars, secrets, the D1 and Durable Object bindings). */
 interface WorkerEnv {
   DB: D1Like
   STATE_KEYS?: string
@@ -97,6 +103,17 @@ function d1Binding(env: WorkerEnv): D1Like {
   return env.DB
 }
 
+/** The event bus over the `EventBusObject` namespace every isolate of the deployment shares. */
+function eventBus(env: WorkerEnv): DurableObjectEventBus {
+  const namespace = env[EVENT_BUS_BINDING]
+  if (!isBusNamespace(namespace)) {
+    throw new WorkerSetupError(
+      `the Durable Object binding ${EVENT_BUS_BINDING} is missing: see [[durable_objects.bindings]] in wrangler.toml`
+    )
+  }
+  return new DurableObjectEventBus({ namespace, logger: consoleLogger })
+}
+
 async function prepare(env: WorkerEnv): Promise<Setup> {
   const config = parseConfig(stringBindings(env))
   if (!config.stateKeys) {
@@ -110,7 +127,7 @@ async function prepare(env: WorkerEnv): Promise<Setup> {
   const store = new D1NotesStore({ db })
   await store.migrate()
   const auth = config.auth && createAuthServices(config.auth, { logger: consoleLogger })
-  return { config, deps: { store, sealer, bus: new InProcessEventBus(), auth } }
+  return { config, deps: { store, sealer, bus: eventBus(env), auth } }
 }
 
 /** The base URL of this request's links: PUBLIC_URL, else the request's origin if its host is allowed. */
