@@ -3,8 +3,9 @@
  * The context object a handler receives: who is calling, what the client declared, the abort signal,
  * and the two opt-in notification channels (progress only with a progressToken and strictly
  * increasing; log messages only at or above the level the request asked for). Handlers that may
- * suspend get the replay methods of `replay.ts` on top. Built per request as a class instance (no
- * closures to allocate on the hot path); holds nothing afterwards.
+ * suspend get the replay methods of `replay.ts` on top, and tool handlers `startTask` (what a task
+ * run changes is `tasks/runner.ts`'s subclass). Built per request as a class instance (no closures
+ * to allocate on the hot path); holds nothing afterwards.
  */
 import { base64url } from 'jose'
 import type { z } from 'zod'
@@ -13,14 +14,16 @@ import type {
   ClientCapability,
   ElicitOptions,
   ElicitUrlOptions,
-  ReplayContext,
   RequestContext,
+  StartTaskOptions,
+  ToolContext,
 } from './definitions.ts'
 import type { McpRequest } from './envelope.ts'
 import { LOG_LEVELS, type LogLevel } from './protocol.ts'
 import { defineForm, hasCapability, type Replay } from './replay.ts'
 import { randomBytes } from './random.ts'
 import type { Cancellation, ResponseChannel } from './streaming.ts'
+import { tasksCapabilityMissing } from './tasks/wire.ts'
 import type { ClientCapabilities, CreateMessageParams } from './wire.ts'
 
 export interface ContextInput<App> {
@@ -78,17 +81,49 @@ export class HandlerContext<App> implements RequestContext<App> {
 }
 
 /**
- * The context of a suspendable handler. `nonce` is the opened requestState's nonce; a round without
- * state gets a random idempotency key, made only if the handler asks for it (most never do).
+ * What `ctx.startTask()` does: nothing to do with tasks (`undefined`: the handler is not a task
+ * tool's, and calling it is a programming error), unwind the request into a new task (`available`:
+ * the request declared the extension), go on synchronously (`unavailable`), or nothing at all
+ * (`running`: this run is the task).
  */
-export class ReplayHandlerContext<App> extends HandlerContext<App> implements ReplayContext<App> {
+export type TaskAvailability = 'available' | 'unavailable' | 'running'
+
+/**
+ * The context of a suspendable handler. `nonce` is the opened requestState's nonce (a task's own key
+ * in a task); a round without state gets a random idempotency key, made only if the handler asks for
+ * it (most never do).
+ */
+export class ReplayHandlerContext<App> extends HandlerContext<App> implements ToolContext<App> {
   readonly #replay: Replay
+  readonly #tasks: TaskAvailability | undefined
   #idempotencyKey: string | undefined
 
-  constructor(input: ContextInput<App>, replay: Replay, nonce: string | undefined) {
+  constructor(
+    input: ContextInput<App>,
+    replay: Replay,
+    nonce: string | undefined,
+    tasks?: TaskAvailability
+  ) {
     super(input)
     this.#replay = replay
     this.#idempotencyKey = nonce
+    this.#tasks = tasks
+  }
+
+  startTask(options?: StartTaskOptions): Promise<void> {
+    switch (this.#tasks) {
+      case 'available':
+        return this.#replay.startTask()
+      case 'unavailable':
+        if (options?.required) throw tasksCapabilityMissing('this call')
+        return Promise.resolve()
+      case 'running':
+        return Promise.resolve()
+      case undefined:
+        throw new TypeError(
+          "ctx.startTask() is only for tools declared with task: 'optional' or 'required'."
+        )
+    }
   }
 
   get idempotencyKey(): string {

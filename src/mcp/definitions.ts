@@ -106,6 +106,44 @@ export interface ReplayContext<App> extends RequestContext<App> {
   readonly idempotencyKey: string
 }
 
+/** What `ctx.startTask` takes. */
+export interface StartTaskOptions {
+  /**
+   * Answer -32021 (naming the tasks extension) instead of going on synchronously when this request
+   * cannot have a task. A `task: 'required'` tool has this for every call, checked before it runs;
+   * a `task: 'optional'` tool sets it where running synchronously would not do (a large input).
+   */
+  required?: boolean
+}
+
+/**
+ * The context of a tool handler: a `ReplayContext`, plus `startTask` for tools declared with
+ * `task` (extension `io.modelcontextprotocol/tasks`). In a task the same methods change meaning:
+ * - an ask (`elicit`, `elicitUrl`, `sample`, `roots`) suspends the task into `input_required`; the
+ *   client answers with `tasks/update`, and the handler runs again from the top, on any replica, with
+ *   the answers (as in a multi round-trip flow, code before an ask runs again);
+ * - `signal` aborts on `tasks/cancel` (and when this replica stops running the task);
+ * - `progress(done, total?, message?)` sets the task's `statusMessage` (`message`, else "done of
+ *   total"); `log` sends nothing (the extension has no log channel for tasks);
+ * - `once` stores its result in the task record before it returns, so a replica that takes the task
+ *   over after this one died replays it instead of running the step again. What happens between two
+ *   `once` steps may run twice (a takeover re-runs from the last one): make it idempotent, e.g. by
+ *   writing under ids chosen in a `once`;
+ * - `idempotencyKey` is the same for the whole task.
+ */
+export interface ToolContext<App> extends ReplayContext<App> {
+  /**
+   * Where the task of a `task` tool begins. Before it the handler runs in the `tools/call` request
+   * (asks are multi round-trip rounds, resolved before any task exists); when the request declared
+   * the tasks extension, calling it answers `CreateTaskResult` and the handler runs again from the
+   * top as the task, on this replica or, if it dies, another. When the request did not declare it,
+   * it resolves at once and the handler goes on synchronously (or, with `required`, the call is
+   * answered -32021). Inside the task it resolves at once. A handler that returns without calling it
+   * answers synchronously. Throws for a tool declared without `task`.
+   */
+  startTask(options?: StartTaskOptions): Promise<void>
+}
+
 export interface ToolAnnotations {
   title?: string
   readOnlyHint?: boolean
@@ -125,7 +163,14 @@ export interface ToolDefinition<App, S extends z.ZodObject = z.ZodObject> {
   annotations?: ToolAnnotations
   /** OAuth scopes a caller needs to call this tool, checked when auth is configured (never listed). */
   scopes?: readonly string[]
-  run(args: z.output<S>, ctx: ReplayContext<App>): Promise<CallToolResult> | CallToolResult
+  /**
+   * Whether calls may run as tasks (extension `io.modelcontextprotocol/tasks`; the handler marks
+   * where with `ctx.startTask()`): `optional` goes on synchronously for a request that did not
+   * declare the extension, `required` answers it -32021 before the handler runs. A handler created
+   * without a task store serves no tasks: every request counts as not declaring the extension.
+   */
+  task?: 'optional' | 'required'
+  run(args: z.output<S>, ctx: ToolContext<App>): Promise<CallToolResult> | CallToolResult
 }
 
 export interface ResourceDefinition<App> extends Resource {

@@ -5,16 +5,28 @@
  * finds the tool, resource or prompt, and returns the bare result; `handler.ts` stamps `resultType`,
  * `_meta` and cache hints and chooses JSON or SSE. Suspendable methods run through `runReplayable`,
  * the one place that knows the order: open the sealed state → run the handler → gate capabilities →
- * seal the merged journal.
+ * seal the merged journal (or, for a tool that started its task, create it). The tasks extension's
+ * methods are `tasks/engine.ts`'s, reached here when the handler serves tasks; `runTool` is shared
+ * with the task runner.
  */
 import type { z } from 'zod'
 import { canonicalJson } from './canonical-json.ts'
-import { HandlerContext, ReplayHandlerContext, type ContextInput } from './context.ts'
-import type { ReplayContext } from './definitions.ts'
+import {
+  HandlerContext,
+  ReplayHandlerContext,
+  type ContextInput,
+  type TaskAvailability,
+} from './context.ts'
+import type { ReplayContext, ToolContext } from './definitions.ts'
 import { readParamHeader, type McpRequest } from './envelope.ts'
 import { ErrorCode, InvalidRequestStateError, McpError } from './errors.ts'
 import { decodeCursor, encodeCursor, paginate } from './pagination.ts'
-import { HEADER_PARAM_PREFIX, METHODS, SUPPORTED_PROTOCOL_VERSIONS } from './protocol.ts'
+import {
+  HEADER_PARAM_PREFIX,
+  METHODS,
+  SUPPORTED_PROTOCOL_VERSIONS,
+  TASKS_EXTENSION,
+} from './protocol.ts'
 import { Replay, isSuspension, type Journal } from './replay.ts'
 import { StateTooLargeError, type StateBinding, type StateSealer } from './sealed-state.ts'
 import {
@@ -24,6 +36,8 @@ import {
   type CompiledServer,
 } from './server.ts'
 import { canListen } from './subscriptions.ts'
+import type { TaskEngine } from './tasks/engine.ts'
+import { declaresTasks, tasksCapabilityMissing } from './tasks/wire.ts'
 import {
   CallToolParamsSchema,
   CompleteParamsSchema,
@@ -51,6 +65,8 @@ export interface DispatchEnv<App> extends ContextInput<App> {
   logger: McpLogger
   /** The request's HTTP headers; absent for 2025-era requests, which carry no `Mcp-Param-*` headers. */
   headers?: Headers
+  /** Serves the tasks extension (`tasks/*`, and `tools/call` of `task` tools); absent: no tasks. */
+  tasks?: TaskEngine<App>
 }
 
 /** A result before stamping: the cache hint to attach, if the method's results are cacheable. */
@@ -128,6 +144,10 @@ export function isAdvertised<App>(server: CompiledServer<App>, method: string): 
       return completions !== undefined
     case METHODS.listen:
       return canListen(server)
+    case METHODS.tasksGet:
+    case METHODS.tasksUpdate:
+    case METHODS.tasksCancel:
+      return server.capabilities.extensions?.[TASKS_EXTENSION] !== undefined
     default:
       return false
   }
@@ -168,6 +188,11 @@ export async function dispatch<App>(
       return getPrompt(request, env)
     case METHODS.complete:
       return complete(request, env)
+    case METHODS.tasksGet:
+    case METHODS.tasksUpdate:
+    case METHODS.tasksCancel:
+      if (env.tasks) return env.tasks.serve(request, env)
+      throw new McpError(ErrorCode.MethodNotFound, 'Method not found')
     default:
       throw new McpError(ErrorCode.MethodNotFound, 'Method not found')
   }
@@ -228,49 +253,87 @@ async function callTool<App>(request: McpRequest, env: DispatchEnv<App>): Promis
   if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${params.name}`)
   const args = params.arguments ?? {}
   if (env.headers) checkHeaderParams(request, env.headers, tool, args)
+  const tasks = tool.definition.task && taskAvailability(tool, request, env)
   const binding = bindingFor(env, request, params.name, args)
-  return runReplayable(request, env, binding, params, async (ctx) => {
-    const input = tool.definition.input.safeParse(args)
-    if (!input.success) {
-      return {
-        content: [
-          {
-            type: 'text',
-            text: `Invalid arguments for tool ${params.name}: ${describeIssues(input.error)}`,
-          },
-        ],
-        isError: true,
-      }
+  return runReplayable(
+    request,
+    env,
+    binding,
+    params,
+    (ctx) => runTool(tool, args, ctx, env.logger),
+    tasks
+  )
+}
+
+/**
+ * What `ctx.startTask()` does in this request: start a task when the request declared the extension
+ * and the handler serves tasks; otherwise go on synchronously, or, for a `task: 'required'` tool,
+ * answer -32021 before the handler runs.
+ */
+function taskAvailability<App>(
+  tool: CompiledTool<App>,
+  request: McpRequest,
+  env: DispatchEnv<App>
+): TaskAvailability {
+  if (env.tasks && declaresTasks(request.clientCapabilities)) return 'available'
+  if (tool.definition.task === 'required')
+    throw tasksCapabilityMissing(`the tool ${tool.definition.name}`)
+  return 'unavailable'
+}
+
+/**
+ * Runs a tool's handler on its arguments, in a request or as a task: invalid arguments and
+ * unexpected failures become `isError` results the model sees (the failure logged); an `McpError`, a
+ * suspension, or a failure after the call was aborted propagates; a result that does not match the
+ * tool's `outputSchema` is a -32603.
+ */
+export async function runTool<App>(
+  tool: CompiledTool<App>,
+  args: Record<string, unknown>,
+  ctx: ToolContext<App>,
+  logger: McpLogger
+): Promise<CallToolResult> {
+  const { name } = tool.definition
+  const input = tool.definition.input.safeParse(args)
+  if (!input.success) {
+    return {
+      content: [
+        {
+          type: 'text',
+          text: `Invalid arguments for tool ${name}: ${describeIssues(input.error)}`,
+        },
+      ],
+      isError: true,
     }
-    let result: CallToolResult
-    try {
-      result = await tool.definition.run(input.data, ctx)
-    } catch (error) {
-      if (error instanceof McpError || isSuspension(error)) throw error
-      env.logger.error('tool failed', { tool: params.name, error: String(error) })
-      return {
-        content: [
-          {
-            type: 'text',
-            text: `The tool ${params.name} failed unexpectedly; the failure was logged.`,
-          },
-        ],
-        isError: true,
-      }
+  }
+  let result: CallToolResult
+  try {
+    result = await tool.definition.run(input.data, ctx)
+  } catch (error) {
+    if (error instanceof McpError || isSuspension(error) || ctx.signal.aborted) throw error
+    logger.error('tool failed', { tool: name, error: String(error) })
+    return {
+      content: [
+        {
+          type: 'text',
+          text: `The tool ${name} failed unexpectedly; the failure was logged.`,
+        },
+      ],
+      isError: true,
     }
-    if (
-      tool.definition.output &&
-      !result.isError &&
-      !tool.definition.output.safeParse(result.structuredContent).success
-    ) {
-      env.logger.error('tool output does not match its outputSchema', { tool: params.name })
-      throw new McpError(
-        ErrorCode.InternalError,
-        `Internal error: the tool ${params.name} produced output that does not match its outputSchema.`
-      )
-    }
-    return result
-  })
+  }
+  if (
+    tool.definition.output &&
+    !result.isError &&
+    !tool.definition.output.safeParse(result.structuredContent).success
+  ) {
+    logger.error('tool output does not match its outputSchema', { tool: name })
+    throw new McpError(
+      ErrorCode.InternalError,
+      `Internal error: the tool ${name} produced output that does not match its outputSchema.`
+    )
+  }
+  return result
 }
 
 /** `Mcp-Param-*` headers must mirror every `x-mcp-header` argument present in the body (-32020). */
@@ -392,6 +455,14 @@ async function complete<App>(request: McpRequest, env: DispatchEnv<App>): Promis
   return { result: { completion } }
 }
 
+/**
+ * Who the caller is, for binding what is kept for it (sealed states, tasks): the principal, and the
+ * OAuth client it came through, if known.
+ */
+export function callerBinding(principal: string, client: string | undefined): string {
+  return client === undefined ? principal : canonicalJson([principal, client])
+}
+
 /** What a sealed state is bound to: the caller (and its client), the method, the target and the arguments. */
 function bindingFor<App>(
   env: DispatchEnv<App>,
@@ -399,9 +470,12 @@ function bindingFor<App>(
   target: string,
   args: unknown
 ): StateBinding {
-  const principal =
-    env.client === undefined ? env.principal : canonicalJson([env.principal, env.client])
-  return { principal, method: request.method, target, args }
+  return {
+    principal: callerBinding(env.principal, env.client),
+    method: request.method,
+    target,
+    args,
+  }
 }
 
 interface ReplayableParams {
@@ -412,15 +486,17 @@ interface ReplayableParams {
 /**
  * Runs a suspendable handler for one round: opens the sealed state (any failure → the frozen -32602,
  * before the handler runs), re-runs the handler with the journal and this round's answers, then either
- * returns its result, throws the -32021 of an ask the client cannot serve, or seals the merged journal
- * into a new `requestState` and answers `input_required`.
+ * returns its result, throws the -32021 of an ask the client cannot serve, seals the merged journal
+ * into a new `requestState` and answers `input_required`, or, when the handler started its task (and
+ * no ask is pending: rounds resolve first), creates the task with that journal and answers it.
  */
 async function runReplayable<App>(
   request: McpRequest,
   env: DispatchEnv<App>,
   binding: StateBinding,
   params: ReplayableParams,
-  run: (ctx: ReplayContext<App>) => Promise<JsonObject | CallToolResult>
+  run: (ctx: ToolContext<App>) => Promise<JsonObject | CallToolResult>,
+  tasks?: TaskAvailability
 ): Promise<DispatchResult> {
   let journal: Journal | undefined
   let nonce: string | undefined
@@ -441,7 +517,7 @@ async function runReplayable<App>(
   }
 
   const replay = new Replay(journal, params.inputResponses, request.clientCapabilities)
-  const ctx = new ReplayHandlerContext(env, replay, nonce)
+  const ctx = new ReplayHandlerContext(env, replay, nonce, tasks)
   let result: JsonObject | CallToolResult | undefined
   try {
     result = await run(ctx)
@@ -454,6 +530,7 @@ async function runReplayable<App>(
   if (replay.missingCapability) throw replay.missingCapability
   const interactive = journal !== undefined || Object.keys(params.inputResponses ?? {}).length > 0
   if (!replay.suspended) {
+    if (replay.taskStarted && env.tasks) return env.tasks.create(env, binding, replay.journal())
     if (!result)
       throw new McpError(
         ErrorCode.InternalError,

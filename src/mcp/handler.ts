@@ -3,7 +3,9 @@
  * `createMcpHandler` is the engine's entry: one POSTed MCP message in, one `Response` out, using Web
  * standards only so it runs unchanged on Node and Workers. It parses the body once and lets it decide
  * the era (`legacy/classify.ts`): 2025-era messages, and GET/DELETE of 2025 sessions, go to
- * `legacy/handler.ts` when `legacy` is configured (else non-POST methods are a 405). For 2026-07-28 it
+ * `legacy/handler.ts` when `legacy` is configured (else non-POST methods are a 405). With `tasks` it
+ * serves the tasks extension on the modern era (`tasks/engine.ts`) and starts this replica's
+ * takeover loop. For 2026-07-28 it
  * owns the order of the pipeline after the HTTP layer (Origin/Host, body size and authentication are
  * the route's job): envelope →
  * notification (202) → method known and advertised (404 + -32601) → dispatch → stamp `resultType`,
@@ -27,9 +29,9 @@ import {
 import { EnvelopeError, parseJson, parseMessage, type McpRequest } from './envelope.ts'
 import { ErrorCode, McpError, errorMessage } from './errors.ts'
 import type { EventBus } from './events.ts'
-import { META_SERVER_INFO, METHODS } from './protocol.ts'
+import { META_SERVER_INFO, METHODS, TASKS_EXTENSION } from './protocol.ts'
 import type { StateSealer } from './sealed-state.ts'
-import type { CompiledServer } from './server.ts'
+import { withExtension, type CompiledServer } from './server.ts'
 import { scopeChallenge } from './scopes.ts'
 import { Cancellation, ResponseChannel, jsonText, type FinalMessage } from './streaming.ts'
 import { listen } from './subscriptions.ts'
@@ -38,6 +40,7 @@ import { classifyMessage } from './legacy/classify.ts'
 import { DEFAULT_SESSION_TTL_SECONDS } from './legacy/protocol.ts'
 import { createLegacyEra, type LegacyEra, type LegacyEraOptions } from './legacy/handler.ts'
 import type { SessionStore } from './session-store.ts'
+import { DEFAULT_TASK_TAKEOVER_INTERVAL_MS, TaskEngine, type TaskOptions } from './tasks/engine.ts'
 
 export interface McpHandlerOptions<App> {
   server: CompiledServer<App>
@@ -61,6 +64,13 @@ export interface McpHandlerOptions<App> {
     stream?: LegacyEraOptions<App>['stream']
     now?: () => number
   }
+  /**
+   * Serves the tasks extension (`io.modelcontextprotocol/tasks`, advertised in `server/discover`):
+   * `task` tools may answer `CreateTaskResult`, `tasks/get|update|cancel` are served, and this
+   * replica runs tasks and takes over those whose runner died (every `takeoverIntervalMs`, until
+   * `shutdown`). Without it no request may have a task.
+   */
+  tasks?: TaskOptions
 }
 
 export interface McpHttpInput {
@@ -104,8 +114,17 @@ function missingBus(): never {
 }
 
 export function createMcpHandler<App>(options: McpHandlerOptions<App>): McpHandler {
-  const { server, app, sealer, bus, shutdown } = options
+  const { app, sealer, bus, shutdown } = options
   const logger = options.logger ?? consoleLogger
+  const tasks =
+    options.tasks && new TaskEngine({ server: options.server, app, logger }, options.tasks)
+  if (tasks) {
+    const interval = options.tasks?.takeoverIntervalMs ?? DEFAULT_TASK_TAKEOVER_INTERVAL_MS
+    if (interval !== 0) tasks.startTakeover(interval, shutdown)
+    shutdown?.addEventListener('abort', () => tasks.shutdown(), { once: true })
+  }
+  // The modern era's server: with tasks, it advertises the extension (2025-era sessions never see it).
+  const server = tasks ? withExtension(options.server, TASKS_EXTENSION) : options.server
   const serverInfoMeta = { [META_SERVER_INFO]: server.info }
   /**
    * Serialised results that depend only on the compiled server, by `staticResultKey`: bounded by the
@@ -126,7 +145,8 @@ export function createMcpHandler<App>(options: McpHandlerOptions<App>): McpHandl
 
   function stamp(outcome: DispatchResult): JsonObject {
     const result = outcome.result
-    if (result.resultType === 'input_required') return { ...result, _meta: serverInfoMeta }
+    if (result.resultType === 'input_required' || result.resultType === 'task')
+      return { ...result, _meta: serverInfoMeta }
     const stamped: JsonObject = {
       ...result,
       resultType: 'complete',
@@ -175,7 +195,7 @@ export function createMcpHandler<App>(options: McpHandlerOptions<App>): McpHandl
   const legacy: LegacyEra | undefined =
     options.legacy &&
     createLegacyEra({
-      server,
+      server: options.server,
       app,
       sealer,
       sessionSealer: sealer.withTtl(
@@ -273,6 +293,7 @@ export function createMcpHandler<App>(options: McpHandlerOptions<App>): McpHandl
       sealer,
       logger,
       headers,
+      tasks,
     }
     return channel.respond(settle(request, env, cacheKey))
   }

@@ -33,7 +33,21 @@ export const METHODS = {
   promptsGet: 'prompts/get',
   complete: 'completion/complete',
   listen: 'subscriptions/listen',
+  /** The tasks extension's methods (`tasks/`), served only when the handler has a task store. */
+  tasksGet: 'tasks/get',
+  tasksUpdate: 'tasks/update',
+  tasksCancel: 'tasks/cancel',
 } as const
+
+/** The extension of long-running tool calls (SEP-2663), in `capabilities.extensions`. */
+export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks'
+
+/** The methods of the tasks extension. */
+export const TASK_METHODS: ReadonlySet<string> = new Set([
+  METHODS.tasksGet,
+  METHODS.tasksUpdate,
+  METHODS.tasksCancel,
+])
 
 /** Methods whose results may be `input_required` (multi round-trip requests). */
 export const SUSPENDABLE_METHODS: ReadonlySet<string> = new Set([
@@ -42,11 +56,17 @@ export const SUSPENDABLE_METHODS: ReadonlySet<string> = new Set([
   METHODS.promptsGet,
 ])
 
-/** `Mcp-Name` carries `params.name` for these methods and `params.uri` for `resources/read`. */
-export const NAMED_METHODS: Readonly<Record<string, 'name' | 'uri'>> = {
+/**
+ * `Mcp-Name` carries `params.name` for these methods, `params.uri` for `resources/read` and
+ * `params.taskId` for the tasks extension's methods.
+ */
+export const NAMED_METHODS: Readonly<Record<string, 'name' | 'uri' | 'taskId'>> = {
   [METHODS.toolsCall]: 'name',
   [METHODS.promptsGet]: 'name',
   [METHODS.resourcesRead]: 'uri',
+  [METHODS.tasksGet]: 'taskId',
+  [METHODS.tasksUpdate]: 'taskId',
+  [METHODS.tasksCancel]: 'taskId',
 }
 
 export const LOG_LEVELS = [

@@ -162,6 +162,7 @@ export class Replay {
   readonly #answers: Record<string, { d: string; r: unknown }>
   readonly #once: Record<string, unknown>
   #missing: McpError | undefined
+  #taskStarted = false
 
   constructor(
     journal: Journal | undefined,
@@ -178,6 +179,20 @@ export class Replay {
   /** True when this run made asks that are not answered yet. */
   get suspended(): boolean {
     return this.#pending.size > 0
+  }
+
+  /** True once the handler called `ctx.startTask()` in a request that may have a task. */
+  get taskStarted(): boolean {
+    return this.#taskStarted
+  }
+
+  /**
+   * Unwinds the handler at the start of its task: the engine then creates the task (unless an ask of
+   * this run is pending, which makes this round `input_required` first) and runs the handler again.
+   */
+  startTask(): Promise<never> {
+    this.#taskStarted = true
+    return suspend()
   }
 
   /** The -32021 error of the first ask the client cannot serve, if any. */

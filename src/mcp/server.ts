@@ -3,7 +3,8 @@
  * `compileServer(definition)` checks an application's definitions once and compiles what every request
  * reuses: the published tool, resource, template and prompt lists (tool input schemas converted to
  * JSON Schema 2020-12 here, never per request), lookup tables, the `x-mcp-header` parameters each tool
- * declares, and the capabilities advertised by `server/discover`. A malformed definition throws at
+ * declares, and the capabilities advertised by `server/discover` (`withExtension` adds an extension a
+ * handler serves). A malformed definition throws at
  * startup with a message naming it. The result, a `CompiledServer`, is immutable data holding no
  * per-request state (not a server object in the SDK's sense: `createMcpHandler` serves it).
  */
@@ -27,6 +28,9 @@ import type {
 /** The results that carry cache hints (`ttlMs`, `cacheScope`). */
 export type CacheableResult =
   'discover' | 'tools' | 'prompts' | 'resources' | 'resourceTemplates' | 'read'
+
+/** What `server/discover` advertises: the core capabilities and the extensions served. */
+export type AdvertisedCapabilities = ServerCapabilities & { extensions?: Record<string, object> }
 
 /** Everything an application serves, as handed to `compileServer`. */
 export interface ServerDefinition<App> {
@@ -76,7 +80,7 @@ export interface CompiledTemplate<App> {
 export interface CompiledServer<App> {
   readonly info: Implementation
   readonly instructions?: string
-  readonly capabilities: ServerCapabilities
+  readonly capabilities: AdvertisedCapabilities
   readonly pageSize: number
   readonly cache: Record<CacheableResult, CacheHint>
   readonly tools: ReadonlyMap<string, CompiledTool<App>>
@@ -177,7 +181,23 @@ export function compileServer<App>(options: ServerDefinition<App>): CompiledServ
   })
 }
 
+/**
+ * The same server advertising the extension `name` too (`{}`: no settings), for a handler that
+ * serves it (the tasks extension needs a task store, which only the handler has).
+ */
+export function withExtension<App>(server: CompiledServer<App>, name: string): CompiledServer<App> {
+  const extensions = { ...server.capabilities.extensions, [name]: {} }
+  return Object.freeze({ ...server, capabilities: { ...server.capabilities, extensions } })
+}
+
 function compileTool<App>(definition: ToolDefinition<App>): CompiledTool<App> {
+  if (
+    definition.task !== undefined &&
+    definition.task !== 'optional' &&
+    definition.task !== 'required'
+  ) {
+    throw new TypeError(`Tool '${definition.name}': task must be 'optional' or 'required'`)
+  }
   const inputSchema =
     definition.inputJsonSchema ??
     (z.toJSONSchema(definition.input, { target: 'draft-2020-12', io: 'input' }) as JsonObject)

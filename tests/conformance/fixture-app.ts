@@ -3,7 +3,8 @@
  * The conformance fixture: a server built on the engine that exposes exactly the tools, resources,
  * prompts and triggers the official conformance suite (`@modelcontextprotocol/conformance`, requirement
  * sets 2026-07-28 and, with a session store, 2025-11-25; the 2025 leg's tools are in
- * `fixture-2025-tools.ts`) calls, per the fixture contract in ../shared/reference/conformance.md §6. Its
+ * `fixture-2025-tools.ts`, the tasks scenarios' in `fixture-tasks-tools.ts`, served as tasks when the
+ * store is given) calls, per the fixture contract in ../shared/reference/conformance.md §6. Its
  * interactive tools keep all their memory in the sealed requestState, so any replica — Node or
  * Workers — can serve any round. Runtime-neutral; `fixture-server.ts` serves it on Node.
  */
@@ -23,8 +24,10 @@ import { createMcpHandler } from '../../src/mcp/handler.ts'
 import type { StateSealer } from '../../src/mcp/sealed-state.ts'
 import type { SessionStore } from '../../src/mcp/session-store.ts'
 import { compileServer } from '../../src/mcp/server.ts'
+import type { TaskStore } from '../../src/mcp/task-store.ts'
 import type { CreateMessageParams } from '../../src/mcp/wire.ts'
 import { legacyConformanceTools, pause } from './fixture-2025-tools.ts'
+import { tasksConformanceTools } from './fixture-tasks-tools.ts'
 
 interface FixtureApp {
   bus: EventBus
@@ -476,7 +479,7 @@ const prompts = [
 export const fixtureServer = compileServer<FixtureApp>({
   info: { name: 'notes-mcp-conformance-fixture', version: '0.1.0' },
   instructions: 'Conformance fixture for the notes-mcp engine.',
-  tools: [...tools, ...legacyConformanceTools],
+  tools: [...tools, ...legacyConformanceTools, ...tasksConformanceTools],
   resources,
   resourceTemplates: templates,
   prompts,
@@ -488,8 +491,11 @@ export const fixtureServer = compileServer<FixtureApp>({
 export interface FixtureDeps {
   sealer: StateSealer
   bus: EventBus
-  /** Where 2025-era sessions keep what changes after `initialize`; without it, 2026-07-28 only. */
-  sessions?: SessionStore
+  /**
+   * Where 2025-era sessions keep what changes after `initialize` and tasks their records (one store,
+   * as in the notes app); without it the fixture speaks 2026-07-28 only and serves no tasks.
+   */
+  sessions?: SessionStore & TaskStore
   shutdown?: AbortSignal
 }
 
@@ -504,6 +510,8 @@ export function createFixtureApp(
     bus,
     shutdown,
     legacy: sessions && { sessions, sessionTtlSeconds: config.sessionTtlSeconds },
+    // One process: it runs every task it accepts, so there is nothing to take over.
+    tasks: sessions && { store: sessions, replicaId: 'fixture', takeoverIntervalMs: 0 },
   })
   return createHttpApp({ config, handler })
 }

@@ -1,0 +1,279 @@
+/**
+ * @module mcp/tasks/engine
+ * The tasks extension (`io.modelcontextprotocol/tasks`) served by one handler: `TaskEngine` creates
+ * the task of a `tools/call` whose handler called `ctx.startTask()` (the record, readable on every
+ * replica, is stored before `CreateTaskResult` is answered), and answers `tasks/get`, `tasks/update`
+ * and `tasks/cancel` from the shared store, so any replica answers them. Every method first needs
+ * the extension declared in the request's own `_meta` (-32021, before the params are read), then a
+ * task of the caller: an unknown, expired, or other principal's id answers the same -32602.
+ * - `tasks/update` keeps the answers to outstanding keys only (others are ignored, values unread),
+ *   removes those keys from `inputRequests` before it acknowledges, and once none is left makes the
+ *   task runnable, claiming it for this replica when it has room (else any replica's takeover
+ *   loop runs it);
+ * - `tasks/cancel` ends a task nothing runs (`input_required`, or `working` without a live lease)
+ *   as `cancelled` at once; for a running task it sets the cancel flag, which its runner (here, at
+ *   once; on another replica, at its next write) turns into `cancelled`. Terminal tasks stay as they
+ *   are (the ack is the same).
+ * Every change is a compare-and-set on the record's version, retried on a miss from a fresh read,
+ * and terminal records are never written. Running tasks is `runner.ts`'s job; the wire shapes are
+ * `wire.ts`'s. Expired records are purged by the store's sweep.
+ */
+import {
+  callerBinding,
+  parseParams,
+  type DispatchEnv,
+  type DispatchResult,
+  type McpLogger,
+} from '../dispatch.ts'
+import type { McpRequest } from '../envelope.ts'
+import { ErrorCode, McpError } from '../errors.ts'
+import { METHODS } from '../protocol.ts'
+import { randomBytes } from '../random.ts'
+import type { Journal } from '../replay.ts'
+import type { StateBinding } from '../sealed-state.ts'
+import type { CompiledServer } from '../server.ts'
+import {
+  TERMINAL_TASK_STATUSES,
+  type TaskPatch,
+  type TaskRecord,
+  type TaskStore,
+} from '../task-store.ts'
+import { isObject } from '../wire.ts'
+import { cancelledPatch, leaseHeld, readJournal, writeCall, writeJournal } from './record.ts'
+import { TaskRunner } from './runner.ts'
+import {
+  TaskIdParamsSchema,
+  UpdateTaskParamsSchema,
+  createTaskResult,
+  declaresTasks,
+  detailedTask,
+  newTaskId,
+  taskNotFound,
+  tasksCapabilityMissing,
+} from './wire.ts'
+import { base64url } from 'jose'
+
+export const DEFAULT_TASK_TTL_MS = 3_600_000
+export const DEFAULT_TASK_POLL_INTERVAL_MS = 1_000
+export const DEFAULT_TASK_LEASE_MS = 10_000
+export const DEFAULT_TASK_TAKEOVER_INTERVAL_MS = 2_000
+export const DEFAULT_MAX_RUNNING_TASKS = 16
+/** Longest lifetime a task may be given: a week. */
+const MAX_TASK_TTL_MS = 7 * 86_400_000
+/** Compare-and-set attempts of one `tasks/update` or `tasks/cancel` before it answers -32603. */
+const MAX_CHANGE_ATTEMPTS = 8
+
+export interface TaskOptions {
+  /** Where task records live; every replica that should answer for a task shares it. */
+  store: TaskStore
+  /** Names this replica in leases and logs; a random suffix keeps two processes apart. */
+  replicaId?: string
+  /** Lifetime of a task from its creation (`ttlMs`), after which it is purged. Default 1 h. */
+  ttlMs?: number
+  /** The `pollIntervalMs` suggested to clients. Default 1 s. */
+  pollIntervalMs?: number
+  /** How long a runner's lease holds without renewal (it renews every third). Default 10 s. */
+  leaseMs?: number
+  /**
+   * How often this replica looks for tasks to take over (default 2 s); 0 runs no loop, for a
+   * runtime that calls `sweep()` itself (a Durable Object alarm).
+   */
+  takeoverIntervalMs?: number
+  /** Most tasks this replica runs at once. Default 16. */
+  maxRunning?: number
+  now?: () => number
+}
+
+function positiveInteger(name: string, value: number, max = Number.MAX_SAFE_INTEGER): number {
+  if (!Number.isSafeInteger(value) || value < 1 || value > max)
+    throw new RangeError(`${name} must be an integer from 1 to ${max}`)
+  return value
+}
+
+export class TaskEngine<App> {
+  readonly #store: TaskStore
+  readonly #runner: TaskRunner<App>
+  readonly #ttlMs: number
+  readonly #pollIntervalMs: number
+  readonly #leaseMs: number
+  readonly #now: () => number
+
+  constructor(
+    { server, app, logger }: { server: CompiledServer<App>; app: App; logger: McpLogger },
+    options: TaskOptions
+  ) {
+    this.#store = options.store
+    this.#ttlMs = positiveInteger('ttlMs', options.ttlMs ?? DEFAULT_TASK_TTL_MS, MAX_TASK_TTL_MS)
+    this.#pollIntervalMs = positiveInteger(
+      'pollIntervalMs',
+      options.pollIntervalMs ?? DEFAULT_TASK_POLL_INTERVAL_MS
+    )
+    this.#leaseMs = positiveInteger('leaseMs', options.leaseMs ?? DEFAULT_TASK_LEASE_MS)
+    this.#now = options.now ?? Date.now
+    const replica = options.replicaId ?? 'replica'
+    this.#runner = new TaskRunner({
+      server,
+      app,
+      store: options.store,
+      owner: `${replica}-${base64url.encode(randomBytes(6))}`,
+      logger,
+      leaseMs: this.#leaseMs,
+      maxRunning: positiveInteger('maxRunning', options.maxRunning ?? DEFAULT_MAX_RUNNING_TASKS),
+      now: this.#now,
+    })
+  }
+
+  /** Sweeps for tasks to take over every `intervalMs` until `signal` aborts, then stops runs. */
+  startTakeover(intervalMs: number, signal?: AbortSignal): void {
+    positiveInteger('takeoverIntervalMs', intervalMs)
+    this.#runner.startTakeover(intervalMs, signal)
+  }
+
+  /** One takeover pass (`TaskRunner.sweep`), for runtimes that schedule it themselves. */
+  sweep(): Promise<number> {
+    return this.#runner.sweep()
+  }
+
+  /** Stops this replica's runs; each releases its lease for another replica. */
+  shutdown(): void {
+    this.#runner.shutdown()
+  }
+
+  /**
+   * Creates the task of a `tools/call` whose handler started it, with the journal of the request
+   * phase (its answers and `ctx.once` results), leased to this replica when it has room, and answers
+   * `CreateTaskResult` once the record is stored.
+   */
+  async create(
+    env: DispatchEnv<App>,
+    binding: StateBinding,
+    journal: Journal
+  ): Promise<DispatchResult> {
+    const now = this.#now()
+    const leased = this.#runner.hasRoom()
+    const record = await this.#store.createTask({
+      id: newTaskId(),
+      owner: binding.principal,
+      tool: binding.target,
+      args: writeCall({
+        arguments: binding.args as Record<string, unknown>,
+        principal: env.principal,
+        capabilities: env.request.clientCapabilities,
+      }),
+      status: 'working',
+      createdAt: now,
+      updatedAt: now,
+      expiresAt: now + this.#ttlMs,
+      pollIntervalMs: this.#pollIntervalMs,
+      journal: writeJournal({ replay: journal, issued: {} }),
+      leaseOwner: leased ? this.#runner.owner : undefined,
+      leaseExpiresAt: leased ? now + this.#leaseMs : undefined,
+    })
+    if (leased) this.#runner.launch(record)
+    return { result: createTaskResult(record), interactive: true }
+  }
+
+  /** `tasks/get`, `tasks/update` and `tasks/cancel`. */
+  async serve(request: McpRequest, env: DispatchEnv<App>): Promise<DispatchResult> {
+    if (!declaresTasks(request.clientCapabilities)) throw tasksCapabilityMissing(request.method)
+    const owner = callerBinding(env.principal, env.client)
+    switch (request.method) {
+      case METHODS.tasksGet: {
+        const { taskId } = parseParams(TaskIdParamsSchema, request.params)
+        return { result: detailedTask(await this.#find(taskId, owner)) }
+      }
+      case METHODS.tasksUpdate: {
+        const { taskId, inputResponses } = parseParams(UpdateTaskParamsSchema, request.params)
+        await this.#change(taskId, owner, (record) => this.#update(record, inputResponses))
+        return { result: {} }
+      }
+      case METHODS.tasksCancel: {
+        const { taskId } = parseParams(TaskIdParamsSchema, request.params)
+        await this.#change(taskId, owner, (record) => this.#cancel(record))
+        this.#runner.cancel(taskId)
+        return { result: {} }
+      }
+      default:
+        throw new McpError(ErrorCode.MethodNotFound, `Method not found: ${request.method}`)
+    }
+  }
+
+  /** The caller's live task `id`; anything else answers the one not-found error. */
+  async #find(id: string, owner: string): Promise<TaskRecord> {
+    const record = await this.#store.getTask(id)
+    if (!record || record.owner !== owner || record.expiresAt <= this.#now()) throw taskNotFound()
+    return record
+  }
+
+  /**
+   * Applies the change `decide` makes of the caller's task, as a compare-and-set, deciding again
+   * from a fresh read on every miss; `decide` answers no patch when there is nothing to change.
+   * Terminal tasks are never changed. Resolves once the change is stored.
+   */
+  async #change(
+    id: string,
+    owner: string,
+    decide: (record: TaskRecord) => TaskPatch | undefined
+  ): Promise<void> {
+    for (let attempt = 0; attempt < MAX_CHANGE_ATTEMPTS; attempt++) {
+      const record = await this.#find(id, owner)
+      if (TERMINAL_TASK_STATUSES.has(record.status)) return
+      const patch = decide(record)
+      if (!patch) return
+      const updated = await this.#store.updateTask(id, record.version, patch)
+      if (!updated) continue
+      if (patch.leaseOwner === this.#runner.owner) this.#runner.launch(updated)
+      return
+    }
+    throw new McpError(
+      ErrorCode.InternalError,
+      'Internal error: the task kept changing while this request tried to change it; try again.'
+    )
+  }
+
+  /**
+   * The answers of `tasks/update` to the task's outstanding keys (all others ignored, their values
+   * never read); when none is left outstanding, the task is runnable again, claimed for this replica
+   * when it has room.
+   */
+  #update(record: TaskRecord, inputResponses: Record<string, unknown>): TaskPatch | undefined {
+    if (record.status !== 'input_required' || record.inputRequests === undefined) return undefined
+    const outstanding = JSON.parse(record.inputRequests) as Record<string, unknown>
+    const answered = Object.keys(inputResponses).filter((key) => Object.hasOwn(outstanding, key))
+    if (answered.length === 0) return undefined
+    const { issued } = readJournal(record.journal)
+    const stored: unknown =
+      record.inputResponses === undefined ? {} : JSON.parse(record.inputResponses)
+    const responses = isObject(stored) ? stored : {}
+    for (const key of answered) {
+      responses[issued[key] ?? key] = inputResponses[key]
+      delete outstanding[key]
+    }
+    const now = this.#now()
+    if (Object.keys(outstanding).length > 0) {
+      return {
+        inputRequests: JSON.stringify(outstanding),
+        inputResponses: JSON.stringify(responses),
+        updatedAt: now,
+      }
+    }
+    const leased = this.#runner.hasRoom()
+    return {
+      status: 'working',
+      statusMessage: 'Resuming with the answers received.',
+      inputRequests: null,
+      inputResponses: JSON.stringify(responses),
+      updatedAt: now,
+      leaseOwner: leased ? this.#runner.owner : null,
+      leaseExpiresAt: leased ? now + this.#leaseMs : null,
+    }
+  }
+
+  /** Ends a task nothing runs at once; flags a running one for its runner. */
+  #cancel(record: TaskRecord): TaskPatch | undefined {
+    const now = this.#now()
+    if (record.status === 'working' && leaseHeld(record, now))
+      return record.cancelRequested ? undefined : { cancelRequested: true }
+    return cancelledPatch(now)
+  }
+}

@@ -1,0 +1,386 @@
+/**
+ * @module mcp/tasks/runner
+ * Runs tasks on this replica, under a lease in the shared store, so that any replica can finish a
+ * task whose runner died (design §10):
+ * - a run holds the record's lease (`leaseOwner`, `leaseExpiresAt`) and renews it every third of
+ *   the lease; every write is a compare-and-set on the record's version and renews the lease too.
+ *   A miss re-reads the record: if another replica holds the lease, or the task is terminal or gone,
+ *   the run has lost it and stops writing (it aborts its handler's signal); if `tasks/cancel` set
+ *   the cancel flag, the run aborts its handler and ends the task `cancelled`. A replica that
+ *   stalls past its lease and comes back may still finish a step another replica re-runs: task
+ *   steps must be idempotent (write under ids chosen in a `ctx.once`), the CAS keeps the record
+ *   itself right;
+ * - the handler runs from the top with the record's journal and the answers `tasks/update` stored
+ *   (`Replay`), in a `TaskHandlerContext`: `ctx.once` results are written into the record before
+ *   they are returned, `ctx.progress` sets `statusMessage` (coalesced: at most one write queued);
+ * - when it asks for input, the run writes `input_required`, the requests under wire keys new to
+ *   the task, the journal, and releases the lease; `tasks/update` makes the task runnable again;
+ * - its end is one terminal write: `completed` with the tool's result (an `isError` result
+ *   included), `failed` with the JSON-RPC error it threw (a -32021 for an ask the creating request
+ *   cannot serve; anything but an `McpError` is a -32603 whose cause is logged), or `cancelled`;
+ * - `sweep()` is one pass of the takeover loop: it claims (CAS) working tasks whose lease is absent
+ *   or expired, up to this replica's room (`maxRunning`), and runs them; `startTakeover` repeats it.
+ *   A Worker drives the same `sweep`/`launch` from a Durable Object alarm instead of a timer.
+ * On shutdown runs stop and release their leases, so another replica takes them over at once.
+ *
+ * The wire methods are `engine.ts`'s; what the record's JSON fields hold is `record.ts`'s.
+ */
+import { ReplayHandlerContext, type ContextInput } from '../context.ts'
+import { runTool, type McpLogger } from '../dispatch.ts'
+import { ErrorCode, INTERNAL_ERROR_MESSAGE, McpError } from '../errors.ts'
+import { METHODS, PROTOCOL_VERSION } from '../protocol.ts'
+import { Replay } from '../replay.ts'
+import type { CompiledServer } from '../server.ts'
+import { Cancellation, ResponseChannel } from '../streaming.ts'
+import {
+  TERMINAL_TASK_STATUSES,
+  type TaskPatch,
+  type TaskRecord,
+  type TaskStore,
+} from '../task-store.ts'
+import type { CallToolResult } from '../wire.ts'
+import {
+  cancelledPatch,
+  endedPatch,
+  issueKeys,
+  leaseHeld,
+  readCall,
+  readJournal,
+  writeJournal,
+} from './record.ts'
+
+/** Compare-and-set attempts of one write before the run gives up (the record kept changing). */
+const MAX_WRITE_ATTEMPTS = 8
+
+export interface TaskRunnerOptions<App> {
+  server: CompiledServer<App>
+  app: App
+  store: TaskStore
+  /** This replica's name in leases; unique per process. */
+  owner: string
+  logger: McpLogger
+  leaseMs: number
+  /** Most tasks this replica runs at once. */
+  maxRunning: number
+  now: () => number
+}
+
+/** Why a run stopped before its handler ended on its own. */
+type StopReason = 'cancel' | 'lost' | 'shutdown'
+
+/** The run no longer holds the lease (another replica does, or the task is terminal or gone). */
+class LeaseLostError extends Error {
+  override name = 'LeaseLostError'
+}
+
+function failed(error: McpError, now: number): TaskPatch {
+  return endedPatch('failed', { statusMessage: error.message, error: JSON.stringify(error) }, now)
+}
+
+/** A handler's context inside its task; see `ToolContext` for what changes. */
+class TaskHandlerContext<App> extends ReplayHandlerContext<App> {
+  readonly #run: TaskRun<App>
+
+  constructor(run: TaskRun<App>, input: ContextInput<App>, replay: Replay) {
+    super(input, replay, `task:${run.id}`, 'running')
+    this.#run = run
+  }
+
+  override progress(progress: number, total?: number, message?: string): void {
+    this.#run.progress(message ?? (total === undefined ? `${progress}` : `${progress} of ${total}`))
+  }
+
+  override async once<T>(key: string, step: () => T | Promise<T>): Promise<T> {
+    let fresh = false
+    const value = await super.once(key, () => {
+      fresh = true
+      return step()
+    })
+    if (fresh) await this.#run.checkpoint()
+    return value
+  }
+}
+
+/** One run of one task on this replica, from the lease it was given to its last write. */
+class TaskRun<App> {
+  readonly id: string
+  readonly #options: TaskRunnerOptions<App>
+  readonly #abort = new AbortController()
+  #version: number
+  #stop: StopReason | undefined
+  #writes: Promise<unknown> = Promise.resolve()
+  #statusMessage: string | undefined
+  #progressQueued = false
+  #replay: Replay | undefined
+  #issued: Record<string, string> = {}
+
+  constructor(options: TaskRunnerOptions<App>, record: TaskRecord) {
+    this.#options = options
+    this.id = record.id
+    this.#version = record.version
+  }
+
+  /** Stops the handler; a lost lease outranks a cancel, which outranks a shutdown. */
+  stop(reason: StopReason): void {
+    if (this.#stop === 'lost' || (this.#stop === 'cancel' && reason === 'shutdown')) return
+    this.#stop = reason
+    this.#abort.abort(reason)
+  }
+
+  /** Sets `statusMessage`; one write is queued at most, carrying the latest message. */
+  progress(message: string): void {
+    this.#statusMessage = message
+    if (this.#progressQueued) return
+    this.#progressQueued = true
+    this.#write(() => {
+      this.#progressQueued = false
+      return { statusMessage: this.#statusMessage, updatedAt: this.#options.now() }
+    }).catch(() => {})
+  }
+
+  /** Writes the journal into the record (after a fresh `ctx.once` result). */
+  checkpoint(): Promise<void> {
+    return this.#write(() => ({
+      journal: writeJournal({ replay: this.#replay!.journal(), issued: this.#issued }),
+    }))
+  }
+
+  /** Runs the handler and settles the task; never rejects. */
+  async execute(record: TaskRecord): Promise<void> {
+    const { server, app, logger, now } = this.#options
+    if (record.cancelRequested) return this.#finish(() => cancelledPatch(now()))
+    const tool = server.tools.get(record.tool)
+    if (!tool) {
+      const error = new McpError(ErrorCode.InvalidParams, `Unknown tool: ${record.tool}`)
+      return this.#finish(() => failed(error, now()))
+    }
+    const call = readCall(record.args)
+    const journal = readJournal(record.journal)
+    this.#issued = journal.issued
+    const responses =
+      record.inputResponses === undefined ? undefined : JSON.parse(record.inputResponses)
+    const replay = new Replay(journal.replay, responses, call.capabilities)
+    this.#replay = replay
+    const request = {
+      id: record.id,
+      method: METHODS.toolsCall,
+      params: { name: record.tool, arguments: call.arguments },
+      protocolVersion: PROTOCOL_VERSION,
+      clientCapabilities: call.capabilities,
+    }
+    const cancellation = new Cancellation(this.#abort.signal)
+    const input = {
+      app,
+      principal: call.principal,
+      request,
+      cancellation,
+      channel: new ResponseChannel(cancellation),
+    }
+    const ctx = new TaskHandlerContext(this, input, replay)
+    const renewal = setInterval(() => this.#renew(), Math.max(1, this.#options.leaseMs / 3))
+    let result: CallToolResult | undefined
+    let thrown: unknown
+    try {
+      result = await runTool(tool, call.arguments, ctx, logger)
+    } catch (error) {
+      thrown = error
+    } finally {
+      clearInterval(renewal)
+    }
+    await this.#writes
+
+    switch (this.#stop) {
+      case 'lost':
+        return
+      case 'shutdown':
+        return this.#finish(() => ({ leaseOwner: null, leaseExpiresAt: null }))
+      case 'cancel':
+        return this.#finish(() => cancelledPatch(now()))
+    }
+    const missing = replay.missingCapability
+    if (missing) return this.#finish(() => failed(missing, now()))
+    if (replay.suspended) {
+      const inputRequests = JSON.stringify(issueKeys(replay.inputRequests(), this.#issued))
+      const journalText = writeJournal({ replay: replay.journal(), issued: this.#issued })
+      // A cancel seen while writing this (the CAS missed) ends the task: nothing would run it again.
+      return this.#finish(() =>
+        this.#stop === 'cancel'
+          ? cancelledPatch(now())
+          : {
+              status: 'input_required',
+              statusMessage: 'Waiting for input from the client.',
+              inputRequests,
+              inputResponses: null,
+              journal: journalText,
+              updatedAt: now(),
+              leaseOwner: null,
+              leaseExpiresAt: null,
+            }
+      )
+    }
+    if (result !== undefined) {
+      const text = JSON.stringify(result)
+      return this.#finish(() => endedPatch('completed', { result: text }, now()))
+    }
+    let error: McpError
+    if (thrown instanceof McpError) {
+      error = thrown
+    } else {
+      // A suspension without a pending ask, or a failure runTool let through (after an abort).
+      logger.error('task failed', { task: this.id, tool: record.tool, error: String(thrown) })
+      error = new McpError(ErrorCode.InternalError, INTERNAL_ERROR_MESSAGE)
+    }
+    return this.#finish(() => failed(error, now()))
+  }
+
+  #renew(): void {
+    this.#write(() => ({})).catch((error: unknown) => {
+      if (!(error instanceof LeaseLostError))
+        this.#options.logger.warn('task lease renewal failed', {
+          task: this.id,
+          error: String(error),
+        })
+    })
+  }
+
+  /** The run's last write: failures are logged, a lost lease is not a failure. */
+  async #finish(patch: () => TaskPatch): Promise<void> {
+    try {
+      await this.#write(patch)
+    } catch (error) {
+      if (!(error instanceof LeaseLostError))
+        this.#options.logger.error('task record write failed', {
+          task: this.id,
+          error: String(error),
+        })
+    }
+  }
+
+  /** Queues a write after the ones before it (each one a CAS on the version the last one left). */
+  #write(patch: () => TaskPatch): Promise<void> {
+    const write = this.#writes.then(() => this.#apply(patch))
+    this.#writes = write.catch(() => {})
+    return write
+  }
+
+  async #apply(patch: () => TaskPatch): Promise<void> {
+    const { store, owner, leaseMs, now } = this.#options
+    for (let attempt = 0; attempt < MAX_WRITE_ATTEMPTS; attempt++) {
+      if (this.#stop === 'lost') throw new LeaseLostError()
+      const updated = await store.updateTask(this.id, this.#version, {
+        leaseExpiresAt: now() + leaseMs,
+        ...patch(),
+      })
+      if (updated) {
+        this.#version = updated.version
+        if (updated.cancelRequested && !TERMINAL_TASK_STATUSES.has(updated.status))
+          this.stop('cancel')
+        return
+      }
+      const current = await store.getTask(this.id)
+      if (!current || current.leaseOwner !== owner || TERMINAL_TASK_STATUSES.has(current.status)) {
+        this.stop('lost')
+        throw new LeaseLostError()
+      }
+      this.#version = current.version
+      if (current.cancelRequested) this.stop('cancel')
+    }
+    throw new Error(`The record of task ${this.id} kept changing under its runner.`)
+  }
+}
+
+/** The tasks this replica runs, and the takeover of tasks whose runner is gone. */
+export class TaskRunner<App> {
+  readonly #options: TaskRunnerOptions<App>
+  readonly #runs = new Map<string, TaskRun<App>>()
+  #stopped = false
+
+  constructor(options: TaskRunnerOptions<App>) {
+    this.#options = options
+  }
+
+  /** This replica's name in leases. */
+  get owner(): string {
+    return this.#options.owner
+  }
+
+  /** Whether this replica may start one more run now. */
+  hasRoom(): boolean {
+    return !this.#stopped && this.#runs.size < this.#options.maxRunning
+  }
+
+  /**
+   * Runs a task whose lease this replica was just given (the record as that write left it), in the
+   * background: it starts after the current request has been answered.
+   */
+  launch(record: TaskRecord): void {
+    if (this.#runs.has(record.id)) return
+    const run = new TaskRun(this.#options, record)
+    this.#runs.set(record.id, run)
+    setTimeout(() => {
+      run
+        .execute(record)
+        .catch((error: unknown) => {
+          this.#options.logger.error('task run failed', { task: record.id, error: String(error) })
+        })
+        .finally(() => this.#runs.delete(record.id))
+    }, 0)
+  }
+
+  /** Aborts this replica's run of a task cancelled through it (other replicas see the flag). */
+  cancel(id: string): void {
+    this.#runs.get(id)?.stop('cancel')
+  }
+
+  /**
+   * One takeover pass: claims working tasks that no live lease holds (their runner died, stopped,
+   * or never had room), up to this replica's room, and runs them. Answers how many it started.
+   */
+  async sweep(): Promise<number> {
+    const { store, owner, leaseMs, maxRunning, now } = this.#options
+    const room = maxRunning - this.#runs.size
+    if (this.#stopped || room <= 0) return 0
+    let started = 0
+    for (const id of await store.findRunnableTasks(now(), room)) {
+      if (this.#runs.has(id) || !this.hasRoom()) continue
+      const record = await store.getTask(id)
+      const at = now()
+      if (!record || record.status !== 'working' || record.expiresAt <= at || leaseHeld(record, at))
+        continue
+      const claimed = await store.updateTask(id, record.version, {
+        leaseOwner: owner,
+        leaseExpiresAt: at + leaseMs,
+      })
+      if (!claimed) continue
+      this.launch(claimed)
+      started++
+    }
+    return started
+  }
+
+  /** Sweeps every `intervalMs` until `signal` aborts (the timer never keeps a process alive). */
+  startTakeover(intervalMs: number, signal?: AbortSignal): void {
+    let sweeping = false
+    const timer = setInterval(() => {
+      if (sweeping) return
+      sweeping = true
+      this.sweep()
+        .catch((error: unknown) => {
+          this.#options.logger.warn('task takeover sweep failed; the next one retries', {
+            error: String(error),
+          })
+        })
+        .finally(() => {
+          sweeping = false
+        })
+    }, intervalMs)
+    ;(timer as { unref?: () => void }).unref?.()
+    signal?.addEventListener('abort', () => clearInterval(timer), { once: true })
+  }
+
+  /** Stops every run of this replica; each releases its lease for another replica to take over. */
+  shutdown(): void {
+    this.#stopped = true
+    for (const run of this.#runs.values()) run.stop('shutdown')
+  }
+}
