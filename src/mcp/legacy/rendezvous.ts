@@ -18,8 +18,14 @@ import { randomBytes } from '../random.ts'
 import type { SessionStore } from '../session-store.ts'
 import type { InputRequest, JsonObject } from '../wire.ts'
 
-/** How often a waiting flow checks the store for answers whose bus signal it did not hear. */
+/**
+ * How often, at most, a waiting flow checks the store for answers whose bus signal it did not hear.
+ * Checks start after `FIRST_ANSWER_POLL_MS` and double up to that interval: a machine answers within
+ * milliseconds, a person within seconds, and a replica without a shared bus (SQLite replicas on one
+ * host) still continues a flow quickly.
+ */
 export const DEFAULT_ANSWER_POLL_MS = 2_000
+export const FIRST_ANSWER_POLL_MS = 50
 /** Longest server→client request id accepted in an answer (ours are 20 characters). */
 export const MAX_ANSWER_ID_CHARS = 64
 
@@ -40,6 +46,7 @@ export interface ExchangeOptions {
   /** Writes one server→client JSON-RPC request to the flow's SSE stream. */
   send: (message: JsonObject) => void
   timeoutMs: number
+  /** The longest pause between two store checks; `Infinity` checks only on bus signals. */
   pollMs?: number
   signal: AbortSignal
   now: () => number
@@ -117,7 +124,16 @@ export async function exchange(
   })
   const onAbort = () => finish({ kind: 'cancelled' })
   signal.addEventListener('abort', onAbort, { once: true })
-  const poll = setInterval(takeAll, options.pollMs ?? DEFAULT_ANSWER_POLL_MS)
+  const maxPollMs = options.pollMs ?? DEFAULT_ANSWER_POLL_MS
+  let poll: ReturnType<typeof setTimeout> | undefined
+  const schedulePoll = (delay: number) => {
+    if (!Number.isFinite(maxPollMs)) return
+    poll = setTimeout(() => {
+      takeAll()
+      schedulePoll(Math.min(delay * 2, maxPollMs))
+    }, delay)
+  }
+  schedulePoll(Math.min(FIRST_ANSWER_POLL_MS, maxPollMs))
   const timeout = setTimeout(
     () => finish({ kind: 'timeout', missing: [...keyOf.values()] }),
     options.timeoutMs
@@ -131,7 +147,7 @@ export async function exchange(
   } finally {
     unsubscribe()
     signal.removeEventListener('abort', onAbort)
-    clearInterval(poll)
+    clearTimeout(poll)
     clearTimeout(timeout)
     await Promise.all([...keyOf.keys()].map((id) => sessions.forgetInput(sid, id).catch(() => {})))
   }
