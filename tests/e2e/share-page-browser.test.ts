@@ -5,17 +5,16 @@
  * page on another origin that auto-submits a forged decision is refused (CSRF), and the share stays
  * pending.
  *
- * The browser is `CHROMIUM_PATH` when set, else `chromium` or `chromium-browser` on `PATH`
- * (`.ci/run` installs Debian's). Without one these tests are skipped, visibly; under `CI=true` they
- * fail instead.
+ * The browser is found by `tests/support/chromium.ts`: without one these tests are skipped, visibly;
+ * under `CI=true` they fail instead. This is local mode (no auth): whoever opens the page decides;
+ * the signed-in approval of a deployment with auth is `oidc-share-login.test.ts`'s.
  */
-import { accessSync, constants } from 'node:fs'
 import { createServer, type Server } from 'node:http'
-import { delimiter, join } from 'node:path'
-import { chromium, type Browser } from 'playwright-core'
+import type { Browser } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { McpClient } from '../../src/client/index.ts'
 import type { CallToolResult } from '../../src/mcp/wire.ts'
+import { browserTestsRun, launchChromium } from '../support/chromium.ts'
 import {
   freePort,
   startServer,
@@ -23,49 +22,15 @@ import {
   type ServerProcess,
 } from '../support/server-process.ts'
 
-/** `CHROMIUM_PATH` as given (a wrong one fails at launch), else the first Chromium on `PATH`. */
-function findChromium(): string | undefined {
-  if (process.env.CHROMIUM_PATH) return process.env.CHROMIUM_PATH
-  const dirs = (process.env.PATH ?? '').split(delimiter).filter(Boolean)
-  for (const name of ['chromium', 'chromium-browser']) {
-    for (const dir of dirs) {
-      try {
-        accessSync(join(dir, name), constants.X_OK)
-        return join(dir, name)
-      } catch {
-        // not in this directory
-      }
-    }
-  }
-  return undefined
-}
-
-const CHROMIUM = findChromium()
-const inCi = process.env.CI === 'true'
-const MISSING = 'no Chromium: set CHROMIUM_PATH or put chromium or chromium-browser on PATH'
-if (!CHROMIUM && !inCi) console.warn(`Share page browser tests skipped: ${MISSING}`)
+const RUN = browserTestsRun('Share page browser tests')
 
 let server: ServerProcess
 let browser: Browser
 
 beforeAll(async () => {
-  if (!CHROMIUM) {
-    if (inCi) throw new Error(`${MISSING} (CI=true: this fails instead of skipping)`)
-    return
-  }
+  if (!RUN) return
+  browser = await launchChromium()
   server = await startServer('notes', { DATA_DIR: await tempDataDir() })
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  })
 })
 
 afterAll(async () => {
@@ -101,7 +66,7 @@ async function shareWith(id: string, act: (url: string) => Promise<void>): Promi
   return textOf(await client.callTool('share_note', { id }))
 }
 
-describe.skipIf(!CHROMIUM && !inCi)('the share approval page in headless Chromium', () => {
+describe.skipIf(!RUN)('the share approval page in headless Chromium', () => {
   it('publishes a read-only link after the person clicks Approve', async () => {
     const id = await createNote('Browser approved note')
     const page = await browser.newPage()

@@ -1,0 +1,54 @@
+/**
+ * @module tests/support/chromium
+ * Headless Chromium for the browser tests, driven by playwright-core: the browser is `CHROMIUM_PATH`
+ * when set, else `chromium` or `chromium-browser` on `PATH` (`.ci/run` installs Debian's; never a
+ * downloaded build). Without one, browser tests are skipped visibly; under `CI=true` they fail
+ * instead (`requireChromium` in `beforeAll`).
+ */
+import { accessSync, constants } from 'node:fs'
+import { delimiter, join } from 'node:path'
+import { chromium, type Browser } from 'playwright-core'
+
+/** `CHROMIUM_PATH` as given (a wrong one fails at launch), else the first Chromium on `PATH`. */
+function findChromium(): string | undefined {
+  if (process.env.CHROMIUM_PATH) return process.env.CHROMIUM_PATH
+  const dirs = (process.env.PATH ?? '').split(delimiter).filter(Boolean)
+  for (const name of ['chromium', 'chromium-browser']) {
+    for (const dir of dirs) {
+      try {
+        accessSync(join(dir, name), constants.X_OK)
+        return join(dir, name)
+      } catch {
+        // not in this directory
+      }
+    }
+  }
+  return undefined
+}
+
+export const CHROMIUM = findChromium()
+const inCi = process.env.CI === 'true'
+const MISSING = 'no Chromium: set CHROMIUM_PATH or put chromium or chromium-browser on PATH'
+
+/** Whether the browser tests of a file run: with a Chromium, or under CI (where they then fail). */
+export function browserTestsRun(suite: string): boolean {
+  if (!CHROMIUM && !inCi) console.warn(`${suite} skipped: ${MISSING}`)
+  return CHROMIUM !== undefined || inCi
+}
+
+/** Launches headless Chromium; under CI without one, throws (the tests fail instead of skipping). */
+export async function launchChromium(): Promise<Browser> {
+  if (!CHROMIUM) throw new Error(`${MISSING} (CI=true: this fails instead of skipping)`)
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+  })
+}
