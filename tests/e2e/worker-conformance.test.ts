@@ -1,8 +1,10 @@
 /**
- * The official conformance referee (`scripts/conformance.ts --url`, requirement set 2026-07-28) against
- * the conformance fixture served by workerd through `wrangler dev` (local): every scored scenario must
- * pass on the Worker as it does on Node (tests/conformance/referee.test.ts), plus the three not-scored
- * ones the project passes. Results go to conformance-results/worker. The scenario lists, the runner and
+ * The official conformance referee (`scripts/conformance.ts --url`) against the conformance fixture
+ * served by workerd through `wrangler dev` (local, its D1 database migrated, the Durable Object event
+ * bus bound), both legs one after the other on the same Worker: requirement set 2026-07-28 and, through
+ * 2025-era sessions, 2025-11-25. Every scored scenario must pass on the Worker as it does on Node
+ * (tests/conformance/referee.test.ts), plus the not-scored ones the project passes. Results go to
+ * conformance-results/worker and conformance-results/worker-2025. The scenario lists, the runner and
  * the pinning tests are shared with the Node run in tests/support/conformance.ts.
  */
 import { afterAll, beforeAll } from 'vitest'
@@ -12,26 +14,37 @@ import {
   describeRefereeRun,
   runReferee,
   type RefereeRun,
+  type RequirementSet,
 } from '../support/conformance.ts'
 import { startWorker, type WorkerProcess } from '../workers/wrangler-dev.ts'
 
+const LEGS: ReadonlyArray<{ requirements: RequirementSet; out: string }> = [
+  { requirements: '2026-07-28', out: 'conformance-results/worker' },
+  { requirements: '2025-11-25', out: 'conformance-results/worker-2025' },
+]
+
 let worker: WorkerProcess | undefined
-let run: RefereeRun | undefined
+const runs = new Map<RequirementSet, RefereeRun>()
 
 beforeAll(async () => {
   worker = await startWorker({ vars: { STATE_KEYS: formatKeyRing([generateKey()]) } })
-  run = await runReferee(worker.url, '2026-07-28', 'conformance-results/worker', 240_000)
-  const scored = SCORED_SCENARIOS['2026-07-28']
-  const scoredPassing = scored.filter((scenario) => run?.summary.get(scenario)?.ok).length
-  console.log(`Conformance on workerd: ${scoredPassing}/${scored.length} scored scenarios pass`)
-}, 300_000)
+  for (const { requirements, out } of LEGS) {
+    const run = await runReferee(worker.url, requirements, out, 240_000)
+    runs.set(requirements, run)
+    const scored = SCORED_SCENARIOS[requirements]
+    const passing = scored.filter((scenario) => run.summary.get(scenario)?.ok).length
+    console.log(`Conformance ${requirements} on workerd: ${passing}/${scored.length} scored pass`)
+  }
+}, 540_000)
 
 afterAll(async () => {
   await worker?.stop()
 })
 
-describeRefereeRun(
-  'official conformance referee, requirement set 2026-07-28, on workerd (wrangler dev)',
-  '2026-07-28',
-  () => run
-)
+for (const { requirements } of LEGS) {
+  describeRefereeRun(
+    `official conformance referee, requirement set ${requirements}, on workerd (wrangler dev)`,
+    requirements,
+    () => runs.get(requirements)
+  )
+}

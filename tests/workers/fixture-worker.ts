@@ -1,17 +1,28 @@
 /**
  * @module tests/workers/fixture-worker
- * The conformance fixture as a Worker (`tests/workers/wrangler.fixture.toml`), for the Worker leg of
- * the conformance referee and the cross-runtime retry tests. Like `src/worker.ts` it builds the app
+ * The conformance fixture as a Worker (`tests/workers/wrangler.fixture.toml`, `npm run
+ * dev:fixture-worker`), for both Worker legs of the conformance referee (2026-07-28 and 2025-11-25),
+ * the cross-runtime retry tests and the cross-isolate bus tests. Like `src/worker.ts` it builds the app
  * once per isolate from the string bindings, parsed by the same `config.ts`; `STATE_KEYS` is required
- * (the cross-runtime tests give the Worker and the Node fixture the same ring). The fixture has no
- * store: its interactive tools keep all their memory in the sealed requestState.
+ * (the cross-runtime tests give the Worker and the Node fixture the same ring). Its interactive tools
+ * keep all their memory in the sealed requestState; what 2025-era sessions change after `initialize`
+ * lives in the D1 database bound as `DB`, and events travel on the `EventBusObject` Durable Object
+ * bound as `EVENT_BUS`, as in the notes Worker.
  */
 import type { Hono } from 'hono'
 import { parseConfig } from '../../src/config.ts'
-import { InProcessEventBus } from '../../src/mcp/events.ts'
+import { consoleLogger } from '../../src/mcp/handler.ts'
 import { importKeyRing, parseKeyRing } from '../../src/mcp/key-ring.ts'
 import { StateSealer } from '../../src/mcp/sealed-state.ts'
+import { D1NotesStore, type D1Like } from '../../src/storage/d1.ts'
+import {
+  DurableObjectEventBus,
+  EVENT_BUS_BINDING,
+  isBusNamespace,
+} from '../../src/workers/event-bus.ts'
 import { createFixtureApp } from '../conformance/fixture-app.ts'
+
+export { EventBusObject } from '../../src/workers/event-bus-object.ts'
 
 let app: Promise<Hono> | undefined
 
@@ -21,11 +32,19 @@ async function build(env: Record<string, unknown>): Promise<Hono> {
   )
   const config = parseConfig(strings)
   if (!config.stateKeys) throw new Error('STATE_KEYS is not set')
+  const namespace = env[EVENT_BUS_BINDING]
+  if (!isBusNamespace(namespace)) throw new Error(`the ${EVENT_BUS_BINDING} binding is missing`)
   const sealer = StateSealer.create({
     keyRing: await importKeyRing(parseKeyRing(config.stateKeys)),
     ttlSeconds: config.stateTtlSeconds,
   })
-  return createFixtureApp(config, { sealer, bus: new InProcessEventBus() })
+  const sessions = new D1NotesStore({ db: env.DB as D1Like })
+  await sessions.migrate()
+  return createFixtureApp(config, {
+    sealer,
+    bus: new DurableObjectEventBus({ namespace, logger: consoleLogger }),
+    sessions,
+  })
 }
 
 export default {

@@ -1,9 +1,11 @@
 /**
  * @module tests/workers/wrangler-dev
  * Node-side helper (not a workerd test): starts `wrangler dev` in local mode for an end-to-end test —
- * workerd on 127.0.0.1, a free port, a free inspector port, a private `--persist-to` directory and the
- * given secrets through an `--env-file`, with wrangler's outbound traffic switched off. Resolves once
- * `/healthz` answers; `stop()` ends wrangler and its workerd processes (one process group).
+ * workerd on 127.0.0.1, a free port, a free inspector port, a private `--persist-to` directory whose
+ * local D1 database `DB` has `migrations/` applied first (as `wrangler d1 migrations apply DB --local`),
+ * and the given secrets through an `--env-file`, with wrangler's outbound traffic switched off.
+ * Resolves once `/healthz` answers; `stop()` ends wrangler and its workerd processes (one process
+ * group).
  */
 import { spawn } from 'node:child_process'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
@@ -23,6 +25,8 @@ export const WRANGLER_ENV: Readonly<Record<string, string>> = {
 
 export const FIXTURE_WORKER_CONFIG = join(root, 'tests/workers/wrangler.fixture.toml')
 
+const WRANGLER = join(root, 'node_modules/wrangler/bin/wrangler.js')
+
 export interface WorkerProcess {
   url: string
   baseUrl: string
@@ -38,8 +42,27 @@ export interface StartWorkerOptions {
   startTimeoutMs?: number
 }
 
+/** Runs one wrangler command to its end; rejects with its output when it fails. */
+function wrangler(args: string[]): Promise<void> {
+  const child = spawn(process.execPath, [WRANGLER, ...args], {
+    cwd: root,
+    env: { ...process.env, ...WRANGLER_ENV, NO_COLOR: '1' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let output = ''
+  child.stdout.on('data', (chunk) => (output += chunk))
+  child.stderr.on('data', (chunk) => (output += chunk))
+  return new Promise((resolve, reject) =>
+    child.once('close', (code) =>
+      code === 0 ? resolve() : reject(new Error(`wrangler ${args[0]} failed:\n${output}`))
+    )
+  )
+}
+
 export async function startWorker(options: StartWorkerOptions = {}): Promise<WorkerProcess> {
   const dir = await mkdtemp(join(tmpdir(), 'notes-wrangler-dev-'))
+  const config = options.config ?? FIXTURE_WORKER_CONFIG
+  const state = join(dir, 'state')
   const envFile = join(dir, 'worker.env')
   const lines = Object.entries(options.vars ?? {}).map(([name, value]) => {
     if (/[\r\n]/.test(value)) throw new TypeError(`${name} must be a single line`)
@@ -47,13 +70,30 @@ export async function startWorker(options: StartWorkerOptions = {}): Promise<Wor
   })
   await writeFile(envFile, `${lines.join('\n')}\n`, { mode: 0o600 })
 
+  try {
+    await wrangler([
+      'd1',
+      'migrations',
+      'apply',
+      'DB',
+      '--local',
+      '--config',
+      config,
+      '--persist-to',
+      state,
+    ])
+  } catch (error) {
+    await rm(dir, { recursive: true, force: true })
+    throw error
+  }
+
   const port = await freePort()
   const inspectorPort = await freePort()
   const args = [
-    join(root, 'node_modules/wrangler/bin/wrangler.js'),
+    WRANGLER,
     'dev',
     '--config',
-    options.config ?? FIXTURE_WORKER_CONFIG,
+    config,
     '--local',
     '--ip',
     '127.0.0.1',
@@ -65,7 +105,7 @@ export async function startWorker(options: StartWorkerOptions = {}): Promise<Wor
     '--env-file',
     envFile,
     '--persist-to',
-    join(dir, 'state'),
+    state,
   ]
   const child = spawn(process.execPath, args, {
     cwd: root,
