@@ -497,11 +497,16 @@ export interface FixtureDeps {
    */
   sessions?: SessionStore & TaskStore
   shutdown?: AbortSignal
+  /**
+   * How often a waiting 2025 flow checks the store for an answer whose bus signal it missed (default
+   * the engine's); tests that prove an answer arrives by the bus alone set it beyond their timeout.
+   */
+  answerPollMs?: number
 }
 
 export function createFixtureApp(
   config: Config,
-  { sealer, bus, sessions, shutdown }: FixtureDeps
+  { sealer, bus, sessions, shutdown, answerPollMs }: FixtureDeps
 ): Hono {
   const handler = createMcpHandler({
     server: fixtureServer,
@@ -509,7 +514,11 @@ export function createFixtureApp(
     sealer,
     bus,
     shutdown,
-    legacy: sessions && { sessions, sessionTtlSeconds: config.sessionTtlSeconds },
+    legacy: sessions && {
+      sessions,
+      sessionTtlSeconds: config.sessionTtlSeconds,
+      input: { answerPollMs },
+    },
     // One process: it runs every task it accepts, so there is nothing to take over.
     tasks: sessions && { store: sessions, replicaId: 'fixture', takeoverIntervalMs: 0 },
   })
