@@ -148,7 +148,9 @@ class TaskRun<App> {
   /** Runs the handler and settles the task; never rejects. */
   async execute(record: TaskRecord): Promise<void> {
     const { server, app, logger, now } = this.#options
-    if (record.cancelRequested) return this.#finish(() => cancelledPatch(now()))
+    if (record.cancelRequested) this.stop('cancel')
+    // Cancelled (or shut down) between the lease and the start: the handler never runs.
+    if (this.#stop) return this.#settleStopped()
     const tool = server.tools.get(record.tool)
     if (!tool) {
       const error = new McpError(ErrorCode.InvalidParams, `Unknown tool: ${record.tool}`)
@@ -189,14 +191,7 @@ class TaskRun<App> {
     }
     await this.#writes
 
-    switch (this.#stop) {
-      case 'lost':
-        return
-      case 'shutdown':
-        return this.#finish(() => ({ leaseOwner: null, leaseExpiresAt: null }))
-      case 'cancel':
-        return this.#finish(() => cancelledPatch(now()))
-    }
+    if (this.#stop) return this.#settleStopped()
     const missing = replay.missingCapability
     if (missing) return this.#finish(() => failed(missing, now()))
     if (replay.suspended) {
@@ -231,6 +226,18 @@ class TaskRun<App> {
       error = new McpError(ErrorCode.InternalError, INTERNAL_ERROR_MESSAGE)
     }
     return this.#finish(() => failed(error, now()))
+  }
+
+  /** The end of a stopped run: none after a lost lease, `cancelled`, or the lease released. */
+  #settleStopped(): Promise<void> {
+    switch (this.#stop) {
+      case 'cancel':
+        return this.#finish(() => cancelledPatch(this.#options.now()))
+      case 'shutdown':
+        return this.#finish(() => ({ leaseOwner: null, leaseExpiresAt: null }))
+      default:
+        return Promise.resolve()
+    }
   }
 
   #renew(): void {
