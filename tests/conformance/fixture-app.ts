@@ -498,8 +498,8 @@ export interface FixtureDeps {
   sessions?: SessionStore & TaskStore
   shutdown?: AbortSignal
   /**
-   * How often a waiting 2025 flow checks the store for an answer whose bus signal it missed (default
-   * the engine's); tests that prove an answer arrives by the bus alone set it beyond their timeout.
+   * The longest wait of a 2025 flow between two checks of the store for an answer whose bus signal it
+   * missed (default the engine's); tests that prove an answer arrives by the bus alone set Infinity.
    */
   answerPollMs?: number
 }
