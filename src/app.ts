@@ -22,6 +22,7 @@ import type { McpLogger } from './mcp/dispatch.ts'
 import { consoleLogger, createMcpHandler } from './mcp/handler.ts'
 import type { EventBus } from './mcp/events.ts'
 import type { StateSealer } from './mcp/sealed-state.ts'
+import type { TaskOptions } from './mcp/tasks/engine.ts'
 import { READ, SCOPE_IMPLIES } from './notes/scopes.ts'
 import { createNotesServer } from './notes/server.ts'
 import type { NotesStore } from './notes/store.ts'
@@ -36,6 +37,11 @@ export interface AppDeps {
   now?: () => number
   /** Auth parts shared across apps (with `config.auth`); built per app when absent. */
   auth?: AuthServices
+  /**
+   * Serves tasks (`import_notes`, `export_notes`; records in `store`) and runs this replica's share
+   * of them. Node passes it; on Workers tasks wait for their Durable Object runner.
+   */
+  tasks?: Omit<TaskOptions, 'store' | 'now'>
 }
 
 const notesServer = createNotesServer()
@@ -51,6 +57,7 @@ export function createApp(config: Config, deps: AppDeps): Hono {
     logger: deps.logger,
     shutdown: deps.shutdown,
     legacy: { sessions: deps.store, sessionTtlSeconds: config.sessionTtlSeconds },
+    tasks: deps.tasks && { ...deps.tasks, store: deps.store, now },
   })
   const logger = deps.logger ?? consoleLogger
   const authServices = config.auth && (deps.auth ?? createAuthServices(config.auth, { logger }))

@@ -4,8 +4,9 @@
  * when DATABASE_URL is set, with a LISTEN/NOTIFY event bus so notifications reach every replica), loads (or on
  * first start generates) the requestState key ring, and serves the app with @hono/node-server on
  * 127.0.0.1 by default; without auth it refuses any HOST that is not loopback unless
- * ALLOW_UNAUTHENTICATED=1 (`assertSafeExposure`). It purges expired store rows on a timer (`storage/purge.ts`). On
- * SIGINT/SIGTERM it ends listen streams gracefully and closes the store.
+ * ALLOW_UNAUTHENTICATED=1 (`assertSafeExposure`). It purges expired store rows on a timer (`storage/purge.ts`) and
+ * serves tasks from the store, taking over those of replicas that died (`mcp/tasks/`). On
+ * SIGINT/SIGTERM it ends listen streams gracefully, releases its tasks' leases and closes the store.
  */
 import { serve } from '@hono/node-server'
 import { join } from 'node:path'
@@ -72,7 +73,9 @@ async function main(): Promise<void> {
     : new InProcessEventBus()
 
   const shutdown = new AbortController()
-  const app = createApp(config, { store, sealer, bus, shutdown: shutdown.signal })
+  // Tasks live in the store: this replica runs its own and takes over those of replicas that died.
+  const tasks = { replicaId: config.replicaId }
+  const app = createApp(config, { store, sealer, bus, shutdown: shutdown.signal, tasks })
   const server = serve({ fetch: app.fetch, hostname: config.host, port: config.port }, (info) => {
     const host = info.family === 'IPv6' ? `[${info.address}]` : info.address
     console.log(`notes-mcp listening on http://${host}:${info.port}/mcp`)
