@@ -26,10 +26,11 @@ export const TEST_AUTH_ENV = {
 
 /**
  * The `Authorization` header of a bearer token of `subject` (and OAuth client `azp`) for an app
- * configured with `TEST_AUTH_ENV`.
+ * configured with `TEST_AUTH_ENV`, granting every notes scope (`notes:write` implies `notes:read`).
  */
 export async function bearer(subject: string, azp?: string): Promise<HeaderOverrides> {
-  const token = await new SignJWT(azp === undefined ? {} : { azp })
+  const scope = 'notes:write'
+  const token = await new SignJWT(azp === undefined ? { scope } : { scope, azp })
     .setProtectedHeader({ alg: 'HS256' })
     .setIssuer(TEST_AUTH_ENV.AUTH_ISSUER)
     .setAudience(TEST_AUTH_ENV.AUTH_AUDIENCE)
