@@ -8,6 +8,9 @@
  * and its `TaskStore` (`mcp/task-store.ts`: the records of tasks), so every deployment has one store
  * for all three. `importNotes` is the idempotent bulk insert behind task steps that may run again
  * after their replica died: it creates notes under ids the caller chose (and journaled) once.
+ * `deleteMany` is its counterpart for a chosen set of notes: all of them go in one transaction that
+ * spends a single-use key, so a flow that dies part-way (a 2025-era flow cannot re-send its final
+ * round) leaves either nothing or the whole selection deleted, never half of it.
  *
  * Every row that can outlive its use has a lifetime, and `purgeExpired` removes the rows whose lifetime
  * is over, a bounded number per call (the runtime entries sweep on a timer or a cron trigger): spent
@@ -49,6 +52,9 @@ export interface Note {
 
 /** Most notes one `importNotes` call accepts. */
 export const MAX_IMPORT_NOTES = 1000
+
+/** Most ids one `deleteMany` call accepts. */
+export const MAX_DELETE_NOTES = 1000
 
 export interface NewNote {
   title: string
@@ -142,6 +148,21 @@ export interface NotesStore extends SessionStore, TaskStore {
    * answers `already_done` and changes nothing, on any replica sharing the store.
    */
   delete(principal: string, id: string, onceKey: string): Promise<OnceOutcome<boolean>>
+  /**
+   * Spends `onceKey` and deletes every listed note of the principal, in one transaction, and answers
+   * the ids it deleted, in the order given, each once. An id naming no note of this principal
+   * (already gone, never there, another principal's) is simply not in the answer, and another
+   * principal's note is left untouched. A second call with the same key (or one a `delete` or
+   * `publishShare` spent) answers `already_done` and changes nothing, on any replica sharing the
+   * store; calls racing with one key delete once. A call that fails part-way deletes nothing and
+   * leaves the key unspent; an empty list only spends the key. Throws `RangeError`, changing nothing,
+   * for more than {@link MAX_DELETE_NOTES} ids.
+   */
+  deleteMany(
+    principal: string,
+    ids: readonly string[],
+    onceKey: string
+  ): Promise<OnceOutcome<string[]>>
   /** Notes of the principal, most recently updated first. */
   list(principal: string, offset: number, limit: number): Promise<Page<Note>>
   /** Full-text search over title, body and tags, best match first. */

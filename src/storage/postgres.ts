@@ -1,13 +1,13 @@
 /**
  * @module storage/postgres
  * The `NotesStore` adapter on PostgreSQL (the pure-JS `postgres` driver), for replicas on many machines
- * sharing one database. It owns every statement of the store: the single-use keys that make deletes and
- * share publications happen at most once across every replica, the optimistic concurrency of updates,
- * what 2025-era sessions keep (`SessionStore`: ended sessions and log levels, subscriptions, input
- * slots), the records of tasks (`TaskStore`), the idempotent import of notes, and the purge of
- * expired rows. It has the semantics of the SQLite-dialect store (`sql-store.ts`).
- * The schema and its migrations are `postgres-schema.ts`'s, the search text builders
- * `postgres-search.ts`'s.
+ * sharing one database. It owns every statement of the store: the single-use keys that make deletes
+ * (of one note, or of a chosen set in one transaction) and share publications happen at most once
+ * across every replica, the optimistic concurrency of updates, what 2025-era sessions keep
+ * (`SessionStore`: ended sessions and log levels, subscriptions, input slots), the records of tasks
+ * (`TaskStore`), the idempotent import of notes, and the purge of expired rows. It has the semantics
+ * of the SQLite-dialect store (`sql-store.ts`). The schema and its migrations are
+ * `postgres-schema.ts`'s, the search text builders `postgres-search.ts`'s.
  *
  * Concurrency: every check-and-set (note or task version, share status, single-use key, published
  * link, input slot, imported note) is decided by PostgreSQL — a conditional `UPDATE`, an
@@ -55,13 +55,16 @@ import {
 } from '../notes/store.ts'
 import {
   assertPublishable,
+  checkDeleteMany,
   checkImport,
   checkPaging,
   checkSweep,
+  deletedInOrder,
   NEW_TASK_FIELDS,
   newNoteId,
   newTaskValues,
   notMigrated,
+  oneDeleted,
   pendingShareRequest,
   purgeWithin,
   sessionRecord,
@@ -257,15 +260,35 @@ export class PostgresNotesStore implements NotesStore {
   }
 
   async delete(principal: string, id: string, onceKey: string): Promise<OnceOutcome<boolean>> {
-    return this.#ready.begin(async (tx): Promise<OnceOutcome<boolean>> => {
-      // A concurrent holder of the same key makes this INSERT wait for its commit, then skip.
+    return oneDeleted(await this.deleteMany(principal, [id], onceKey))
+  }
+
+  async deleteMany(
+    principal: string,
+    ids: readonly string[],
+    onceKey: string
+  ): Promise<OnceOutcome<string[]>> {
+    const sql = this.#ready
+    checkDeleteMany(ids)
+    return sql.begin(async (tx): Promise<OnceOutcome<string[]>> => {
+      // A concurrent holder of the same key makes this INSERT wait for its commit (then skip) or its
+      // rollback (then spend the key).
       const used = await tx`
         INSERT INTO used_keys (once_key, used_at) VALUES (${enc(onceKey)}, ${Date.now()})
         ON CONFLICT DO NOTHING`
       if (used.count === 0) return { kind: 'already_done' }
-      const deleted = await tx`
-        DELETE FROM notes WHERE principal = ${enc(principal)} AND id = ${enc(id)}`
-      return { kind: 'done', value: deleted.count > 0 }
+      // The search vectors are columns of the row: they go with it.
+      const deleted = await tx<Array<{ id: string }>>`
+        DELETE FROM notes
+        WHERE principal = ${enc(principal)} AND id = ANY(${tx.array(ids.map(enc))}::text[])
+        RETURNING id`
+      return {
+        kind: 'done',
+        value: deletedInOrder(
+          ids,
+          deleted.map((row) => dec(row.id))
+        ),
+      }
     })
   }
 

@@ -4,8 +4,9 @@
  * common, written once so that they cannot drift apart: the note-id format and random tokens, tag
  * normalisation, paging checks, the budget of a purge, page building, which words of a search text
  * reach the query ({@link MAX_SEARCH_WORDS}), the mapping of a share-request row, the columns of the
- * `tasks` table with the mapping of a task record and of a patch onto them, the checks of an import,
- * and the outcomes and errors decided the same way everywhere (`decideShareRequest`'s explanation of
+ * `tasks` table with the mapping of a task record and of a patch onto them, the checks of an import
+ * and of a bulk delete, and the outcomes and errors decided the same way everywhere (what
+ * `deleteMany` and `delete` answer from the rows deleted, `decideShareRequest`'s explanation of
  * a miss, `publishShare`'s refusal, a session's record, {@link notMigrated}). The error classes
  * themselves live with the contract in `notes/store.ts`, so `instanceof` works whichever adapter threw.
  *
@@ -22,12 +23,14 @@ import type { SessionRecord } from '../mcp/session-store.ts'
 import type { NewTask, TaskPatch, TaskRecord, TaskStatus } from '../mcp/task-store.ts'
 import { NOTE_ID_PATTERN } from '../notes/limits.ts'
 import {
+  MAX_DELETE_NOTES,
   MAX_IMPORT_NOTES,
   ShareNotApprovedError,
   StoreNotMigratedError,
   type DecideOutcome,
   type NewNote,
   type Note,
+  type OnceOutcome,
   type Page,
   type ShareRequest,
   type ShareStatus,
@@ -54,6 +57,24 @@ export function checkImport(notes: ReadonlyArray<NewNote & { id: string }>): voi
       throw new RangeError('an imported note id must be n_ followed by 16 base64url characters')
     }
   }
+}
+
+/** `deleteMany`'s precondition on every adapter: throws `RangeError` for more than `MAX_DELETE_NOTES` ids. */
+export function checkDeleteMany(ids: readonly string[]): void {
+  if (ids.length > MAX_DELETE_NOTES) {
+    throw new RangeError(`at most ${MAX_DELETE_NOTES} notes may be deleted at once`)
+  }
+}
+
+/** What `deleteMany` answers: the ids of `ids` the database deleted, in their order, each once. */
+export function deletedInOrder(ids: readonly string[], deleted: readonly string[]): string[] {
+  const gone = new Set(deleted)
+  return [...new Set(ids)].filter((id) => gone.has(id))
+}
+
+/** `delete` on every adapter: the `deleteMany` of its one id, answering whether it deleted it. */
+export function oneDeleted(outcome: OnceOutcome<string[]>): OnceOutcome<boolean> {
+  return outcome.kind === 'done' ? { kind: 'done', value: outcome.value.length > 0 } : outcome
 }
 
 /** `byteCount` random bytes from Web Crypto as unpadded base64url. */

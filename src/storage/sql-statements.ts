@@ -80,9 +80,13 @@ export const SQL = {
   spendKey: `
     INSERT INTO used_keys (once_key, used_at, claim) VALUES (?1, ?2, ?3)
     ON CONFLICT DO NOTHING RETURNING once_key`,
-  /** ?1 principal, ?2 id; deletes only when the key ?3 carries this call's claim ?4. */
-  deleteNote: `
-    DELETE FROM notes WHERE principal = ?1 AND id = ?2 AND ${CLAIMED('?3', '?4')}
+  /**
+   * ?1 principal, ?2 ids (a JSON array of strings); deletes only when the key ?3 carries this call's
+   * claim ?4. The FTS5 delete trigger keeps the search index in step.
+   */
+  deleteNotes: `
+    DELETE FROM notes
+    WHERE principal = ?1 AND id IN (SELECT value FROM json_each(?2)) AND ${CLAIMED('?3', '?4')}
     RETURNING id`,
   /** ?1 key. */
   keyUsed: `SELECT 1 AS used FROM used_keys WHERE once_key = ?1`,

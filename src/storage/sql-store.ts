@@ -23,7 +23,8 @@
  * read only explains a miss, never decides. `importNotes` is one batch of conditional inserts, each
  * answering whether it created its note. A single-use key is spent in a batch that inserts
  * `(once_key, claim)` with a fresh random claim (`ON CONFLICT DO NOTHING`); the later statements of the
- * same batch act only where that claim is found, i.e. only when this call spent the key.
+ * same batch act only where that claim is found, i.e. only when this call spent the key: `deleteMany`
+ * is that batch with one `DELETE … RETURNING` of every listed note (`delete` is its one-id case).
  *
  * Search: free text is reduced to word tokens (letters, digits) and each token is quoted as an FTS5
  * string, so no character of user input reaches the FTS5 query syntax. Every word must match, the last
@@ -56,12 +57,15 @@ import {
 } from '../notes/store.ts'
 import {
   assertPublishable,
+  checkDeleteMany,
   checkImport,
   checkPaging,
   checkSweep,
+  deletedInOrder,
   newNoteId,
   newTaskValues,
   notMigrated,
+  oneDeleted,
   pendingShareRequest,
   purgeWithin,
   randomBase64url,
@@ -182,13 +186,26 @@ export class SqlNotesStore implements NotesStore {
   }
 
   async delete(principal: string, id: string, onceKey: string): Promise<OnceOutcome<boolean>> {
+    return oneDeleted(await this.deleteMany(principal, [id], onceKey))
+  }
+
+  async deleteMany(
+    principal: string,
+    ids: readonly string[],
+    onceKey: string
+  ): Promise<OnceOutcome<string[]>> {
+    const db = this.#db
+    checkDeleteMany(ids)
     const claim = newClaim()
-    const [spent, deleted] = await this.#db.batch([
+    // Two statements whatever the number of ids (they travel as one JSON array): D1 caps a
+    // statement's parameters, not the length of one.
+    const [spent, deleted] = await db.batch([
       { sql: SQL.spendKey, params: [onceKey, Date.now(), claim] },
-      { sql: SQL.deleteNote, params: [principal, id, onceKey, claim] },
+      { sql: SQL.deleteNotes, params: [principal, JSON.stringify(ids), onceKey, claim] },
     ])
     if ((spent?.length ?? 0) === 0) return { kind: 'already_done' }
-    return { kind: 'done', value: (deleted?.length ?? 0) > 0 }
+    const rows = (deleted ?? []).map((row) => String(row.id))
+    return { kind: 'done', value: deletedInOrder(ids, rows) }
   }
 
   async list(principal: string, offset: number, limit: number): Promise<Page<Note>> {

@@ -7,9 +7,18 @@
  * The driver owns the file and the schema. It applies the files under `migrations/` that wrangler
  * applies to D1 ({@link SQLITE_MIGRATIONS}), in order, each once, inside one transaction with its row in
  * `schema_migrations` (version = the file's number). Several server processes on one machine may open
- * the same file: the database runs in WAL mode with a busy timeout, and a batch runs in a
- * `BEGIN IMMEDIATE` transaction (the write lock taken up front, so two writers never deadlock on an
- * upgrade). Prepared statements are cached per connection (the store's statements are a fixed set).
+ * the same file: the connection has its busy timeout from the moment it opens, the database runs in
+ * WAL mode, and a batch or a migration runs in a `BEGIN IMMEDIATE` transaction (the write lock taken
+ * up front, so two writers never deadlock on an upgrade, and waiting for it honours the timeout).
+ * Prepared statements are cached per connection (the store's statements are a fixed set).
+ *
+ * Replicas starting together on a new file: the switch to WAL (in `migrate()`, before the schema)
+ * reads the file's header and then upgrades to a write lock, and SQLite never calls the busy handler
+ * for such an upgrade (two readers upgrading could wait on each other forever), so while another
+ * connection holds the write lock — another replica switching the same new file, or migrating it —
+ * the switch fails at once with SQLITE_BUSY whatever the timeout. The driver retries it, with growing
+ * pauses that leave the event loop free, until the busy timeout has passed. Once the file is in WAL
+ * mode the switch is a no-op that takes no lock.
  *
  * It leaves to others: where the file lives (configuration), everything the shared store owns.
  */
@@ -17,6 +26,7 @@
 import { DatabaseSync, type StatementSync } from 'node:sqlite'
 import { mkdirSync, readFileSync } from 'node:fs'
 import { dirname } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
 import {
   SqlNotesStore,
   type SqlDriver,
@@ -28,6 +38,12 @@ import { SQLITE_MIGRATIONS } from './sql-statements.ts'
 
 /** Milliseconds a writer waits for another process's lock before failing with SQLITE_BUSY. */
 export const DEFAULT_BUSY_TIMEOUT_MS = 5000
+
+/** First and longest pause between two attempts at the switch to WAL mode (see the module header). */
+const WAL_RETRY_FIRST_PAUSE_MS = 2
+const WAL_RETRY_MAX_PAUSE_MS = 100
+/** SQLite's primary result code for a lock held by another connection (extended codes add high bits). */
+const SQLITE_BUSY = 5
 
 /** Where the schema's migration files ({@link SQLITE_MIGRATIONS}) are: `migrations/` of this project. */
 const MIGRATIONS_DIR = new URL('../../migrations/', import.meta.url)
@@ -47,6 +63,7 @@ export class SqliteNotesStore extends SqlNotesStore {
 
 class NodeSqliteDriver implements SqlDriver {
   readonly #db: DatabaseSync
+  readonly #busyTimeoutMs: number
   readonly #statements = new Map<string, StatementSync>()
 
   constructor(options: SqliteNotesStoreOptions) {
@@ -58,9 +75,9 @@ class NodeSqliteDriver implements SqlDriver {
       throw new TypeError('SqliteNotesStore: options.busyTimeoutMs must be a non-negative integer')
     }
     if (options.path !== ':memory:') mkdirSync(dirname(options.path), { recursive: true })
-    this.#db = new DatabaseSync(options.path)
-    this.#db.exec(`PRAGMA busy_timeout = ${busyTimeoutMs}`)
-    this.#db.exec('PRAGMA journal_mode = WAL')
+    // The busy timeout is set as the connection opens, before any statement can meet a lock.
+    this.#db = new DatabaseSync(options.path, { timeout: busyTimeoutMs })
+    this.#busyTimeoutMs = busyTimeoutMs
     this.#db.exec('PRAGMA synchronous = NORMAL')
     this.#db.exec('PRAGMA foreign_keys = ON')
   }
@@ -83,8 +100,12 @@ class NodeSqliteDriver implements SqlDriver {
     )
   }
 
-  /** Applies the migration files not yet recorded in `schema_migrations`, in one transaction. */
+  /**
+   * Switches the file to WAL mode, then applies the migration files not yet recorded in
+   * `schema_migrations`, in one transaction.
+   */
   async migrate(): Promise<void> {
+    await this.#enterWal()
     this.#transaction(() => {
       this.#db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
         version INTEGER PRIMARY KEY,
@@ -107,6 +128,30 @@ class NodeSqliteDriver implements SqlDriver {
   async close(): Promise<void> {
     this.#statements.clear()
     if (this.#db.isOpen) this.#db.close()
+  }
+
+  /**
+   * `PRAGMA journal_mode = WAL`, attempted again after a pause while another connection holds the
+   * write lock it needs (SQLite fails it at once then; see the module header), until the busy timeout
+   * has passed. The first attempt runs before this returns; a private in-memory database stays in its
+   * own mode.
+   */
+  async #enterWal(): Promise<void> {
+    const deadline = Date.now() + this.#busyTimeoutMs
+    for (
+      let pause = WAL_RETRY_FIRST_PAUSE_MS;
+      ;
+      pause = Math.min(2 * pause, WAL_RETRY_MAX_PAUSE_MS)
+    ) {
+      try {
+        this.#db.exec('PRAGMA journal_mode = WAL')
+        return
+      } catch (error) {
+        const left = deadline - Date.now()
+        if (!isBusy(error) || left <= 0) throw error
+        await sleep(Math.min(pause, left))
+      }
+    }
   }
 
   #prepare(sql: string): StatementSync {
@@ -134,4 +179,10 @@ function migrationVersion(file: string): number {
   const match = /^(\d+)_/.exec(file)
   if (match === null) throw new Error(`migration file ${file} does not start with its number`)
   return Number(match[1])
+}
+
+/** Whether node:sqlite failed with SQLITE_BUSY (any of its extended codes). */
+function isBusy(error: unknown): boolean {
+  const code = (error as { errcode?: unknown } | null)?.errcode
+  return typeof code === 'number' && (code & 0xff) === SQLITE_BUSY
 }

@@ -4,7 +4,8 @@
  * block exercising the whole interface through the interface only, including the `SessionStore` of
  * 2025-era sessions (with the adversarial cases of the answer rendezvous), the `TaskStore` of tasks
  * (compare-and-set, clearing fields, large payloads, which tasks are runnable), the idempotent
- * `importNotes`, and the purge of expired rows. Each test takes a store from `makeStore` (already migrated) and invents its own principals,
+ * `importNotes` and the all-or-nothing `deleteMany`, and the purge of expired rows. Each test takes a
+ * store from `makeStore` (already migrated) and invents its own principals,
  * note contents, share ids, session ids and once-keys with random suffixes, so adapters may hand out
  * a fresh database per test or one shared database.
  *
@@ -12,6 +13,10 @@
  * them (a PostgreSQL pool), and are serialised by an in-process driver (node:sqlite answers each call
  * synchronously), so there they pin the outcome whichever runs first. Real races between connections
  * are the adapter tests' (threads on one SQLite file, several PostgreSQL stores).
+ *
+ * A call that fails part-way inside the database is made with a trigger the adapter installs
+ * (`refuseInDatabase`; {@link sqliteRefusal} is the SQLite dialect's), which refuses to insert or delete
+ * a note of one title: the statement fails on that row after the rows before it were written.
  *
  * It leaves to the adapter tests: engine specifics (journal mode, several connections, error names,
  * tokenizer details such as accent folding) and how the store is created and torn down.
@@ -21,6 +26,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { MAX_SUBSCRIPTIONS_PER_SESSION } from '../../src/mcp/session-store.ts'
 import type { NewTask, TaskRecord } from '../../src/mcp/task-store.ts'
 import {
+  MAX_DELETE_NOTES,
   MAX_IMPORT_NOTES,
   REPLAY_RETENTION_MS,
   type NewNote,
@@ -34,6 +40,40 @@ export interface NotesStoreContractOptions {
    * shared store, and close it in the adapter's own `afterAll`.
    */
   closeAfterEach?: boolean
+  /**
+   * Makes the database of the store under test refuse, with an error whose message contains
+   * {@link REFUSED_IN_DATABASE}, to insert (`INSERT`) or to delete (`DELETE`) a note titled `title`,
+   * until the function it answers is called. Absent where nothing but the store can reach the database
+   * (a private in-memory SQLite database): the tests of failures inside the database are left out
+   * there, for another variant of the same adapter to run.
+   */
+  refuseInDatabase?: RefuseInDatabase
+}
+
+export type RefuseInDatabase = (
+  write: 'INSERT' | 'DELETE',
+  title: string
+) => Promise<() => Promise<void>>
+
+/** What the error of a write refused by `refuseInDatabase` says. */
+export const REFUSED_IN_DATABASE = 'refused by the test trigger'
+
+/**
+ * The SQLite dialect's statements behind `refuseInDatabase` (node:sqlite and D1): a trigger `name`
+ * refusing to `write` a note titled `title`, and its removal. `name` and `title` are the test's own
+ * (letters, digits, `_` and `-`), never user input.
+ */
+export function sqliteRefusal(
+  name: string,
+  write: 'INSERT' | 'DELETE',
+  title: string
+): { create: string; drop: string } {
+  const row = write === 'INSERT' ? 'new' : 'old'
+  return {
+    create: `CREATE TRIGGER ${name} BEFORE ${write} ON notes WHEN ${row}.title = '${title}'
+      BEGIN SELECT RAISE(ABORT, '${REFUSED_IN_DATABASE}'); END`,
+    drop: `DROP TRIGGER ${name}`,
+  }
 }
 
 /** A fixed clock origin; tests pass explicit `now` values so ordering never depends on timing. */
@@ -109,6 +149,7 @@ export function describeNotesStoreContract(
   options: NotesStoreContractOptions = {}
 ): void {
   const closeAfterEach = options.closeAfterEach ?? true
+  const refuseInDatabase = options.refuseInDatabase
 
   describe(`NotesStore contract: ${name}`, () => {
     let store: NotesStore
@@ -422,6 +463,165 @@ export function describeNotesStoreContract(
         expect(await store.completeIds(alice, created.id, 10)).toEqual([])
         expect(await store.completeTags(alice, 'te', 10)).toEqual([])
       })
+    })
+
+    describe('deleteMany', () => {
+      const ids = (notes: Note[]) => notes.map((n) => n.id)
+
+      it('deletes every listed note and answers their ids in the order given', async () => {
+        const notes = await seed(alice, [note('one'), note('two'), note('three'), note('kept')])
+        const listed = [notes[2]!.id, notes[0]!.id, notes[1]!.id]
+        expect(await store.deleteMany(alice, listed, unique('key'))).toEqual({
+          kind: 'done',
+          value: listed,
+        })
+        expect((await store.list(alice, 0, 10)).items).toEqual([notes[3]])
+      })
+
+      it("leaves out of its answer ids already gone, never there or another principal's, whose note stays", async () => {
+        const [gone, mine] = await seed(alice, [note('gone'), note('mine')])
+        const [bobs] = await seed(bob, [note('bob keeps')])
+        await store.delete(alice, gone!.id, unique('key'))
+        const listed = [gone!.id, 'n_doesnotexist0000', bobs!.id, mine!.id]
+        expect(await store.deleteMany(alice, listed, unique('key'))).toEqual({
+          kind: 'done',
+          value: [mine!.id],
+        })
+        expect(await store.get(bob, bobs!.id)).toEqual(bobs)
+        expect(await store.get(alice, bobs!.id)).toBeUndefined()
+      })
+
+      it('a second call with the same once-key answers already_done and changes nothing, whatever it lists', async () => {
+        const [first, second] = await seed(alice, [note('first'), note('second')])
+        const key = unique('key')
+        expect(await store.deleteMany(alice, [first!.id], key)).toEqual({
+          kind: 'done',
+          value: [first!.id],
+        })
+        expect(await store.deleteMany(alice, [first!.id], key)).toEqual({ kind: 'already_done' })
+        expect(await store.deleteMany(alice, [second!.id], key)).toEqual({ kind: 'already_done' })
+        expect(await store.get(alice, second!.id)).toEqual(second)
+      })
+
+      it('shares its once-keys with delete and publishShare', async () => {
+        const notes = await seed(alice, [note('a'), note('b'), note('c')])
+        const spentByDelete = unique('key')
+        await store.delete(alice, notes[0]!.id, spentByDelete)
+        expect(await store.deleteMany(alice, ids(notes), spentByDelete)).toEqual({
+          kind: 'already_done',
+        })
+        const spentByMany = unique('key')
+        await store.deleteMany(alice, [notes[1]!.id], spentByMany)
+        expect(await store.delete(alice, notes[2]!.id, spentByMany)).toEqual({
+          kind: 'already_done',
+        })
+        const share = unique('share')
+        await store.createShareRequest({
+          id: share,
+          principal: alice,
+          noteId: notes[2]!.id,
+          expiresAt: T0 + HOUR,
+        })
+        await store.decideShareRequest(share, 'approved', T0)
+        expect(await store.publishShare(alice, share, unique('link'), spentByMany)).toEqual({
+          kind: 'already_done',
+        })
+        expect((await store.list(alice, 0, 10)).items).toEqual([notes[2]])
+      })
+
+      it('an id listed twice is deleted and answered once', async () => {
+        const [once, other] = await seed(alice, [note('once'), note('other')])
+        const listed = [once!.id, other!.id, once!.id]
+        expect(await store.deleteMany(alice, listed, unique('key'))).toEqual({
+          kind: 'done',
+          value: [once!.id, other!.id],
+        })
+      })
+
+      it('an empty list deletes nothing and spends the key', async () => {
+        const [kept] = await seed(alice, [note('kept')])
+        const key = unique('key')
+        expect(await store.deleteMany(alice, [], key)).toEqual({ kind: 'done', value: [] })
+        expect(await store.deleteMany(alice, [kept!.id], key)).toEqual({ kind: 'already_done' })
+        expect(await store.get(alice, kept!.id)).toEqual(kept)
+      })
+
+      it('deleted notes leave list, search, tags and completions; the others are still found', async () => {
+        const notes = await seed(alice, [
+          note('Walrus', 'arctic whiskers', ['sea', 'north']),
+          note('Penguin', 'antarctic flippers', ['sea', 'south']),
+          note('Puffin', 'arctic beak', ['sea', 'north']),
+        ])
+        await store.deleteMany(alice, [notes[0]!.id, notes[2]!.id], unique('key'))
+        const search = async (text: string) =>
+          titles((await store.search(alice, { text, offset: 0, limit: 10 })).items)
+        expect(await search('arctic')).toEqual([])
+        expect(await search('whiskers')).toEqual([])
+        expect(await search('flippers')).toEqual(['Penguin'])
+        expect(await search('sea')).toEqual(['Penguin'])
+        expect(await store.listTags(alice)).toEqual([
+          { tag: 'sea', count: 1 },
+          { tag: 'south', count: 1 },
+        ])
+        expect(await store.completeTags(alice, 'no', 10)).toEqual([])
+        expect(await store.completeIds(alice, 'n_', 10)).toEqual([notes[1]!.id])
+      })
+
+      it('accepts MAX_DELETE_NOTES ids in one call and refuses more, deleting and spending nothing', async () => {
+        const listed = Array.from({ length: MAX_DELETE_NOTES }, () => noteId())
+        for (let start = 0; start < listed.length; start += MAX_IMPORT_NOTES) {
+          const chunk = listed.slice(start, start + MAX_IMPORT_NOTES)
+          await store.importNotes(
+            alice,
+            chunk.map((id, i) => ({ id, ...note(`n${start + i}`) })),
+            T0
+          )
+        }
+        const key = unique('key')
+        const attempt = store.deleteMany(alice, [...listed, noteId()], key)
+        await expect(attempt).rejects.toBeInstanceOf(RangeError)
+        expect((await store.list(alice, MAX_DELETE_NOTES - 1, 10)).items).toHaveLength(1)
+        expect(await store.deleteMany(alice, listed, key)).toEqual({ kind: 'done', value: listed })
+        expect(await store.list(alice, 0, 1)).toEqual({ items: [] })
+      })
+
+      it('of two calls issued together with the same once-key exactly one deletes, the whole list', async () => {
+        const notes = await seed(alice, [note('a'), note('b'), note('c')])
+        const key = unique('key')
+        const outcomes = await Promise.all([
+          store.deleteMany(alice, ids(notes), key),
+          store.deleteMany(alice, ids(notes), key),
+        ])
+        expect(outcomes).toContainEqual({ kind: 'done', value: ids(notes) })
+        expect(outcomes).toContainEqual({ kind: 'already_done' })
+        expect(await store.list(alice, 0, 10)).toEqual({ items: [] })
+      })
+
+      if (refuseInDatabase !== undefined) {
+        it('a call the database refuses part-way deletes none of the notes and leaves the key unspent', async () => {
+          const boom = unique('boom')
+          const notes = await seed(alice, [
+            note('first', 'doomed'),
+            note(boom, 'doomed'),
+            note('third', 'doomed'),
+          ])
+          const key = unique('key')
+          const allow = await refuseInDatabase('DELETE', boom)
+          try {
+            const attempt = store.deleteMany(alice, ids(notes), key)
+            await expect(attempt).rejects.toThrow(REFUSED_IN_DATABASE)
+          } finally {
+            await allow()
+          }
+          for (const n of notes) expect(await store.get(alice, n.id)).toEqual(n)
+          const found = await store.search(alice, { text: 'doomed', offset: 0, limit: 10 })
+          expect(titles(found.items).sort()).toEqual([boom, 'first', 'third'].sort())
+          expect(await store.deleteMany(alice, ids(notes), key)).toEqual({
+            kind: 'done',
+            value: ids(notes),
+          })
+        })
+      }
     })
 
     describe('list', () => {
@@ -1217,6 +1417,24 @@ export function describeNotesStoreContract(
         // Nothing was spent either: the same notes import afterwards.
         expect(await store.importNotes(alice, notes, T0 + 1)).toBe(3)
       })
+
+      if (refuseInDatabase !== undefined) {
+        it('a call the database refuses part-way creates none of its notes', async () => {
+          const boom = unique('boom')
+          const notes = ['first', boom, 'third'].map((title) => imported(title, 'imported'))
+          const allow = await refuseInDatabase('INSERT', boom)
+          try {
+            await expect(store.importNotes(alice, notes, T0)).rejects.toThrow(REFUSED_IN_DATABASE)
+          } finally {
+            await allow()
+          }
+          expect(await store.list(alice, 0, 10)).toEqual({ items: [] })
+          expect(await store.search(alice, { text: 'imported', offset: 0, limit: 10 })).toEqual({
+            items: [],
+          })
+          expect(await store.importNotes(alice, notes, T0)).toBe(3)
+        })
+      }
 
       it("refuses ids not of the store's own form, creating nothing", async () => {
         const good = imported('good')

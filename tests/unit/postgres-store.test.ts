@@ -1,9 +1,10 @@
 /**
- * The PostgreSQL adapter: the shared `NotesStore` contract against a throw-away database, plus what only
- * PostgreSQL has: several stores (replicas) on one database racing on once-keys, share decisions,
- * input slots, the subscription cap, task versions, imports and migrations, an import that fails
- * inside the database, text PostgreSQL cannot hold (U+0000), search independent of the database's
- * locale, the UTF8 requirement, and the adapter's own error types.
+ * The PostgreSQL adapter: the shared `NotesStore` contract against a throw-away database (with the
+ * failures inside the database, made by triggers), plus what only PostgreSQL has: several stores
+ * (replicas) on one database racing on once-keys, bulk deletes, share decisions, input slots, the
+ * subscription cap, task versions, imports and migrations, text PostgreSQL cannot hold (U+0000),
+ * search independent of the database's locale, the UTF8 requirement, and the adapter's own error
+ * types.
  *
  * Needs a server: `TEST_DATABASE_URL`, or PostgreSQL on 127.0.0.1:5432 (see tests/support/postgres.ts;
  * `.ci/run` installs and starts one). Without one the file fails under `CI=true` and is reported as
@@ -16,7 +17,13 @@ import { PostgresNotesStore } from '../../src/storage/postgres.ts'
 import { MAX_SUBSCRIPTIONS_PER_SESSION } from '../../src/mcp/session-store.ts'
 import { POSTGRES_SCHEMA_VERSION } from '../../src/storage/postgres-schema.ts'
 import { ShareNotApprovedError, StoreNotMigratedError } from '../../src/notes/store.ts'
-import { describeNotesStoreContract, newTask, noteId } from '../support/store-contract.ts'
+import {
+  describeNotesStoreContract,
+  newTask,
+  noteId,
+  REFUSED_IN_DATABASE,
+  type RefuseInDatabase,
+} from '../support/store-contract.ts'
 import {
   createScratchDatabase,
   testDatabaseUrl,
@@ -25,6 +32,16 @@ import {
 
 const T0 = 1_750_000_000_000
 const serverUrl = await testDatabaseUrl()
+
+/** Runs `work` on a connection of its own to the database at `url`, beside the stores. */
+async function asAdmin<T>(url: string, work: (admin: postgres.Sql) => Promise<T>): Promise<T> {
+  const admin = postgres(url, { max: 1, onnotice: () => {} })
+  try {
+    return await work(admin)
+  } finally {
+    await admin.end({ timeout: 5 })
+  }
+}
 
 describe.skipIf(serverUrl === undefined)('PostgresNotesStore', () => {
   const scratches: ScratchDatabase[] = []
@@ -57,8 +74,28 @@ describe.skipIf(serverUrl === undefined)('PostgresNotesStore', () => {
     for (const db of scratches.splice(0)) await db.drop()
   })
 
-  describeNotesStoreContract('postgres', () => open())
-  describeNotesStoreContract('postgres, one connection', () => open(shared.url, 1))
+  /** A trigger refusing to write one title, on the shared database, until removed. */
+  const refuseInDatabase: RefuseInDatabase = async (write, title) => {
+    const name = `refuse_${write.toLowerCase()}`
+    const row = write === 'INSERT' ? 'NEW' : 'OLD'
+    await asAdmin(shared.url, (admin) =>
+      admin.unsafe(`
+        CREATE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN RAISE EXCEPTION '${REFUSED_IN_DATABASE}'; END $$;
+        CREATE TRIGGER ${name} BEFORE ${write} ON notes
+          FOR EACH ROW WHEN (${row}.title = '${title}') EXECUTE FUNCTION ${name}();`)
+    )
+    return async () => {
+      await asAdmin(shared.url, (admin) =>
+        admin.unsafe(`DROP TRIGGER ${name} ON notes; DROP FUNCTION ${name}();`)
+      )
+    }
+  }
+
+  describeNotesStoreContract('postgres', () => open(), { refuseInDatabase })
+  describeNotesStoreContract('postgres, one connection', () => open(shared.url, 1), {
+    refuseInDatabase,
+  })
 
   describe('replicas on one database', () => {
     it('a once-key spent through one store answers already_done through another', async () => {
@@ -115,6 +152,52 @@ describe.skipIf(serverUrl === undefined)('PostgresNotesStore', () => {
       const outcomes = await Promise.all(stores.map((s, i) => s.delete(p, notes[i]!.id, key)))
       expect(outcomes.filter((o) => o.kind === 'done')).toEqual([{ kind: 'done', value: true }])
       expect((await stores[0]!.list(p, 0, 10)).items).toHaveLength(3)
+    })
+
+    it('concurrent bulk deletes with the same once-key on two stores: one deletes every note, once', async () => {
+      const a = await open()
+      const b = await open()
+      const p = `p-${crypto.randomUUID()}`
+      const outcomes = await Promise.all(
+        Array.from({ length: 20 }, async (_, i) => {
+          const notes = await Promise.all(
+            [0, 1, 2].map((j) => a.create(p, { title: `n${i}.${j}`, body: '', tags: [] }, T0))
+          )
+          const ids = notes.map((note) => note.id)
+          const key = `${p}-key-${i}`
+          return {
+            ids,
+            pair: await Promise.all([a.deleteMany(p, ids, key), b.deleteMany(p, ids, key)]),
+          }
+        })
+      )
+      for (const { ids, pair } of outcomes) {
+        expect(pair).toContainEqual({ kind: 'done', value: ids })
+        expect(pair).toContainEqual({ kind: 'already_done' })
+      }
+      expect(await a.list(p, 0, 10)).toEqual({ items: [] })
+    })
+
+    it('concurrent bulk deletes of the same notes with their own once-keys on several stores delete each note once', async () => {
+      const stores = await Promise.all([open(), open(), open(), open()])
+      const p = `p-${crypto.randomUUID()}`
+      const notes = Array.from({ length: 200 }, (_, i) => ({
+        id: noteId(),
+        title: `n${i}`,
+        body: '',
+        tags: [],
+      }))
+      await stores[0]!.importNotes(p, notes, T0)
+      const ids = notes.map((note) => note.id)
+      // Each store lists the notes in its own order, so the transactions meet in different places.
+      const outcomes = await Promise.all(
+        stores.map((s, i) =>
+          s.deleteMany(p, i % 2 === 0 ? ids : [...ids].reverse(), `${p}-key-${i}`)
+        )
+      )
+      const deleted = outcomes.flatMap((o) => (o.kind === 'done' ? o.value : []))
+      expect(deleted.sort()).toEqual([...ids].sort())
+      expect(await stores[0]!.list(p, 0, 10)).toEqual({ items: [] })
     })
 
     it('concurrent publications of one share on two stores create exactly one link', async () => {
@@ -212,15 +295,13 @@ describe.skipIf(serverUrl === undefined)('PostgresNotesStore', () => {
       }))
       const counts = await Promise.all(stores.map((s) => s.importNotes(p, notes, T0)))
       expect(counts.reduce((sum, count) => sum + count, 0)).toBe(notes.length)
-      const admin = postgres(shared.url, { max: 1, onnotice: () => {} })
-      try {
-        const [row] = await admin`
+      const [row] = await asAdmin(
+        shared.url,
+        (admin) => admin`
           SELECT count(*)::int AS n, count(DISTINCT id)::int AS ids FROM notes
           WHERE principal = ${p}`
-        expect(row).toEqual({ n: notes.length, ids: notes.length })
-      } finally {
-        await admin.end({ timeout: 5 })
-      }
+      )
+      expect(row).toEqual({ n: notes.length, ids: notes.length })
     })
 
     it('concurrent answers to one input slot on several stores: exactly one is stored', async () => {
@@ -245,14 +326,11 @@ describe.skipIf(serverUrl === undefined)('PostgresNotesStore', () => {
         stores.map((s, i) => s.addSubscription(sid, `note://race_${i}`, T0 + 10))
       )
       expect(outcomes.filter(Boolean)).toHaveLength(2)
-      const admin = postgres(shared.url, { max: 1, onnotice: () => {} })
-      try {
-        const [row] = await admin`
-          SELECT count(*)::int AS n FROM session_subscriptions WHERE sid = ${sid}`
-        expect(row?.n).toBe(MAX_SUBSCRIPTIONS_PER_SESSION)
-      } finally {
-        await admin.end({ timeout: 5 })
-      }
+      const [row] = await asAdmin(
+        shared.url,
+        (admin) => admin`SELECT count(*)::int AS n FROM session_subscriptions WHERE sid = ${sid}`
+      )
+      expect(row?.n).toBe(MAX_SUBSCRIPTIONS_PER_SESSION)
     })
   })
 
@@ -260,8 +338,7 @@ describe.skipIf(serverUrl === undefined)('PostgresNotesStore', () => {
     it('stores migrating a fresh database at once record each step once', async () => {
       const db = await scratch()
       await Promise.all(Array.from({ length: 5 }, () => open(db.url)))
-      const admin = postgres(db.url, { max: 1, onnotice: () => {} })
-      try {
+      await asAdmin(db.url, async (admin) => {
         const rows = await admin`SELECT version FROM schema_migrations ORDER BY version`
         expect(rows.map((r) => r.version)).toEqual(
           Array.from({ length: POSTGRES_SCHEMA_VERSION }, (_, i) => i + 1)
@@ -280,9 +357,7 @@ describe.skipIf(serverUrl === undefined)('PostgresNotesStore', () => {
           'tasks',
           'used_keys',
         ])
-      } finally {
-        await admin.end({ timeout: 5 })
-      }
+      })
     })
 
     it('refuses a database that is not UTF8', async () => {
@@ -422,31 +497,6 @@ describe.skipIf(serverUrl === undefined)('PostgresNotesStore', () => {
           current: created,
         })
       }
-    })
-
-    it('an import that fails inside the database creates none of its notes', async () => {
-      const db = await scratch()
-      const store = await open(db.url)
-      const admin = postgres(db.url, { max: 1, onnotice: () => {} })
-      try {
-        await admin.unsafe(`
-          CREATE FUNCTION refuse_boom() RETURNS trigger LANGUAGE plpgsql AS $$
-          BEGIN RAISE EXCEPTION 'boom refused'; END $$;
-          CREATE TRIGGER refuse_boom BEFORE INSERT ON notes
-            FOR EACH ROW WHEN (NEW.title = 'boom') EXECUTE FUNCTION refuse_boom();`)
-      } finally {
-        await admin.end({ timeout: 5 })
-      }
-      const notes = ['one', 'two', 'boom', 'three'].map((title) => ({
-        id: noteId(),
-        title,
-        body: '',
-        tags: [],
-      }))
-      await expect(store.importNotes('p', notes, T0)).rejects.toThrow('boom refused')
-      expect(await store.list('p', 0, 10)).toEqual({ items: [] })
-      const rest = notes.filter((n) => n.title !== 'boom')
-      expect(await store.importNotes('p', rest, T0)).toBe(3)
     })
 
     it('an expected task version that is not a safe integer answers undefined, not a database error', async () => {

@@ -1,17 +1,20 @@
 /**
  * The node:sqlite adapter: the shared `NotesStore` contract against an in-memory database and against a
- * file, plus what only SQLite has: WAL on a file, several connections on one file, threads racing on
- * one file for once-keys, versions, decisions, input slots and the subscription cap (node:sqlite
- * answers synchronously, so only separate threads interleave), task versions and imports, the
- * migration bookkeeping and the upgrade of an older file, FTS5 index consistency, an import that fails
- * inside the database, the index behind runnable tasks, the adapter's own errors, and the sweeps of
- * expired rows (`storage/purge.ts`) over this store.
+ * file (there with the failures inside the database, made by triggers on the file), plus what only
+ * SQLite has: WAL on a file, several connections on one file, replicas (processes) opening and
+ * migrating one new file at the same moment, threads racing on one file for once-keys, bulk deletes,
+ * versions, decisions, input slots and the subscription cap (node:sqlite answers synchronously, so only
+ * separate threads interleave), task versions and imports, the migration bookkeeping and the upgrade
+ * of an older file, FTS5 index consistency, the index behind runnable tasks, the adapter's own errors,
+ * and the sweeps of expired rows (`storage/purge.ts`) over this store.
  */
 
 import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { spawn, type ChildProcess } from 'node:child_process'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { createInterface } from 'node:readline'
 import { DatabaseSync } from 'node:sqlite'
 import { Worker } from 'node:worker_threads'
 import { MAX_SUBSCRIPTIONS_PER_SESSION } from '../../src/mcp/session-store.ts'
@@ -23,7 +26,12 @@ import {
 import { startExpirySweeps, sweepExpired } from '../../src/storage/purge.ts'
 import { SQL, SQLITE_MIGRATIONS } from '../../src/storage/sql-statements.ts'
 import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
-import { describeNotesStoreContract, newTask, noteId } from '../support/store-contract.ts'
+import {
+  describeNotesStoreContract,
+  newTask,
+  noteId,
+  sqliteRefusal,
+} from '../support/store-contract.ts'
 
 const T0 = 1_750_000_000_000
 const tempRoot = mkdtempSync(join(tmpdir(), 'notes-sqlite-'))
@@ -40,19 +48,41 @@ async function openStore(path: string): Promise<SqliteNotesStore> {
   return store
 }
 
+/** Runs `work` on a separate raw connection to the file, the way another process would see it. */
+function onFile<T>(path: string, work: (db: DatabaseSync) => T): T {
+  const db = new DatabaseSync(path)
+  try {
+    return work(db)
+  } finally {
+    db.close()
+  }
+}
+
 afterAll(() => {
   rmSync(tempRoot, { recursive: true, force: true })
 })
 
 describeNotesStoreContract('sqlite :memory:', () => openStore(':memory:'))
-describeNotesStoreContract('sqlite file', () => openStore(tempPath()))
+/** The file of the contract test running now. */
+let contractPath = ''
+describeNotesStoreContract('sqlite file', () => openStore((contractPath = tempPath())), {
+  async refuseInDatabase(write, title) {
+    const path = contractPath
+    const { create, drop } = sqliteRefusal(`refuse_${write.toLowerCase()}`, write, title)
+    onFile(path, (db) => db.exec(create))
+    return async () => onFile(path, (db) => db.exec(drop))
+  },
+})
 
 /**
  * What each thread of a race tries, per id, as source text run inside the thread: the store, the id,
- * its index and the thread's seed in, whether this thread's attempt took effect out.
+ * its index and the thread's seed in, whether this thread's attempt took effect (or on how many
+ * notes) out.
  */
 const RACES = {
   delete: `(store, id, i) => store.delete('p', id, 'shared-key-' + i).then((o) => o.kind === 'done')`,
+  deleteMany: `(store, group, i) => store.deleteMany('p', group.split(' '), 'group-key-' + i)
+    .then((o) => (o.kind === 'done' ? o.value.length : 0))`,
   update: `(store, id, i, seed) =>
     store.update('p', id, 1, { title: 'by ' + seed }, 1).then((o) => o.kind === 'updated')`,
   decide: `(store, id, i, seed) =>
@@ -64,6 +94,73 @@ const RACES = {
   import: `(store, id, i, seed) =>
     store.importNotes('p', [{ id, title: 'by ' + seed, body: '', tags: [] }], 1).then((n) => n === 1)`,
 } as const
+
+/** Processes of `startReplicasTogether`, and the new files each of them opens. */
+const REPLICAS = 4
+const REPLICA_FILES = 40
+/** Time between two files: each replica opens file i at the same moment, `i` slots after the start. */
+const REPLICA_SLOT_MS = 40
+
+/**
+ * One replica process (argv: the store module's URL, then the files and the slot as JSON): says
+ * `ready`, reads the start time from stdin, then opens, migrates and writes a note to each file at
+ * its slot (the last milliseconds spun, so that every replica starts within the same instant), and
+ * prints the outcome of each file (`ok` or the error).
+ */
+const REPLICA_SOURCE = `
+  import { createInterface } from 'node:readline'
+  import { setTimeout as sleep } from 'node:timers/promises'
+  const { SqliteNotesStore } = await import(process.argv[1])
+  const { files, slotMs } = JSON.parse(process.argv[2])
+  const input = createInterface({ input: process.stdin })[Symbol.asyncIterator]()
+  console.log('ready')
+  const start = Number((await input.next()).value)
+  const outcomes = []
+  for (const [i, path] of files.entries()) {
+    const at = start + i * slotMs
+    await sleep(Math.max(0, at - Date.now() - 5))
+    while (Date.now() < at) {}
+    try {
+      const store = new SqliteNotesStore({ path })
+      await store.migrate()
+      await store.create('p', { title: 'replica ' + process.pid, body: '', tags: [] }, 1)
+      await store.close()
+      outcomes.push('ok')
+    } catch (error) {
+      outcomes.push(String(error))
+    }
+  }
+  console.log(JSON.stringify(outcomes))
+  process.exit(0)
+`
+
+/**
+ * Starts `replicas` processes that open the same new `files` at the same moments (see
+ * {@link REPLICA_SOURCE}); answers each replica's outcomes, file by file.
+ */
+async function startReplicasTogether(files: string[], replicas: number): Promise<string[][]> {
+  const storeUrl = new URL('../../src/storage/sqlite.ts', import.meta.url).href
+  const args = ['--input-type=module', '-e', REPLICA_SOURCE, storeUrl]
+  const children: ChildProcess[] = []
+  try {
+    const lines = Array.from({ length: replicas }, () => {
+      const setup = JSON.stringify({ files, slotMs: REPLICA_SLOT_MS })
+      const child = spawn(process.execPath, [...args, setup], {
+        stdio: ['pipe', 'pipe', 'inherit'],
+      })
+      children.push(child)
+      return createInterface({ input: child.stdout! })[Symbol.asyncIterator]()
+    })
+    for (const line of lines) expect((await line.next()).value).toBe('ready')
+    const start = Date.now() + 50
+    for (const child of children) child.stdin!.write(`${start}\n`)
+    return await Promise.all(
+      lines.map(async (line) => JSON.parse(String((await line.next()).value)) as string[])
+    )
+  } finally {
+    for (const child of children) if (child.exitCode === null) child.kill()
+  }
+}
 
 describe('SqliteNotesStore on a file', () => {
   let path: string
@@ -84,12 +181,7 @@ describe('SqliteNotesStore on a file', () => {
 
   /** A separate raw connection, to look at the file the way another process would. */
   function inspect<T>(read: (db: DatabaseSync) => T): T {
-    const db = new DatabaseSync(path)
-    try {
-      return read(db)
-    } finally {
-      db.close()
-    }
+    return onFile(path, read)
   }
 
   it('creates the missing parent directory and runs the file in WAL mode', async () => {
@@ -100,6 +192,41 @@ describe('SqliteNotesStore on a file', () => {
       journal_mode: 'wal',
     })
     expect(existsSync(`${path}-wal`)).toBe(true)
+  })
+
+  it('a store opening a new file while another connection holds its write lock waits for it, then migrates', async () => {
+    // What another replica switching the new file to WAL, or migrating it, holds for a moment. The
+    // switch to WAL upgrades a read to a write, for which SQLite never waits on its own.
+    mkdirSync(join(path, '..'), { recursive: true })
+    const holder = new DatabaseSync(path)
+    holder.exec('BEGIN IMMEDIATE')
+    const store = new SqliteNotesStore({ path })
+    opened.push(store)
+    const migrating = store.migrate()
+    holder.exec('COMMIT')
+    holder.close()
+    await migrating
+    await store.create('p', { title: 't', body: '', tags: [] }, T0)
+    expect(inspect((db) => db.prepare('PRAGMA journal_mode').get())).toEqual({
+      journal_mode: 'wal',
+    })
+    expect(
+      inspect((db) => db.prepare('SELECT count(*) AS n FROM schema_migrations').get())
+    ).toEqual({ n: SQLITE_MIGRATIONS.length })
+  })
+
+  it('replicas starting at the same moment on new files all open and migrate them', async () => {
+    const files = Array.from({ length: REPLICA_FILES }, () => tempPath())
+    const outcomes = await startReplicasTogether(files, REPLICAS)
+    expect(outcomes).toEqual(Array.from({ length: REPLICAS }, () => files.map(() => 'ok')))
+    for (const file of files) {
+      const [migrations, notes] = onFile(file, (db) => [
+        db.prepare('SELECT version FROM schema_migrations ORDER BY version').all(),
+        db.prepare('SELECT count(*) AS n FROM notes').get(),
+      ])
+      expect(migrations).toEqual(SQLITE_MIGRATIONS.map((_, i) => ({ version: i + 1 })))
+      expect(notes).toEqual({ n: REPLICAS })
+    }
   })
 
   it('records each migration once, however often and by however many stores it runs', async () => {
@@ -182,7 +309,7 @@ describe('SqliteNotesStore on a file', () => {
         Atomics.add(barrier, 0, 1)
         while (Atomics.load(barrier, 0) < threads) Atomics.wait(barrier, 0, Atomics.load(barrier, 0), 50)
         let won = 0
-        for (const [i, id] of ids.entries()) if (await (${attempt})(store, id, i, seed)) won++
+        for (const [i, id] of ids.entries()) won += Number(await (${attempt})(store, id, i, seed))
         await store.close()
         parentPort.postMessage(won)
       })
@@ -211,6 +338,16 @@ describe('SqliteNotesStore on a file', () => {
     const ids = await seedNotes(store, 60)
     const wins = await race('delete', ids)
     expect(wins.reduce((a, b) => a + b, 0)).toBe(ids.length)
+    expect((await store.list('p', 0, 100)).items).toEqual([])
+  })
+
+  it('threads racing to delete the same notes with one once-key: one call deletes each set whole', async () => {
+    const store = await open()
+    const ids = await seedNotes(store, 60)
+    // Twenty sets of three notes, each deleted by every thread with the set's own once-key.
+    const groups = Array.from({ length: 20 }, (_, i) => ids.slice(3 * i, 3 * i + 3).join(' '))
+    const deleted = await race('deleteMany', groups)
+    expect(deleted.reduce((a, b) => a + b, 0)).toBe(ids.length)
     expect((await store.list('p', 0, 100)).items).toEqual([])
   })
 
@@ -277,30 +414,6 @@ describe('SqliteNotesStore on a file', () => {
     expect(listed.sort()).toEqual([...ids].sort())
   })
 
-  it('an import that fails inside the database creates none of its notes', async () => {
-    const store = await open()
-    inspect((db) =>
-      db.exec(`CREATE TRIGGER refuse_boom BEFORE INSERT ON notes WHEN new.title = 'boom'
-        BEGIN SELECT RAISE(ABORT, 'boom refused'); END`)
-    )
-    const notes = ['one', 'two', 'boom', 'three'].map((title) => ({
-      id: noteId(),
-      title,
-      body: title,
-      tags: [],
-    }))
-    await expect(store.importNotes('p', notes, T0)).rejects.toThrow('boom refused')
-    expect(await store.list('p', 0, 10)).toEqual({ items: [] })
-    expect(await store.search('p', { text: 'one', offset: 0, limit: 10 })).toEqual({ items: [] })
-    expect(
-      await store.importNotes(
-        'p',
-        notes.filter((n) => n.title !== 'boom'),
-        T0
-      )
-    ).toBe(3)
-  })
-
   it('findRunnableTasks reads the partial covering index tasks_runnable, never the table', async () => {
     await open()
     const plan = inspect((db) =>
@@ -332,6 +445,12 @@ describe('SqliteNotesStore on a file', () => {
     await store.importNotes('p', imported, T0 + 1)
     await store.update('p', imported[0]!.id, 1, { body: 'changed' }, T0 + 2)
     await store.delete('p', imported[1]!.id, 'key-imported')
+    const survivors = (await store.list('p', 0, 100)).items.map((note) => note.id)
+    await store.deleteMany(
+      'p',
+      survivors.filter((_, i) => i % 3 === 0),
+      'key-many'
+    )
     await store.close()
     expect(() =>
       inspect((db) => db.exec(`INSERT INTO notes_fts (notes_fts) VALUES ('integrity-check')`))
