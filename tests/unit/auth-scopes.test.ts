@@ -9,7 +9,7 @@
  */
 import { spawn } from 'node:child_process'
 import { join } from 'node:path'
-import { SignJWT } from 'jose'
+import { SignJWT, generateKeyPair } from 'jose'
 import { describe, expect, it } from 'vitest'
 import { createApp } from '../../src/app.ts'
 import { ConfigError, assertSafeExposure, isLoopbackHost, parseConfig } from '../../src/config.ts'
@@ -17,7 +17,7 @@ import { InProcessEventBus } from '../../src/mcp/events.ts'
 import { generateKey, importKeyRing } from '../../src/mcp/key-ring.ts'
 import { StateSealer } from '../../src/mcp/sealed-state.ts'
 import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
-import { postMcp, type JsonObject } from '../support/mcp-request.ts'
+import { MCP_URL, mcpInit, postMcp, type JsonObject } from '../support/mcp-request.ts'
 
 const ISSUER = 'https://as.example'
 const SECRET = 'a-shared-secret-of-at-least-32-characters!'
@@ -223,6 +223,31 @@ describe('scopes per operation', () => {
       }),
     })
     await expectStepUp(response, 'notes:write')
+  })
+})
+
+describe('an unreachable authorization server', () => {
+  it('answers 503 without a challenge (the token may be fine), not 401', async () => {
+    const unreachable = await notesApp({
+      AUTH_JWT_SECRET: '',
+      AUTH_JWKS_URL: 'http://127.0.0.1:1/jwks',
+    })
+    // An asymmetric token: the server must fetch the keys to check it, and cannot.
+    const { privateKey } = await generateKeyPair('ES256')
+    const token = await new SignJWT({ scope: 'notes:read' })
+      .setProtectedHeader({ alg: 'ES256', kid: 'k1' })
+      .setIssuer(ISSUER)
+      .setAudience('http://127.0.0.1:8787/mcp')
+      .setSubject('alice')
+      .setExpirationTime('5m')
+      .sign(privateKey)
+    // Not `postMcp`, which fails any 5xx: this one is meant.
+    const init = mcpInit('tools/list', { headers: { authorization: `Bearer ${token}` } })
+    const response = await unreachable.request(MCP_URL, init)
+    expect(response.status).toBe(503)
+    expect(response.headers.get('www-authenticate')).toBeNull()
+    expect(response.headers.get('cache-control')).toBe('no-store')
+    expect(await response.json()).toMatchObject({ id: 1, error: { code: -32603 } })
   })
 })
 
