@@ -58,7 +58,7 @@ export const REPLAY_WINDOW_MS = 5_000
 /** Most events a shard keeps for replay. */
 export const MAX_REPLAY_EVENTS = 512
 /** How far the clocks of an isolate and an object may disagree; replays reach back this much more. */
-export const CLOCK_SKEW_MS = 250
+export const CLOCK_SKEW_MS = 100
 /** First wait before a lost socket is reopened; doubled after every failure, up to the maximum. */
 export const RECONNECT_BASE_MS = 250
 export const RECONNECT_MAX_MS = 10_000

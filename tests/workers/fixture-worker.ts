@@ -8,6 +8,10 @@
  * keep all their memory in the sealed requestState; what 2025-era sessions change after `initialize`
  * lives in the D1 database bound as `DB`, and events travel on the `EventBusObject` Durable Object
  * bound as `EVENT_BUS`, as in the notes Worker.
+ *
+ * One test-only binding: `ANSWER_POLL_MS`, the longest wait of a 2025 flow between two checks of the
+ * store for an answer whose bus signal it missed (default the engine's); `Infinity` turns the checks
+ * off, so a test can show that an answer crossing isolates arrives by the bus alone.
  */
 import type { Hono } from 'hono'
 import { parseConfig } from '../../src/config.ts'
@@ -40,10 +44,16 @@ async function build(env: Record<string, unknown>): Promise<Hono> {
   })
   const sessions = new D1NotesStore({ db: env.DB as D1Like })
   await sessions.migrate()
+  const answerPollMs =
+    strings.ANSWER_POLL_MS === undefined ? undefined : Number(strings.ANSWER_POLL_MS)
+  if (answerPollMs !== undefined && !(answerPollMs > 0)) {
+    throw new Error('ANSWER_POLL_MS must be a positive number of milliseconds, or Infinity')
+  }
   return createFixtureApp(config, {
     sealer,
     bus: new DurableObjectEventBus({ namespace, logger: consoleLogger }),
     sessions,
+    answerPollMs,
   })
 }
 

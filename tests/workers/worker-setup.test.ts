@@ -1,8 +1,9 @@
 /**
  * The Worker entry's once-per-isolate setup, inside workerd, driven through its default export with
- * hand-made environments: a deployment fault (missing secret, unmigrated D1) answers a JSON-RPC error
- * without detail, is not cached, and the first request after the fault is fixed gets the app. And its
- * `scheduled` handler (the cron trigger): it purges expired rows from D1 and keeps live ones.
+ * hand-made environments: a deployment fault (missing secret, unmigrated D1, no event bus binding)
+ * answers a JSON-RPC error without detail, is not cached, and the first request after the fault is
+ * fixed gets the app. And its `scheduled` handler (the cron trigger): it purges expired rows from D1
+ * and keeps live ones.
  */
 import { env } from 'cloudflare:test'
 import { describe, expect, it } from 'vitest'
@@ -59,11 +60,24 @@ describe('the Worker entry builds its app once per isolate, and only once it can
     expect(body.error.message).not.toMatch(/not migrated|Network/)
   })
 
+  it('answers 500 without detail while the EVENT_BUS Durable Object binding is missing', async () => {
+    const response = await worker.fetch(request(), {
+      ...vars,
+      STATE_KEYS: env.STATE_KEYS,
+      DB: env.DB,
+    })
+    expect(response.status).toBe(500)
+    const body = (await response.json()) as { error: { code: number; message: string } }
+    expect(body.error.code).toBe(-32603)
+    expect(body.error.message).not.toMatch(/EVENT_BUS|Durable/)
+  })
+
   it('serves once the deployment is fixed, without a restart', async () => {
     const response = await worker.fetch(request(), {
       ...vars,
       STATE_KEYS: env.STATE_KEYS,
       DB: env.DB,
+      EVENT_BUS: env.EVENT_BUS,
     })
     expect(response.status).toBe(200)
     const body = (await response.json()) as { result: { tools: unknown[] } }

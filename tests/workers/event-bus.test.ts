@@ -1,0 +1,337 @@
+/**
+ * The Durable Object event bus inside workerd, across isolates: the notes Worker under test (the
+ * tests' own isolate) and `notes-replica` (another isolate of the same Worker), the conformance
+ * fixture as `fixture-a` and `fixture-b` (two more isolates, where a waiting 2025 flow never checks
+ * the store by itself), all on real Durable Objects and a real local D1 (see vitest.config.ts). Each
+ * test sends a request to one isolate and waits, by the next message of a stream, for its effect in
+ * another: what only the `EventBusObject` carries (with an in-process bus each of these streams
+ * waits until the test's timeout). Then the object itself, through its namespace: validation,
+ * replay to a socket that connects late, relay between shards, and subscribers that send; and the
+ * bus client's own guarantees.
+ */
+import { env } from 'cloudflare:test'
+import { exports } from 'cloudflare:workers'
+import type { Hono } from 'hono'
+import { afterEach, describe, expect, it } from 'vitest'
+import { noteUri } from '../../src/notes/format.ts'
+import {
+  DEFAULT_SHARDS,
+  DurableObjectEventBus,
+  EVENT_BUS_BINDING,
+  publishUrl,
+  relayUrl,
+  shardStub,
+  subscribeUrl,
+  type BusNamespace,
+  type BusSocket,
+} from '../../src/workers/event-bus.ts'
+import { LegacySession, SseReaders, startSession } from '../support/legacy-request.ts'
+import {
+  MCP_URL,
+  expectResult,
+  mcpInit,
+  type JsonObject,
+  type McpRequestOptions,
+} from '../support/mcp-request.ts'
+import type { ServerEvent } from '../../src/mcp/events.ts'
+
+interface Fetcher {
+  fetch(input: Request | string, init?: RequestInit): Promise<Response>
+}
+
+const notesA: Fetcher = exports.default
+const notesB = env.NOTES_REPLICA as Fetcher
+const fixtureA = env.FIXTURE_A as Fetcher
+const fixtureB = env.FIXTURE_B as Fetcher
+const namespace = env[EVENT_BUS_BINDING] as BusNamespace
+
+/**
+ * One isolate as the in-process 2025 helpers see an app: they only call `request(url, init)`, which
+ * here goes to that isolate's Worker through its binding.
+ */
+function isolate(fetcher: Fetcher): Hono {
+  return { request: (url: string, init?: RequestInit) => fetcher.fetch(url, init) } as Hono
+}
+
+function post(target: Fetcher, method: string, options: McpRequestOptions = {}) {
+  return target.fetch(new Request(MCP_URL, mcpInit(method, options)))
+}
+
+async function callTool(target: Fetcher, name: string, args: JsonObject): Promise<JsonObject> {
+  const result = await expectResult(
+    await post(target, 'tools/call', { params: { name, arguments: args } })
+  )
+  expect(result.isError, JSON.stringify(result.content)).toBeFalsy()
+  return result
+}
+
+async function createNote(target: Fetcher, title: string) {
+  const result = await callTool(target, 'create_note', { title, body: 'body', tags: [] })
+  return result.structuredContent.note as { id: string; version: number }
+}
+
+/** The same session, its requests sent to another isolate. */
+function onIsolate(session: LegacySession, app: Hono): LegacySession {
+  return new LegacySession(app, session.id, session.protocolVersion, session.headers)
+}
+
+/** Opens a listen stream on `target` for updates of `uris`, past its acknowledgment. */
+async function listenFor(target: Fetcher, id: string, uris: string[]) {
+  const listen = streams.open(
+    await post(target, 'subscriptions/listen', {
+      id,
+      params: { notifications: { resourceSubscriptions: uris } },
+    })
+  )
+  expect((await listen.next())?.method).toBe('notifications/subscriptions/acknowledged')
+  return listen
+}
+
+async function updateNote(target: Fetcher, note: { id: string; version: number }, body: string) {
+  await callTool(target, 'update_note', { id: note.id, expectedVersion: note.version, body })
+}
+
+const updatedOf = (uri: string, subscriptionId: string) => ({
+  jsonrpc: '2.0',
+  method: 'notifications/resources/updated',
+  params: { uri, _meta: { 'io.modelcontextprotocol/subscriptionId': subscriptionId } },
+})
+
+/** The fixture's form elicitation: one server→client request, then the result. */
+const ELICITATION = { name: 'test_elicitation', arguments: { message: 'Who are you?' } }
+
+const streams = new SseReaders()
+afterEach(() => streams.cancelAll())
+
+describe('events cross isolates through the EventBusObject', () => {
+  it('a listen stream held by one isolate hears a note changed through another', async () => {
+    const note = await createNote(notesA, 'Changed on the replica')
+    const listen = await listenFor(notesA, 'listen', [noteUri(note.id)])
+
+    await updateNote(notesB, note, 'changed on the replica')
+
+    expect(await listen.next()).toEqual(updatedOf(noteUri(note.id), 'listen'))
+  })
+
+  it('a listen stream hears changes made through its own isolate and another, in their order', async () => {
+    const first = await createNote(notesA, 'Changed first, elsewhere')
+    const second = await createNote(notesB, 'Changed second, here')
+    const listen = await listenFor(notesB, 'both', [noteUri(second.id), noteUri(first.id)])
+
+    await updateNote(notesA, first, 'changed through the other isolate')
+    await updateNote(notesB, second, 'changed where the stream is')
+
+    expect(await listen.next()).toEqual(updatedOf(noteUri(first.id), 'both'))
+    expect(await listen.next()).toEqual(updatedOf(noteUri(second.id), 'both'))
+  })
+
+  it("a 2025 session's GET stream on one isolate hears an update of its note made through another", async () => {
+    const note = await createNote(notesB, 'Watched from a 2025 client')
+    const { session } = await startSession(isolate(notesA))
+    const subscribed = await session.request('resources/subscribe', { uri: noteUri(note.id) })
+    expect(subscribed.status).toBe(200)
+    const stream = streams.open(await session.get())
+
+    await updateNote(notesB, note, 'changed on the replica')
+
+    // The creation may be replayed first, as a list change: it happened just before the stream.
+    let message = await stream.next()
+    while (message?.method === 'notifications/resources/list_changed') message = await stream.next()
+    expect(message).toEqual({
+      jsonrpc: '2.0',
+      method: 'notifications/resources/updated',
+      params: { uri: noteUri(note.id) },
+    })
+  })
+
+  it('a 2025 answer POSTed to one isolate completes the flow waiting in another, by the bus alone', async () => {
+    const { session } = await startSession(isolate(fixtureA), {
+      capabilities: { elicitation: {} },
+    })
+    const flow = streams.open(await session.request('tools/call', ELICITATION, { id: 'e' }))
+    const ask = (await flow.next()) as JsonObject
+    expect(ask).toMatchObject({ method: 'elicitation/create', id: expect.stringMatching(/^s2c-/) })
+
+    const answered = await onIsolate(session, isolate(fixtureB)).answer(ask.id, {
+      action: 'accept',
+      content: { username: 'ada', email: 'ada@example.com' },
+    })
+    expect(answered.status).toBe(202)
+
+    // fixture-a never checks the store by itself: only the bus can have woken the flow.
+    const result = (await flow.next()) as JsonObject
+    expect(result).toMatchObject({ jsonrpc: '2.0', id: 'e' })
+    expect(result.result.content[0].text).toMatch(/^User response: .*accept.*ada/)
+  })
+
+  it('a cancellation POSTed to one isolate ends the 2025 request running in another', async () => {
+    const { session } = await startSession(isolate(fixtureA), {
+      capabilities: { elicitation: {} },
+    })
+    const flow = streams.open(await session.request('tools/call', ELICITATION, { id: 'c' }))
+    expect((await flow.next())?.method).toBe('elicitation/create')
+
+    const cancelled = await onIsolate(session, isolate(fixtureB)).notify(
+      'notifications/cancelled',
+      { requestId: 'c' }
+    )
+    expect(cancelled.status).toBe(202)
+
+    // A cancelled 2025 request gets no response: its stream just ends.
+    expect(await flow.rest()).toEqual([])
+  })
+})
+
+/** Opens a raw subscriber socket on `shard`, replaying from `since`; collects what it hears. */
+async function rawSubscriber(shard: number, since: number) {
+  const response = await shardStub(namespace, shard).fetch(subscribeUrl(since), {
+    headers: { upgrade: 'websocket' },
+  })
+  const socket = response.webSocket as BusSocket
+  socket.accept()
+  const heard: unknown[] = []
+  const waiters: Array<() => void> = []
+  let closed: (() => void) | undefined
+  const closedOnce = new Promise<void>((resolve) => (closed = resolve))
+  socket.addEventListener('message', ({ data }) => {
+    heard.push(JSON.parse(String(data)))
+    waiters.splice(0).forEach((wake) => wake())
+  })
+  socket.addEventListener('close', () => closed?.())
+  return {
+    socket,
+    closed: closedOnce,
+    /**
+     * Resolves once `event` was heard, with what was heard before it (an event of another test from
+     * just before `since` may be replayed too: the shard reaches back by the allowed clock skew).
+     */
+    async until(event: ServerEvent): Promise<unknown[]> {
+      const matches = (heardEvent: unknown) => JSON.stringify(heardEvent) === JSON.stringify(event)
+      while (!heard.some(matches)) await new Promise<void>((wake) => waiters.push(wake))
+      return heard.slice(0, heard.findIndex(matches))
+    },
+  }
+}
+
+function publish(shard: number, event: unknown, shards = DEFAULT_SHARDS) {
+  return shardStub(namespace, shard).fetch(publishUrl(shard, shards), {
+    method: 'POST',
+    body: typeof event === 'string' ? event : JSON.stringify(event),
+  })
+}
+
+describe('EventBusObject', () => {
+  const updated = (uri: string): ServerEvent => ({ kind: 'resource_updated', uri, principal: 'p' })
+
+  it('replays to a socket that connects after an event what arrived since it started', async () => {
+    const since = Date.now()
+    expect((await publish(0, updated('test://early'), 1)).status).toBe(204)
+    const late = await rawSubscriber(0, since)
+    await late.until(updated('test://early'))
+    late.socket.close(1000)
+  })
+
+  it('relays an event published to one shard to the sockets of the others', async () => {
+    const since = Date.now()
+    const far = await rawSubscriber(DEFAULT_SHARDS - 1, since)
+    expect((await publish(0, updated('test://relayed'))).status).toBe(204)
+    await far.until(updated('test://relayed'))
+    far.socket.close(1000)
+  })
+
+  it('refuses what is not an event of the bus, and does not relay or keep it', async () => {
+    const since = Date.now()
+    const refused = [
+      'not json',
+      { kind: 'tools_list_changed', extra: true },
+      { kind: 'input_delivered', session: '', requestId: 'r' },
+      { kind: 'resource_updated', uri: 'x'.repeat(3000) },
+      { kind: 'something_else' },
+    ]
+    for (const body of refused) expect((await publish(1, body)).status).toBe(400)
+    const relayed = await shardStub(namespace, 2).fetch(relayUrl(), { method: 'POST', body: '{}' })
+    expect(relayed.status).toBe(400)
+    // Replayed from before the refusals, the subscriber hears none of them.
+    const subscriber = await rawSubscriber(1, since)
+    expect((await publish(1, { kind: 'tools_list_changed' })).status).toBe(204)
+    const before = await subscriber.until({ kind: 'tools_list_changed' })
+    for (const body of refused) expect(before).not.toContainEqual(body)
+    subscriber.socket.close(1000)
+  })
+
+  it('answers 426 to a subscription that is not a WebSocket upgrade, 404 elsewhere', async () => {
+    expect((await shardStub(namespace, 0).fetch(subscribeUrl(Date.now()))).status).toBe(426)
+    expect((await shardStub(namespace, 0).fetch(relayUrl())).status).toBe(404)
+  })
+
+  it('closes a subscriber that sends', async () => {
+    const subscriber = await rawSubscriber(0, Date.now())
+    subscriber.socket.send('hello')
+    await subscriber.closed
+  })
+})
+
+describe('DurableObjectEventBus', () => {
+  it('delivers an event published through one bus to the listeners of another', async () => {
+    const publisher = new DurableObjectEventBus({ namespace })
+    const subscriber = new DurableObjectEventBus({ namespace })
+    const heard = new Promise<ServerEvent>((resolve) => {
+      const stop = subscriber.subscribe((event) => {
+        if (event.kind === 'resource_updated' && event.uri === 'test://bus') {
+          stop()
+          resolve(event)
+        }
+      })
+    })
+    // Published at once, before the subscription has connected: the shard replays it.
+    await publisher.publish({ kind: 'resource_updated', uri: 'test://bus' })
+    expect(await heard).toEqual({ kind: 'resource_updated', uri: 'test://bus' })
+  })
+
+  it('keeps delivering to the other listeners when one throws', async () => {
+    const bus = new DurableObjectEventBus({ namespace })
+    const stopThrowing = bus.subscribe(() => {
+      throw new Error('broken listener')
+    })
+    const heard = new Promise<ServerEvent>((resolve) => {
+      const stop = bus.subscribe((event) => {
+        if (event.kind === 'prompts_list_changed') {
+          stop()
+          resolve(event)
+        }
+      })
+    })
+    await bus.publish({ kind: 'prompts_list_changed' })
+    expect(await heard).toEqual({ kind: 'prompts_list_changed' })
+    stopThrowing()
+  })
+
+  it('delivers on this isolate and logs when the object cannot be reached', async () => {
+    const unreachable: BusNamespace = {
+      idFromName: (name) => name,
+      get: () => ({
+        fetch: async () => {
+          throw new Error('Durable Object is overloaded')
+        },
+      }),
+    }
+    const warnings: string[] = []
+    const bus = new DurableObjectEventBus({
+      namespace: unreachable,
+      logger: { warn: (message) => warnings.push(message), error: () => {} },
+    })
+    const heard: ServerEvent[] = []
+    const stop = bus.subscribe((event) => heard.push(event))
+    await bus.publish({ kind: 'tools_list_changed' })
+    stop()
+    expect(heard).toEqual([{ kind: 'tools_list_changed' }])
+    expect(warnings).toContain('event fan-out failed; delivered on this isolate only')
+  })
+
+  it('refuses a binding that is not a namespace and shard counts out of range', () => {
+    expect(() => new DurableObjectEventBus({ namespace: {} as BusNamespace })).toThrow(TypeError)
+    for (const shards of [0, 1.5, 65]) {
+      expect(() => new DurableObjectEventBus({ namespace, shards })).toThrow(RangeError)
+    }
+  })
+})
