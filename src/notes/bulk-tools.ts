@@ -5,17 +5,29 @@
  *    of note ids titled by the notes' titles (at most {@link MAX_BULK_NOTES}, the most recently
  *    updated, listed by id);
  * 2. a form (`confirm`) asks to confirm, naming how many notes go;
- * 3. each chosen note is deleted at most once and the result reports what was deleted and kept.
+ * 3. the chosen notes are deleted, all together and at most once, and the result reports what was
+ *    deleted, kept and already gone.
  * Declining or cancelling either form deletes nothing.
  *
  * Determinism across rounds: the candidate list is read once, in the first round (`ctx.once`), so
  * every later round shows the person the very question they answered, even if notes with the tag
  * come and go meanwhile. A selection naming a note that was not offered fails the form's validation
- * and the engine asks again. Exactly once: every delete records `<round idempotency key>:<note id>`
- * in the store in the same transaction, so a duplicated or retried final round (on any replica)
- * deletes nothing twice; it answers the same result, except that a note someone else deleted
- * between the rounds (`alreadyGone` the first time) is reported as deleted by the duplicate, since
- * a used key does not remember the outcome.
+ * and the engine asks again.
+ *
+ * All or nothing, exactly once: the final round deletes the whole selection with one
+ * `NotesStore.deleteMany`, one transaction that also spends the round's idempotency key. A round
+ * that dies part-way (its replica killed, the store unreachable) has deleted nothing or everything,
+ * never part of the selection, which matters because a 2025-era client cannot re-send it (its flow
+ * runs inside one POST). A duplicated or retried final round (on any replica) finds the key spent
+ * and deletes nothing. It cannot read the first round's result (that round was the last: no sealed
+ * state carries it), and the key remembers only that it was spent, so the tool rebuilds the answer
+ * from what exists now, without a journal: every chosen note that no longer exists counts as
+ * deleted by this flow, since the first round deleted every chosen note there was and the selection
+ * was the person's; a chosen note that exists (created again under its id since) is reported kept.
+ * This matches the first answer except for a note someone else deleted before the first final round
+ * (`alreadyGone` then, `deleted` in the duplicate). Change events are published by the round that
+ * deleted, after the delete, and never again: a duplicate does not repeat them, so a round that died
+ * before publishing leaves them unsent.
  *
  * Every non-error answer is structured (`BulkDeleteSchema`) with a sentence for people after it.
  * Storage, validation of answers and the wire belong to the store and the engine.
@@ -29,7 +41,10 @@ import { tagField } from './schemas.ts'
 import type { NotesApp } from './app.ts'
 import { WRITE } from './scopes.ts'
 
-/** Most notes one `delete_notes_by_tag` call offers: a form stays readable; call again for more. */
+/**
+ * Most notes one `delete_notes_by_tag` call offers: a form stays readable; call again for more. Far
+ * below the store's `MAX_DELETE_NOTES`, so a whole selection always fits one `deleteMany`.
+ */
 export const MAX_BULK_NOTES = 20
 
 const { tool } = definitions<NotesApp>()
@@ -46,7 +61,10 @@ const BulkDeleteSchema = z.object({
   outcome: z.enum(['deleted', 'declined', 'cancelled', 'none_selected']),
   /** Notes this flow deleted. */
   deleted: z.array(NoteRefSchema),
-  /** Offered notes that were not chosen, or all of them when nothing was deleted. */
+  /**
+   * Offered notes left in place: those not chosen, all of them when nothing was deleted, and on a
+   * duplicated final round a chosen note that exists again.
+   */
   kept: z.array(NoteRefSchema),
   /** Chosen notes that were already gone when the final round ran (deleted elsewhere). */
   alreadyGone: z.array(NoteRefSchema),
@@ -78,6 +96,15 @@ function plural(count: number): string {
 
 function bulkResult(summary: BulkDelete, sentence: string) {
   return structured(summary, [{ type: 'text', text: sentence }])
+}
+
+/** The result of a final round that ran: what it deleted, kept and found already gone. */
+function deletedResult(tag: string, deleted: NoteRef[], kept: NoteRef[], alreadyGone: NoteRef[]) {
+  const gone = alreadyGone.length > 0 ? ` ${plural(alreadyGone.length)} had already gone.` : ''
+  return bulkResult(
+    { tag, outcome: 'deleted', deleted, kept, alreadyGone },
+    `Deleted ${plural(deleted.length)} tagged "${tag}"; kept ${plural(kept.length)}.${gone}`
+  )
 }
 
 export const deleteNotesByTag = tool({
@@ -140,28 +167,21 @@ export const deleteNotesByTag = tool({
       return nothing('declined', 'Nothing deleted.')
     }
 
-    const deleted: NoteRef[] = []
-    const alreadyGone: NoteRef[] = []
-    for (const note of selected) {
-      // A single-use key per note: a round re-sent after dying half-way does the rest, once each.
-      const outcome = await ctx.app.notes.delete(
-        ctx.principal,
-        note.id,
-        `${ctx.idempotencyKey}:${note.id}`
-      )
-      if (outcome.kind === 'already_done') {
-        deleted.push(note)
-      } else if (outcome.value) {
-        deleted.push(note)
-        await publishNoteChange(ctx.app.bus, ctx.principal, note.id, 'deleted')
-      } else {
-        alreadyGone.push(note)
-      }
+    const ids = selected.map((note) => note.id)
+    const outcome = await ctx.app.notes.deleteMany(ctx.principal, ids, ctx.idempotencyKey)
+    if (outcome.kind === 'already_done') {
+      // A duplicated final round: rebuilt from what exists now (see the module header).
+      const present = await Promise.all(ids.map((id) => ctx.app.notes.get(ctx.principal, id)))
+      const deleted = selected.filter((_, i) => present[i] === undefined)
+      const left = selected.filter((_, i) => present[i] !== undefined)
+      return deletedResult(tag, deleted, [...kept, ...left].sort(byId), [])
     }
-    const gone = alreadyGone.length > 0 ? ` ${plural(alreadyGone.length)} had already gone.` : ''
-    return bulkResult(
-      { tag, outcome: 'deleted', deleted, kept, alreadyGone },
-      `Deleted ${plural(deleted.length)} tagged "${tag}"; kept ${plural(kept.length)}.${gone}`
-    )
+    const removed = new Set(outcome.value)
+    const deleted = selected.filter((note) => removed.has(note.id))
+    for (const note of deleted) {
+      await publishNoteChange(ctx.app.bus, ctx.principal, note.id, 'deleted')
+    }
+    const alreadyGone = selected.filter((note) => !removed.has(note.id))
+    return deletedResult(tag, deleted, kept, alreadyGone)
   },
 })

@@ -1,11 +1,12 @@
 /**
  * `delete_notes_by_tag`, the three-round flow, through the whole app: the multi-select question
  * built from the tagged notes, the confirmation naming how many, the final round deleting exactly
- * the selection once (also when that round is sent twice), decline/cancel at either step deleting
- * nothing, answers outside the offer asked again, answers sent before their question asked instead,
- * and questions that stay the same across rounds.
+ * the selection once (also when that round is sent twice) and all of it or nothing (also when it
+ * fails part-way), what a duplicated final round reports without the first one's result,
+ * decline/cancel at either step deleting nothing, answers outside the offer asked again, answers
+ * sent before their question asked instead, and questions that stay the same across rounds.
  */
-import { describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { MAX_BULK_NOTES } from '../../src/notes/bulk-tools.ts'
 import {
   type RpcResponse,
@@ -45,7 +46,26 @@ async function storedIds(): Promise<string[]> {
   return (await h().store.list('local', 0, 100)).items.map((note) => note.id).sort()
 }
 
+/** Runs the flow up to its final round, choosing `chosen`; answers that round's answers. */
+async function upToFinalRound(chosen: string[]) {
+  const first = await h().tool(TOOL, { tag: 'trip' })
+  const second = await h().retry(
+    first,
+    TOOL,
+    { tag: 'trip' },
+    { select: accept({ notes: chosen }) }
+  )
+  expectInputRequired(second, ['confirm'])
+  return () => h().retry(second, TOOL, { tag: 'trip' }, { confirm: accept({ confirm: true }) })
+}
+
+const ref = (id: string, title: string) => ({ id, title })
+
 describe('delete_notes_by_tag', () => {
+  afterEach(() => {
+    vi.restoreAllMocks()
+  })
+
   it('asks which tagged notes to delete, with a multi-select of their ids titled by their titles', async () => {
     const { ids, titleOf } = await seedTrip()
     const first = await h().tool(TOOL, { tag: 'Trip' })
@@ -146,6 +166,73 @@ describe('delete_notes_by_tag', () => {
     expect(await h().store.get('local', b)).toBeDefined()
     expect(await h().store.get('local', replacement)).toBeDefined()
     expect(h().events.filter((event) => event.kind === 'resource_updated')).toHaveLength(1)
+  })
+
+  it('a final round that fails after its delete leaves the whole selection deleted, and sent again reports it deleted', async () => {
+    const { ids, other, titleOf } = await seedTrip()
+    const finalRound = await upToFinalRound(ids)
+    // The round dies after the store call: the first change event cannot be published.
+    vi.spyOn(h().bus, 'publish').mockImplementationOnce(() => {
+      throw new Error('event bus unreachable')
+    })
+    const failed = await finalRound()
+    expect(failed.result).toMatchObject({ resultType: 'complete', isError: true })
+    expect(failed.result.content[0].text).toBe(
+      'The tool delete_notes_by_tag failed unexpectedly; the failure was logged.'
+    )
+    expect(await storedIds()).toEqual([other])
+    expect(completed(await finalRound())).toEqual({
+      tag: 'trip',
+      outcome: 'deleted',
+      deleted: ids.map((id) => ref(id, titleOf(id))),
+      kept: [],
+      alreadyGone: [],
+    })
+  })
+
+  it('reports a chosen note deleted elsewhere before the final round as already gone, and a duplicate of that round as deleted', async () => {
+    const { ids, titleOf } = await seedTrip()
+    const [a, b, c] = ids as [string, string, string]
+    const finalRound = await upToFinalRound([a, b])
+    await h().store.delete('local', b, 'deleted-by-hand')
+    h().events.length = 0
+    const once = await finalRound()
+    expect(completed(once)).toEqual({
+      tag: 'trip',
+      outcome: 'deleted',
+      deleted: [ref(a, titleOf(a))],
+      kept: [ref(c, titleOf(c))],
+      alreadyGone: [ref(b, titleOf(b))],
+    })
+    expect(once.result.content[1].text).toBe(
+      'Deleted 1 note tagged "trip"; kept 1 note. 1 note had already gone.'
+    )
+    expect(h().events).toEqual([
+      { kind: 'resources_list_changed', principal: 'local' },
+      { kind: 'resource_updated', uri: `note://${a}`, principal: 'local' },
+    ])
+    // Without the first result, every chosen note that no longer exists counts as deleted.
+    expect(completed(await finalRound())).toMatchObject({
+      deleted: [ref(a, titleOf(a)), ref(b, titleOf(b))],
+      kept: [ref(c, titleOf(c))],
+      alreadyGone: [],
+    })
+    expect(h().events).toHaveLength(2)
+  })
+
+  it('a duplicated final round reports a chosen note created again under its id as kept, and leaves it', async () => {
+    const { ids, titleOf } = await seedTrip()
+    const [a, b, c] = ids as [string, string, string]
+    const finalRound = await upToFinalRound([a, b])
+    await finalRound()
+    const again = { id: b, title: 'Porto again', body: '', tags: ['trip'] }
+    expect(await h().store.importNotes('local', [again], h().clock.now)).toBe(1)
+    expect(completed(await finalRound())).toMatchObject({
+      deleted: [ref(a, titleOf(a))],
+      kept: [ref(b, titleOf(b)), ref(c, titleOf(c))].sort((x, y) => (x.id < y.id ? -1 : 1)),
+      alreadyGone: [],
+    })
+    expect(await h().store.get('local', b)).toMatchObject({ title: 'Porto again' })
   })
 
   it.each([
