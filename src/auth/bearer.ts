@@ -3,10 +3,11 @@
  * Bearer-token authentication of the MCP endpoint (MCP authorization: an OAuth 2.1 resource server).
  * Every request is authenticated on its own, from its `Authorization: Bearer` header only (a token in
  * the URL is refused: it ends up in logs and histories). The token is verified by `TokenVerifier`
- * (signature, algorithm, issuer, exact audience, lifetime); then the base scopes (AUTH_REQUIRED_SCOPE)
- * must be granted, else 403. The context gets the principal (issuer + subject), the OAuth client, the
- * granted scopes (hierarchy applied) and the 403 step-up challenge the engine answers with when an
- * operation needs more (`mcp/scopes.ts` decides from the parsed body, never from headers). Without
+ * (signature, algorithm, issuer, exact audience, lifetime). The context gets the principal (issuer +
+ * subject), the OAuth client, the granted scopes (hierarchy applied), the base scopes
+ * (AUTH_REQUIRED_SCOPE) and the 403 step-up challenge the engine answers with when an operation needs
+ * more than granted: the base scopes plus its own, all named in one challenge (`mcp/scopes.ts`
+ * decides from the parsed body, never from headers). Without
  * auth every request is the single local principal and every operation is allowed. Tokens are never
  * logged. The answers themselves are `challenges.ts`'.
  *
@@ -36,8 +37,10 @@ declare module 'hono' {
     client: string | undefined
     /** The scopes the token grants, hierarchy applied; unset without auth (everything allowed). */
     grantedScopes: ReadonlySet<string> | undefined
-    /** The 403 step-up challenge for an operation needing `required` (unset without auth). */
-    insufficientScope: ((required: readonly string[], id: RequestId) => Response) | undefined
+    /** Scopes every operation needs (AUTH_REQUIRED_SCOPE), checked with the operation's own. */
+    baseScopes: readonly string[] | undefined
+    /** The 403 step-up challenge naming every scope an operation needs (unset without auth). */
+    insufficientScope: ((required: readonly string[], id: RequestId | null) => Response) | undefined
   }
 }
 
@@ -72,8 +75,8 @@ export function bearerAuth({
     }
   }
   const { verifier, challenges, requiredScopes } = auth
-  const insufficientScope = (required: readonly string[], id: RequestId) =>
-    challenges.insufficientScope(id, [...requiredScopes, ...required])
+  const insufficientScope = (required: readonly string[], id: RequestId | null) =>
+    challenges.insufficientScope(id, required)
 
   return async function authenticate(c, next) {
     const id = () => peekRequestId(c, maxBodyBytes)
@@ -107,13 +110,10 @@ export function bearerAuth({
       }
       throw error
     }
-    const granted = verified.scopes
-    if (!requiredScopes.every((scope) => granted.has(scope))) {
-      return challenges.insufficientScope(await id(), requiredScopes)
-    }
     c.set('principal', tokenPrincipal(verified.issuer, verified.subject))
     c.set('client', verified.client)
-    c.set('grantedScopes', granted)
+    c.set('grantedScopes', verified.scopes)
+    c.set('baseScopes', requiredScopes)
     c.set('insufficientScope', insufficientScope)
     await next()
   }

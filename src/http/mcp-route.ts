@@ -16,8 +16,8 @@ export interface McpRouteOptions {
   handler: McpHandler
   maxBodyBytes: number
   /**
-   * Sets the `principal`, `client`, `grantedScopes` and `insufficientScope` context variables (the
-   * last two only with auth) or answers 400/401/403; runs after the body-size check.
+   * Sets the `principal`, `client`, `grantedScopes`, `baseScopes` and `insufficientScope` context
+   * variables (the last three only with auth) or answers 400/401; runs after the body-size check.
    */
   authenticate: MiddlewareHandler
 }
@@ -31,6 +31,7 @@ function authenticated(c: Context): Omit<McpHttpInput, 'method' | 'body'> {
     principal: c.get('principal'),
     client: c.get('client'),
     grantedScopes: c.get('grantedScopes'),
+    baseScopes: c.get('baseScopes'),
     insufficientScope: c.get('insufficientScope'),
     signal: c.req.raw.signal,
   }

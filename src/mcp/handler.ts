@@ -87,11 +87,13 @@ export interface McpHttpInput {
   signal?: AbortSignal
   /**
    * The scopes the caller's token grants (hierarchy already applied), when auth is configured; without
-   * it every operation is allowed. An operation needing more (`requiredScopes`) is answered by
-   * `insufficientScope`, the HTTP layer's 403 step-up challenge, before anything runs.
+   * it every operation is allowed. An operation needing more than `baseScopes` (which every operation
+   * needs) plus its own (`scopes.ts`) is answered by `insufficientScope`, the HTTP layer's 403 step-up
+   * challenge naming all of them, before anything runs.
    */
   grantedScopes?: ReadonlySet<string>
-  insufficientScope?: (required: readonly string[], id: RequestId) => Response
+  baseScopes?: readonly string[]
+  insufficientScope?: (required: readonly string[], id: RequestId | null) => Response
 }
 
 export type McpHandler = (input: McpHttpInput) => Promise<Response>

@@ -1,8 +1,8 @@
 /**
  * @module mcp/scopes
- * Per-operation authorization: which OAuth scopes an operation needs (the tool's own `scopes` for
- * `tools/call`, else its method's from `ServerDefinition.scopes`), decided from the parsed body, never
- * from a header, and the answer when the caller's granted scopes fall short: the HTTP layer's 403
+ * Per-operation authorization: which OAuth scopes an operation needs (the HTTP layer's base scopes,
+ * plus the tool's own `scopes` for `tools/call`, else its method's from `ServerDefinition.scopes`),
+ * decided from the parsed body, never from a header, and the answer when the caller's granted scopes fall short: the HTTP layer's 403
  * step-up challenge (`McpHttpInput.insufficientScope`), sent before anything runs. Both eras use it.
  * Verifying tokens and expanding scope hierarchies is the HTTP layer's job (`src/auth/`).
  */
@@ -34,12 +34,13 @@ export function requiredScopes<App>(
  */
 export function scopeChallenge<App>(
   server: CompiledServer<App>,
-  request: { id: RequestId; method: string; params: JsonObject },
-  input: Pick<McpHttpInput, 'grantedScopes' | 'insufficientScope'>
+  request: { id: RequestId | null; method: string; params: JsonObject },
+  input: Pick<McpHttpInput, 'grantedScopes' | 'baseScopes' | 'insufficientScope'>
 ): Response | undefined {
   const granted = input.grantedScopes
   if (!granted) return undefined
-  const required = requiredScopes(server, request.method, request.params)
+  const own = requiredScopes(server, request.method, request.params)
+  const required = input.baseScopes?.length ? [...new Set([...input.baseScopes, ...own])] : own
   if (required.every((scope) => granted.has(scope))) return undefined
   if (input.insufficientScope) return input.insufficientScope(required, request.id)
   const error = new McpError(

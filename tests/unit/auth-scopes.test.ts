@@ -163,6 +163,11 @@ describe('scopes per operation', () => {
       'mcp notes:write'
     )
     await expectStepUp(await call(baseApp, 'notes:write', 'tools/list'), 'mcp')
+    // A token lacking the base scope too hears everything the operation needs at once.
+    await expectStepUp(
+      await call(baseApp, 'notes:read', 'tools/call', tool('create_note')),
+      'mcp notes:write'
+    )
     expect((await call(baseApp, 'mcp notes:write', 'tools/call', tool('list_tags'))).status).toBe(
       200
     )

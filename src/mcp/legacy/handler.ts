@@ -546,6 +546,9 @@ export function createLegacyEra<App>(options: LegacyEraOptions<App>): LegacyEra 
         if (!(error instanceof TransportError)) throw error
         return errorResponse(null, error.code, error.message, error.status)
       }
+      // The stream is the 2025 counterpart of subscriptions/listen and needs what it needs.
+      const denied = scopeChallenge(server, { id: null, method: METHODS.listen, params: {} }, input)
+      if (denied) return denied
       if (!/text\/event-stream|\*\/\*/i.test(input.headers.get('accept') ?? '')) {
         return errorResponse(
           null,
@@ -595,6 +598,8 @@ export function createLegacyEra<App>(options: LegacyEraOptions<App>): LegacyEra 
     async delete(input) {
       try {
         const session = await openSession(input, null)
+        const denied = scopeChallenge(server, { id: null, method: 'DELETE', params: {} }, input)
+        if (denied) return denied
         await sessions.endSession(session.sid, session.expiresAt)
         return new Response(null, { status: 204 })
       } catch (error) {
