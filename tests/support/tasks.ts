@@ -1,0 +1,42 @@
+/**
+ * @module tests/support/tasks
+ * What the tasks tests share (tests/unit/tasks-*.test.ts in-process, tests/e2e/tasks-*.test.ts over
+ * HTTP): the client capabilities that declare the tasks extension, and waiting for a task to reach a
+ * state by polling `tasks/get` as a client does, bounded without asserting anything about timing.
+ */
+import { TASKS_EXTENSION } from '../../src/mcp/protocol.ts'
+import type { JsonObject } from './mcp-request.ts'
+
+/** `_meta` client capabilities that declare the tasks extension (and nothing else). */
+export const TASKS = { extensions: { [TASKS_EXTENSION]: {} } }
+/** The tasks extension and form elicitation. */
+export const TASKS_AND_FORMS = { elicitation: {}, ...TASKS }
+
+/** How long a test waits for a task to get where it should before it fails. */
+const TASK_WAIT_MS = 30_000
+
+/**
+ * Reads the task (`read` answers the `tasks/get` result) until `reached` holds, and answers that
+ * read; fails naming `what` and the last status seen after `ms`.
+ */
+export async function waitForTask(
+  read: () => Promise<JsonObject>,
+  reached: (task: JsonObject) => boolean,
+  what: string,
+  { ms = TASK_WAIT_MS, everyMs = 10 }: { ms?: number; everyMs?: number } = {}
+): Promise<JsonObject> {
+  const deadline = Date.now() + ms
+  let task = await read()
+  while (!reached(task)) {
+    if (Date.now() > deadline)
+      throw new Error(`waited ${ms} ms for ${what}; the task is ${JSON.stringify(task)}`)
+    await new Promise((resolve) => setTimeout(resolve, everyMs))
+    task = await read()
+  }
+  return task
+}
+
+/** Whether a task has reached a terminal status. */
+export function isTerminal(task: JsonObject): boolean {
+  return ['completed', 'failed', 'cancelled'].includes(task.status)
+}
