@@ -1,0 +1,392 @@
+/**
+ * The notes tools that run as tasks, `import_notes` and `export_notes` (src/notes/task-tools.ts),
+ * through the whole notes app in-process (`createApp` with tasks, real in-memory SQLite): splitting
+ * markdown into notes, the synchronous path for clients without the extension (small imports only;
+ * export refused with -32021), progress as the task's statusMessage, conflicting titles asked once
+ * per batch (overwrite, skip, keep both, decline, cancel), an export bundle imported back as the
+ * same notes, the size bound of an export, and the takeover guarantee: a re-run of an import whose
+ * first run already created some of its notes creates none of them twice.
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { createApp } from '../../src/app.ts'
+import { LOCAL_PRINCIPAL } from '../../src/auth/bearer.ts'
+import { parseConfig } from '../../src/config.ts'
+import type { McpLogger } from '../../src/mcp/dispatch.ts'
+import { InProcessEventBus } from '../../src/mcp/events.ts'
+import { generateKey, importKeyRing } from '../../src/mcp/key-ring.ts'
+import { StateSealer } from '../../src/mcp/sealed-state.ts'
+import { readJournal } from '../../src/mcp/tasks/record.ts'
+import { MAX_BODY_CHARS } from '../../src/notes/limits.ts'
+import { READ, WRITE } from '../../src/notes/scopes.ts'
+import { createNotesServer } from '../../src/notes/server.ts'
+import type { Note } from '../../src/notes/store.ts'
+import {
+  MAX_CONFLICTS_PER_ASK,
+  MAX_EXPORT_BYTES,
+  MAX_SYNC_IMPORT_NOTES,
+  parseImport,
+} from '../../src/notes/task-tools.ts'
+import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
+import { expectError, expectResult, postMcp, type JsonObject } from '../support/mcp-request.ts'
+import { TASKS, TASKS_AND_FORMS, isTerminal, waitForTask } from '../support/tasks.ts'
+
+const sealer = StateSealer.create({
+  keyRing: await importKeyRing([generateKey()]),
+  ttlSeconds: 600,
+})
+const logger: McpLogger = { warn: () => {}, error: () => {} }
+
+let store: SqliteNotesStore
+let shutdown: AbortController
+let app: ReturnType<typeof createApp>
+let ids = 0
+
+async function notesApp(): Promise<{ store: SqliteNotesStore; app: ReturnType<typeof createApp> }> {
+  const own = new SqliteNotesStore({ path: ':memory:' })
+  await own.migrate()
+  const built = createApp(parseConfig({}), {
+    store: own,
+    sealer,
+    bus: new InProcessEventBus(),
+    logger,
+    shutdown: shutdown.signal,
+    tasks: { replicaId: 'unit', takeoverIntervalMs: 0 },
+  })
+  return { store: own, app: built }
+}
+
+beforeEach(async () => {
+  shutdown = new AbortController()
+  ;({ store, app } = await notesApp())
+})
+afterEach(async () => {
+  shutdown.abort()
+  await store.close()
+})
+
+async function rpc(
+  method: string,
+  params: JsonObject,
+  capabilities: object = TASKS_AND_FORMS,
+  on = app
+): Promise<JsonObject> {
+  const id = ++ids
+  return expectResult(await postMcp(on, method, { id, params, capabilities }), id)
+}
+
+const call = (name: string, args: JsonObject, capabilities?: object, on = app) =>
+  rpc('tools/call', { name, arguments: args }, capabilities, on)
+const getTask = (taskId: string, on = app) => rpc('tasks/get', { taskId }, TASKS, on)
+const finished = (taskId: string, on = app) =>
+  waitForTask(() => getTask(taskId, on), isTerminal, 'the end of the task')
+const parked = (taskId: string) =>
+  waitForTask(
+    () => getTask(taskId),
+    (task) => task.status === 'input_required',
+    'input_required'
+  )
+
+/** Every note of the local principal, by title. */
+async function notesByTitle(from = store): Promise<Map<string, Note[]>> {
+  const byTitle = new Map<string, Note[]>()
+  for (let offset = 0; ; offset += 500) {
+    const page = await from.list(LOCAL_PRINCIPAL, offset, 500)
+    for (const note of page.items)
+      byTitle.set(note.title, [...(byTitle.get(note.title) ?? []), note])
+    if (page.nextOffset === undefined) return byTitle
+  }
+}
+
+function markdownOf(count: number, prefix = 'Note'): string {
+  return Array.from(
+    { length: count },
+    (_, i) => `# ${prefix} ${i + 1}\n\nBody of ${i + 1}.\n`
+  ).join('\n')
+}
+
+async function seed(title: string, body = 'old body', tags: string[] = []): Promise<Note> {
+  return store.create(LOCAL_PRINCIPAL, { title, body, tags }, Date.now())
+}
+
+describe('import_notes', () => {
+  it('splits on "# " headings only: deeper headings and headings in fenced code stay in the body', () => {
+    const parsed = parseImport(
+      '# First\n\nIntro\n\n## Section\n\n```sh\n# not a note\n```\n\n~~~\n# nor this\n~~~\n# Second\nlast line\n\n'
+    )
+    expect(parsed).toEqual({
+      notes: [
+        {
+          title: 'First',
+          body: 'Intro\n\n## Section\n\n```sh\n# not a note\n```\n\n~~~\n# nor this\n~~~',
+          tags: [],
+          line: 1,
+        },
+        { title: 'Second', body: 'last line', tags: [], line: 14 },
+      ],
+    })
+  })
+
+  it('answers what keeps an import from being read, and imports nothing', async () => {
+    const long = 'x'.repeat(MAX_BODY_CHARS + 1)
+    const result = await call(
+      'import_notes',
+      {
+        markdown: `intro text\n# Good\n\nfine\n#  \n\n# Long\n\n${long}\n# Tagged\n\n- Tags: \`no spaces\`\n`,
+      },
+      {}
+    )
+    expect(result.isError).toBe(true)
+    const message = result.content[0].text
+    expect(message).toMatch(/^Nothing imported: line 1: text before the first "# " heading;/)
+    expect(message).toContain('the note at line 5: its title')
+    expect(message).toContain(`the note at line 7: its body is longer than ${MAX_BODY_CHARS}`)
+    expect(message).toContain('the note at line 10:')
+    expect((await store.list(LOCAL_PRINCIPAL, 0, 10)).items).toEqual([])
+  })
+
+  it('runs synchronously for a client without the extension, up to the small-import bound', async () => {
+    const result = await call('import_notes', { markdown: markdownOf(3) }, {})
+    expect(result).toMatchObject({
+      resultType: 'complete',
+      structuredContent: { outcome: 'imported', total: 3, created: 3, overwritten: 0, skipped: 0 },
+    })
+    expect([...(await notesByTitle()).keys()].sort()).toEqual(['Note 1', 'Note 2', 'Note 3'])
+  })
+
+  it('answers -32021 to a client without the extension for a larger import', async () => {
+    const response = await postMcp(app, 'tools/call', {
+      params: {
+        name: 'import_notes',
+        arguments: { markdown: markdownOf(MAX_SYNC_IMPORT_NOTES + 1) },
+      },
+      capabilities: {},
+    })
+    const error = await expectError(response, { status: 400, code: -32021, id: 1 })
+    expect(error.data).toEqual({
+      requiredCapabilities: { extensions: { 'io.modelcontextprotocol/tasks': {} } },
+    })
+    expect((await store.list(LOCAL_PRINCIPAL, 0, 1)).items).toEqual([])
+  })
+
+  it('runs as a task for a declaring client, reporting progress as the statusMessage', async () => {
+    const created = await call('import_notes', { markdown: markdownOf(250) })
+    expect(created).toMatchObject({ resultType: 'task', status: 'working' })
+    const done = await finished(created.taskId)
+    expect(done).toMatchObject({
+      status: 'completed',
+      statusMessage: 'Imported 250 of 250 notes.',
+      result: { structuredContent: { total: 250, created: 250 } },
+    })
+    const byTitle = await notesByTitle()
+    expect(byTitle.size).toBe(250)
+    expect([...byTitle.values()].every((notes) => notes.length === 1)).toBe(true)
+    expect(byTitle.get('Note 7')?.[0]?.body).toBe('Body of 7.')
+  })
+
+  it('asks once per batch of conflicting titles, and overwrites what the person chose to', async () => {
+    const alpha = await seed('Alpha', 'old alpha', ['old'])
+    const markdown = '# Alpha\n\n- Tags: `new`\n\nnew alpha\n# Beta\n\nbeta\n'
+    const { taskId } = await call('import_notes', { markdown })
+    const asked = await parked(taskId)
+    expect(Object.keys(asked.inputRequests)).toEqual(['conflicts-1'])
+    const question = asked.inputRequests['conflicts-1']
+    expect(question.method).toBe('elicitation/create')
+    expect(question.params.message).toContain('"Alpha"')
+    expect(
+      question.params.requestedSchema.properties.resolution.oneOf.map((o: JsonObject) => o.const)
+    ).toEqual(['overwrite', 'skip', 'keep_both'])
+    await rpc('tasks/update', {
+      taskId,
+      inputResponses: { 'conflicts-1': { action: 'accept', content: { resolution: 'overwrite' } } },
+    })
+    const done = await finished(taskId)
+    expect(done.result.structuredContent).toMatchObject({ created: 1, overwritten: 1, skipped: 0 })
+    expect(await store.get(LOCAL_PRINCIPAL, alpha.id)).toMatchObject({
+      body: 'new alpha',
+      tags: ['new'],
+      version: 2,
+    })
+    expect((await notesByTitle()).get('Beta')).toHaveLength(1)
+  })
+
+  it('skips conflicting notes when asked to, or when the question is declined, and keeps both when asked to', async () => {
+    const cases = [
+      { answer: { action: 'accept', content: { resolution: 'skip' } }, alphas: 1, skipped: 1 },
+      { answer: { action: 'decline' }, alphas: 1, skipped: 1 },
+      { answer: { action: 'accept', content: { resolution: 'keep_both' } }, alphas: 2, skipped: 0 },
+    ]
+    for (const { answer, alphas, skipped } of cases) {
+      const own = await notesApp()
+      await own.store.create(LOCAL_PRINCIPAL, { title: 'Alpha', body: 'old', tags: [] }, Date.now())
+      const { taskId } = await call(
+        'import_notes',
+        { markdown: '# Alpha\n\nnew\n' },
+        TASKS_AND_FORMS,
+        own.app
+      )
+      await waitForTask(
+        () => getTask(taskId, own.app),
+        (t) => t.status === 'input_required',
+        'the question'
+      )
+      await rpc(
+        'tasks/update',
+        { taskId, inputResponses: { 'conflicts-1': answer } },
+        TASKS,
+        own.app
+      )
+      const done = await finished(taskId, own.app)
+      expect(done.result.structuredContent).toMatchObject({ skipped, created: alphas - 1 })
+      const notes = (await notesByTitle(own.store)).get('Alpha') ?? []
+      expect(notes).toHaveLength(alphas)
+      expect(notes.some((note) => note.body === 'old')).toBe(true)
+      await own.store.close()
+    }
+  })
+
+  it('imports nothing when the person cancels the question', async () => {
+    await seed('Alpha')
+    const { taskId } = await call('import_notes', { markdown: '# Alpha\n\nnew\n# Beta\n\nb\n' })
+    await parked(taskId)
+    await rpc('tasks/update', { taskId, inputResponses: { 'conflicts-1': { action: 'cancel' } } })
+    const done = await finished(taskId)
+    expect(done.result.structuredContent).toMatchObject({ outcome: 'cancelled', created: 0 })
+    expect([...(await notesByTitle()).keys()]).toEqual(['Alpha'])
+  })
+
+  it(`asks about at most ${MAX_CONFLICTS_PER_ASK} titles per form, all forms at once`, async () => {
+    for (let i = 1; i <= 25; i++) await seed(`Note ${i}`)
+    const { taskId } = await call('import_notes', { markdown: markdownOf(30) })
+    const asked = await parked(taskId)
+    expect(Object.keys(asked.inputRequests).sort()).toEqual(['conflicts-1', 'conflicts-2'])
+    expect(asked.inputRequests['conflicts-2'].params.message).toMatch(/^5 notes to import have/)
+    await rpc('tasks/update', {
+      taskId,
+      inputResponses: {
+        'conflicts-1': { action: 'accept', content: { resolution: 'skip' } },
+        'conflicts-2': { action: 'accept', content: { resolution: 'overwrite' } },
+      },
+    })
+    const done = await finished(taskId)
+    expect(done.result.structuredContent).toMatchObject({ created: 5, skipped: 20, overwritten: 5 })
+  })
+
+  it('asks a synchronous import’s conflict question as a multi round-trip round', async () => {
+    await seed('Alpha')
+    const first = await call('import_notes', { markdown: '# Alpha\n\nnew\n' }, { elicitation: {} })
+    expect(first).toMatchObject({
+      resultType: 'input_required',
+      inputRequests: { 'conflicts-1': {} },
+    })
+    const second = await rpc(
+      'tools/call',
+      {
+        name: 'import_notes',
+        arguments: { markdown: '# Alpha\n\nnew\n' },
+        inputResponses: {
+          'conflicts-1': { action: 'accept', content: { resolution: 'overwrite' } },
+        },
+        requestState: first.requestState,
+      },
+      { elicitation: {} }
+    )
+    expect(second.structuredContent).toMatchObject({ overwritten: 1 })
+  })
+
+  it('creates none of its notes twice when a run repeats the work of an earlier one', async () => {
+    await seed('Note 1')
+    const { taskId } = await call('import_notes', { markdown: markdownOf(120) })
+    await parked(taskId)
+    // What a replica that died mid-import leaves: some planned notes created, the task not done.
+    const record = await store.getTask(taskId)
+    const plan = readJournal(record!.journal).replay.o?.plan as { ids: string[] }
+    expect(plan.ids).toHaveLength(120)
+    const earlier = plan.ids
+      .slice(1, 61)
+      .map((id, i) => ({ id, title: `Note ${i + 2}`, body: `Body of ${i + 2}.`, tags: [] }))
+    expect(await store.importNotes(LOCAL_PRINCIPAL, earlier, Date.now())).toBe(60)
+    await rpc('tasks/update', {
+      taskId,
+      inputResponses: { 'conflicts-1': { action: 'accept', content: { resolution: 'keep_both' } } },
+    })
+    const done = await finished(taskId)
+    expect(done.result.structuredContent).toMatchObject({ total: 120, created: 120 })
+    const byTitle = await notesByTitle()
+    expect([...byTitle.values()].flat()).toHaveLength(121)
+    expect(byTitle.get('Note 1')).toHaveLength(2)
+    expect(byTitle.get('Note 30')).toHaveLength(1)
+  })
+
+  it('needs notes:write', () => {
+    expect(createNotesServer().tools.get('import_notes')?.definition.scopes).toEqual(WRITE)
+  })
+})
+
+describe('export_notes', () => {
+  it('answers -32021 to a client without the extension', async () => {
+    const response = await postMcp(app, 'tools/call', {
+      params: { name: 'export_notes', arguments: {} },
+      capabilities: {},
+    })
+    await expectError(response, { status: 400, code: -32021, id: 1 })
+  })
+
+  it('exports every note, or one tag’s, as one markdown bundle in an embedded resource', async () => {
+    await seed('Groceries', 'milk', ['home'])
+    await seed('Standup', 'notes', ['work'])
+    const all = await finished((await call('export_notes', {})).taskId)
+    expect(all.status).toBe('completed')
+    expect(all.statusMessage).toBe('Exported 2 notes.')
+    const [summary, bundle] = all.result.content
+    expect(summary).toEqual({ type: 'text', text: 'Exported 2 notes.' })
+    expect(bundle).toMatchObject({
+      type: 'resource',
+      resource: { uri: 'notes://export', mimeType: 'text/markdown' },
+    })
+    expect(bundle.resource.text).toMatch(/^# Standup\n/m)
+    expect(bundle.resource.text).toMatch(/^# Groceries\n/m)
+
+    const work = await finished((await call('export_notes', { tag: 'work' })).taskId)
+    const text = work.result.content[1].resource.text
+    expect(work.result.content[1].resource.uri).toBe('notes://export?tag=work')
+    expect(text).toContain('# Standup')
+    expect(text).not.toContain('Groceries')
+  })
+
+  it('writes a bundle import_notes reads back as the same notes', async () => {
+    await seed('One', 'first body\n\n## with a section', ['a', 'b'])
+    await seed('Two', '', [])
+    await seed('Three', '```\n# code\n```', ['c'])
+    const exported = await finished((await call('export_notes', {})).taskId)
+    const markdown = exported.result.content[1].resource.text
+
+    const other = await notesApp()
+    const imported = await call('import_notes', { markdown }, {}, other.app)
+    expect(imported.structuredContent).toMatchObject({ total: 3, created: 3 })
+    const shape = (byTitle: Map<string, Note[]>) =>
+      [...byTitle.values()]
+        .flat()
+        .map(({ title, body, tags }) => ({ title, body, tags }))
+        .sort((x, y) => x.title.localeCompare(y.title))
+    expect(shape(await notesByTitle(other.store))).toEqual(shape(await notesByTitle()))
+    await other.store.close()
+  })
+
+  it(`refuses a bundle larger than ${MAX_EXPORT_BYTES} bytes`, async () => {
+    const body = 'x'.repeat(MAX_BODY_CHARS)
+    const notes = Array.from({ length: 11 }, (_, i) => ({
+      id: `n_big${String(i).padStart(13, '0')}`,
+      title: `Big ${i}`,
+      body,
+      tags: [],
+    }))
+    await store.importNotes(LOCAL_PRINCIPAL, notes, Date.now())
+    const done = await finished((await call('export_notes', {})).taskId)
+    expect(done.result).toMatchObject({ isError: true })
+    expect(done.result.content[0].text).toContain('export one tag at a time')
+  })
+
+  it('needs notes:read', () => {
+    expect(createNotesServer().tools.get('export_notes')?.definition.scopes).toEqual(READ)
+  })
+})
