@@ -54,6 +54,11 @@ const MAX_REPORTED_PROBLEMS = 5
 
 const { tool } = definitions<NotesApp>()
 
+/** "1 note", "2 notes". */
+function notesCount(count: number): string {
+  return count === 1 ? '1 note' : `${count} notes`
+}
+
 interface ImportedNote extends NewNote {
   /** The line of its heading (1-based), for messages. */
   line: number
@@ -240,9 +245,9 @@ function importResult(result: ImportResult) {
   const sentence =
     result.outcome === 'cancelled'
       ? 'Import cancelled; nothing was imported.'
-      : `Imported ${result.total} notes: ${parts.join(', ')}.` +
+      : `Import done: of ${notesCount(result.total)}, ${parts.join(', ')}.` +
         (result.notOverwritten.length > 0
-          ? ` ${result.notOverwritten.length} existing notes changed meanwhile and were left as they are.`
+          ? ` ${notesCount(result.notOverwritten.length)} changed meanwhile and stayed as they were.`
           : '')
   return structured(result, [{ type: 'text', text: sentence }])
 }
@@ -293,7 +298,7 @@ export const importNotes = tool({
     const progress = () => {
       const done =
         result.created + result.overwritten + result.skipped + result.notOverwritten.length
-      ctx.progress(done, total, `Imported ${done} of ${total} notes.`)
+      ctx.progress(done, total, `Imported ${done} of ${notesCount(total)}.`)
     }
     const conflictOf = new Map(plan.conflicts.map((conflict, n) => [conflict.index, n]))
     const creates: Array<NewNote & { id: string }> = []
@@ -374,7 +379,7 @@ export const exportNotes = tool({
           )
         parts.push(markdown)
       }
-      ctx.progress(parts.length, undefined, `Exported ${parts.length} notes.`)
+      ctx.progress(parts.length, undefined, `Exported ${notesCount(parts.length)}.`)
     }
     const which = tag === undefined ? '' : ` tagged "${tag}"`
     return {
@@ -384,7 +389,7 @@ export const exportNotes = tool({
           text:
             parts.length === 0
               ? `No notes${which} to export.`
-              : `Exported ${parts.length} notes${which}.`,
+              : `Exported ${notesCount(parts.length)}${which}.`,
         },
         {
           type: 'resource',
