@@ -3,9 +3,10 @@
  * Node-side helper (not a workerd test): starts `wrangler dev` in local mode for an end-to-end test —
  * workerd on 127.0.0.1, a free port, a free inspector port, a private `--persist-to` directory whose
  * local D1 database `DB` has `migrations/` applied first (as `wrangler d1 migrations apply DB --local`),
- * and the given secrets through an `--env-file`, with wrangler's outbound traffic switched off.
- * Resolves once `/healthz` answers; `stop()` ends wrangler and its workerd processes (one process
- * group).
+ * and the given secrets through an `--env-file`, with wrangler's outbound traffic switched off, and
+ * a dev registry of its own unless the test shares one between the Workers that bind each other's
+ * Durable Objects (`registry`). Resolves once `/healthz` answers; `stop()` ends wrangler and its
+ * workerd processes (one process group).
  */
 import { spawn } from 'node:child_process'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
@@ -40,13 +41,19 @@ export interface StartWorkerOptions {
   /** Secrets and vars, written to the `--env-file` (values must be single-line). */
   vars?: Record<string, string>
   startTimeoutMs?: number
+  /**
+   * The dev registry directory (`WRANGLER_REGISTRY_PATH`) through which `wrangler dev` processes
+   * reach each other's Durable Objects (`script_name` bindings); default a private one, so tests
+   * running at the same time never connect to each other's Workers.
+   */
+  registry?: string
 }
 
 /** Runs one wrangler command to its end; rejects with its output when it fails. */
-function wrangler(args: string[]): Promise<void> {
+function wrangler(args: string[], env: NodeJS.ProcessEnv): Promise<void> {
   const child = spawn(process.execPath, [WRANGLER, ...args], {
     cwd: root,
-    env: { ...process.env, ...WRANGLER_ENV, NO_COLOR: '1' },
+    env,
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   let output = ''
@@ -63,6 +70,12 @@ export async function startWorker(options: StartWorkerOptions = {}): Promise<Wor
   const dir = await mkdtemp(join(tmpdir(), 'notes-wrangler-dev-'))
   const config = options.config ?? FIXTURE_WORKER_CONFIG
   const state = join(dir, 'state')
+  const env = {
+    ...process.env,
+    ...WRANGLER_ENV,
+    NO_COLOR: '1',
+    WRANGLER_REGISTRY_PATH: options.registry ?? join(dir, 'registry'),
+  }
   const envFile = join(dir, 'worker.env')
   const lines = Object.entries(options.vars ?? {}).map(([name, value]) => {
     if (/[\r\n]/.test(value)) throw new TypeError(`${name} must be a single line`)
@@ -71,17 +84,10 @@ export async function startWorker(options: StartWorkerOptions = {}): Promise<Wor
   await writeFile(envFile, `${lines.join('\n')}\n`, { mode: 0o600 })
 
   try {
-    await wrangler([
-      'd1',
-      'migrations',
-      'apply',
-      'DB',
-      '--local',
-      '--config',
-      config,
-      '--persist-to',
-      state,
-    ])
+    await wrangler(
+      ['d1', 'migrations', 'apply', 'DB', '--local', '--config', config, '--persist-to', state],
+      env
+    )
   } catch (error) {
     await rm(dir, { recursive: true, force: true })
     throw error
@@ -109,7 +115,7 @@ export async function startWorker(options: StartWorkerOptions = {}): Promise<Wor
   ]
   const child = spawn(process.execPath, args, {
     cwd: root,
-    env: { ...process.env, ...WRANGLER_ENV, NO_COLOR: '1' },
+    env,
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
   })
