@@ -52,7 +52,7 @@ export const EVENT_BUS_BINDING = 'EVENT_BUS'
 /** Objects a deployment spreads its subscriptions over (see the module header). */
 export const DEFAULT_SHARDS = 4
 /** How long a subscription waits before it connects (events meanwhile are replayed). */
-export const CONNECT_DELAY_MS = 100
+const CONNECT_DELAY_MS = 100
 /** How long a shard keeps the events it received, to replay them to sockets still connecting. */
 export const REPLAY_WINDOW_MS = 5_000
 /** Most events a shard keeps for replay. */
@@ -60,14 +60,14 @@ export const MAX_REPLAY_EVENTS = 512
 /** How far the clocks of an isolate and an object may disagree; replays reach back this much more. */
 export const CLOCK_SKEW_MS = 100
 /** First wait before a lost socket is reopened; doubled after every failure, up to the maximum. */
-export const RECONNECT_BASE_MS = 250
-export const RECONNECT_MAX_MS = 10_000
+const RECONNECT_BASE_MS = 250
+const RECONNECT_MAX_MS = 10_000
 /** Longest session or request id an event may carry (the engine's are far shorter). */
-export const MAX_EVENT_ID_CHARS = 256
+const MAX_EVENT_ID_CHARS = 256
 /** Longest resource URI an event may carry. */
-export const MAX_EVENT_URI_CHARS = 2_048
+const MAX_EVENT_URI_CHARS = 2_048
 /** Longest serialised event the bus accepts, in characters. */
-export const MAX_EVENT_CHARS = 8_192
+const MAX_EVENT_CHARS = 8_192
 
 /** Paths of the object's two endpoints (the host of a stub's URL is never read). */
 export const SUBSCRIBE_PATH = '/subscribe'
@@ -78,7 +78,7 @@ const EventId = z.string().min(1).max(MAX_EVENT_ID_CHARS)
 const Principal = z.string().min(1).max(MAX_EVENT_ID_CHARS).optional()
 
 /** The events the bus carries, exactly: anything else is dropped where it arrives. */
-export const ServerEventSchema: z.ZodType<ServerEvent> = z.discriminatedUnion('kind', [
+const ServerEventSchema: z.ZodType<ServerEvent> = z.discriminatedUnion('kind', [
   z.strictObject({ kind: z.literal('tools_list_changed') }),
   z.strictObject({ kind: z.literal('prompts_list_changed') }),
   z.strictObject({ kind: z.literal('resources_list_changed'), principal: Principal }),
@@ -105,7 +105,7 @@ export function parseEvent(text: unknown): ServerEvent | undefined {
 }
 
 /** The name of shard `index` (its object is `idFromName` of it). */
-export function shardName(index: number): string {
+function shardName(index: number): string {
   return `shard-${index}`
 }
 
@@ -134,7 +134,7 @@ export interface BusSocket {
 }
 
 /** A Durable Object stub, as far as the bus uses it (a real stub satisfies it). */
-export interface BusStub {
+interface BusStub {
   fetch(url: string, init?: RequestInit): Promise<Response & { webSocket?: BusSocket | null }>
 }
 
