@@ -33,14 +33,15 @@
  *   delivered to this isolate's subscribers directly (and logged), as the PostgreSQL bus does.
  * - **Nothing is lost while a socket connects.** A subscription connects {@link CONNECT_DELAY_MS}
  *   after it starts (a 2025 request that ends sooner never opens a socket: most of them), and each
- *   shard replays to a new socket the events it received since the subscription started (it keeps
- *   those of the last {@link REPLAY_WINDOW_MS}, at most {@link MAX_REPLAY_EVENTS}). A lost socket is
+ *   shard replays to a new socket the events it received since the subscription started, reaching
+ *   back {@link CLOCK_SKEW_MS} more for clocks that disagree (it keeps those of the last {@link
+ *   REPLAY_WINDOW_MS}, at most {@link MAX_REPLAY_EVENTS}). A lost socket is
  *   reopened with backoff and replayed from the moment it was lost. A listener may therefore hear an
  *   event twice, or one from just before it subscribed: events are hints, never data a listener
  *   trusts (an answer is read back from the store, where the waiting flow also polls for it).
  *
- * Events are validated where they enter the object and again where they leave it ({@link
- * ServerEventSchema}: strict shapes, bounded ids). Runtime-neutral: structural types of the Workers
+ * Events are validated where they enter the object and again where a subscriber receives them
+ * ({@link ServerEventSchema}: strict shapes, bounded ids). Runtime-neutral: structural types of the Workers
  * APIs it uses, nothing from `node:*` or from workers-types.
  */
 import { z } from 'zod'
