@@ -10,9 +10,9 @@
  * - duplicated: a title stored more than once, a stored note no flow knows (a create that happened
  *   twice), or a delete that acted twice (its flow saw the note already gone);
  * - half done: a `bulk_delete` that failed and left some of the notes it selected deleted and others
- *   not. The tool deletes note by note, each under a single-use key, so a modern client finishes
- *   such a final round by sending it again; a 2025 flow has no such second chance (its final round
- *   ran inside the POST whose replica died), so for it this is what "nothing half done" rules out.
+ *   not. The tool deletes the whole selection in one transaction under one single-use key, so any
+ *   half-done selection is a defect, in either era (a 2025 flow has no second chance to re-send its
+ *   final round, which ran inside the POST whose replica died).
  * Notes of a flow that failed before it learned their fate (`unsettled`) may be present or absent,
  * but at most once.
  */
