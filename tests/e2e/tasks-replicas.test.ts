@@ -9,9 +9,9 @@ import { DatabaseSync } from 'node:sqlite'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { formatKeyRing, generateKey } from '../../src/mcp/key-ring.ts'
-import { expectResult, mcpInit, type JsonObject } from '../support/mcp-request.ts'
+import type { JsonObject } from '../support/mcp-request.ts'
 import { startServer, tempDataDir, type ServerProcess } from '../support/server-process.ts'
-import { TASKS, TASKS_AND_FORMS, isTerminal, waitForTask } from '../support/tasks.ts'
+import { TASKS, TASKS_AND_FORMS, isTerminal, rpcAt, waitForTask } from '../support/tasks.ts'
 
 /** Notes the import creates. */
 const IMPORTED = 2_000
@@ -37,19 +37,13 @@ afterAll(async () => {
 })
 
 /** One request to one replica; answers its result (asserting success). */
-async function rpc(
+function rpc(
   replica: ServerProcess,
   method: string,
   params: JsonObject,
   capabilities: object = TASKS_AND_FORMS
 ): Promise<JsonObject> {
-  const id = ++ids
-  const init = mcpInit(method, { id, params, capabilities })
-  const headers = new Headers(init.headers)
-  headers.delete('host')
-  headers.delete('content-length')
-  const response = await fetch(replica.url, { ...init, headers })
-  return expectResult(response, id)
+  return rpcAt(replica.url, method, params, capabilities, ++ids)
 }
 
 const call = (replica: ServerProcess, name: string, args: JsonObject) =>

@@ -1,16 +1,33 @@
 /**
  * @module tests/support/tasks
  * What the tasks tests share (tests/unit/tasks-*.test.ts in-process, tests/e2e/tasks-*.test.ts over
- * HTTP): the client capabilities that declare the tasks extension, and waiting for a task to reach a
- * state by polling `tasks/get` as a client does, bounded without asserting anything about timing.
+ * HTTP): the client capabilities that declare the tasks extension, one request to a server process,
+ * and waiting for a task to reach a state by polling `tasks/get` as a client does, bounded without
+ * asserting anything about timing.
  */
 import { TASKS_EXTENSION } from '../../src/mcp/protocol.ts'
-import type { JsonObject } from './mcp-request.ts'
+import { expectResult, mcpInit, type JsonObject } from './mcp-request.ts'
 
 /** `_meta` client capabilities that declare the tasks extension (and nothing else). */
 export const TASKS = { extensions: { [TASKS_EXTENSION]: {} } }
 /** The tasks extension and form elicitation. */
 export const TASKS_AND_FORMS = { elicitation: {}, ...TASKS }
+
+/** One request to the MCP endpoint at `url` over HTTP; answers its result (asserting success). */
+export async function rpcAt(
+  url: string,
+  method: string,
+  params: JsonObject,
+  capabilities: object,
+  id: number
+): Promise<JsonObject> {
+  const init = mcpInit(method, { id, params, capabilities })
+  const headers = new Headers(init.headers)
+  // fetch sets these itself, from the URL and the body.
+  headers.delete('host')
+  headers.delete('content-length')
+  return expectResult(await fetch(url, { ...init, headers }), id)
+}
 
 /** How long a test waits for a task to get where it should before it fails. */
 const TASK_WAIT_MS = 30_000
