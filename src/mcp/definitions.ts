@@ -1,9 +1,10 @@
 /**
  * @module mcp/definitions
- * How an application declares what it serves: tools (zod input, optional zod output), resources,
- * resource templates, prompts and completions, plus small result builders (`text`, `toolError`,
- * `structured`). Definitions are plain data checked once when the server is built (`server.ts`); the
- * contexts handlers receive are described here and implemented in `context.ts`.
+ * How an application declares what it serves: tools (zod input, optional zod output, optionally run
+ * as tasks), resources, resource templates, prompts and completions, plus small result builders
+ * (`text`, `toolError`, `structured`). Definitions are plain data checked once when the server is
+ * built (`server.ts`); the contexts handlers receive are described here (`ToolContext` also says what
+ * changes inside a task) and implemented in `context.ts` and `tasks/runner.ts`.
  *
  * @example
  * const { tool } = definitions<MyApp>()
