@@ -4,9 +4,11 @@
  * GET stream of a 2025-era session: optional opening messages, then one message per bus event the
  * caller maps (in order, even when mapping is asynchronous), keep-alive comments so proxies keep it
  * open, and an end that is graceful (an optional closing message) on server shutdown or at the
- * maximum duration, and silent when the client goes away. Nothing about the stream outlives it.
+ * maximum duration, and silent when the client goes away. The caller names what the stream listens
+ * for (its principal), which the bus may route by; `map` still decides what is sent. Nothing about
+ * the stream outlives it.
  */
-import type { EventBus, ServerEvent } from './events.ts'
+import type { EventBus, EventInterest, ServerEvent } from './events.ts'
 import { SSE_HEADERS, SSE_KEEPALIVE, closeQuietly, sseEvent } from './streaming.ts'
 
 export const DEFAULT_KEEPALIVE_MS = 15_000
@@ -14,6 +16,8 @@ export const DEFAULT_MAX_STREAM_MS = 60 * 60_000
 
 export interface EventStreamOptions {
   bus: EventBus
+  /** What the stream listens for, told to the bus (`map` still decides what is sent). */
+  interest: EventInterest
   /** Aborted when the client goes away. */
   signal: AbortSignal
   /** Aborted when the server shuts down: the stream then ends gracefully. */
@@ -65,7 +69,7 @@ export function eventStream(options: EventStreamOptions): Response {
           .catch(() => {
             // A failed lookup drops this one notification, never the stream.
           })
-      })
+      }, options.interest)
       const keepAlive = setInterval(
         () => send(SSE_KEEPALIVE),
         options.keepAliveMs ?? DEFAULT_KEEPALIVE_MS

@@ -8,7 +8,16 @@
  * only; a deployment with several replicas plugs in a bus that fans out across them (same interface).
  * Events scoped to a principal reach only that principal's streams. Events are signals, never data a
  * listener trusts: an answer is read back from the store, for the session it was expected in.
+ *
+ * A subscriber may tell the bus what it listens for (`EventInterest`): a stream, its principal's events
+ * and those of no principal; a 2025 request, its session's signals. That is a promise of what the
+ * listener needs, so a bus may route by it (the Workers bus keeps one Durable Object per principal and
+ * per session), but a bus MAY deliver more: the in-process and PostgreSQL buses ignore it, and every
+ * listener still keeps only what is its own. This module also owns the one wire shape of an event for
+ * buses that carry events between processes (`ServerEventSchema`: strict, with bounded ids and URIs),
+ * so what a hostile or broken peer puts on the wire never reaches a listener.
  */
+import { z } from 'zod'
 
 export type ServerEvent =
   | { kind: 'tools_list_changed' }
@@ -20,10 +29,105 @@ export type ServerEvent =
 
 export type EventListener = (event: ServerEvent) => void
 
+/**
+ * What a listener needs: with `principal`, that principal's events and every event without one; with
+ * `session`, that 2025 session's signals; with both, all of those. Without either it needs every event.
+ */
+export interface EventInterest {
+  principal?: string
+  session?: string
+}
+
 export interface EventBus {
   publish(event: ServerEvent): void | Promise<void>
-  /** Returns the function that removes the listener. */
-  subscribe(listener: EventListener): () => void
+  /**
+   * Returns the function that removes the listener. `interest` promises what the listener needs; the
+   * bus may deliver more, and the listener filters.
+   */
+  subscribe(listener: EventListener, interest?: EventInterest): () => void
+}
+
+/** Who an event is for: one session, one principal, or everyone (`undefined`). */
+export type EventScope = { session: string } | { principal: string } | undefined
+
+export function eventScope(event: ServerEvent): EventScope {
+  switch (event.kind) {
+    case 'input_delivered':
+    case 'request_cancelled':
+      return { session: event.session }
+    case 'resources_list_changed':
+    case 'resource_updated':
+      return event.principal === undefined ? undefined : { principal: event.principal }
+    default:
+      return undefined
+  }
+}
+
+/** Whether a listener with `interest` needs `event` (see {@link EventInterest}). */
+export function concerns(interest: EventInterest | undefined, event: ServerEvent): boolean {
+  if (interest?.principal === undefined && interest?.session === undefined) return true
+  const scope = eventScope(event)
+  if (scope === undefined) return interest.principal !== undefined
+  return 'session' in scope
+    ? scope.session === interest.session
+    : scope.principal === interest.principal
+}
+
+/**
+ * Longest session or request id an event may carry: far above any id the engine makes, so a hostile
+ * payload cannot smuggle a large string into a listener.
+ */
+export const MAX_EVENT_ID_CHARS = 256
+/**
+ * Longest principal an event may carry: a token's issuer and subject joined (`auth/bearer.ts`), where
+ * OpenID Connect bounds the subject at 255 characters.
+ */
+export const MAX_EVENT_PRINCIPAL_CHARS = 1_024
+/** Longest resource URI an event may carry (what `resources/subscribe` accepts). */
+export const MAX_EVENT_URI_CHARS = 2_048
+/**
+ * Longest serialised event a bus carries, in characters: an ASCII event this long still fits a
+ * PostgreSQL NOTIFY (under 8000 bytes); the bounds above keep real events far shorter.
+ */
+export const MAX_EVENT_CHARS = 7_900
+
+const EventId = z.string().min(1).max(MAX_EVENT_ID_CHARS)
+const Principal = z.string().min(1).max(MAX_EVENT_PRINCIPAL_CHARS).optional()
+
+/** The events a bus carries between processes, exactly: anything else is dropped where it arrives. */
+export const ServerEventSchema: z.ZodType<ServerEvent> = z.discriminatedUnion('kind', [
+  z.strictObject({ kind: z.literal('tools_list_changed') }),
+  z.strictObject({ kind: z.literal('prompts_list_changed') }),
+  z.strictObject({ kind: z.literal('resources_list_changed'), principal: Principal }),
+  z.strictObject({
+    kind: z.literal('resource_updated'),
+    uri: z.string().min(1).max(MAX_EVENT_URI_CHARS),
+    principal: Principal,
+  }),
+  z.strictObject({ kind: z.literal('input_delivered'), session: EventId, requestId: EventId }),
+  z.strictObject({ kind: z.literal('request_cancelled'), session: EventId, requestId: EventId }),
+])
+
+/** The event in a JSON text, or `undefined` when it is not one a bus carries. */
+export function parseServerEvent(text: unknown): ServerEvent | undefined {
+  if (typeof text !== 'string' || text.length > MAX_EVENT_CHARS) return undefined
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch {
+    return undefined
+  }
+  const parsed = ServerEventSchema.safeParse(value)
+  return parsed.success ? parsed.data : undefined
+}
+
+/**
+ * The JSON text a bus sends for `event`, or `undefined` when the event is outside the bounds above
+ * (the receiving side would drop it: the bus delivers it locally instead, and logs).
+ */
+export function serializeServerEvent(event: ServerEvent): string | undefined {
+  const text = JSON.stringify(event)
+  return parseServerEvent(text) === undefined ? undefined : text
 }
 
 export class InProcessEventBus implements EventBus {
@@ -39,6 +143,7 @@ export class InProcessEventBus implements EventBus {
     }
   }
 
+  /** Every listener hears every event: one process has nothing to route (`interest` is not needed). */
   subscribe(listener: EventListener): () => void {
     this.#listeners.add(listener)
     return () => this.#listeners.delete(listener)

@@ -1,11 +1,11 @@
 /**
  * @module mcp/subscriptions
  * `subscriptions/listen`: a held-open SSE stream that first acknowledges the subset of the requested
- * notifications this server honours, then forwards matching events from the bus, each tagged with the
- * listen request's id as `subscriptionId`. Keep-alive comments keep proxies from timing it out; the
- * client closing the stream ends the subscription; server shutdown or the maximum duration end it
- * gracefully with the listen result (the stream itself is `event-stream.ts`'s). Nothing about a
- * subscription outlives its stream.
+ * notifications this server honours, then forwards matching events from the bus (subscribed for the
+ * caller's principal), each tagged with the listen request's id as `subscriptionId`. Keep-alive
+ * comments keep proxies from timing it out; the client closing the stream ends the subscription;
+ * server shutdown or the maximum duration end it gracefully with the listen result (the stream
+ * itself is `event-stream.ts`'s). Nothing about a subscription outlives its stream.
  */
 import { eventStream } from './event-stream.ts'
 import type { EventBus, ServerEvent } from './events.ts'
@@ -81,6 +81,8 @@ export function listen<App>(server: CompiledServer<App>, options: ListenOptions)
   const tag = { [META_SUBSCRIPTION_ID]: id }
   return eventStream({
     bus: options.bus,
+    // The principal events carry is the caller's, as handlers publish it (`ctx.principal`).
+    interest: { principal },
     signal: options.signal,
     shutdown: options.shutdown,
     keepAliveMs: options.keepAliveMs,

@@ -5,41 +5,24 @@
  * hears on the channel to its own listeners: list changes and resource updates for listen and GET
  * streams, and the 2025-era session signals (`input_delivered`, `request_cancelled`) for the replica
  * holding that request's stream. Events are hints: one that cannot be sent is delivered locally and
- * logged, never failing the change that caused it; a payload heard on the channel that is not a
- * well-formed event (strict shapes, bounded ids) is dropped. Node-only (the `postgres` driver).
+ * logged, never failing the change that caused it (so is one outside the bounds of
+ * `ServerEventSchema`, which the other replicas would drop); a payload heard on the channel that is
+ * not a well-formed event (`ServerEventSchema`: strict shapes, bounded ids) is dropped. Every replica
+ * hears the whole channel, so a subscriber's `EventInterest` is not needed here. Node-only (the
+ * `postgres` driver).
  */
 import postgres, { type Sql } from 'postgres'
-import { z } from 'zod'
 import type { McpLogger } from '../mcp/dispatch.ts'
 import {
   InProcessEventBus,
+  parseServerEvent,
+  serializeServerEvent,
   type EventBus,
   type EventListener,
   type ServerEvent,
 } from '../mcp/events.ts'
 
 export const DEFAULT_EVENT_CHANNEL = 'notes_mcp_events'
-
-/**
- * Longest session or request id an event may carry: far above any id the engine makes, so a hostile
- * payload on the channel cannot smuggle a large string into a listener.
- */
-export const MAX_EVENT_ID_CHARS = 256
-
-const EventId = z.string().min(1).max(MAX_EVENT_ID_CHARS)
-
-const EventSchema: z.ZodType<ServerEvent> = z.discriminatedUnion('kind', [
-  z.strictObject({ kind: z.literal('tools_list_changed') }),
-  z.strictObject({ kind: z.literal('prompts_list_changed') }),
-  z.strictObject({ kind: z.literal('resources_list_changed'), principal: z.string().optional() }),
-  z.strictObject({
-    kind: z.literal('resource_updated'),
-    uri: z.string(),
-    principal: z.string().optional(),
-  }),
-  z.strictObject({ kind: z.literal('input_delivered'), session: EventId, requestId: EventId }),
-  z.strictObject({ kind: z.literal('request_cancelled'), session: EventId, requestId: EventId }),
-])
 
 export interface PostgresEventBusOptions {
   url: string
@@ -74,19 +57,15 @@ export class PostgresEventBus implements EventBus {
   }
 
   #hear(payload: string): void {
-    let event: unknown
-    try {
-      event = JSON.parse(payload)
-    } catch {
-      return
-    }
-    const parsed = EventSchema.safeParse(event)
-    if (parsed.success) this.#local.publish(parsed.data)
+    const event = parseServerEvent(payload)
+    if (event !== undefined) this.#local.publish(event)
   }
 
   async publish(event: ServerEvent): Promise<void> {
     try {
-      await this.#sql.notify(this.#channel, JSON.stringify(event))
+      const payload = serializeServerEvent(event)
+      if (payload === undefined) throw new RangeError('the event exceeds the bounds of the bus')
+      await this.#sql.notify(this.#channel, payload)
     } catch (error) {
       this.#logger?.warn('event fan-out failed; delivered on this replica only', {
         kind: event.kind,
@@ -96,6 +75,7 @@ export class PostgresEventBus implements EventBus {
     }
   }
 
+  /** Every replica hears every event (one channel), so `interest` is not needed. */
   subscribe(listener: EventListener): () => void {
     return this.#local.subscribe(listener)
   }

@@ -443,15 +443,18 @@ export function createLegacyEra<App>(options: LegacyEraOptions<App>): LegacyEra 
       logger,
     }
     const key = await cancelKey(id)
-    const unsubscribe = bus.subscribe((event: ServerEvent) => {
-      if (
-        event.kind === 'request_cancelled' &&
-        event.session === session.sid &&
-        event.requestId === key
-      ) {
-        cancellation.cancel()
-      }
-    })
+    const unsubscribe = bus.subscribe(
+      (event: ServerEvent) => {
+        if (
+          event.kind === 'request_cancelled' &&
+          event.session === session.sid &&
+          event.requestId === key
+        ) {
+          cancellation.cancel()
+        }
+      },
+      { session: session.sid }
+    )
     const run = async (): Promise<DispatchResult> => {
       if (!SUSPENDABLE_METHODS.has(method)) return dispatch(mcpRequest, env)
       try {
@@ -561,6 +564,7 @@ export function createLegacyEra<App>(options: LegacyEraOptions<App>): LegacyEra 
       const principal = input.principal
       return eventStream({
         bus,
+        interest: { principal },
         signal: input.signal ?? new AbortController().signal,
         shutdown,
         ...options.stream,

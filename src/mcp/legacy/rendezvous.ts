@@ -5,9 +5,9 @@
  * (`SessionStore.expectInput`), then waits. The client POSTs each answer to whichever replica the load
  * balancer picks; that replica writes it into its slot (`deliverInput`, which fills only an expected,
  * unanswered, unexpired slot of the caller's own session) and signals `input_delivered` on the event
- * bus. The waiting replica takes the answer from the store when the signal arrives, and also checks
- * the store on a slow timer, so an answer whose signal was lost (LISTEN/NOTIFY is at-most-once, and a
- * runtime may have no cross-replica bus) still arrives. The store is the truth; the bus is a wake-up.
+ * bus. The waiting replica, subscribed for its session's signals, takes the answer from the store
+ * when the signal arrives, and also checks the store on a slow timer, so an answer whose signal was
+ * lost (LISTEN/NOTIFY is at-most-once, and a runtime may have no cross-replica bus) still arrives. The store is the truth; the bus is a wake-up.
  *
  * Request ids are random (96 bits) so they are unique within the session whichever replica sends them,
  * and they name nothing: an answer counts only in the slot of the session whose token sent it.
@@ -117,11 +117,14 @@ export async function exchange(
     for (const id of keyOf.keys()) void take(id).catch(() => {})
   }
 
-  const unsubscribe = bus.subscribe((event) => {
-    if (event.kind === 'input_delivered' && event.session === sid) {
-      void take(event.requestId).catch(() => {})
-    }
-  })
+  const unsubscribe = bus.subscribe(
+    (event) => {
+      if (event.kind === 'input_delivered' && event.session === sid) {
+        void take(event.requestId).catch(() => {})
+      }
+    },
+    { session: sid }
+  )
   const onAbort = () => finish({ kind: 'cancelled' })
   signal.addEventListener('abort', onAbort, { once: true })
   const maxPollMs = options.pollMs ?? DEFAULT_ANSWER_POLL_MS
