@@ -1,13 +1,13 @@
 /**
  * The LISTEN/NOTIFY event bus: an event published on one bus reaches the listeners of every bus on the
  * same database (its own included), the 2025-era session signals too; a malformed payload on the
- * channel is dropped; a channel name that is not a plain identifier is refused. Without a PostgreSQL
+ * channel is dropped, and an event outside the bus's bounds is delivered on its own replica only; a channel name that is not a plain identifier is refused. Without a PostgreSQL
  * server: fails under `CI=true`, skipped (visibly) elsewhere.
  */
 import postgres from 'postgres'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { ServerEvent } from '../../src/mcp/events.ts'
-import { MAX_EVENT_ID_CHARS, PostgresEventBus } from '../../src/storage/postgres-events.ts'
+import { MAX_EVENT_ID_CHARS, type ServerEvent } from '../../src/mcp/events.ts'
+import { PostgresEventBus } from '../../src/storage/postgres-events.ts'
 import { testDatabaseUrl } from '../support/postgres.ts'
 
 const url = await testDatabaseUrl()
@@ -104,6 +104,32 @@ describe.skipIf(!url)('PostgresEventBus', () => {
     ]
     const good: ServerEvent = { kind: 'prompts_list_changed' }
     expect(await firstHeardAfter(bad, good)).toEqual([good])
+  })
+
+  it('delivers an event outside the bounds of the bus on its own replica only, and logs', async () => {
+    const warnings: string[] = []
+    const logging = await PostgresEventBus.start({
+      url: url!,
+      channel,
+      logger: { warn: (message) => warnings.push(message), error: () => {} },
+    })
+    try {
+      const oversized: ServerEvent = {
+        kind: 'input_delivered',
+        session: 'sid-1',
+        requestId: 'x'.repeat(MAX_EVENT_ID_CHARS + 1),
+      }
+      const [own, other] = [heard(logging, 1), heard(buses[1]!, 1)]
+      await logging.publish(oversized)
+      expect(await own).toEqual([oversized])
+      // Sent after it: the other replica hears this first, since the oversized one was never sent.
+      const sentinel: ServerEvent = { kind: 'tools_list_changed' }
+      await logging.publish(sentinel)
+      expect(await other).toEqual([sentinel])
+      expect(warnings).toEqual(['event fan-out failed; delivered on this replica only'])
+    } finally {
+      await logging.close()
+    }
   })
 
   it('refuses a channel name that is not a plain identifier', async () => {
