@@ -78,6 +78,7 @@ const ENUMS_FORM = defineForm(
 /** Waits `ms`, or less when the client goes away. */
 export function pause(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
+    if (signal.aborted) return resolve()
     const timer = setTimeout(resolve, ms)
     signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true })
   })

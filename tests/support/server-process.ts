@@ -62,7 +62,8 @@ export async function startServer(
     output: () => output,
     stop: () =>
       new Promise<void>((resolve) => {
-        if (child.exitCode !== null) return resolve()
+        // Exited on its own (exitCode) or killed by a signal, e.g. a test's SIGKILL (signalCode).
+        if (child.exitCode !== null || child.signalCode !== null) return resolve()
         child.once('exit', () => resolve())
         child.kill('SIGTERM')
         setTimeout(() => child.kill('SIGKILL'), 3000).unref()
