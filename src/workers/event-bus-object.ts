@@ -1,36 +1,45 @@
 /**
  * @module workers/event-bus-object
  * `EventBusObject`, the Durable Object behind `DurableObjectEventBus` (`event-bus.ts`, which explains
- * the design): one shard of the Workers event bus, a SQLite-backed class that stores nothing. It
- * - accepts subscriptions (`GET /subscribe?since=…`, a WebSocket upgrade) with the hibernation API,
- *   so it sleeps, unbilled, between events however many sockets are open, and first replays to the
- *   new socket the events it received since `since`;
- * - takes events (`POST /publish`), validates them, sends each to every socket it holds, keeps it for
- *   replay, and, when the publisher named the shard set (`?shard=k&shards=n`), relays it to the
- *   other shards, which only fan it out.
+ * the design): one object of the Workers event bus — a shard, or the object of one principal or one
+ * session (the same class; what it carries depends only on what is sent to it), SQLite-backed and
+ * storing nothing. It
+ * - accepts subscriptions (`GET /subscribe?since=…&hear=…`, a WebSocket upgrade) with the
+ *   hibernation API, tagging each socket with the channels it hears (`broadcast`, `keyed`), so it
+ *   sleeps, unbilled, between events however many sockets are open, and first replays to the new
+ *   socket the events of those channels it received since `since`;
+ * - takes events (`POST /publish?channel=…&relay=…`), validates them (a well-formed event on the
+ *   channel it belongs to), sends each to the sockets of its channel, keeps it for replay, and relays
+ *   it to the shards the publisher named (`relay`, which only fan it out).
  * The replay buffer is in memory: it lives as long as the object is awake, which covers the moments
  * it is needed for (a socket connecting right after an event). The object sets no timer, so nothing
- * keeps it from hibernating. Subscribers send nothing; a socket that does is closed.
+ * keeps it from hibernating. Subscribers send nothing; a socket that does is closed. Logs never name
+ * the object (its name is a digest, and stays out of them anyway).
  */
+import { parseServerEvent } from '../mcp/events.ts'
 import {
+  BUS_CHANNELS,
   CLOCK_SKEW_MS,
   EVENT_BUS_BINDING,
   MAX_REPLAY_EVENTS,
+  MAX_SHARDS,
   PUBLISH_PATH,
   REPLAY_WINDOW_MS,
   SUBSCRIBE_PATH,
+  busStub,
+  channelOf,
   isBusNamespace,
-  parseEvent,
-  relayUrl,
-  shardStub,
+  publishUrl,
+  shardName,
+  type BusChannel,
   type BusNamespace,
   type BusSocket,
 } from './event-bus.ts'
 
 /** The part of `DurableObjectState` this object uses. */
 interface BusObjectState {
-  acceptWebSocket(socket: BusSocket): void
-  getWebSockets(): BusSocket[]
+  acceptWebSocket(socket: BusSocket, tags: string[]): void
+  getWebSockets(tag: string): BusSocket[]
 }
 
 /** The Workers pair constructor: `[client, server]`. */
@@ -42,6 +51,7 @@ const CLOSE_UNSUPPORTED = 1003
 interface Remembered {
   /** When this object received the event (its own clock). */
   at: number
+  channel: BusChannel
   text: string
 }
 
@@ -50,11 +60,25 @@ function logError(message: string, error: unknown): void {
   console.error(JSON.stringify({ level: 'error', message, reason }))
 }
 
-/** A shard index from a query parameter, or `undefined` when absent or not one. */
-function shardParam(value: string | null, below: number): number | undefined {
-  if (value === null || !/^\d{1,2}$/.test(value)) return undefined
-  const index = Number(value)
-  return index < below ? index : undefined
+function isChannel(value: string): value is BusChannel {
+  return (BUS_CHANNELS as readonly string[]).includes(value)
+}
+
+/** The channels of a `hear` parameter (distinct, at least one), or `undefined` when it is not one. */
+function hearParam(value: string | null): BusChannel[] | undefined {
+  if (value === null) return undefined
+  const channels = value.split(',')
+  if (!channels.every(isChannel) || new Set(channels).size !== channels.length) return undefined
+  return channels
+}
+
+/** The shards of a `relay` parameter (distinct indices below the maximum), or `undefined`. */
+function relayParam(value: string | null): number[] | undefined {
+  if (value === null) return []
+  const shards = value.split(',').map((part) => (/^\d{1,2}$/.test(part) ? Number(part) : NaN))
+  const valid =
+    shards.every((shard) => shard < MAX_SHARDS) && new Set(shards).size === shards.length
+  return valid ? shards : undefined
 }
 
 export class EventBusObject {
@@ -99,53 +123,58 @@ export class EventBusObject {
     if (request.headers.get('upgrade')?.toLowerCase() !== 'websocket') {
       return new Response('expected a WebSocket upgrade', { status: 426 })
     }
+    const hear = hearParam(url.searchParams.get('hear'))
+    if (hear === undefined) return new Response('hear names no channel of the bus', { status: 400 })
     const since = Number(url.searchParams.get('since') ?? Number.NaN)
     const pair = new WebSocketPair()
     const server = pair[1]
-    this.#state.acceptWebSocket(server)
+    this.#state.acceptWebSocket(server, hear)
     if (Number.isFinite(since)) {
-      for (const { at, text } of this.#prune()) if (at >= since - CLOCK_SKEW_MS) server.send(text)
+      for (const { at, channel, text } of this.#prune()) {
+        if (at >= since - CLOCK_SKEW_MS && hear.includes(channel)) server.send(text)
+      }
     }
     return new Response(null, { status: 101, webSocket: pair[0] } as ResponseInit)
   }
 
   async #publish(request: Request, url: URL): Promise<Response> {
-    const text = await request.text()
-    if (parseEvent(text) === undefined) {
-      return new Response('not an event of the bus', { status: 400 })
+    const channel = url.searchParams.get('channel') ?? ''
+    const relay = relayParam(url.searchParams.get('relay'))
+    if (!isChannel(channel) || relay === undefined) {
+      return new Response('not a publication of the bus', { status: 400 })
     }
-    this.#prune().push({ at: Date.now(), text })
+    const text = await request.text()
+    const event = parseServerEvent(text)
+    if (event === undefined || channelOf(event) !== channel) {
+      return new Response(`not an event of the ${channel} channel`, { status: 400 })
+    }
+    this.#prune().push({ at: Date.now(), channel, text })
     if (this.#recent.length > MAX_REPLAY_EVENTS) this.#recent.shift()
-    for (const socket of this.#state.getWebSockets()) {
+    for (const socket of this.#state.getWebSockets(channel)) {
       try {
         socket.send(text)
       } catch {
         // A socket closing meanwhile; the runtime reports it through webSocketClose.
       }
     }
-    await this.#relay(text, url)
+    if (relay.length > 0) await this.#relay(channel, text, relay)
     return new Response(null, { status: 204 })
   }
 
-  /** Sends the event to the other shards when the publisher named them. */
-  async #relay(text: string, url: URL): Promise<void> {
-    const shards = shardParam(url.searchParams.get('shards'), 65)
-    const self =
-      shards === undefined ? undefined : shardParam(url.searchParams.get('shard'), shards)
-    if (shards === undefined || self === undefined || shards === 1) return
+  /** Sends the event to the shards the publisher named, which do not relay it further. */
+  async #relay(channel: BusChannel, text: string, shards: number[]): Promise<void> {
     const namespace = this.#namespace
     if (namespace === undefined) {
       logError('event bus relay failed', new Error(`the ${EVENT_BUS_BINDING} binding is missing`))
       return
     }
-    const peers = Array.from({ length: shards }, (_, index) => index).filter((i) => i !== self)
     const outcomes = await Promise.allSettled(
-      peers.map(async (index) => {
-        const response = await shardStub(namespace, index).fetch(relayUrl(), {
+      shards.map(async (shard) => {
+        const response = await busStub(namespace, shardName(shard)).fetch(publishUrl(channel), {
           method: 'POST',
           body: text,
         })
-        if (!response.ok) throw new Error(`shard ${index} answered ${response.status}`)
+        if (!response.ok) throw new Error(`shard ${shard} answered ${response.status}`)
       })
     )
     for (const outcome of outcomes) {

@@ -1,128 +1,143 @@
 /**
  * @module workers/event-bus
- * The `EventBus` of the Workers runtime: `DurableObjectEventBus` carries every event published by any
+ * The `EventBus` of the Workers runtime: `DurableObjectEventBus` carries an event published by any
  * isolate of any Worker bound to the `EventBusObject` namespace (binding {@link EVENT_BUS_BINDING}) to
- * every subscriber of every such isolate — `subscriptions/listen` streams, 2025-era GET streams, 2025
- * flows waiting for an answer, 2025 requests that can be cancelled. The object is
+ * the subscribers, in any such isolate, that need it — `subscriptions/listen` streams, 2025-era GET
+ * streams, 2025 flows waiting for an answer, 2025 requests that can be cancelled. The object is
  * `event-bus-object.ts`; this module owns the client half and the wire both halves share.
  *
  * How it is built, and why:
- * - **One WebSocket per subscription, opened from the subscriber's own request.** Workers bind every
- *   I/O object to the request that created it: a socket held per isolate dies with the request that
- *   opened it, and a stream may only be fed from code its own request runs. So each `subscribe` opens
- *   its own socket, and its listener runs in the message events of that socket, i.e. in the context of
- *   the request that owns the stream or the flow (its D1 lookups included).
+ * - **Keyed objects, so no object hears every event.** A subscriber says what it needs
+ *   (`EventInterest`): a stream its principal's events, a 2025 request its session's signals. An
+ *   event of one session goes to that session's object, an event of one principal to that
+ *   principal's object, and each is heard only by those objects' sockets: a busy principal or session
+ *   loads its own object, never the others' (one object per key, as Durable Objects are meant to be
+ *   used). Object names are SHA-256 digests of the key ({@link keyedObject}), so a name seen in
+ *   Cloudflare's tools or a log does not show whose it is.
+ * - **{@link DEFAULT_SHARDS} shards for what has no key.** A list change of the whole server (tools,
+ *   prompts) is for every stream. It goes to one shard at random, which sends it to its sockets and
+ *   relays it to its peers (one subrequest for the Worker, whatever the shard count); each stream
+ *   joins one shard at random besides its principal's object, so no object holds every socket.
+ * - **A subscriber without interest still hears everything**, as the interface promises: it joins
+ *   every shard, and each keyed object relays what it receives to one shard (chosen by the key's
+ *   digest, so one key's events stay in order), which sends it only to such subscribers. The engine
+ *   always names its interest; this path costs a keyed event one more object request, never a
+ *   fan-out to the other subscribers.
+ * - **One WebSocket per object a subscription needs, opened from the subscriber's own request.**
+ *   Workers bind every I/O object to the request that created it: a socket held per isolate dies
+ *   with the request that opened it, and a stream may only be fed from code its own request runs. So
+ *   each `subscribe` opens its own sockets (a listen stream two: its principal's object and a shard;
+ *   a waiting 2025 request one per session subscription), and its listener runs in the message events
+ *   of those sockets, in the context of the request that owns the stream or the flow.
  * - **Hibernatable WebSockets, not streaming fetches.** Measured on local workerd (50 subscribers, 200
  *   events published one after another): the last subscriber heard an event after 12 ms (p50) over
  *   WebSockets and 20 ms over streaming fetch responses, and the run took 3.4–4.7 s against 6.4–6.8 s.
  *   Cost decides it anyway: an open streaming response keeps the object running, billed by the second,
  *   for as long as any listen stream is open (up to an hour each); accepted with the hibernation API,
  *   the sockets stay open while the object sleeps, and it is billed only while it handles an event.
- * - **A broadcast over {@link DEFAULT_SHARDS} shards.** `subscribe` is given a listener and nothing
- *   about what it listens for (the principal of a stream, the session of a flow), so every subscriber
- *   must hear every event; each listener keeps only what is its own (principal-scoped events are
- *   filtered by the stream, exactly as with the in-process and PostgreSQL buses), and an event
- *   without a principal (a list change of the whole server) reaches everyone by construction. What the
- *   shards spread is the load: each subscription joins one shard at random, so no object holds every
- *   socket or accepts every connection, and each publish goes to one shard at random, which fans it
- *   out to its own sockets and relays it to its peers — one subrequest per event for the Worker,
- *   whatever the shard count. Objects named after a principal or a session would need `subscribe` to
- *   say which one a listener wants; that is a change to the engine's interface, not to this bus.
- * - **Every event goes through the object**, the publishing isolate's own subscribers included, so a
+ * - **Every event goes through an object**, the publishing isolate's own subscribers included, so a
  *   listener is always called from its own socket. Only when the object cannot be reached is the event
- *   delivered to this isolate's subscribers directly (and logged), as the PostgreSQL bus does.
+ *   delivered to this isolate's subscribers that need it directly (and logged), as the PostgreSQL bus
+ *   does.
  * - **Nothing is lost while a socket connects.** A subscription connects {@link CONNECT_DELAY_MS}
  *   after it starts (a 2025 request that ends sooner never opens a socket: most of them), and each
- *   shard replays to a new socket the events it received since the subscription started, reaching
+ *   object replays to a new socket the events it received since the subscription started, reaching
  *   back {@link CLOCK_SKEW_MS} more for clocks that disagree (it keeps those of the last {@link
  *   REPLAY_WINDOW_MS}, at most {@link MAX_REPLAY_EVENTS}). A lost socket is
  *   reopened with backoff and replayed from the moment it was lost. A listener may therefore hear an
  *   event twice, or one from just before it subscribed: events are hints, never data a listener
- *   trusts (an answer is read back from the store, where the waiting flow also polls for it).
+ *   trusts (an answer is read back from the store, where the waiting flow also polls for it), and
+ *   every listener still keeps only what is its own.
  *
- * Events are validated where they enter the object and again where a subscriber receives them
- * ({@link ServerEventSchema}: strict shapes, bounded ids). Runtime-neutral: structural types of the Workers
- * APIs it uses, nothing from `node:*` or from workers-types.
+ * Events are validated where they enter an object and again where a subscriber receives them
+ * (`ServerEventSchema` of `mcp/events.ts`: strict shapes, bounded ids). Runtime-neutral: structural
+ * types of the Workers APIs it uses, nothing from `node:*` or from workers-types.
  */
-import { z } from 'zod'
+import { base64url } from 'jose'
+import { canonicalJson, sha256Base64url } from '../mcp/canonical-json.ts'
 import type { McpLogger } from '../mcp/dispatch.ts'
-import type { EventBus, EventListener, ServerEvent } from '../mcp/events.ts'
+import {
+  concerns,
+  eventScope,
+  parseServerEvent,
+  serializeServerEvent,
+  type EventBus,
+  type EventInterest,
+  type EventListener,
+  type ServerEvent,
+} from '../mcp/events.ts'
 
 /** The binding name of the `EventBusObject` namespace, in every Worker's configuration. */
 export const EVENT_BUS_BINDING = 'EVENT_BUS'
-/** Objects a deployment spreads its subscriptions over (see the module header). */
+/** Objects a deployment spreads the events without a key over (see the module header). */
 export const DEFAULT_SHARDS = 4
+/** Most shards a deployment may use. */
+export const MAX_SHARDS = 64
 /** How long a subscription waits before it connects (events meanwhile are replayed). */
 const CONNECT_DELAY_MS = 100
-/** How long a shard keeps the events it received, to replay them to sockets still connecting. */
+/** How long an object keeps the events it received, to replay them to sockets still connecting. */
 export const REPLAY_WINDOW_MS = 5_000
-/** Most events a shard keeps for replay. */
+/** Most events an object keeps for replay. */
 export const MAX_REPLAY_EVENTS = 512
 /** How far the clocks of an isolate and an object may disagree; replays reach back this much more. */
 export const CLOCK_SKEW_MS = 100
 /** First wait before a lost socket is reopened; doubled after every failure, up to the maximum. */
 const RECONNECT_BASE_MS = 250
 const RECONNECT_MAX_MS = 10_000
-/** Longest session or request id an event may carry (the engine's are far shorter). */
-const MAX_EVENT_ID_CHARS = 256
-/** Longest resource URI an event may carry. */
-const MAX_EVENT_URI_CHARS = 2_048
-/** Longest serialised event the bus accepts, in characters. */
-const MAX_EVENT_CHARS = 8_192
 
 /** Paths of the object's two endpoints (the host of a stub's URL is never read). */
 export const SUBSCRIBE_PATH = '/subscribe'
 export const PUBLISH_PATH = '/publish'
 const OBJECT_ORIGIN = 'https://event-bus.internal'
 
-const EventId = z.string().min(1).max(MAX_EVENT_ID_CHARS)
-const Principal = z.string().min(1).max(MAX_EVENT_ID_CHARS).optional()
+/**
+ * The two kinds of event an object carries: `broadcast`, events without a principal or session (on
+ * the shards); `keyed`, events of one principal or session (on that key's object, and relayed to a
+ * shard for subscribers without interest). A socket hears the channels it subscribed to.
+ */
+export type BusChannel = 'broadcast' | 'keyed'
+export const BUS_CHANNELS: readonly BusChannel[] = ['broadcast', 'keyed']
 
-/** The events the bus carries, exactly: anything else is dropped where it arrives. */
-const ServerEventSchema: z.ZodType<ServerEvent> = z.discriminatedUnion('kind', [
-  z.strictObject({ kind: z.literal('tools_list_changed') }),
-  z.strictObject({ kind: z.literal('prompts_list_changed') }),
-  z.strictObject({ kind: z.literal('resources_list_changed'), principal: Principal }),
-  z.strictObject({
-    kind: z.literal('resource_updated'),
-    uri: z.string().min(1).max(MAX_EVENT_URI_CHARS),
-    principal: Principal,
-  }),
-  z.strictObject({ kind: z.literal('input_delivered'), session: EventId, requestId: EventId }),
-  z.strictObject({ kind: z.literal('request_cancelled'), session: EventId, requestId: EventId }),
-])
-
-/** The event in a JSON text, or `undefined` when it is not one the bus carries. */
-export function parseEvent(text: unknown): ServerEvent | undefined {
-  if (typeof text !== 'string' || text.length > MAX_EVENT_CHARS) return undefined
-  let value: unknown
-  try {
-    value = JSON.parse(text)
-  } catch {
-    return undefined
-  }
-  const parsed = ServerEventSchema.safeParse(value)
-  return parsed.success ? parsed.data : undefined
+/** The channel `event` travels on. */
+export function channelOf(event: ServerEvent): BusChannel {
+  return eventScope(event) === undefined ? 'broadcast' : 'keyed'
 }
 
-/** The name of shard `index` (its object is `idFromName` of it). */
-function shardName(index: number): string {
+/** What a keyed event belongs to (`eventScope` of `mcp/events.ts`). */
+type EventKey = { principal: string } | { session: string }
+
+/** The name of shard `index`. */
+export function shardName(index: number): string {
   return `shard-${index}`
 }
 
-/** The object's URL that publishes an event to `shard`, which relays it to the others of `shards`. */
-export function publishUrl(shard: number, shards: number): string {
-  return `${OBJECT_ORIGIN}${PUBLISH_PATH}?shard=${shard}&shards=${shards}`
+/**
+ * The object of one principal's or one session's events (its name: a digest of the key), and the
+ * shard it relays them to for subscribers without interest.
+ */
+export async function keyedObject(
+  key: EventKey,
+  shards: number
+): Promise<{ name: string; shard: number }> {
+  const [kind, value] = 'session' in key ? ['session', key.session] : ['principal', key.principal]
+  const digest = await sha256Base64url(canonicalJson(['notes-mcp/event-bus', kind, value]))
+  const bytes = base64url.decode(digest)
+  return { name: `${kind}-${digest}`, shard: ((bytes[0]! << 8) | bytes[1]!) % shards }
 }
 
-/** The object's URL that relays an event to a peer (which does not relay it further). */
-export function relayUrl(): string {
-  return `${OBJECT_ORIGIN}${PUBLISH_PATH}`
+/**
+ * The object's URL that takes an event of `channel` and relays it to the shards `relay` (which do
+ * not relay it further).
+ */
+export function publishUrl(channel: BusChannel, relay: readonly number[] = []): string {
+  const query = new URLSearchParams({ channel })
+  if (relay.length > 0) query.set('relay', relay.join(','))
+  return `${OBJECT_ORIGIN}${PUBLISH_PATH}?${query}`
 }
 
-/** The object's URL that opens a subscription, replaying what arrived from `since` on. */
-export function subscribeUrl(since: number): string {
-  return `${OBJECT_ORIGIN}${SUBSCRIBE_PATH}?since=${since}`
+/** The object's URL that opens a socket on `hear`, replaying what arrived from `since` on. */
+export function subscribeUrl(since: number, hear: readonly BusChannel[]): string {
+  return `${OBJECT_ORIGIN}${SUBSCRIBE_PATH}?since=${since}&hear=${hear.join(',')}`
 }
 
 /** A Workers WebSocket, as far as both halves of the bus use it. */
@@ -151,9 +166,9 @@ export function isBusNamespace(value: unknown): value is BusNamespace {
   return typeof candidate?.idFromName === 'function' && typeof candidate.get === 'function'
 }
 
-/** The stub of shard `index` of `namespace`. */
-export function shardStub(namespace: BusNamespace, index: number): BusStub {
-  return namespace.get(namespace.idFromName(shardName(index)) as never)
+/** The stub of the object named `name` in `namespace`. */
+export function busStub(namespace: BusNamespace, name: string): BusStub {
+  return namespace.get(namespace.idFromName(name) as never)
 }
 
 export interface DurableObjectEventBusOptions {
@@ -164,9 +179,9 @@ export interface DurableObjectEventBusOptions {
   logger?: McpLogger
 }
 
-/** One listener and the socket that feeds it, reopened while the subscription lasts. */
-class Subscription {
-  readonly #listener: EventListener
+/** One socket of a subscription: the object it is opened to, reopened while the subscription lasts. */
+class Feed {
+  readonly #deliver: EventListener
   readonly #connect: (since: number) => Promise<BusSocket>
   readonly #logger: McpLogger | undefined
   #closed = false
@@ -177,24 +192,15 @@ class Subscription {
   #heardUntil: number
 
   constructor(
-    listener: EventListener,
+    deliver: EventListener,
     connect: (since: number) => Promise<BusSocket>,
     logger: McpLogger | undefined
   ) {
-    this.#listener = listener
+    this.#deliver = deliver
     this.#connect = connect
     this.#logger = logger
     this.#heardUntil = Date.now()
     this.#schedule(CONNECT_DELAY_MS)
-  }
-
-  deliver(event: ServerEvent): void {
-    if (this.#closed) return
-    try {
-      this.#listener(event)
-    } catch {
-      // A broken listener must not close the socket the next events arrive on.
-    }
   }
 
   close(): void {
@@ -229,8 +235,8 @@ class Subscription {
     this.#socket = socket
     this.#failures = 0
     socket.addEventListener('message', ({ data }) => {
-      const event = parseEvent(data)
-      if (event !== undefined) this.deliver(event)
+      const event = parseServerEvent(data)
+      if (event !== undefined) this.#deliver(event)
     })
     const lost = () => {
       if (this.#socket !== socket) return
@@ -250,6 +256,37 @@ class Subscription {
   }
 }
 
+/** A listener, what it needs, and the feeds that bring it. */
+class Subscription {
+  readonly interest: EventInterest | undefined
+  readonly #listener: EventListener
+  readonly #feeds: Feed[] = []
+  #closed = false
+
+  constructor(listener: EventListener, interest: EventInterest | undefined) {
+    this.#listener = listener
+    this.interest = interest
+  }
+
+  add(feed: Feed): void {
+    this.#feeds.push(feed)
+  }
+
+  readonly deliver = (event: ServerEvent): void => {
+    if (this.#closed) return
+    try {
+      this.#listener(event)
+    } catch {
+      // A broken listener must not close the sockets the next events arrive on.
+    }
+  }
+
+  close(): void {
+    this.#closed = true
+    for (const feed of this.#feeds) feed.close()
+  }
+}
+
 function closeQuietly(socket: BusSocket | undefined): void {
   try {
     socket?.close(1000, 'unsubscribed')
@@ -260,6 +297,12 @@ function closeQuietly(socket: BusSocket | undefined): void {
 
 function randomShard(shards: number): number {
   return Math.floor(Math.random() * shards)
+}
+
+/** What one feed of a subscription opens a socket to (a shard, or a key's object), and hears there. */
+interface FeedPlan {
+  object: { shard: number } | { key: EventKey }
+  hear: BusChannel[]
 }
 
 export class DurableObjectEventBus implements EventBus {
@@ -273,8 +316,8 @@ export class DurableObjectEventBus implements EventBus {
     if (!isBusNamespace(namespace)) {
       throw new TypeError('namespace must be the EventBusObject Durable Object namespace binding')
     }
-    if (!Number.isInteger(shards) || shards < 1 || shards > 64) {
-      throw new RangeError('shards must be an integer from 1 to 64')
+    if (!Number.isInteger(shards) || shards < 1 || shards > MAX_SHARDS) {
+      throw new RangeError(`shards must be an integer from 1 to ${MAX_SHARDS}`)
     }
     this.#namespace = namespace
     this.#shards = shards
@@ -282,36 +325,82 @@ export class DurableObjectEventBus implements EventBus {
   }
 
   async publish(event: ServerEvent): Promise<void> {
-    const shard = randomShard(this.#shards)
     try {
-      const response = await shardStub(this.#namespace, shard).fetch(
-        publishUrl(shard, this.#shards),
-        { method: 'POST', body: JSON.stringify(event) }
-      )
+      const text = serializeServerEvent(event)
+      if (text === undefined) throw new RangeError('the event exceeds the bounds of the bus')
+      const scope = eventScope(event)
+      let name: string
+      let url: string
+      if (scope === undefined) {
+        const shard = randomShard(this.#shards)
+        const peers = Array.from({ length: this.#shards }, (_, index) => index)
+        name = shardName(shard)
+        url = publishUrl(
+          'broadcast',
+          peers.filter((index) => index !== shard)
+        )
+      } else {
+        const keyed = await keyedObject(scope, this.#shards)
+        name = keyed.name
+        url = publishUrl('keyed', [keyed.shard])
+      }
+      const response = await busStub(this.#namespace, name).fetch(url, {
+        method: 'POST',
+        body: text,
+      })
       if (!response.ok) throw new Error(`the event bus answered ${response.status}`)
     } catch (error) {
       this.#logger?.warn('event fan-out failed; delivered on this isolate only', {
         kind: event.kind,
         error: String(error),
       })
-      for (const subscription of this.#subscriptions) subscription.deliver(event)
+      for (const subscription of this.#subscriptions) {
+        if (concerns(subscription.interest, event)) subscription.deliver(event)
+      }
     }
   }
 
-  subscribe(listener: EventListener): () => void {
-    const connect = async (since: number): Promise<BusSocket> => {
-      const response = await shardStub(this.#namespace, randomShard(this.#shards)).fetch(
-        subscribeUrl(since),
-        { headers: { upgrade: 'websocket' } }
-      )
-      if (!response.webSocket) throw new Error(`the event bus answered ${response.status}`)
-      return response.webSocket
+  subscribe(listener: EventListener, interest?: EventInterest): () => void {
+    const subscription = new Subscription(listener, interest)
+    for (const { object, hear } of this.#plan(interest)) {
+      const connect = async (since: number): Promise<BusSocket> => {
+        const name =
+          'shard' in object
+            ? shardName(object.shard)
+            : (await keyedObject(object.key, this.#shards)).name
+        const response = await busStub(this.#namespace, name).fetch(subscribeUrl(since, hear), {
+          headers: { upgrade: 'websocket' },
+        })
+        if (!response.webSocket) throw new Error(`the event bus answered ${response.status}`)
+        return response.webSocket
+      }
+      subscription.add(new Feed(subscription.deliver, connect, this.#logger))
     }
-    const subscription = new Subscription(listener, connect, this.#logger)
     this.#subscriptions.add(subscription)
     return () => {
       this.#subscriptions.delete(subscription)
       subscription.close()
     }
+  }
+
+  /** The sockets a subscription with `interest` opens (see the module header). */
+  #plan(interest: EventInterest | undefined): FeedPlan[] {
+    const { principal, session } = interest ?? {}
+    const broadcast = randomShard(this.#shards)
+    if (principal === undefined && session === undefined) {
+      return Array.from({ length: this.#shards }, (_, shard) => ({
+        object: { shard },
+        hear: shard === broadcast ? ['broadcast', 'keyed'] : ['keyed'],
+      }))
+    }
+    const plan: FeedPlan[] = []
+    if (principal !== undefined) {
+      plan.push(
+        { object: { key: { principal } }, hear: ['keyed'] },
+        { object: { shard: broadcast }, hear: ['broadcast'] }
+      )
+    }
+    if (session !== undefined) plan.push({ object: { key: { session } }, hear: ['keyed'] })
+    return plan
   }
 }

@@ -17,14 +17,13 @@ import { noteUri } from '../../src/notes/format.ts'
 import {
   DEFAULT_SHARDS,
   DurableObjectEventBus,
-  EVENT_BUS_BINDING,
+  busStub,
   publishUrl,
-  relayUrl,
-  shardStub,
+  shardName,
   subscribeUrl,
   type BusNamespace,
-  type BusSocket,
 } from '../../src/workers/event-bus.ts'
+import { namespace, publishTo, rawSubscriber } from './bus-sockets.ts'
 import { LegacySession, SseReaders, startSession } from '../support/legacy-request.ts'
 import {
   MCP_URL,
@@ -43,7 +42,6 @@ const notesA: Fetcher = exports.default
 const notesB = env.NOTES_REPLICA as Fetcher
 const fixtureA = env.FIXTURE_A as Fetcher
 const fixtureB = env.FIXTURE_B as Fetcher
-const namespace = env[EVENT_BUS_BINDING] as BusNamespace
 
 /**
  * One isolate as the in-process 2025 helpers see an app: they only call `request(url, init)`, which
@@ -182,58 +180,26 @@ describe('events cross isolates through the EventBusObject', () => {
   })
 })
 
-/** Opens a raw subscriber socket on `shard`, replaying from `since`; collects what it hears. */
-async function rawSubscriber(shard: number, since: number) {
-  const response = await shardStub(namespace, shard).fetch(subscribeUrl(since), {
-    headers: { upgrade: 'websocket' },
-  })
-  const socket = response.webSocket as BusSocket
-  socket.accept()
-  const heard: unknown[] = []
-  const waiters: Array<() => void> = []
-  let closed: (() => void) | undefined
-  const closedOnce = new Promise<void>((resolve) => (closed = resolve))
-  socket.addEventListener('message', ({ data }) => {
-    heard.push(JSON.parse(String(data)))
-    waiters.splice(0).forEach((wake) => wake())
-  })
-  socket.addEventListener('close', () => closed?.())
-  return {
-    socket,
-    closed: closedOnce,
-    /**
-     * Resolves once `event` was heard, with what was heard before it (an event of another test from
-     * just before `since` may be replayed too: the shard reaches back by the allowed clock skew).
-     */
-    async until(event: ServerEvent): Promise<unknown[]> {
-      const matches = (heardEvent: unknown) => JSON.stringify(heardEvent) === JSON.stringify(event)
-      while (!heard.some(matches)) await new Promise<void>((wake) => waiters.push(wake))
-      return heard.slice(0, heard.findIndex(matches))
-    },
-  }
-}
-
+/** Publishes `event` to `shard`, relayed to every other shard, as the bus publishes a broadcast. */
 function publish(shard: number, event: unknown, shards = DEFAULT_SHARDS) {
-  return shardStub(namespace, shard).fetch(publishUrl(shard, shards), {
-    method: 'POST',
-    body: typeof event === 'string' ? event : JSON.stringify(event),
-  })
+  const peers = Array.from({ length: shards }, (_, index) => index).filter((i) => i !== shard)
+  return publishTo(shardName(shard), 'broadcast', event, peers)
 }
 
 describe('EventBusObject', () => {
-  const updated = (uri: string): ServerEvent => ({ kind: 'resource_updated', uri, principal: 'p' })
+  const updated = (uri: string): ServerEvent => ({ kind: 'resource_updated', uri })
 
   it('replays to a socket that connects after an event what arrived since it started', async () => {
     const since = Date.now()
     expect((await publish(0, updated('test://early'), 1)).status).toBe(204)
-    const late = await rawSubscriber(0, since)
+    const late = await rawSubscriber(shardName(0), since)
     await late.until(updated('test://early'))
     late.socket.close(1000)
   })
 
   it('relays an event published to one shard to the sockets of the others', async () => {
     const since = Date.now()
-    const far = await rawSubscriber(DEFAULT_SHARDS - 1, since)
+    const far = await rawSubscriber(shardName(DEFAULT_SHARDS - 1), since)
     expect((await publish(0, updated('test://relayed'))).status).toBe(204)
     await far.until(updated('test://relayed'))
     far.socket.close(1000)
@@ -249,10 +215,9 @@ describe('EventBusObject', () => {
       { kind: 'something_else' },
     ]
     for (const body of refused) expect((await publish(1, body)).status).toBe(400)
-    const relayed = await shardStub(namespace, 2).fetch(relayUrl(), { method: 'POST', body: '{}' })
-    expect(relayed.status).toBe(400)
+    expect((await publishTo(shardName(2), 'broadcast', '{}')).status).toBe(400)
     // Replayed from before the refusals, the subscriber hears none of them.
-    const subscriber = await rawSubscriber(1, since)
+    const subscriber = await rawSubscriber(shardName(1), since)
     expect((await publish(1, { kind: 'tools_list_changed' })).status).toBe(204)
     const before = await subscriber.until({ kind: 'tools_list_changed' })
     for (const body of refused) expect(before).not.toContainEqual(body)
@@ -260,12 +225,13 @@ describe('EventBusObject', () => {
   })
 
   it('answers 426 to a subscription that is not a WebSocket upgrade, 404 elsewhere', async () => {
-    expect((await shardStub(namespace, 0).fetch(subscribeUrl(Date.now()))).status).toBe(426)
-    expect((await shardStub(namespace, 0).fetch(relayUrl())).status).toBe(404)
+    const shard = busStub(namespace, shardName(0))
+    expect((await shard.fetch(subscribeUrl(Date.now(), ['broadcast']))).status).toBe(426)
+    expect((await shard.fetch(publishUrl('broadcast'))).status).toBe(404)
   })
 
   it('closes a subscriber that sends', async () => {
-    const subscriber = await rawSubscriber(0, Date.now())
+    const subscriber = await rawSubscriber(shardName(0), Date.now())
     subscriber.socket.send('hello')
     await subscriber.closed
   })
