@@ -64,6 +64,7 @@ import {
   type EventBus,
   type EventInterest,
   type EventListener,
+  type EventScope,
   type ServerEvent,
 } from '../mcp/events.ts'
 
@@ -103,8 +104,8 @@ export function channelOf(event: ServerEvent): BusChannel {
   return eventScope(event) === undefined ? 'broadcast' : 'keyed'
 }
 
-/** What a keyed event belongs to (`eventScope` of `mcp/events.ts`). */
-type EventKey = { principal: string } | { session: string }
+/** What a keyed event belongs to: one principal or one session. */
+type EventKey = NonNullable<EventScope>
 
 /** The name of shard `index`. */
 export function shardName(index: number): string {
