@@ -201,6 +201,16 @@ describe('routing by key', () => {
     }
   })
 
+  it('carries the event of a principal whose subject is as long as OpenID Connect allows', async () => {
+    const principal = JSON.stringify(['https://issuer.example', `${fresh()}`.padEnd(255, 's')])
+    const { name } = await keyedObject({ principal }, DEFAULT_SHARDS)
+    const object = await rawSubscriber(name, Date.now(), ['keyed'])
+    const event = updatedFor(principal, 'long-subject')
+    await new DurableObjectEventBus({ namespace }).publish(event)
+    expect(await object.until(event)).toEqual([])
+    object.socket.close(1000)
+  })
+
   it('names objects by a digest: no principal or session appears in a name', async () => {
     const principal = JSON.stringify(['https://issuer.example', 'ada@example.com'])
     const forPrincipal = await keyedObject({ principal }, DEFAULT_SHARDS)
