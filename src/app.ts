@@ -9,7 +9,8 @@
  * builds one app per origin), else they are built here. This is the notes
  * app's composition root: the one module under `src/` that imports `routes/` (the app's own pages);
  * the engine, HTTP, notes and storage modules never do. The runtime entry (`node.ts`, `worker.ts`)
- * chooses the store and the key ring; nothing here imports `node:*`.
+ * chooses the store, the key ring and telemetry (whose store wrapper is applied here, once); nothing
+ * here imports `node:*`.
  */
 import type { Hono } from 'hono'
 import { shareRoute } from '../routes/share.ts'
@@ -26,6 +27,7 @@ import type { TaskOptions } from './mcp/tasks/engine.ts'
 import { READ, SCOPE_IMPLIES } from './notes/scopes.ts'
 import { createNotesServer } from './notes/server.ts'
 import type { NotesStore } from './notes/store.ts'
+import type { AppTelemetry } from './telemetry/observer.ts'
 
 export interface AppDeps {
   store: NotesStore
@@ -42,6 +44,11 @@ export interface AppDeps {
    * of them. Node passes it; on Workers tasks wait for their Durable Object runner.
    */
   tasks?: Omit<TaskOptions, 'store' | 'now'>
+  /**
+   * Traces and metrics (`telemetry/`), when the runtime entry configured them: the engine observes
+   * every request, and the store is wrapped once here so its calls become child spans.
+   */
+  telemetry?: AppTelemetry
 }
 
 const notesServer = createNotesServer()
@@ -49,15 +56,17 @@ const notesServer = createNotesServer()
 export function createApp(config: Config, deps: AppDeps): Hono {
   const baseUrl = publicBaseUrl(config)
   const now = deps.now ?? Date.now
+  const store = deps.telemetry ? deps.telemetry.instrumentStore(deps.store) : deps.store
   const handler = createMcpHandler({
     server: notesServer,
-    app: { notes: deps.store, bus: deps.bus, baseUrl, now },
+    app: { notes: store, bus: deps.bus, baseUrl, now },
     sealer: deps.sealer,
     bus: deps.bus,
     logger: deps.logger,
     shutdown: deps.shutdown,
-    legacy: { sessions: deps.store, sessionTtlSeconds: config.sessionTtlSeconds },
-    tasks: deps.tasks && { ...deps.tasks, store: deps.store, now },
+    legacy: { sessions: store, sessionTtlSeconds: config.sessionTtlSeconds },
+    tasks: deps.tasks && { ...deps.tasks, store, now },
+    telemetry: deps.telemetry,
   })
   const logger = deps.logger ?? consoleLogger
   const authServices = config.auth && (deps.auth ?? createAuthServices(config.auth, { logger }))
@@ -81,6 +90,6 @@ export function createApp(config: Config, deps: AppDeps): Hono {
     }
     auth = { login: oidc && new WebLogin({ oidc, sealer: deps.sealer, baseUrl }) }
   }
-  app.route('/', shareRoute({ notes: deps.store, now, guard, auth }))
+  app.route('/', shareRoute({ notes: store, now, guard, auth }))
   return app
 }

@@ -6,6 +6,7 @@
  */
 import { z } from 'zod'
 import { DEFAULT_SESSION_TTL_SECONDS, MAX_SESSION_TTL_SECONDS } from './mcp/legacy/protocol.ts'
+import { TelemetryEnvError, parseTelemetryEnv, type TelemetryConfig } from './telemetry/env.ts'
 
 const list = z.string().transform((value) =>
   value
@@ -66,6 +67,11 @@ const EnvSchema = z.object({
   /** The approval pages' OIDC login: a confidential client at AUTH_ISSUER (both or neither). */
   AUTH_WEB_CLIENT_ID: z.string().min(1).optional(),
   AUTH_WEB_CLIENT_SECRET: z.string().min(1).optional(),
+  /**
+   * Node only: serves the Prometheus text exposition at `/metrics` on this port (on HOST), never on
+   * the MCP port. 0 lets the kernel choose (the port is printed). See README "Observability".
+   */
+  METRICS_PORT: int(0, 65535).optional(),
   /** `1` lets `npm start` serve a non-loopback HOST without auth (one shared principal). */
   ALLOW_UNAUTHENTICATED: z.enum(['0', '1']).default('0'),
 })
@@ -96,6 +102,9 @@ export interface Config {
   maxBodyBytes: number
   publicUrl?: string
   replicaId?: string
+  metricsPort?: number
+  /** OpenTelemetry export, from the standard `OTEL_*` variables (`telemetry/env.ts`); absent: off. */
+  telemetry?: TelemetryConfig
   auth?: AuthConfig
   /** ALLOW_UNAUTHENTICATED=1: serving a non-loopback HOST without auth is intended. */
   allowUnauthenticated: boolean
@@ -127,7 +136,14 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     maxBodyBytes: e.MAX_BODY_BYTES,
     publicUrl: e.PUBLIC_URL?.replace(/\/+$/, ''),
     replicaId: e.REPLICA_ID,
+    metricsPort: e.METRICS_PORT,
     allowUnauthenticated: e.ALLOW_UNAUTHENTICATED === '1',
+  }
+  try {
+    config.telemetry = parseTelemetryEnv(env)
+  } catch (error) {
+    if (!(error instanceof TelemetryEnvError)) throw error
+    throw new ConfigError(`Invalid configuration: ${error.message}`)
   }
   const authVars = [
     e.AUTH_ISSUER,

@@ -5,16 +5,19 @@
  * first start generates) the requestState key ring, and serves the app with @hono/node-server on
  * 127.0.0.1 by default; without auth it refuses any HOST that is not loopback unless
  * ALLOW_UNAUTHENTICATED=1 (`assertSafeExposure`). It purges expired store rows on a timer (`storage/purge.ts`) and
- * serves tasks from the store, taking over those of replicas that died (`mcp/tasks/`). On
- * SIGINT/SIGTERM it ends listen streams gracefully, releases its tasks' leases and closes the store.
+ * serves tasks from the store, taking over those of replicas that died (`mcp/tasks/`). With an
+ * `OTEL_*` variable or METRICS_PORT set it loads telemetry (`telemetry/node.ts`, a dynamic import:
+ * without them nothing of OpenTelemetry is loaded) and prints where it exports. On SIGINT/SIGTERM it
+ * ends listen streams gracefully, releases its tasks' leases, flushes telemetry and closes the store.
  */
 import { serve } from '@hono/node-server'
 import { join } from 'node:path'
 import type { Duplex } from 'node:stream'
 import { createApp } from './app.ts'
-import { ConfigError, assertSafeExposure, parseConfig } from './config.ts'
+import { ConfigError, assertSafeExposure, parseConfig, type Config } from './config.ts'
 import { jsonRpcErrorBody } from './http/errors.ts'
 import { ErrorCode } from './mcp/errors.ts'
+import type { NodeTelemetry } from './telemetry/node.ts'
 import { consoleLogger } from './mcp/handler.ts'
 import { InProcessEventBus } from './mcp/events.ts'
 import { parseKeyRing } from './mcp/key-ring.ts'
@@ -46,9 +49,28 @@ function answerMalformedHttp(error: NodeJS.ErrnoException, socket: Duplex): void
   )
 }
 
+/** Telemetry when configured, loaded only then; prints where it exports (never a header value). */
+async function startTelemetry(config: Config): Promise<NodeTelemetry | undefined> {
+  if (!config.telemetry && config.metricsPort === undefined) return undefined
+  const { startNodeTelemetry } = await import('./telemetry/node.ts')
+  const telemetry = await startNodeTelemetry({
+    config: config.telemetry,
+    replicaId: config.replicaId,
+    database: config.databaseUrl ? 'postgresql' : 'sqlite',
+    metricsPort: config.metricsPort,
+    host: config.host,
+  })
+  const { traces, metrics } = config.telemetry ?? {}
+  if (traces) console.log(`OpenTelemetry traces to ${traces.url} (${traces.protocol})`)
+  if (metrics) console.log(`OpenTelemetry metrics to ${metrics.url} (${metrics.protocol})`)
+  if (telemetry.metricsUrl) console.log(`notes-mcp metrics on ${telemetry.metricsUrl}`)
+  return telemetry
+}
+
 async function main(): Promise<void> {
   const config = parseConfig(process.env)
   assertSafeExposure(config)
+  const telemetry = await startTelemetry(config)
 
   let keyText = config.stateKeys
   if (!keyText) {
@@ -75,7 +97,14 @@ async function main(): Promise<void> {
   const shutdown = new AbortController()
   // Tasks live in the store: this replica runs its own and takes over those of replicas that died.
   const tasks = { replicaId: config.replicaId }
-  const app = createApp(config, { store, sealer, bus, shutdown: shutdown.signal, tasks })
+  const app = createApp(config, {
+    store,
+    sealer,
+    bus,
+    shutdown: shutdown.signal,
+    tasks,
+    telemetry: telemetry?.telemetry,
+  })
   const server = serve({ fetch: app.fetch, hostname: config.host, port: config.port }, (info) => {
     const host = info.family === 'IPv6' ? `[${info.address}]` : info.address
     console.log(`notes-mcp listening on http://${host}:${info.port}/mcp`)
@@ -85,7 +114,9 @@ async function main(): Promise<void> {
   const stop = () => {
     stopSweeps()
     shutdown.abort()
-    server.close(() => void store.close().then(() => process.exit(0)))
+    server.close(
+      () => void Promise.all([store.close(), telemetry?.shutdown()]).finally(() => process.exit(0))
+    )
     setTimeout(() => process.exit(0), 2000).unref()
   }
   process.once('SIGINT', stop)

@@ -38,6 +38,7 @@ import {
 import { canListen } from './subscriptions.ts'
 import type { TaskEngine } from './tasks/engine.ts'
 import { declaresTasks, tasksCapabilityMissing } from './tasks/wire.ts'
+import type { RequestObservation } from '../telemetry/observer.ts'
 import {
   CallToolParamsSchema,
   CompleteParamsSchema,
@@ -67,6 +68,8 @@ export interface DispatchEnv<App> extends ContextInput<App> {
   headers?: Headers
   /** Serves the tasks extension (`tasks/*`, and `tools/call` of `task` tools); absent: no tasks. */
   tasks?: TaskEngine<App>
+  /** This request's telemetry (`telemetry/observer.ts`), when telemetry is on. */
+  observation?: RequestObservation
 }
 
 /** A result before stamping: the cache hint to attach, if the method's results are cacheable. */
@@ -478,6 +481,21 @@ function bindingFor<App>(
   }
 }
 
+/** The names of the child spans around opening and sealing `requestState`. */
+const OPEN_STATE_SPAN = 'open requestState'
+const SEAL_STATE_SPAN = 'seal requestState'
+
+/** A journal as sealed: the replay's entries and the round that sealed it. */
+interface RoundJournal extends Journal {
+  r: number
+}
+
+/** The round that sealed an opened journal (1 for states sealed before rounds were counted). */
+function sealedRound(journal: unknown): number {
+  const round = (journal as Partial<RoundJournal> | undefined)?.r
+  return typeof round === 'number' && Number.isSafeInteger(round) && round > 0 ? round : 1
+}
+
 interface ReplayableParams {
   inputResponses?: Record<string, unknown> | null
   requestState?: unknown
@@ -498,13 +516,18 @@ async function runReplayable<App>(
   run: (ctx: ToolContext<App>) => Promise<JsonObject | CallToolResult>,
   tasks?: TaskAvailability
 ): Promise<DispatchResult> {
+  const { observation } = env
   let journal: Journal | undefined
   let nonce: string | undefined
+  let round = 1
   if (params.requestState !== undefined) {
     try {
-      const opened = await env.sealer.open(params.requestState, binding)
+      const opened = await (observation
+        ? observation.step(OPEN_STATE_SPAN, () => env.sealer.open(params.requestState, binding))
+        : env.sealer.open(params.requestState, binding))
       journal = opened.journal as Journal
       nonce = opened.nonce
+      round = sealedRound(opened.journal) + 1
     } catch (error) {
       if (!(error instanceof InvalidRequestStateError)) throw error
       env.logger.warn('requestState rejected', {
@@ -512,9 +535,11 @@ async function runReplayable<App>(
         method: request.method,
         target: binding.target,
       })
+      observation?.stateRejected(error.reason)
       throw new McpError(ErrorCode.InvalidParams, error.message)
     }
   }
+  observation?.round(round)
 
   const replay = new Replay(journal, params.inputResponses, request.clientCapabilities)
   const ctx = new ReplayHandlerContext(env, replay, nonce, tasks)
@@ -540,7 +565,13 @@ async function runReplayable<App>(
   }
   let token: string
   try {
-    token = (await env.sealer.seal(binding, replay.journal())).token
+    // The round travels with the journal (`r`), so the round that completes the flow knows its count.
+    const sealed: RoundJournal = { ...replay.journal(), r: round }
+    token = (
+      await (observation
+        ? observation.step(SEAL_STATE_SPAN, () => env.sealer.seal(binding, sealed))
+        : env.sealer.seal(binding, sealed))
+    ).token
   } catch (error) {
     if (!(error instanceof StateTooLargeError)) throw error
     env.logger.error('requestState too large', { method: request.method, target: binding.target })

@@ -15,7 +15,9 @@
  * `errors.ts`; nothing thrown inside reaches the client as a stack trace, and what escapes this
  * handler is answered by `http/app.ts`. Results that depend only on the compiled server (discover, and
  * the pages the server cuts of its static lists) are serialised once: one cache entry per such page,
- * whatever cursors clients send.
+ * whatever cursors clients send. With `telemetry`, every message read is observed (its span, parented
+ * on the client's trace context, and its duration: `telemetry/observer.ts`) and settles it where
+ * the answer is decided; without, each hook is an optional call on `undefined`.
  */
 import {
   dispatch,
@@ -41,6 +43,7 @@ import { DEFAULT_SESSION_TTL_SECONDS } from './legacy/protocol.ts'
 import { createLegacyEra, type LegacyEra, type LegacyEraOptions } from './legacy/handler.ts'
 import type { SessionStore } from './session-store.ts'
 import { DEFAULT_TASK_TAKEOVER_INTERVAL_MS, TaskEngine, type TaskOptions } from './tasks/engine.ts'
+import type { McpTelemetry, RequestObservation } from '../telemetry/observer.ts'
 
 export interface McpHandlerOptions<App> {
   server: CompiledServer<App>
@@ -71,6 +74,11 @@ export interface McpHandlerOptions<App> {
    * `shutdown`). Without it no request may have a task.
    */
   tasks?: TaskOptions
+  /**
+   * Traces and metrics of every request (`telemetry/observer.ts`); absent, the handler records
+   * nothing and allocates nothing for telemetry.
+   */
+  telemetry?: McpTelemetry
 }
 
 export interface McpHttpInput {
@@ -128,6 +136,7 @@ export function createMcpHandler<App>(options: McpHandlerOptions<App>): McpHandl
   // The modern era's server: with tasks, it advertises the extension (2025-era sessions never see it).
   const server = tasks ? withExtension(options.server, TASKS_EXTENSION) : options.server
   const serverInfoMeta = { [META_SERVER_INFO]: server.info }
+  const observer = options.telemetry?.forServer(server)
   /**
    * Serialised results that depend only on the compiled server, by `staticResultKey`: bounded by the
    * pages the server defines (a few per list), never by what clients send.
@@ -175,12 +184,15 @@ export function createMcpHandler<App>(options: McpHandlerOptions<App>): McpHandl
     cacheKey: string | undefined
   ): Promise<FinalMessage> {
     try {
-      const result = JSON.stringify(stamp(await dispatch(request, env)))
+      const outcome = await dispatch(request, env)
+      const result = JSON.stringify(stamp(outcome))
       // A result whose own toJSON answers undefined serialises to nothing at all.
       if (typeof result !== 'string') throw new TypeError('The result has no JSON form.')
       if (cacheKey !== undefined) staticResults.set(cacheKey, result)
+      env.observation?.succeeded(outcome.result)
       return { text: resultText(request.id, result), status: 200 }
     } catch (error) {
+      env.observation?.failed(error)
       return errorMessage(request.id, error, logger)
     }
   }
@@ -188,8 +200,10 @@ export function createMcpHandler<App>(options: McpHandlerOptions<App>): McpHandl
   function answerError(
     id: RequestId | null,
     error: unknown,
+    observation: RequestObservation | undefined,
     stage: 'envelope' | 'method' = 'method'
   ): Response {
+    observation?.failed(error)
     const { text, status } = errorMessage(id, error, logger, stage)
     return jsonText(text, status)
   }
@@ -210,6 +224,7 @@ export function createMcpHandler<App>(options: McpHandlerOptions<App>): McpHandl
       now: options.legacy.now,
       input: options.legacy.input,
       stream: options.legacy.stream,
+      telemetry: observer,
     })
 
   function methodNotAllowed(method: string): Response {
@@ -231,34 +246,46 @@ export function createMcpHandler<App>(options: McpHandlerOptions<App>): McpHandl
       return methodNotAllowed(input.method)
     }
     let request: McpRequest
+    let observation: RequestObservation | undefined
     try {
       const message = parseJson(body)
+      observation = observer?.request(message, headers)
       // The body decides the era (legacy/classify.ts); the modern path below is exactly 2026-07-28.
       if (legacy && classifyMessage(message, headers) === 'legacy')
-        return legacy.post(message, input)
+        return legacy.post(message, input, observation)
       const parsed = parseMessage(message, headers)
-      if (parsed.kind === 'notification') return new Response(null, { status: 202 })
+      if (parsed.kind === 'notification') {
+        observation?.succeeded()
+        return new Response(null, { status: 202 })
+      }
       request = parsed.request
     } catch (error) {
       if (!(error instanceof EnvelopeError)) throw error
-      return answerError(error.id, error.error, 'envelope')
+      return answerError(error.id, error.error, observation, 'envelope')
     }
 
     const { id, method } = request
     // A server that does not declare `logging` never sends notifications/message (LOG Capabilities).
     if (!server.capabilities.logging) delete request.logLevel
     if (!isAdvertised(server, method)) {
-      return answerError(id, new McpError(ErrorCode.MethodNotFound, `Method not found: ${method}`))
+      return answerError(
+        id,
+        new McpError(ErrorCode.MethodNotFound, `Method not found: ${method}`),
+        observation
+      )
     }
     const denied = scopeChallenge(server, request, input)
-    if (denied) return denied
+    if (denied) {
+      observation?.failed({ code: ErrorCode.InvalidRequest })
+      return denied
+    }
 
     const cancellation = new Cancellation(signal)
 
     if (method === METHODS.listen) {
       try {
         const { notifications } = parseParams(ListenParamsSchema, request.params)
-        return listen(server, {
+        const stream = listen(server, {
           id,
           requested: notifications,
           principal,
@@ -267,8 +294,11 @@ export function createMcpHandler<App>(options: McpHandlerOptions<App>): McpHandl
           shutdown,
           ...options.listen,
         })
+        if (!observer) return stream
+        observation?.succeeded()
+        return observer.stream('listen', request.protocolVersion, stream)
       } catch (error) {
-        return answerError(id, error)
+        return answerError(id, error, observation)
       }
     }
 
@@ -276,11 +306,14 @@ export function createMcpHandler<App>(options: McpHandlerOptions<App>): McpHandl
     try {
       cacheKey = staticResultKey(server, request)
     } catch (error) {
-      return answerError(id, error)
+      return answerError(id, error, observation)
     }
     if (cacheKey !== undefined) {
       const cached = staticResults.get(cacheKey)
-      if (cached !== undefined) return jsonText(resultText(id, cached))
+      if (cached !== undefined) {
+        observation?.succeeded()
+        return jsonText(resultText(id, cached))
+      }
     }
 
     const channel = new ResponseChannel(cancellation)
@@ -296,7 +329,12 @@ export function createMcpHandler<App>(options: McpHandlerOptions<App>): McpHandl
       logger,
       headers,
       tasks,
+      observation,
     }
-    return channel.respond(settle(request, env, cacheKey))
+    return channel.respond(
+      observation
+        ? observation.run(() => settle(request, env, cacheKey))
+        : settle(request, env, cacheKey)
+    )
   }
 }

@@ -72,6 +72,7 @@ import {
 } from './protocol.ts'
 import { MAX_ANSWER_ID_CHARS } from './rendezvous.ts'
 import { SessionCodec, type LegacySession } from './session.ts'
+import type { RequestObservation, ServerTelemetry } from '../../telemetry/observer.ts'
 import { z } from 'zod'
 
 export interface LegacyEraOptions<App> {
@@ -90,13 +91,16 @@ export interface LegacyEraOptions<App> {
   input?: { timeoutMs?: number; maxRounds?: number; urlPollMs?: number; answerPollMs?: number }
   /** The GET notification stream (`event-stream.ts`). */
   stream?: { keepAliveMs?: number; maxDurationMs?: number }
+  /** Counts GET streams while they are open, when telemetry is on (requests are observed per post). */
+  telemetry?: ServerTelemetry
 }
 
 /** What the HTTP layer hands over for a 2025-era message (its body is already parsed). */
 export type LegacyInput = Omit<McpHttpInput, 'body' | 'method'>
 
 export interface LegacyEra {
-  post(message: unknown, input: LegacyInput): Promise<Response>
+  /** One parsed 2025-era message; `observation` is its telemetry (`handler.ts` starts it), if on. */
+  post(message: unknown, input: LegacyInput, observation?: RequestObservation): Promise<Response>
   get(input: LegacyInput): Promise<Response>
   delete(input: LegacyInput): Promise<Response>
 }
@@ -278,10 +282,12 @@ export function createLegacyEra<App>(options: LegacyEraOptions<App>): LegacyEra 
   async function initialize(
     id: RequestId,
     params: JsonObject,
-    input: LegacyInput
+    input: LegacyInput,
+    observation: RequestObservation | undefined
   ): Promise<Response> {
     const parsed = InitializeParamsSchema.safeParse(params)
     if (!parsed.success) {
+      observation?.failed({ code: ErrorCode.InvalidParams })
       return errorResponse(
         id,
         ErrorCode.InvalidParams,
@@ -304,6 +310,7 @@ export function createLegacyEra<App>(options: LegacyEraOptions<App>): LegacyEra 
       )
     } catch (error) {
       if (!(error instanceof StateTooLargeError)) throw error
+      observation?.failed({ code: ErrorCode.InvalidParams })
       return errorResponse(
         id,
         ErrorCode.InvalidParams,
@@ -311,6 +318,8 @@ export function createLegacyEra<App>(options: LegacyEraOptions<App>): LegacyEra 
         400
       )
     }
+    observation?.session(session.sid, protocolVersion)
+    observation?.succeeded()
     const result: JsonObject = {
       protocolVersion,
       capabilities: legacyCapabilities(),
@@ -401,20 +410,30 @@ export function createLegacyEra<App>(options: LegacyEraOptions<App>): LegacyEra 
   async function request(
     message: Extract<Message, { kind: 'request' }>,
     session: LegacySession,
-    input: LegacyInput
+    input: LegacyInput,
+    observation: RequestObservation | undefined
   ): Promise<Response> {
     const { id, method } = message
     const denied = scopeChallenge(server, message, input)
-    if (denied) return denied
+    if (denied) {
+      observation?.failed({ code: ErrorCode.InvalidRequest })
+      return denied
+    }
     try {
       const result = await sessionMethod(method, message.params, session)
-      if (result !== undefined) return jsonResponse({ jsonrpc: '2.0', id, result })
+      if (result !== undefined) {
+        observation?.succeeded()
+        return jsonResponse({ jsonrpc: '2.0', id, result })
+      }
     } catch (error) {
+      observation?.failed(error)
       const { text, status } = failure(id, error)
       return jsonText(text, status)
     }
-    if (!isDispatched(method))
+    if (!isDispatched(method)) {
+      observation?.failed({ code: ErrorCode.MethodNotFound })
       return errorResponse(id, ErrorCode.MethodNotFound, `Method not found: ${method}`, 200)
+    }
 
     const params = withoutFlowFields(message.params)
     const meta = isObject(params._meta) ? params._meta : undefined
@@ -441,6 +460,7 @@ export function createLegacyEra<App>(options: LegacyEraOptions<App>): LegacyEra 
       cancellation,
       sealer,
       logger,
+      observation,
     }
     const key = await cancelKey(id)
     const unsubscribe = bus.subscribe(
@@ -501,31 +521,40 @@ export function createLegacyEra<App>(options: LegacyEraOptions<App>): LegacyEra 
     /** Settles into the final message, serialisation included; never rejects. */
     const settle = async (): Promise<FinalMessage> => {
       try {
-        const text = JSON.stringify({ jsonrpc: '2.0', id, result: (await run()).result })
+        const { result } = await run()
+        const text = JSON.stringify({ jsonrpc: '2.0', id, result })
         if (typeof text !== 'string') throw new TypeError('The result has no JSON form.')
+        observation?.succeeded(result)
         return { text, status: 200 }
       } catch (error) {
+        observation?.failed(error)
         return failure(id, error)
       } finally {
         unsubscribe()
       }
     }
-    return channel.respond(settle())
+    return channel.respond(observation ? observation.run(settle) : settle())
   }
 
   return {
-    async post(raw, input) {
+    async post(raw, input, observation) {
       let message: Message
       try {
         message = readMessage(raw)
         if (message.kind === 'request' && message.method === LEGACY_METHODS.initialize) {
-          return await initialize(message.id, message.params, input)
+          return await initialize(message.id, message.params, input, observation)
         }
         const session = await openSession(input, message.kind === 'request' ? message.id : null)
-        if (message.kind === 'notification') return await notification(message, session)
+        observation?.session(session.sid, session.protocolVersion)
+        if (message.kind === 'notification') {
+          const accepted = await notification(message, session)
+          observation?.succeeded()
+          return accepted
+        }
         if (message.kind === 'response') return await answer(message, session)
-        return await request(message, session, input)
+        return await request(message, session, input, observation)
       } catch (error) {
+        observation?.failed(error)
         if (!(error instanceof TransportError)) throw error
         return errorResponse(error.id, error.code, error.message, error.status)
       }
@@ -562,7 +591,7 @@ export function createLegacyEra<App>(options: LegacyEraOptions<App>): LegacyEra 
       }
       const { tools, prompts, resources } = server.capabilities
       const principal = input.principal
-      return eventStream({
+      const stream = eventStream({
         bus,
         interest: { principal },
         signal: input.signal ?? new AbortController().signal,
@@ -597,6 +626,9 @@ export function createLegacyEra<App>(options: LegacyEraOptions<App>): LegacyEra 
           }
         },
       })
+      return options.telemetry
+        ? options.telemetry.stream('get', session.protocolVersion, stream)
+        : stream
     },
 
     async delete(input) {
