@@ -6,10 +6,16 @@
  * and a log level when asked. `tools/call`, `resources/read` and `prompts/get` run the multi
  * round-trip loop (`client/rounds`); `listen` holds a `subscriptions/listen` stream open.
  *
+ * Tasks (extension `io.modelcontextprotocol/tasks`, declared with the `tasks` option): the server
+ * may answer a `tools/call` with a task. `startToolCall` answers either the result or the task's
+ * handle (`McpTask`, `client/tasks`: poll, answer, cancel); `callTool` follows a task to its
+ * result, so a caller that only wants the result need not care. `getTask` and `resumeTask` reach a
+ * task by its id (one kept from an earlier process, say).
+ *
  * Bounds: `timeoutMs` over the whole call, handler time included (the loop's own bounds are in
- * `client/rounds`). A call keeps its state in its own locals, so parallel calls on one client share
- * nothing but the id counter. A caller's abort rejects with the caller's own reason; a timeout is an
- * `McpDriverError` with reason `timeout`.
+ * `client/rounds`); following a task is bounded by `taskTimeoutMs`. A call keeps its state in its
+ * own locals, so parallel calls on one client share nothing but the id counter. A caller's abort
+ * rejects with the caller's own reason; a timeout is an `McpDriverError` with reason `timeout`.
  *
  * Left to others: caching (`ttlMs`), authorization flows (pass `headers`, e.g. a bearer token),
  * `Mcp-Param-*` headers for `x-mcp-header` tool arguments, reconnecting `subscriptions/listen`.
@@ -35,7 +41,7 @@ import {
   type ReadResourceResult,
   type RequestId,
 } from '../mcp/wire.ts'
-import { McpDriverError } from './errors.ts'
+import { bounded } from './abort.ts'
 import { postRequest, readAnswer, serverError, type JsonRpcNotification } from './exchange.ts'
 import {
   endpoint,
@@ -44,6 +50,14 @@ import {
   type McpClientOptions,
 } from './options.ts'
 import { driveCall, type Call, type RoundClient } from './rounds.ts'
+import {
+  createdTask,
+  getTask,
+  McpTask,
+  type TaskClient,
+  type TaskInfo,
+  type TaskRequestOptions,
+} from './tasks.ts'
 
 export interface RequestOptions {
   signal?: AbortSignal
@@ -59,6 +73,10 @@ export interface ListenRequestOptions {
   onNotification: (notification: JsonRpcNotification) => void
 }
 
+/** What a `tools/call` answered: its result, or (only to a client declaring tasks) a task. */
+export type ToolCallOutcome =
+  { kind: 'result'; result: CallToolResult & JsonObject } | { kind: 'task'; task: McpTask }
+
 export type CompletionReference =
   { type: 'ref/prompt'; name: string } | { type: 'ref/resource'; uri: string }
 
@@ -66,6 +84,8 @@ export class McpClient {
   readonly #settings: ClientSettings
   /** The settings and id source the round loop runs on. */
   readonly #rounds: RoundClient
+  /** What the task handles run on. */
+  readonly #tasks: TaskClient
   readonly #idPrefix = crypto.randomUUID().slice(0, 8)
   #lastId = 0
 
@@ -82,6 +102,12 @@ export class McpClient {
       onRound: settings.onRound,
       newId: () => this.#newId(),
       endpoint: () => this.#endpoint(),
+    }
+    this.#tasks = {
+      request: (method, params, options) => this.request(method, params, options),
+      handlers: settings.handlers,
+      timeoutMs: settings.timeoutMs,
+      taskTimeoutMs: settings.taskTimeoutMs,
     }
   }
 
@@ -105,27 +131,28 @@ export class McpClient {
     }
     const meta = this.#meta(params._meta, options)
 
-    const { timeoutMs } = this.#settings
-    const timeout = new AbortController()
-    const timer = setTimeout(() => timeout.abort(), timeoutMs)
-    const signal = options.signal
-      ? AbortSignal.any([options.signal, timeout.signal])
-      : timeout.signal
-    const call: Call = { method, params, meta, signal, onNotification: options.onNotification }
-    try {
-      return await driveCall(this.#rounds, call)
-    } catch (error) {
-      if (options.signal?.aborted) throw options.signal.reason
-      if (timeout.signal.aborted) {
-        throw new McpDriverError('timeout', `${method} did not complete within ${timeoutMs} ms`, {
-          lastResult: call.lastResult,
-          cause: error,
-        })
-      }
-      throw error
-    } finally {
-      clearTimeout(timer)
-    }
+    const { timeoutMs, tasks } = this.#settings
+    let lastResult: JsonObject | undefined
+    return bounded(
+      timeoutMs,
+      options.signal,
+      async (signal) => {
+        const call: Call = {
+          method,
+          params,
+          meta,
+          signal,
+          onNotification: options.onNotification,
+          tasks,
+        }
+        try {
+          return await driveCall(this.#rounds, call)
+        } finally {
+          lastResult = call.lastResult
+        }
+      },
+      () => ({ message: `${method} did not complete within ${timeoutMs} ms`, lastResult })
+    )
   }
 
   discover(options?: RequestOptions): Promise<JsonObject> {
@@ -136,13 +163,42 @@ export class McpClient {
     return this.request(METHODS.toolsList, page(cursor), options)
   }
 
+  /** `tools/call` to its result; a task the server answered instead is followed to its end. */
   async callTool(
     name: string,
     args?: JsonObject,
     options?: RequestOptions
   ): Promise<CallToolResult & JsonObject> {
+    const outcome = await this.startToolCall(name, args, options)
+    if (outcome.kind === 'result') return outcome.result
+    return outcome.task.result({ signal: options?.signal })
+  }
+
+  /**
+   * `tools/call` (its multi round-trip rounds included) up to what it answered: the result, or, when
+   * this client declares the tasks extension, possibly a task to follow (`McpTask`).
+   */
+  async startToolCall(
+    name: string,
+    args?: JsonObject,
+    options?: RequestOptions
+  ): Promise<ToolCallOutcome> {
     const params = args === undefined ? { name } : { name, arguments: args }
-    return (await this.request(METHODS.toolsCall, params, options)) as CallToolResult & JsonObject
+    const result = await this.request(METHODS.toolsCall, params, options)
+    if (result.resultType === 'task') {
+      return { kind: 'task', task: new McpTask(this.#tasks, createdTask(result), false) }
+    }
+    return { kind: 'result', result: result as CallToolResult & JsonObject }
+  }
+
+  /** `tasks/get`: the task as it is now. */
+  getTask(taskId: string, options?: TaskRequestOptions): Promise<TaskInfo> {
+    return getTask(this.#tasks, taskId, options)
+  }
+
+  /** A handle on a task known by its id, as `tasks/get` shows it now. */
+  async resumeTask(taskId: string, options?: TaskRequestOptions): Promise<McpTask> {
+    return new McpTask(this.#tasks, await this.getTask(taskId, options), true)
   }
 
   async readResource(

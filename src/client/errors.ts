@@ -21,7 +21,9 @@ export class McpClientError extends Error {
   }
 }
 
-export type DriverFailure = 'max_rounds' | 'timeout' | 'no_handler' | 'transport' | 'protocol'
+/** `cancelled`: a task the driver followed ended `cancelled` (`client/tasks`). */
+export type DriverFailure =
+  'max_rounds' | 'timeout' | 'no_handler' | 'transport' | 'protocol' | 'cancelled'
 
 /** A failure the driver decided locally; `lastResult` is the last result the server sent, if any. */
 export class McpDriverError extends Error {

@@ -2,8 +2,9 @@
  * @module client/exchange
  * One HTTP exchange of the driver. `postRequest` sends one JSON-RPC request as a POST with the
  * headers of revision 2026-07-28: `Content-Type`, `Accept`, `MCP-Protocol-Version`, `Mcp-Method`, and
- * `Mcp-Name` for `tools/call`/`prompts/get` (`params.name`) and `resources/read` (`params.uri`), sent
- * as `=?base64?…?=` unless it is plain visible ASCII (`encodeHeaderValue`). `readAnswer` reads what
+ * `Mcp-Name` for `tools/call`/`prompts/get` (`params.name`), `resources/read` (`params.uri`) and the
+ * tasks extension's `tasks/get`, `tasks/update` and `tasks/cancel` (`params.taskId`), sent as
+ * `=?base64?…?=` unless it is plain visible ASCII (`encodeHeaderValue`). `readAnswer` reads what
  * came back: one `application/json` message, or a `text/event-stream` whose notifications go to the
  * caller and which ends at the response carrying the request's id. A server→client request on a
  * stream is a protocol error (servers never send them in this revision); a 502/503/504 is a transport

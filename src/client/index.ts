@@ -5,14 +5,15 @@
  * `src/` outside `src/client/` imports it, and the Worker bundle never contains it.
  *
  * Inside: `client` (the requests and their `_meta`), `rounds` (the multi round-trip loop and its
- * retries), `exchange` (one POST and its JSON or SSE answer), `sse` (event-stream parsing), `options`
- * (option checks and defaults), `errors`, `abort`.
+ * retries), `tasks` (a task's handle: poll, answer, cancel), `exchange` (one POST and its JSON or SSE
+ * answer), `sse` (event-stream parsing), `options` (option checks and defaults), `errors`, `abort`.
  */
 export {
   McpClient,
   type CompletionReference,
   type ListenRequestOptions,
   type RequestOptions,
+  type ToolCallOutcome,
 } from './client.ts'
 export { McpClientError, McpDriverError, type DriverFailure } from './errors.ts'
 export { encodeHeaderValue, type JsonRpcNotification } from './exchange.ts'
@@ -26,3 +27,4 @@ export type {
   McpClientOptions,
   RoundInfo,
 } from './options.ts'
+export { McpTask, type TaskInfo, type TaskRequestOptions, type TaskWaitOptions } from './tasks.ts'

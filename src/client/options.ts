@@ -3,10 +3,12 @@
  * What a client is built from: the option types, their defaults, and `resolveClientOptions`, which
  * checks every option at construction (`TypeError` for a shape, `RangeError` for a number out of
  * range) and returns the settings the driver runs on, so nothing about them fails later. Capabilities
- * default to what the handlers can answer; declaring one without its handler is refused.
+ * default to what the handlers can answer; declaring one without its handler is refused; `tasks`
+ * adds the tasks extension to them (declaring it in `capabilities.extensions` counts the same).
  *
  * Also `endpoint`, the URL check applied to what `urls()` returns at every attempt.
  */
+import { TASKS_EXTENSION } from '../mcp/protocol.ts'
 import {
   isObject,
   type ClientCapabilities,
@@ -22,6 +24,7 @@ import {
 const DEFAULT_MAX_ROUNDS = 10
 const DEFAULT_TIMEOUT_MS = 60_000
 const DEFAULT_TRANSPORT_RETRIES = 0
+const DEFAULT_TASK_TIMEOUT_MS = 300_000
 const DEFAULT_CLIENT_INFO: Readonly<Implementation> = { name: 'notes-mcp-client', version: '0.1.0' }
 /** Largest delay a timer accepts on every runtime (2^31 − 1 ms); longer ones fire at once on Node. */
 const MAX_TIMEOUT_MS = 2_147_483_647
@@ -94,6 +97,13 @@ export interface McpClientOptions {
   timeoutMs?: number
   /** How many times one round is re-sent after a transport failure (default 0). */
   transportRetries?: number
+  /**
+   * Declares the tasks extension (`io.modelcontextprotocol/tasks`) on every request, so a
+   * `tools/call` may come back as a task (`client/tasks`). Default false.
+   */
+  tasks?: boolean
+  /** Bound on following a task to its end (`McpTask.wait`), polls and answers included. Default 5 min. */
+  taskTimeoutMs?: number
   onRound?: (info: RoundInfo) => void
   /** Chooses the endpoint of each attempt (e.g. a different replica per round); defaults to `url`. */
   urls?: () => string | URL
@@ -112,6 +122,9 @@ export interface ClientSettings {
   readonly maxRounds: number
   readonly timeoutMs: number
   readonly transportRetries: number
+  /** Whether the capabilities declare the tasks extension: only then may a call answer a task. */
+  readonly tasks: boolean
+  readonly taskTimeoutMs: number
   readonly onRound: ((info: RoundInfo) => void) | undefined
 }
 
@@ -130,6 +143,15 @@ export function resolveClientOptions(options: McpClientOptions): ClientSettings 
   const onRound = optionalFunction('onRound', options.onRound)
   const maxRounds = integer('maxRounds', options.maxRounds ?? DEFAULT_MAX_ROUNDS, 1)
   const timeoutMs = integer('timeoutMs', options.timeoutMs ?? DEFAULT_TIMEOUT_MS, 1, MAX_TIMEOUT_MS)
+  const taskTimeoutMs = integer(
+    'taskTimeoutMs',
+    options.taskTimeoutMs ?? DEFAULT_TASK_TIMEOUT_MS,
+    1,
+    MAX_TIMEOUT_MS
+  )
+  if (options.tasks !== undefined && typeof options.tasks !== 'boolean') {
+    throw new TypeError('tasks must be a boolean')
+  }
   const transportRetries = integer(
     'transportRetries',
     options.transportRetries ?? DEFAULT_TRANSPORT_RETRIES,
@@ -160,6 +182,9 @@ export function resolveClientOptions(options: McpClientOptions): ClientSettings 
     throw new TypeError('capabilities must be an object')
   }
   const capabilities = structuredClone(options.capabilities ?? capabilitiesFor(given))
+  const extensions: unknown = capabilities.extensions ?? {}
+  if (!isObject(extensions)) throw new TypeError('capabilities.extensions must be an object')
+  if (options.tasks) capabilities.extensions = { ...extensions, [TASKS_EXTENSION]: {} }
   for (const [capability, handler] of HANDLER_OF_CAPABILITY) {
     if (capabilities[capability] !== undefined && !given[handler]) {
       throw new TypeError(
@@ -180,6 +205,8 @@ export function resolveClientOptions(options: McpClientOptions): ClientSettings 
     maxRounds,
     timeoutMs,
     transportRetries,
+    tasks: options.tasks === true || isObject(extensions[TASKS_EXTENSION]),
+    taskTimeoutMs,
     onRound,
   }
 }

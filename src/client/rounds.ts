@@ -5,7 +5,9 @@
  * same method and params again on a new id, with `inputResponses` holding only this round's answers
  * and the server's `requestState` echoed verbatim (and only when the server sent one). A round that
  * carries only `requestState` is re-sent after a pause that doubles up to a ceiling. Any other method
- * must complete in one round.
+ * must complete in one round. A `tools/call` of a call that declared the tasks extension may end
+ * with a `CreateTaskResult` (`resultType: "task"`), returned as it is for `client/tasks` to follow;
+ * a task anywhere else is a protocol error. `answerInputs` also answers a task's questions.
  *
  * Bounds: `maxRounds` requests per call; opt-in transport retries that re-send the same round, on a new
  * id and on the next endpoint, when fetch fails, a 502/503/504 comes back, or an event stream ends
@@ -14,7 +16,7 @@
  *
  * A call keeps its state in its own `Call`, so parallel calls on one client share nothing.
  */
-import { SUSPENDABLE_METHODS } from '../mcp/protocol.ts'
+import { METHODS, SUSPENDABLE_METHODS, TASKS_EXTENSION } from '../mcp/protocol.ts'
 import { isObject, type CreateMessageParams, type JsonObject, type RequestId } from '../mcp/wire.ts'
 import { pause, untilAborted } from './abort.ts'
 import { McpDriverError, protocolError, summarize } from './errors.ts'
@@ -40,6 +42,8 @@ export interface Call {
   meta: JsonObject
   signal: AbortSignal
   onNotification: ((notification: JsonRpcNotification) => void) | undefined
+  /** Whether the request declared the tasks extension (a `tools/call` may then answer a task). */
+  tasks: boolean
   /** The last result the server sent, for the error that ends a call early. */
   lastResult?: JsonObject
 }
@@ -68,6 +72,7 @@ export async function driveCall(client: RoundClient, call: Call): Promise<JsonOb
     call.lastResult = result
     const type = result.resultType
     if (type === undefined || type === 'complete') return result
+    if (type === 'task') return taskResult(call, result)
     if (type !== 'input_required') {
       throw protocolError(
         `${call.method} returned an unknown resultType ${JSON.stringify(type)}`,
@@ -161,8 +166,25 @@ async function sendAttempt(
   }
 }
 
-/** Runs the handlers of one round concurrently; none starts unless all of them exist. */
-async function answerInputs(
+/** A `CreateTaskResult`, where the call may have one. */
+function taskResult(call: Call, result: JsonObject): JsonObject {
+  if (call.method !== METHODS.toolsCall) {
+    throw protocolError(`${call.method} returned a task; only tools/call may`, result)
+  }
+  if (!call.tasks) {
+    throw protocolError(
+      `tools/call returned a task, but the request did not declare the ${TASKS_EXTENSION} extension`,
+      result
+    )
+  }
+  return result
+}
+
+/**
+ * Runs the handlers of one round (or of one `input_required` phase of a task) concurrently; none
+ * starts unless all of them exist. Answers the responses by key.
+ */
+export async function answerInputs(
   handlers: InputHandlers,
   requests: JsonObject,
   round: number,

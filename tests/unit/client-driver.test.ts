@@ -1,8 +1,14 @@
 /**
  * The client driver against a fake server written as a `fetch` function (Request → Response): what goes
  * on the wire, how answers are read, the multi round-trip loop, its bounds, and transport retries.
+ * Tasks (extension `io.modelcontextprotocol/tasks`) against a real engine instead: in-process
+ * replicas with an SQLite task store, reached through a `fetch` that hands each request to one of
+ * them — the task exposed, polled (at the suggested interval, through another replica each time),
+ * answered, cancelled, failed, bounded; the fake server only for what a real one never sends.
  */
-import { describe, expect, it, vi } from 'vitest'
+import { rm } from 'node:fs/promises'
+import { join } from 'node:path'
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest'
 import {
   encodeHeaderValue,
   McpClient,
@@ -12,17 +18,27 @@ import {
   type InputContext,
   type JsonRpcNotification,
   type McpClientOptions,
+  type McpTask,
   type RoundInfo,
 } from '../../src/client/index.ts'
 import { MAX_RETRY_DELAY_MS, RETRY_DELAY_MS } from '../../src/client/rounds.ts'
+import type { McpLogger } from '../../src/mcp/dispatch.ts'
+import { createMcpHandler, type McpHandler } from '../../src/mcp/handler.ts'
+import { generateKey, importKeyRing } from '../../src/mcp/key-ring.ts'
 import {
   META_CLIENT_CAPABILITIES,
   META_CLIENT_INFO,
   META_LOG_LEVEL,
   META_PROTOCOL_VERSION,
   PROTOCOL_VERSION,
+  TASKS_EXTENSION,
 } from '../../src/mcp/protocol.ts'
+import { StateSealer } from '../../src/mcp/sealed-state.ts'
+import { compileServer } from '../../src/mcp/server.ts'
 import type { JsonObject, RequestId } from '../../src/mcp/wire.ts'
+import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
+import { tasksConformanceTools } from '../conformance/fixture-tasks-tools.ts'
+import { tempDataDir } from '../support/server-process.ts'
 
 const URL_A = 'http://replica-a.test/mcp'
 const URL_B = 'http://replica-b.test/mcp'
@@ -817,5 +833,321 @@ describe('options', () => {
     await expect(mcp.request('tools/call', {})).rejects.toThrow(TypeError)
     await expect(mcp.request('subscriptions/listen')).rejects.toThrow(/listen\(\)/)
     await expect(mcp.discover({ logLevel: 'loud' as 'debug' })).rejects.toThrow(RangeError)
+  })
+})
+
+/** The conformance fixture's task tools: what the referee holds a tasks server to. */
+const taskServer = compileServer<unknown>({
+  info: { name: 'client-driver-tasks', version: '0.0.0' },
+  tools: tasksConformanceTools,
+})
+
+const taskDir = await tempDataDir('notes-mcp-client-tasks-')
+const taskStores: SqliteNotesStore[] = []
+const replicaShutdowns: AbortController[] = []
+let taskFile = 0
+const taskSealer = StateSealer.create({
+  keyRing: await importKeyRing([generateKey()]),
+  ttlSeconds: 600,
+})
+const quiet: McpLogger = { warn: () => {}, error: () => {} }
+
+afterEach(() => {
+  for (const shutdown of replicaShutdowns.splice(0)) shutdown.abort()
+})
+afterAll(async () => {
+  for (const store of taskStores) await store.close()
+  await rm(taskDir, { recursive: true, force: true })
+})
+
+interface EngineRequest {
+  url: string
+  headers: Headers
+  body?: { method: string; params: JsonObject }
+}
+
+/**
+ * In-process replicas of a real engine with tasks, each with its own store on one SQLite file (as
+ * separate processes share it), reached through a `fetch` that routes by host and records every
+ * request. No takeover loop: a task runs on the replica that accepted or resumed it.
+ */
+async function engine(
+  hosts: string[],
+  tasks: { pollIntervalMs: number } = { pollIntervalMs: 20 }
+): Promise<{ fetch: typeof fetch; sent: EngineRequest[] }> {
+  const path = join(taskDir, `tasks-${++taskFile}.db`)
+  const handlers = new Map<string, McpHandler>()
+  for (const host of hosts) {
+    const store = new SqliteNotesStore({ path })
+    await store.migrate()
+    taskStores.push(store)
+    const shutdown = new AbortController()
+    replicaShutdowns.push(shutdown)
+    handlers.set(
+      host,
+      createMcpHandler({
+        server: taskServer,
+        app: {},
+        sealer: taskSealer,
+        logger: quiet,
+        shutdown: shutdown.signal,
+        tasks: { store, takeoverIntervalMs: 0, ...tasks },
+      })
+    )
+  }
+  const sent: EngineRequest[] = []
+  const fetchFn = async (input: string | URL | Request, init?: RequestInit) => {
+    const request = new Request(input, init)
+    const entry: EngineRequest = { url: request.url, headers: request.headers }
+    sent.push(entry)
+    const body = await request.text()
+    entry.body = JSON.parse(body) as EngineRequest['body']
+    const handler = handlers.get(new URL(request.url).host)
+    if (!handler) throw new TypeError(`fetch failed: no replica at ${request.url}`)
+    return handler({ body, headers: request.headers, principal: 'local', signal: request.signal })
+  }
+  return { fetch: fetchFn as typeof fetch, sent }
+}
+
+const ENGINE_A = 'http://127.0.0.1/mcp'
+const ENGINE_B = 'http://127.0.0.2/mcp'
+
+function taskClient(fetchFn: typeof fetch, options: Partial<McpClientOptions> = {}): McpClient {
+  return new McpClient({ url: ENGINE_A, fetch: fetchFn, tasks: true, ...options })
+}
+
+async function started(mcp: McpClient, name: string, args: JsonObject = {}): Promise<McpTask> {
+  const outcome = await mcp.startToolCall(name, args)
+  if (outcome.kind !== 'task') throw new Error(`${name} answered a result, not a task`)
+  return outcome.task
+}
+
+function slow(seconds: number, label: string): JsonObject {
+  return { seconds, label }
+}
+
+function methods(sent: EngineRequest[]): string[] {
+  return sent.map((request) => request.body?.method ?? '?')
+}
+
+describe('tasks, against a real engine with an SQLite task store', () => {
+  it('declares the extension, exposes the task, and polls tasks/get with Mcp-Name = taskId until it completes', async () => {
+    const { fetch: fetchFn, sent } = await engine(['127.0.0.1'])
+    const task = await started(taskClient(fetchFn), 'slow_compute', slow(0.2, 'polled'))
+
+    expect(task.taskId).toMatch(/^[A-Za-z0-9_-]{32}$/)
+    expect(task.status).toBe('working')
+    expect(task.pollIntervalMs).toBe(20)
+    expect(task.terminal).toBe(false)
+    expect(sent[0]?.body?.params._meta).toMatchObject({
+      [META_CLIENT_CAPABILITIES]: { extensions: { [TASKS_EXTENSION]: {} } },
+    })
+    expect(await task.refresh()).toMatchObject({ taskId: task.taskId, status: 'working' })
+    expect(await task.result()).toEqual({
+      content: [{ type: 'text', text: 'Computed "polled" in 0.2 s.' }],
+    })
+    expect(task.status).toBe('completed')
+
+    const polls = sent.slice(1)
+    expect(polls.length).toBeGreaterThanOrEqual(2)
+    for (const poll of polls) {
+      expect(poll.headers.get('mcp-method')).toBe('tasks/get')
+      expect(poll.headers.get('mcp-name')).toBe(task.taskId)
+      expect(poll.body?.params.taskId).toBe(task.taskId)
+    }
+  })
+
+  it('gets the result at once when the client did not declare the extension, and -32021 for a task-required tool', async () => {
+    const { fetch: fetchFn, sent } = await engine(['127.0.0.1'])
+    const mcp = taskClient(fetchFn, { tasks: false })
+    expect(await mcp.startToolCall('slow_compute', slow(0.01, 'plain'))).toMatchObject({
+      kind: 'result',
+      result: { resultType: 'complete', content: [{ text: 'Computed "plain" in 0.01 s.' }] },
+    })
+    expect(await failure(mcp.callTool('failing_job', {}))).toMatchObject({
+      code: -32021,
+      httpStatus: 400,
+    })
+    expect(sent[0]?.body?.params._meta).toMatchObject({ [META_CLIENT_CAPABILITIES]: {} })
+  })
+
+  it('answers input_required through tasks/update with the input handlers, all keys at once, each once', async () => {
+    const { fetch: fetchFn, sent } = await engine(['127.0.0.1'])
+    const asked: Array<{ key: string; round: number; message: string }> = []
+    const mcp = taskClient(fetchFn, {
+      handlers: {
+        elicit: async (params, ctx) => {
+          asked.push({ key: ctx.key, round: ctx.round, message: params.message })
+          return {
+            action: 'accept',
+            content: ctx.key === 'name' ? { name: 'Ada' } : { confirm: true },
+          }
+        },
+      },
+    })
+    const task = await started(mcp, 'multi_input')
+    expect(await task.result()).toMatchObject({
+      content: [{ text: 'name=Ada; confirmed=true' }],
+    })
+
+    expect(asked).toEqual([
+      { key: 'name', round: 1, message: 'What is your name?' },
+      { key: 'confirm', round: 1, message: 'Shall I go ahead?' },
+    ])
+    const updates = sent.filter((request) => request.body?.method === 'tasks/update')
+    expect(updates).toHaveLength(1)
+    expect(updates[0]?.headers.get('mcp-name')).toBe(task.taskId)
+    expect(updates[0]?.body?.params).toMatchObject({
+      taskId: task.taskId,
+      inputResponses: {
+        name: { action: 'accept', content: { name: 'Ada' } },
+        confirm: { action: 'accept', content: { confirm: true } },
+      },
+    })
+  })
+
+  it('answers a question asked again under a new key as a new round', async () => {
+    const { fetch: fetchFn } = await engine(['127.0.0.1'])
+    const asked: string[] = []
+    const mcp = taskClient(fetchFn, {
+      handlers: {
+        elicit: async (_params, ctx) => {
+          asked.push(`${ctx.key}@${ctx.round}`)
+          // The first answer does not fit the form: the task asks again.
+          return { action: 'accept', content: { confirm: ctx.round === 1 ? 'yes' : true } }
+        },
+      },
+    })
+    const task = await started(mcp, 'confirm_delete', { filename: 'a.txt' })
+    expect(await task.result()).toMatchObject({ content: [{ text: 'Deleted a.txt.' }] })
+    expect(asked).toEqual(['confirm@1', 'confirm#2@2'])
+  })
+
+  it('sends every poll and answer to another replica than the one before', async () => {
+    const { fetch: fetchFn, sent } = await engine(['127.0.0.1', '127.0.0.2'])
+    let next = 0
+    const mcp = taskClient(fetchFn, {
+      urls: () => [ENGINE_A, ENGINE_B][next++ % 2] as string,
+      handlers: { elicit: async () => ({ action: 'accept', content: { confirm: true } }) },
+    })
+    expect(await mcp.callTool('confirm_delete', { filename: 'b.txt' })).toMatchObject({
+      content: [{ text: 'Deleted b.txt.' }],
+    })
+    expect(methods(sent)).toContain('tasks/update')
+    sent.forEach((request, index) => {
+      expect(request.url).toBe(index % 2 === 0 ? ENGINE_A : ENGINE_B)
+    })
+  })
+
+  it('cancels a running task: tasks/cancel is acked, and result() rejects with reason cancelled', async () => {
+    const { fetch: fetchFn, sent } = await engine(['127.0.0.1'])
+    const task = await started(taskClient(fetchFn), 'slow_compute', slow(600, 'cancelled'))
+    await task.cancel()
+    const error = await driverFailure(task.result())
+    expect(error.reason).toBe('cancelled')
+    expect(error.lastResult).toMatchObject({ taskId: task.taskId, status: 'cancelled' })
+    const cancel = sent.find((request) => request.body?.method === 'tasks/cancel')
+    expect(cancel?.headers.get('mcp-method')).toBe('tasks/cancel')
+    expect(cancel?.headers.get('mcp-name')).toBe(task.taskId)
+    expect(cancel?.body?.params.taskId).toBe(task.taskId)
+  })
+
+  it("rejects with a failed task's JSON-RPC error, and completes a task whose result is an error", async () => {
+    const { fetch: fetchFn } = await engine(['127.0.0.1'])
+    const mcp = taskClient(fetchFn)
+    const error = await failure(mcp.callTool('protocol_error_job', {}))
+    expect(error).toBeInstanceOf(McpClientError)
+    expect(error).toMatchObject({ code: -32603, message: 'Internal error: the job broke down.' })
+    expect(await mcp.callTool('failing_job', {})).toMatchObject({
+      isError: true,
+      content: [{ text: 'The job failed: this tool always fails.' }],
+    })
+  })
+
+  it('callTool resolves the rounds before the task, then follows the task to its result', async () => {
+    const { fetch: fetchFn, sent } = await engine(['127.0.0.1'])
+    const mcp = taskClient(fetchFn, {
+      handlers: { elicit: async () => ({ action: 'accept', content: { name: 'Ada' } }) },
+    })
+    expect(await mcp.callTool('test_tool_with_task', {})).toMatchObject({
+      content: [{ text: 'Hello, Ada!' }],
+    })
+    expect(methods(sent).slice(0, 3)).toEqual(['tools/call', 'tools/call', 'tasks/get'])
+    expect(sent[1]?.body?.params.inputResponses).toEqual({
+      user_name: { action: 'accept', content: { name: 'Ada' } },
+    })
+  })
+
+  it('waits the pollIntervalMs the server suggests between polls', async () => {
+    const { fetch: fetchFn, sent } = await engine(['127.0.0.1'], { pollIntervalMs: 5_000 })
+    // The task's own 8 s and the client's pauses run on the same fake clock.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] })
+    try {
+      const task = await started(taskClient(fetchFn), 'slow_compute', slow(8, 'paced'))
+      const done = task.result()
+      const polls = () => sent.filter((r) => r.headers.get('mcp-method') === 'tasks/get').length
+      await vi.advanceTimersByTimeAsync(4_999)
+      expect(polls()).toBe(0)
+      await vi.advanceTimersByTimeAsync(1)
+      expect(polls()).toBe(1)
+      await vi.advanceTimersByTimeAsync(4_999)
+      expect(polls()).toBe(1)
+      await vi.advanceTimersByTimeAsync(1)
+      expect(polls()).toBe(2)
+      expect(await done).toMatchObject({ content: [{ text: 'Computed "paced" in 8 s.' }] })
+    } finally {
+      vi.useRealTimers()
+    }
+  })
+
+  it('bounds a wait: a task that does not end rejects with timeout and the last task seen', async () => {
+    const { fetch: fetchFn } = await engine(['127.0.0.1'])
+    const mcp = taskClient(fetchFn, { taskTimeoutMs: 100 })
+    const task = await started(mcp, 'slow_compute', slow(600, 'bounded'))
+    const error = await driverFailure(task.wait())
+    expect(error.reason).toBe('timeout')
+    expect(error.lastResult).toMatchObject({ taskId: task.taskId, status: 'working' })
+    expect((await driverFailure(task.wait({ timeoutMs: 50 }))).reason).toBe('timeout')
+    await task.cancel()
+  })
+
+  it('reaches a task by its id from another client, and an unknown id answers -32602', async () => {
+    const { fetch: fetchFn } = await engine(['127.0.0.1'])
+    const first = await started(taskClient(fetchFn), 'slow_compute', slow(0.2, 'resumed'))
+    const other = taskClient(fetchFn)
+    const resumed = await other.resumeTask(first.taskId)
+    expect(resumed).toMatchObject({ taskId: first.taskId, status: 'working' })
+    expect(await resumed.result()).toMatchObject({
+      content: [{ text: 'Computed "resumed" in 0.2 s.' }],
+    })
+    expect(await other.getTask(first.taskId)).toMatchObject({ status: 'completed' })
+    expect(await failure(other.getTask('no-such-task'))).toMatchObject({ code: -32602 })
+  })
+})
+describe('tasks the server got wrong', () => {
+  it('refuses a task answered to anything but tools/call, and a malformed or foreign task from tasks/get', async () => {
+    const read = fakeServer(({ id }) =>
+      json({ jsonrpc: '2.0', id, result: { resultType: 'task', taskId: 't', status: 'working' } })
+    )
+    const reading = client(read.fetch, { tasks: true })
+    expect((await driverFailure(reading.readResource('note://1'))).reason).toBe('protocol')
+
+    for (const task of [
+      { taskId: 'other', status: 'working' },
+      { taskId: 't', status: 'sleeping' },
+      { taskId: 't', status: 'completed' },
+      { taskId: 't', status: 'working', pollIntervalMs: -1 },
+    ]) {
+      const server = fakeServer(({ id }) => ok(id, task))
+      const error = await driverFailure(client(server.fetch, { tasks: true }).getTask('t'))
+      expect(error.reason, JSON.stringify(task)).toBe('protocol')
+    }
+  })
+
+  it('validates the task options', () => {
+    expect(() => new McpClient({ url: URL_A, tasks: 'yes' as unknown as boolean })).toThrow(
+      TypeError
+    )
+    expect(() => new McpClient({ url: URL_A, taskTimeoutMs: 0 })).toThrow(RangeError)
   })
 })
