@@ -33,6 +33,9 @@
  *   a request reaching it under a name that is not loopback (a deployment, not `wrangler dev`) gets
  *   a 500 "misconfigured" and the log names AUTH_ISSUER, unless ALLOW_UNAUTHENTICATED=1.
  *
+ * With an `OTEL_*` binding, telemetry (`telemetry/worker.ts`, imported only then) exports the spans
+ * and metrics of each request after it, through `ctx.waitUntil`; see README "Observability".
+ *
  * With auth, the JWKS cache and the OIDC client of the approval pages live as long as the isolate
  * (built in the setup, shared by the apps of every origin): keys are fetched with `fetch` once, then
  * again only when stale or when a token names an unknown key (`auth/jwks.ts`).
@@ -49,6 +52,7 @@ import { importKeyRing, parseKeyRing } from './mcp/key-ring.ts'
 import { StateSealer } from './mcp/sealed-state.ts'
 import { D1NotesStore, D1SchemaMissingError, type D1Like } from './storage/d1.ts'
 import { sweepExpired } from './storage/purge.ts'
+import type { WorkerTelemetry } from './telemetry/worker.ts'
 import { DurableObjectEventBus, EVENT_BUS_BINDING, isBusNamespace } from './workers/event-bus.ts'
 
 /** The Durable Object class of the event bus, bound as `EVENT_BUS` (wrangler.toml). */
@@ -67,6 +71,11 @@ interface ScheduledEvent {
   scheduledTime: number
 }
 
+/** The part of the runtime's `ExecutionContext` used here: work that may outlive the response. */
+interface WaitUntil {
+  waitUntil(promise: Promise<unknown>): void
+}
+
 /** Thrown while setting up when the deployment, not the request, is at fault; logged, never sent. */
 class WorkerSetupError extends Error {
   override name = 'WorkerSetupError'
@@ -81,6 +90,8 @@ const MAX_APPS = 16
 interface Setup {
   config: Config
   deps: AppDeps
+  /** With an `OTEL_*` binding: exported after each request, in `ctx.waitUntil`. */
+  telemetry?: WorkerTelemetry
 }
 
 let setup: Promise<Setup> | undefined
@@ -127,7 +138,12 @@ async function prepare(env: WorkerEnv): Promise<Setup> {
   const store = new D1NotesStore({ db })
   await store.migrate()
   const auth = config.auth && createAuthServices(config.auth, { logger: consoleLogger })
-  return { config, deps: { store, sealer, bus: eventBus(env), auth } }
+  const bus = eventBus(env)
+  // Loaded only when an OTEL_* binding asks for it (telemetry/worker.ts).
+  const telemetry =
+    config.telemetry &&
+    (await import('./telemetry/worker.ts')).startWorkerTelemetry(config.telemetry, config.replicaId)
+  return { config, deps: { store, sealer, bus, auth, telemetry: telemetry?.telemetry }, telemetry }
 }
 
 /** The base URL of this request's links: PUBLIC_URL, else the request's origin if its host is allowed. */
@@ -163,7 +179,7 @@ function logError(message: string, error: unknown): void {
 }
 
 export default {
-  async fetch(request: Request, env: WorkerEnv): Promise<Response> {
+  async fetch(request: Request, env: WorkerEnv, ctx?: WaitUntil): Promise<Response> {
     setup ??= prepare(env)
     let ready: Setup
     try {
@@ -189,7 +205,9 @@ export default {
         'Internal error: the server is misconfigured; the reason is in its log.'
       )
     }
-    return appFor(ready, request).fetch(request)
+    const response = await appFor(ready, request).fetch(request)
+    if (ready.telemetry) ctx?.waitUntil(ready.telemetry.afterRequest())
+    return response
   },
 
   /** The cron trigger: one bounded sweep of expired rows (what is left goes at the next one). */

@@ -596,7 +596,9 @@ export interface TelemetryParts {
 /** A running telemetry: the engine's side, and the lifecycle of its providers. */
 export interface Telemetry {
   readonly telemetry: OtelTelemetry
-  /** Exports what is buffered (spans; metrics through their readers' flush). */
+  /** Exports the spans that ended and are still buffered. */
+  flushSpans(): Promise<void>
+  /** Exports what is buffered: spans, and metrics through their readers' flush. */
   flush(): Promise<void>
   /** Flushes, then stops every exporter and reader. */
   shutdown(): Promise<void>
@@ -624,6 +626,9 @@ export function startTelemetry(parts: TelemetryParts): Telemetry {
   })
   return {
     telemetry,
+    flushSpans: async () => {
+      await tracerProvider?.forceFlush()
+    },
     flush: async () => {
       await Promise.all([tracerProvider?.forceFlush(), meterProvider?.forceFlush()])
     },

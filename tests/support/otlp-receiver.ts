@@ -13,7 +13,8 @@ import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { gunzipSync } from 'node:zlib'
 
-export type AttributeValue = string | number | boolean | AttributeValue[] | { [key: string]: AttributeValue }
+export type AttributeValue =
+  string | number | boolean | AttributeValue[] | { [key: string]: AttributeValue }
 export type Attributes = Record<string, AttributeValue>
 
 export interface ReceivedSpan {
@@ -65,7 +66,8 @@ export interface OtlpReceiver {
 
 // ---- protobuf wire format -------------------------------------------------------------------
 
-type Field = { wire: 0; value: bigint } | { wire: 1 | 5; bytes: Uint8Array } | { wire: 2; bytes: Uint8Array }
+type Field =
+  { wire: 0; value: bigint } | { wire: 1 | 5; bytes: Uint8Array } | { wire: 2; bytes: Uint8Array }
 
 /** The fields of one message by number, in order of appearance. */
 function fields(bytes: Uint8Array): Map<number, Field[]> {
@@ -200,7 +202,7 @@ function protoPoints(body: Uint8Array): ReceivedPoint[] {
     const rm = fields(resourceMetrics)
     const resource = protoResource(rm)
     return messages(rm, 2).flatMap((scopeMetrics) =>
-      messages(fields(scopeMetrics), 2).flatMap((metricBytes) => {
+      messages(fields(scopeMetrics), 2).flatMap((metricBytes): ReceivedPoint[] => {
         const metric = fields(metricBytes)
         const base = { metric: string(metric, 1), unit: string(metric, 3), resource }
         const numbers = (data: Uint8Array, type: 'sum' | 'gauge') =>
@@ -250,7 +252,8 @@ function jsonAnyValue(value: Json): AttributeValue {
 
 function jsonAttributes(list: Json[] | undefined): Attributes {
   const attributes: Attributes = {}
-  for (const entry of list ?? []) attributes[entry.key] = entry.value ? jsonAnyValue(entry.value) : ''
+  for (const entry of list ?? [])
+    attributes[entry.key] = entry.value ? jsonAnyValue(entry.value) : ''
   return attributes
 }
 

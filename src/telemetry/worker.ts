@@ -1,0 +1,50 @@
+/**
+ * @module telemetry/worker
+ * Telemetry of the Workers entry, loaded (dynamic import) only when an `OTEL_*` binding is set:
+ * spans and metrics over `fetch` (`fetch-exporter.ts`), since a Worker has neither Node's `http` nor
+ * timers that outlive a request. After each request the entry hands `afterRequest()` to
+ * `ctx.waitUntil`: it exports the spans that ended, and the metrics when
+ * `OTEL_METRIC_EXPORT_INTERVAL` has passed since this isolate last exported them. Each isolate is
+ * its own `service.instance.id` unless REPLICA_ID names one (then every isolate shares it: leave it
+ * unset on Workers, or prefer delta temporality). Store calls nest under their request when the
+ * runtime provides AsyncLocalStorage (`process.getBuiltinModule`, where Node compatibility is on);
+ * without it they get no span, the request and its sealing steps still do. Web standards only.
+ */
+import type { TelemetryConfig } from './env.ts'
+import { FetchMetricReader, FetchSpanExporter } from './fetch-exporter.ts'
+import { spanScope, startTelemetry, type ContextStorage, type Telemetry } from './otel.ts'
+
+export interface WorkerTelemetry extends Telemetry {
+  /** What to `waitUntil` after a request: its spans, and the metrics when an export is due. */
+  afterRequest(): Promise<void>
+}
+
+/** The runtime's AsyncLocalStorage, where it offers one without an import. */
+function runtimeContextStorage(): ContextStorage | undefined {
+  const runtime = (globalThis as { process?: { getBuiltinModule?: (id: string) => unknown } })
+    .process
+  const hooks = runtime?.getBuiltinModule?.('node:async_hooks') as
+    { AsyncLocalStorage?: new () => ContextStorage } | undefined
+  return hooks?.AsyncLocalStorage ? new hooks.AsyncLocalStorage() : undefined
+}
+
+export function startWorkerTelemetry(
+  config: TelemetryConfig,
+  replicaId: string | undefined
+): WorkerTelemetry {
+  const reader = config.metrics && new FetchMetricReader(config.metrics)
+  const running = startTelemetry({
+    config,
+    replicaId,
+    database: 'd1',
+    scope: spanScope(runtimeContextStorage()),
+    spanExporter: config.traces && new FetchSpanExporter(config.traces),
+    metricReaders: reader ? [reader] : [],
+  })
+  return {
+    ...running,
+    afterRequest: async () => {
+      await Promise.all([running.flushSpans(), reader?.exportIfDue()])
+    },
+  }
+}
