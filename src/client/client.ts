@@ -45,6 +45,7 @@ import { bounded } from './abort.ts'
 import { postRequest, readAnswer, serverError, type JsonRpcNotification } from './exchange.ts'
 import {
   endpoint,
+  integer,
   resolveClientOptions,
   type ClientSettings,
   type McpClientOptions,
@@ -65,6 +66,11 @@ export interface RequestOptions {
   onNotification?: (notification: JsonRpcNotification) => void
   progressToken?: string | number
   logLevel?: LogLevel
+  /**
+   * This request's transport retries, instead of the client's: e.g. 0 for a call whose effect must
+   * not happen twice and has no key that would make a re-sent round act once.
+   */
+  transportRetries?: number
 }
 
 export interface ListenRequestOptions {
@@ -98,7 +104,6 @@ export class McpClient {
       headers: settings.headers,
       handlers: settings.handlers,
       maxRounds: settings.maxRounds,
-      transportRetries: settings.transportRetries,
       onRound: settings.onRound,
       newId: () => this.#newId(),
       endpoint: () => this.#endpoint(),
@@ -132,6 +137,10 @@ export class McpClient {
     const meta = this.#meta(params._meta, options)
 
     const { timeoutMs, tasks } = this.#settings
+    const transportRetries =
+      options.transportRetries === undefined
+        ? this.#settings.transportRetries
+        : integer('transportRetries', options.transportRetries, 0)
     let lastResult: JsonObject | undefined
     return bounded(
       timeoutMs,
@@ -144,6 +153,7 @@ export class McpClient {
           signal,
           onNotification: options.onNotification,
           tasks,
+          transportRetries,
         }
         try {
           return await driveCall(this.#rounds, call)

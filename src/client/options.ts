@@ -60,6 +60,8 @@ export interface InputHandlers {
 
 /** One HTTP attempt of one round, reported after it settles (also when it failed). */
 export interface RoundInfo {
+  /** The request's method (a task's polls and answers are `tasks/get` and `tasks/update`). */
+  method: string
   round: number
   /** 1 for the first send of a round, 2 and up for transport retries of it. */
   attempt: number
@@ -95,7 +97,10 @@ export interface McpClientOptions {
   maxRounds?: number
   /** Bound on a whole call: every round, pause and handler. Default 60 000 ms. */
   timeoutMs?: number
-  /** How many times one round is re-sent after a transport failure (default 0). */
+  /**
+   * How many times one round is re-sent after a transport failure (default 0); a request may set
+   * its own (`RequestOptions.transportRetries`).
+   */
   transportRetries?: number
   /**
    * Declares the tasks extension (`io.modelcontextprotocol/tasks`) on every request, so a
@@ -233,7 +238,13 @@ function capabilitiesFor(handlers: InputHandlers): ClientCapabilities {
   return capabilities
 }
 
-function integer(name: string, value: unknown, min: number, max = Number.MAX_SAFE_INTEGER): number {
+/** `value` as an integer from `min` to `max`; `TypeError` for a non-number, else `RangeError`. */
+export function integer(
+  name: string,
+  value: unknown,
+  min: number,
+  max = Number.MAX_SAFE_INTEGER
+): number {
   if (typeof value !== 'number') throw new TypeError(`${name} must be a number`)
   if (!Number.isInteger(value) || value < min || value > max) {
     throw new RangeError(`${name} must be an integer from ${min} to ${max}, got ${value}`)

@@ -44,6 +44,8 @@ export interface Call {
   onNotification: ((notification: JsonRpcNotification) => void) | undefined
   /** Whether the request declared the tasks extension (a `tools/call` may then answer a task). */
   tasks: boolean
+  /** How many times one round is re-sent after a transport failure. */
+  transportRetries: number
   /** The last result the server sent, for the error that ends a call early. */
   lastResult?: JsonObject
 }
@@ -52,7 +54,6 @@ export interface Call {
 export interface RoundClient extends Transport {
   readonly handlers: InputHandlers
   readonly maxRounds: number
-  readonly transportRetries: number
   readonly onRound: ((info: RoundInfo) => void) | undefined
   /** A request id never used before. */
   newId(): RequestId
@@ -117,7 +118,7 @@ export async function driveCall(client: RoundClient, call: Call): Promise<JsonOb
   }
 }
 
-/** One round, re-sent on a new id after a transport failure while retries remain. */
+/** One round, re-sent on a new id after a transport failure while the call's retries remain. */
 async function sendRound(
   client: RoundClient,
   call: Call,
@@ -129,7 +130,7 @@ async function sendRound(
       return await sendAttempt(client, call, params, round, attempt)
     } catch (error) {
       const retryable = error instanceof McpDriverError && error.reason === 'transport'
-      if (!retryable || attempt > client.transportRetries) throw error
+      if (!retryable || attempt > call.transportRetries) throw error
       await pause(backoff(attempt - 1), call.signal)
     }
   }
@@ -144,7 +145,15 @@ async function sendAttempt(
 ): Promise<JsonObject> {
   const id = client.newId()
   const url = client.endpoint()
-  const info: RoundInfo = { round, attempt, id, url, status: 0, headers: new Headers() }
+  const info: RoundInfo = {
+    method: call.method,
+    round,
+    attempt,
+    id,
+    url,
+    status: 0,
+    headers: new Headers(),
+  }
   try {
     const body = { ...params, _meta: call.meta }
     const response = await postRequest(client, url, id, call.method, body, call.signal)

@@ -695,6 +695,21 @@ describe('transport retries', () => {
     expect(refused.seen).toHaveLength(1)
   })
 
+  it("uses a request's own transportRetries instead of the client's, and reports each attempt's method", async () => {
+    const down = fakeServer(() => new Response(null, { status: 503 }))
+    const rounds: RoundInfo[] = []
+    const mcp = client(down.fetch, { transportRetries: 3, onRound: (info) => rounds.push(info) })
+    expect((await driverFailure(mcp.callTool('t', {}, { transportRetries: 0 }))).reason).toBe(
+      'transport'
+    )
+    expect(down.seen).toHaveLength(1)
+    const once = client(down.fetch)
+    expect((await driverFailure(once.discover({ transportRetries: 1 }))).reason).toBe('transport')
+    expect(down.seen).toHaveLength(3)
+    expect(rounds.map((r) => r.method)).toEqual(['tools/call'])
+    await expect(mcp.discover({ transportRetries: -1 })).rejects.toThrow(RangeError)
+  })
+
   it('does not retry a 400 or an unexpected answer', async () => {
     const bad = fakeServer(({ id }) =>
       json({ jsonrpc: '2.0', id, error: { code: -32020, message: 'header mismatch' } }, 400)
