@@ -36,7 +36,7 @@ export function startWorkerTelemetry(
   const running = startTelemetry({
     config,
     replicaId,
-    database: 'd1',
+    database: 'cloudflare.d1',
     scope: spanScope(runtimeContextStorage()),
     spanExporter: config.traces && new FetchSpanExporter(config.traces),
     metricReaders: reader ? [reader] : [],
