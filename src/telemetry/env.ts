@@ -21,6 +21,9 @@
  *   default —, `parentbased_always_off`, `parentbased_traceidratio`) and `OTEL_TRACES_SAMPLER_ARG`
  *   (the ratio, 0..1, default 1);
  * - `OTEL_TRACES_EXPORTER` / `OTEL_METRICS_EXPORTER`: `otlp` (default) or `none`;
+ * - `OTEL_BSP_SCHEDULE_DELAY` (ms, default 5000), `OTEL_BSP_EXPORT_TIMEOUT` (ms, default 30000),
+ *   `OTEL_BSP_MAX_QUEUE_SIZE` (default 2048), `OTEL_BSP_MAX_EXPORT_BATCH_SIZE` (default 512, at most
+ *   the queue size): the span batch;
  * - `OTEL_METRIC_EXPORT_INTERVAL` (ms, default 60000), `OTEL_METRIC_EXPORT_TIMEOUT` (ms, default
  *   30000), `OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE` (`cumulative`, `delta`, `lowmemory`).
  * Prometheus is not an `OTEL_METRICS_EXPORTER` here: its text is served on `METRICS_PORT`.
@@ -48,13 +51,21 @@ export type SamplerName =
 
 export type Temporality = 'cumulative' | 'delta' | 'lowmemory'
 
+/** The batch span processor's settings (`OTEL_BSP_*`). */
+export interface SpanBatch {
+  delayMs: number
+  exportTimeoutMs: number
+  maxQueueSize: number
+  maxExportBatchSize: number
+}
+
 export interface TelemetryConfig {
   serviceName: string
   /** `OTEL_RESOURCE_ATTRIBUTES`, without `service.name` (that is `serviceName`). */
   resourceAttributes: Record<string, string>
   sampler: { name: SamplerName; ratio: number }
   /** Absent with `OTEL_TRACES_EXPORTER=none`. */
-  traces?: OtlpTarget
+  traces?: OtlpTarget & { batch: SpanBatch }
   /** Absent with `OTEL_METRICS_EXPORTER=none`. */
   metrics?: OtlpTarget & { intervalMs: number; exportTimeoutMs: number; temporality: Temporality }
 }
@@ -98,11 +109,12 @@ function first(env: Env, names: readonly string[]): { name: string; value: strin
   return undefined
 }
 
-function milliseconds(env: Env, names: readonly string[], fallback: number): number {
+/** A positive integer (milliseconds or a count) from the first of `names` that is set. */
+function positive(env: Env, names: readonly string[], fallback: number): number {
   const found = first(env, names)
   if (!found) return fallback
   const value = Number(found.value)
-  if (!Number.isSafeInteger(value) || value < 1) fail(found.name, 'must be a positive integer (ms)')
+  if (!Number.isSafeInteger(value) || value < 1) fail(found.name, 'must be a positive integer')
   return value
 }
 
@@ -188,12 +200,25 @@ function target(env: Env, signal: 'TRACES' | 'METRICS'): OtlpTarget {
       ...(general && keyValues('OTEL_EXPORTER_OTLP_HEADERS', general)),
       ...(specific && keyValues(`OTEL_EXPORTER_OTLP_${signal}_HEADERS`, specific)),
     },
-    timeoutMs: milliseconds(
+    timeoutMs: positive(
       env,
       [`OTEL_EXPORTER_OTLP_${signal}_TIMEOUT`, 'OTEL_EXPORTER_OTLP_TIMEOUT'],
       DEFAULT_TIMEOUT_MS
     ),
     compression: (compression?.value as 'gzip' | 'none' | undefined) ?? 'none',
+  }
+}
+
+function batch(env: Env): SpanBatch {
+  const maxQueueSize = positive(env, ['OTEL_BSP_MAX_QUEUE_SIZE'], 2048)
+  const maxExportBatchSize = positive(env, ['OTEL_BSP_MAX_EXPORT_BATCH_SIZE'], 512)
+  if (maxExportBatchSize > maxQueueSize)
+    fail('OTEL_BSP_MAX_EXPORT_BATCH_SIZE', 'must not exceed OTEL_BSP_MAX_QUEUE_SIZE')
+  return {
+    delayMs: positive(env, ['OTEL_BSP_SCHEDULE_DELAY'], 5000),
+    exportTimeoutMs: positive(env, ['OTEL_BSP_EXPORT_TIMEOUT'], 30_000),
+    maxQueueSize,
+    maxExportBatchSize,
   }
 }
 
@@ -225,7 +250,8 @@ export function parseTelemetryEnv(env: Env): TelemetryConfig | undefined {
     resourceAttributes,
     sampler: sampler(env),
   }
-  if (exporters(env, 'OTEL_TRACES_EXPORTER')) config.traces = target(env, 'TRACES')
+  if (exporters(env, 'OTEL_TRACES_EXPORTER'))
+    config.traces = { ...target(env, 'TRACES'), batch: batch(env) }
   if (exporters(env, 'OTEL_METRICS_EXPORTER')) {
     const preference = read(env, 'OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE')
     const temporality = (preference?.toLowerCase() ?? 'cumulative') as Temporality
@@ -236,8 +262,8 @@ export function parseTelemetryEnv(env: Env): TelemetryConfig | undefined {
       )
     config.metrics = {
       ...target(env, 'METRICS'),
-      intervalMs: milliseconds(env, ['OTEL_METRIC_EXPORT_INTERVAL'], DEFAULT_EXPORT_INTERVAL_MS),
-      exportTimeoutMs: milliseconds(env, ['OTEL_METRIC_EXPORT_TIMEOUT'], DEFAULT_EXPORT_TIMEOUT_MS),
+      intervalMs: positive(env, ['OTEL_METRIC_EXPORT_INTERVAL'], DEFAULT_EXPORT_INTERVAL_MS),
+      exportTimeoutMs: positive(env, ['OTEL_METRIC_EXPORT_TIMEOUT'], DEFAULT_EXPORT_TIMEOUT_MS),
       temporality,
     }
   }

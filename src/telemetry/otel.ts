@@ -73,7 +73,7 @@ import {
   TOOL_ERROR,
   isServerFailure,
 } from './conventions.ts'
-import { DEFAULT_SERVICE_NAME, type TelemetryConfig } from './env.ts'
+import { DEFAULT_SERVICE_NAME, type SpanBatch, type TelemetryConfig } from './env.ts'
 import type {
   AppTelemetry,
   ObservedServer,
@@ -582,6 +582,16 @@ export function telemetryResource(
   })
 }
 
+function batchProcessor(exporter: SpanExporter, batch: SpanBatch | undefined): BatchSpanProcessor {
+  return new BatchSpanProcessor({
+    exporter,
+    scheduledDelayMillis: batch?.delayMs,
+    exportTimeoutMillis: batch?.exportTimeoutMs,
+    maxQueueSize: batch?.maxQueueSize,
+    maxExportBatchSize: batch?.maxExportBatchSize,
+  })
+}
+
 export interface TelemetryParts {
   config: TelemetryConfig | undefined
   replicaId: string | undefined
@@ -611,7 +621,7 @@ export function startTelemetry(parts: TelemetryParts): Telemetry {
       ? new TracerProvider({
           resource,
           sampler: samplerFor(parts.config.sampler),
-          spanProcessors: [new BatchSpanProcessor({ exporter: parts.spanExporter })],
+          spanProcessors: [batchProcessor(parts.spanExporter, parts.config.traces?.batch)],
         })
       : undefined
   const meterProvider =
