@@ -1,0 +1,69 @@
+/**
+ * With telemetry off nothing of it is loaded: the modules both runtime entries load at start (their
+ * static imports, followed through every relative import; type-only imports are erased) reach no
+ * `@opentelemetry/*` package and no telemetry module but the OpenTelemetry-free ones (the
+ * environment parser and the engine's observer interfaces). The implementation is reached only
+ * through the entries' dynamic `import()`, taken when an `OTEL_*` variable (or METRICS_PORT on Node)
+ * is set.
+ */
+import { readFileSync } from 'node:fs'
+import { dirname, join, relative, resolve } from 'node:path'
+import { describe, expect, it } from 'vitest'
+
+const root = resolve(import.meta.dirname, '../..')
+
+/** Static imports and re-exports that stay at run time (not `import type`, not `import()`). */
+const STATIC_IMPORT = /^\s*(?:import|export)\s+(?!type\b)(?:[^'";]*?\s+from\s+)?['"]([^'"]+)['"]/gm
+
+function staticImports(file: string): string[] {
+  const text = readFileSync(join(root, file), 'utf8')
+  return [...text.matchAll(STATIC_IMPORT)].map((match) => match[1] as string)
+}
+
+/** Every module and package an entry loads before serving its first request. */
+function loadedAtStart(entry: string): { files: Set<string>; packages: Set<string> } {
+  const files = new Set<string>()
+  const packages = new Set<string>()
+  const pending = [entry]
+  while (pending.length > 0) {
+    const file = pending.pop()!
+    if (files.has(file)) continue
+    files.add(file)
+    for (const specifier of staticImports(file)) {
+      if (specifier.startsWith('.'))
+        pending.push(relative(root, resolve(root, dirname(file), specifier)))
+      else packages.add(specifier)
+    }
+  }
+  return { files, packages }
+}
+
+const OPENTELEMETRY_FREE = [
+  'src/telemetry/env.ts',
+  'src/telemetry/observer.ts',
+  'src/telemetry/conventions.ts',
+]
+
+describe.each(['src/node.ts', 'src/worker.ts'])('the entry %s with telemetry off', (entry) => {
+  const { files, packages } = loadedAtStart(entry)
+
+  it('follows its imports into the engine and the app', () => {
+    expect(files).toContain('src/app.ts')
+    expect(files).toContain('src/mcp/handler.ts')
+    expect(files).toContain('src/telemetry/env.ts')
+  })
+
+  it('loads no OpenTelemetry package', () => {
+    expect([...packages].filter((name) => name.startsWith('@opentelemetry/'))).toEqual([])
+  })
+
+  it('loads no telemetry module that imports OpenTelemetry', () => {
+    const telemetry = [...files].filter((file) => file.startsWith('src/telemetry/'))
+    expect(telemetry.filter((file) => !OPENTELEMETRY_FREE.includes(file))).toEqual([])
+  })
+
+  it('reaches the implementation only through a dynamic import', () => {
+    const text = readFileSync(join(root, entry), 'utf8')
+    expect(text).toMatch(/await import\('\.\/telemetry\/(node|worker)\.ts'\)/)
+  })
+})
