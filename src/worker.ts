@@ -11,7 +11,7 @@
  * error without detail (500 for a misconfiguration, 503 for an unmigrated or unreachable database),
  * and the reason goes to the Worker log (`wrangler tail`).
  *
- * Workers differ from Node in six places, all decided here:
+ * Workers differ from Node in seven places, all decided here:
  * - `STATE_KEYS` is required (a Worker has no disk to keep a generated ring on); set it with
  *   `wrangler secret put STATE_KEYS`, and give every deployment that should finish each other's flows
  *   (Workers and Node alike) the same ring;
@@ -29,6 +29,13 @@
  * - the event bus is the `EventBusObject` Durable Object bound as `EVENT_BUS` (`workers/event-bus.ts`):
  *   listen and 2025 GET streams hear changes made through any isolate, and a 2025 answer reaches the
  *   isolate whose flow waits for it; a missing binding is a misconfiguration, like a missing `DB`;
+ * - tasks (`import_notes`, `export_notes`) never run in an isolate, whose work ends with its response:
+ *   each is handed to its own `TaskRunnerObject` Durable Object, bound as `TASK_RUNNER`
+ *   (`workers/task-runner.ts`), before `CreateTaskResult` is answered, and that object's alarm runs
+ *   it, resumes it after `tasks/update`, and takes it over if the object died mid-run. The object
+ *   builds its handlers' app from the same bindings ({@link TaskRunnerObject}), and the cron trigger
+ *   also hands over any runnable task nothing runs (a lost hand-off). A missing binding is a
+ *   misconfiguration too;
  * - the safe default is checked per request, since a Worker has no listening address: without auth,
  *   a request reaching it under a name that is not loopback (a deployment, not `wrangler dev`) gets
  *   a 500 "misconfigured" and the log names AUTH_ISSUER, unless ALLOW_UNAUTHENTICATED=1.
@@ -47,13 +54,24 @@ import type { Hono } from 'hono'
 import { createApp, type AppDeps } from './app.ts'
 import { createAuthServices } from './auth/services.ts'
 import { ConfigError, assertSafeExposure, parseConfig, type Config } from './config.ts'
+import { publicBaseUrl } from './http/app.ts'
 import { consoleLogger } from './mcp/handler.ts'
 import { importKeyRing, parseKeyRing } from './mcp/key-ring.ts'
 import { StateSealer } from './mcp/sealed-state.ts'
+import type { CompiledServer } from './mcp/server.ts'
+import type { NotesApp } from './notes/app.ts'
+import { createNotesServer } from './notes/server.ts'
 import { D1NotesStore, D1SchemaMissingError, type D1Like } from './storage/d1.ts'
 import { sweepExpired } from './storage/purge.ts'
 import type { WorkerTelemetry } from './telemetry/worker.ts'
 import { DurableObjectEventBus, EVENT_BUS_BINDING, isBusNamespace } from './workers/event-bus.ts'
+import {
+  DurableObjectTaskScheduler,
+  TASK_RUNNER_BINDING,
+  handOverRunnableTasks,
+  isTaskRunnerNamespace,
+} from './workers/task-runner.ts'
+import { defineTaskRunnerObject } from './workers/task-runner-object.ts'
 
 /** The Durable Object class of the event bus, bound as `EVENT_BUS` (wrangler.toml). */
 export { EventBusObject } from './workers/event-bus-object.ts'
@@ -125,6 +143,38 @@ function eventBus(env: WorkerEnv): DurableObjectEventBus {
   return new DurableObjectEventBus({ namespace, logger: consoleLogger })
 }
 
+/** The scheduler that hands tasks to their `TaskRunnerObject`, the namespace every isolate shares. */
+function taskScheduler(env: WorkerEnv): DurableObjectTaskScheduler {
+  const namespace = env[TASK_RUNNER_BINDING]
+  if (!isTaskRunnerNamespace(namespace)) {
+    throw new WorkerSetupError(
+      `the Durable Object binding ${TASK_RUNNER_BINDING} is missing: see [[durable_objects.bindings]] in wrangler.toml`
+    )
+  }
+  return new DurableObjectTaskScheduler({ namespace })
+}
+
+/** The notes server the task objects run handlers of, compiled on the first object's setup. */
+let taskServer: CompiledServer<NotesApp> | undefined
+
+/**
+ * The Durable Object class that runs the notes tasks, bound as `TASK_RUNNER` (wrangler.toml): its
+ * handlers get the app `createApp` gives them, on the same D1 database and event bus (links from
+ * `PUBLIC_URL`, which the task tools never make).
+ */
+export const TaskRunnerObject = defineTaskRunnerObject((env: WorkerEnv) => {
+  const config = parseConfig(stringBindings(env))
+  const store = new D1NotesStore({ db: d1Binding(env) })
+  taskServer ??= createNotesServer()
+  const app: NotesApp = {
+    notes: store,
+    bus: eventBus(env),
+    baseUrl: publicBaseUrl(config),
+    now: Date.now,
+  }
+  return { server: taskServer, app, store }
+})
+
 async function prepare(env: WorkerEnv): Promise<Setup> {
   const config = parseConfig(stringBindings(env))
   if (!config.stateKeys) {
@@ -143,7 +193,17 @@ async function prepare(env: WorkerEnv): Promise<Setup> {
   const telemetry =
     config.telemetry &&
     (await import('./telemetry/worker.ts')).startWorkerTelemetry(config.telemetry, config.replicaId)
-  return { config, deps: { store, sealer, bus, auth, telemetry: telemetry?.telemetry }, telemetry }
+  // No loop: the tasks' objects take them over (takeoverIntervalMs 0).
+  const tasks = {
+    replicaId: config.replicaId,
+    scheduler: taskScheduler(env),
+    takeoverIntervalMs: 0,
+  }
+  return {
+    config,
+    deps: { store, sealer, bus, auth, tasks, telemetry: telemetry?.telemetry },
+    telemetry,
+  }
 }
 
 /** The base URL of this request's links: PUBLIC_URL, else the request's origin if its host is allowed. */
@@ -210,13 +270,19 @@ export default {
     return response
   },
 
-  /** The cron trigger: one bounded sweep of expired rows (what is left goes at the next one). */
+  /**
+   * The cron trigger: one bounded sweep of expired rows (what is left goes at the next one), then
+   * one bounded hand-over of the runnable tasks nothing runs.
+   */
   async scheduled(event: ScheduledEvent, env: WorkerEnv): Promise<void> {
     try {
       const store = new D1NotesStore({ db: d1Binding(env) })
       await store.migrate()
       const removed = await sweepExpired(store, event.scheduledTime)
       console.log(JSON.stringify({ level: 'info', message: 'purged expired rows', removed }))
+      const handedOver = await handOverRunnableTasks(store, taskScheduler(env), event.scheduledTime)
+      if (handedOver > 0)
+        console.log(JSON.stringify({ level: 'info', message: 'handed over tasks', handedOver }))
     } catch (error) {
       logError('expired-row sweep failed', error)
       throw error

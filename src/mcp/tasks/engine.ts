@@ -17,6 +17,16 @@
  * Every change is a compare-and-set on the record's version, retried on a miss from a fresh read,
  * and terminal records are never written. Running tasks is `runner.ts`'s job; the wire shapes are
  * `wire.ts`'s. Expired records are purged by the store's sweep.
+ *
+ * Where runs happen: on this replica (its `TaskRunner`, the takeover loop picking up what others left),
+ * or, with a `scheduler`, nowhere here: a runtime whose requests cannot outlive their response (a
+ * Worker) hands each runnable task to a runner of its own (`workers/task-runner.ts`: the task's
+ * Durable Object). The engine then leases nothing to itself: it hands a task over before answering
+ * `CreateTaskResult` and when `tasks/update` makes it runnable, tells the runner of a cancel it
+ * flagged, and hands over again a task `tasks/get` finds working with no live lease (its hand-off was
+ * lost, or its runner died and the lease ran out), so a client's polling resumes it. A failed hand-off
+ * is logged, never answered: the record is what counts, and the next poll hands it over again. The
+ * runner side is `run(id, slice)`, one task at a time, with no loop (`takeoverIntervalMs: 0`).
  */
 import {
   callerBinding,
@@ -39,7 +49,14 @@ import {
   type TaskStore,
 } from '../task-store.ts'
 import { isObject } from '../wire.ts'
-import { cancelledPatch, leaseHeld, readJournal, writeCall, writeJournal } from './record.ts'
+import {
+  cancelledPatch,
+  leaseHeld,
+  needsRunner,
+  readJournal,
+  writeCall,
+  writeJournal,
+} from './record.ts'
 import { TaskRunner } from './runner.ts'
 import {
   TaskIdParamsSchema,
@@ -81,7 +98,23 @@ export interface TaskOptions {
   takeoverIntervalMs?: number
   /** Most tasks this replica runs at once. Default 16. */
   maxRunning?: number
+  /**
+   * Runs this engine's tasks elsewhere (see the module header): the engine runs none itself. Needs
+   * `takeoverIntervalMs: 0`.
+   */
+  scheduler?: TaskScheduler
   now?: () => number
+}
+
+/** Where an engine with a `scheduler` sends its runnable tasks. */
+export interface TaskScheduler {
+  /**
+   * Makes sure a runner will look at task `id` soon (and again until it has ended), and resolves once
+   * that is durable. Called for a task that is working with no live lease; cheap to repeat.
+   */
+  schedule(id: string): Promise<void>
+  /** Tells the runner of task `id` that `tasks/cancel` flagged it, so its run stops at once. */
+  cancel(id: string): Promise<void>
 }
 
 function positiveInteger(name: string, value: number, max = Number.MAX_SAFE_INTEGER): number {
@@ -93,6 +126,8 @@ function positiveInteger(name: string, value: number, max = Number.MAX_SAFE_INTE
 export class TaskEngine<App> {
   readonly #store: TaskStore
   readonly #runner: TaskRunner<App>
+  readonly #scheduler: TaskScheduler | undefined
+  readonly #logger: McpLogger
   readonly #ttlMs: number
   readonly #pollIntervalMs: number
   readonly #leaseMs: number
@@ -102,7 +137,17 @@ export class TaskEngine<App> {
     { server, app, logger }: { server: CompiledServer<App>; app: App; logger: McpLogger },
     options: TaskOptions
   ) {
+    if (
+      options.scheduler &&
+      (options.takeoverIntervalMs ?? DEFAULT_TASK_TAKEOVER_INTERVAL_MS) !== 0
+    ) {
+      throw new TypeError(
+        'takeoverIntervalMs must be 0 with a scheduler: its runners take tasks over'
+      )
+    }
     this.#store = options.store
+    this.#scheduler = options.scheduler
+    this.#logger = logger
     this.#ttlMs = positiveInteger('ttlMs', options.ttlMs ?? DEFAULT_TASK_TTL_MS, MAX_TASK_TTL_MS)
     this.#pollIntervalMs = positiveInteger(
       'pollIntervalMs',
@@ -134,6 +179,19 @@ export class TaskEngine<App> {
     return this.#runner.sweep()
   }
 
+  /**
+   * Runs task `id` here if it needs a runner, until it ends, parks or `slice` aborts
+   * (`TaskRunner.run`); answers the record as it is afterwards. The entry of a scheduler's runner.
+   */
+  run(id: string, slice?: AbortSignal): Promise<TaskRecord | undefined> {
+    return this.#runner.run(id, slice)
+  }
+
+  /** Stops this replica's run of task `id` at once, for a cancel flagged through another replica. */
+  stopCancelled(id: string): void {
+    this.#runner.cancel(id)
+  }
+
   /** Stops this replica's runs; each releases its lease for another replica. */
   shutdown(): void {
     this.#runner.shutdown()
@@ -150,7 +208,7 @@ export class TaskEngine<App> {
     journal: Journal
   ): Promise<DispatchResult> {
     const now = this.#now()
-    const leased = this.#runner.hasRoom()
+    const leased = this.#leasesHere()
     const record = await this.#store.createTask({
       id: newTaskId(),
       owner: binding.principal,
@@ -170,6 +228,7 @@ export class TaskEngine<App> {
       leaseExpiresAt: leased ? now + this.#leaseMs : undefined,
     })
     if (leased) this.#runner.launch(record)
+    else await this.#handOver(record.id)
     return { result: createTaskResult(record), interactive: true }
   }
 
@@ -180,7 +239,9 @@ export class TaskEngine<App> {
     switch (request.method) {
       case METHODS.tasksGet: {
         const { taskId } = parseParams(TaskIdParamsSchema, request.params)
-        return { result: detailedTask(await this.#find(taskId, owner)) }
+        const record = await this.#find(taskId, owner)
+        if (this.#scheduler && needsRunner(record, this.#now())) await this.#handOver(taskId)
+        return { result: detailedTask(record) }
       }
       case METHODS.tasksUpdate: {
         const { taskId, inputResponses } = parseParams(UpdateTaskParamsSchema, request.params)
@@ -189,8 +250,11 @@ export class TaskEngine<App> {
       }
       case METHODS.tasksCancel: {
         const { taskId } = parseParams(TaskIdParamsSchema, request.params)
-        await this.#change(taskId, owner, (record) => this.#cancel(record))
+        const record = await this.#change(taskId, owner, (record) => this.#cancel(record))
         this.#runner.cancel(taskId)
+        const scheduler = this.#scheduler
+        if (scheduler && record.cancelRequested && !TERMINAL_TASK_STATUSES.has(record.status))
+          await this.#tell('cancel', taskId, () => scheduler.cancel(taskId))
         return { result: {} }
       }
       default:
@@ -208,22 +272,24 @@ export class TaskEngine<App> {
   /**
    * Applies the change `decide` makes of the caller's task, as a compare-and-set, deciding again
    * from a fresh read on every miss; `decide` answers no patch when there is nothing to change.
-   * Terminal tasks are never changed. Resolves once the change is stored.
+   * Terminal tasks are never changed. Resolves once the change is stored (and a task it made
+   * runnable is launched or handed over), with the record as it then is.
    */
   async #change(
     id: string,
     owner: string,
     decide: (record: TaskRecord) => TaskPatch | undefined
-  ): Promise<void> {
+  ): Promise<TaskRecord> {
     for (let attempt = 0; attempt < MAX_CHANGE_ATTEMPTS; attempt++) {
       const record = await this.#find(id, owner)
-      if (TERMINAL_TASK_STATUSES.has(record.status)) return
+      if (TERMINAL_TASK_STATUSES.has(record.status)) return record
       const patch = decide(record)
-      if (!patch) return
+      if (!patch) return record
       const updated = await this.#store.updateTask(id, record.version, patch)
       if (!updated) continue
       if (patch.leaseOwner === this.#runner.owner) this.#runner.launch(updated)
-      return
+      else if (this.#scheduler && needsRunner(updated, this.#now())) await this.#handOver(id)
+      return updated
     }
     throw new McpError(
       ErrorCode.InternalError,
@@ -257,7 +323,7 @@ export class TaskEngine<App> {
         updatedAt: now,
       }
     }
-    const leased = this.#runner.hasRoom()
+    const leased = this.#leasesHere()
     return {
       status: 'working',
       statusMessage: 'Resuming with the answers received.',
@@ -266,6 +332,33 @@ export class TaskEngine<App> {
       updatedAt: now,
       leaseOwner: leased ? this.#runner.owner : null,
       leaseExpiresAt: leased ? now + this.#leaseMs : null,
+    }
+  }
+
+  /** Whether a task made runnable here is leased to this replica's runner (never with a scheduler). */
+  #leasesHere(): boolean {
+    return !this.#scheduler && this.#runner.hasRoom()
+  }
+
+  /** Hands task `id` to the scheduler, when there is one. */
+  async #handOver(id: string): Promise<void> {
+    const scheduler = this.#scheduler
+    if (scheduler) await this.#tell('hand-off', id, () => scheduler.schedule(id))
+  }
+
+  /**
+   * A message to the scheduler. Its failure is logged, never answered: the record decides, and
+   * what the message would have hastened still happens (a hand-off, at the next `tasks/get`; a
+   * cancel, when the run next writes and sees the flag).
+   */
+  async #tell(what: 'hand-off' | 'cancel', id: string, send: () => Promise<void>): Promise<void> {
+    try {
+      await send()
+    } catch (error) {
+      this.#logger.warn(`task ${what} could not reach its runner`, {
+        task: id,
+        error: String(error),
+      })
     }
   }
 

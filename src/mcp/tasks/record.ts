@@ -12,9 +12,9 @@
  *
  * Wire keys are unique over the task's lifetime, as the extension requires: an ask's first issue
  * uses its own key, a later one (its answer was invalid, `askAgain`, the question changed) the key
- * with `#2`, `#3`… appended, skipping any key issued before. Also the two facts about a record both
- * the runner and the wire methods decide on: whether a live lease holds it, and the patch that ends
- * it. Runtime-neutral.
+ * with `#2`, `#3`… appended, skipping any key issued before. Also the facts about a record both
+ * the runner and the wire methods decide on: whether a live lease holds it, whether it needs a
+ * runner, and the patch that ends it. Runtime-neutral.
  */
 import type { Journal } from '../replay.ts'
 import type { TaskPatch, TaskRecord } from '../task-store.ts'
@@ -75,6 +75,11 @@ export function issueKeys(
 /** Whether a runner holds the task's lease at `now` (its owner is alive, or was until recently). */
 export function leaseHeld(record: TaskRecord, now: number): boolean {
   return record.leaseOwner !== undefined && (record.leaseExpiresAt ?? 0) > now
+}
+
+/** Whether the task needs a runner at `now`: working, unexpired, and no live lease holds it. */
+export function needsRunner(record: TaskRecord, now: number): boolean {
+  return record.status === 'working' && record.expiresAt > now && !leaseHeld(record, now)
 }
 
 /** The patch that ends a task: clears what only a live task has (input, answers, lease). */

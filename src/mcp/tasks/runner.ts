@@ -19,9 +19,12 @@
  *   included), `failed` with the JSON-RPC error it threw (a -32021 for an ask the creating request
  *   cannot serve; anything but an `McpError` is a -32603 whose cause is logged), or `cancelled`;
  * - `sweep()` is one pass of the takeover loop: it claims (CAS) working tasks whose lease is absent
- *   or expired, up to this replica's room (`maxRunning`), and runs them; `startTakeover` repeats it.
- *   A Worker drives the same `sweep`/`launch` from a Durable Object alarm instead of a timer.
- * On shutdown runs stop and release their leases, so another replica takes them over at once.
+ *   or expired, up to this replica's room (`maxRunning`), and runs them; `startTakeover` repeats it;
+ * - `run(id, slice)` claims one task the same way and runs it in the caller's own time, resolving
+ *   once it has ended, parked or stopped: a Durable Object's alarm (`workers/task-runner-object.ts`)
+ *   drives its task with it instead of a timer, and ends a slice of the run by aborting `slice`.
+ * On shutdown, and at the end of a slice, runs stop and release their leases, so another run (on
+ * any replica) takes them over at once.
  *
  * The wire methods are `engine.ts`'s; what the record's JSON fields hold is `record.ts`'s.
  */
@@ -43,7 +46,7 @@ import {
   cancelledPatch,
   endedPatch,
   issueKeys,
-  leaseHeld,
+  needsRunner,
   readCall,
   readJournal,
   writeJournal,
@@ -65,8 +68,11 @@ export interface TaskRunnerOptions<App> {
   now: () => number
 }
 
-/** Why a run stopped before its handler ended on its own. */
-type StopReason = 'cancel' | 'lost' | 'shutdown'
+/**
+ * Why a run stopped before its handler ended on its own: a cancel, a lost lease, or a release (the
+ * replica shuts down, or the run's slice ended), which hands the lease back.
+ */
+type StopReason = 'cancel' | 'lost' | 'release'
 
 /** The run no longer holds the lease (another replica does, or the task is terminal or gone). */
 class LeaseLostError extends Error {
@@ -120,9 +126,9 @@ class TaskRun<App> {
     this.#version = record.version
   }
 
-  /** Stops the handler; a lost lease outranks a cancel, which outranks a shutdown. */
+  /** Stops the handler; a lost lease outranks a cancel, which outranks a release. */
   stop(reason: StopReason): void {
-    if (this.#stop === 'lost' || (this.#stop === 'cancel' && reason === 'shutdown')) return
+    if (this.#stop === 'lost' || (this.#stop === 'cancel' && reason === 'release')) return
     this.#stop = reason
     this.#abort.abort(reason)
   }
@@ -149,7 +155,7 @@ class TaskRun<App> {
   async execute(record: TaskRecord): Promise<void> {
     const { server, app, logger, now } = this.#options
     if (record.cancelRequested) this.stop('cancel')
-    // Cancelled (or shut down) between the lease and the start: the handler never runs.
+    // Cancelled (or released) between the lease and the start: the handler never runs.
     if (this.#stop) return this.#settleStopped()
     const tool = server.tools.get(record.tool)
     if (!tool) {
@@ -233,7 +239,7 @@ class TaskRun<App> {
     switch (this.#stop) {
       case 'cancel':
         return this.#finish(() => cancelledPatch(this.#options.now()))
-      case 'shutdown':
+      case 'release':
         return this.#finish(() => ({ leaseOwner: null, leaseExpiresAt: null }))
       default:
         return Promise.resolve()
@@ -322,16 +328,31 @@ export class TaskRunner<App> {
    */
   launch(record: TaskRecord): void {
     if (this.#runs.has(record.id)) return
-    const run = new TaskRun(this.#options, record)
-    this.#runs.set(record.id, run)
-    setTimeout(() => {
-      run
-        .execute(record)
-        .catch((error: unknown) => {
-          this.#options.logger.error('task run failed', { task: record.id, error: String(error) })
-        })
-        .finally(() => this.#runs.delete(record.id))
-    }, 0)
+    const run = this.#register(record)
+    setTimeout(() => void this.#drive(run, record), 0)
+  }
+
+  /**
+   * Claims task `id` when it needs a runner (working, unexpired, no live lease) and this replica has
+   * room, and runs it now; resolves, never rejecting for the handler's sake, once the run has ended,
+   * parked the task in `input_required`, or stopped. Aborting `slice` ends the run early: it releases
+   * the lease, and the next run continues from the journal. Answers the record as it is afterwards
+   * (`undefined` once it is gone), read fresh, so the caller decides when to look again.
+   */
+  async run(id: string, slice?: AbortSignal): Promise<TaskRecord | undefined> {
+    const claimed = this.#runs.has(id) || !this.hasRoom() ? undefined : await this.#claim(id)
+    if (claimed) {
+      const run = this.#register(claimed)
+      const release = () => run.stop('release')
+      if (slice?.aborted) release()
+      slice?.addEventListener('abort', release, { once: true })
+      try {
+        await this.#drive(run, claimed)
+      } finally {
+        slice?.removeEventListener('abort', release)
+      }
+    }
+    return this.#options.store.getTask(id)
   }
 
   /** Aborts this replica's run of a task cancelled through it (other replicas see the flag). */
@@ -344,20 +365,13 @@ export class TaskRunner<App> {
    * or never had room), up to this replica's room, and runs them. Answers how many it started.
    */
   async sweep(): Promise<number> {
-    const { store, owner, leaseMs, maxRunning, now } = this.#options
+    const { store, maxRunning, now } = this.#options
     const room = maxRunning - this.#runs.size
     if (this.#stopped || room <= 0) return 0
     let started = 0
     for (const id of await store.findRunnableTasks(now(), room)) {
       if (this.#runs.has(id) || !this.hasRoom()) continue
-      const record = await store.getTask(id)
-      const at = now()
-      if (!record || record.status !== 'working' || record.expiresAt <= at || leaseHeld(record, at))
-        continue
-      const claimed = await store.updateTask(id, record.version, {
-        leaseOwner: owner,
-        leaseExpiresAt: at + leaseMs,
-      })
+      const claimed = await this.#claim(id)
       if (!claimed) continue
       this.launch(claimed)
       started++
@@ -388,6 +402,36 @@ export class TaskRunner<App> {
   /** Stops every run of this replica; each releases its lease for another replica to take over. */
   shutdown(): void {
     this.#stopped = true
-    for (const run of this.#runs.values()) run.stop('shutdown')
+    for (const run of this.#runs.values()) run.stop('release')
+  }
+
+  /** A run of `record` (whose lease this replica holds), known to this replica until it ends. */
+  #register(record: TaskRecord): TaskRun<App> {
+    const run = new TaskRun(this.#options, record)
+    this.#runs.set(record.id, run)
+    return run
+  }
+
+  /** Runs the handler of a registered run to the run's end; never rejects. */
+  async #drive(run: TaskRun<App>, record: TaskRecord): Promise<void> {
+    try {
+      await run.execute(record)
+    } catch (error) {
+      this.#options.logger.error('task run failed', { task: record.id, error: String(error) })
+    } finally {
+      this.#runs.delete(record.id)
+    }
+  }
+
+  /**
+   * Leases task `id` to this replica (CAS) when it needs a runner: working, unexpired, and no live
+   * lease. Answers the record as the claim left it, or `undefined` when there was nothing to claim.
+   */
+  async #claim(id: string): Promise<TaskRecord | undefined> {
+    const { store, owner, leaseMs, now } = this.#options
+    const record = await store.getTask(id)
+    const at = now()
+    if (!record || !needsRunner(record, at)) return undefined
+    return store.updateTask(id, record.version, { leaseOwner: owner, leaseExpiresAt: at + leaseMs })
   }
 }
