@@ -9,13 +9,19 @@
  * lives in the D1 database bound as `DB`, and events travel on the `EventBusObject` Durable Object
  * bound as `EVENT_BUS`, as in the notes Worker.
  *
+ * Tasks run as in the notes Worker: each is handed to its own `TaskRunnerObject` (bound as
+ * `TASK_RUNNER`), whose alarm runs it after the response, on the same D1 database. So this module
+ * composes the fixture's handler itself rather than through `createFixtureApp`, whose tasks run in
+ * the process that accepted them (the Node fixture's).
+ *
  * One test-only binding: `ANSWER_POLL_MS`, the longest wait of a 2025 flow between two checks of the
  * store for an answer whose bus signal it missed (default the engine's); `Infinity` turns the checks
  * off, so a test can show that an answer crossing isolates arrives by the bus alone.
  */
 import type { Hono } from 'hono'
 import { parseConfig } from '../../src/config.ts'
-import { consoleLogger } from '../../src/mcp/handler.ts'
+import { createHttpApp } from '../../src/http/app.ts'
+import { consoleLogger, createMcpHandler } from '../../src/mcp/handler.ts'
 import { importKeyRing, parseKeyRing } from '../../src/mcp/key-ring.ts'
 import { StateSealer } from '../../src/mcp/sealed-state.ts'
 import { D1NotesStore, type D1Like } from '../../src/storage/d1.ts'
@@ -24,20 +30,41 @@ import {
   EVENT_BUS_BINDING,
   isBusNamespace,
 } from '../../src/workers/event-bus.ts'
-import { createFixtureApp } from '../conformance/fixture-app.ts'
+import {
+  DurableObjectTaskScheduler,
+  TASK_RUNNER_BINDING,
+  isTaskRunnerNamespace,
+} from '../../src/workers/task-runner.ts'
+import { defineTaskRunnerObject } from '../../src/workers/task-runner-object.ts'
+import { fixtureServer } from '../conformance/fixture-app.ts'
 
 export { EventBusObject } from '../../src/workers/event-bus-object.ts'
 
+type Env = Record<string, unknown>
+
 let app: Promise<Hono> | undefined
 
-async function build(env: Record<string, unknown>): Promise<Hono> {
+function eventBus(env: Env): DurableObjectEventBus {
+  const namespace = env[EVENT_BUS_BINDING]
+  if (!isBusNamespace(namespace)) throw new Error(`the ${EVENT_BUS_BINDING} binding is missing`)
+  return new DurableObjectEventBus({ namespace, logger: consoleLogger })
+}
+
+/** The Durable Object that runs the fixture's tasks, bound as `TASK_RUNNER`. */
+export const TaskRunnerObject = defineTaskRunnerObject((env: Env) => {
+  const store = new D1NotesStore({ db: env.DB as D1Like })
+  return { server: fixtureServer, app: { bus: eventBus(env) }, store }
+})
+
+async function build(env: Env): Promise<Hono> {
   const strings = Object.fromEntries(
     Object.entries(env).filter((entry): entry is [string, string] => typeof entry[1] === 'string')
   )
   const config = parseConfig(strings)
   if (!config.stateKeys) throw new Error('STATE_KEYS is not set')
-  const namespace = env[EVENT_BUS_BINDING]
-  if (!isBusNamespace(namespace)) throw new Error(`the ${EVENT_BUS_BINDING} binding is missing`)
+  const runners = env[TASK_RUNNER_BINDING]
+  if (!isTaskRunnerNamespace(runners))
+    throw new Error(`the ${TASK_RUNNER_BINDING} binding is missing`)
   const sealer = StateSealer.create({
     keyRing: await importKeyRing(parseKeyRing(config.stateKeys)),
     ttlSeconds: config.stateTtlSeconds,
@@ -49,12 +76,21 @@ async function build(env: Record<string, unknown>): Promise<Hono> {
   if (answerPollMs !== undefined && !(answerPollMs > 0)) {
     throw new Error('ANSWER_POLL_MS must be a positive number of milliseconds, or Infinity')
   }
-  return createFixtureApp(config, {
+  const bus = eventBus(env)
+  const handler = createMcpHandler({
+    server: fixtureServer,
+    app: { bus },
     sealer,
-    bus: new DurableObjectEventBus({ namespace, logger: consoleLogger }),
-    sessions,
-    answerPollMs,
+    bus,
+    legacy: { sessions, sessionTtlSeconds: config.sessionTtlSeconds, input: { answerPollMs } },
+    tasks: {
+      store: sessions,
+      replicaId: 'fixture-worker',
+      scheduler: new DurableObjectTaskScheduler({ namespace: runners }),
+      takeoverIntervalMs: 0,
+    },
   })
+  return createHttpApp({ config, handler })
 }
 
 export default {

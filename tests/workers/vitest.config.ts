@@ -7,11 +7,11 @@
  *
  * Beside the Worker under test (which runs in the tests' own isolate) run three more Workers, each in
  * an isolate of its own, built exactly as `wrangler deploy` bundles them: `notes-replica` (the notes
- * Worker again, on the same D1 database and the same `EVENT_BUS` namespace, reached as
- * `env.NOTES_REPLICA`), and `fixture-a` / `fixture-b` (the conformance fixture Worker, sharing one D1
- * database and the `EVENT_BUS` namespace `fixture-a` defines, reached as `env.FIXTURE_A` / `FIXTURE_B`,
- * without the store checks of waiting 2025 flows). They let a test send one request to one
- * isolate and the next to another.
+ * Worker again, on the same D1 database and the same `EVENT_BUS` and `TASK_RUNNER` namespaces,
+ * reached as `env.NOTES_REPLICA`), and `fixture-a` / `fixture-b` (the conformance fixture Worker,
+ * on that D1 database too and the `EVENT_BUS` and `TASK_RUNNER` namespaces `fixture-a` defines,
+ * reached as `env.FIXTURE_A` / `FIXTURE_B`, without the store checks of waiting 2025 flows). They let
+ * a test send one request to one isolate and the next to another.
  */
 import { cloudflareTest, readD1Migrations } from '@cloudflare/vitest-plugin'
 import { spawnSync } from 'node:child_process'
@@ -58,17 +58,22 @@ function bundle(config: string, module: string): string {
 function buildAuxiliaryWorkers() {
   const notes = bundle('../../wrangler.toml', 'worker.js')
   const fixture = bundle('wrangler.fixture.toml', 'fixture-worker.js')
-  const fixtureWorker = (
-    name: string,
-    eventBus: { className: string; useSQLite: true } | { className: string; scriptName: string }
-  ) => ({
+  /** An object class the fixture Worker defines itself, or binds from the Worker `owner`. */
+  const objects = (owner: string | undefined) => {
+    const where = owner === undefined ? { useSQLite: true as const } : { scriptName: owner }
+    return {
+      EVENT_BUS: { className: 'EventBusObject', ...where },
+      TASK_RUNNER: { className: 'TaskRunnerObject', ...where },
+    }
+  }
+  const fixtureWorker = (name: string, owner: string | undefined) => ({
     name,
     modules: true,
     modulesRoot: dirname(fixture),
     scriptPath: fixture,
     compatibilityDate: COMPATIBILITY_DATE,
     d1Databases: { DB: NOTES_DB },
-    durableObjects: { EVENT_BUS: eventBus },
+    durableObjects: objects(owner),
     bindings: { STATE_KEYS, ANSWER_POLL_MS },
   })
   return [
@@ -79,11 +84,11 @@ function buildAuxiliaryWorkers() {
       scriptPath: notes,
       compatibilityDate: COMPATIBILITY_DATE,
       d1Databases: { DB: NOTES_DB },
-      durableObjects: { EVENT_BUS: { className: 'EventBusObject', scriptName: RUNNER } },
+      durableObjects: objects(RUNNER),
       bindings: { STATE_KEYS, ALLOWED_HOSTS: '127.0.0.1,localhost' },
     },
-    fixtureWorker('fixture-a', { className: 'EventBusObject', useSQLite: true }),
-    fixtureWorker('fixture-b', { className: 'EventBusObject', scriptName: 'fixture-a' }),
+    fixtureWorker('fixture-a', undefined),
+    fixtureWorker('fixture-b', 'fixture-a'),
   ]
 }
 
