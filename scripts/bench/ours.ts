@@ -8,7 +8,9 @@
  *
  * With `BENCH_APP=notes` it serves the real notes application instead (`src/app.ts` `createApp`) on
  * the same seeded database, for the `notes_search_app` scenario. Environment: `BENCH_DB` (SQLite
- * file, required for search). Run as its own process by `scripts/bench.ts`.
+ * file, required for search), and the `OTEL_*` variables, which turn telemetry on exactly as
+ * `npm start` does (`telemetry/node.ts`, loaded only then), to measure what it costs. Run as its own
+ * process by `scripts/bench.ts`.
  */
 import type { Hono } from 'hono'
 import { parseConfig } from '../../src/config.ts'
@@ -80,7 +82,19 @@ const benchServer = compileServer<BenchApp>({
   ],
 })
 
-const config = parseConfig({ HOST: '127.0.0.1', PORT: '0' })
+const otel = Object.fromEntries(
+  Object.entries(process.env).filter(([name]) => name.startsWith('OTEL_'))
+)
+const config = parseConfig({ ...otel, HOST: '127.0.0.1', PORT: '0' })
+const running =
+  config.telemetry &&
+  (await import('../../src/telemetry/node.ts')).startNodeTelemetry({
+    config: config.telemetry,
+    replicaId: 'bench',
+    database: 'sqlite',
+    host: config.host,
+  })
+const telemetry = (await running)?.telemetry
 // The sealer as the Node entry (`src/node.ts`) configures it, with a fresh key ring per process.
 const sealer = await createNodeSealer([generateKey()], 600)
 const path = process.env.BENCH_DB
@@ -91,9 +105,14 @@ let app: Hono
 if (process.env.BENCH_APP === 'notes') {
   if (!store) throw new Error('BENCH_APP=notes needs BENCH_DB')
   const { createApp } = await import('../../src/app.ts')
-  app = createApp(config, { store, sealer, bus: new InProcessEventBus() })
+  app = createApp(config, { store, sealer, bus: new InProcessEventBus(), telemetry })
 } else {
-  const handler = createMcpHandler({ server: benchServer, app: { notes: store }, sealer })
+  const handler = createMcpHandler({
+    server: benchServer,
+    app: { notes: store },
+    sealer,
+    telemetry,
+  })
   app = createHttpApp({ config, handler })
 }
 

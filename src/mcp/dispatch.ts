@@ -7,7 +7,9 @@
  * the one place that knows the order: open the sealed state → run the handler → gate capabilities →
  * seal the merged journal (or, for a tool that started its task, create it). The tasks extension's
  * methods are `tasks/engine.ts`'s, reached here when the handler serves tasks; `runTool` is shared
- * with the task runner.
+ * with the task runner. The sealed journal carries the round that sealed it (`r`), so the round of
+ * every request of a flow is known; with telemetry on, `runReplayable` tells the request's
+ * observation that round, a refused state's reason, and runs opening and sealing as its steps.
  */
 import type { z } from 'zod'
 import { canonicalJson } from './canonical-json.ts'
@@ -566,7 +568,8 @@ async function runReplayable<App>(
   let token: string
   try {
     // The round travels with the journal (`r`), so the round that completes the flow knows its count.
-    const sealed: RoundJournal = { ...replay.journal(), r: round }
+    const sealed = replay.journal() as RoundJournal
+    sealed.r = round
     token = (
       await (observation
         ? observation.step(SEAL_STATE_SPAN, () => env.sealer.seal(binding, sealed))
