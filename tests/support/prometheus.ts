@@ -7,24 +7,16 @@
  * `waitForQuery` polls the HTTP API until an instant query answers what the test expects, within a
  * deadline that fails the test (no timing assertion).
  */
-import { spawn, type ChildProcess } from 'node:child_process'
-import { accessSync, constants } from 'node:fs'
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { delimiter, join } from 'node:path'
+import { join } from 'node:path'
 import { freePort } from './server-process.ts'
 
+/** `PROMETHEUS_PATH`, else `prometheus` on PATH, when it runs (`--version`). */
 function findPrometheus(): string | undefined {
-  if (process.env.PROMETHEUS_PATH) return process.env.PROMETHEUS_PATH
-  for (const dir of (process.env.PATH ?? '').split(delimiter).filter(Boolean)) {
-    try {
-      accessSync(join(dir, 'prometheus'), constants.X_OK)
-      return join(dir, 'prometheus')
-    } catch {
-      // not in this directory
-    }
-  }
-  return undefined
+  const command = process.env.PROMETHEUS_PATH ?? 'prometheus'
+  return spawnSync(command, ['--version'], { stdio: 'ignore' }).error ? undefined : command
 }
 
 export const PROMETHEUS = findPrometheus()
