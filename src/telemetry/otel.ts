@@ -18,7 +18,8 @@
  * Never recorded: arguments, results, note contents, tokens, session ids as sent (the session's
  * random id is), `requestState`, task ids, the principal. Names that clients choose are bounded:
  * a tool or prompt name only when the server has it, a method outside the known ones as `_OTHER`,
- * a protocol version only when supported, a resource URI (spans only) up to 2048 characters.
+ * a protocol version only when supported, a resource URI (spans only) up to 2048 characters, a
+ * request id up to 256, a status description cut at 256.
  */
 import {
   ROOT_CONTEXT,
@@ -84,6 +85,10 @@ import type {
 
 const INSTRUMENTATION = 'notes-mcp'
 const MAX_URI_CHARS = 2048
+/** Longest request id recorded (ids are the client's: a longer one is left out). */
+const MAX_ID_CHARS = 256
+/** Longest status description (a JSON-RPC message may quote what the client sent). */
+const MAX_MESSAGE_CHARS = 256
 
 /** Method names recorded as they are; anything else is `_OTHER`. */
 const KNOWN_METHODS: ReadonlySet<string> = new Set<string>([
@@ -247,7 +252,7 @@ class Observation implements RequestObservation {
 
     const attributes: Attributes = this.#common()
     const id = message.id
-    if (typeof id === 'string' || typeof id === 'number')
+    if ((typeof id === 'string' && id.length <= MAX_ID_CHARS) || typeof id === 'number')
       attributes[ATTR.jsonrpcRequestId] = String(id)
     const uri = params?.uri
     if (URI_METHODS.has(method) && typeof uri === 'string' && uri.length <= MAX_URI_CHARS)
@@ -331,7 +336,8 @@ class Observation implements RequestObservation {
     const code =
       isObject(error) && typeof error.code === 'number' ? error.code : ErrorCode.InternalError
     const failure = isServerFailure(code)
-    const message = failure && error instanceof Error ? error.message : undefined
+    const message =
+      failure && error instanceof Error ? error.message.slice(0, MAX_MESSAGE_CHARS) : undefined
     this.#end(undefined, code, failure ? String(code) : undefined, message)
   }
 

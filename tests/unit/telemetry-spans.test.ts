@@ -18,7 +18,7 @@ import { StateSealer } from '../../src/mcp/sealed-state.ts'
 import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
 import { parseTelemetryEnv } from '../../src/telemetry/env.ts'
 import { startNodeTelemetry, type NodeTelemetry } from '../../src/telemetry/node.ts'
-import { postMcp, readMessages } from '../support/mcp-request.ts'
+import { postMcp, readMessages, requestApp } from '../support/mcp-request.ts'
 import {
   startOtlpReceiver,
   type OtlpReceiver,
@@ -173,6 +173,17 @@ describe('server spans follow the MCP semantic conventions', () => {
     })
   })
 
+  it('leaves out a request id longer than 256 characters', async () => {
+    const trace = '55555555555555555555555555555555'
+    await postMcp(app, 'tools/list', {
+      id: 'x'.repeat(300),
+      headers: { traceparent: `00-${trace}-${HEADER_SPAN}-01` },
+    })
+    await receiver.waitFor(() => receiver.spans.some((span) => span.traceId === trace))
+    const span = receiver.spans.find((span) => span.traceId === trace)!
+    expect(span.attributes).not.toHaveProperty('jsonrpc.request.id')
+  })
+
   it('puts the duration of every request in the conventions histogram, by method, target and outcome', async () => {
     const point = await metricPoint('mcp.server.operation.duration', {
       'mcp.method.name': 'tools/call',
@@ -218,6 +229,37 @@ describe("operators' metrics", () => {
       'notes_mcp.stream.kind': 'listen',
     })
     expect(closed).toMatchObject({ value: 0 })
+  })
+
+  it("counts a 2025-era session's GET stream as open until the client closes it", async () => {
+    const initialized = await postMcp(app, 'initialize', {
+      id: 'init',
+      meta: null,
+      headers: { 'mcp-protocol-version': undefined, 'mcp-method': undefined },
+      params: {
+        protocolVersion: '2025-11-25',
+        capabilities: {},
+        clientInfo: { name: 'telemetry-test', version: '1.0.0' },
+      },
+    })
+    const session = initialized.headers.get('mcp-session-id')!
+    const stream = await requestApp(app, '/mcp', {
+      method: 'GET',
+      headers: {
+        accept: 'text/event-stream',
+        'mcp-session-id': session,
+        'mcp-protocol-version': '2025-11-25',
+      },
+    })
+    expect(stream.headers.get('content-type')).toBe('text/event-stream')
+    const attributes = { 'notes_mcp.stream.kind': 'get', 'mcp.protocol.version': '2025-11-25' }
+    expect(await metricPoint('notes_mcp.server.open_streams', attributes)).toMatchObject({
+      value: 1,
+    })
+    await stream.body!.cancel()
+    expect(await metricPoint('notes_mcp.server.open_streams', attributes)).toMatchObject({
+      value: 0,
+    })
   })
 
   it('counts the status every task record is written into', async () => {
