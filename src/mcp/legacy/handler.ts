@@ -20,7 +20,9 @@
  * Batches are refused (-32600) in every revision: send one message per POST.
  *
  * JSON-RPC errors about a request's content answer HTTP 200, as 2025 clients expect; only transport
- * failures (parse, shape, session, headers) use 4xx.
+ * failures (parse, shape, session, headers) use 4xx. With telemetry on, each message's observation
+ * (started by `handler.ts`) learns its session and is settled where its answer is decided, and GET
+ * streams are counted while open.
  */
 import { canonicalJson, sha256Base64url } from '../canonical-json.ts'
 import {
