@@ -1,7 +1,7 @@
 /**
  * @module scripts/loadtest
  * `npm run loadtest`: proves under load, and under a fault, that any replica can serve any round of
- * an interactive flow and that nothing is lost or done twice.
+ * an interactive flow and any request of a task, and that nothing is lost or done twice.
  *
  * One run: a fresh store (a scratch PostgreSQL database, or SQLite in a temporary DATA_DIR, see
  * `loadtest/store.ts`), one key ring generated for the run and given to every replica as
@@ -14,14 +14,26 @@
  * (`loadtest/verify.ts`), and the summary (`loadtest/report.ts`), per era, is printed and written as
  * JSON. Exits 1 when the run did not pass.
  *
+ * The tasks scenario (`loadtest/task-flow.ts`) runs by default, with `--tasks 2` users besides the
+ * others (`--tasks 0` leaves it out): the issue's claim that a task survives the replica running it
+ * is what `npm run loadtest -- --kill` should prove without a flag to remember, and the scenario
+ * costs the default run little: two users, one flow at a time, polling at the server's 1 s, so the
+ * run ends a flow's length (a few seconds) after the others at most. With tasks and `--kill`, the
+ * fault is aimed at a task: from its moment on (for up to 3 s) the store is watched for a replica
+ * holding a task's lease, and that replica is the one SIGKILLed (r2 when none shows up), so that a
+ * running task is interrupted and must be taken over; which ones is checked at the end.
+ * After the users, every task is read with `tasks/get` until it is terminal or a takeover's bound
+ * more has passed (`loadtest/task-verify.ts`): what is still running then is stuck.
+ *
  * Bounds: users start no flow after `--duration` or once `--max-requests` requests were sent, and
- * flows in flight may send at most 200 requests per user more; every call and every request has its
+ * flows in flight may send at most 200 requests per user more; every call, task and request has its
  * own timeout, and a watchdog aborts whatever is still running 45 s after the duration.
  * Loopback only. Every process started here (replicas, nginx) is stopped on the way out, on failure
  * and on Ctrl-C too; the scratch database and temporary directories are removed.
  */
 import { mkdir, rm, writeFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
+import { McpClient } from '../src/client/index.ts'
 import { formatKeyRing, generateKey } from '../src/mcp/key-ring.ts'
 import { Metrics } from './loadtest/metrics.ts'
 import { findNginx, nginxConfig } from './loadtest/nginx-config.ts'
@@ -30,8 +42,11 @@ import { killAllNow, NginxProcess, ReplicaProcess, stopAll } from './loadtest/pr
 import { buildSummary, formatTable, type FaultReport } from './loadtest/report.ts'
 import { prepareStore, type SharedStore } from './loadtest/store.ts'
 import type { FlowRecord } from './loadtest/flows.ts'
+import { CALL_TIMEOUT_MS, type Endpoint } from './loadtest/routing.ts'
+import { TAKEOVER_BOUND_MS, taskFlowTagOf, type TaskFlowRecord } from './loadtest/task-flow.ts'
+import { settleTasks, verifyTasks } from './loadtest/task-verify.ts'
 import { runVirtualUsers } from './loadtest/users.ts'
-import { verifyStore } from './loadtest/verify.ts'
+import { readAllNotes, verifyStore } from './loadtest/verify.ts'
 import { freePort, tempDataDir } from './support/local-resources.ts'
 
 /** After the duration, how long flows in flight may take before the watchdog aborts them. */
@@ -41,6 +56,17 @@ const DOWN_MS = 1_500
 /** The fault happens at this share of the duration (and not before 1 s). */
 const FAULT_AT = 0.4
 const PROGRESS_EVERY_MS = 5_000
+/** With task users, how long past its moment the SIGKILL may wait for a replica to run a task. */
+const AIM_MS = 3_000
+/** How often the store is read meanwhile: a task's run may last only some tens of milliseconds. */
+const AIM_POLL_MS = 10
+/**
+ * After the users, how long a task may still take to end: a takeover (its runner may have died at
+ * the very end) and a poll or two.
+ */
+const SETTLE_GRACE_MS = TAKEOVER_BOUND_MS + 2_000
+/** Transport retries of the `tasks/get` that settle the tasks at the end. */
+const SETTLE_RETRIES = 5
 
 /** Only what the replicas need: nothing of this shell's configuration leaks into them. */
 function replicaEnvironment(store: SharedStore, stateKeys: string): Record<string, string> {
@@ -56,29 +82,76 @@ function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms))
 }
 
+/** The tasks each of `replicas` holds a live lease of (leases are `<REPLICA_ID>-<random>`). */
+async function runningTasks(
+  store: SharedStore,
+  replicas: ReplicaProcess[]
+): Promise<Map<ReplicaProcess, string[]>> {
+  const now = Date.now()
+  const running = new Map<ReplicaProcess, string[]>()
+  for (const row of await store.taskRecords()) {
+    if (row.status !== 'working' || (row.leaseExpiresAt ?? 0) <= now) continue
+    const owner = replicas.find((replica) => row.leaseOwner?.startsWith(`${replica.id}-`))
+    if (owner) running.set(owner, [...(running.get(owner) ?? []), row.id])
+  }
+  return running
+}
+
+/**
+ * The fault: at `atMs`, SIGKILLs a replica and starts it again {@link DOWN_MS} later. With `aim`,
+ * the victim is the first replica seen running a task (within {@link AIM_MS}), else `fallback`.
+ * Answers the report and the ids of the tasks the victim still held when it was dead (read again
+ * after its exit: a task that ended between the look and the signal does not count).
+ */
 async function injectFault(
-  replica: ReplicaProcess,
+  fallback: ReplicaProcess,
   metrics: Metrics,
   start: number,
-  atMs: number
-): Promise<FaultReport> {
+  atMs: number,
+  aim: (() => Promise<Map<ReplicaProcess, string[]>>) | undefined
+): Promise<{ report: FaultReport; leased: string[] }> {
   await sleep(atMs)
+  let replica = fallback
+  for (const until = performance.now() + AIM_MS; aim; await sleep(AIM_POLL_MS)) {
+    const [busy] = await aim()
+    if (busy) replica = busy[0]
+    if (busy || performance.now() >= until) break
+  }
   // The fault window opens before the signal: streams may break before the exit is reported.
   const killedAt = performance.now()
   metrics.faultAt = killedAt
   await replica.kill()
-  console.log(`  fault: SIGKILL ${replica.id} at ${((killedAt - start) / 1000).toFixed(1)} s`)
+  const leased = (aim && (await aim()).get(replica)) || []
+  console.log(
+    `  fault: SIGKILL ${replica.id} at ${((killedAt - start) / 1000).toFixed(1)} s` +
+      (aim ? ` (running ${leased.length} tasks)` : '')
+  )
   await sleep(DOWN_MS)
   await replica.start()
   const restartedAt = performance.now()
   metrics.restartedAt = restartedAt
   console.log(`  fault: ${replica.id} back at ${((restartedAt - start) / 1000).toFixed(1)} s`)
-  return {
+  const report = {
     replica: replica.id,
     killed_at_s: Math.round(killedAt - start) / 1000,
     restarted_at_s: Math.round(restartedAt - start) / 1000,
     down_ms: Math.round(restartedAt - killedAt),
+    tasks_running: leased.length,
   }
+  return { report, leased }
+}
+
+/** One `tasks/get` client for the end of the run: each read to the next replica (or nginx). */
+function settlingClient(endpoints: Endpoint[], balancer: string | undefined): McpClient {
+  let next = 0
+  return new McpClient({
+    url: balancer ?? (endpoints[0] as Endpoint).url,
+    urls: () => balancer ?? (endpoints[next++ % endpoints.length] as Endpoint).url,
+    tasks: true,
+    timeoutMs: CALL_TIMEOUT_MS,
+    transportRetries: SETTLE_RETRIES,
+    clientInfo: { name: 'notes-loadtest-check', version: '0.1.0' },
+  })
 }
 
 async function run(options: LoadtestOptions, watchdog: AbortController): Promise<boolean> {
@@ -112,11 +185,14 @@ async function run(options: LoadtestOptions, watchdog: AbortController): Promise
     console.log(
       `notes-mcp load test: ${options.mode}${balancer ? ` via nginx (${options.balancer})` : ''}, ` +
         `${store.kind} (${store.where}), ${options.replicas} replicas, ${options.users} users ` +
-        `(2025 share ${options.legacyShare}), ` +
+        `(2025 share ${options.legacyShare}) and ${options.taskUsers} task users, ` +
         `${options.durationS} s${options.kill ? ', one replica killed mid-run' : ''}`
     )
     const metrics = new Metrics()
     const ledger: FlowRecord[] = []
+    const taskLedger: TaskFlowRecord[] = []
+    const endpoints = replicas.map((replica) => ({ id: replica.id, url: replica.url }))
+    const shared = store
     const start = performance.now()
     const durationMs = options.durationS * 1000
     const hardStop = setTimeout(
@@ -125,32 +201,39 @@ async function run(options: LoadtestOptions, watchdog: AbortController): Promise
     )
     const progress = setInterval(() => {
       const done = ledger.filter((flow) => flow.completed).length
+      const tasks = taskLedger.filter((flow) => flow.completed).length
       const seconds = ((performance.now() - start) / 1000).toFixed(0)
-      console.log(`  ${seconds} s: ${done}/${ledger.length} flows ok, ${metrics.requests} requests`)
+      console.log(
+        `  ${seconds} s: ${done}/${ledger.length} flows and ${tasks}/${taskLedger.length} ` +
+          `task flows ok, ${metrics.requests} requests`
+      )
     }, PROGRESS_EVERY_MS)
     const fault = options.kill
       ? injectFault(
           replicas[1] as ReplicaProcess,
           metrics,
           start,
-          Math.max(1000, durationMs * FAULT_AT)
+          Math.max(1000, durationMs * FAULT_AT),
+          options.taskUsers > 0 ? () => runningTasks(shared, replicas) : undefined
         ).then(
-          (report) => ({ report }),
+          (outcome) => outcome,
           (error: unknown) => ({ error })
         )
       : undefined
     try {
       await runVirtualUsers({
         runId: Date.now().toString(36),
-        replicas: replicas.map((replica) => ({ id: replica.id, url: replica.url })),
+        replicas: endpoints,
         balancer,
         deadline: start + durationMs,
         maxRequests: options.maxRequests,
         users: options.users,
         legacyShare: options.legacyShare,
+        taskUsers: options.taskUsers,
         signal: watchdog.signal,
         metrics,
         ledger,
+        taskLedger,
       })
     } finally {
       clearInterval(progress)
@@ -160,20 +243,42 @@ async function run(options: LoadtestOptions, watchdog: AbortController): Promise
     clearTimeout(hardStop)
     if (faultOutcome && 'error' in faultOutcome) throw faultOutcome.error
 
+    if (options.taskUsers > 0) {
+      const client = settlingClient(endpoints, balancer?.url)
+      await settleTasks((taskId) => client.getTask(taskId), taskLedger, SETTLE_GRACE_MS)
+    }
     const checked = await store.open()
+    const notes = await readAllNotes(checked).finally(() => checked.close())
     const repeatedDeletes = {
       modern: metrics.eras.modern.repeatedDeletes,
       '2025': metrics.eras['2025'].repeatedDeletes,
     }
-    const verification = await verifyStore(checked, ledger, repeatedDeletes).finally(() =>
-      checked.close()
+    const ofTasks = (title: string) => taskFlowTagOf(title) !== undefined
+    const verification = verifyStore(
+      notes.filter((note) => !ofTasks(note.title)),
+      ledger,
+      repeatedDeletes
     )
+    const tasks =
+      options.taskUsers > 0
+        ? {
+            ledger: taskLedger,
+            verification: verifyTasks({
+              notes: notes.filter((note) => ofTasks(note.title)),
+              ledger: taskLedger,
+              census: await store.taskRecords(),
+              leasedAtKill: faultOutcome?.leased,
+              creationsUnanswered: metrics.tasks.creationsUnanswered,
+            }),
+          }
+        : undefined
     const summary = buildSummary({
       options,
       store: store.kind,
       metrics,
       ledger,
       verification,
+      tasks,
       elapsedS,
       fault: faultOutcome?.report ?? null,
     })

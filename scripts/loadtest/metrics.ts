@@ -7,7 +7,9 @@
  * (`modern`: 2026-07-28 through the project's driver; `2025`: the v1 SDK client over sessions):
  * flows by kind (started, completed, failed cleanly), the errors that ended a flow uncleanly, the
  * transport failures that ended one cleanly, latency by kind of call and round, the cross-replica
- * share of later rounds, repeated deletes and `create_note` recoveries.
+ * share of later rounds, repeated deletes and `create_note` recoveries. For the tasks scenario's
+ * users (`task-flow.ts`) the same per-group counters, plus tasks created, creations left without an
+ * answer, polls, updates, answers and how long tasks took from creation to their end.
  * Plain counters: the virtual users share one event loop.
  */
 
@@ -31,10 +33,18 @@ export const ERA_FLOWS: Readonly<Record<Era, readonly FlowKind[]>> = {
 /**
  * What a latency sample belongs to: a single-round call (`initialize` is the 2025 handshake), round N
  * of an interactive flow (from the message that starts it to the server's next question or the
- * result), or the 2025 client's answer POST (sent until its 202).
+ * result), the 2025 client's answer POST (sent until its 202), or one request of a task: the
+ * `tools/call` that created it, a `tasks/get`, a `tasks/update`.
  */
 export type LatencyLabel =
-  'initialize' | 'create_note' | 'search_notes' | 'answer_post' | `round_${number}`
+  | 'initialize'
+  | 'create_note'
+  | 'search_notes'
+  | 'answer_post'
+  | 'task_create'
+  | 'task_get'
+  | 'task_update'
+  | `round_${number}`
 
 export interface Percentiles {
   count: number
@@ -64,10 +74,13 @@ function percentiles(samples: number[]): Percentiles {
 }
 
 const LABEL_ORDER: Record<string, number> = {
-  initialize: -4,
-  create_note: -3,
-  search_notes: -2,
-  answer_post: -1,
+  initialize: -7,
+  create_note: -6,
+  search_notes: -5,
+  answer_post: -4,
+  task_create: -3,
+  task_get: -2,
+  task_update: -1,
 }
 
 function labelOrder(label: LatencyLabel): number {
@@ -78,18 +91,20 @@ function bump(counts: Record<string, number>, key: string, by = 1): void {
   counts[key] = (counts[key] ?? 0) + by
 }
 
-interface FlowCounts {
+export interface FlowCounts {
   started: number
   completed: number
   failedCleanly: number
 }
 
-/** What one era's users did. */
-export class EraMetrics {
-  readonly era: Era
-  /** Virtual users of this era. */
+function noFlows(): FlowCounts {
+  return { started: 0, completed: 0, failedCleanly: 0 }
+}
+
+/** What one group of virtual users' calls did: errors, clean failures, latencies, replica changes. */
+export class CallMetrics {
+  /** Virtual users of the group. */
   users = 0
-  flows: Record<FlowKind, FlowCounts>
   /** Errors that ended a flow uncleanly (or made its outcome wrong), by kind. */
   errors: Record<string, number> = {}
   /** Transport failures that ended a flow cleanly (the user saw an error), by kind. */
@@ -99,23 +114,12 @@ export class EraMetrics {
   /**
    * Modern: rounds 2 and later of interactive flows, and how many a different replica served than
    * the round before. 2025: answer POSTs, and how many reached another replica than the one holding
-   * the flow's stream.
+   * the flow's stream. Tasks: the requests of a task after the one that created it (polls and
+   * answers), and how many a different replica served than the request before.
    */
   laterRounds = 0
   crossReplicaRounds = 0
-  /** Delete actions that found their note already gone (a duplicated side effect). */
-  repeatedDeletes = 0
-  /** `create_note` calls whose transport failed, and how many of those the search found stored. */
-  createTransportFailures = 0
-  createsRecovered = 0
   readonly #latencies = new Map<LatencyLabel, number[]>()
-
-  constructor(era: Era) {
-    this.era = era
-    this.flows = Object.fromEntries(
-      FLOW_KINDS.map((kind) => [kind, { started: 0, completed: 0, failedCleanly: 0 }])
-    ) as Record<FlowKind, FlowCounts>
-  }
 
   latency(label: LatencyLabel, ms: number): void {
     let samples = this.#latencies.get(label)
@@ -151,6 +155,51 @@ export class EraMetrics {
   }
 }
 
+/** What one era's users did. */
+export class EraMetrics extends CallMetrics {
+  readonly era: Era
+  readonly flows = Object.fromEntries(FLOW_KINDS.map((kind) => [kind, noFlows()])) as Record<
+    FlowKind,
+    FlowCounts
+  >
+  /** Delete actions that found their note already gone (a duplicated side effect). */
+  repeatedDeletes = 0
+  /** `create_note` calls whose transport failed, and how many of those the search found stored. */
+  createTransportFailures = 0
+  createsRecovered = 0
+
+  constructor(era: Era) {
+    super()
+    this.era = era
+  }
+}
+
+/** What the tasks scenario's users did (`task-flow.ts`), besides what every group counts. */
+export class TaskMetrics extends CallMetrics {
+  readonly flows = noFlows()
+  /** Tasks created (a `CreateTaskResult` arrived). */
+  created = 0
+  /**
+   * Attempts of a task-creating `tools/call` that got no answer (the replica died with it): each
+   * may have created a task whose id nobody learned.
+   */
+  creationsUnanswered = 0
+  /** `tasks/get` sent, and `tasks/update` sent with how many answers in all. */
+  polls = 0
+  updates = 0
+  answers = 0
+  /** Milliseconds from a task's creating call to the poll that saw it end. */
+  readonly #durations: number[] = []
+
+  ended(ms: number): void {
+    this.#durations.push(ms)
+  }
+
+  durationSummary(): Percentiles {
+    return percentiles(this.#durations)
+  }
+}
+
 export class Metrics {
   /** HTTP attempts sent (every round of every call, retries, answers and streams included). */
   requests = 0
@@ -170,6 +219,7 @@ export class Metrics {
     modern: new EraMetrics('modern'),
     '2025': new EraMetrics('2025'),
   }
+  readonly tasks = new TaskMetrics()
   /** `performance.now()` of the SIGKILL and of the restart, when a fault was injected. */
   faultAt: number | undefined
   restartedAt: number | undefined

@@ -8,8 +8,16 @@
  *
  * Retries: rounds of interactive calls and searches are re-sent by the driver after a transport
  * failure (`transportRetries`): the first rounds only read, and the final rounds' side effects are
- * keyed by the sealed state's single-use nonce, so a re-sent final round acts once. `create_note`
- * goes through a second client that never re-sends (see `flows.ts`).
+ * keyed by the sealed state's single-use nonce, so a re-sent final round acts once. `create_note` is
+ * never re-sent (see `flows.ts`).
+ *
+ * Tasks (the tasks scenario's users, built with `tasks`: the extension declared): `runTask` creates
+ * a task with `tools/call` and follows it to its end (`McpTask.wait`), every poll and answer to
+ * another replica than the request before, the questions answered by the flow's answerer through
+ * `tasks/update`. The creating call is re-sent only when the caller says a second task would do no
+ * harm; polls, answers and cancels always are (each is safe to repeat). Counted here: tasks
+ * created, creating attempts left without an answer, polls, updates and answers, the replica
+ * changes between a task's requests, per-request latency and each task's time to its end.
  */
 import {
   McpClient,
@@ -18,7 +26,9 @@ import {
   type ElicitRequestParams,
   type ElicitResult,
   type RoundInfo,
+  type TaskInfo,
 } from '../../src/client/index.ts'
+import { METHODS } from '../../src/mcp/protocol.ts'
 import type { JsonObject } from '../../src/mcp/wire.ts'
 import {
   CallError,
@@ -37,6 +47,7 @@ import {
   type AgentSetup,
   type Endpoint,
 } from './routing.ts'
+import { TASK_WAIT_MS, type TaskAgent, type TaskCall } from './task-flow.ts'
 
 /**
  * Re-sends of one round after transport failures. With the driver's backoff (50 ms doubling to
@@ -56,16 +67,20 @@ function callError(error: unknown): unknown {
   return error
 }
 
-export class ModernAgent implements Agent {
+/** The latency label of one request of a task, by its method. */
+const TASK_LABELS: Readonly<Record<string, LatencyLabel>> = {
+  [METHODS.toolsCall]: 'task_create',
+  [METHODS.tasksGet]: 'task_get',
+  [METHODS.tasksUpdate]: 'task_update',
+}
+
+export class ModernAgent implements Agent, TaskAgent {
   readonly #setup: AgentSetup
   readonly #rotation: Rotation
-  /** Interactive calls and searches: rounds are re-sent after transport failures. */
-  readonly #retrying: McpClient
-  /** `create_note`: never re-sent by the driver. */
-  readonly #once: McpClient
-  /** The replica that served the current call's previous round. */
+  readonly #client: McpClient
+  /** The replica that served the current call's (or task's) previous request. */
   #previous: string | undefined
-  #label: CallLabel = 'flow'
+  #label: CallLabel | 'task' = 'flow'
   /** Replica of each round of the current call (index 0 is round 1). */
   #served: string[] = []
   #attemptStart = 0
@@ -74,23 +89,21 @@ export class ModernAgent implements Agent {
   /** What the current call's answerer threw: the flow's verdict, whatever the driver made of it. */
   #answerError: unknown
 
-  constructor(index: number, setup: AgentSetup) {
+  /** `tasks`: declare the tasks extension (the tasks scenario's users). */
+  constructor(index: number, setup: AgentSetup, tasks = false) {
     this.#setup = setup
     this.#rotation = new Rotation(setup, index)
-    const common = {
+    this.#client = new McpClient({
       url: setup.balancer?.url ?? (setup.replicas[0] as Endpoint).url,
       urls: () => this.#endpoint(),
       headers: () => this.#rotation.headers(this.#previous),
       onRound: (info: RoundInfo) => this.#onRound(info),
       timeoutMs: CALL_TIMEOUT_MS,
       clientInfo: { name: 'notes-loadtest', version: '0.1.0' },
-    }
-    this.#retrying = new McpClient({
-      ...common,
       transportRetries: TRANSPORT_RETRIES,
       handlers: { elicit: async (params) => this.#elicit(params) },
+      tasks,
     })
-    this.#once = new McpClient(common)
   }
 
   async call(
@@ -99,20 +112,52 @@ export class ModernAgent implements Agent {
     args: JsonObject,
     answer?: Answerer
   ): Promise<ToolResult> {
-    this.#label = label
-    this.#previous = undefined
-    this.#served = []
-    this.#answer = answer
-    this.#answerError = undefined
-    const client = label === 'create_note' ? this.#once : this.#retrying
+    this.#begin(label, answer)
+    const transportRetries = label === 'create_note' ? 0 : TRANSPORT_RETRIES
     try {
-      return await client.callTool(name, args, { signal: this.#setup.signal })
+      return await this.#client.callTool(name, args, {
+        signal: this.#setup.signal,
+        transportRetries,
+      })
     } catch (error) {
       throw this.#answerError ?? callError(error)
     } finally {
       this.#answer = undefined
       if (label === 'flow') this.#countCrossings()
     }
+  }
+
+  async runTask(call: TaskCall): Promise<TaskInfo> {
+    const { signal } = this.#setup
+    const tasks = this.#setup.metrics.tasks
+    this.#begin('task', call.answer)
+    const started = performance.now()
+    try {
+      const outcome = await this.#client.startToolCall(call.name, call.args, {
+        signal,
+        transportRetries: call.resend ? TRANSPORT_RETRIES : 0,
+      })
+      if (outcome.kind !== 'task') {
+        throw new WrongOutcome('no_task', `${call.name} answered at once instead of as a task`)
+      }
+      tasks.created += 1
+      call.onCreated(outcome.task.taskId)
+      const task = await outcome.task.wait({ signal, timeoutMs: TASK_WAIT_MS })
+      tasks.ended(performance.now() - started)
+      return task
+    } catch (error) {
+      throw this.#answerError ?? callError(error)
+    } finally {
+      this.#answer = undefined
+    }
+  }
+
+  #begin(label: CallLabel | 'task', answer: Answerer | undefined): void {
+    this.#label = label
+    this.#previous = undefined
+    this.#served = []
+    this.#answer = answer
+    this.#answerError = undefined
   }
 
   #countCrossings(): void {
@@ -135,16 +180,35 @@ export class ModernAgent implements Agent {
     const replica = info.headers.get('x-replica') ?? undefined
     if (info.attempt === 2) metrics.retried(info.round, now)
     this.#rotation.settled(this.#attemptUrl, info.status, replica)
+    if (this.#label === 'task') this.#countTaskRequest(info.method, replica)
     if (!replica) return
-    this.#served[info.round - 1] = replica
+    if (this.#label === 'task') {
+      era.latency(TASK_LABELS[info.method] ?? 'task_get', now - this.#attemptStart)
+    } else {
+      this.#served[info.round - 1] = replica
+      const label: LatencyLabel = this.#label === 'flow' ? `round_${info.round}` : this.#label
+      era.latency(label, now - this.#attemptStart)
+    }
     this.#previous = replica
-    const label: LatencyLabel = this.#label === 'flow' ? `round_${info.round}` : this.#label
-    era.latency(label, now - this.#attemptStart)
+  }
+
+  /** One attempt of a task's request: what it was, and whether it changed replicas. */
+  #countTaskRequest(method: string, replica: string | undefined): void {
+    const tasks = this.#setup.metrics.tasks
+    if (method === METHODS.toolsCall) {
+      if (!replica) tasks.creationsUnanswered += 1
+      return
+    }
+    if (!replica) return
+    if (method === METHODS.tasksGet) tasks.polls += 1
+    if (method === METHODS.tasksUpdate) tasks.updates += 1
+    if (this.#previous !== undefined) this.#setup.era.laterRound(this.#previous !== replica)
   }
 
   #elicit(params: ElicitRequestParams): ElicitResult {
     try {
       if (!this.#answer) throw new WrongOutcome('unexpected_question', params.message)
+      if (this.#label === 'task') this.#setup.metrics.tasks.answers += 1
       return this.#answer(questionOf(params))
     } catch (error) {
       this.#answerError ??= error

@@ -18,6 +18,8 @@ export interface LoadtestOptions {
   users: number
   /** Share of the users that are 2025-era users (the v1 SDK client over sessions), 0 to 1. */
   legacyShare: number
+  /** Users of the tasks scenario, besides `users` (0: none). */
+  taskUsers: number
   mode: Mode
   /** `undefined`: PostgreSQL when a server answers, else SQLite. */
   store: StoreKind | undefined
@@ -35,6 +37,9 @@ export const USAGE = `Usage: npm run loadtest -- [options]
                             initialize, a session, questions as server→client requests on the
                             call's stream), spread evenly; the others speak 2026-07-28
                             (default 0.5, from 0 to 1)
+  --tasks N                 users of the tasks scenario, besides --users: import_notes and
+                            export_notes as tasks, polled across replicas, questions answered
+                            with tasks/update (default 2, at most 50; 0: none)
   --mode direct|balanced    each round to another replica chosen by the client, or through
                             nginx (default balanced)
   --store postgres|sqlite   default: postgres when a server answers (DATABASE_URL,
@@ -43,7 +48,8 @@ export const USAGE = `Usage: npm run loadtest -- [options]
   --balancer avoid-previous|round-robin
                             nginx routing in balanced mode (default avoid-previous: round robin
                             over the replicas but the one that served the flow's previous round)
-  --kill                    SIGKILL one replica mid-run and restart it about 1.5 s later
+  --kill                    SIGKILL one replica mid-run (once it runs a task, if any runs
+                            within 3 s) and restart it about 1.5 s later
   --out FILE                JSON summary (default loadtest-results/summary.json)
   --max-requests N          hard cap on HTTP requests sent (default 200000)`
 
@@ -84,6 +90,7 @@ function readArgs(argv: string[]) {
       replicas: { type: 'string', default: '3' },
       users: { type: 'string', default: '20' },
       'legacy-share': { type: 'string', default: '0.5' },
+      tasks: { type: 'string', default: '2' },
       mode: { type: 'string', default: 'balanced' },
       store: { type: 'string' },
       balancer: { type: 'string', default: 'avoid-previous' },
@@ -109,6 +116,7 @@ export function parseOptions(argv: string[]): LoadtestOptions {
     replicas: bounded('replicas', values.replicas, 2, 16),
     users: bounded('users', values.users, 1, 500),
     legacyShare: share('legacy-share', values['legacy-share']),
+    taskUsers: bounded('tasks', values.tasks, 0, 50),
     mode: oneOf('mode', values.mode, ['direct', 'balanced'] as const),
     store:
       values.store === undefined

@@ -8,12 +8,21 @@
  * cross-replica share and latency percentiles. `cross_replica_ratio` is, for modern users, the share
  * of rounds 2 and later that a different replica served than the round before; for 2025 users, the
  * share of answer POSTs that reached another replica than the one holding the flow's stream.
+ * `tasks` (null without task users) is the tasks scenario's own section: its flows, the tasks it
+ * created and how they ended by `tasks/get` and in the store's census, polls, updates and answers,
+ * the share of a task's polls and answers served by another replica than its request before,
+ * lost, duplicated, stuck, orphaned and abandoned tasks, the tasks the killed replica was running
+ * and how many of them ended, and latencies (per request, and from creation to the end).
  *
  * Also decides whether the run passed. Per era: no error, nothing lost, duplicated or half done, and
  * every flow completed — except that a 2025 flow may fail cleanly in the fault window (its stream or
  * an answer POST was on the killed replica: the 2025 wire cannot move a flow to another replica).
- * Modern flows must all complete: any replica can serve any of their rounds. For the run: flows were
- * started, every era passed, no stored note unaccounted for, no 5xx from a replica.
+ * Modern flows must all complete: any replica can serve any of their rounds. Tasks: every flow
+ * completed, except one whose import's creating call lost its answer in the fault window (it fails
+ * cleanly: the task may exist, nobody knows its id); no error; nothing lost, duplicated or stuck;
+ * no more tasks of unknown id than creating calls without an answer; the store agreeing with
+ * `tasks/get`; every task the killed replica ran ended. For the run: flows were started, every era
+ * and the tasks scenario passed, no stored note unaccounted for, no 5xx from a replica.
  */
 import {
   ERAS,
@@ -22,9 +31,12 @@ import {
   type EraMetrics,
   type Metrics,
   type Percentiles,
+  type TaskMetrics,
 } from './metrics.ts'
 import type { Balancer, LoadtestOptions, StoreKind } from './options.ts'
 import type { FlowRecord } from './flows.ts'
+import type { TaskFlowRecord } from './task-flow.ts'
+import type { TaskVerification } from './task-verify.ts'
 import type { EraVerification, Verification } from './verify.ts'
 
 export interface FaultReport {
@@ -32,6 +44,8 @@ export interface FaultReport {
   killed_at_s: number
   restarted_at_s: number
   down_ms: number
+  /** Tasks whose lease the replica held when it was killed. */
+  tasks_running: number
 }
 
 export interface EraSummary {
@@ -57,6 +71,45 @@ export interface EraSummary {
   create_transport_failures: number
   creates_recovered_by_search: number
   notes: { expected_present: number; expected_absent: number; unsettled: number }
+  passed: boolean
+}
+
+export interface TasksSummary {
+  users: number
+  flows_started: number
+  flows_ok: number
+  flows_failed_cleanly: number
+  tasks_created: number
+  /** Creating calls that lost their answer (each may have made a task nobody knows the id of). */
+  creations_unanswered: number
+  /** Tasks whose id a flow learned, by their last status in `tasks/get`. */
+  statuses: Record<string, number>
+  /** Every task record in the store at the end, by status. */
+  store_census: { total: number; statuses: Record<string, number> }
+  polls: number
+  updates: number
+  answers: number
+  /** Polls and answers of a task, and how many a different replica served than the request before. */
+  requests_after_create: number
+  cross_replica_requests: number
+  cross_replica_ratio: number
+  notes_expected: number
+  exports_checked: number
+  lost: number
+  duplicated: number
+  stuck: number
+  orphaned: number
+  abandoned: number
+  store_mismatches: number
+  /** Tasks the killed replica held the lease of at the SIGKILL, and how many of them ended. */
+  killed_replica_tasks: { running: number; ended: number } | null
+  errors: Record<string, number>
+  failed_cleanly: Record<string, number>
+  failed_cleanly_outside_fault: number
+  /** From the creating call to the poll that saw the task end. */
+  task_ms: Percentiles
+  latency_ms: Record<string, Percentiles>
+  problems: string[]
   passed: boolean
 }
 
@@ -93,6 +146,7 @@ export interface LoadtestSummary {
   unattributed_notes: number
   fault: FaultReport | null
   eras: Record<Era, EraSummary>
+  tasks: TasksSummary | null
   problems: string[]
   failed_flow_samples: string[]
 }
@@ -103,6 +157,8 @@ export interface SummaryInput {
   metrics: Metrics
   ledger: FlowRecord[]
   verification: Verification
+  /** The tasks scenario's ledger and check; absent without task users. */
+  tasks?: { ledger: TaskFlowRecord[]; verification: TaskVerification }
   elapsedS: number
   fault: FaultReport | null
 }
@@ -170,6 +226,55 @@ function eraSummary(era: Era, m: EraMetrics, v: EraVerification, flows: FlowReco
   }
 }
 
+function tasksSummary(m: TaskMetrics, v: TaskVerification, flows: TaskFlowRecord[]): TasksSummary {
+  const ok = flows.filter((flow) => flow.completed).length
+  const failedCleanly = flows.filter((flow) => flow.failedCleanly).length
+  const killed = v.killed && { running: v.killed.leased, ended: v.killed.ended }
+  const passed =
+    flows.length > 0 &&
+    ok + failedCleanly === flows.length &&
+    m.cleanFailuresOutsideFault === 0 &&
+    Object.keys(m.errors).length === 0 &&
+    v.lost === 0 &&
+    v.duplicated === 0 &&
+    v.stuck === 0 &&
+    v.orphaned <= m.creationsUnanswered &&
+    v.mismatched === 0 &&
+    (killed === null || killed.ended === killed.running)
+  return {
+    users: m.users,
+    flows_started: flows.length,
+    flows_ok: ok,
+    flows_failed_cleanly: failedCleanly,
+    tasks_created: m.created,
+    creations_unanswered: m.creationsUnanswered,
+    statuses: v.statuses,
+    store_census: v.census,
+    polls: m.polls,
+    updates: m.updates,
+    answers: m.answers,
+    requests_after_create: m.laterRounds,
+    cross_replica_requests: m.crossReplicaRounds,
+    cross_replica_ratio: ratio(m.crossReplicaRounds, m.laterRounds),
+    notes_expected: v.notesExpected,
+    exports_checked: v.exportsChecked,
+    lost: v.lost,
+    duplicated: v.duplicated,
+    stuck: v.stuck,
+    orphaned: v.orphaned,
+    abandoned: v.abandoned,
+    store_mismatches: v.mismatched,
+    killed_replica_tasks: killed,
+    errors: { ...m.errors },
+    failed_cleanly: { ...m.cleanFailures },
+    failed_cleanly_outside_fault: m.cleanFailuresOutsideFault,
+    task_ms: m.durationSummary(),
+    latency_ms: m.latencySummary(),
+    problems: v.problems,
+    passed,
+  }
+}
+
 export function buildSummary(input: SummaryInput): LoadtestSummary {
   const { options, metrics, ledger, verification: v } = input
   const eras = Object.fromEntries(
@@ -188,18 +293,24 @@ export function buildSummary(input: SummaryInput): LoadtestSummary {
   for (const era of ERAS) {
     for (const [kind, count] of Object.entries(eras[era].errors)) errors[`${era}/${kind}`] = count
   }
-  const completed = sum(all, (era) => era.flows_ok)
+  const tasks = input.tasks
+    ? tasksSummary(metrics.tasks, input.tasks.verification, input.tasks.ledger)
+    : null
+  for (const [kind, count] of Object.entries(tasks?.errors ?? {})) errors[`tasks/${kind}`] = count
+  const completed = sum(all, (era) => era.flows_ok) + (tasks?.flows_ok ?? 0)
   const passed =
     ledger.length > 0 &&
     all.every((era) => era.passed) &&
+    (tasks === null || tasks.passed) &&
     v.unattributed === 0 &&
     metrics.replica5xx === 0
   return {
-    flows_started: ledger.length,
+    flows_started: ledger.length + (tasks?.flows_started ?? 0),
     flows_completed: completed,
-    flows_failed_cleanly: sum(all, (era) => era.flows_failed_cleanly),
-    lost: sum(all, (era) => era.lost),
-    duplicated: sum(all, (era) => era.duplicated) + v.unattributed,
+    flows_failed_cleanly:
+      sum(all, (era) => era.flows_failed_cleanly) + (tasks?.flows_failed_cleanly ?? 0),
+    lost: sum(all, (era) => era.lost) + (tasks?.lost ?? 0),
+    duplicated: sum(all, (era) => era.duplicated) + v.unattributed + (tasks?.duplicated ?? 0),
     cross_replica_ratio: ratio(
       sum(all, (era) => era.cross_replica_rounds),
       sum(all, (era) => era.rounds_after_first)
@@ -232,11 +343,16 @@ export function buildSummary(input: SummaryInput): LoadtestSummary {
     unattributed_notes: v.unattributed,
     fault: input.fault,
     eras,
+    tasks,
     problems: v.problems,
-    failed_flow_samples: ledger
-      .filter((flow) => !flow.completed)
-      .slice(0, 10)
-      .map((flow) => `${flow.era} ${flow.kind} ${flow.tag}: ${flow.error ?? 'unknown'}`),
+    failed_flow_samples: [
+      ...ledger
+        .filter((flow) => !flow.completed)
+        .map((flow) => `${flow.era} ${flow.kind} ${flow.tag}: ${flow.error ?? 'unknown'}`),
+      ...(input.tasks?.ledger ?? [])
+        .filter((flow) => !flow.completed)
+        .map((flow) => `tasks ${flow.tag}: ${flow.error ?? 'unknown'}`),
+    ].slice(0, 10),
   }
 }
 
@@ -289,6 +405,70 @@ function eraRows(eras: Record<Era, EraSummary>): Array<[string, ...string[]]> {
       ),
     ],
     ['passed', ...cells((era) => (era.passed ? 'yes' : 'NO'))],
+  ]
+}
+
+function latencyTable(latency: Record<string, Percentiles>): string[] {
+  return aligned([
+    ['latency (ms)', 'p50', 'p90', 'p99', 'max', 'count'],
+    ...Object.entries(latency).map(([label, p]): [string, ...string[]] => [
+      label,
+      p.p50.toFixed(1),
+      p.p90.toFixed(1),
+      p.p99.toFixed(1),
+      p.max.toFixed(1),
+      String(p.count),
+    ]),
+  ])
+}
+
+/** The tasks scenario's own section. */
+function tasksSection(t: TasksSummary): string[] {
+  const killed = t.killed_replica_tasks
+  const rows: Array<[string, string]> = [
+    [
+      'flows',
+      `${t.flows_ok} ok, ${t.flows_failed_cleanly} failed cleanly, of ${t.flows_started} ` +
+        `(${t.users} users)`,
+    ],
+    [
+      'tasks',
+      `${t.tasks_created} created, ${t.creations_unanswered} creating calls unanswered; ` +
+        `tasks/get: ${counts(t.statuses)}`,
+    ],
+    ['store census', `${t.store_census.total}: ${counts(t.store_census.statuses)}`],
+    ['requests', `${t.polls} polls, ${t.updates} updates (${t.answers} answers)`],
+    [
+      'cross-replica',
+      `${t.cross_replica_requests} / ${t.requests_after_create} polls and answers ` +
+        `(${pct(t.cross_replica_requests, t.requests_after_create)})`,
+    ],
+    [
+      'checked',
+      `${t.notes_expected} imported notes expected in the store, ${t.exports_checked} exports`,
+    ],
+    [
+      'lost / duplicated / stuck',
+      `${t.lost} / ${t.duplicated} / ${t.stuck} (${t.orphaned} of unknown id, ` +
+        `${t.abandoned} abandoned; ${t.store_mismatches} store mismatches)`,
+    ],
+  ]
+  if (killed) {
+    rows.push([
+      'killed replica',
+      `ran ${killed.running} tasks at the SIGKILL; ${killed.ended} of them ended elsewhere`,
+    ])
+  }
+  rows.push(
+    ['failed cleanly', counts(t.failed_cleanly)],
+    ['errors', counts(t.errors)],
+    ['passed', t.passed ? 'yes' : 'NO']
+  )
+  return [
+    '  tasks (import_notes and export_notes as tasks):',
+    ...aligned(rows),
+    ...latencyTable({ ...t.latency_ms, task_to_end: t.task_ms }),
+    ...t.problems.map((p) => `    tasks problem: ${p}`),
   ]
 }
 
@@ -348,20 +528,9 @@ export function formatTable(s: LoadtestSummary): string {
         ]),
       ])
     )
-    lines.push(
-      ...aligned([
-        ['latency (ms)', 'p50', 'p90', 'p99', 'max', 'count'],
-        ...Object.entries(e.latency_ms).map(([label, p]): [string, ...string[]] => [
-          label,
-          p.p50.toFixed(1),
-          p.p90.toFixed(1),
-          p.p99.toFixed(1),
-          p.max.toFixed(1),
-          String(p.count),
-        ]),
-      ])
-    )
+    lines.push(...latencyTable(e.latency_ms))
   }
+  if (s.tasks) lines.push('', ...tasksSection(s.tasks))
   if (s.problems.length > 0) lines.push('', '  problems:', ...s.problems.map((p) => `    ${p}`))
   if (s.failed_flow_samples.length > 0) {
     lines.push('', '  failed flows (first 10):', ...s.failed_flow_samples.map((f) => `    ${f}`))

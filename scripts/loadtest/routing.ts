@@ -11,7 +11,7 @@
  * agent is set up with ({@link AgentSetup}); and the bound on one of its calls ({@link CALL_TIMEOUT_MS}).
  */
 import { WrongOutcome } from './flows.ts'
-import type { EraMetrics, Metrics } from './metrics.ts'
+import type { CallMetrics, Metrics } from './metrics.ts'
 import { PREVIOUS_REPLICA_HEADER } from './nginx-config.ts'
 
 /** Bound on one tool call of either agent: every round, pause, answer and retry included. */
@@ -45,8 +45,8 @@ export interface RoutingSetup {
 export interface AgentSetup extends RoutingSetup {
   /** The run's watchdog: aborts every call in flight. */
   signal: AbortSignal
-  /** The counters of the agent's era. */
-  era: EraMetrics
+  /** The counters of the agent's group of users (its era's, or the tasks scenario's). */
+  era: CallMetrics
 }
 
 /** Counts one attempt, or throws once the hard cap is reached. */

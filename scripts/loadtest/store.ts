@@ -6,12 +6,19 @@
  * `--store`, PostgreSQL is used when a server answers, SQLite otherwise. Hands out the replicas'
  * environment, opens the same store in this process for the final check, and removes it afterwards.
  *
+ * Also the census of task records (`taskRecords`): every row of the `tasks` table with its status
+ * and lease, read with plain SQL (the store's interface finds tasks by id only, and the check must
+ * see tasks whose id no client learned). Read-only; the columns are the adapters' migrations'.
+ *
  * The SQLite file gets its schema here, before any replica starts, as a deployment migrates before
  * it rolls out: replicas that start at the same moment on a new file can fail with "database is
  * locked" while each switches it to WAL and migrates it.
  */
 import { rm } from 'node:fs/promises'
 import { join } from 'node:path'
+import { DatabaseSync } from 'node:sqlite'
+import postgres from 'postgres'
+import type { TaskStatus } from '../../src/mcp/task-store.ts'
 import type { NotesStore } from '../../src/notes/store.ts'
 import { PostgresNotesStore } from '../../src/storage/postgres.ts'
 import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
@@ -31,8 +38,31 @@ export interface SharedStore {
   env: Record<string, string>
   /** Opens the store in this process (for the final check); the caller closes it. */
   open(): Promise<NotesStore>
+  /** Every task record in the store now. */
+  taskRecords(): Promise<TaskRow[]>
   /** Drops the scratch database or deletes the data directory. */
   dispose(): Promise<void>
+}
+
+/** One task record as the census sees it. */
+export interface TaskRow {
+  id: string
+  status: TaskStatus
+  /** The runner holding the lease (`<REPLICA_ID>-<random>`) and until when (ms since the epoch). */
+  leaseOwner: string | null
+  leaseExpiresAt: number | null
+}
+
+const TASK_CENSUS = 'SELECT id, status, lease_owner, lease_expires_at FROM tasks ORDER BY id'
+
+function taskRow(row: Record<string, unknown>): TaskRow {
+  const expires = row.lease_expires_at
+  return {
+    id: String(row.id),
+    status: String(row.status) as TaskStatus,
+    leaseOwner: row.lease_owner === null ? null : String(row.lease_owner),
+    leaseExpiresAt: expires === null ? null : Number(expires),
+  }
 }
 
 /**
@@ -56,6 +86,7 @@ export async function prepareStore(choice: StoreKind | undefined): Promise<Share
     const server = await postgresServer()
     if (server) {
       const scratch = await createScratchDatabase(server)
+      let census: postgres.Sql | undefined
       return {
         kind: 'postgres',
         where: withoutPassword(scratch.url),
@@ -65,7 +96,14 @@ export async function prepareStore(choice: StoreKind | undefined): Promise<Share
           await store.migrate()
           return store
         },
-        dispose: () => scratch.drop(),
+        async taskRecords() {
+          census ??= postgres(scratch.url, { max: 1, onnotice: () => {} })
+          return (await census.unsafe(TASK_CENSUS)).map(taskRow)
+        },
+        async dispose() {
+          await census?.end({ timeout: 5 })
+          await scratch.drop()
+        },
       }
     }
     if (choice === 'postgres') {
@@ -78,6 +116,7 @@ export async function prepareStore(choice: StoreKind | undefined): Promise<Share
   const path = join(dir, 'notes.db')
   const schema = new SqliteNotesStore({ path })
   await schema.migrate().finally(() => schema.close())
+  let census: DatabaseSync | undefined
   return {
     kind: 'sqlite',
     where: path,
@@ -87,6 +126,13 @@ export async function prepareStore(choice: StoreKind | undefined): Promise<Share
       await store.migrate()
       return store
     },
-    dispose: () => rm(dir, { recursive: true, force: true }),
+    async taskRecords() {
+      census ??= new DatabaseSync(path, { readOnly: true, timeout: 5_000 })
+      return census.prepare(TASK_CENSUS).all().map(taskRow)
+    },
+    async dispose() {
+      census?.close()
+      await rm(dir, { recursive: true, force: true })
+    },
   }
 }

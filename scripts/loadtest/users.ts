@@ -4,13 +4,16 @@
  * numbers) are 2025-era users driving the v1 SDK client (`legacy-agent.ts`); the others are
  * 2026-07-28 users driving the project's client (`modern-agent.ts`). Each one loops, until the
  * deadline or the request cap, over its era's flows (`ERA_FLOWS`, written in `flows.ts`), one at a
- * time, and keeps a ledger record per flow for the store check (`verify.ts`).
+ * time, and keeps a ledger record per flow for the store check (`verify.ts`). Besides them,
+ * `taskUsers` users (numbered after the others) run the tasks scenario (`task-flow.ts`) on the
+ * 2026-07-28 agent with the tasks extension declared, with a ledger of their own
+ * (`task-verify.ts`).
  *
- * How a flow ends: completed; failed cleanly (the agent's wire broke — a `CallError` with
- * `transport` — so the user saw an error; the store check decides whether anything was left half
- * done, and `report.ts` whether such a failure was acceptable: only in the fault window, see
- * {@link FAULT_GRACE_MS}); or with an error (anything else: a wrong answer, a protocol error, a
- * timeout), which fails the run.
+ * How a flow ends, for every user: completed; failed cleanly (the agent's wire broke — a
+ * `CallError` with `transport` — so the user saw an error; the store check decides whether anything
+ * was left half done, and `report.ts` whether such a failure was acceptable: only in the fault
+ * window, see {@link FAULT_GRACE_MS}); or with an error (anything else: a wrong answer, a protocol
+ * error, a timeout), which fails the run.
  */
 import { LegacyAgent } from './legacy-agent.ts'
 import {
@@ -21,9 +24,10 @@ import {
   type Agent,
   type FlowRecord,
 } from './flows.ts'
-import { ERA_FLOWS, type Era, type Metrics } from './metrics.ts'
+import { ERA_FLOWS, type CallMetrics, type Era, type FlowCounts, type Metrics } from './metrics.ts'
 import { ModernAgent } from './modern-agent.ts'
 import type { AgentSetup, RoutingSetup } from './routing.ts'
+import { newTaskFlow, TaskFlowRunner, type TaskFlowRecord } from './task-flow.ts'
 
 /**
  * A clean failure counts as caused by the fault when it happened between the SIGKILL and this long
@@ -37,15 +41,62 @@ export interface UserSetup extends RoutingSetup {
   deadline: number
   /** Share of the users that are 2025-era users (0 to 1). */
   legacyShare: number
+  /** Users of the tasks scenario, besides `users`. */
+  taskUsers: number
   /** The run's watchdog: aborts every call in flight. */
   signal: AbortSignal
   metrics: Metrics
   ledger: FlowRecord[]
+  taskLedger: TaskFlowRecord[]
+}
+
+/** What every flow's ledger record says about how it ended. */
+interface FlowEnd {
+  completed: boolean
+  failedCleanly: boolean
+  error?: string
 }
 
 /** The era of user `index` (1-based): `floor(users × share)` of them are 2025-era, evenly spread. */
 function eraOf(index: number, share: number): Era {
   return Math.floor(index * share) > Math.floor((index - 1) * share) ? '2025' : 'modern'
+}
+
+/** Whether a user may start another flow: before the deadline and the request cap, not aborted. */
+function mayStart({ deadline, maxRequests, metrics, signal }: UserSetup): boolean {
+  return performance.now() < deadline && metrics.requests < maxRequests && !signal.aborted
+}
+
+/** Runs one flow and records how it ended, in its record, `counts` and `group`. */
+async function settle(
+  setup: UserSetup,
+  record: FlowEnd,
+  counts: FlowCounts,
+  group: CallMetrics,
+  run: () => Promise<void>
+): Promise<void> {
+  counts.started += 1
+  try {
+    await run()
+    record.completed = true
+    counts.completed += 1
+  } catch (error) {
+    record.error = describeError(error)
+    if (setup.signal.aborted) {
+      group.error('aborted')
+    } else if (error instanceof CallError && error.transport) {
+      record.failedCleanly = true
+      counts.failedCleanly += 1
+      group.cleanFailure(error.kind, !setup.metrics.inFaultWindow(error.at, FAULT_GRACE_MS))
+    } else {
+      group.error(errorKind(error))
+    }
+  }
+}
+
+/** What an agent of a user runs with: the request cap's headroom counts every user. */
+function agentSetup(setup: UserSetup, group: CallMetrics): AgentSetup {
+  return { ...setup, users: setup.users + setup.taskUsers, era: group }
 }
 
 class VirtualUser {
@@ -59,11 +110,12 @@ class VirtualUser {
     this.#index = index
     this.#era = eraOf(index, setup.legacyShare)
     this.#setup = setup
-    const agentSetup: AgentSetup = { ...setup, era: setup.metrics.eras[this.#era] }
-    agentSetup.era.users += 1
+    const era = setup.metrics.eras[this.#era]
+    era.users += 1
+    const forAgent = agentSetup(setup, era)
     this.#agent =
-      this.#era === '2025' ? new LegacyAgent(index, agentSetup) : new ModernAgent(index, agentSetup)
-    this.#flows = new FlowRunner(this.#agent, setup.runId, agentSetup.era)
+      this.#era === '2025' ? new LegacyAgent(index, forAgent) : new ModernAgent(index, forAgent)
+    this.#flows = new FlowRunner(this.#agent, setup.runId, era)
   }
 
   async run(): Promise<void> {
@@ -75,60 +127,59 @@ class VirtualUser {
       return
     }
     try {
-      await this.#loop()
+      // Bounded by time and by the request cap: every flow sends at least one request.
+      for (let seq = 1; mayStart(this.#setup); seq++) {
+        const kinds = ERA_FLOWS[this.#era]
+        const record: FlowRecord = {
+          era: this.#era,
+          kind: kinds[(this.#index + seq) % kinds.length] as FlowRecord['kind'],
+          user: this.#index,
+          seq,
+          tag: `u${this.#index}-f${seq}`,
+          notes: [],
+          completed: false,
+          failedCleanly: false,
+        }
+        this.#setup.ledger.push(record)
+        await settle(this.#setup, record, era.flows[record.kind], era, () =>
+          this.#flows.run(record)
+        )
+      }
     } finally {
       await this.#agent.close?.().catch((error: unknown) => {
         era.error(`session_end_${errorKind(error)}`)
       })
     }
   }
+}
 
-  async #loop(): Promise<void> {
-    const { deadline, maxRequests, metrics, signal } = this.#setup
-    const kinds = ERA_FLOWS[this.#era]
-    // Bounded by time and by the request cap: every flow sends at least one request.
-    for (let seq = 1; ; seq++) {
-      if (performance.now() >= deadline || metrics.requests >= maxRequests || signal.aborted) return
-      const kind = kinds[(this.#index + seq) % kinds.length] as FlowRecord['kind']
-      await this.#flow({
-        era: this.#era,
-        kind,
-        user: this.#index,
-        seq,
-        tag: `u${this.#index}-f${seq}`,
-        notes: [],
-        completed: false,
-        failedCleanly: false,
-      })
-    }
+class TaskUser {
+  readonly #index: number
+  readonly #setup: UserSetup
+  readonly #flows: TaskFlowRunner
+
+  constructor(index: number, setup: UserSetup) {
+    this.#index = index
+    this.#setup = setup
+    const { tasks } = setup.metrics
+    tasks.users += 1
+    this.#flows = new TaskFlowRunner(new ModernAgent(index, agentSetup(setup, tasks), true))
   }
 
-  async #flow(record: FlowRecord): Promise<void> {
-    const { ledger, metrics, signal } = this.#setup
-    const era = metrics.eras[this.#era]
-    ledger.push(record)
-    era.flows[record.kind].started += 1
-    try {
-      await this.#flows.run(record)
-      record.completed = true
-      era.flows[record.kind].completed += 1
-    } catch (error) {
-      record.error = describeError(error)
-      if (signal.aborted) {
-        era.error('aborted')
-      } else if (error instanceof CallError && error.transport) {
-        record.failedCleanly = true
-        era.flows[record.kind].failedCleanly += 1
-        era.cleanFailure(error.kind, !metrics.inFaultWindow(error.at, FAULT_GRACE_MS))
-      } else {
-        era.error(errorKind(error))
-      }
+  async run(): Promise<void> {
+    const { tasks } = this.#setup.metrics
+    for (let seq = 1; mayStart(this.#setup); seq++) {
+      const record = newTaskFlow(this.#setup.runId, this.#index, seq)
+      this.#setup.taskLedger.push(record)
+      await settle(this.#setup, record, tasks.flows, tasks, () => this.#flows.run(record))
     }
   }
 }
 
 /** Runs the virtual users to the end of the run. */
 export async function runVirtualUsers(setup: UserSetup): Promise<void> {
-  const users = Array.from({ length: setup.users }, (_, index) => new VirtualUser(index + 1, setup))
+  const users: Array<VirtualUser | TaskUser> = []
+  for (let index = 1; index <= setup.users; index++) users.push(new VirtualUser(index, setup))
+  for (let n = 1; n <= setup.taskUsers; n++) users.push(new TaskUser(setup.users + n, setup))
   await Promise.all(users.map((user) => user.run()))
 }

@@ -1,9 +1,10 @@
 /**
  * @module scripts/loadtest/verify
  * The check after the load: reads every note of the run straight from the shared store (the adapter
- * the replicas use, opened in this process) and holds it against the ledger the virtual users kept,
- * counting per era (the era of the flow a note belongs to). Titles are unique per note of the run, so
- * each ledger note matches at most one stored note:
+ * the replicas use, opened in this process, `readAllNotes`) and holds the era users' notes against
+ * the ledger they kept, counting per era (the era of the flow a note belongs to); the tasks
+ * scenario's notes are `task-verify.ts`'s. Titles are unique per note of the run, so each ledger
+ * note matches at most one stored note:
  * - lost: a note that must be present (created, kept, or its delete declined — a declined delete
  *   never removes it, even when its flow failed) is missing or stored with other content; or a note
  *   whose delete the server confirmed is still stored (`notDeleted`, counted in `lost` too);
@@ -43,7 +44,8 @@ export interface Verification {
   problems: string[]
 }
 
-async function storedNotes(store: NotesStore): Promise<Note[]> {
+/** Every note in the store (the run's store holds the run's notes only). */
+export async function readAllNotes(store: NotesStore): Promise<Note[]> {
   const notes: Note[] = []
   let offset: number | undefined = 0
   for (let page = 0; offset !== undefined && page < MAX_PAGES; page++) {
@@ -72,12 +74,12 @@ function emptyEra(): EraVerification {
   }
 }
 
-export async function verifyStore(
-  store: NotesStore,
+/** Checks the era users' stored `notes` (none of the tasks scenario) against their `ledger`. */
+export function verifyStore(
+  notes: Note[],
   ledger: FlowRecord[],
   repeatedDeletes: Record<Era, number>
-): Promise<Verification> {
-  const notes = await storedNotes(store)
+): Verification {
   const byTitle = new Map<string, Note[]>()
   for (const note of notes) {
     const same = byTitle.get(note.title)
