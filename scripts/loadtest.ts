@@ -245,7 +245,12 @@ async function run(options: LoadtestOptions, watchdog: AbortController): Promise
 
     if (options.taskUsers > 0) {
       const client = settlingClient(endpoints, balancer?.url)
-      await settleTasks((taskId) => client.getTask(taskId), taskLedger, SETTLE_GRACE_MS)
+      await settleTasks(
+        (taskId, signal) => client.getTask(taskId, { signal }),
+        taskLedger,
+        SETTLE_GRACE_MS,
+        watchdog.signal
+      )
     }
     const checked = await store.open()
     const notes = await readAllNotes(checked).finally(() => checked.close())

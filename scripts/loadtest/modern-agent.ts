@@ -183,7 +183,8 @@ export class ModernAgent implements Agent, TaskAgent {
     if (this.#label === 'task') this.#countTaskRequest(info.method, replica)
     if (!replica) return
     if (this.#label === 'task') {
-      era.latency(TASK_LABELS[info.method] ?? 'task_get', now - this.#attemptStart)
+      const label = TASK_LABELS[info.method]
+      if (label) era.latency(label, now - this.#attemptStart)
     } else {
       this.#served[info.round - 1] = replica
       const label: LatencyLabel = this.#label === 'flow' ? `round_${info.round}` : this.#label

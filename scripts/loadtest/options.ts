@@ -48,8 +48,8 @@ export const USAGE = `Usage: npm run loadtest -- [options]
   --balancer avoid-previous|round-robin
                             nginx routing in balanced mode (default avoid-previous: round robin
                             over the replicas but the one that served the flow's previous round)
-  --kill                    SIGKILL one replica mid-run (once it runs a task, if any runs
-                            within 3 s) and restart it about 1.5 s later
+  --kill                    SIGKILL one replica mid-run and restart it about 1.5 s later;
+                            with task users, one seen running a task (within 3 s)
   --out FILE                JSON summary (default loadtest-results/summary.json)
   --max-requests N          hard cap on HTTP requests sent (default 200000)`
 

@@ -82,19 +82,21 @@ function bump(counts: Record<string, number>, key: string): void {
 
 /**
  * Reads every known task with `getTask` until all are terminal or `graceMs` is over (each at least
- * once), keeping the last status seen in the ledger. A read that fails keeps the status before.
+ * once), keeping the last status seen in the ledger; stops early once `signal` aborts. A read that
+ * fails keeps the status before.
  */
 export async function settleTasks(
-  getTask: (taskId: string) => Promise<TaskInfo>,
+  getTask: (taskId: string, signal: AbortSignal) => Promise<TaskInfo>,
   ledger: TaskFlowRecord[],
-  graceMs: number
+  graceMs: number,
+  signal: AbortSignal
 ): Promise<void> {
   const deadline = performance.now() + graceMs
   let open = knownSteps(ledger)
-  for (;;) {
+  while (!signal.aborted) {
     for (const step of open) {
       try {
-        step.status = (await getTask(step.taskId)).status
+        step.status = (await getTask(step.taskId, signal)).status
       } catch {
         // Kept as it was: a task no replica can read at the end is counted by its last status.
       }

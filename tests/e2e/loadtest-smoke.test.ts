@@ -1,15 +1,19 @@
 /**
- * The load test, short (about 4 s of load per run): `scripts/loadtest.ts` with two replicas and four
+ * The load test, short (about 4 s of load per run): `scripts/loadtest.ts` with two replicas, four
  * virtual users, two of them 2026-07-28 users (the project's client) and two 2025-era users (the v1
  * SDK client: initialize, a session, questions as server→client requests on the call's stream, answer
- * POSTs to any replica). Three runs: through nginx (balanced mode; skipped, visibly, when nginx is not
- * installed, failing instead under `CI=true`) with every replica up and again with one replica
+ * POSTs to any replica), and the tasks scenario's two users (by default): `import_notes` twice (the
+ * second one's conflict questions answered through `tasks/update`) and `export_notes`, all as tasks
+ * polled across replicas. Three runs: through nginx (balanced mode; skipped, visibly, when nginx is
+ * not installed, failing instead under `CI=true`) with every replica up and again with one replica
  * SIGKILLed and restarted mid-run, and in direct mode with the kill. Each run must end with, for
  * both eras, nothing lost, duplicated, left undeleted or half done and no error; every modern flow
  * completed (any replica serves any of its rounds), every 2025 flow completed or failed cleanly
- * while the replica was down (its stream or an answer POST was on it); no 5xx from a replica.
- * Without a fault, later rounds and answers cross replicas through nginx; in direct mode every later
- * modern round crosses.
+ * while the replica was down (its stream or an answer POST was on it); no 5xx from a replica. The
+ * tasks: no error, no note of an import missing from the store or an export, none twice, no task
+ * left unfinished (by `tasks/get` and the store), and with the kill every task the killed replica
+ * ran finished elsewhere. Without a fault, later rounds, answers and polls cross replicas through
+ * nginx; in direct mode every later modern round and every poll and answer of a task crosses.
  */
 import { spawn } from 'node:child_process'
 import { readFile, rm } from 'node:fs/promises'
@@ -17,7 +21,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { findNginx } from '../../scripts/loadtest/nginx-config.ts'
 import type { Era } from '../../scripts/loadtest/metrics.ts'
-import type { EraSummary, LoadtestSummary } from '../../scripts/loadtest/report.ts'
+import type { EraSummary, LoadtestSummary, TasksSummary } from '../../scripts/loadtest/report.ts'
 import { tempDataDir } from '../support/server-process.ts'
 
 const root = join(import.meta.dirname, '../..')
@@ -102,10 +106,44 @@ function expectSoundEra(run: Run, era: Era): void {
   expect(summary.passed, context).toBe(true)
 }
 
+function expectSoundTasks(run: Run): TasksSummary {
+  const tasks = run.summary.tasks
+  const context = `tasks:\n${run.output}`
+  expect(tasks, context).not.toBeNull()
+  expect(tasks!.users, context).toBe(2)
+  expect(tasks!.flows_ok, context).toBeGreaterThan(0)
+  expect(tasks!.flows_ok + tasks!.flows_failed_cleanly, context).toBe(tasks!.flows_started)
+  expect(tasks!.failed_cleanly_outside_fault, context).toBe(0)
+  expect(tasks!.errors, context).toEqual({})
+  expect(tasks!.exports_checked, context).toBeGreaterThan(0)
+  expect(tasks!.answers, context).toBeGreaterThan(0)
+  expect(tasks!.lost, context).toBe(0)
+  expect(tasks!.duplicated, context).toBe(0)
+  expect(tasks!.stuck, context).toBe(0)
+  expect(tasks!.orphaned, context).toBeLessThanOrEqual(tasks!.creations_unanswered)
+  expect(tasks!.store_mismatches, context).toBe(0)
+  expect(tasks!.passed, context).toBe(true)
+  return tasks!
+}
+
+/**
+ * With the kill, aimed at a replica running a task (the second imports resume after their answers
+ * within the aim's window): that task, and any other the replica ran, ended on another replica.
+ */
+function expectTakenOver(run: Run): void {
+  const killed = run.summary.tasks?.killed_replica_tasks
+  expect(run.summary.fault?.replica, run.output).toMatch(/^r[12]$/)
+  expect(killed, run.output).not.toBeNull()
+  expect(killed!.running, run.output).toBeGreaterThan(0)
+  expect(killed!.ended, run.output).toBe(killed!.running)
+  expect(run.summary.fault?.tasks_running, run.output).toBe(killed!.running)
+}
+
 function expectSound(run: Run): void {
   const { summary } = run
   expectSoundEra(run, 'modern')
   expectSoundEra(run, '2025')
+  expectSoundTasks(run)
   const modern = summary.eras.modern
   expect(modern.flows_ok, run.output).toBe(modern.flows_started)
   for (const [kind, counts] of Object.entries(modern.flows)) {
@@ -127,18 +165,21 @@ function expectSound(run: Run): void {
 }
 
 function describeRun(name: string, summary: LoadtestSummary): string {
-  const era = (e: EraSummary) =>
+  const era = (e: EraSummary | TasksSummary) =>
     `${e.flows_ok} ok, ${e.flows_failed_cleanly} failed cleanly, cross-replica ${e.cross_replica_ratio}`
+  const killed = summary.tasks?.killed_replica_tasks
   return (
     `${name} (${summary.store}): modern ${era(summary.eras.modern)}; 2025 ${era(summary.eras['2025'])}; ` +
+    `tasks ${summary.tasks ? era(summary.tasks) : 'none'}` +
+    `${killed ? ` (${killed.running} running on the killed replica, ${killed.ended} ended)` : ''}; ` +
     `gateway 5xx ${summary.http_5xx.gateway}, ${summary.retried_rounds_after_fault} modern rounds ` +
     `re-sent after the fault`
   )
 }
 
-describe('the load test (2 replicas, 2 modern and 2 2025-era users, 4 s per run)', () => {
+describe('the load test (2 replicas, 2 modern, 2 2025-era and 2 task users, 4 s per run)', () => {
   it.skipIf(!nginx && !inCi)(
-    'balanced through nginx: nothing lost or duplicated in either era, rounds and answers cross replicas',
+    'balanced through nginx: nothing lost or duplicated in either era or the tasks, none stuck; rounds, answers and polls cross replicas',
     { timeout: TEST_TIMEOUT_MS },
     async () => {
       if (!nginx) throw new Error(`${NO_NGINX} (CI=true: this fails instead of skipping)`)
@@ -150,32 +191,34 @@ describe('the load test (2 replicas, 2 modern and 2 2025-era users, 4 s per run)
       expect(run.summary.eras.modern.cross_replica_ratio).toBeGreaterThanOrEqual(0.9)
       expect(run.summary.eras['2025'].rounds_after_first).toBeGreaterThan(0)
       expect(run.summary.eras['2025'].cross_replica_ratio).toBeGreaterThanOrEqual(0.9)
+      expect(run.summary.tasks?.cross_replica_ratio).toBeGreaterThanOrEqual(0.9)
       console.info(describeRun('balanced', run.summary))
     }
   )
 
   it.skipIf(!nginx && !inCi)(
-    'balanced through nginx with one replica killed and restarted: each flow of either era completes or fails cleanly, nothing lost or duplicated',
+    'balanced through nginx with one replica killed and restarted: each flow of either era completes or fails cleanly, nothing lost or duplicated; the tasks it ran finish elsewhere, none lost, duplicated or stuck',
     { timeout: TEST_TIMEOUT_MS },
     async () => {
       if (!nginx) throw new Error(`${NO_NGINX} (CI=true: this fails instead of skipping)`)
       const run = await loadtest('balanced-kill', ['--mode', 'balanced', '--kill'])
       expectSound(run)
       expect(run.summary.mode).toBe('balanced')
-      expect(run.summary.fault?.replica).toBe('r2')
+      expectTakenOver(run)
       console.info(describeRun('balanced --kill', run.summary))
     }
   )
 
   it(
-    'direct with one replica killed and restarted: each flow of either era completes or fails cleanly, nothing lost or duplicated, every modern round on another replica',
+    'direct with one replica killed and restarted: each flow of either era completes or fails cleanly, nothing lost or duplicated, every modern round and task poll on another replica; the tasks it ran finish elsewhere, none lost, duplicated or stuck',
     { timeout: TEST_TIMEOUT_MS },
     async () => {
       const run = await loadtest('direct-kill', ['--mode', 'direct', '--kill'])
       expectSound(run)
       expect(run.summary.mode).toBe('direct')
       expect(run.summary.eras.modern.cross_replica_ratio).toBe(1)
-      expect(run.summary.fault?.replica).toBe('r2')
+      expect(run.summary.tasks?.cross_replica_ratio).toBe(1)
+      expectTakenOver(run)
       console.info(describeRun('direct --kill', run.summary))
     }
   )
