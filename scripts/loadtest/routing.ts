@@ -20,7 +20,8 @@ export const CALL_TIMEOUT_MS = 30_000
 const DOWN_MS = 1_000
 /**
  * Requests per user the flows in flight may still send once the request cap stopped new flows (a
- * flow normally sends 2 to 9); beyond that the cap is hard and the call fails.
+ * flow normally sends 2 to 9, a task flow about 10, some 20 more while a task changes hands);
+ * beyond that the cap is hard and the call fails.
  */
 const CAP_HEADROOM_PER_USER = 200
 
