@@ -162,9 +162,10 @@ let taskServer: CompiledServer<NotesApp> | undefined
  * handlers get the app `createApp` gives them, on the same D1 database and event bus (links from
  * `PUBLIC_URL`, which the task tools never make).
  */
-export const TaskRunnerObject = defineTaskRunnerObject((env: WorkerEnv) => {
+export const TaskRunnerObject = defineTaskRunnerObject(async (env: WorkerEnv) => {
   const config = parseConfig(stringBindings(env))
   const store = new D1NotesStore({ db: d1Binding(env) })
+  await store.migrate()
   taskServer ??= createNotesServer()
   const app: NotesApp = {
     notes: store,

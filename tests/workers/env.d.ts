@@ -18,6 +18,15 @@ declare module 'cloudflare:test' {
     migrations: D1Migration[],
     migrationsTableName?: string
   ): Promise<void>
+  /** The part of `DurableObjectState` the tests read. */
+  export interface DurableObjectState {
+    storage: { get(key: string): Promise<unknown>; getAlarm(): Promise<number | null> }
+  }
+  export function runInDurableObject<R>(
+    stub: unknown,
+    callback: (instance: unknown, state: DurableObjectState) => R | Promise<R>
+  ): Promise<R>
+  export function abortAllDurableObjects(): Promise<void>
 }
 
 declare module 'cloudflare:workers' {

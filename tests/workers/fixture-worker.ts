@@ -51,8 +51,9 @@ function eventBus(env: Env): DurableObjectEventBus {
 }
 
 /** The Durable Object that runs the fixture's tasks, bound as `TASK_RUNNER`. */
-export const TaskRunnerObject = defineTaskRunnerObject((env: Env) => {
+export const TaskRunnerObject = defineTaskRunnerObject(async (env: Env) => {
   const store = new D1NotesStore({ db: env.DB as D1Like })
+  await store.migrate()
   return { server: fixtureServer, app: { bus: eventBus(env) }, store }
 })
 

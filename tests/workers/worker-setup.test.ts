@@ -1,9 +1,9 @@
 /**
  * The Worker entry's once-per-isolate setup, inside workerd, driven through its default export with
- * hand-made environments: a deployment fault (missing secret, unmigrated D1, no event bus binding)
- * answers a JSON-RPC error without detail, is not cached, and the first request after the fault is
- * fixed gets the app. And its `scheduled` handler (the cron trigger): it purges expired rows from D1
- * and keeps live ones.
+ * hand-made environments: a deployment fault (missing secret, unmigrated D1, no event bus or task
+ * runner binding) answers a JSON-RPC error without detail, is not cached, and the first request
+ * after the fault is fixed gets the app. And its `scheduled` handler (the cron trigger): it purges
+ * expired rows from D1 and keeps live ones (the hand-over of runnable tasks is tests/workers/tasks).
  */
 import { env } from 'cloudflare:test'
 import { describe, expect, it } from 'vitest'
@@ -72,12 +72,26 @@ describe('the Worker entry builds its app once per isolate, and only once it can
     expect(body.error.message).not.toMatch(/EVENT_BUS|Durable/)
   })
 
+  it('answers 500 without detail while the TASK_RUNNER Durable Object binding is missing', async () => {
+    const response = await worker.fetch(request(), {
+      ...vars,
+      STATE_KEYS: env.STATE_KEYS,
+      DB: env.DB,
+      EVENT_BUS: env.EVENT_BUS,
+    })
+    expect(response.status).toBe(500)
+    const body = (await response.json()) as { error: { code: number; message: string } }
+    expect(body.error.code).toBe(-32603)
+    expect(body.error.message).not.toMatch(/TASK_RUNNER|Durable/)
+  })
+
   it('serves once the deployment is fixed, without a restart', async () => {
     const response = await worker.fetch(request(), {
       ...vars,
       STATE_KEYS: env.STATE_KEYS,
       DB: env.DB,
       EVENT_BUS: env.EVENT_BUS,
+      TASK_RUNNER: env.TASK_RUNNER,
     })
     expect(response.status).toBe(200)
     const body = (await response.json()) as { result: { tools: unknown[] } }
@@ -99,7 +113,7 @@ describe('the scheduled handler purges expired rows', () => {
     await store.endSession('sid-over', now - 1)
     await store.endSession('sid-live', now + 60_000)
 
-    await worker.scheduled({ scheduledTime: now }, { DB: env.DB })
+    await worker.scheduled({ scheduledTime: now }, { DB: env.DB, TASK_RUNNER: env.TASK_RUNNER })
 
     expect(await store.getShareRequest('expired')).toBeUndefined()
     expect(await store.getShareRequest('live')).toEqual(live)
