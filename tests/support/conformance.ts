@@ -2,7 +2,7 @@
  * @module tests/support/conformance
  * What the conformance tests share (tests/conformance/referee.test.ts on Node,
  * tests/e2e/worker-conformance.test.ts on workerd): the scenarios of each requirement set (2026-07-28
- * and 2025-11-25) this project must pass (the tasks extension's on the Node fixture), a runner for the
+ * and 2025-11-25) this project must pass (the tasks extension's too, on both runtimes), a runner for the
  * official referee (`scripts/conformance.ts`, one leg per run) that parses its summary, and the
  * `describe` block that pins the results. Where the server runs (the fixture started by the script,
  * or a Worker under `wrangler dev`) is each test's own business.
@@ -104,9 +104,8 @@ const NOT_SCORED_BUT_PASSING: Readonly<Record<RequirementSet, readonly string[]>
 }
 
 /**
- * The tasks extension's scenarios (not scored, all ten passing), pinned where the fixture serves
- * tasks: the Node fixture the script starts. Tasks on Workers (a Durable Object runs them) come
- * later; until then a run against a URL reports them skipped.
+ * The tasks extension's scenarios (not scored, all ten passing), pinned on both runtimes: the Node
+ * fixture runs its tasks in-process, the fixture Worker in their Durable Objects.
  */
 const TASKS_SCENARIOS: readonly string[] = [
   'tasks-lifecycle',
@@ -128,8 +127,6 @@ export interface ScenarioResult {
 }
 
 export interface RefereeRun {
-  /** Whether the run was against the Node fixture the script started (no URL given). */
-  nodeFixture: boolean
   /** The script's exit code (`null` when it was killed). */
   exitCode: number | null
   stdout: string
@@ -173,7 +170,7 @@ export async function runReferee(
   const timer = setTimeout(() => referee.kill('SIGTERM'), timeoutMs)
   const exitCode = await new Promise<number | null>((resolve) => referee.on('close', resolve))
   clearTimeout(timer)
-  return { nodeFixture: url === undefined, exitCode, stdout, summary: parseRefereeSummary(stdout) }
+  return { exitCode, stdout, summary: parseRefereeSummary(stdout) }
 }
 
 /**
@@ -204,15 +201,9 @@ export function describeRefereeRun(
     )
 
     if (requirements === '2026-07-28') {
-      it.for(TASKS_SCENARIOS)(
-        'passes the tasks-extension scenario %s on the Node fixture',
-        (scenario, { skip }) => {
-          skip(run()?.nodeFixture !== true, 'the fixture serves tasks on Node only so far')
-          expect(result(scenario)?.ok, result(scenario)?.line ?? `${scenario} did not run`).toBe(
-            true
-          )
-        }
-      )
+      it.each(TASKS_SCENARIOS)('passes the tasks-extension scenario %s', (scenario) => {
+        expect(result(scenario)?.ok, result(scenario)?.line ?? `${scenario} did not run`).toBe(true)
+      })
     }
   })
 }
