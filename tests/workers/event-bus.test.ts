@@ -9,8 +9,6 @@
  * replay to a socket that connects late, relay between shards, and subscribers that send; and the
  * bus client's own guarantees.
  */
-import { env } from 'cloudflare:test'
-import { exports } from 'cloudflare:workers'
 import type { Hono } from 'hono'
 import { afterEach, describe, expect, it } from 'vitest'
 import { noteUri } from '../../src/notes/format.ts'
@@ -24,6 +22,7 @@ import {
   type BusNamespace,
 } from '../../src/workers/event-bus.ts'
 import { namespace, publishTo, rawSubscriber } from './bus-sockets.ts'
+import { fixtureA, fixtureB, notesA, notesB, type Fetcher } from './isolates.ts'
 import { LegacySession, SseReaders, startSession } from '../support/legacy-request.ts'
 import {
   MCP_URL,
@@ -33,15 +32,6 @@ import {
   type McpRequestOptions,
 } from '../support/mcp-request.ts'
 import type { ServerEvent } from '../../src/mcp/events.ts'
-
-interface Fetcher {
-  fetch(input: Request | string, init?: RequestInit): Promise<Response>
-}
-
-const notesA: Fetcher = exports.default
-const notesB = env.NOTES_REPLICA as Fetcher
-const fixtureA = env.FIXTURE_A as Fetcher
-const fixtureB = env.FIXTURE_B as Fetcher
 
 /**
  * One isolate as the in-process 2025 helpers see an app: they only call `request(url, init)`, which

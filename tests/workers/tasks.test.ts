@@ -15,7 +15,6 @@
  * backstop for a task whose hand-off was lost.
  */
 import { abortAllDurableObjects, env, runInDurableObject } from 'cloudflare:test'
-import { exports } from 'cloudflare:workers'
 import { afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { createApp } from '../../src/app.ts'
 import { parseConfig } from '../../src/config.ts'
@@ -34,15 +33,8 @@ import {
 } from '../../src/workers/task-runner.ts'
 import { MCP_URL, expectResult, mcpInit, type JsonObject } from '../support/mcp-request.ts'
 import { TASKS, TASKS_AND_FORMS, isTerminal, waitForTask } from '../support/tasks.ts'
+import { fixtureA, fixtureB, notesA, notesB, type Fetcher } from './isolates.ts'
 
-interface Fetcher {
-  fetch(input: Request | string, init?: RequestInit): Promise<Response>
-}
-
-const notesA: Fetcher = exports.default
-const notesB = env.NOTES_REPLICA as Fetcher
-const fixtureA = env.FIXTURE_A as Fetcher
-const fixtureB = env.FIXTURE_B as Fetcher
 const runners = env[TASK_RUNNER_BINDING] as TaskRunnerNamespace
 /** The replica name in the leases of every task object. */
 const OBJECT_RUNNER = /^task-object-/
