@@ -10,18 +10,22 @@
  * itself and runs it in the background) whose database stops answering after its second batch of
  * notes, as a runner that died mid-import does: its lease lapses unrenewed. The task's object then
  * takes it over from its journal, woken by a client's poll or by its own alarm at the lease's end,
- * and the import ends with every note exactly once. Also: the object's cleanup, the wake of a
- * parked task in a fresh life of its object, cancels while working and while parked, and the cron
- * backstop for a task whose hand-off was lost.
+ * and the import ends with every note exactly once. Slices: a run whose slice ends (as an alarm's
+ * does after its time) releases its lease, and the next run goes on from the journal. Also: the
+ * object's cleanup, the wake of a parked task in a fresh life of its object, cancels while working
+ * and while parked, and the cron backstop for a task whose hand-off was lost.
  */
 import { abortAllDurableObjects, env, runInDurableObject } from 'cloudflare:test'
 import { afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { createApp } from '../../src/app.ts'
 import { parseConfig } from '../../src/config.ts'
+import { consoleLogger } from '../../src/mcp/handler.ts'
 import { importKeyRing, parseKeyRing } from '../../src/mcp/key-ring.ts'
 import { StateSealer } from '../../src/mcp/sealed-state.ts'
+import { TaskEngine } from '../../src/mcp/tasks/engine.ts'
 import { leaseHeld, writeCall, writeJournal } from '../../src/mcp/tasks/record.ts'
 import { newTaskId } from '../../src/mcp/tasks/wire.ts'
+import { createNotesServer } from '../../src/notes/server.ts'
 import { D1NotesStore, type D1Like, type D1PreparedLike } from '../../src/storage/d1.ts'
 import worker from '../../src/worker.ts'
 import { DurableObjectEventBus, type BusNamespace } from '../../src/workers/event-bus.ts'
@@ -155,6 +159,37 @@ class DyingDatabase implements D1Like {
   }
 }
 
+/** The D1 binding, telling `seen` the number of every batch write before it is sent. */
+function onBatch(db: D1Like, seen: (n: number) => void): D1Like {
+  let batches = 0
+  return {
+    prepare: (sql) => db.prepare(sql),
+    batch: (statements) => {
+      seen(++batches)
+      return db.batch(statements)
+    },
+  }
+}
+
+/** A task of the local principal that needs a runner and was never handed to one. */
+async function unscheduledTask(tool: string, args: JsonObject): Promise<string> {
+  const now = Date.now()
+  const taskId = newTaskId()
+  await records.createTask({
+    id: taskId,
+    owner: 'local',
+    tool,
+    args: writeCall({ arguments: args, principal: 'local', capabilities: TASKS }),
+    status: 'working',
+    createdAt: now,
+    updatedAt: now,
+    expiresAt: now + 60_000,
+    pollIntervalMs: 1_000,
+    journal: writeJournal({ replay: {}, issued: {} }),
+  })
+  return taskId
+}
+
 const dying: DyingDatabase[] = []
 afterEach(() => {
   for (const db of dying.splice(0)) db.kill()
@@ -247,6 +282,36 @@ describe('tasks run by their Durable Object, after the response', () => {
   })
 })
 
+describe('a run in slices', () => {
+  it('an import whose slice ends mid-way releases its lease with what it did kept, and its object finishes it from the journal with every note once', async () => {
+    const slice = new AbortController()
+    // The slice ends as the third batch of notes is written.
+    const store = new D1NotesStore({ db: onBatch(env.DB, (n) => n === 3 && slice.abort()) })
+    await store.migrate()
+    const bus = new DurableObjectEventBus({ namespace: env.EVENT_BUS as BusNamespace })
+    const engine = new TaskEngine(
+      {
+        server: createNotesServer(),
+        app: { notes: store, bus, baseUrl: 'http://127.0.0.1', now: Date.now },
+        logger: consoleLogger,
+      },
+      { store, replicaId: 'sliced', maxRunning: 1, takeoverIntervalMs: 0 }
+    )
+    const taskId = await unscheduledTask('import_notes', { markdown: markdownOf('Sliced', 800) })
+
+    const released = await engine.run(taskId, slice.signal)
+    expect(released?.status).toBe('working')
+    expect(released?.leaseOwner).toBeUndefined()
+    expect(await notesTitled('Sliced')).toEqual({ notes: 300, titles: 300 })
+
+    await new DurableObjectTaskScheduler({ namespace: runners }).schedule(taskId)
+
+    const done = await waitForTask(() => record(taskId), isTerminal, 'the import')
+    expect(done.status).toBe('completed')
+    expect(await notesTitled('Sliced')).toEqual({ notes: 800, titles: 800 })
+  })
+})
+
 describe('takeover of a task whose runner died', () => {
   it('a poll through another isolate, once the dead runner’s lease has lapsed, hands the import to its object, which finishes it with every note once', async () => {
     const taskId = await importOnDyingReplica('Polled back', 2_000, 1_000)
@@ -270,20 +335,7 @@ describe('takeover of a task whose runner died', () => {
   })
 
   it('the cron trigger hands over a runnable task nobody handed over (its hand-off was lost)', async () => {
-    const now = Date.now()
-    const taskId = newTaskId()
-    await records.createTask({
-      id: taskId,
-      owner: 'local',
-      tool: 'export_notes',
-      args: writeCall({ arguments: {}, principal: 'local', capabilities: TASKS }),
-      status: 'working',
-      createdAt: now,
-      updatedAt: now,
-      expiresAt: now + 60_000,
-      pollIntervalMs: 1_000,
-      journal: writeJournal({ replay: {}, issued: {} }),
-    })
+    const taskId = await unscheduledTask('export_notes', {})
 
     await worker.scheduled({ scheduledTime: Date.now() }, env)
 
