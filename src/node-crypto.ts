@@ -1,16 +1,30 @@
 /**
  * @module node-crypto
  * Node-only fast paths the runtime-neutral engine accepts as options: a synchronous SHA-256 and
- * AES-256-GCM from `node:crypto` for the sealer (each Web Crypto call costs a thread-pool round trip on
- * Node). Same digests and the same compact JWE as the defaults, so Node and Workers replicas agree.
+ * AES-256-GCM from `node:crypto`, and base64url through `Buffer`, for the sealer (each Web Crypto call
+ * costs a thread-pool round trip on Node, and jose's base64url goes through `btoa` there). Same
+ * digests and the same compact JWE as the defaults, so Node and Workers replicas agree.
  */
-import { createCipheriv, createDecipheriv, createHash, createSecretKey } from 'node:crypto'
+import { createCipheriv, createDecipheriv, createSecretKey, hash } from 'node:crypto'
+import type { Base64urlCodec } from './mcp/base64url.ts'
 import type { AesGcm } from './mcp/compact-jwe.ts'
 import { importKeyRing, type RawKey } from './mcp/key-ring.ts'
 import { StateSealer } from './mcp/sealed-state.ts'
 
+const TAG_BYTES = 16
+
 export function nodeSha256(text: string): string {
-  return createHash('sha256').update(text).digest('base64url')
+  return hash('sha256', text, 'base64url')
+}
+
+/**
+ * base64url through `Buffer` (native). Its decoder is lenient, like every decoder: the codec's
+ * callers check canonical spelling first (`isCanonicalBase64url`).
+ */
+export const nodeBase64url: Base64urlCodec = {
+  encode: (bytes) =>
+    Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64url'),
+  decode: (text) => Buffer.from(text, 'base64url'),
 }
 
 /**
@@ -26,23 +40,27 @@ export function nodeAesGcm(keys: readonly RawKey[]): AesGcm {
   }
   return {
     encrypt(kid, iv, plaintext, aad) {
-      const cipher = createCipheriv('aes-256-gcm', secretOf(kid), iv)
+      const cipher = createCipheriv('aes-256-gcm', secretOf(kid), iv, { authTagLength: TAG_BYTES })
       cipher.setAAD(aad)
-      return Buffer.concat([cipher.update(plaintext), cipher.final(), cipher.getAuthTag()])
+      const ciphertext = cipher.update(plaintext)
+      // GCM is a stream mode: `final` writes no bytes, it computes the tag.
+      cipher.final()
+      return { ciphertext, tag: cipher.getAuthTag() }
     },
-    decrypt(kid, iv, sealed, aad) {
-      const decipher = createDecipheriv('aes-256-gcm', secretOf(kid), iv, { authTagLength: 16 })
+    decrypt(kid, iv, ciphertext, tag, aad) {
+      const decipher = createDecipheriv('aes-256-gcm', secretOf(kid), iv, {
+        authTagLength: TAG_BYTES,
+      })
       decipher.setAAD(aad)
-      decipher.setAuthTag(sealed.subarray(sealed.length - 16))
-      return Buffer.concat([
-        decipher.update(sealed.subarray(0, sealed.length - 16)),
-        decipher.final(),
-      ])
+      decipher.setAuthTag(tag)
+      const plaintext = decipher.update(ciphertext)
+      decipher.final()
+      return plaintext
     },
   }
 }
 
-/** The sealer as a Node process runs it: the ring imported once, with both `node:crypto` fast paths. */
+/** The sealer as a Node process runs it: the ring imported once, with the `node:crypto` fast paths. */
 export async function createNodeSealer(
   keys: readonly RawKey[],
   ttlSeconds: number
@@ -52,5 +70,6 @@ export async function createNodeSealer(
     ttlSeconds,
     sha256: nodeSha256,
     aesGcm: nodeAesGcm(keys),
+    base64url: nodeBase64url,
   })
 }

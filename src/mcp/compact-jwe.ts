@@ -1,22 +1,30 @@
 /**
  * @module mcp/compact-jwe
- * The token format of everything the server seals with its key ring (`requestState` today, 2025-era
- * session ids next): compact JWE with `alg: "dir"`, `enc: "A256GCM"`, a protected header of exactly
+ * The token format of everything the server seals with its key ring (`requestState`, 2025-era session
+ * ids): compact JWE with `alg: "dir"`, `enc: "A256GCM"`, a protected header of exactly
  * `{alg, enc, kid}` (authenticated as AAD, naming the ring key), a 96-bit IV, a 128-bit tag and no
- * compression. `CompactJwe` encrypts plaintext bytes with the ring's sealing key (its first) and
- * decrypts with whichever ring key the header names; what the plaintext means is the caller's.
+ * compression: the bytes jose's `CompactEncrypt` writes and its `compactDecrypt` reads. `CompactJwe`
+ * encrypts plaintext bytes with the ring's sealing key (its first) and decrypts with whichever ring key
+ * the header names; what the plaintext means is the caller's.
  *
  * Contract of `decrypt`: it fails closed with an `InvalidJweError` whose `reason` is for the server log
  * only. The type and length of the token are checked before any decoding, every part's base64url must
  * be canonical (one spelling per token), and the header is checked before any decryption, so an
  * oversize token or an unknown kid never reaches the cipher.
  *
- * The cipher is jose on Web Crypto by default; a runtime with a faster AES-256-GCM (Node's synchronous
- * `node:crypto`, see `node-crypto.ts`) passes it as `aesGcm`, and the codec then writes and reads the
- * same bytes itself: tokens are interchangeable either way. Runtime-neutral: Web Crypto and jose.
+ * The codec writes and reads the five parts itself, around AES-256-GCM: Web Crypto under the ring's
+ * `CryptoKey`s by default, or a runtime's faster cipher (`aesGcm`: Node's synchronous `node:crypto`,
+ * `node-crypto.ts`), and likewise its base64url (`base64url`). The protected header of every ring key
+ * is written once, at construction: sealing reuses it, and a token naming a ring key in exactly that
+ * spelling is matched without decoding its header again (any other spelling is decoded and checked in
+ * full). Tokens are interchangeable whichever cipher and codec wrote them. Runtime-neutral.
  */
-import { base64url, CompactEncrypt, compactDecrypt } from 'jose'
-import { isCanonicalBase64url } from './base64url.ts'
+import {
+  isBase64urlCodec,
+  isCanonicalBase64url,
+  JOSE_BASE64URL,
+  type Base64urlCodec,
+} from './base64url.ts'
 import { MAX_KID_CHARS, type KeyRing, type RingKey } from './key-ring.ts'
 import { randomBytes } from './random.ts'
 
@@ -30,11 +38,28 @@ const TAG_CHARS = 22 // 128-bit tag
 const encoder = new TextEncoder()
 const strictDecoder = new TextDecoder('utf-8', { fatal: true })
 
-/** AES-256-GCM with the ring key named `kid` (16-byte tag appended to the ciphertext). */
+/** Ciphertext and authentication tag of one AES-256-GCM encryption. */
+export interface AesGcmOutput {
+  readonly ciphertext: Uint8Array
+  readonly tag: Uint8Array
+}
+
+/** AES-256-GCM with the ring key named `kid` and a 128-bit tag; may answer synchronously. */
 export interface AesGcm {
-  encrypt(kid: string, iv: Uint8Array, plaintext: Uint8Array, aad: Uint8Array): Uint8Array
-  /** Throws when the tag does not verify. */
-  decrypt(kid: string, iv: Uint8Array, sealed: Uint8Array, aad: Uint8Array): Uint8Array
+  encrypt(
+    kid: string,
+    iv: Uint8Array,
+    plaintext: Uint8Array,
+    aad: Uint8Array
+  ): AesGcmOutput | Promise<AesGcmOutput>
+  /** Throws (or rejects) when the tag does not verify. */
+  decrypt(
+    kid: string,
+    iv: Uint8Array,
+    ciphertext: Uint8Array,
+    tag: Uint8Array,
+    aad: Uint8Array
+  ): Uint8Array | Promise<Uint8Array>
 }
 
 export interface CompactJweOptions {
@@ -42,8 +67,10 @@ export interface CompactJweOptions {
   readonly keyRing: KeyRing
   /** Longest token `decrypt` looks at, in characters (see `compactJweChars`). */
   readonly maxTokenChars: number
-  /** A runtime's own AES-256-GCM under the ring's keys; default jose on Web Crypto. */
+  /** A runtime's own AES-256-GCM under the ring's keys; default Web Crypto. */
   readonly aesGcm?: AesGcm
+  /** A runtime's own base64url; default jose's. */
+  readonly base64url?: Base64urlCodec
 }
 
 /** Why `decrypt` refused a token. Logged, never sent to a client. */
@@ -67,15 +94,71 @@ export interface DecryptedJwe {
   readonly key: RingKey
 }
 
+/** A ring key with its protected header as written (base64url) and as AAD (its ASCII bytes). */
+interface HeaderedKey {
+  readonly key: RingKey
+  readonly header: string
+  readonly aad: Uint8Array
+}
+
+/** AES-256-GCM through Web Crypto under the ring's imported content keys. */
+function webCryptoAesGcm(keyRing: KeyRing): AesGcm {
+  const contentKey = (kid: string) => {
+    const key = keyRing.get(kid)
+    if (!key) throw new Error(`no key ${kid} in the ring`)
+    return key.contentKey
+  }
+  const params = (iv: Uint8Array, aad: Uint8Array): AesGcmParams => ({
+    name: 'AES-GCM',
+    iv: iv as Uint8Array<ArrayBuffer>,
+    additionalData: aad as Uint8Array<ArrayBuffer>,
+    tagLength: TAG_BYTES * 8,
+  })
+  return {
+    async encrypt(kid, iv, plaintext, aad) {
+      const sealed = new Uint8Array(
+        await crypto.subtle.encrypt(
+          params(iv, aad),
+          contentKey(kid),
+          plaintext as Uint8Array<ArrayBuffer>
+        )
+      )
+      const tagStart = sealed.length - TAG_BYTES
+      return { ciphertext: sealed.subarray(0, tagStart), tag: sealed.subarray(tagStart) }
+    },
+    async decrypt(kid, iv, ciphertext, tag, aad) {
+      const sealed = new Uint8Array(ciphertext.length + TAG_BYTES)
+      sealed.set(ciphertext)
+      sealed.set(tag, ciphertext.length)
+      return new Uint8Array(await crypto.subtle.decrypt(params(iv, aad), contentKey(kid), sealed))
+    },
+  }
+}
+
 export class CompactJwe {
   readonly maxTokenChars: number
   readonly #keyRing: KeyRing
-  readonly #aesGcm: AesGcm | undefined
+  readonly #aesGcm: AesGcm
+  readonly #base64url: Base64urlCodec
+  /** Every ring key by its protected header as this codec writes it. */
+  readonly #headers = new Map<string, HeaderedKey>()
+  readonly #sealing: HeaderedKey
 
-  private constructor(options: CompactJweOptions) {
+  private constructor(options: Required<CompactJweOptions>) {
     this.#keyRing = options.keyRing
     this.#aesGcm = options.aesGcm
+    this.#base64url = options.base64url
     this.maxTokenChars = options.maxTokenChars
+    for (const kid of options.keyRing.kids) {
+      const key = options.keyRing.get(kid) as RingKey
+      const header = this.#base64url.encode(
+        encoder.encode(JSON.stringify({ alg: ALG, enc: ENC, kid }))
+      )
+      this.#headers.set(header, { key, header, aad: encoder.encode(header) })
+    }
+    this.#sealing = [...this.#headers.values()].find(
+      ({ key }) => key.kid === options.keyRing.sealingKid
+    ) as HeaderedKey
   }
 
   /** Validates the options (`TypeError`/`RangeError`) and returns a codec. */
@@ -83,13 +166,15 @@ export class CompactJwe {
     if (typeof options !== 'object' || options === null) {
       throw new TypeError('CompactJwe options must be an object')
     }
-    const { keyRing, maxTokenChars, aesGcm } = options
+    const { keyRing, maxTokenChars, aesGcm, base64url = JOSE_BASE64URL } = options
     if (
       typeof keyRing !== 'object' ||
       keyRing === null ||
       typeof keyRing.get !== 'function' ||
       typeof keyRing.sealingKid !== 'string' ||
-      keyRing.get(keyRing.sealingKid) === undefined
+      !Array.isArray(keyRing.kids) ||
+      !keyRing.kids.includes(keyRing.sealingKid) ||
+      !keyRing.kids.every((kid) => keyRing.get(kid) !== undefined)
     ) {
       throw new TypeError('keyRing must be an imported KeyRing that holds its sealing key')
     }
@@ -102,29 +187,30 @@ export class CompactJwe {
     ) {
       throw new TypeError('aesGcm must have encrypt and decrypt functions')
     }
-    return new CompactJwe({ keyRing, maxTokenChars, aesGcm })
+    if (!isBase64urlCodec(base64url)) {
+      throw new TypeError('base64url must have encode and decode functions')
+    }
+    return new CompactJwe({
+      keyRing,
+      maxTokenChars,
+      aesGcm: aesGcm ?? webCryptoAesGcm(keyRing),
+      base64url,
+    })
   }
 
   /** The key `encrypt` uses: the ring's first. */
   get sealingKey(): RingKey {
-    return this.#keyRing.get(this.#keyRing.sealingKid) as RingKey
+    return this.#sealing.key
   }
 
   /** `plaintext` as a compact JWE under the sealing key (its kid in the protected header). */
   async encrypt(plaintext: Uint8Array): Promise<string> {
-    const key = this.sealingKey
-    if (!this.#aesGcm) {
-      return new CompactEncrypt(plaintext)
-        .setProtectedHeader({ alg: ALG, enc: ENC, kid: key.kid })
-        .encrypt(key.contentKey)
-    }
-    // The bytes jose would write: header, empty encrypted key, IV, ciphertext, tag.
-    const header = base64url.encode(JSON.stringify({ alg: ALG, enc: ENC, kid: key.kid }))
+    const { key, header, aad } = this.#sealing
     const iv = randomBytes(IV_BYTES)
-    const sealed = this.#aesGcm.encrypt(key.kid, iv, plaintext, encoder.encode(header))
-    const tagStart = sealed.length - TAG_BYTES
-    const ciphertext = base64url.encode(sealed.subarray(0, tagStart))
-    return `${header}..${base64url.encode(iv)}.${ciphertext}.${base64url.encode(sealed.subarray(tagStart))}`
+    const { ciphertext, tag } = await this.#aesGcm.encrypt(key.kid, iv, plaintext, aad)
+    const codec = this.#base64url
+    // Header, empty encrypted key (dir), IV, ciphertext, tag.
+    return `${header}..${codec.encode(iv)}.${codec.encode(ciphertext)}.${codec.encode(tag)}`
   }
 
   /** The plaintext of a token from the wire and the key that opened it, or `InvalidJweError`. */
@@ -135,11 +221,12 @@ export class CompactJwe {
     const parts = token.split('.')
     if (parts.length !== 5) return reject('malformed')
     const [header = '', encryptedKey, iv = '', ciphertext = '', tag = ''] = parts
+    const known = this.#headers.get(header)
     if (!(
       encryptedKey === '' &&
       iv.length === IV_CHARS &&
       tag.length === TAG_CHARS &&
-      isCanonicalBase64url(header) &&
+      (known !== undefined || isCanonicalBase64url(header)) &&
       isCanonicalBase64url(iv) &&
       isCanonicalBase64url(ciphertext) &&
       isCanonicalBase64url(tag)
@@ -147,37 +234,27 @@ export class CompactJwe {
       return reject('malformed')
     }
 
-    const key = this.#keyFor(header)
+    const key = known?.key ?? this.#keyFor(header)
+    const codec = this.#base64url
     try {
-      if (this.#aesGcm) {
-        const encrypted = base64url.decode(ciphertext)
-        const sealed = new Uint8Array(encrypted.length + TAG_BYTES)
-        sealed.set(encrypted)
-        sealed.set(base64url.decode(tag), encrypted.length)
-        const plaintext = this.#aesGcm.decrypt(
-          key.kid,
-          base64url.decode(iv),
-          sealed,
-          encoder.encode(header)
-        )
-        return { plaintext, key }
-      }
-      const { plaintext } = await compactDecrypt(token, key.contentKey, {
-        keyManagementAlgorithms: [ALG],
-        contentEncryptionAlgorithms: [ENC],
-        maxDecompressedLength: 0,
-      })
+      const plaintext = await this.#aesGcm.decrypt(
+        key.kid,
+        codec.decode(iv),
+        codec.decode(ciphertext),
+        codec.decode(tag),
+        known?.aad ?? encoder.encode(header)
+      )
       return { plaintext, key }
     } catch {
       return reject('decrypt_failed')
     }
   }
 
-  /** Reads the protected header without trusting it; only `{alg:"dir", enc:"A256GCM", kid}` passes. */
+  /** Reads a protected header without trusting it; only `{alg:"dir", enc:"A256GCM", kid}` passes. */
   #keyFor(encodedHeader: string): RingKey {
     let header: unknown
     try {
-      header = JSON.parse(strictDecoder.decode(base64url.decode(encodedHeader)))
+      header = JSON.parse(strictDecoder.decode(this.#base64url.decode(encodedHeader)))
     } catch {
       return reject('malformed')
     }

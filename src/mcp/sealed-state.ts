@@ -5,7 +5,7 @@
  * journal, or rejects it. Any replica holding the same key ring opens what any other sealed.
  *
  * Token: the key ring's compact JWE (`mcp/compact-jwe`: `dir` + `A256GCM`, kid in the protected
- * header, caps and header checked before decrypting). Plaintext: JSON claims
+ * header, caps and header checked before decrypting). Plaintext: JSON claims, in this order
  *   `v` version (1) · `iat`/`exp` seconds since the epoch · `p` principal tag (HMAC-SHA256 under the
  *   kid's principal key, first 16 bytes, base64url; never the raw principal) · `m` method ·
  *   `t` target (tool/prompt name or resource URI) · `a` base64url SHA-256 of the canonical JSON of the
@@ -25,11 +25,10 @@
  * Left to others: composing the principal string (issuer, subject, client — the auth layer), choosing
  * which request fields form `args`, merging journals across rounds and single-use nonce bookkeeping
  * (the replay engine), mapping errors to the wire (`mcp/errors`), key configuration (`mcp/key-ring`),
- * the token format (`mcp/compact-jwe`). Runtime-neutral: Web Crypto, jose and zod only.
+ * the token format (`mcp/compact-jwe`). Runtime-neutral: Web Crypto (and jose's base64url by default).
  */
 
-import { base64url } from 'jose'
-import { z } from 'zod'
+import { isBase64urlCodec, JOSE_BASE64URL, type Base64urlCodec } from './base64url.ts'
 import { canonicalJson, sha256Base64url } from './canonical-json.ts'
 import {
   CompactJwe,
@@ -60,6 +59,10 @@ const MAX_STATE_CLOCK_SKEW_SECONDS = 3_600
 
 const NONCE_BYTES = 16
 const PRINCIPAL_TAG_BYTES = 16
+const TAG_22 = /^[A-Za-z0-9_-]{22}$/
+const DIGEST_43 = /^[A-Za-z0-9_-]{43}$/
+/** The claims' keys, in the order `seal` writes them; `open` admits exactly these. */
+const CLAIM_KEYS = ['v', 'iat', 'exp', 'p', 'm', 't', 'a', 'j', 'n'] as const
 
 const encoder = new TextEncoder()
 const strictDecoder = new TextDecoder('utf-8', { fatal: true })
@@ -109,6 +112,8 @@ export interface StateSealerOptions {
    * `node:crypto` is synchronous); see `CompactJweOptions.aesGcm`. Tokens are interchangeable either way.
    */
   readonly aesGcm?: AesGcm
+  /** A runtime's faster base64url (Node's `Buffer`); see `CompactJweOptions.base64url`. */
+  readonly base64url?: Base64urlCodec
 }
 
 /** Principal tags remembered per sealer (they depend only on the key and the principal). */
@@ -142,20 +147,42 @@ export class StateTooLargeError extends Error {
   }
 }
 
-const tag22 = z.string().regex(/^[A-Za-z0-9_-]{22}$/)
-const ClaimsSchema = z
-  .strictObject({
-    v: z.literal(STATE_VERSION),
-    iat: z.int().nonnegative(),
-    exp: z.int().positive(),
-    p: tag22,
-    m: z.string(),
-    t: z.string(),
-    a: z.string().regex(/^[A-Za-z0-9_-]{43}$/),
-    j: z.unknown(),
-    n: tag22,
-  })
-  .refine((claims) => claims.exp > claims.iat)
+interface Claims {
+  v: typeof STATE_VERSION
+  iat: number
+  exp: number
+  p: string
+  m: string
+  t: string
+  a: string
+  j: unknown
+  n: string
+}
+
+/** The claims in `value`, when it is exactly a claims object (no other key, each of its type). */
+function readClaims(value: unknown): Claims | undefined {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined
+  const claims = value as Record<string, unknown>
+  const keys = Object.keys(claims)
+  if (keys.length !== CLAIM_KEYS.length || !CLAIM_KEYS.every((key) => Object.hasOwn(claims, key)))
+    return undefined
+  const { v, iat, exp, p, m, t, a, n } = claims
+  return v === STATE_VERSION &&
+    Number.isSafeInteger(iat) &&
+    (iat as number) >= 0 &&
+    Number.isSafeInteger(exp) &&
+    (exp as number) > (iat as number) &&
+    typeof p === 'string' &&
+    TAG_22.test(p) &&
+    typeof m === 'string' &&
+    typeof t === 'string' &&
+    typeof a === 'string' &&
+    DIGEST_43.test(a) &&
+    typeof n === 'string' &&
+    TAG_22.test(n)
+    ? (claims as unknown as Claims)
+    : undefined
+}
 
 export class StateSealer {
   readonly ttlSeconds: number
@@ -163,6 +190,7 @@ export class StateSealer {
   readonly maxPayloadBytes: number
   readonly clockSkewSeconds: number
   readonly #jwe: CompactJwe
+  readonly #base64url: Base64urlCodec
   readonly #now: () => number
   readonly #sha256: (text: string) => string | Promise<string>
   readonly #principalTags = new Map<string, string>()
@@ -172,6 +200,7 @@ export class StateSealer {
     options: Required<Omit<StateSealerOptions, 'aesGcm' | 'keyRing' | 'maxTokenChars'>>
   ) {
     this.#jwe = jwe
+    this.#base64url = options.base64url
     this.#now = options.now
     this.#sha256 = options.sha256
     this.ttlSeconds = options.ttlSeconds
@@ -194,8 +223,9 @@ export class StateSealer {
       now = Date.now,
       sha256 = sha256Base64url,
       aesGcm,
+      base64url = JOSE_BASE64URL,
     } = options
-    const jwe = CompactJwe.create({ keyRing, maxTokenChars, aesGcm })
+    const jwe = CompactJwe.create({ keyRing, maxTokenChars, aesGcm, base64url })
     if (!(Number.isInteger(ttlSeconds) && ttlSeconds >= 1 && ttlSeconds <= MAX_STATE_TTL_SECONDS)) {
       throw new RangeError(`ttlSeconds must be a whole number from 1 to ${MAX_STATE_TTL_SECONDS}`)
     }
@@ -224,7 +254,17 @@ export class StateSealer {
     if (typeof now !== 'function')
       throw new TypeError('now must be a function returning milliseconds')
     if (typeof sha256 !== 'function') throw new TypeError('sha256 must be a function')
-    return new StateSealer(jwe, { ttlSeconds, maxPayloadBytes, clockSkewSeconds, now, sha256 })
+    if (!isBase64urlCodec(base64url)) {
+      throw new TypeError('base64url must have encode and decode functions')
+    }
+    return new StateSealer(jwe, {
+      ttlSeconds,
+      maxPayloadBytes,
+      clockSkewSeconds,
+      now,
+      sha256,
+      base64url,
+    })
   }
 
   /**
@@ -245,6 +285,7 @@ export class StateSealer {
       clockSkewSeconds: this.clockSkewSeconds,
       now: this.#now,
       sha256: this.#sha256,
+      base64url: this.#base64url,
     })
   }
 
@@ -253,24 +294,22 @@ export class StateSealer {
     if (!isBinding(binding)) {
       throw new TypeError('seal: binding needs string principal, method and target')
     }
-    if (journal === undefined) throw new TypeError('seal: the journal must be a JSON value')
+    // Plain JSON (only the arguments digest needs a canonical form), refusing what JSON would alter.
+    const journalText: unknown = JSON.stringify(journal, exactJson)
+    if (typeof journalText !== 'string') {
+      throw new TypeError('seal: the journal must be a JSON value')
+    }
     const key = this.#jwe.sealingKey
     const iat = Math.floor(this.#now() / 1000)
-    const nonce = base64url.encode(randomBytes(NONCE_BYTES))
-    const { principalTag: p, argsDigest: a } = await this.#bindingDigests(key, binding)
-    const claims = {
-      v: STATE_VERSION,
-      iat,
-      exp: iat + this.ttlSeconds,
-      p,
-      m: binding.method,
-      t: binding.target,
-      a,
-      j: journal,
-      n: nonce,
-    }
-    // Plain JSON (only the arguments digest needs a canonical form), refusing what JSON would alter.
-    const plaintext = encoder.encode(JSON.stringify(claims, exactJson))
+    const nonce = this.#base64url.encode(randomBytes(NONCE_BYTES))
+    const { principalTag, argsDigest } = await this.#bindingDigests(key, binding)
+    // What JSON.stringify writes for the claims object (keys in `CLAIM_KEYS` order); the tags, the
+    // digest and the nonce are base64url and the times integers, so none of them needs escaping.
+    const plaintext = encoder.encode(
+      `{"v":${STATE_VERSION},"iat":${iat},"exp":${iat + this.ttlSeconds},"p":"${principalTag}",` +
+        `"m":${JSON.stringify(binding.method)},"t":${JSON.stringify(binding.target)},` +
+        `"a":"${argsDigest}","j":${journalText},"n":"${nonce}"}`
+    )
     if (plaintext.byteLength > this.maxPayloadBytes) {
       throw new StateTooLargeError(plaintext.byteLength, this.maxPayloadBytes)
     }
@@ -303,9 +342,8 @@ export class StateSealer {
     } catch {
       return reject('bad_claims')
     }
-    const checked = ClaimsSchema.safeParse(parsed)
-    if (!checked.success) return reject('bad_claims')
-    const claims = checked.data
+    const claims = readClaims(parsed)
+    if (claims === undefined) return reject('bad_claims')
 
     const nowMs = this.#now()
     if (!(claims.exp * 1000 > nowMs)) return reject('expired')
@@ -339,7 +377,7 @@ export class StateSealer {
         key.principalKey,
         encoder.encode(binding.principal)
       )
-      principalTag = base64url.encode(new Uint8Array(mac, 0, PRINCIPAL_TAG_BYTES))
+      principalTag = this.#base64url.encode(new Uint8Array(mac, 0, PRINCIPAL_TAG_BYTES))
       if (this.#principalTags.size >= PRINCIPAL_TAG_CACHE_SIZE) this.#principalTags.clear()
       this.#principalTags.set(cacheKey, principalTag)
     }
