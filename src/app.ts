@@ -40,8 +40,9 @@ export interface AppDeps {
   /** Auth parts shared across apps (with `config.auth`); built per app when absent. */
   auth?: AuthServices
   /**
-   * Serves tasks (`import_notes`, `export_notes`; records in `store`) and runs this replica's share
-   * of them. Node passes it; on Workers tasks wait for their Durable Object runner.
+   * Serves tasks (`import_notes`, `export_notes`; records in `store`): Node runs its share of them
+   * and takes over those of replicas that died; the Worker passes a scheduler that hands each to its
+   * Durable Object runner.
    */
   tasks?: Omit<TaskOptions, 'store' | 'now'>
   /**
@@ -51,7 +52,8 @@ export interface AppDeps {
   telemetry?: AppTelemetry
 }
 
-const notesServer = createNotesServer()
+/** The notes server, compiled once per process or isolate (the Worker's task runners use it too). */
+export const notesServer = createNotesServer()
 
 export function createApp(config: Config, deps: AppDeps): Hono {
   const baseUrl = publicBaseUrl(config)

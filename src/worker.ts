@@ -51,16 +51,14 @@
  * Node-only adapters (tests/e2e/worker-bundle.test.ts checks the bundle).
  */
 import type { Hono } from 'hono'
-import { createApp, type AppDeps } from './app.ts'
+import { createApp, notesServer, type AppDeps } from './app.ts'
 import { createAuthServices } from './auth/services.ts'
 import { ConfigError, assertSafeExposure, parseConfig, type Config } from './config.ts'
 import { publicBaseUrl } from './http/app.ts'
 import { consoleLogger } from './mcp/handler.ts'
 import { importKeyRing, parseKeyRing } from './mcp/key-ring.ts'
 import { StateSealer } from './mcp/sealed-state.ts'
-import type { CompiledServer } from './mcp/server.ts'
 import type { NotesApp } from './notes/app.ts'
-import { createNotesServer } from './notes/server.ts'
 import { D1NotesStore, D1SchemaMissingError, type D1Like } from './storage/d1.ts'
 import { sweepExpired } from './storage/purge.ts'
 import type { WorkerTelemetry } from './telemetry/worker.ts'
@@ -154,9 +152,6 @@ function taskScheduler(env: WorkerEnv): DurableObjectTaskScheduler {
   return new DurableObjectTaskScheduler({ namespace })
 }
 
-/** The notes server the task objects run handlers of, compiled on the first object's setup. */
-let taskServer: CompiledServer<NotesApp> | undefined
-
 /**
  * The Durable Object class that runs the notes tasks, bound as `TASK_RUNNER` (wrangler.toml): its
  * handlers get the app `createApp` gives them, on the same D1 database and event bus (links from
@@ -166,14 +161,13 @@ export const TaskRunnerObject = defineTaskRunnerObject(async (env: WorkerEnv) =>
   const config = parseConfig(stringBindings(env))
   const store = new D1NotesStore({ db: d1Binding(env) })
   await store.migrate()
-  taskServer ??= createNotesServer()
   const app: NotesApp = {
     notes: store,
     bus: eventBus(env),
     baseUrl: publicBaseUrl(config),
     now: Date.now,
   }
-  return { server: taskServer, app, store }
+  return { server: notesServer, app, store }
 })
 
 async function prepare(env: WorkerEnv): Promise<Setup> {

@@ -23,6 +23,7 @@ import type { EventBus, ServerEvent } from '../../src/mcp/events.ts'
 import { createMcpHandler } from '../../src/mcp/handler.ts'
 import type { StateSealer } from '../../src/mcp/sealed-state.ts'
 import type { SessionStore } from '../../src/mcp/session-store.ts'
+import type { TaskScheduler } from '../../src/mcp/tasks/engine.ts'
 import { compileServer } from '../../src/mcp/server.ts'
 import type { TaskStore } from '../../src/mcp/task-store.ts'
 import type { CreateMessageParams } from '../../src/mcp/wire.ts'
@@ -502,11 +503,26 @@ export interface FixtureDeps {
    * missed (default the engine's); tests that prove an answer arrives by the bus alone set Infinity.
    */
   answerPollMs?: number
+  /**
+   * Hands tasks to runners of their own (on Workers, a Durable Object per task); without it the
+   * process that accepts a task runs it.
+   */
+  taskScheduler?: TaskScheduler
+  /** Names this replica in task leases and logs. */
+  replicaId?: string
 }
 
 export function createFixtureApp(
   config: Config,
-  { sealer, bus, sessions, shutdown, answerPollMs }: FixtureDeps
+  {
+    sealer,
+    bus,
+    sessions,
+    shutdown,
+    answerPollMs,
+    taskScheduler,
+    replicaId = 'fixture',
+  }: FixtureDeps
 ): Hono {
   const handler = createMcpHandler({
     server: fixtureServer,
@@ -519,8 +535,14 @@ export function createFixtureApp(
       sessionTtlSeconds: config.sessionTtlSeconds,
       input: { answerPollMs },
     },
-    // One process: it runs every task it accepts, so there is nothing to take over.
-    tasks: sessions && { store: sessions, replicaId: 'fixture', takeoverIntervalMs: 0 },
+    // Whoever runs a task (this process, or the scheduler's runners) runs every task it accepts, so
+    // there is nothing to take over here.
+    tasks: sessions && {
+      store: sessions,
+      replicaId,
+      scheduler: taskScheduler,
+      takeoverIntervalMs: 0,
+    },
   })
   return createHttpApp({ config, handler })
 }

@@ -10,9 +10,8 @@
  * bound as `EVENT_BUS`, as in the notes Worker.
  *
  * Tasks run as in the notes Worker: each is handed to its own `TaskRunnerObject` (bound as
- * `TASK_RUNNER`), whose alarm runs it after the response, on the same D1 database. So this module
- * composes the fixture's handler itself rather than through `createFixtureApp`, whose tasks run in
- * the process that accepted them (the Node fixture's).
+ * `TASK_RUNNER`, `createFixtureApp`'s task scheduler), whose alarm runs it after the response, on the
+ * same D1 database.
  *
  * One test-only binding: `ANSWER_POLL_MS`, the longest wait of a 2025 flow between two checks of the
  * store for an answer whose bus signal it missed (default the engine's); `Infinity` turns the checks
@@ -20,8 +19,7 @@
  */
 import type { Hono } from 'hono'
 import { parseConfig } from '../../src/config.ts'
-import { createHttpApp } from '../../src/http/app.ts'
-import { consoleLogger, createMcpHandler } from '../../src/mcp/handler.ts'
+import { consoleLogger } from '../../src/mcp/handler.ts'
 import { importKeyRing, parseKeyRing } from '../../src/mcp/key-ring.ts'
 import { StateSealer } from '../../src/mcp/sealed-state.ts'
 import { D1NotesStore, type D1Like } from '../../src/storage/d1.ts'
@@ -36,7 +34,7 @@ import {
   isTaskRunnerNamespace,
 } from '../../src/workers/task-runner.ts'
 import { defineTaskRunnerObject } from '../../src/workers/task-runner-object.ts'
-import { fixtureServer } from '../conformance/fixture-app.ts'
+import { createFixtureApp, fixtureServer } from '../conformance/fixture-app.ts'
 
 export { EventBusObject } from '../../src/workers/event-bus-object.ts'
 
@@ -77,21 +75,14 @@ async function build(env: Env): Promise<Hono> {
   if (answerPollMs !== undefined && !(answerPollMs > 0)) {
     throw new Error('ANSWER_POLL_MS must be a positive number of milliseconds, or Infinity')
   }
-  const bus = eventBus(env)
-  const handler = createMcpHandler({
-    server: fixtureServer,
-    app: { bus },
+  return createFixtureApp(config, {
     sealer,
-    bus,
-    legacy: { sessions, sessionTtlSeconds: config.sessionTtlSeconds, input: { answerPollMs } },
-    tasks: {
-      store: sessions,
-      replicaId: 'fixture-worker',
-      scheduler: new DurableObjectTaskScheduler({ namespace: runners }),
-      takeoverIntervalMs: 0,
-    },
+    bus: eventBus(env),
+    sessions,
+    answerPollMs,
+    taskScheduler: new DurableObjectTaskScheduler({ namespace: runners }),
+    replicaId: 'fixture-worker',
   })
-  return createHttpApp({ config, handler })
 }
 
 export default {
