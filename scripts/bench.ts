@@ -3,25 +3,30 @@
  * `npm run bench`: throughput, latency, server CPU and memory of our server against the official SDK
  * (`@modelcontextprotocol/server` + `@modelcontextprotocol/hono`, same tools) and against bare Hono
  * (the ceiling), in one invocation, so every ratio compares figures taken minutes apart on the same
- * machine. For each scenario (see `bench/scenarios.ts`) it starts each server as its own process,
- * one at a time, pinned to CPU 1 (`taskset -c 1`), while this process — the load generator,
- * autocannon — is pinned to CPU 0; it probes the server, warms it up, measures, and stops it. Every
- * response is verified; a scenario with any wrong answer, socket error or timeout is flagged and the
- * command exits non-zero after writing its report.
+ * machine. For each scenario (see `bench/scenarios.ts`: 2026-07-28 and 2025-era requests and flows
+ * on Node, the Worker builds on workerd, listen streams at scale) it starts each server as its own
+ * process, one at a time, pinned to CPU 1 (`taskset -c 1`), while this process — the load
+ * generator, autocannon or a driver of its own — is pinned to CPU 0; it probes the server, warms it
+ * up, measures, and stops it. Every response is verified; a scenario with any wrong answer, socket
+ * error, timeout or missed notification is flagged and the command exits non-zero after writing its
+ * report.
  *
- * Output: a Markdown table on stdout and JSON at `--out` (default `bench-results/latest.json`):
+ * Output: Markdown tables on stdout and JSON at `--out` (default `bench-results/latest.json`):
  * `{ meta, scenarios: { <name>: { ours, sdk, bare, ratio_vs_sdk, ratio_vs_bare, ... } } }`.
  *
  * Usage: node scripts/bench.ts [--quick] [--out FILE] [--connections N] [--warmup S] [--duration S]
  *          [--only a,b] [--servers ours,sdk,bare] [--notes N] [--max-requests N] [--retries N]
- *          [--profile DIR]
- *   --quick        1 s warm-up, 2 s measured, 10 connections (CI smoke; no figure is meaningful)
+ *          [--streams N] [--changes N] [--profile DIR]
+ *   --quick        1 s warm-up, 2 s measured, 10 connections, 100 listen streams and 3 changes (CI
+ *                  smoke; no figure is meaningful)
  *   --retries N    measure a server again (up to N times, default 2, 0 with --quick) when other
  *                  processes used more than 0.25 of a core during its window; the least disturbed
  *                  attempt is kept and a scenario still disturbed is marked as such
+ *   --streams N    listen streams of the scale scenario (default 1,000; the SDK refuses more than
+ *                  1,024 per handler), --changes N the changes delivered to them (default 20)
  *   --profile DIR  profile our server instead (`node --cpu-prof`; other servers with --servers) on
- *                  tools_call and mrtr_flow (or --only), print where the time goes and keep the
- *                  .cpuprofile files in DIR
+ *                  tools_call and mrtr_flow (or --only; Node scenarios only), print where the time
+ *                  goes and keep the .cpuprofile files in DIR
  *
  * Loopback only: servers listen on 127.0.0.1 with kernel-chosen ports. Each load run is bounded by
  * its duration, a request cap and a watchdog; every server process is killed on the way out, also
@@ -32,7 +37,8 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { cpus, tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
-import { runLoad } from './bench/load.ts'
+import { runListenScale } from './bench/listen-scale.ts'
+import { runLoad, type DriveOptions, type LoadResult } from './bench/load.ts'
 import { seedNotes, type SeedSummary } from './bench/notes-data.ts'
 import { formatProfile, summarizeProfile } from './bench/profile.ts'
 import {
@@ -40,14 +46,22 @@ import {
   formatTargets,
   isFigures,
   round,
+  scaleReport,
   scenarioReport,
   type BenchReport,
-  type ServerFigures,
+  type ScaleFigures,
+  type ScaleOutcome,
   type ServerOutcome,
   DISTURBED_CORES,
   TARGETS,
 } from './bench/report.ts'
-import { SCENARIOS, type Scenario, type ServerKind } from './bench/scenarios.ts'
+import {
+  SCENARIOS,
+  type LoadScenario,
+  type ScaleScenario,
+  type Scenario,
+  type ServerKind,
+} from './bench/scenarios.ts'
 import {
   cpuMicros,
   killAllNow,
@@ -59,6 +73,7 @@ import {
   type ServerProcess,
 } from './bench/server-process.ts'
 import { SEARCH_QUERY } from './bench/wire.ts'
+import { bundleWorker, workerdBinary, workerdArgs, type WorkerKind } from './bench/workerd.ts'
 
 const root = join(import.meta.dirname, '..')
 const SERVER_CPU = 1
@@ -76,6 +91,8 @@ const { values } = parseArgs({
     notes: { type: 'string', default: '10000' },
     'max-requests': { type: 'string', default: '3000000' },
     retries: { type: 'string' },
+    streams: { type: 'string' },
+    changes: { type: 'string' },
     profile: { type: 'string' },
   },
 })
@@ -96,6 +113,10 @@ const maxRequests = Math.round(positive('max-requests', values['max-requests'], 
 const retries =
   values.retries === '0' ? 0 : Math.round(positive('retries', values.retries, quick ? 0 : 2))
 const noteCount = Math.round(positive('notes', values.notes, 10_000))
+const streamsOverride =
+  values.streams === undefined ? undefined : Math.round(positive('streams', values.streams, 1))
+const changesOverride =
+  values.changes === undefined ? undefined : Math.round(positive('changes', values.changes, 1))
 const profileDir = values.profile === undefined ? undefined : resolve(values.profile)
 
 const wanted = values.only?.split(',').map((name) => name.trim())
@@ -115,11 +136,29 @@ if (kinds.some((kind) => !KINDS.includes(kind as ServerKind))) {
   process.exit(2)
 }
 const PROFILED = ['tools_call', 'mrtr_flow']
+if (profileDir !== undefined && wanted?.some((name) => runtimeOf(name) === 'workerd')) {
+  console.error(
+    '--profile profiles Node processes (node --cpu-prof); workerd scenarios cannot be profiled'
+  )
+  process.exit(2)
+}
 const scenarios = SCENARIOS.filter((s) =>
   wanted ? wanted.includes(s.name) : profileDir === undefined || PROFILED.includes(s.name)
 )
   .map((s) => ({ ...s, servers: s.servers.filter((kind) => kinds.includes(kind)) }))
   .filter((s) => s.servers.length > 0)
+
+function runtimeOf(name: string): 'node' | 'workerd' {
+  return SCENARIOS.find((s) => s.name === name)?.runtime ?? 'node'
+}
+
+/** Streams and changes of a scale scenario in this run. */
+function scaleOf(scenario: ScaleScenario): { streams: number; changes: number } {
+  return {
+    streams: streamsOverride ?? (quick ? Math.min(100, scenario.streams) : scenario.streams),
+    changes: changesOverride ?? (quick ? Math.min(3, scenario.changes) : scenario.changes),
+  }
+}
 
 process.on('exit', killAllNow)
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
@@ -168,98 +207,74 @@ const message = (error: unknown) => (error instanceof Error ? error.message : St
 interface RunContext {
   database: string | undefined
   pinned: boolean
+  /** Scratch space of this run (Worker bundles, workerd configurations). */
+  workDir: string
   nodeArgs?: (scenario: Scenario) => string[]
 }
 
-/** Starts one server for one scenario, probes it, warms it up, measures it and stops it. */
+/** Worker bundles by kind, built once per run (`bench/workerd.ts`). */
+const bundles = new Map<WorkerKind, Promise<string>>()
+
+/** Starts the server of `kind` for `scenario`: a Node bench server, or its Worker build on workerd. */
+async function startFor(
+  scenario: Scenario,
+  kind: ServerKind,
+  context: RunContext
+): Promise<ServerProcess> {
+  const cpu = context.pinned ? SERVER_CPU : undefined
+  if (scenario.runtime === 'workerd') {
+    let bundle = bundles.get(kind)
+    if (!bundle) {
+      bundle = bundleWorker(root, kind, context.workDir)
+      bundles.set(kind, bundle)
+    }
+    const module = await bundle
+    return startServer({
+      kind,
+      command: [workerdBinary(root), ...workerdArgs(module, context.workDir, kind)],
+      env: {},
+      cpu,
+      cwd: root,
+      ready: 'workerd',
+    })
+  }
+  return startServer({
+    kind,
+    command: [
+      process.execPath,
+      ...(context.nodeArgs?.(scenario) ?? []),
+      join(root, 'scripts', 'bench', `${kind}.ts`),
+    ],
+    env: {
+      ...(context.database && { BENCH_DB: context.database }),
+      ...(kind === 'ours' && scenario.oursEnv),
+      ...(kind === 'sdk' && scenario.sdkEnv),
+    },
+    cpu,
+    cwd: root,
+    ready: 'stdout',
+  })
+}
+
+type Outcome = ServerOutcome | ScaleOutcome | { skipped: string }
+
+/** Starts one server for one scenario, measures it (a load or held streams), and stops it. */
 async function measure(
   scenario: Scenario,
   kind: ServerKind,
   context: RunContext
-): Promise<ServerOutcome | { skipped: string }> {
+): Promise<Outcome> {
   let server: ServerProcess
   try {
-    server = await startServer({
-      kind,
-      script: join(root, 'scripts', 'bench', `${kind}.ts`),
-      env: {
-        ...(context.database && { BENCH_DB: context.database }),
-        ...(kind === 'ours' && scenario.oursEnv),
-      },
-      cpu: context.pinned ? SERVER_CPU : undefined,
-      nodeArgs: context.nodeArgs?.(scenario),
-      cwd: root,
-    })
+    server = await startFor(scenario, kind, context)
   } catch (error) {
     if (scenario.requiresFile) return { skipped: `the server did not start: ${message(error)}` }
     return { failure: `the server did not start: ${message(error)}` }
   }
   try {
-    const steps = await scenario.prepare(server.url)
-    const origin = new URL(server.url).origin
-    const load = { origin, connections, maxRequests, steps }
-    const warm = await runLoad({ ...load, durationSeconds: warmupSeconds })
-    const cpuBefore = cpuMicros(server.pid)
-    const busyBefore = machineBusyMicros()
-    const run = await runLoad({ ...load, durationSeconds })
-    const cpuAfter = cpuMicros(server.pid)
-    const busyAfter = machineBusyMicros()
-    const peak = memoryBytes(server.pid, 'VmHWM')
-    const split =
-      cpuBefore === undefined || cpuAfter === undefined
-        ? undefined
-        : { user: cpuAfter.user - cpuBefore.user, system: cpuAfter.system - cpuBefore.system }
-    const cpu = split === undefined ? undefined : split.user + split.system
-    const background =
-      cpu === undefined || busyBefore === undefined || busyAfter === undefined
-        ? null
-        : (busyAfter - busyBefore - cpu) / 1e6 / run.seconds - run.loadgenCores
-    const reqPerSec = run.responses / run.seconds
-    const flowsPerSec = scenario.unit === 'flow' ? run.flows / run.seconds : null
-    return {
-      throughput: round(flowsPerSec ?? reqPerSec, 1),
-      reqPerSec: round(reqPerSec, 1),
-      flowsPerSec: flowsPerSec === null ? null : round(flowsPerSec, 1),
-      latencyMs: {
-        p50: round(run.latencyMs.p50, 3),
-        p90: round(run.latencyMs.p90, 3),
-        p99: round(run.latencyMs.p99, 3),
-        mean: round(run.latencyMs.mean, 3),
-        max: round(run.latencyMs.max, 3),
-      },
-      cpuUsPerRequest:
-        cpu === undefined || run.responses === 0 ? null : round(cpu / run.responses, 1),
-      cpuSplitUsPerRequest:
-        split === undefined || run.responses === 0
-          ? null
-          : {
-              user: round(split.user / run.responses, 1),
-              system: round(split.system / run.responses, 1),
-            },
-      cpuUsPerFlow:
-        cpu === undefined || scenario.unit !== 'flow' || run.flows === 0
-          ? null
-          : round(cpu / run.flows, 1),
-      peakRssMiB: peak === undefined ? null : round(peak / 2 ** 20, 1),
-      responses: run.responses,
-      verified: run.verified,
-      mismatches: run.mismatches,
-      errors: run.errors,
-      timeouts: run.timeouts,
-      warmup: {
-        responses: warm.responses,
-        mismatches: warm.mismatches,
-        errors: warm.errors,
-        timeouts: warm.timeouts,
-      },
-      seconds: round(run.seconds, 2),
-      serverCores: cpu === undefined ? null : round(cpu / 1e6 / run.seconds, 2),
-      loadgenCores: round(run.loadgenCores, 2),
-      backgroundCores: background === null ? null : round(background, 2),
-      ...((run.firstMismatch ?? warm.firstMismatch) !== undefined && {
-        firstMismatch: run.firstMismatch ?? warm.firstMismatch,
-      }),
-    }
+    return scenario.unit === 'streams'
+      ? await measureScale(scenario, server)
+      : await measureLoad(scenario, kind, server)
   } catch (error) {
     const tail = server.output().trim().split('\n').slice(-5).join('\n')
     return { failure: `${message(error)}${tail ? `\nserver output:\n${tail}` : ''}` }
@@ -268,18 +283,178 @@ async function measure(
   }
 }
 
-/** A measurement during which other processes used a noticeable share of the machine. */
-function isDisturbed(outcome: ServerOutcome | { skipped: string }): boolean {
-  return (
-    !('skipped' in outcome) &&
-    isFigures(outcome) &&
-    (outcome.backgroundCores ?? 0) > DISTURBED_CORES
-  )
+/** Probes the server, warms it up, and measures one window of load. */
+async function measureLoad(
+  scenario: LoadScenario,
+  kind: ServerKind,
+  server: ServerProcess
+): Promise<ServerOutcome> {
+  const plan = await scenario.prepare(server.url, kind)
+  const options = { origin: new URL(server.url).origin, connections, maxRequests }
+  const load = (seconds: number): Promise<LoadResult> => {
+    const drive: DriveOptions = { ...options, durationSeconds: seconds }
+    return typeof plan === 'function' ? plan(drive) : runLoad({ ...drive, steps: plan })
+  }
+  const warm = await load(warmupSeconds)
+  const cpuBefore = cpuMicros(server.pid)
+  const busyBefore = machineBusyMicros()
+  const run = await load(durationSeconds)
+  const cpuAfter = cpuMicros(server.pid)
+  const busyAfter = machineBusyMicros()
+  const peak = memoryBytes(server.pid, 'VmHWM')
+  const split =
+    cpuBefore === undefined || cpuAfter === undefined
+      ? undefined
+      : { user: cpuAfter.user - cpuBefore.user, system: cpuAfter.system - cpuBefore.system }
+  const cpu = split === undefined ? undefined : split.user + split.system
+  const background =
+    cpu === undefined || busyBefore === undefined || busyAfter === undefined
+      ? null
+      : (busyAfter - busyBefore - cpu) / 1e6 / run.seconds - run.loadgenCores
+  const reqPerSec = run.responses / run.seconds
+  const flowsPerSec = scenario.unit === 'flow' ? run.flows / run.seconds : null
+  return {
+    throughput: round(flowsPerSec ?? reqPerSec, 1),
+    reqPerSec: round(reqPerSec, 1),
+    flowsPerSec: flowsPerSec === null ? null : round(flowsPerSec, 1),
+    latencyMs: {
+      p50: round(run.latencyMs.p50, 3),
+      p90: round(run.latencyMs.p90, 3),
+      p99: round(run.latencyMs.p99, 3),
+      mean: round(run.latencyMs.mean, 3),
+      max: round(run.latencyMs.max, 3),
+    },
+    cpuUsPerRequest:
+      cpu === undefined || run.responses === 0 ? null : round(cpu / run.responses, 1),
+    cpuSplitUsPerRequest:
+      split === undefined || run.responses === 0
+        ? null
+        : {
+            user: round(split.user / run.responses, 1),
+            system: round(split.system / run.responses, 1),
+          },
+    cpuUsPerFlow:
+      cpu === undefined || scenario.unit !== 'flow' || run.flows === 0
+        ? null
+        : round(cpu / run.flows, 1),
+    peakRssMiB: peak === undefined ? null : round(peak / 2 ** 20, 1),
+    responses: run.responses,
+    verified: run.verified,
+    mismatches: run.mismatches,
+    errors: run.errors,
+    timeouts: run.timeouts,
+    warmup: {
+      responses: warm.responses,
+      mismatches: warm.mismatches,
+      errors: warm.errors,
+      timeouts: warm.timeouts,
+    },
+    seconds: round(run.seconds, 2),
+    serverCores: cpu === undefined ? null : round(cpu / 1e6 / run.seconds, 2),
+    loadgenCores: round(run.loadgenCores, 2),
+    backgroundCores: background === null ? null : round(background, 2),
+    ...((run.firstMismatch ?? warm.firstMismatch) !== undefined && {
+      firstMismatch: run.firstMismatch ?? warm.firstMismatch,
+    }),
+  }
 }
 
-function describeOutcome(outcome: ServerOutcome | { skipped: string }, unit: string): string {
+/**
+ * Opens the scale scenario's streams on the server, reads its memory with them open, then times
+ * the delivery of each change to all of them; CPU and background load cover the changes.
+ */
+async function measureScale(scenario: ScaleScenario, server: ServerProcess): Promise<ScaleFigures> {
+  const { streams, changes } = scaleOf(scenario)
+  let cpuBefore: ReturnType<typeof cpuMicros>
+  let busyBefore: number | undefined
+  let loadgenBefore = process.cpuUsage()
+  const result = await runListenScale({
+    origin: new URL(server.url).origin,
+    streams,
+    changes,
+    rss: () => memoryBytes(server.pid, 'VmRSS'),
+    onChangesStart() {
+      cpuBefore = cpuMicros(server.pid)
+      busyBefore = machineBusyMicros()
+      loadgenBefore = process.cpuUsage()
+    },
+  })
+  const cpuAfter = cpuMicros(server.pid)
+  const busyAfter = machineBusyMicros()
+  const loadgen = process.cpuUsage(loadgenBefore)
+  const cpu =
+    cpuBefore === undefined || cpuAfter === undefined
+      ? undefined
+      : cpuAfter.user - cpuBefore.user + cpuAfter.system - cpuBefore.system
+  const seconds = result.changeSeconds
+  const background =
+    cpu === undefined || busyBefore === undefined || busyAfter === undefined || seconds === 0
+      ? null
+      : (busyAfter - busyBefore - cpu) / 1e6 / seconds -
+        (loadgen.user + loadgen.system) / 1e6 / seconds
+  const mib = (bytes: number | undefined) =>
+    bytes === undefined ? null : round(bytes / 2 ** 20, 1)
+  const peak = memoryBytes(server.pid, 'VmHWM')
+  return {
+    streams: result.streams,
+    opened: result.opened,
+    openSeconds: round(result.openSeconds, 2),
+    rssBeforeMiB: mib(result.rssBeforeBytes),
+    rssWithStreamsMiB: mib(result.rssWithStreamsBytes),
+    rssPerStreamKiB:
+      result.rssBeforeBytes === undefined ||
+      result.rssWithStreamsBytes === undefined ||
+      result.opened === 0
+        ? null
+        : round((result.rssWithStreamsBytes - result.rssBeforeBytes) / 1024 / result.opened, 1),
+    changes: result.changes,
+    deliveries: result.deliveries,
+    missed: result.missed,
+    deliveryMs: roundPercentiles(result.deliveryMs),
+    allDeliveredMs: roundPercentiles(result.allDeliveredMs),
+    cpuUsPerDelivery:
+      cpu === undefined || result.deliveries === 0 ? null : round(cpu / result.deliveries, 1),
+    peakRssMiB: mib(peak),
+    errors: result.errors,
+    backgroundCores: background === null ? null : round(background, 2),
+    ...(result.firstError !== undefined && { firstError: result.firstError }),
+  }
+}
+
+function roundPercentiles(latency: LoadResult['latencyMs']): LoadResult['latencyMs'] {
+  return {
+    p50: round(latency.p50, 3),
+    p90: round(latency.p90, 3),
+    p99: round(latency.p99, 3),
+    mean: round(latency.mean, 3),
+    max: round(latency.max, 3),
+  }
+}
+
+/** Cores other processes used during a measurement; a failed or skipped one counts as the worst. */
+function backgroundOf(outcome: Outcome): number {
+  return 'skipped' in outcome || !isFigures(outcome) ? Infinity : (outcome.backgroundCores ?? 0)
+}
+
+/** A measurement during which other processes used a noticeable share of the machine. */
+function isDisturbed(outcome: Outcome): boolean {
+  const background = backgroundOf(outcome)
+  return background !== Infinity && background > DISTURBED_CORES
+}
+
+function describeOutcome(outcome: Outcome, unit: string): string {
   if ('skipped' in outcome) return `skipped: ${outcome.skipped.split('\n')[0]}`
   if (!isFigures(outcome)) return `FAILED: ${outcome.failure.split('\n')[0]}`
+  if ('streams' in outcome) {
+    return (
+      `${outcome.opened}/${outcome.streams} streams, ${outcome.rssPerStreamKiB} KiB RSS per stream, ` +
+      `every stream reached in p50 ${outcome.allDeliveredMs.p50} ms / p99 ${outcome.allDeliveredMs.p99} ms ` +
+      `(one stream p50 ${outcome.deliveryMs.p50} ms, p99 ${outcome.deliveryMs.p99} ms), ` +
+      `${outcome.cpuUsPerDelivery} µs CPU per notification, ${outcome.missed} missed, ` +
+      `other load ${outcome.backgroundCores}` +
+      `${outcome.errors > 0 ? `, ${outcome.errors} ERRORS (${outcome.firstError})` : ''}`
+    )
+  }
   const rate =
     unit === 'flow'
       ? `${outcome.flowsPerSec} flows/s (${outcome.reqPerSec} req/s)`
@@ -307,7 +482,7 @@ async function benchmark(tool: string | undefined, pinned: boolean): Promise<num
   const git = gitState()
   try {
     const notes = scenarios.some((s) => s.needsNotes) ? await prepareNotes(workDir) : undefined
-    const context: RunContext = { database: notes?.path, pinned }
+    const context: RunContext = { database: notes?.path, pinned, workDir }
     const skipped: Array<{ scenario: string; reason: string }> = []
     const report: BenchReport = { meta: {}, scenarios: {} }
     const runs = scenarios.flatMap((s) => s.servers.map((kind) => ({ scenario: s, kind })))
@@ -318,7 +493,7 @@ async function benchmark(tool: string | undefined, pinned: boolean): Promise<num
         index += scenario.servers.length
         continue
       }
-      const outcomes: Partial<Record<ServerKind, ServerOutcome>> = {}
+      const outcomes: Partial<Record<ServerKind, ServerOutcome | ScaleOutcome>> = {}
       let skip: string | undefined
       for (const kind of scenario.servers) {
         index += 1
@@ -331,10 +506,7 @@ async function benchmark(tool: string | undefined, pinned: boolean): Promise<num
           )
           const again = await measure(scenario, kind, context)
           console.log(describeOutcome(again, scenario.unit))
-          if ('skipped' in again || !isFigures(again)) continue
-          if ((again.backgroundCores ?? 0) < ((outcome as ServerFigures).backgroundCores ?? 0)) {
-            outcome = again
-          }
+          if (backgroundOf(again) < backgroundOf(outcome)) outcome = again
         }
         if ('skipped' in outcome) skip = outcome.skipped
         else outcomes[kind] = outcome
@@ -343,7 +515,10 @@ async function benchmark(tool: string | undefined, pinned: boolean): Promise<num
         skipped.push({ scenario: scenario.name, reason: skip })
         continue
       }
-      report.scenarios[scenario.name] = scenarioReport(scenario, outcomes)
+      report.scenarios[scenario.name] =
+        scenario.unit === 'streams'
+          ? scaleReport(scenario, outcomes as Partial<Record<ServerKind, ScaleOutcome>>)
+          : scenarioReport(scenario, outcomes as Partial<Record<ServerKind, ServerOutcome>>)
     }
 
     const cpuList = cpus()
@@ -374,8 +549,12 @@ async function benchmark(tool: string | undefined, pinned: boolean): Promise<num
           '@modelcontextprotocol/server',
           '@modelcontextprotocol/hono',
           'autocannon',
+          'wrangler',
         ].map((name) => [name, packageVersion(name)])
       ),
+      workerd: scenarios.some((s) => s.runtime === 'workerd')
+        ? execFileSync(workerdBinary(root), ['--version']).toString().trim()
+        : undefined,
       git,
       notes: notes && {
         count: notes.seed.notes,
@@ -385,7 +564,11 @@ async function benchmark(tool: string | undefined, pinned: boolean): Promise<num
       },
       method: {
         loadGenerator:
-          'autocannon (programmatic, pipelining 1) in the driver process; one fresh server process per scenario and server',
+          'autocannon (programmatic, pipelining 1) in the driver process; one fresh server process per scenario and server; the 2025-era interactive flow and the listen streams use drivers of their own on node:http (bench/legacy-flow.ts, bench/listen-scale.ts)',
+        workerd:
+          'the Worker builds bundled as `wrangler deploy --dry-run` bundles them and served by `workerd serve` (the binary wrangler runs), one process, no proxy in front',
+        scale:
+          'listen streams on connections of their own, opened in batches of 100; RSS per stream = (VmRSS with the streams open, after 1 s) − (VmRSS before) over the streams; delivery = from sending create_note to the notification arriving on a stream, read by the load generator',
         latency:
           "autocannon's per-request timer, kept at µs resolution (its own histogram rounds to whole ms)",
         cpu: 'server utime+stime (all threads) from /proc/<pid>/stat over the measured window, divided by responses',
@@ -431,6 +614,7 @@ async function profile(directory: string, pinned: boolean): Promise<number> {
     const context: RunContext = {
       database: notes?.path,
       pinned,
+      workDir,
       nodeArgs: (scenario) => [
         '--cpu-prof',
         `--cpu-prof-dir=${directory}`,

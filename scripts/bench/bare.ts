@@ -1,43 +1,9 @@
 /**
  * @module scripts/bench/bare
- * The ceiling: a bare Hono app on @hono/node-server. `POST /mcp` parses the JSON body and answers a
- * small JSON-RPC result — the echo of `tools/call`, or a fixed `tools/list` naming the same four tools
- * as the real servers — with none of the protocol's checks. Nothing an MCP server does can be cheaper
- * than this on the same stack. Run as its own process by `scripts/bench.ts`.
+ * The ceiling on Node: the bare Hono app (`bare-app.ts`) on @hono/node-server. Run as its own process
+ * by `scripts/bench.ts`.
  */
-import { Hono } from 'hono'
+import { bareApp } from './bare-app.ts'
 import { serveBench } from './serve.ts'
 
-interface Message {
-  id?: unknown
-  method?: unknown
-  params?: { arguments?: { text?: unknown } }
-}
-
-const TOOLS = ['echo', 'confirm_echo', 'progress', 'search_notes'].map((name) => ({
-  name,
-  description: `The ${name} tool.`,
-  inputSchema: { type: 'object' },
-}))
-
-const app = new Hono()
-app.post('/mcp', async (c) => {
-  const message = await c.req.json<Message>()
-  if (message.method === 'tools/list') {
-    return c.json({
-      jsonrpc: '2.0',
-      id: message.id,
-      result: { tools: TOOLS, resultType: 'complete' },
-    })
-  }
-  return c.json({
-    jsonrpc: '2.0',
-    id: message.id,
-    result: {
-      content: [{ type: 'text', text: message.params?.arguments?.text }],
-      resultType: 'complete',
-    },
-  })
-})
-
-serveBench('bare', app.fetch)
+serveBench('bare', bareApp.fetch)

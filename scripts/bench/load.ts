@@ -12,7 +12,7 @@
  * a watchdog that stops autocannon if it overruns.
  */
 import autocannon from 'autocannon'
-import type { HttpRequest, HttpResponse } from './wire.ts'
+import { HEADER_SESSION_ID, type HttpRequest, type HttpResponse } from './wire.ts'
 
 /** Per-connection scratch space that lives for one cycle of steps. */
 export type FlowContext = Record<string, unknown>
@@ -31,14 +31,21 @@ export interface LoadStep {
   completesFlow?: boolean
 }
 
-export interface LoadOptions {
+/** What every load driver is given: where, how many connections, for how long, at most how much. */
+export interface DriveOptions {
   /** Origin of the server, e.g. `http://127.0.0.1:40000`. */
   origin: string
   connections: number
   durationSeconds: number
   maxRequests: number
+}
+
+export interface LoadOptions extends DriveOptions {
   steps: LoadStep[]
 }
+
+/** A load driver of its own (for exchanges autocannon cannot express), with the same result. */
+export type Driver = (options: DriveOptions) => Promise<LoadResult>
 
 export interface LoadResult {
   seconds: number
@@ -56,7 +63,7 @@ export interface LoadResult {
 }
 
 /** Microsecond-resolution latency histogram: exact below one second, a sorted tail above it. */
-class Latencies {
+export class Latencies {
   readonly #counts = new Uint32Array(1_000_000)
   readonly #slow: number[] = []
   #total = 0
@@ -94,11 +101,12 @@ class Latencies {
   }
 }
 
-function contentType(headers: Record<string, unknown>): string {
+/** A response header by lower-case name, from autocannon's header object (any case). */
+function header(headers: Record<string, unknown>, wanted: string): string | undefined {
   for (const [name, value] of Object.entries(headers)) {
-    if (name.toLowerCase() === 'content-type') return String(value).toLowerCase()
+    if (name.toLowerCase() === wanted) return String(value)
   }
-  return ''
+  return undefined
 }
 
 const WATCHDOG_GRACE_MS = 30_000
@@ -119,11 +127,15 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
       context: FlowContext,
       headers: Record<string, unknown>
     ) => {
-      const type = contentType(headers)
+      const type = header(headers, 'content-type')?.toLowerCase() ?? ''
       const known = expected.get(index)
       let ok = known !== undefined && status === 200 && body === known.body && type === known.type
       if (!ok) {
-        ok = step.check({ status, contentType: type, body }, context)
+        const sessionId = header(headers, HEADER_SESSION_ID)
+        ok = step.check(
+          { status, contentType: type, body, ...(sessionId !== undefined && { sessionId }) },
+          context
+        )
         if (ok && step.deterministic && known === undefined) expected.set(index, { body, type })
       }
       if (ok) {

@@ -2,16 +2,12 @@
  * @module scripts/bench/notes-data
  * The notes the search scenario runs over: `seedNotes` writes a deterministic set (10,000 by default)
  * into a SQLite file through the real `SqliteNotesStore`, owned by the single local principal, so
- * every server process opens the same data. Also what the benchmark's own `search_notes` tool returns
- * per hit (the notes server's hit shape: id, uri, title, tags, version, updatedAt, excerpt) and its
- * cursor, shared by our engine's bench server and the SDK's so both do the same work per request.
+ * every server process opens the same data. What the benchmark's `search_notes` tool answers per hit is
+ * `search-hits.ts` (runtime-neutral, so the Worker builds of the bench servers can import the tools).
  */
-import { LOCAL_PRINCIPAL } from '../../src/auth/bearer.ts'
-import type { Note } from '../../src/notes/store.ts'
 import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
+import { BENCH_PRINCIPAL } from './search-hits.ts'
 import { SEARCH_QUERY } from './wire.ts'
-
-export const BENCH_PRINCIPAL = LOCAL_PRINCIPAL
 
 const SYLLABLES =
   'ka lo mi ren tas vel dor fin gra hul jor kel lum mar nis pol quen ros sul tir ulm var wen yor zan'.split(
@@ -100,37 +96,4 @@ export async function seedNotes(path: string, count: number): Promise<SeedSummar
   } finally {
     await store.close()
   }
-}
-
-export interface SearchHitView {
-  id: string
-  uri: string
-  title: string
-  tags: string[]
-  version: number
-  updatedAt: string
-  excerpt: string
-}
-
-const EXCERPT_CHARS = 160
-
-export function searchHit(note: Note): SearchHitView {
-  const flat = note.body.replace(/\s+/g, ' ').trim()
-  return {
-    id: note.id,
-    uri: `note://${note.id}`,
-    title: note.title,
-    tags: note.tags,
-    version: note.version,
-    updatedAt: new Date(note.updatedAt).toISOString(),
-    excerpt: flat.length <= EXCERPT_CHARS ? flat : `${flat.slice(0, EXCERPT_CHARS - 1).trimEnd()}…`,
-  }
-}
-
-/** The page cursor of the bench tool: the next offset, base64url of `{"o":n}` (opaque to clients). */
-export function searchCursor(offset: number): string {
-  return btoa(JSON.stringify({ o: offset }))
-    .replaceAll('+', '-')
-    .replaceAll('/', '_')
-    .replace(/=+$/, '')
 }

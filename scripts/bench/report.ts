@@ -1,12 +1,18 @@
 /**
  * @module scripts/bench/report
- * The shape of `bench-results/*.json` and the table printed at the end of a run. Per scenario: the
- * figures of `ours`, `sdk` and `bare` (null where a server does not run the scenario), and the
- * throughput ratios ours/SDK and ours/bare (null where either side is missing). The headline
- * `throughput` is requests per second, or completed flows per second for a flow scenario.
+ * The shape of `bench-results/*.json` and the tables printed at the end of a run. Per scenario: the
+ * figures of `ours`, `sdk` and `bare` (null where a server does not run the scenario), and the ratios
+ * ours/SDK and ours/bare (null where either side is missing), always "how many times better ours
+ * is":
+ * - load scenarios (requests or flows per second): throughput ours ÷ other, and the same in server
+ *   CPU per request (per flow), other ÷ ours;
+ * - the scale scenario (streams held open): the time until a change reached every stream, other ÷
+ *   ours (`ratio_vs_sdk`), resident memory per stream, other ÷ ours (`memory_ratio_vs_sdk`), and
+ *   server CPU per delivered notification, other ÷ ours.
+ * The targets of the performance issue are checked here too (`formatTargets`).
  */
 import type { LoadResult } from './load.ts'
-import type { Scenario, ServerKind } from './scenarios.ts'
+import type { LoadScenario, ScaleScenario, ServerKind } from './scenarios.ts'
 
 export interface ServerFigures {
   /** Requests/s, or flows/s for a flow scenario: the number the ratios compare. */
@@ -37,32 +43,75 @@ export interface ServerFigures {
   firstMismatch?: string
 }
 
+type Percentiles = LoadResult['latencyMs']
+
+export interface ScaleFigures {
+  /** Streams asked for and acknowledged. */
+  streams: number
+  opened: number
+  openSeconds: number
+  /** Resident memory of the server process before the streams and with them all open (VmRSS). */
+  rssBeforeMiB: number | null
+  rssWithStreamsMiB: number | null
+  rssPerStreamKiB: number | null
+  changes: number
+  deliveries: number
+  missed: number
+  /** From sending a change to its notification arriving on one stream, over every stream and change. */
+  deliveryMs: Percentiles
+  /** From sending a change to its notification arriving on the last of the streams, per change. */
+  allDeliveredMs: Percentiles
+  /** Server CPU while the changes were made and delivered, per notification delivered. */
+  cpuUsPerDelivery: number | null
+  peakRssMiB: number | null
+  errors: number
+  backgroundCores: number | null
+  firstError?: string
+}
+
 export interface ServerFailure {
   failure: string
 }
 
 export type ServerOutcome = ServerFigures | ServerFailure
+export type ScaleOutcome = ScaleFigures | ServerFailure
 
-export interface ScenarioReport {
+interface ReportBase {
   description: string
-  unit: 'request' | 'flow'
-  ours: ServerOutcome | null
-  sdk: ServerOutcome | null
-  bare: ServerOutcome | null
+  /** Where the servers ran: Node processes, or the Worker builds on workerd. */
+  runtime: 'node' | 'workerd'
   ratio_vs_sdk: number | null
   ratio_vs_bare: number | null
-  /**
-   * The same comparison in server CPU per request (per flow for a flow scenario): other CPU per
-   * unit ÷ ours. Less sensitive to background load on the machine than the throughput ratios.
-   */
-  cpu_ratio_vs_sdk: number | null
-  cpu_ratio_vs_bare: number | null
   /** Verification errors of every server of this scenario (measured and warm-up windows, probes). */
   errors: number
   flagged: boolean
   /** Some server's window had other processes using more than `DISTURBED_CORES`: ratios are suspect. */
   disturbed: boolean
 }
+
+export interface LoadReport extends ReportBase {
+  unit: 'request' | 'flow'
+  ours: ServerOutcome | null
+  sdk: ServerOutcome | null
+  bare: ServerOutcome | null
+  /**
+   * The same comparison in server CPU per request (per flow for a flow scenario): other CPU per
+   * unit ÷ ours. Less sensitive to background load on the machine than the throughput ratios.
+   */
+  cpu_ratio_vs_sdk: number | null
+  cpu_ratio_vs_bare: number | null
+}
+
+export interface ScaleReport extends ReportBase {
+  unit: 'streams'
+  ours: ScaleOutcome | null
+  sdk: ScaleOutcome | null
+  bare: null
+  memory_ratio_vs_sdk: number | null
+  cpu_ratio_vs_sdk: number | null
+}
+
+export type ScenarioReport = LoadReport | ScaleReport
 
 export interface BenchReport {
   meta: Record<string, unknown>
@@ -72,31 +121,31 @@ export interface BenchReport {
 /** Background load (cores used by other processes) above which a measured window counts as disturbed. */
 export const DISTURBED_CORES = 0.25
 
-export function isFigures(outcome: ServerOutcome | null): outcome is ServerFigures {
+export function isFigures<T extends object>(outcome: T | ServerFailure | null): outcome is T {
   return outcome !== null && !('failure' in outcome)
 }
 
-function errorCount(outcome: ServerOutcome | null): number {
+function errorCount(outcome: ServerOutcome | ScaleOutcome | null): number {
   if (outcome === null) return 0
   if (!isFigures(outcome)) return 1
+  if ('streams' in outcome)
+    return outcome.errors + outcome.missed + (outcome.streams - outcome.opened)
   const { mismatches, errors, timeouts, warmup } = outcome
   return mismatches + errors + timeouts + warmup.mismatches + warmup.errors + warmup.timeouts
 }
 
-function ratio(a: ServerOutcome | null, b: ServerOutcome | null): number | null {
-  if (!isFigures(a) || !isFigures(b) || b.throughput === 0) return null
-  return round(a.throughput / b.throughput, 2)
+/** `better ÷ worse` as "times better", null when either side is missing or zero. */
+function quotient(numerator: number | null | undefined, denominator: number | null | undefined) {
+  if (numerator === null || numerator === undefined || !denominator) return null
+  return round(numerator / denominator, 2)
 }
 
 function cpuPerUnit(outcome: ServerFigures): number | null {
   return outcome.flowsPerSec === null ? outcome.cpuUsPerRequest : outcome.cpuUsPerFlow
 }
 
-function cpuRatio(ours: ServerOutcome | null, other: ServerOutcome | null): number | null {
-  if (!isFigures(ours) || !isFigures(other)) return null
-  const mine = cpuPerUnit(ours)
-  const theirs = cpuPerUnit(other)
-  return mine === null || theirs === null || mine === 0 ? null : round(theirs / mine, 2)
+function isDisturbed(outcome: ServerOutcome | ScaleOutcome | null): boolean {
+  return isFigures(outcome) && (outcome.backgroundCores ?? 0) > DISTURBED_CORES
 }
 
 export function round(value: number, digits: number): number {
@@ -105,30 +154,60 @@ export function round(value: number, digits: number): number {
 }
 
 export function scenarioReport(
-  scenario: Scenario,
+  scenario: LoadScenario,
   outcomes: Partial<Record<ServerKind, ServerOutcome>>
-): ScenarioReport {
+): LoadReport {
   const pick = (kind: ServerKind) =>
     scenario.servers.includes(kind) ? (outcomes[kind] ?? null) : null
   const ours = pick('ours')
   const sdk = pick('sdk')
   const bare = pick('bare')
+  const figures = (outcome: ServerOutcome | null) => (isFigures(outcome) ? outcome : undefined)
   const errors = errorCount(ours) + errorCount(sdk) + errorCount(bare)
+  const mine = figures(ours)
   return {
     description: scenario.description,
     unit: scenario.unit,
+    runtime: scenario.runtime ?? 'node',
     ours,
     sdk,
     bare,
-    ratio_vs_sdk: ratio(ours, sdk),
-    ratio_vs_bare: ratio(ours, bare),
-    cpu_ratio_vs_sdk: cpuRatio(ours, sdk),
-    cpu_ratio_vs_bare: cpuRatio(ours, bare),
+    ratio_vs_sdk: quotient(mine?.throughput, figures(sdk)?.throughput),
+    ratio_vs_bare: quotient(mine?.throughput, figures(bare)?.throughput),
+    cpu_ratio_vs_sdk: quotient(figures(sdk) && cpuPerUnit(figures(sdk)!), mine && cpuPerUnit(mine)),
+    cpu_ratio_vs_bare: quotient(
+      figures(bare) && cpuPerUnit(figures(bare)!),
+      mine && cpuPerUnit(mine)
+    ),
     errors,
     flagged: errors > 0,
-    disturbed: [ours, sdk, bare].some(
-      (outcome) => isFigures(outcome) && (outcome.backgroundCores ?? 0) > DISTURBED_CORES
-    ),
+    disturbed: [ours, sdk, bare].some(isDisturbed),
+  }
+}
+
+export function scaleReport(
+  scenario: ScaleScenario,
+  outcomes: Partial<Record<ServerKind, ScaleOutcome>>
+): ScaleReport {
+  const ours = scenario.servers.includes('ours') ? (outcomes.ours ?? null) : null
+  const sdk = scenario.servers.includes('sdk') ? (outcomes.sdk ?? null) : null
+  const mine = isFigures(ours) ? ours : undefined
+  const theirs = isFigures(sdk) ? sdk : undefined
+  const errors = errorCount(ours) + errorCount(sdk)
+  return {
+    description: scenario.description,
+    unit: 'streams',
+    runtime: scenario.runtime ?? 'node',
+    ours,
+    sdk,
+    bare: null,
+    ratio_vs_sdk: quotient(theirs?.allDeliveredMs.p50, mine?.allDeliveredMs.p50),
+    ratio_vs_bare: null,
+    memory_ratio_vs_sdk: quotient(theirs?.rssPerStreamKiB, mine?.rssPerStreamKiB),
+    cpu_ratio_vs_sdk: quotient(theirs?.cpuUsPerDelivery, mine?.cpuUsPerDelivery),
+    errors,
+    flagged: errors > 0,
+    disturbed: [ours, sdk].some(isDisturbed),
   }
 }
 
@@ -140,13 +219,22 @@ function cell(value: number | null | undefined, digits = 0): string {
   })
 }
 
-/** A Markdown table (also readable in a terminal), one row per scenario and server. */
+function mark(scenario: ScenarioReport): string {
+  return scenario.flagged ? ' ⚠ errors' : scenario.disturbed ? ' (disturbed)' : ''
+}
+
+/** Markdown tables (also readable in a terminal): one row per load scenario and server, then scale. */
 export function formatTable(report: BenchReport): string {
   const lines = [
     '| scenario | server | req/s | flows/s | p50 ms | p99 ms | CPU µs/req | peak RSS MiB | errors | ours/SDK | ours/bare | other load (cores) |',
     '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ]
+  const scale: Array<[string, ScaleReport]> = []
   for (const [name, scenario] of Object.entries(report.scenarios)) {
+    if (scenario.unit === 'streams') {
+      scale.push([name, scenario])
+      continue
+    }
     for (const kind of ['ours', 'sdk', 'bare'] as const) {
       const outcome = scenario[kind]
       if (outcome === null) continue
@@ -154,8 +242,7 @@ export function formatTable(report: BenchReport): string {
         kind === 'ours'
           ? [cell(scenario.ratio_vs_sdk, 2), cell(scenario.ratio_vs_bare, 2)]
           : ['', '']
-      const mark = scenario.flagged ? ' ⚠ errors' : scenario.disturbed ? ' (disturbed)' : ''
-      const label = `${name}${kind === 'ours' ? mark : ''}`
+      const label = `${name}${kind === 'ours' ? mark(scenario) : ''}`
       if (!isFigures(outcome)) {
         lines.push(
           `| ${label} | ${kind} | failed: ${outcome.failure.split('\n')[0]} | | | | | | 1 | | | |`
@@ -170,13 +257,70 @@ export function formatTable(report: BenchReport): string {
       )
     }
   }
+  if (scale.length === 0) return lines.join('\n')
+  lines.push(
+    '',
+    '| scenario | server | streams | RSS/stream KiB | to one stream p50 / p99 ms | to every stream p50 / p99 ms | CPU µs/notification | missed | errors | ours/SDK (every stream) | ours/SDK (memory) | other load (cores) |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|'
+  )
+  for (const [name, scenario] of scale) {
+    for (const kind of ['ours', 'sdk'] as const) {
+      const outcome = scenario[kind]
+      if (outcome === null) continue
+      const label = `${name}${kind === 'ours' ? mark(scenario) : ''}`
+      const ratios =
+        kind === 'ours'
+          ? [cell(scenario.ratio_vs_sdk, 2), cell(scenario.memory_ratio_vs_sdk, 2)]
+          : ['', '']
+      if (!isFigures(outcome)) {
+        lines.push(
+          `| ${label} | ${kind} | failed: ${outcome.failure.split('\n')[0]} | | | | | | 1 | | | |`
+        )
+        continue
+      }
+      lines.push(
+        `| ${label} | ${kind} | ${cell(outcome.opened)} | ${cell(outcome.rssPerStreamKiB, 1)} | ` +
+          `${cell(outcome.deliveryMs.p50, 2)} / ${cell(outcome.deliveryMs.p99, 2)} | ` +
+          `${cell(outcome.allDeliveredMs.p50, 2)} / ${cell(outcome.allDeliveredMs.p99, 2)} | ` +
+          `${cell(outcome.cpuUsPerDelivery, 1)} | ${cell(outcome.missed)} | ${errorCount(outcome)} | ` +
+          `${ratios[0]} | ${ratios[1]} | ${cell(outcome.backgroundCores, 2)} |`
+      )
+    }
+  }
   return lines.join('\n')
 }
 
-/** What issue 6 asks of a full run, per scenario: ours/SDK and ours/bare throughput at least. */
-export const TARGETS: Record<string, { vsSdk?: number; vsBare?: number }> = {
-  tools_call: { vsSdk: 10, vsBare: 0.7 },
-  mrtr_flow: { vsSdk: 4 },
+interface Target {
+  /** Ours ÷ the SDK in the scenario's headline ratio, at least. */
+  vsSdk?: number
+  /** Ours ÷ bare Hono in throughput, at least. */
+  vsBare?: number
+  /** Our CPU per request in this scenario ÷ our CPU per request in `reference`, at most. */
+  cpuVs?: { reference: string; max: number }
+}
+
+/** What issue 14 asks of a full run. */
+export const TARGETS: Record<string, Target> = {
+  tools_call: { vsBare: 0.85 },
+  mrtr_flow: { vsSdk: 5, cpuVs: { reference: 'tools_call', max: 1.4 } },
+  mrtr_round1: { cpuVs: { reference: 'tools_call', max: 1.4 } },
+  mrtr_round2: { cpuVs: { reference: 'tools_call', max: 1.4 } },
+  legacy_tools_call: { vsSdk: 1 },
+  legacy_session: { vsSdk: 1 },
+  legacy_mrtr_flow: { vsSdk: 1 },
+  notes_search: { vsSdk: 1.5 },
+}
+
+function verdict(scenario: ScenarioReport, met: boolean | null): string {
+  if (met === null) return 'n/a'
+  if (scenario.disturbed) return 'not judged (disturbed run)'
+  return met ? 'met' : 'MISSED'
+}
+
+/** Our CPU per request in a load scenario, if measured. */
+function ourCpuPerRequest(scenario: ScenarioReport | undefined): number | null {
+  if (!scenario || scenario.unit === 'streams' || !isFigures(scenario.ours)) return null
+  return scenario.ours.cpuUsPerRequest
 }
 
 /** One line per target: the figure, the target, and whether it is met. */
@@ -185,23 +329,40 @@ export function formatTargets(report: BenchReport): string {
   for (const [name, target] of Object.entries(TARGETS)) {
     const scenario = report.scenarios[name]
     if (!scenario) continue
-    const check = (label: string, value: number | null, cpu: number | null, goal?: number) => {
-      if (goal === undefined) return
-      const verdict =
-        value === null
-          ? 'n/a'
-          : scenario.disturbed
-            ? 'not judged (disturbed run)'
-            : value >= goal
-              ? 'met'
-              : 'MISSED'
+    const cpuNote = (label: string, cpu: number | null) =>
+      scenario.unit === 'streams'
+        ? ''
+        : `; CPU per ${scenario.unit}: ${label} uses ${cpu ?? '–'}× ours`
+    if (target.vsSdk !== undefined) {
+      const value = scenario.ratio_vs_sdk
       lines.push(
-        `${name}: ours/${label} ${value ?? '–'} (target ≥ ${goal}) ${verdict}; ` +
-          `CPU per ${scenario.unit}: ${label} uses ${cpu ?? '–'}× ours`
+        `${name}: ours/SDK ${value ?? '–'} (target ≥ ${target.vsSdk}) ` +
+          `${verdict(scenario, value === null ? null : value >= target.vsSdk)}` +
+          cpuNote('SDK', scenario.cpu_ratio_vs_sdk)
       )
     }
-    check('SDK', scenario.ratio_vs_sdk, scenario.cpu_ratio_vs_sdk, target.vsSdk)
-    check('bare', scenario.ratio_vs_bare, scenario.cpu_ratio_vs_bare, target.vsBare)
+    if (target.vsBare !== undefined && scenario.unit !== 'streams') {
+      const value = scenario.ratio_vs_bare
+      lines.push(
+        `${name}: ours/bare ${value ?? '–'} (target ≥ ${target.vsBare}) ` +
+          `${verdict(scenario, value === null ? null : value >= target.vsBare)}` +
+          cpuNote('bare', scenario.cpu_ratio_vs_bare)
+      )
+    }
+    if (target.cpuVs !== undefined) {
+      const reference = report.scenarios[target.cpuVs.reference]
+      const mine = ourCpuPerRequest(scenario)
+      const base = ourCpuPerRequest(reference)
+      const value = mine === null || base === null || base === 0 ? null : round(mine / base, 2)
+      lines.push(
+        `${name}: our CPU per request ${mine ?? '–'} µs = ${value ?? '–'}× ours in ` +
+          `${target.cpuVs.reference} (target ≤ ${target.cpuVs.max}) ` +
+          verdict(
+            reference && reference.disturbed ? reference : scenario,
+            value === null ? null : value <= target.cpuVs.max
+          )
+      )
+    }
     if (scenario.disturbed) {
       lines.push(
         `${name}: other processes loaded the machine during this scenario; ratios are suspect`

@@ -1,12 +1,15 @@
 /**
  * @module scripts/bench/server-process
  * Starts one benchmark server as its own process (pinned with `taskset -c <cpu>` when taskset exists
- * and the machine has a spare core), waits for its ready line, and reads what the report needs from
- * `/proc/<pid>`: CPU time (utime + stime) and peak RSS (VmHWM). Every started process is remembered
- * and killed by `stopAll` — the driver calls it on success, failure and signals alike.
+ * and the machine has a spare core; taskset execs the server, so the pid is the server's), waits
+ * until it says where it listens — the ready line of the Node bench servers, or workerd's `listen`
+ * message on its control descriptor — and reads what the report needs from `/proc/<pid>`: CPU time
+ * (utime + stime, all threads) and memory (VmHWM, VmRSS). Every started process is remembered and
+ * killed by `stopAll` — the driver calls it on success, failure and signals alike.
  */
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process'
 import { readFileSync } from 'node:fs'
+import type { Readable } from 'node:stream'
 import { SERVER_READY } from './wire.ts'
 
 const STARTUP_TIMEOUT_MS = 30_000
@@ -36,46 +39,84 @@ export function pinning(cpus: number): string | undefined {
 
 export interface StartOptions {
   kind: string
-  script: string
+  /** The program and its arguments. */
+  command: [string, ...string[]]
   env: Record<string, string>
   /** CPU to pin the server to, or `undefined` to leave it unpinned. */
   cpu?: number
-  nodeArgs?: string[]
   cwd: string
+  /**
+   * How the server says it listens: `stdout`, the ready line of the Node bench servers (`serve.ts`);
+   * `workerd`, the JSON `listen` message workerd writes on descriptor 3 (`--control-fd 3`).
+   */
+  ready: 'stdout' | 'workerd'
+}
+
+/** workerd's control message once socket `http` listens. */
+function workerdPort(line: string): number | undefined {
+  try {
+    const message = JSON.parse(line) as { event?: unknown; socket?: unknown; port?: unknown }
+    return message.event === 'listen' &&
+      message.socket === 'http' &&
+      typeof message.port === 'number'
+      ? message.port
+      : undefined
+  } catch {
+    return undefined
+  }
 }
 
 export async function startServer(options: StartOptions): Promise<ServerProcess> {
-  const nodeArgs = [...(options.nodeArgs ?? []), options.script]
+  const [program, ...programArgs] = options.command
   const [command, args] =
     options.cpu === undefined
-      ? [process.execPath, nodeArgs]
-      : ['taskset', ['-c', String(options.cpu), process.execPath, ...nodeArgs]]
+      ? [program, programArgs]
+      : ['taskset', ['-c', String(options.cpu), program, ...programArgs]]
   const child = spawn(command, args, {
     cwd: options.cwd,
     env: { ...process.env, ...options.env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['ignore', 'pipe', 'pipe', options.ready === 'workerd' ? 'pipe' : 'ignore'],
   })
   live.add(child)
   child.once('exit', () => live.delete(child))
+  // Both are pipes (stdio above): typed as nullable because descriptor 3 varies.
+  const stdout = child.stdout as Readable
+  const stderr = child.stderr as Readable
   let output = ''
   const append = (chunk: Buffer) => {
     output = (output + chunk.toString()).slice(-OUTPUT_LIMIT)
   }
-  child.stdout.on('data', append)
-  child.stderr.on('data', append)
+  stdout.on('data', append)
+  stderr.on('data', append)
 
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => {
       reject(new Error(`${options.kind} server did not start in time:\n${output}`))
     }, STARTUP_TIMEOUT_MS)
-    const onData = () => {
-      const match = new RegExp(`${SERVER_READY} (http://127\\.0\\.0\\.1:\\d+/mcp)`).exec(output)
-      if (!match) return
-      clearTimeout(timer)
-      child.stdout.off('data', onData)
-      resolve(match[1] as string)
+    if (options.ready === 'workerd') {
+      let control = ''
+      const onControl = (chunk: Buffer) => {
+        control += chunk.toString()
+        const port = control
+          .split('\n')
+          .map(workerdPort)
+          .find((found) => found !== undefined)
+        if (port === undefined) return
+        clearTimeout(timer)
+        child.stdio[3]?.off('data', onControl)
+        resolve(`http://127.0.0.1:${port}/mcp`)
+      }
+      child.stdio[3]?.on('data', onControl)
+    } else {
+      const onData = () => {
+        const match = new RegExp(`${SERVER_READY} (http://127\\.0\\.0\\.1:\\d+/mcp)`).exec(output)
+        if (!match) return
+        clearTimeout(timer)
+        stdout.off('data', onData)
+        resolve(match[1] as string)
+      }
+      stdout.on('data', onData)
     }
-    child.stdout.on('data', onData)
     child.once('exit', (code, signal) => {
       clearTimeout(timer)
       reject(new Error(`${options.kind} server exited (${code ?? signal}):\n${output}`))

@@ -1,14 +1,20 @@
 /**
  * @module scripts/bench/wire
- * The exact 2026-07-28 requests the benchmark sends and the checks every response must pass, shared by
- * the load driver and the three benchmark servers so that all of them speak about the same tools:
- * `echo`, `confirm_echo` (one form elicitation `confirm: boolean`, then the text), `progress` (three
- * `notifications/progress`, then a result) and `search_notes` (full text over the seeded notes,
- * shaped like the notes server's own tool). Request bodies are built once per scenario; a verifier
- * answers `true` only for a 200 JSON-RPC result of the expected shape.
+ * The exact requests the benchmark sends and the checks every response must pass, shared by the load
+ * drivers and the benchmark servers so that all of them speak about the same tools: `echo`,
+ * `confirm_echo` (one form elicitation `confirm: boolean`, then the text), `progress` (three
+ * `notifications/progress`, then a result), `search_notes` (full text over the seeded notes, shaped
+ * like the notes server's own tool) and `create_note` (a change `subscriptions/listen` streams hear).
+ * 2026-07-28 requests carry their `_meta` and headers; 2025-11-25 ones are what a v1 SDK client sends
+ * (`initialize`, `notifications/initialized`, then requests with `Mcp-Session-Id` when the server
+ * issued one). Request bodies are built once per scenario; a verifier answers `true` only for an
+ * answer of the expected shape (a 2025 answer may come as JSON or as a one-message SSE stream, as the
+ * 2025 transport allows).
  */
 
 export const PROTOCOL_VERSION = '2026-07-28'
+export const LEGACY_PROTOCOL_VERSION = '2025-11-25'
+export const HEADER_SESSION_ID = 'mcp-session-id'
 const ECHO_TEXT = 'hello'
 export const CONFIRM_MESSAGE = 'Echo the text back?'
 export const PROGRESS_STEPS = 3
@@ -55,6 +61,8 @@ function post(method: string, name: string | undefined, id: number, params: Json
 
 const FORM_CAPABILITIES = { elicitation: { form: {} } }
 const CONFIRM_ARGS = { text: ECHO_TEXT }
+/** The confirmation a client sends back, in `inputResponses` or as a 2025 JSON-RPC response. */
+const CONFIRM_ANSWER = { action: 'accept', content: { confirm: true } }
 
 export const requests = {
   echo: () =>
@@ -75,7 +83,7 @@ export const requests = {
       name: 'confirm_echo',
       arguments: CONFIRM_ARGS,
       _meta: meta(FORM_CAPABILITIES),
-      inputResponses: { confirm: { action: 'accept', content: { confirm: true } } },
+      inputResponses: { confirm: CONFIRM_ANSWER },
       requestState,
     }),
   progress: () =>
@@ -90,6 +98,72 @@ export const requests = {
       arguments: { query: SEARCH_QUERY, limit: SEARCH_LIMIT },
       _meta: meta({}),
     }),
+  /** A stream of `notifications/resources/list_changed` (the request id names the subscription). */
+  listen: (id: number) =>
+    post('subscriptions/listen', undefined, id, {
+      notifications: { resourcesListChanged: true },
+      _meta: meta({}),
+    }),
+  createNote: (id: number) =>
+    post('tools/call', 'create_note', id, {
+      name: 'create_note',
+      arguments: { title: `bench note ${id}`, body: 'Created by the scale scenario.' },
+      _meta: meta({}),
+    }),
+}
+
+/** A 2025-era POST: the session id once the server issued one, the version after `initialize`. */
+function legacyPost(message: Json, session: string | undefined, initialized = true): HttpRequest {
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+  }
+  if (initialized) headers['mcp-protocol-version'] = LEGACY_PROTOCOL_VERSION
+  if (session !== undefined) headers[HEADER_SESSION_ID] = session
+  return { method: 'POST', path: '/mcp', headers, body: JSON.stringify(message) }
+}
+
+export const legacyRequests = {
+  initialize: () =>
+    legacyPost(
+      {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: {
+          protocolVersion: LEGACY_PROTOCOL_VERSION,
+          capabilities: FORM_CAPABILITIES,
+          clientInfo: CLIENT_INFO,
+        },
+      },
+      undefined,
+      false
+    ),
+  initialized: (session: string | undefined) =>
+    legacyPost({ jsonrpc: '2.0', method: 'notifications/initialized' }, session),
+  echo: (session: string | undefined, id = 2) =>
+    legacyPost(
+      {
+        jsonrpc: '2.0',
+        id,
+        method: 'tools/call',
+        params: { name: 'echo', arguments: CONFIRM_ARGS },
+      },
+      session
+    ),
+  confirm: (session: string | undefined, id: number) =>
+    legacyPost(
+      {
+        jsonrpc: '2.0',
+        id,
+        method: 'tools/call',
+        params: { name: 'confirm_echo', arguments: CONFIRM_ARGS },
+      },
+      session
+    ),
+  /** The client's answer to the server's `elicitation/create` request `requestId`. */
+  confirmAnswer: (session: string | undefined, requestId: string | number) =>
+    legacyPost({ jsonrpc: '2.0', id: requestId, result: CONFIRM_ANSWER }, session),
 }
 
 /** A response as the load generator sees it. `contentType` is the header value, lower case. */
@@ -97,6 +171,8 @@ export interface HttpResponse {
   status: number
   contentType: string
   body: string
+  /** The `Mcp-Session-Id` response header, when there is one. */
+  sessionId?: string
 }
 
 function isObject(value: unknown): value is Json {
@@ -166,7 +242,7 @@ export function isRound2Result(response: HttpResponse): boolean {
 }
 
 /** The `data:` payloads of an SSE body, parsed; `undefined` when a frame is not JSON. */
-function sseMessages(body: string): unknown[] | undefined {
+export function sseMessages(body: string): unknown[] | undefined {
   const messages: unknown[] = []
   for (const frame of body.split(/\r?\n\r?\n/)) {
     const data = frame
@@ -220,4 +296,82 @@ export function isSearchResult(response: HttpResponse): boolean {
       typeof hit.excerpt === 'string' &&
       Array.isArray(hit.tags)
   )
+}
+
+/**
+ * The `result` of the 2025-era answer to request `id`: a 200 JSON body, or the JSON-RPC response on a
+ * 200 SSE stream (the transport may answer either way); `undefined` otherwise.
+ */
+function legacyResult(response: HttpResponse, id: number): Json | undefined {
+  if (response.status !== 200) return
+  let messages: unknown[] | undefined
+  if (response.contentType.startsWith('text/event-stream')) {
+    messages = sseMessages(response.body)
+  } else if (response.contentType.startsWith('application/json')) {
+    try {
+      messages = [JSON.parse(response.body)]
+    } catch {
+      return
+    }
+  }
+  const answer = messages?.find((message) => isObject(message) && message.id === id)
+  return isObject(answer) && answer.jsonrpc === '2.0' && isObject(answer.result)
+    ? answer.result
+    : undefined
+}
+
+/** `initialize` answered with the 2025-11-25 revision and the server's info. */
+export function isInitializeResult(response: HttpResponse): boolean {
+  const result = legacyResult(response, 1)
+  return (
+    result !== undefined &&
+    result.protocolVersion === LEGACY_PROTOCOL_VERSION &&
+    isObject(result.serverInfo) &&
+    isObject(result.capabilities)
+  )
+}
+
+/** A notification (or a client's answer to a server request) accepted: 202, no body. */
+export function isAccepted(response: HttpResponse): boolean {
+  return response.status === 202
+}
+
+/** The 2025-era echo of request `id`: the text back, no error (and no 2026-only stamps needed). */
+export function isLegacyEcho(response: HttpResponse, id = 2): boolean {
+  const result = legacyResult(response, id)
+  return result !== undefined && result.isError !== true && firstText(result) === ECHO_TEXT
+}
+
+/** A 2025-era message read off an SSE stream: the server's request or the final response. */
+export function isLegacyEchoMessage(message: unknown, id: number): boolean {
+  return (
+    isObject(message) &&
+    message.id === id &&
+    isObject(message.result) &&
+    message.result.isError !== true &&
+    firstText(message.result) === ECHO_TEXT
+  )
+}
+
+/** The server's `elicitation/create` for the confirmation, as a 2025 server→client request. */
+export function confirmRequestId(message: unknown): string | number | undefined {
+  if (!isObject(message) || message.method !== 'elicitation/create') return
+  if (!isObject(message.params) || message.params.message !== CONFIRM_MESSAGE) return
+  return typeof message.id === 'string' || typeof message.id === 'number' ? message.id : undefined
+}
+
+/** The acknowledgment that opens a listen stream. */
+export function isListenAck(message: unknown): boolean {
+  return isObject(message) && message.method === 'notifications/subscriptions/acknowledged'
+}
+
+/** A `notifications/resources/list_changed` on a listen stream. */
+export function isListChanged(message: unknown): boolean {
+  return isObject(message) && message.method === 'notifications/resources/list_changed'
+}
+
+/** `create_note` answered with a result that is not an error. */
+export function isCreated(response: HttpResponse, id: number): boolean {
+  const result = jsonResult(response, id)
+  return result !== undefined && result.isError !== true
 }

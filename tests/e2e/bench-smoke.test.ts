@@ -1,9 +1,11 @@
 /**
  * @module tests/e2e/bench-smoke
  * Proves the benchmark works end to end (`node scripts/bench.ts --quick`): it starts the three
- * servers, drives every scenario, verifies every answer, and writes a report with figures for each
- * scenario and server. No timing is asserted — a CI machine's speed says nothing — only the
- * structure of the report and zero verification errors. Takes about a minute and a half.
+ * servers on Node and their Worker builds on workerd, drives every scenario (2026-07-28 and 2025-era
+ * requests and flows, listen streams at scale), verifies every answer, and writes a report with
+ * figures and ratios for each scenario and server. No timing is asserted — a CI machine's speed says
+ * nothing — only the structure of the report and zero verification errors. Takes about three
+ * minutes.
  */
 import { spawnSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
@@ -21,7 +23,16 @@ const REQUIRED: Record<string, Array<'ours' | 'sdk' | 'bare'>> = {
   mrtr_flow: ['ours', 'sdk'],
   sse_progress: ['ours', 'sdk'],
   notes_search: ['ours', 'sdk'],
+  legacy_tools_call: ['ours', 'sdk'],
+  legacy_session: ['ours', 'sdk'],
+  legacy_mrtr_flow: ['ours', 'sdk'],
+  workerd_tools_call: ['ours', 'sdk', 'bare'],
+  workerd_mrtr_flow: ['ours', 'sdk'],
 }
+
+/** The scale scenario, `--quick`: 100 streams, 3 changes. */
+const SCALE_STREAMS = 100
+const SCALE_CHANGES = 3
 
 interface Figures {
   throughput: number
@@ -35,17 +46,31 @@ interface Figures {
   timeouts: number
 }
 
+interface ScaleFigures {
+  streams: number
+  opened: number
+  rssPerStreamKiB: number | null
+  changes: number
+  deliveries: number
+  missed: number
+  deliveryMs: { p50: number; p99: number }
+  allDeliveredMs: { p50: number; p99: number }
+  errors: number
+}
+
 interface Report {
   meta: Record<string, unknown>
   scenarios: Record<
     string,
     {
       unit: string
+      runtime: string
       errors: number
       flagged: boolean
       ratio_vs_sdk: number | null
       ratio_vs_bare: number | null
-    } & Record<'ours' | 'sdk' | 'bare', (Figures & { failure?: string }) | null>
+      memory_ratio_vs_sdk?: number | null
+    } & Record<'ours' | 'sdk' | 'bare', ((Figures | ScaleFigures) & { failure?: string }) | null>
   >
 }
 
@@ -60,11 +85,11 @@ describe('npm run bench -- --quick', () => {
     run = spawnSync(process.execPath, ['scripts/bench.ts', '--quick', '--out', out], {
       cwd: root,
       encoding: 'utf8',
-      timeout: 280_000,
+      timeout: 400_000,
       killSignal: 'SIGTERM',
     })
     report = JSON.parse(readFileSync(out, 'utf8')) as Report
-  }, 300_000)
+  }, 420_000)
 
   afterAll(() => rmSync(directory, { recursive: true, force: true }))
 
@@ -82,11 +107,13 @@ describe('npm run bench -- --quick', () => {
         errors: 0,
         flagged: false,
       })
+      expect(scenario.runtime).toBe(name.startsWith('workerd_') ? 'workerd' : 'node')
       for (const kind of servers) {
-        const figures = scenario[kind]
-        expect(figures?.failure, `${name} · ${kind}`).toBeUndefined()
-        expect(figures, `${name} · ${kind}`).not.toBeNull()
-        if (!figures) continue
+        const outcome = scenario[kind]
+        expect(outcome?.failure, `${name} · ${kind}`).toBeUndefined()
+        expect(outcome, `${name} · ${kind}`).not.toBeNull()
+        if (!outcome) continue
+        const figures = outcome as Figures
         expect(figures.throughput).toBeGreaterThan(0)
         expect(figures.responses).toBeGreaterThan(0)
         expect(figures.verified).toBe(figures.responses)
@@ -99,6 +126,35 @@ describe('npm run bench -- --quick', () => {
       if (servers.includes('bare')) expect(typeof scenario.ratio_vs_bare).toBe('number')
       else expect(scenario.ratio_vs_bare).toBeNull()
     }
+  })
+
+  it('holds listen streams open on ours and the SDK and delivers every change to every one of them', () => {
+    const scenario = report.scenarios.listen_scale
+    expect(scenario, 'scenario listen_scale').toBeDefined()
+    if (!scenario) return
+    expect({ errors: scenario.errors, flagged: scenario.flagged }).toEqual({
+      errors: 0,
+      flagged: false,
+    })
+    for (const kind of ['ours', 'sdk'] as const) {
+      const outcome = scenario[kind]
+      expect(outcome?.failure, `listen_scale · ${kind}`).toBeUndefined()
+      const figures = outcome as ScaleFigures
+      expect(figures).toMatchObject({
+        streams: SCALE_STREAMS,
+        opened: SCALE_STREAMS,
+        changes: SCALE_CHANGES,
+        deliveries: SCALE_STREAMS * SCALE_CHANGES,
+        missed: 0,
+        errors: 0,
+      })
+      expect(figures.rssPerStreamKiB).not.toBeNull()
+      expect(Number.isFinite(figures.allDeliveredMs.p99)).toBe(true)
+      expect(figures.allDeliveredMs.p50).toBeGreaterThanOrEqual(figures.deliveryMs.p50)
+    }
+    expect(typeof scenario.ratio_vs_sdk).toBe('number')
+    expect(typeof scenario.memory_ratio_vs_sdk).toBe('number')
+    expect(scenario.bare).toBeNull()
   })
 
   it('has no errors in optional scenarios either (the real notes server, when present)', () => {

@@ -1,0 +1,68 @@
+/**
+ * @module scripts/bench/ours-server
+ * Our bench server's tools, compiled once and runtime-neutral, so the Node process (`ours.ts`) and the
+ * Worker build (`worker-ours.ts`) serve exactly the same thing: `echo`, `confirm_echo` (a sealed MRTR
+ * form elicitation), `progress` (three progress notifications, so the answer is SSE) and `search_notes`
+ * over the seeded notes (same arguments and hit shape as the notes server's tool; Node only, where the
+ * SQLite store exists). The SDK's counterpart is `sdk-server.ts`.
+ */
+import { definitions, structured, text } from '../../src/mcp/definitions.ts'
+import { compileServer } from '../../src/mcp/server.ts'
+import type { NotesStore } from '../../src/notes/store.ts'
+import { ConfirmForm, EchoInput, NoInput, SearchInput, SearchOutput } from './schemas.ts'
+import { searchCursor, searchHit } from './search-hits.ts'
+import { CONFIRM_MESSAGE, PROGRESS_STEPS } from './wire.ts'
+
+export interface BenchApp {
+  notes: NotesStore | undefined
+}
+
+const { tool } = definitions<BenchApp>()
+
+export const benchServer = compileServer<BenchApp>({
+  info: { name: 'notes-mcp-bench', version: '0.0.0' },
+  tools: [
+    tool({
+      name: 'echo',
+      description: 'Echo the text back.',
+      input: EchoInput,
+      run: ({ text: value }) => text(value),
+    }),
+    tool({
+      name: 'confirm_echo',
+      description: 'Ask the user to confirm, then echo the text back.',
+      input: EchoInput,
+      async run({ text: value }, ctx) {
+        const answer = await ctx.elicit('confirm', {
+          message: CONFIRM_MESSAGE,
+          schema: ConfirmForm,
+        })
+        return text(answer.action === 'accept' && answer.content.confirm ? value : 'not confirmed')
+      },
+    }),
+    tool({
+      name: 'progress',
+      description: 'Report progress three times, then answer.',
+      input: NoInput,
+      run(_args, ctx) {
+        for (let step = 1; step <= PROGRESS_STEPS; step++) ctx.progress(step, PROGRESS_STEPS)
+        return text('done')
+      },
+    }),
+    tool({
+      name: 'search_notes',
+      description: 'Full-text search over the notes, best match first.',
+      input: SearchInput,
+      output: SearchOutput,
+      async run({ query, limit }, ctx) {
+        const notes = ctx.app.notes
+        if (!notes) throw new Error('BENCH_DB is not set')
+        const page = await notes.search(ctx.principal, { text: query, offset: 0, limit })
+        return structured({
+          notes: page.items.map(searchHit),
+          ...(page.nextOffset !== undefined && { nextCursor: searchCursor(page.nextOffset) }),
+        })
+      },
+    }),
+  ],
+})
