@@ -8,8 +8,9 @@
  *
  * With `BENCH_APP=notes` it serves the real notes application instead (`src/app.ts` `createApp`) on
  * the same seeded database, for the `notes_search_app` and `listen_scale` scenarios. Environment:
- * `BENCH_DB` (SQLite file; without it a private in-memory database, and no search). Run as its own
- * process by `scripts/bench.ts`.
+ * `BENCH_DB` (SQLite file; without it a private in-memory database, and no search), and the
+ * `OTEL_*` variables, which turn telemetry on exactly as `npm start` does (`telemetry/node.ts`,
+ * loaded only then), to measure what it costs. Run as its own process by `scripts/bench.ts`.
  */
 import type { Hono } from 'hono'
 import { parseConfig } from '../../src/config.ts'
@@ -22,7 +23,19 @@ import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
 import { benchServer } from './ours-server.ts'
 import { serveBench } from './serve.ts'
 
-const config = parseConfig({ HOST: '127.0.0.1', PORT: '0' })
+const otel = Object.fromEntries(
+  Object.entries(process.env).filter(([name]) => name.startsWith('OTEL_'))
+)
+const config = parseConfig({ ...otel, HOST: '127.0.0.1', PORT: '0' })
+const running =
+  config.telemetry &&
+  (await import('../../src/telemetry/node.ts')).startNodeTelemetry({
+    config: config.telemetry,
+    replicaId: 'bench',
+    database: 'sqlite',
+    host: config.host,
+  })
+const telemetry = (await running)?.telemetry
 // The sealer as the Node entry (`src/node.ts`) configures it, with a fresh key ring per process.
 const sealer = await createNodeSealer([generateKey()], 600)
 const path = process.env.BENCH_DB
@@ -33,7 +46,7 @@ const bus = new InProcessEventBus()
 let app: Hono
 if (process.env.BENCH_APP === 'notes') {
   const { createApp } = await import('../../src/app.ts')
-  app = createApp(config, { store, sealer, bus })
+  app = createApp(config, { store, sealer, bus, telemetry })
 } else {
   const handler = createMcpHandler({
     server: benchServer,
@@ -41,6 +54,7 @@ if (process.env.BENCH_APP === 'notes') {
     sealer,
     bus,
     legacy: { sessions: store },
+    telemetry,
   })
   app = createHttpApp({ config, handler })
 }
