@@ -26,7 +26,7 @@ import { ErrorCode, McpError } from './errors.ts'
 import type { ClientCapability } from './definitions.ts'
 import {
   CreateMessageResultSchema,
-  ElicitResultSchema,
+  isObject,
   ListRootsResultSchema,
   type ClientCapabilities,
   type CreateMessageParams,
@@ -68,13 +68,31 @@ export function isSuspension(error: unknown): error is Suspension {
 }
 
 /**
- * A rejected promise that is already marked handled: an ask a handler never awaits (because another
- * ask suspended first) must not surface as an unhandled rejection and take the process down.
+ * The promise every suspending ask answers: rejected with `SUSPENSION` once, at load, and marked
+ * handled, so an ask a handler never awaits (because another ask suspended first) never surfaces as
+ * an unhandled rejection, and no ask allocates a promise or goes through the runtime's tracking of
+ * unhandled rejections. A promise may be awaited any number of times.
  */
+const SUSPENDED: Promise<never> = Promise.reject(SUSPENSION)
+SUSPENDED.catch(() => {})
+
 function suspend(): Promise<never> {
-  const suspension = Promise.reject(SUSPENSION)
-  suspension.catch(() => {})
-  return suspension
+  return SUSPENDED
+}
+
+const ELICIT_ACTIONS: ReadonlySet<unknown> = new Set(['accept', 'decline', 'cancel'])
+
+/**
+ * An elicitation answer's action and content, when `raw` has the shape `ElicitResultSchema` admits
+ * (an action of the three, content absent or an object); checked by hand on every answered round.
+ */
+function elicitAnswer(
+  raw: unknown
+): { action: ElicitAnswer<unknown>['action']; content?: Record<string, unknown> } | undefined {
+  if (!isObject(raw) || !ELICIT_ACTIONS.has(raw.action)) return undefined
+  const { content } = raw
+  if (content !== undefined && !isObject(content)) return undefined
+  return { action: raw.action as ElicitAnswer<unknown>['action'], content }
 }
 
 /** A form prepared once: the zod schema and the restricted wire schema it converts to. */
@@ -240,11 +258,10 @@ export class Replay {
       'elicitation.form',
       acceptUnsolicited,
       (raw) => {
-        const answer = ElicitResultSchema.safeParse(raw)
-        if (!answer.success) return { ok: false }
-        if (answer.data.action !== 'accept')
-          return { ok: true, value: { action: answer.data.action } }
-        const content = parseElicitationContent(form.schema, answer.data.content ?? {})
+        const answer = elicitAnswer(raw)
+        if (!answer) return { ok: false }
+        if (answer.action !== 'accept') return { ok: true, value: { action: answer.action } }
+        const content = parseElicitationContent(form.schema, answer.content ?? {})
         return content.ok
           ? { ok: true, value: { action: 'accept', content: content.value as z.output<S> } }
           : { ok: false }
@@ -270,14 +287,14 @@ export class Replay {
       'elicitation.url',
       acceptUnsolicited,
       (raw) => {
-        const answer = ElicitResultSchema.safeParse(raw)
-        if (!answer.success) return { ok: false }
+        const answer = elicitAnswer(raw)
+        if (!answer) return { ok: false }
         return {
           ok: true,
           value:
-            answer.data.action === 'accept'
+            answer.action === 'accept'
               ? { action: 'accept', content: undefined }
-              : { action: answer.data.action },
+              : { action: answer.action },
         }
       }
     )
