@@ -14,19 +14,7 @@
  * Output: Markdown tables on stdout and JSON at `--out` (default `bench-results/latest.json`):
  * `{ meta, scenarios: { <name>: { ours, sdk, bare, ratio_vs_sdk, ratio_vs_bare, ... } } }`.
  *
- * Usage: node scripts/bench.ts [--quick] [--out FILE] [--connections N] [--warmup S] [--duration S]
- *          [--only a,b] [--servers ours,sdk,bare] [--notes N] [--max-requests N] [--retries N]
- *          [--streams N] [--changes N] [--profile DIR]
- *   --quick        1 s warm-up, 2 s measured, 10 connections, 100 listen streams and 3 changes (CI
- *                  smoke; no figure is meaningful)
- *   --retries N    measure a server again (up to N times, default 2, 0 with --quick) when other
- *                  processes used more than 0.25 of a core during its window; the least disturbed
- *                  attempt is kept and a scenario still disturbed is marked as such
- *   --streams N    listen streams of the scale scenario (default 1,000; the SDK refuses more than
- *                  1,024 per handler), --changes N the changes delivered to them (default 20)
- *   --profile DIR  profile our server instead (`node --cpu-prof`; other servers with --servers) on
- *                  tools_call and mrtr_flow (or --only; Node scenarios only), print where the time
- *                  goes and keep the .cpuprofile files in DIR
+ * Usage: `node scripts/bench.ts --help` (the options are `USAGE` below).
  *
  * Loopback only: servers listen on 127.0.0.1 with kernel-chosen ports. Each load run is bounded by
  * its duration, a request cap and a watchdog; every server process is killed on the way out, also
@@ -79,6 +67,20 @@ const root = join(import.meta.dirname, '..')
 const SERVER_CPU = 1
 const LOADGEN_CPU = 0
 
+const USAGE = `Usage: node scripts/bench.ts [--quick] [--out FILE] [--connections N] [--warmup S] [--duration S]
+         [--only a,b] [--servers ours,sdk,bare] [--notes N] [--max-requests N] [--retries N]
+         [--streams N] [--changes N] [--profile DIR]
+  --quick        1 s warm-up, 2 s measured, 10 connections, 100 listen streams and 3 changes (CI
+                 smoke; no figure is meaningful)
+  --retries N    measure a server again (up to N times, default 2, 0 with --quick) when other
+                 processes used more than 0.25 of a core during its window; the least disturbed
+                 attempt is kept and a scenario still disturbed is marked as such
+  --streams N    listen streams of the scale scenario (default 1,000; the SDK refuses more than
+                 1,024 per handler), --changes N the changes delivered to them (default 20)
+  --profile DIR  profile our server instead (\`node --cpu-prof\`; other servers with --servers) on
+                 tools_call and mrtr_flow (or --only; Node scenarios only), print where the time
+                 goes and keep the .cpuprofile files in DIR`
+
 const { values } = parseArgs({
   options: {
     quick: { type: 'boolean', default: false },
@@ -94,8 +96,16 @@ const { values } = parseArgs({
     streams: { type: 'string' },
     changes: { type: 'string' },
     profile: { type: 'string' },
+    help: { type: 'boolean', default: false },
   },
 })
+
+if (values.help) {
+  console.log(
+    `${USAGE}\n\nScenarios (--only):\n${SCENARIOS.map((s) => `  ${s.name.padEnd(18)} ${s.description}`).join('\n')}`
+  )
+  process.exit(0)
+}
 
 function positive(name: string, text: string | undefined, fallback: number): number {
   if (text === undefined) return fallback
