@@ -207,7 +207,8 @@ export class CompactJwe {
   async encrypt(plaintext: Uint8Array): Promise<string> {
     const { key, header, aad } = this.#sealing
     const iv = randomBytes(IV_BYTES)
-    const { ciphertext, tag } = await this.#aesGcm.encrypt(key.kid, iv, plaintext, aad)
+    const sealed = this.#aesGcm.encrypt(key.kid, iv, plaintext, aad)
+    const { ciphertext, tag } = sealed instanceof Promise ? await sealed : sealed
     const codec = this.#base64url
     // Header, empty encrypted key (dir), IV, ciphertext, tag.
     return `${header}..${codec.encode(iv)}.${codec.encode(ciphertext)}.${codec.encode(tag)}`
@@ -237,14 +238,14 @@ export class CompactJwe {
     const key = known?.key ?? this.#keyFor(header)
     const codec = this.#base64url
     try {
-      const plaintext = await this.#aesGcm.decrypt(
+      const opened = this.#aesGcm.decrypt(
         key.kid,
         codec.decode(iv),
         codec.decode(ciphertext),
         codec.decode(tag),
         known?.aad ?? encoder.encode(header)
       )
-      return { plaintext, key }
+      return { plaintext: opened instanceof Promise ? await opened : opened, key }
     } catch {
       return reject('decrypt_failed')
     }

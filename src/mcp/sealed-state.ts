@@ -116,6 +116,11 @@ export interface StateSealerOptions {
   readonly base64url?: Base64urlCodec
 }
 
+interface BindingDigests {
+  principalTag: string
+  argsDigest: string
+}
+
 /** Principal tags remembered per sealer (they depend only on the key and the principal). */
 const PRINCIPAL_TAG_CACHE_SIZE = 4096
 
@@ -302,7 +307,8 @@ export class StateSealer {
     const key = this.#jwe.sealingKey
     const iat = Math.floor(this.#now() / 1000)
     const nonce = this.#base64url.encode(randomBytes(NONCE_BYTES))
-    const { principalTag, argsDigest } = await this.#bindingDigests(key, binding)
+    const digests = this.#bindingDigests(key, binding)
+    const { principalTag, argsDigest } = digests instanceof Promise ? await digests : digests
     // What JSON.stringify writes for the claims object (keys in `CLAIM_KEYS` order); the tags, the
     // digest and the nonce are base64url and the times integers, so none of them needs escaping.
     const plaintext = encoder.encode(
@@ -353,8 +359,13 @@ export class StateSealer {
 
     // Computed only now, so a token that fails earlier costs no more Web Crypto calls. (Starting them
     // alongside the decryption saves latency on an idle Node process but costs throughput under load.)
-    const digests = await this.#bindingDigests(key, binding).catch(() => null)
-    if (digests === null) return reject('bad_binding')
+    let digests: BindingDigests
+    try {
+      const pending = this.#bindingDigests(key, binding)
+      digests = pending instanceof Promise ? await pending : pending
+    } catch {
+      return reject('bad_binding')
+    }
     if (!constantTimeEqual(claims.p, digests.principalTag)) return reject('principal_mismatch')
     if (claims.m !== binding.method) return reject('method_mismatch')
     if (claims.t !== binding.target) return reject('target_mismatch')
@@ -364,19 +375,31 @@ export class StateSealer {
   }
 
   /** The principal tag (keyed by the token's kid, remembered) and the digest of the arguments. */
-  async #bindingDigests(
-    key: RingKey,
-    binding: StateBinding
-  ): Promise<{ principalTag: string; argsDigest: string }> {
+  /**
+   * The principal tag (keyed by the token's kid, remembered) and the digest of the arguments: at once
+   * when both are at hand (a remembered tag and a synchronous hash, the common case on Node), else a
+   * promise. Throws `TypeError` for arguments with no exact JSON form.
+   */
+  #bindingDigests(key: RingKey, binding: StateBinding): BindingDigests | Promise<BindingDigests> {
     const argsDigest = this.#sha256(canonicalJson(binding.args ?? {}))
     const cacheKey = `${key.kid}\u0000${binding.principal}`
-    let principalTag = this.#principalTags.get(cacheKey)
+    const principalTag = this.#principalTags.get(cacheKey)
+    if (principalTag !== undefined && typeof argsDigest === 'string') {
+      return { principalTag, argsDigest }
+    }
+    return this.#digestsOnWebCrypto(key, cacheKey, binding.principal, principalTag, argsDigest)
+  }
+
+  async #digestsOnWebCrypto(
+    key: RingKey,
+    cacheKey: string,
+    principal: string,
+    remembered: string | undefined,
+    argsDigest: string | Promise<string>
+  ): Promise<BindingDigests> {
+    let principalTag = remembered
     if (principalTag === undefined) {
-      const mac = await crypto.subtle.sign(
-        'HMAC',
-        key.principalKey,
-        encoder.encode(binding.principal)
-      )
+      const mac = await crypto.subtle.sign('HMAC', key.principalKey, encoder.encode(principal))
       principalTag = this.#base64url.encode(new Uint8Array(mac, 0, PRINCIPAL_TAG_BYTES))
       if (this.#principalTags.size >= PRINCIPAL_TAG_CACHE_SIZE) this.#principalTags.clear()
       this.#principalTags.set(cacheKey, principalTag)
