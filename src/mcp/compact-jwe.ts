@@ -203,19 +203,27 @@ export class CompactJwe {
     return this.#sealing.key
   }
 
-  /** `plaintext` as a compact JWE under the sealing key (its kid in the protected header). */
-  async encrypt(plaintext: Uint8Array): Promise<string> {
+  /**
+   * `plaintext` as a compact JWE under the sealing key (its kid in the protected header): at once with
+   * a synchronous cipher, else a promise.
+   */
+  encrypt(plaintext: Uint8Array): string | Promise<string> {
     const { key, header, aad } = this.#sealing
     const iv = randomBytes(IV_BYTES)
     const sealed = this.#aesGcm.encrypt(key.kid, iv, plaintext, aad)
-    const { ciphertext, tag } = sealed instanceof Promise ? await sealed : sealed
     const codec = this.#base64url
     // Header, empty encrypted key (dir), IV, ciphertext, tag.
-    return `${header}..${codec.encode(iv)}.${codec.encode(ciphertext)}.${codec.encode(tag)}`
+    const compact = ({ ciphertext, tag }: AesGcmOutput) =>
+      `${header}..${codec.encode(iv)}.${codec.encode(ciphertext)}.${codec.encode(tag)}`
+    return sealed instanceof Promise ? sealed.then(compact) : compact(sealed)
   }
 
-  /** The plaintext of a token from the wire and the key that opened it, or `InvalidJweError`. */
-  async decrypt(token: unknown): Promise<DecryptedJwe> {
+  /**
+   * The plaintext of a token from the wire and the key that opened it: at once with a synchronous
+   * cipher, else a promise. A refused token throws `InvalidJweError`, before the cipher synchronously
+   * and from an asynchronous cipher as a rejection: callers `await` the call inside their `try`.
+   */
+  decrypt(token: unknown): DecryptedJwe | Promise<DecryptedJwe> {
     if (typeof token !== 'string') return reject('not_a_string')
     if (token.length > this.maxTokenChars) return reject('too_long')
 
@@ -237,18 +245,24 @@ export class CompactJwe {
 
     const key = known?.key ?? this.#keyFor(header)
     const codec = this.#base64url
+    let opened: Uint8Array | Promise<Uint8Array>
     try {
-      const opened = this.#aesGcm.decrypt(
+      opened = this.#aesGcm.decrypt(
         key.kid,
         codec.decode(iv),
         codec.decode(ciphertext),
         codec.decode(tag),
         known?.aad ?? encoder.encode(header)
       )
-      return { plaintext: opened instanceof Promise ? await opened : opened, key }
     } catch {
       return reject('decrypt_failed')
     }
+    return opened instanceof Promise
+      ? opened.then(
+          (plaintext) => ({ plaintext, key }),
+          () => reject('decrypt_failed')
+        )
+      : { plaintext: opened, key }
   }
 
   /** Reads a protected header without trusting it; only `{alg:"dir", enc:"A256GCM", kid}` passes. */

@@ -319,29 +319,40 @@ export class StateSealer {
     if (plaintext.byteLength > this.maxPayloadBytes) {
       throw new StateTooLargeError(plaintext.byteLength, this.maxPayloadBytes)
     }
-    return { token: await this.#jwe.encrypt(plaintext), nonce }
+    const token = this.#jwe.encrypt(plaintext)
+    return { token: token instanceof Promise ? await token : token, nonce }
   }
 
   /** Opens a `requestState` from the wire for this request, or throws `InvalidRequestStateError`. */
   async open(token: unknown, binding: StateBinding): Promise<OpenedState> {
     try {
-      return await this.#open(token, binding)
+      const opened = this.#open(token, binding)
+      return opened instanceof Promise ? await opened : opened
     } catch (error) {
       if (error instanceof InvalidRequestStateError) throw error
       throw new InvalidRequestStateError('internal_error' satisfies OpenFailureReason)
     }
   }
 
-  async #open(token: unknown, binding: StateBinding): Promise<OpenedState> {
+  // Each step answers at once when its value is at hand (Node's synchronous cipher and hash, a
+  // remembered principal tag), so a round on Node opens its state without a single await.
+  #open(token: unknown, binding: StateBinding): OpenedState | Promise<OpenedState> {
     if (!isBinding(binding)) return reject('bad_binding')
-    let opened: DecryptedJwe
+    let decrypted: DecryptedJwe | Promise<DecryptedJwe>
     try {
-      opened = await this.#jwe.decrypt(token)
+      decrypted = this.#jwe.decrypt(token)
     } catch (error) {
-      return reject(error instanceof InvalidJweError ? error.reason : 'internal_error')
+      return rejectJwe(error)
     }
-    const { plaintext, key } = opened
+    return decrypted instanceof Promise
+      ? decrypted.then((opened) => this.#readOpened(opened, binding), rejectJwe)
+      : this.#readOpened(decrypted, binding)
+  }
 
+  #readOpened(
+    { plaintext, key }: DecryptedJwe,
+    binding: StateBinding
+  ): OpenedState | Promise<OpenedState> {
     let parsed: unknown
     try {
       parsed = JSON.parse(strictDecoder.decode(plaintext))
@@ -359,22 +370,20 @@ export class StateSealer {
 
     // Computed only now, so a token that fails earlier costs no more Web Crypto calls. (Starting them
     // alongside the decryption saves latency on an idle Node process but costs throughput under load.)
-    let digests: BindingDigests
+    let digests: BindingDigests | Promise<BindingDigests>
     try {
-      const pending = this.#bindingDigests(key, binding)
-      digests = pending instanceof Promise ? await pending : pending
+      digests = this.#bindingDigests(key, binding)
     } catch {
       return reject('bad_binding')
     }
-    if (!constantTimeEqual(claims.p, digests.principalTag)) return reject('principal_mismatch')
-    if (claims.m !== binding.method) return reject('method_mismatch')
-    if (claims.t !== binding.target) return reject('target_mismatch')
-    if (!constantTimeEqual(claims.a, digests.argsDigest)) return reject('args_mismatch')
-
-    return { journal: claims.j, nonce: claims.n, issuedAt: claims.iat }
+    return digests instanceof Promise
+      ? digests.then(
+          (computed) => matchBinding(claims, computed, binding),
+          () => reject('bad_binding')
+        )
+      : matchBinding(claims, digests, binding)
   }
 
-  /** The principal tag (keyed by the token's kid, remembered) and the digest of the arguments. */
   /**
    * The principal tag (keyed by the token's kid, remembered) and the digest of the arguments: at once
    * when both are at hand (a remembered tag and a synchronous hash, the common case on Node), else a
@@ -410,6 +419,19 @@ export class StateSealer {
 
 function reject(reason: OpenFailureReason): never {
   throw new InvalidRequestStateError(reason)
+}
+
+function rejectJwe(error: unknown): never {
+  return reject(error instanceof InvalidJweError ? error.reason : 'internal_error')
+}
+
+/** The opened state when its claims name this principal, request and arguments. */
+function matchBinding(claims: Claims, digests: BindingDigests, binding: StateBinding): OpenedState {
+  if (!constantTimeEqual(claims.p, digests.principalTag)) return reject('principal_mismatch')
+  if (claims.m !== binding.method) return reject('method_mismatch')
+  if (claims.t !== binding.target) return reject('target_mismatch')
+  if (!constantTimeEqual(claims.a, digests.argsDigest)) return reject('args_mismatch')
+  return { journal: claims.j, nonce: claims.n, issuedAt: claims.iat }
 }
 
 function isBinding(binding: StateBinding): boolean {

@@ -46,6 +46,10 @@ async function codec(options: { aesGcm?: AesGcm; base64url?: Base64urlCodec }) {
   })
 }
 
+function bytesOf(view: Uint8Array): Uint8Array {
+  return new Uint8Array(view)
+}
+
 function headerOf(token: string): string {
   return new TextDecoder().decode(base64url.decode(token.split('.')[0] as string))
 }
@@ -95,9 +99,31 @@ describe('CompactJwe on every cipher and codec', () => {
     const gone = await new CompactEncrypt(PLAINTEXT)
       .setProtectedHeader({ kid: 'gone', enc: 'A256GCM', alg: 'dir' })
       .encrypt(OLD.secret)
-    const error = await jwe.decrypt(gone).catch((caught: unknown) => caught)
+    const error = await (async () => jwe.decrypt(gone))().catch((caught: unknown) => caught)
     expect(error).toBeInstanceOf(InvalidJweError)
     expect((error as InvalidJweError).reason).toBe('unknown_kid')
+  })
+
+  it('answers at once on a synchronous cipher, and only through a promise on Web Crypto; a wrong tag is refused either way', async () => {
+    const sync = await codec({ aesGcm: nodeAesGcm([NEW, OLD]), base64url: nodeBase64url })
+    const web = await codec({})
+    const token = sync.encrypt(PLAINTEXT)
+    expect(typeof token).toBe('string')
+    const opened = sync.decrypt(token)
+    expect(opened).not.toBeInstanceOf(Promise)
+    expect(bytesOf((opened as { plaintext: Uint8Array }).plaintext)).toEqual(PLAINTEXT)
+    const fromWeb = web.encrypt(PLAINTEXT)
+    expect(fromWeb).toBeInstanceOf(Promise)
+    expect(web.decrypt(await fromWeb)).toBeInstanceOf(Promise)
+
+    const [header, , iv, ciphertext, tag = ''] = (token as string).split('.')
+    const flipped = [header, '', iv, ciphertext, (tag[0] === 'A' ? 'B' : 'A') + tag.slice(1)].join(
+      '.'
+    )
+    expect(() => sync.decrypt(flipped)).toThrow(InvalidJweError)
+    const rejected = web.decrypt(flipped)
+    expect(rejected).toBeInstanceOf(Promise)
+    await expect(rejected).rejects.toMatchObject({ reason: 'decrypt_failed' })
   })
 
   it('refuses a base64url option without encode and decode', async () => {
