@@ -7,7 +7,8 @@
  * on Node, the Worker builds on workerd, listen streams at scale) it starts each server as its own
  * process, one at a time, pinned to CPU 1 (`taskset -c 1`), while this process — the load
  * generator, autocannon or a driver of its own — is pinned to CPU 0; it probes the server, warms it
- * up, measures, and stops it. Every response is verified; a scenario with any wrong answer, socket
+ * up, measures, and stops it (with `--passes N`, N times per server in alternating order, keeping each
+ * server's median pass, so that a ratio does not hang on the machine's drift). Every response is verified; a scenario with any wrong answer, socket
  * error, timeout or missed notification is flagged and the command exits non-zero after writing its
  * report.
  *
@@ -30,9 +31,11 @@ import { runLoad, type DriveOptions, type LoadResult } from './bench/load.ts'
 import { seedNotes, type SeedSummary } from './bench/notes-data.ts'
 import { formatProfile, summarizeProfile } from './bench/profile.ts'
 import {
+  formatSpread,
   formatTable,
   formatTargets,
   isFigures,
+  medianPass,
   round,
   scaleReport,
   scenarioReport,
@@ -69,12 +72,16 @@ const LOADGEN_CPU = 0
 
 const USAGE = `Usage: node scripts/bench.ts [--quick] [--out FILE] [--connections N] [--warmup S] [--duration S]
          [--only a,b] [--servers ours,sdk,bare] [--notes N] [--max-requests N] [--retries N]
-         [--streams N] [--changes N] [--profile DIR]
+         [--passes N] [--streams N] [--changes N] [--profile DIR]
   --quick        1 s warm-up, 2 s measured, 10 connections, 100 listen streams and 3 changes (CI
                  smoke; no figure is meaningful)
   --retries N    measure a server again (up to N times, default 2, 0 with --quick) when other
                  processes used more than 0.25 of a core during its window; the least disturbed
                  attempt is kept and a scenario still disturbed is marked as such
+  --passes N     measure every server of a load scenario N times (default 1), alternating the order
+                 of the servers from pass to pass, and keep each server's median pass: a ratio then
+                 does not depend on which server ran while the machine was faster; the spread of
+                 the passes is printed and kept (\`passes\`)
   --streams N    listen streams of the scale scenario (default 1,000; the SDK refuses more than
                  1,024 per handler), --changes N the changes delivered to them (default 20)
   --profile DIR  profile our server instead (\`node --cpu-prof\`; other servers with --servers) on
@@ -93,6 +100,7 @@ const { values } = parseArgs({
     notes: { type: 'string', default: '10000' },
     'max-requests': { type: 'string', default: '3000000' },
     retries: { type: 'string' },
+    passes: { type: 'string' },
     streams: { type: 'string' },
     changes: { type: 'string' },
     profile: { type: 'string' },
@@ -122,6 +130,7 @@ const durationSeconds = positive('duration', values.duration, quick ? 2 : 10)
 const maxRequests = Math.round(positive('max-requests', values['max-requests'], 3_000_000))
 const retries =
   values.retries === '0' ? 0 : Math.round(positive('retries', values.retries, quick ? 0 : 2))
+const passes = Math.round(positive('passes', values.passes, 1))
 const noteCount = Math.round(positive('notes', values.notes, 10_000))
 const streamsOverride =
   values.streams === undefined ? undefined : Math.round(positive('streams', values.streams, 1))
@@ -495,40 +504,56 @@ async function benchmark(tool: string | undefined, pinned: boolean): Promise<num
     const context: RunContext = { database: notes?.path, pinned, workDir }
     const skipped: Array<{ scenario: string; reason: string }> = []
     const report: BenchReport = { meta: {}, scenarios: {} }
-    const runs = scenarios.flatMap((s) => s.servers.map((kind) => ({ scenario: s, kind })))
+    // The scale scenario holds streams rather than a load, and runs once whatever `--passes` says.
+    const passesOf = (scenario: Scenario) => (scenario.unit === 'streams' ? 1 : passes)
+    const runCount = scenarios.reduce((sum, s) => sum + s.servers.length * passesOf(s), 0)
     let index = 0
     for (const scenario of scenarios) {
       if (scenario.requiresFile && !existsSync(join(root, scenario.requiresFile))) {
         skipped.push({ scenario: scenario.name, reason: `${scenario.requiresFile} does not exist` })
-        index += scenario.servers.length
+        index += scenario.servers.length * passesOf(scenario)
         continue
       }
-      const outcomes: Partial<Record<ServerKind, ServerOutcome | ScaleOutcome>> = {}
+      const measured: Partial<Record<ServerKind, Array<ServerOutcome | ScaleOutcome>>> = {}
       let skip: string | undefined
-      for (const kind of scenario.servers) {
-        index += 1
-        process.stdout.write(`[${index}/${runs.length}] ${scenario.name} · ${kind}: `)
-        let outcome = await measure(scenario, kind, context)
-        console.log(describeOutcome(outcome, scenario.unit))
-        for (let attempt = 1; attempt <= retries && isDisturbed(outcome); attempt++) {
-          process.stdout.write(
-            `    disturbed by other load; measuring again (${attempt}/${retries}): `
-          )
-          const again = await measure(scenario, kind, context)
-          console.log(describeOutcome(again, scenario.unit))
-          if (backgroundOf(again) < backgroundOf(outcome)) outcome = again
+      for (let pass = 0; pass < passesOf(scenario) && skip === undefined; pass++) {
+        // Every other pass runs the servers in reverse, so none is always measured first or last.
+        const order = pass % 2 === 0 ? scenario.servers : [...scenario.servers].reverse()
+        for (const kind of order) {
+          index += 1
+          process.stdout.write(`[${index}/${runCount}] ${scenario.name} · ${kind}: `)
+          let outcome = await measure(scenario, kind, context)
+          console.log(describeOutcome(outcome, scenario.unit))
+          for (let attempt = 1; attempt <= retries && isDisturbed(outcome); attempt++) {
+            process.stdout.write(
+              `    disturbed by other load; measuring again (${attempt}/${retries}): `
+            )
+            const again = await measure(scenario, kind, context)
+            console.log(describeOutcome(again, scenario.unit))
+            if (backgroundOf(again) < backgroundOf(outcome)) outcome = again
+          }
+          if ('skipped' in outcome) {
+            skip = outcome.skipped
+            break
+          }
+          ;(measured[kind] ??= []).push(outcome)
         }
-        if ('skipped' in outcome) skip = outcome.skipped
-        else outcomes[kind] = outcome
       }
       if (skip !== undefined) {
         skipped.push({ scenario: scenario.name, reason: skip })
         continue
       }
-      report.scenarios[scenario.name] =
-        scenario.unit === 'streams'
-          ? scaleReport(scenario, outcomes as Partial<Record<ServerKind, ScaleOutcome>>)
-          : scenarioReport(scenario, outcomes as Partial<Record<ServerKind, ServerOutcome>>)
+      if (scenario.unit === 'streams') {
+        const outcomes = Object.fromEntries(
+          Object.entries(measured).map(([kind, [outcome]]) => [kind, outcome])
+        ) as Partial<Record<ServerKind, ScaleOutcome>>
+        report.scenarios[scenario.name] = scaleReport(scenario, outcomes)
+      } else {
+        const outcomes = Object.fromEntries(
+          Object.entries(measured).map(([kind, all]) => [kind, medianPass(all as ServerOutcome[])])
+        ) as Partial<Record<ServerKind, ServerOutcome>>
+        report.scenarios[scenario.name] = scenarioReport(scenario, outcomes)
+      }
     }
 
     const cpuList = cpus()
@@ -540,6 +565,7 @@ async function benchmark(tool: string | undefined, pinned: boolean): Promise<num
       durationSeconds,
       maxRequestsPerRun: maxRequests,
       retriesWhenDisturbed: retries,
+      passes,
       node: process.version,
       platform: `${process.platform} ${process.arch}`,
       cpus: cpuList.length,
@@ -598,6 +624,8 @@ async function benchmark(tool: string | undefined, pinned: boolean): Promise<num
     mkdirSync(dirname(out), { recursive: true })
     writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`)
     console.log(`\n${formatTable(report)}\n`)
+    const spread = formatSpread(report)
+    if (spread) console.log(`${spread}\n`)
     const targets = formatTargets(report)
     if (targets) console.log(`${targets}\n`)
     for (const { scenario, reason } of skipped) console.log(`skipped ${scenario}: ${reason}`)

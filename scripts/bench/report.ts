@@ -41,6 +41,11 @@ export interface ServerFigures {
   loadgenCores: number
   backgroundCores: number | null
   firstMismatch?: string
+  /**
+   * With `--passes N` (N > 1): the throughput of each pass, in the order measured. The other figures
+   * are those of the median pass.
+   */
+  passes?: number[]
 }
 
 type Percentiles = LoadResult['latencyMs']
@@ -132,6 +137,20 @@ function errorCount(outcome: ServerOutcome | ScaleOutcome | null): number {
     return outcome.errors + outcome.missed + (outcome.streams - outcome.opened)
   const { mismatches, errors, timeouts, warmup } = outcome
   return mismatches + errors + timeouts + warmup.mismatches + warmup.errors + warmup.timeouts
+}
+
+/**
+ * One server's outcome over several passes: the pass of median throughput (the lower middle for an
+ * even count), carrying every pass's throughput; a failed pass fails the whole.
+ */
+export function medianPass(passes: readonly ServerOutcome[]): ServerOutcome {
+  const failed = passes.find((outcome) => !isFigures(outcome))
+  if (failed) return failed
+  const figures = passes as readonly ServerFigures[]
+  if (figures.length === 1) return figures[0] as ServerFigures
+  const sorted = [...figures].sort((a, b) => a.throughput - b.throughput)
+  const median = sorted[Math.floor((sorted.length - 1) / 2)] as ServerFigures
+  return { ...median, passes: figures.map((outcome) => outcome.throughput) }
 }
 
 /** `better ÷ worse` as "times better", null when either side is missing or zero. */
@@ -321,6 +340,24 @@ function verdict(scenario: ScenarioReport, met: boolean | null): string {
 function ourCpuPerRequest(scenario: ScenarioReport | undefined): number | null {
   if (!scenario || scenario.unit === 'streams' || !isFigures(scenario.ours)) return null
   return scenario.ours.cpuUsPerRequest
+}
+
+/** With several passes: each server's lowest and highest throughput, one line per load scenario. */
+export function formatSpread(report: BenchReport): string {
+  const lines: string[] = []
+  for (const [name, scenario] of Object.entries(report.scenarios)) {
+    if (scenario.unit === 'streams') continue
+    const spans = (['ours', 'sdk', 'bare'] as const).flatMap((kind) => {
+      const outcome = scenario[kind]
+      if (!isFigures(outcome) || !outcome.passes) return []
+      const [low, high] = [Math.min(...outcome.passes), Math.max(...outcome.passes)].map((value) =>
+        Math.round(value).toLocaleString('en-US')
+      )
+      return [`${kind} ${low}–${high}`]
+    })
+    if (spans.length > 0) lines.push(`${name}: ${spans.join(', ')} (${scenario.unit}s/s)`)
+  }
+  return lines.length > 0 ? `Spread over the passes (median shown):\n${lines.join('\n')}` : ''
 }
 
 /** One line per target: the figure, the target, and whether it is met. */

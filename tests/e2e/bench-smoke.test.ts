@@ -164,3 +164,44 @@ describe('npm run bench -- --quick', () => {
     expect(report.meta).toMatchObject({ quick: true, connections: 10 })
   })
 })
+
+describe('npm run bench -- --quick --passes 3', () => {
+  it('measures each server three times in alternating order and reports the median pass with the spread', () => {
+    const directory = mkdtempSync(join(tmpdir(), 'notes-mcp-bench-passes-'))
+    try {
+      const out = join(directory, 'bench.json')
+      const args = ['--quick', '--only', 'tools_call', '--servers', 'ours,bare', '--passes', '3']
+      const run = spawnSync(process.execPath, ['scripts/bench.ts', ...args, '--out', out], {
+        cwd: root,
+        encoding: 'utf8',
+        timeout: 120_000,
+        killSignal: 'SIGTERM',
+      })
+      expect(run.status, `${run.stdout}\n${run.stderr}`).toBe(0)
+      // Pass 1 runs bare then ours, pass 2 the other way round, pass 3 as pass 1.
+      const order = [...run.stdout.matchAll(/^\[(\d)\/6\] tools_call · (\w+):/gm)].map(
+        ([, index, kind]) => `${index} ${kind}`
+      )
+      expect(order).toEqual(['1 bare', '2 ours', '3 ours', '4 bare', '5 bare', '6 ours'])
+      expect(run.stdout).toMatch(
+        /^tools_call: ours [\d,]+–[\d,]+, bare [\d,]+–[\d,]+ \(requests\/s\)$/m
+      )
+      const report = JSON.parse(readFileSync(out, 'utf8')) as Report
+      expect(report.meta).toMatchObject({ passes: 3 })
+      const scenario = report.scenarios.tools_call
+      for (const kind of ['ours', 'bare'] as const) {
+        const figures = scenario?.[kind] as (Figures & { passes?: number[] }) | null | undefined
+        expect(figures?.passes, kind).toHaveLength(3)
+        const sorted = [...(figures?.passes ?? [])].sort((a, b) => a - b)
+        expect(figures?.throughput, kind).toBe(sorted[1])
+      }
+      expect(scenario?.ratio_vs_bare).toBe(
+        Math.round(
+          ((scenario?.ours as Figures).throughput / (scenario?.bare as Figures).throughput) * 100
+        ) / 100
+      )
+    } finally {
+      rmSync(directory, { recursive: true, force: true })
+    }
+  }, 150_000)
+})
