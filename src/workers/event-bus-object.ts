@@ -26,7 +26,6 @@ import {
   PUBLISH_PATH,
   REPLAY_WINDOW_MS,
   SUBSCRIBE_PATH,
-  busStub,
   channelOf,
   isBusNamespace,
   publishUrl,
@@ -35,6 +34,7 @@ import {
   type BusNamespace,
   type BusSocket,
 } from './event-bus.ts'
+import { stubOf } from './durable-objects.ts'
 
 /** The part of `DurableObjectState` this object uses. */
 interface BusObjectState {
@@ -170,7 +170,7 @@ export class EventBusObject {
     }
     const outcomes = await Promise.allSettled(
       shards.map(async (shard) => {
-        const response = await busStub(namespace, shardName(shard)).fetch(publishUrl(channel), {
+        const response = await stubOf(namespace, shardName(shard)).fetch(publishUrl(channel), {
           method: 'POST',
           body: text,
         })

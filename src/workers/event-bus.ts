@@ -67,6 +67,7 @@ import {
   type EventScope,
   type ServerEvent,
 } from '../mcp/events.ts'
+import { isDurableNamespace, stubOf, type DurableNamespace } from './durable-objects.ts'
 
 /** The binding name of the `EventBusObject` namespace, in every Worker's configuration. */
 export const EVENT_BUS_BINDING = 'EVENT_BUS'
@@ -156,21 +157,10 @@ interface BusStub {
 }
 
 /** The `EventBusObject` namespace binding, as far as the bus uses it. */
-export interface BusNamespace {
-  idFromName(name: string): unknown
-  get(id: never): BusStub
-}
+export type BusNamespace = DurableNamespace<BusStub>
 
-/** Whether a binding looks like a Durable Object namespace (checked once, at setup). */
-export function isBusNamespace(value: unknown): value is BusNamespace {
-  const candidate = value as Partial<BusNamespace> | null | undefined
-  return typeof candidate?.idFromName === 'function' && typeof candidate.get === 'function'
-}
-
-/** The stub of the object named `name` in `namespace`. */
-export function busStub(namespace: BusNamespace, name: string): BusStub {
-  return namespace.get(namespace.idFromName(name) as never)
-}
+/** Whether a binding looks like the bus's namespace (checked once, at setup). */
+export const isBusNamespace: (value: unknown) => value is BusNamespace = isDurableNamespace
 
 export interface DurableObjectEventBusOptions {
   /** The `EventBusObject` namespace (`env.EVENT_BUS`). */
@@ -345,7 +335,7 @@ export class DurableObjectEventBus implements EventBus {
         name = keyed.name
         url = publishUrl('keyed', [keyed.shard])
       }
-      const response = await busStub(this.#namespace, name).fetch(url, {
+      const response = await stubOf(this.#namespace, name).fetch(url, {
         method: 'POST',
         body: text,
       })
@@ -369,7 +359,7 @@ export class DurableObjectEventBus implements EventBus {
           'shard' in object
             ? shardName(object.shard)
             : (await keyedObject(object.key, this.#shards)).name
-        const response = await busStub(this.#namespace, name).fetch(subscribeUrl(since, hear), {
+        const response = await stubOf(this.#namespace, name).fetch(subscribeUrl(since, hear), {
           headers: { upgrade: 'websocket' },
         })
         if (!response.webSocket) throw new Error(`the event bus answered ${response.status}`)

@@ -34,6 +34,7 @@
 import { canonicalJson, sha256Base64url } from '../mcp/canonical-json.ts'
 import type { TaskScheduler } from '../mcp/tasks/engine.ts'
 import type { TaskStore } from '../mcp/task-store.ts'
+import { isDurableNamespace, stubOf, type DurableNamespace } from './durable-objects.ts'
 
 /** The binding name of the `TaskRunnerObject` namespace, in every Worker that serves tasks. */
 export const TASK_RUNNER_BINDING = 'TASK_RUNNER'
@@ -60,16 +61,11 @@ interface TaskRunnerStub {
 }
 
 /** The `TaskRunnerObject` namespace binding, as far as the scheduler uses it. */
-export interface TaskRunnerNamespace {
-  idFromName(name: string): unknown
-  get(id: never): TaskRunnerStub
-}
+export type TaskRunnerNamespace = DurableNamespace<TaskRunnerStub>
 
-/** Whether a binding looks like a Durable Object namespace (checked once, at setup). */
-export function isTaskRunnerNamespace(value: unknown): value is TaskRunnerNamespace {
-  const candidate = value as Partial<TaskRunnerNamespace> | null | undefined
-  return typeof candidate?.idFromName === 'function' && typeof candidate.get === 'function'
-}
+/** Whether a binding looks like the scheduler's namespace (checked once, at setup). */
+export const isTaskRunnerNamespace: (value: unknown) => value is TaskRunnerNamespace =
+  isDurableNamespace
 
 /** The name of task `id`'s object: a digest of the id. */
 export async function taskObjectName(id: string): Promise<string> {
@@ -81,7 +77,7 @@ export async function taskObject(
   namespace: TaskRunnerNamespace,
   id: string
 ): Promise<TaskRunnerStub> {
-  return namespace.get(namespace.idFromName(await taskObjectName(id)) as never)
+  return stubOf(namespace, await taskObjectName(id))
 }
 
 export class DurableObjectTaskScheduler implements TaskScheduler {

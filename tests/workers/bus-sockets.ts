@@ -10,13 +10,13 @@ import { env } from 'cloudflare:test'
 import type { ServerEvent } from '../../src/mcp/events.ts'
 import {
   EVENT_BUS_BINDING,
-  busStub,
   publishUrl,
   subscribeUrl,
   type BusChannel,
   type BusNamespace,
   type BusSocket,
 } from '../../src/workers/event-bus.ts'
+import { stubOf } from '../../src/workers/durable-objects.ts'
 
 export const namespace = env[EVENT_BUS_BINDING] as BusNamespace
 
@@ -52,7 +52,7 @@ export async function rawSubscriber(
   since: number,
   hear: readonly BusChannel[] = ['broadcast', 'keyed']
 ) {
-  const response = await busStub(namespace, name).fetch(subscribeUrl(since, hear), {
+  const response = await stubOf(namespace, name).fetch(subscribeUrl(since, hear), {
     headers: { upgrade: 'websocket' },
   })
   const socket = response.webSocket as BusSocket
@@ -81,7 +81,7 @@ export function publishTo(
   event: unknown,
   relay: readonly number[] = []
 ) {
-  return busStub(namespace, name).fetch(publishUrl(channel, relay), {
+  return stubOf(namespace, name).fetch(publishUrl(channel, relay), {
     method: 'POST',
     body: typeof event === 'string' ? event : JSON.stringify(event),
   })

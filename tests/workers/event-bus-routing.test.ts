@@ -11,13 +11,13 @@ import type { EventInterest, ServerEvent } from '../../src/mcp/events.ts'
 import {
   DEFAULT_SHARDS,
   DurableObjectEventBus,
-  busStub,
   keyedObject,
   shardName,
   subscribeUrl,
   type BusChannel,
   type BusNamespace,
 } from '../../src/workers/event-bus.ts'
+import { stubOf } from '../../src/workers/durable-objects.ts'
 import { Heard, namespace, publishTo, rawSubscriber } from './bus-sockets.ts'
 
 const fresh = () => crypto.randomUUID()
@@ -194,7 +194,7 @@ describe('routing by key', () => {
     })
     expect(unknown.status).toBe(400)
     for (const hear of [[], ['everything'], ['keyed', 'keyed']] as BusChannel[][]) {
-      const response = await busStub(namespace, name).fetch(subscribeUrl(0, hear), {
+      const response = await stubOf(namespace, name).fetch(subscribeUrl(0, hear), {
         headers: { upgrade: 'websocket' },
       })
       expect(response.status).toBe(400)

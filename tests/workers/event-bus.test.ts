@@ -15,12 +15,12 @@ import { noteUri } from '../../src/notes/format.ts'
 import {
   DEFAULT_SHARDS,
   DurableObjectEventBus,
-  busStub,
   publishUrl,
   shardName,
   subscribeUrl,
   type BusNamespace,
 } from '../../src/workers/event-bus.ts'
+import { stubOf } from '../../src/workers/durable-objects.ts'
 import { namespace, publishTo, rawSubscriber } from './bus-sockets.ts'
 import { fixtureA, fixtureB, notesA, notesB, type Fetcher } from './isolates.ts'
 import { LegacySession, SseReaders, startSession } from '../support/legacy-request.ts'
@@ -215,7 +215,7 @@ describe('EventBusObject', () => {
   })
 
   it('answers 426 to a subscription that is not a WebSocket upgrade, 404 elsewhere', async () => {
-    const shard = busStub(namespace, shardName(0))
+    const shard = stubOf(namespace, shardName(0))
     expect((await shard.fetch(subscribeUrl(Date.now(), ['broadcast']))).status).toBe(426)
     expect((await shard.fetch(publishUrl('broadcast'))).status).toBe(404)
   })
