@@ -29,6 +29,7 @@ import {
   type SigningKey,
 } from '../support/authorization-server.ts'
 import { browserTestsRun, launchChromium } from '../support/chromium.ts'
+import { initializeMessage } from '../support/legacy-request.ts'
 import { mcpInit, type JsonObject } from '../support/mcp-request.ts'
 import {
   freePort,
@@ -324,16 +325,7 @@ describe.skipIf(!RUN)('the notes server with a real authorization server', () =>
         },
         body: JSON.stringify(body),
       })
-    const init = await legacy(aliceToken, {
-      jsonrpc: '2.0',
-      id: 1,
-      method: 'initialize',
-      params: {
-        protocolVersion: '2025-11-25',
-        capabilities: {},
-        clientInfo: { name: 'legacy-host', version: '1.0.0' },
-      },
-    })
+    const init = await legacy(aliceToken, initializeMessage())
     expect(init.status).toBe(200)
     const session = init.headers.get('mcp-session-id') as string
     expect(session).toBeTruthy()

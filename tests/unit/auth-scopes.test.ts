@@ -17,6 +17,7 @@ import { InProcessEventBus } from '../../src/mcp/events.ts'
 import { generateKey, importKeyRing } from '../../src/mcp/key-ring.ts'
 import { StateSealer } from '../../src/mcp/sealed-state.ts'
 import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
+import { initializeMessage } from '../support/legacy-request.ts'
 import { MCP_URL, mcpInit, postMcp, type JsonObject } from '../support/mcp-request.ts'
 
 const ISSUER = 'https://as.example'
@@ -205,16 +206,7 @@ describe('scopes per operation', () => {
     const init = await app.request('http://127.0.0.1/mcp', {
       method: 'POST',
       headers,
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'initialize',
-        params: {
-          protocolVersion: '2025-11-25',
-          capabilities: {},
-          clientInfo: { name: 'v1', version: '1' },
-        },
-      }),
+      body: JSON.stringify(initializeMessage()),
     })
     const session = init.headers.get('mcp-session-id') as string
     const response = await app.request('http://127.0.0.1/mcp', {

@@ -16,6 +16,7 @@ import { compileServer } from '../../src/mcp/server.ts'
 import { createNotesServer } from '../../src/notes/server.ts'
 import { NOTES_READ, NOTES_WRITE } from '../../src/notes/scopes.ts'
 import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
+import { initializeMessage } from '../support/legacy-request.ts'
 import { callMcp, type HandlerCallOptions } from '../support/mcp-request.ts'
 
 let ran = 0
@@ -100,16 +101,7 @@ describe('per-operation scopes', () => {
 
   it('checks 2025-era requests the same way', async () => {
     const init = await handler({
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'initialize',
-        params: {
-          protocolVersion: '2025-11-25',
-          capabilities: {},
-          clientInfo: { name: 't', version: '1' },
-        },
-      }),
+      body: JSON.stringify(initializeMessage()),
       headers: new Headers({ 'content-type': 'application/json' }),
       principal: 'p',
     })
