@@ -9,7 +9,9 @@
  *   keys), at most once per `cooldownMs`, so tokens with made-up kids cannot make this server hammer
  *   the authorization server. A lookup that just fetched never refetches.
  * - A failed fetch keeps the keys already held (logged) and is retried after `cooldownMs`; with no keys
- *   at all it is a `KeysUnavailableError` (the caller answers 503: not the token's fault).
+ *   at all it is a `KeysUnavailableError` (the caller answers 503: not the token's fault), and so is
+ *   every lookup until `cooldownMs` has passed, without a fetch: tokens sent during an outage do not
+ *   turn into requests to the authorization server.
  * - Each fetch is bounded: `timeoutMs`, a `MAX_JWKS_BYTES` body, JSON with a `keys` array; jose
  *   validates the keys themselves. Selection (kid, alg, use, key_ops) is jose's `createLocalJWKSet`.
  *
@@ -85,6 +87,8 @@ export class RemoteJwks {
   readonly #timeoutMs: number
   readonly #onStale: (reason: string) => void
   #keys: KeyResolver | undefined
+  /** Why the last fetch failed while no keys are held; lookups fail with it until `#refreshAt`. */
+  #unavailable: string | undefined
   /** When the held keys should be fetched again. */
   #refreshAt = 0
   #lastUnknownKidRefetch = Number.NEGATIVE_INFINITY
@@ -107,6 +111,9 @@ export class RemoteJwks {
   ): Promise<CryptoKey> => {
     let fetched = false
     if (this.#keys === undefined || this.#now() >= this.#refreshAt) {
+      if (this.#unavailable !== undefined && this.#now() < this.#refreshAt) {
+        throw new KeysUnavailableError(this.#unavailable)
+      }
       await this.#refresh()
       fetched = true
     }
@@ -133,14 +140,16 @@ export class RemoteJwks {
       .then(
         (keys) => {
           this.#keys = keys
+          this.#unavailable = undefined
           this.#refreshAt = this.#now() + this.#maxAgeMs
         },
         (error: unknown) => {
           const reason = error instanceof Error ? error.message : String(error)
-          if (this.#keys === undefined) {
-            throw new KeysUnavailableError(`JWKS ${this.url} unavailable: ${reason}`)
-          }
           this.#refreshAt = this.#now() + this.#cooldownMs
+          if (this.#keys === undefined) {
+            this.#unavailable = `JWKS ${this.url} unavailable: ${reason}`
+            throw new KeysUnavailableError(this.#unavailable)
+          }
           this.#onStale(`JWKS ${this.url} refresh failed, older keys kept: ${reason}`)
         }
       )

@@ -2,8 +2,8 @@
  * `RemoteJwks` against a real JWKS endpoint on loopback (a Node HTTP server counting its requests)
  * with a clock the test moves: keys are fetched once and kept until stale; an unknown `kid` triggers
  * one refetch, at most once per cool-down; concurrent lookups share one fetch; a failed refresh keeps
- * the keys held; with none, the lookup fails as unavailable; oversized or foreign documents are
- * refused.
+ * the keys held; with none, the lookup fails as unavailable, without a new fetch until the cool-down
+ * has passed; oversized or foreign documents are refused.
  */
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -150,6 +150,25 @@ describe('RemoteJwks', () => {
   ])('answers KeysUnavailableError when the first fetch gets %s', async (_case, reply) => {
     answer = reply
     await expect(verify(jwks(), k1)).rejects.toBeInstanceOf(KeysUnavailableError)
+  })
+
+  it('during an outage with no keys held, fetches once per cool-down and fails the lookups between', async () => {
+    const keys = jwks()
+    answer = { status: 503 }
+    for (let i = 0; i < 5; i++) {
+      await expect(verify(keys, k1)).rejects.toBeInstanceOf(KeysUnavailableError)
+    }
+    expect(requests).toBe(1)
+    clock += DEFAULT_JWKS_COOLDOWN_MS - 1
+    await expect(verify(keys, k1)).rejects.toBeInstanceOf(KeysUnavailableError)
+    expect(requests).toBe(1)
+    clock += 1
+    await expect(verify(keys, k1)).rejects.toBeInstanceOf(KeysUnavailableError)
+    expect(requests).toBe(2)
+    answer = undefined
+    clock += DEFAULT_JWKS_COOLDOWN_MS
+    expect(await verify(keys, k1)).toBe('alice')
+    expect(requests).toBe(3)
   })
 
   it('answers KeysUnavailableError when nothing listens at the URL', async () => {
