@@ -18,7 +18,7 @@ import type { McpLogger } from '../../src/mcp/dispatch.ts'
 import { TASKS_EXTENSION } from '../../src/mcp/protocol.ts'
 import { StateSealer } from '../../src/mcp/sealed-state.ts'
 import { compileServer } from '../../src/mcp/server.ts'
-import type { TaskOptions } from '../../src/mcp/tasks/engine.ts'
+import { DEFAULT_MAX_TASK_JOURNAL_CHARS, type TaskOptions } from '../../src/mcp/tasks/engine.ts'
 import { issueKeys } from '../../src/mcp/tasks/record.ts'
 import { TaskRunner } from '../../src/mcp/tasks/runner.ts'
 import type { TaskStore } from '../../src/mcp/task-store.ts'
@@ -614,6 +614,35 @@ describe('task status transitions', () => {
     expect((await terminal(handler, taskId)).result.content[0].text).toBe('n=7')
   })
 
+  it('fails with -32603 once invalid answers have grown its journal past the cap, instead of asking without end', async () => {
+    const handler = await replica({ maxJournalChars: 400 })
+    const { taskId } = await call(handler, 'number')
+    let asked = await parked(handler, taskId)
+    let rounds = 0
+    while (asked.status === 'input_required') {
+      expect(++rounds, 'rounds before the cap').toBeLessThan(40)
+      const [key] = Object.keys(asked.inputRequests)
+      await rpc(handler, 'tasks/update', {
+        taskId,
+        inputResponses: { [key as string]: { action: 'accept', content: { n: 'seven' } } },
+      })
+      asked = await waitFor(
+        handler,
+        taskId,
+        (t) =>
+          t.status === 'failed' ||
+          (t.status === 'input_required' && !t.inputRequests[key as string]),
+        `round ${rounds} settled`
+      )
+    }
+    expect(rounds).toBeGreaterThan(1)
+    expect(asked).toMatchObject({
+      status: 'failed',
+      error: { code: -32603, message: expect.stringMatching(/more input than the server allows/) },
+    })
+    expect(asked).not.toHaveProperty('result')
+  })
+
   it('resolves the multi round-trip rounds of the request before creating the task, and replays them in it', async () => {
     const handler = await replica()
     const first = await call(handler, 'ask_then_task')
@@ -676,6 +705,7 @@ describe('task status transitions', () => {
       logger,
       leaseMs: 10_000,
       maxRunning: 4,
+      maxJournalChars: DEFAULT_MAX_TASK_JOURNAL_CHARS,
       now: Date.now,
     })
     const now = Date.now()

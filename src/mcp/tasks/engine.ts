@@ -75,6 +75,11 @@ export const DEFAULT_TASK_POLL_INTERVAL_MS = 1_000
 export const DEFAULT_TASK_LEASE_MS = 10_000
 export const DEFAULT_TASK_TAKEOVER_INTERVAL_MS = 2_000
 export const DEFAULT_MAX_RUNNING_TASKS = 16
+/**
+ * Largest journal a task may gather (the answers it was given and the keys of every ask it sent), in
+ * characters: a client answering invalidly without end makes the task ask again without end.
+ */
+export const DEFAULT_MAX_TASK_JOURNAL_CHARS = 256 * 1024
 /** Longest lifetime a task may be given: a week. */
 const MAX_TASK_TTL_MS = 7 * 86_400_000
 /** Compare-and-set attempts of one `tasks/update` or `tasks/cancel` before it answers -32603. */
@@ -93,11 +98,16 @@ export interface TaskOptions {
   leaseMs?: number
   /**
    * How often this replica looks for tasks to take over (default 2 s); 0 runs no loop, for a
-   * runtime that calls `sweep()` itself (a Durable Object alarm).
+   * runtime whose runners are started otherwise (`scheduler`, the Durable Object that calls `run`).
    */
   takeoverIntervalMs?: number
   /** Most tasks this replica runs at once. Default 16. */
   maxRunning?: number
+  /**
+   * Largest journal of one task, in characters (default 256 KiB); a task that would park with more
+   * fails with -32603 instead.
+   */
+  maxJournalChars?: number
   /**
    * Runs this engine's tasks elsewhere (see the module header): the engine runs none itself. Needs
    * `takeoverIntervalMs: 0`.
@@ -164,6 +174,10 @@ export class TaskEngine<App> {
       logger,
       leaseMs: this.#leaseMs,
       maxRunning: positiveInteger('maxRunning', options.maxRunning ?? DEFAULT_MAX_RUNNING_TASKS),
+      maxJournalChars: positiveInteger(
+        'maxJournalChars',
+        options.maxJournalChars ?? DEFAULT_MAX_TASK_JOURNAL_CHARS
+      ),
       now: this.#now,
     })
   }
@@ -172,11 +186,6 @@ export class TaskEngine<App> {
   startTakeover(intervalMs: number, signal?: AbortSignal): void {
     positiveInteger('takeoverIntervalMs', intervalMs)
     this.#runner.startTakeover(intervalMs, signal)
-  }
-
-  /** One takeover pass (`TaskRunner.sweep`), for runtimes that schedule it themselves. */
-  sweep(): Promise<number> {
-    return this.#runner.sweep()
   }
 
   /**

@@ -65,6 +65,8 @@ export interface TaskRunnerOptions<App> {
   leaseMs: number
   /** Most tasks this replica runs at once. */
   maxRunning: number
+  /** Largest journal a task may park with, in characters; past it the task fails. */
+  maxJournalChars: number
   now: () => number
 }
 
@@ -78,6 +80,9 @@ type StopReason = 'cancel' | 'lost' | 'release'
 class LeaseLostError extends Error {
   override name = 'LeaseLostError'
 }
+
+const JOURNAL_FULL =
+  'Internal error: this task has gathered more input than the server allows; start it again with valid answers.'
 
 function failed(error: McpError, now: number): TaskPatch {
   return endedPatch('failed', { statusMessage: error.message, error: JSON.stringify(error) }, now)
@@ -203,6 +208,11 @@ class TaskRun<App> {
     if (replay.suspended) {
       const inputRequests = JSON.stringify(issueKeys(replay.inputRequests(), this.#issued))
       const journalText = writeJournal({ replay: replay.journal(), issued: this.#issued })
+      if (journalText.length > this.#options.maxJournalChars) {
+        return this.#finish(() =>
+          failed(new McpError(ErrorCode.InternalError, JOURNAL_FULL), now())
+        )
+      }
       // A cancel seen while writing this (the CAS missed) ends the task: nothing would run it again.
       return this.#finish(() =>
         this.#stop === 'cancel'
