@@ -22,6 +22,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { findNginx } from '../../scripts/loadtest/nginx-config.ts'
 import type { Era } from '../../scripts/loadtest/metrics.ts'
 import type { EraSummary, LoadtestSummary, TasksSummary } from '../../scripts/loadtest/report.ts'
+import { IN_CI, serviceTestsRun } from '../support/ci.ts'
 import { tempDataDir } from '../support/server-process.ts'
 
 const root = join(import.meta.dirname, '../..')
@@ -29,9 +30,8 @@ const RUN_TIMEOUT_MS = 90_000
 /** Per test: the run, its startup and shutdown, under a busy machine. */
 const TEST_TIMEOUT_MS = 120_000
 const nginx = findNginx()
-const inCi = process.env.CI === 'true'
 const NO_NGINX = 'no nginx on PATH, /usr/sbin or /sbin'
-if (!nginx && !inCi) console.warn(`Balanced load test skipped: ${NO_NGINX}`)
+const RUN_BALANCED = serviceTestsRun('Balanced load test', nginx !== undefined, NO_NGINX)
 
 let dir: string
 
@@ -141,6 +141,8 @@ function expectTakenOver(run: Run): void {
 
 function expectSound(run: Run): void {
   const { summary } = run
+  // The load test falls back to SQLite when no PostgreSQL answers; under CI it must have one.
+  if (IN_CI) expect(summary.store, 'CI=true: the load test runs on PostgreSQL').toBe('postgres')
   expectSoundEra(run, 'modern')
   expectSoundEra(run, '2025')
   expectSoundTasks(run)
@@ -178,7 +180,7 @@ function describeRun(name: string, summary: LoadtestSummary): string {
 }
 
 describe('the load test (2 replicas, 2 modern, 2 2025-era and 2 task users, 4 s per run)', () => {
-  it.skipIf(!nginx && !inCi)(
+  it.skipIf(!RUN_BALANCED)(
     'balanced through nginx: nothing lost or duplicated in either era or the tasks, none stuck; rounds, answers and polls cross replicas',
     { timeout: TEST_TIMEOUT_MS },
     async () => {
@@ -196,7 +198,7 @@ describe('the load test (2 replicas, 2 modern, 2 2025-era and 2 task users, 4 s 
     }
   )
 
-  it.skipIf(!nginx && !inCi)(
+  it.skipIf(!RUN_BALANCED)(
     'balanced through nginx with one replica killed and restarted: each flow of either era completes or fails cleanly, nothing lost or duplicated; the tasks it ran finish elsewhere, none lost, duplicated or stuck',
     { timeout: TEST_TIMEOUT_MS },
     async () => {

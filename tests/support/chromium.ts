@@ -3,11 +3,12 @@
  * Headless Chromium for the browser tests, driven by playwright-core: the browser is `CHROMIUM_PATH`
  * when set, else `chromium` or `chromium-browser` on `PATH` (`.ci/run` installs Debian's; never a
  * downloaded build). Without one, browser tests are skipped visibly; under `CI=true` they fail
- * instead (`requireChromium` in `beforeAll`).
+ * instead (`launchChromium` throws in `beforeAll`).
  */
 import { accessSync, constants } from 'node:fs'
 import { delimiter, join } from 'node:path'
 import { chromium, type Browser } from 'playwright-core'
+import { serviceTestsRun } from './ci.ts'
 
 /** `CHROMIUM_PATH` as given (a wrong one fails at launch), else the first Chromium on `PATH`. */
 function findChromium(): string | undefined {
@@ -26,14 +27,12 @@ function findChromium(): string | undefined {
   return undefined
 }
 
-export const CHROMIUM = findChromium()
-const inCi = process.env.CI === 'true'
+const CHROMIUM = findChromium()
 const MISSING = 'no Chromium: set CHROMIUM_PATH or put chromium or chromium-browser on PATH'
 
 /** Whether the browser tests of a file run: with a Chromium, or under CI (where they then fail). */
 export function browserTestsRun(suite: string): boolean {
-  if (!CHROMIUM && !inCi) console.warn(`${suite} skipped: ${MISSING}`)
-  return CHROMIUM !== undefined || inCi
+  return serviceTestsRun(suite, CHROMIUM !== undefined, MISSING)
 }
 
 /** Launches headless Chromium; under CI without one, throws (the tests fail instead of skipping). */

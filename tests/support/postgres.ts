@@ -11,6 +11,7 @@
  */
 
 import postgres from 'postgres'
+import { IN_CI } from './ci.ts'
 
 const CANDIDATES = [
   'postgres://postgres:postgres@127.0.0.1:5432/postgres',
@@ -34,7 +35,7 @@ export async function testDatabaseUrl(): Promise<string | undefined> {
   const missing = fromEnv
     ? `TEST_DATABASE_URL (${redacted(fromEnv)}) does not answer`
     : `no PostgreSQL server answers on 127.0.0.1:5432 and TEST_DATABASE_URL is not set`
-  if (process.env.CI === 'true') {
+  if (IN_CI) {
     throw new Error(`${missing}; under CI=true the PostgreSQL tests must run, not skip`)
   }
   console.warn(`PostgreSQL tests skipped: ${missing} (set TEST_DATABASE_URL or run .ci/run)`)

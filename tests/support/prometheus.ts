@@ -11,6 +11,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { serviceTestsRun } from './ci.ts'
 import { freePort } from './server-process.ts'
 
 /** `PROMETHEUS_PATH`, else `prometheus` on PATH, when it runs (`--version`). */
@@ -19,14 +20,12 @@ function findPrometheus(): string | undefined {
   return spawnSync(command, ['--version'], { stdio: 'ignore' }).error ? undefined : command
 }
 
-export const PROMETHEUS = findPrometheus()
-const inCi = process.env.CI === 'true'
+const PROMETHEUS = findPrometheus()
 const MISSING = 'no Prometheus: install the prometheus package or set PROMETHEUS_PATH'
 
 /** Whether a file's Prometheus tests run: with the binary, or under CI (where they then fail). */
 export function prometheusTestsRun(suite: string): boolean {
-  if (!PROMETHEUS && !inCi) console.warn(`${suite} skipped: ${MISSING}`)
-  return PROMETHEUS !== undefined || inCi
+  return serviceTestsRun(suite, PROMETHEUS !== undefined, MISSING)
 }
 
 /** One sample of an instant vector: its labels and value. */

@@ -75,13 +75,17 @@ describe('routing by key', () => {
     await bus.publish(otherSignal)
     const forAll = updatedForAll('after-the-signals')
     await bus.publish(forAll)
+    // Published last, so anything wrongly sent to this session's object would have come before it.
+    const sentinel = delivered(mine, 'r-3')
+    await bus.publish(sentinel)
 
     expect(await mineObject.until(signal)).toEqual([])
     expect(await otherObject.until(otherSignal)).toEqual([])
     for (const shard of shards) {
       expect(only(await shard.until(forAll), [signal, otherSignal])).toEqual([])
     }
-    expect(mineObject.heard.events).toEqual([signal])
+    await mineObject.until(sentinel)
+    expect(mineObject.heard.events).toEqual([signal, sentinel])
     for (const socket of [mineObject, otherObject, ...shards]) socket.socket.close(1000)
   })
 
@@ -172,6 +176,10 @@ describe('routing by key', () => {
     // Replayed later, each channel again only to the sockets that hear it.
     const late = await rawSubscriber(shardName(object.shard), since, ['keyed'])
     await late.until(event)
+    // A keyed event after everything else: a wrongly replayed `forAll` would have come before it.
+    const sentinel = updatedFor(principal, 'after-the-replay')
+    expect((await publishTo(shardName(object.shard), 'keyed', sentinel)).status).toBe(204)
+    await late.until(sentinel)
     expect(late.heard.events).not.toContainEqual(forAll)
     for (const socket of [keyedSocket, broadcastSocket, late]) socket.socket.close(1000)
   })
