@@ -55,7 +55,7 @@ import { createApp, notesServer, type AppDeps } from './app.ts'
 import { createAuthServices } from './auth/services.ts'
 import { ConfigError, assertSafeExposure, parseConfig, type Config } from './config.ts'
 import { publicBaseUrl } from './http/app.ts'
-import { consoleLogger } from './mcp/handler.ts'
+import { consoleLogger, logError } from './mcp/handler.ts'
 import { importKeyRing, parseKeyRing } from './mcp/key-ring.ts'
 import { StateSealer } from './mcp/sealed-state.ts'
 import type { NotesApp } from './notes/app.ts'
@@ -226,11 +226,6 @@ function unavailable(status: 500 | 503, message: string): Response {
     { jsonrpc: '2.0', id: null, error: { code: -32603, message } },
     { status, headers: { 'cache-control': 'no-store' } }
   )
-}
-
-function logError(message: string, error: unknown): void {
-  const reason = error instanceof Error ? `${error.name}: ${error.message}` : String(error)
-  console.error(JSON.stringify({ level: 'error', message, reason }))
 }
 
 export default {

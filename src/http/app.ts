@@ -17,7 +17,7 @@ import { mergeScopes, type ScopeImplications } from '../auth/scopes.ts'
 import { createAuthServices, type AuthServices } from '../auth/services.ts'
 import { TokenVerifier } from '../auth/token-verifier.ts'
 import type { Config } from '../config.ts'
-import { ErrorCode, INTERNAL_ERROR_MESSAGE } from '../mcp/errors.ts'
+import { ErrorCode, INTERNAL_ERROR_MESSAGE, describeError } from '../mcp/errors.ts'
 import { consoleLogger, type McpHandler } from '../mcp/handler.ts'
 import { jsonRpcError } from './errors.ts'
 import { healthRoute } from './health-route.ts'
@@ -45,7 +45,7 @@ export function publicBaseUrl(config: Config): string {
 export function createHttpApp({ config, handler, scopes, authServices }: HttpAppOptions): Hono {
   const app = new Hono()
   app.onError(function answerInternalError(error) {
-    consoleLogger.error('unhandled error', { error: `${error.name}: ${error.message}` })
+    consoleLogger.error('unhandled error', { error: describeError(error) })
     return jsonRpcError(null, 500, INTERNAL_ERROR_MESSAGE, {}, ErrorCode.InternalError)
   })
   const base = publicBaseUrl(config)

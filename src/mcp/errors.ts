@@ -82,6 +82,11 @@ export class InvalidRequestStateError extends Error {
   }
 }
 
+/** A failure as the server log shows it: its class and message, never its stack or cause. */
+export function describeError(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error)
+}
+
 /**
  * The final message for a failure of request `id`: an `McpError` as it is, anything else (and an
  * `McpError` whose data JSON cannot express) -32603 without detail, its cause logged. Never throws.
@@ -101,9 +106,7 @@ export function errorMessage(
       error = unserialisable
     }
   }
-  logger.error('request failed', {
-    error: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
-  })
+  logger.error('request failed', { error: describeError(error) })
   const internal = new McpError(ErrorCode.InternalError, INTERNAL_ERROR_MESSAGE)
   return {
     text: JSON.stringify({ jsonrpc: '2.0', id, error: internal.toJSON() }),

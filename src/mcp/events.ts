@@ -82,14 +82,14 @@ export const MAX_EVENT_ID_CHARS = 256
  * Longest principal an event may carry: a token's issuer and subject joined (`auth/bearer.ts`), where
  * OpenID Connect bounds the subject at 255 characters.
  */
-export const MAX_EVENT_PRINCIPAL_CHARS = 1_024
+const MAX_EVENT_PRINCIPAL_CHARS = 1_024
 /** Longest resource URI an event may carry (what `resources/subscribe` accepts). */
 export const MAX_EVENT_URI_CHARS = 2_048
 /**
  * Longest serialised event a bus carries, in characters: an ASCII event this long still fits a
  * PostgreSQL NOTIFY (under 8000 bytes); the bounds above keep real events far shorter.
  */
-export const MAX_EVENT_CHARS = 7_900
+const MAX_EVENT_CHARS = 7_900
 
 const EventId = z.string().min(1).max(MAX_EVENT_ID_CHARS)
 const Principal = z.string().min(1).max(MAX_EVENT_PRINCIPAL_CHARS).optional()
@@ -126,8 +126,9 @@ export function parseServerEvent(text: unknown): ServerEvent | undefined {
  * (the receiving side would drop it: the bus delivers it locally instead, and logs).
  */
 export function serializeServerEvent(event: ServerEvent): string | undefined {
+  if (!ServerEventSchema.safeParse(event).success) return undefined
   const text = JSON.stringify(event)
-  return parseServerEvent(text) === undefined ? undefined : text
+  return text.length > MAX_EVENT_CHARS ? undefined : text
 }
 
 export class InProcessEventBus implements EventBus {

@@ -29,7 +29,7 @@ import {
   type McpLogger,
 } from './dispatch.ts'
 import { EnvelopeError, parseJson, parseMessage, type McpRequest } from './envelope.ts'
-import { ErrorCode, McpError, errorMessage } from './errors.ts'
+import { ErrorCode, McpError, describeError, errorMessage } from './errors.ts'
 import type { EventBus } from './events.ts'
 import { META_SERVER_INFO, METHODS, TASKS_EXTENSION } from './protocol.ts'
 import type { StateSealer } from './sealed-state.ts'
@@ -110,6 +110,11 @@ export type McpHandler = (input: McpHttpInput) => Promise<Response>
 export const consoleLogger: McpLogger = {
   warn: (message, fields) => console.warn(JSON.stringify({ level: 'warn', message, ...fields })),
   error: (message, fields) => console.error(JSON.stringify({ level: 'error', message, ...fields })),
+}
+
+/** Logs a failure no request answers for (a relay, an alarm, setup) by its description alone. */
+export function logError(message: string, error: unknown): void {
+  consoleLogger.error(message, { reason: describeError(error) })
 }
 
 /** The JSON-RPC response of request `id` around a result already serialised as JSON text. */

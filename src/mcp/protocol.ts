@@ -42,13 +42,6 @@ export const METHODS = {
 /** The extension of long-running tool calls (SEP-2663), in `capabilities.extensions`. */
 export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks'
 
-/** The methods of the tasks extension. */
-export const TASK_METHODS: ReadonlySet<string> = new Set([
-  METHODS.tasksGet,
-  METHODS.tasksUpdate,
-  METHODS.tasksCancel,
-])
-
 /** Methods whose results may be `input_required` (multi round-trip requests). */
 export const SUSPENDABLE_METHODS: ReadonlySet<string> = new Set([
   METHODS.toolsCall,

@@ -83,8 +83,8 @@ function suspend(): Promise<never> {
 const ELICIT_ACTIONS: ReadonlySet<unknown> = new Set(['accept', 'decline', 'cancel'])
 
 /**
- * An elicitation answer's action and content, when `raw` has the shape `ElicitResultSchema` admits
- * (an action of the three, content absent or an object); checked by hand on every answered round.
+ * An elicitation answer's action and content, when `raw` is an `ElicitResult`: an action of the three,
+ * content absent or an object, other members ignored. Checked by hand on every answered round.
  */
 function elicitAnswer(
   raw: unknown

@@ -199,11 +199,6 @@ export const ListenParamsSchema = z.looseObject({
 })
 
 /** Shapes of the answers a client may put in `inputResponses` (validated on arrival). */
-export const ElicitResultSchema = z.looseObject({
-  action: z.enum(['accept', 'decline', 'cancel']),
-  content: z.record(z.string(), z.unknown()).optional(),
-})
-
 export const CreateMessageResultSchema = z.looseObject({
   role: z.enum(['user', 'assistant']),
   content: z.unknown(),

@@ -17,6 +17,7 @@
  * the object (its name is a digest, and stays out of them anyway).
  */
 import { parseServerEvent } from '../mcp/events.ts'
+import { logError } from '../mcp/handler.ts'
 import {
   BUS_CHANNELS,
   CLOCK_SKEW_MS,
@@ -53,11 +54,6 @@ interface Remembered {
   at: number
   channel: BusChannel
   text: string
-}
-
-function logError(message: string, error: unknown): void {
-  const reason = error instanceof Error ? `${error.name}: ${error.message}` : String(error)
-  console.error(JSON.stringify({ level: 'error', message, reason }))
 }
 
 function isChannel(value: string): value is BusChannel {

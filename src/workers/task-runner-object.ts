@@ -43,7 +43,7 @@
  * workers-types.
  */
 import type { McpLogger } from '../mcp/dispatch.ts'
-import { consoleLogger } from '../mcp/handler.ts'
+import { consoleLogger, logError } from '../mcp/handler.ts'
 import type { CompiledServer } from '../mcp/server.ts'
 import { TERMINAL_TASK_STATUSES, type TaskRecord, type TaskStore } from '../mcp/task-store.ts'
 import { DEFAULT_TASK_LEASE_MS, TaskEngine } from '../mcp/tasks/engine.ts'
@@ -108,11 +108,6 @@ export function nextLook(record: TaskRecord | undefined, now: number): number | 
     return undefined
   if (record.status === 'input_required') return record.expiresAt
   return leaseHeld(record, now) ? record.leaseExpiresAt! + LEASE_GRACE_MS : now
-}
-
-function logError(message: string, error: unknown): void {
-  const reason = error instanceof Error ? `${error.name}: ${error.message}` : String(error)
-  console.error(JSON.stringify({ level: 'error', message, reason }))
 }
 
 /** The `TaskRunnerObject` class of a Worker whose handlers `setup` builds. */

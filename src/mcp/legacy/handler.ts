@@ -24,8 +24,9 @@
  * (started by `handler.ts`) learns its session and is settled where its answer is decided, and GET
  * streams are counted while open.
  */
-import { canonicalJson, sha256Base64url } from '../canonical-json.ts'
+import { sha256Base64url } from '../canonical-json.ts'
 import {
+  callerBinding,
   dispatch,
   isAdvertised,
   parseParams,
@@ -37,7 +38,7 @@ import type { McpHttpInput } from '../handler.ts'
 import { scopeChallenge } from '../scopes.ts'
 import { ErrorCode, McpError, errorMessage } from '../errors.ts'
 import { eventStream } from '../event-stream.ts'
-import type { EventBus, ServerEvent } from '../events.ts'
+import { MAX_EVENT_URI_CHARS, type EventBus, type ServerEvent } from '../events.ts'
 import {
   HEADER_PROTOCOL_VERSION,
   LOG_LEVELS,
@@ -107,9 +108,6 @@ export interface LegacyEra {
   delete(input: LegacyInput): Promise<Response>
 }
 
-/** Longest URI accepted by `resources/subscribe`. */
-const MAX_SUBSCRIPTION_URI_CHARS = 2048
-
 const InitializeParamsSchema = z.looseObject({
   protocolVersion: z.string().min(1).max(64),
   capabilities: z.looseObject({
@@ -122,7 +120,8 @@ const InitializeParamsSchema = z.looseObject({
 })
 const SetLevelParamsSchema = z.looseObject({ level: z.enum(LOG_LEVELS) })
 const SubscribeParamsSchema = z.looseObject({
-  uri: z.string().min(1).max(MAX_SUBSCRIPTION_URI_CHARS),
+  // Longest URI accepted: what a change event of the resource can carry.
+  uri: z.string().min(1).max(MAX_EVENT_URI_CHARS),
 })
 const CancelledParamsSchema = z.looseObject({ requestId: z.union([z.string(), z.number()]) })
 
@@ -237,12 +236,6 @@ export function createLegacyEra<App>(options: LegacyEraOptions<App>): LegacyEra 
   const now = options.now ?? Date.now
   const codec = new SessionCodec(options.sessionSealer)
 
-  function boundPrincipal(input: LegacyInput): string {
-    return input.client === undefined
-      ? input.principal
-      : canonicalJson([input.principal, input.client])
-  }
-
   /** The session a request names, or the transport error to answer. */
   async function openSession(input: LegacyInput, id: RequestId | null): Promise<LegacySession> {
     const token = input.headers.get(HEADER_SESSION_ID)
@@ -254,7 +247,7 @@ export function createLegacyEra<App>(options: LegacyEraOptions<App>): LegacyEra 
         id
       )
     }
-    const session = await codec.open(token.trim(), boundPrincipal(input))
+    const session = await codec.open(token.trim(), callerBinding(input.principal, input.client))
     if (!session || (await sessions.getSession(session.sid)).ended) {
       throw new TransportError(
         404,
@@ -302,7 +295,7 @@ export function createLegacyEra<App>(options: LegacyEraOptions<App>): LegacyEra 
     let session: LegacySession
     try {
       session = await codec.issue(
-        boundPrincipal(input),
+        callerBinding(input.principal, input.client),
         {
           protocolVersion,
           capabilities: parsed.data.capabilities as ClientCapabilities,

@@ -2,8 +2,9 @@
  * @module mcp/legacy/protocol
  * Wire constants of the 2025-era revisions (2025-11-25, 2025-06-18, 2025-03-26) that the engine serves
  * beside 2026-07-28: the versions `initialize` negotiates, the session header, the methods that exist
- * only in that era, and the JSON-RPC code for an unknown or ended session. Behaviour lives in the
- * sibling modules; the 2026-07-28 constants stay in `../protocol.ts`.
+ * only in that era, the JSON-RPC code for an unknown or ended session, and which client capabilities
+ * each revision defines (`capabilitiesOfRevision`). Behaviour lives in the sibling modules; the
+ * 2026-07-28 constants stay in `../protocol.ts`.
  */
 import type { ClientCapabilities } from '../wire.ts'
 

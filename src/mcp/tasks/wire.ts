@@ -7,7 +7,7 @@
  * `result` or `error` by status; never a `requestState`). Also the one not-found error every
  * unknown, expired or other principal's task answers, so a caller cannot tell them apart.
  *
- * What the engine stores in a record's JSON fields is `runner.ts`'s business; this module only reads
+ * What the engine stores in a record's JSON fields is `record.ts`'s business; this module only reads
  * the ones the wire shows. Runtime-neutral.
  */
 import { z } from 'zod'
