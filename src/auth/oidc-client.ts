@@ -15,9 +15,10 @@
  *   `nonce` of this login. The result is the person's issuer and subject, nothing else.
  * Runtime-neutral: `fetch`, Web Crypto and jose.
  */
-import { base64url, jwtVerify } from 'jose'
+import { jwtVerify } from 'jose'
+import { sha256Base64url } from '../mcp/canonical-json.ts'
 import { constantTimeEqual } from '../mcp/constant-time.ts'
-import { randomBytes } from '../mcp/random.ts'
+import { randomBase64url } from '../mcp/random.ts'
 import { boundedText, type RemoteJwks } from './jwks.ts'
 import { ASYMMETRIC_ALGORITHMS, CLOCK_TOLERANCE_SECONDS } from './token-verifier.ts'
 
@@ -66,13 +67,7 @@ export class LoginError extends Error {
 
 /** A fresh random value for `state`, `nonce` or a PKCE verifier (256 bits, base64url). */
 export function randomSecret(): string {
-  return base64url.encode(randomBytes(32))
-}
-
-/** The PKCE S256 challenge of `verifier` (RFC 7636 §4.2). */
-export async function pkceChallenge(verifier: string): Promise<string> {
-  const digest = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(verifier))
-  return base64url.encode(new Uint8Array(digest))
+  return randomBase64url(32)
 }
 
 /** `application/x-www-form-urlencoded` of one value, as RFC 6749 §2.3.1 wants for Basic auth. */
@@ -151,7 +146,8 @@ export class OidcClient {
       scope: 'openid',
       state: request.state,
       nonce: request.nonce,
-      code_challenge: await pkceChallenge(request.codeVerifier),
+      // PKCE S256 (RFC 7636 §4.2): base64url of the SHA-256 of the verifier.
+      code_challenge: await sha256Base64url(request.codeVerifier),
       code_challenge_method: 'S256',
       ...(request.prompt ? { prompt: request.prompt } : {}),
     }

@@ -7,7 +7,6 @@
  * run changes is `tasks/runner.ts`'s subclass). Built per request as a class instance (no closures
  * to allocate on the hot path); holds nothing afterwards.
  */
-import { base64url } from 'jose'
 import type { z } from 'zod'
 import type {
   AskOptions,
@@ -21,7 +20,7 @@ import type {
 import type { McpRequest } from './envelope.ts'
 import { LOG_LEVELS, type LogLevel } from './protocol.ts'
 import { defineForm, hasCapability, type Replay } from './replay.ts'
-import { randomBytes } from './random.ts'
+import { randomBase64url } from './random.ts'
 import type { Cancellation, ResponseChannel } from './streaming.ts'
 import { tasksCapabilityMissing } from './tasks/wire.ts'
 import type { ClientCapabilities, CreateMessageParams } from './wire.ts'
@@ -127,7 +126,7 @@ export class ReplayHandlerContext<App> extends HandlerContext<App> implements To
   }
 
   get idempotencyKey(): string {
-    return (this.#idempotencyKey ??= base64url.encode(randomBytes(16)))
+    return (this.#idempotencyKey ??= randomBase64url(16))
   }
 
   elicit<S extends z.ZodObject>(

@@ -2,8 +2,10 @@
  * @module mcp/random
  * Random bytes for nonces, IVs and keys on the hot path. Each `crypto.getRandomValues` call has a fixed
  * cost far above that of a few bytes, so bytes are drawn from a pool refilled 4 KiB at a time. Every
- * byte is handed out once (slices are copies), so no nonce or IV is ever reused. Runtime-neutral.
+ * byte is handed out once (slices are copies), so no nonce or IV is ever reused; `randomBase64url`
+ * spells them as text. Runtime-neutral.
  */
+import { base64url } from 'jose'
 
 const POOL_BYTES = 4096
 let pool = new Uint8Array(0)
@@ -21,4 +23,9 @@ export function randomBytes(count: number): Uint8Array {
   const bytes = pool.slice(offset, offset + count)
   offset += count
   return bytes
+}
+
+/** `count` fresh random bytes as unpadded base64url: ids, keys and secrets. */
+export function randomBase64url(count: number): string {
+  return base64url.encode(randomBytes(count))
 }

@@ -40,8 +40,11 @@ export function scopeChallenge<App>(
   const granted = input.grantedScopes
   if (!granted) return undefined
   const own = requiredScopes(server, request.method, request.params)
-  const required = input.baseScopes?.length ? [...new Set([...input.baseScopes, ...own])] : own
-  if (required.every((scope) => granted.has(scope))) return undefined
+  const base = input.baseScopes ?? []
+  const held = (scope: string) => granted.has(scope)
+  if (base.every(held) && own.every(held)) return undefined
+  // Only a refusal needs the combined list: the base scopes first, each scope once.
+  const required = base.length > 0 ? [...new Set([...base, ...own])] : own
   if (input.insufficientScope) return input.insufficientScope(required, request.id)
   const error = new McpError(
     ErrorCode.InvalidRequest,

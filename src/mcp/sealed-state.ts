@@ -28,7 +28,7 @@
  * the token format (`mcp/compact-jwe`). Runtime-neutral: Web Crypto (and jose's base64url by default).
  */
 
-import { isBase64urlCodec, JOSE_BASE64URL, type Base64urlCodec } from './base64url.ts'
+import { JOSE_BASE64URL, type Base64urlCodec } from './base64url.ts'
 import { canonicalJson, sha256Base64url } from './canonical-json.ts'
 import {
   CompactJwe,
@@ -230,6 +230,7 @@ export class StateSealer {
       aesGcm,
       base64url = JOSE_BASE64URL,
     } = options
+    // Checks the ring, the cipher and the base64url codec.
     const jwe = CompactJwe.create({ keyRing, maxTokenChars, aesGcm, base64url })
     if (!(Number.isInteger(ttlSeconds) && ttlSeconds >= 1 && ttlSeconds <= MAX_STATE_TTL_SECONDS)) {
       throw new RangeError(`ttlSeconds must be a whole number from 1 to ${MAX_STATE_TTL_SECONDS}`)
@@ -259,9 +260,6 @@ export class StateSealer {
     if (typeof now !== 'function')
       throw new TypeError('now must be a function returning milliseconds')
     if (typeof sha256 !== 'function') throw new TypeError('sha256 must be a function')
-    if (!isBase64urlCodec(base64url)) {
-      throw new TypeError('base64url must have encode and decode functions')
-    }
     return new StateSealer(jwe, {
       ttlSeconds,
       maxPayloadBytes,

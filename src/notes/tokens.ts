@@ -6,11 +6,11 @@
  * store). Comparing a token with another in constant time is `mcp/constant-time`'s. Runtime-neutral.
  */
 import { base64url } from 'jose'
-import { randomBytes } from '../mcp/random.ts'
+import { randomBase64url } from '../mcp/random.ts'
 import { SHARE_TOKEN_BYTES, SHARE_TOKEN_PATTERN } from './limits.ts'
 
 export function randomToken(): string {
-  return base64url.encode(randomBytes(SHARE_TOKEN_BYTES))
+  return randomBase64url(SHARE_TOKEN_BYTES)
 }
 
 export function isToken(value: string): boolean {

@@ -16,9 +16,8 @@
  * dialect (schema, statements) is `sql-store.ts`'s; PostgreSQL's is `postgres*.ts`'s.
  */
 
-import { base64url } from 'jose'
 import type { LogLevel } from '../mcp/protocol.ts'
-import { randomBytes } from '../mcp/random.ts'
+import { randomBase64url } from '../mcp/random.ts'
 import type { SessionRecord } from '../mcp/session-store.ts'
 import type { NewTask, TaskPatch, TaskRecord, TaskStatus } from '../mcp/task-store.ts'
 import { NOTE_ID_PATTERN } from '../notes/limits.ts'
@@ -75,11 +74,6 @@ export function deletedInOrder(ids: readonly string[], deleted: readonly string[
 /** `delete` on every adapter: the `deleteMany` of its one id, answering whether it deleted it. */
 export function oneDeleted(outcome: OnceOutcome<string[]>): OnceOutcome<boolean> {
   return outcome.kind === 'done' ? { kind: 'done', value: outcome.value.length > 0 } : outcome
-}
-
-/** `byteCount` random bytes from Web Crypto as unpadded base64url. */
-export function randomBase64url(byteCount: number): string {
-  return base64url.encode(randomBytes(byteCount))
 }
 
 /** Tags as stored: each once, sorted by code unit. */

@@ -40,6 +40,7 @@
  */
 
 import type { LogLevel } from '../mcp/protocol.ts'
+import { randomBase64url } from '../mcp/random.ts'
 import { MAX_SUBSCRIPTIONS_PER_SESSION, type SessionRecord } from '../mcp/session-store.ts'
 import type { NewTask, TaskPatch, TaskRecord } from '../mcp/task-store.ts'
 import {
@@ -68,7 +69,6 @@ import {
   oneDeleted,
   pendingShareRequest,
   purgeWithin,
-  randomBase64url,
   sessionRecord,
   searchTerms,
   sortedTags,

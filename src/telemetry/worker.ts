@@ -10,6 +10,8 @@
  * runtime provides AsyncLocalStorage (`process.getBuiltinModule`, where Node compatibility is on);
  * without it they get no span, the request and its sealing steps still do. Web standards only.
  */
+import { describeError } from '../mcp/errors.ts'
+import { consoleLogger } from '../mcp/handler.ts'
 import type { TelemetryConfig } from './env.ts'
 import { FetchMetricReader, FetchSpanExporter } from './fetch-exporter.ts'
 import { spanScope, startTelemetry, type ContextStorage, type Telemetry } from './otel.ts'
@@ -43,8 +45,14 @@ export function startWorkerTelemetry(
   })
   return {
     ...running,
+    // Never rejects: a failed export (the collector down or refusing) is one warning, not an
+    // uncaught error of the request's waitUntil.
     afterRequest: async () => {
-      await Promise.all([running.flushSpans(), reader?.exportIfDue()])
+      try {
+        await Promise.all([running.flushSpans(), reader?.exportIfDue()])
+      } catch (error) {
+        consoleLogger.warn('telemetry export failed', { reason: describeError(error) })
+      }
     },
   }
 }

@@ -81,7 +81,7 @@ export class EventBusObject {
   readonly #state: BusObjectState
   readonly #namespace: BusNamespace | undefined
   /** Events received in the last {@link REPLAY_WINDOW_MS}, oldest first. */
-  #recent: Remembered[] = []
+  readonly #recent: Remembered[] = []
 
   constructor(state: BusObjectState, env: Record<string, unknown>) {
     this.#state = state
@@ -182,7 +182,8 @@ export class EventBusObject {
   #prune(): Remembered[] {
     const oldest = Date.now() - REPLAY_WINDOW_MS
     const first = this.#recent.findIndex(({ at }) => at >= oldest)
-    this.#recent = first < 0 ? [] : this.#recent.slice(first)
+    // Usually nothing has expired: the buffer is changed in place, and only then.
+    if (first !== 0) this.#recent.splice(0, first < 0 ? this.#recent.length : first)
     return this.#recent
   }
 }

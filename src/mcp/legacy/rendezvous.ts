@@ -12,9 +12,8 @@
  * Request ids are random (96 bits) so they are unique within the session whichever replica sends them,
  * and they name nothing: an answer counts only in the slot of the session whose token sent it.
  */
-import { base64url } from 'jose'
 import type { EventBus } from '../events.ts'
-import { randomBytes } from '../random.ts'
+import { randomBase64url } from '../random.ts'
 import type { SessionStore } from '../session-store.ts'
 import type { InputRequest, JsonObject } from '../wire.ts'
 
@@ -53,7 +52,7 @@ export interface ExchangeOptions {
 }
 
 function newRequestId(): string {
-  return `s2c-${base64url.encode(randomBytes(12))}`
+  return `s2c-${randomBase64url(12)}`
 }
 
 function parseAnswer(payload: string): ClientAnswer {

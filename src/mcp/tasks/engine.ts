@@ -38,7 +38,7 @@ import {
 import type { McpRequest } from '../envelope.ts'
 import { ErrorCode, McpError } from '../errors.ts'
 import { METHODS } from '../protocol.ts'
-import { randomBytes } from '../random.ts'
+import { randomBase64url } from '../random.ts'
 import type { Journal } from '../replay.ts'
 import type { StateBinding } from '../sealed-state.ts'
 import type { CompiledServer } from '../server.ts'
@@ -68,7 +68,6 @@ import {
   taskNotFound,
   tasksCapabilityMissing,
 } from './wire.ts'
-import { base64url } from 'jose'
 
 export const DEFAULT_TASK_TTL_MS = 3_600_000
 export const DEFAULT_TASK_POLL_INTERVAL_MS = 1_000
@@ -170,7 +169,7 @@ export class TaskEngine<App> {
       server,
       app,
       store: options.store,
-      owner: `${replica}-${base64url.encode(randomBytes(6))}`,
+      owner: `${replica}-${randomBase64url(6)}`,
       logger,
       leaseMs: this.#leaseMs,
       maxRunning: positiveInteger('maxRunning', options.maxRunning ?? DEFAULT_MAX_RUNNING_TASKS),

@@ -11,10 +11,9 @@
  * the ones the wire shows. Runtime-neutral.
  */
 import { z } from 'zod'
-import { base64url } from 'jose'
 import { ErrorCode, McpError } from '../errors.ts'
 import { TASKS_EXTENSION } from '../protocol.ts'
-import { randomBytes } from '../random.ts'
+import { randomBase64url } from '../random.ts'
 import type { TaskRecord } from '../task-store.ts'
 import type { ClientCapabilities, JsonObject } from '../wire.ts'
 
@@ -25,7 +24,7 @@ const MAX_TASK_ID_CHARS = 128
 
 /** A fresh, unguessable task id. */
 export function newTaskId(): string {
-  return base64url.encode(randomBytes(TASK_ID_BYTES))
+  return randomBase64url(TASK_ID_BYTES)
 }
 
 /** Whether this request's own `_meta` client capabilities declare the tasks extension. */
