@@ -51,8 +51,6 @@ export interface AuthorizationRequest {
   state: string
   nonce: string
   codeVerifier: string
-  /** `login` to make the authorization server ask for credentials again. */
-  prompt?: 'login'
 }
 
 export interface Identity {
@@ -149,7 +147,6 @@ export class OidcClient {
       // PKCE S256 (RFC 7636 §4.2): base64url of the SHA-256 of the verifier.
       code_challenge: await sha256Base64url(request.codeVerifier),
       code_challenge_method: 'S256',
-      ...(request.prompt ? { prompt: request.prompt } : {}),
     }
     for (const [name, value] of Object.entries(params)) url.searchParams.set(name, value)
     return url.href
@@ -162,10 +159,7 @@ export class OidcClient {
   }
 
   /** Exchanges an authorization code; the verified identity of the ID token, or `LoginError`. */
-  async redeem(
-    code: string,
-    request: Omit<AuthorizationRequest, 'state' | 'prompt'>
-  ): Promise<Identity> {
+  async redeem(code: string, request: Omit<AuthorizationRequest, 'state'>): Promise<Identity> {
     const metadata = await this.metadata()
     const body = new URLSearchParams({
       grant_type: 'authorization_code',

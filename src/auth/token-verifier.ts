@@ -144,6 +144,7 @@ export class TokenVerifier {
         clockTolerance: CLOCK_TOLERANCE_SECONDS,
         currentDate: new Date(now),
       }
+      // Two calls only for jose's overloads: one takes a key, the other a key resolver.
       payload = (
         this.#key instanceof Uint8Array
           ? await jwtVerify(token, this.#key, options)

@@ -133,16 +133,11 @@ export class WebLogin {
     return this.#open(c, this.#sessionCookie, this.#sessions, IdentitySchema)
   }
 
-  /** Forgets who is signed in here (not at the authorization server). */
-  signOut(c: Context): void {
-    deleteCookie(c, this.#sessionCookie, this.#cookieOptions(0))
-  }
-
   /**
    * The redirect that signs the person in and comes back to `returnTo` (a path of this site);
    * `LoginError` when the authorization server cannot be reached.
    */
-  async signIn(c: Context, returnTo: string, prompt?: 'login'): Promise<Response> {
+  async signIn(c: Context, returnTo: string): Promise<Response> {
     const login: PendingLogin = {
       state: randomSecret(),
       nonce: randomSecret(),
@@ -154,7 +149,6 @@ export class WebLogin {
       state: login.state,
       nonce: login.nonce,
       codeVerifier: login.verifier,
-      prompt,
     })
     const sealed = await this.#logins.seal(cookieBinding(this.#loginCookie, this.#baseUrl), login)
     setCookie(c, this.#loginCookie, sealed.token, this.#cookieOptions(LOGIN_TTL_SECONDS))

@@ -37,15 +37,10 @@ import { definitions, structured, toolError } from '../mcp/definitions.ts'
 import { titledEnum } from '../mcp/elicitation-schema.ts'
 import { defineForm } from '../mcp/replay.ts'
 import { publishNoteChange } from './changes.ts'
+import { MAX_BULK_NOTES } from './limits.ts'
 import { tagField } from './schemas.ts'
 import type { NotesApp } from './app.ts'
 import { WRITE } from './scopes.ts'
-
-/**
- * Most notes one `delete_notes_by_tag` call offers: a form stays readable; call again for more. Far
- * below the store's `MAX_DELETE_NOTES`, so a whole selection always fits one `deleteMany`.
- */
-export const MAX_BULK_NOTES = 20
 
 const { tool } = definitions<NotesApp>()
 

@@ -2,8 +2,9 @@
  * @module notes/limits
  * Every bound the notes application puts on its inputs and outputs, as named constants: field lengths
  * and counts of tool arguments, page sizes, how much note text may reach the host's model, and the
- * lifetime of a share approval. Nothing here has behaviour; `schemas.ts` turns these numbers into zod
- * schemas, and the tools, resources, prompts and the share page read them from here only.
+ * lifetime of a share approval, what one bulk delete, import or export may hold. Nothing here has
+ * behaviour; `schemas.ts` turns these numbers into zod schemas, and the tools, resources, prompts and
+ * the share page read them from here (the import's internal batch and page sizes stay with it).
  */
 
 /** Longest note title, in characters (after trimming; an empty title is refused). */
@@ -61,3 +62,23 @@ export const SHARE_REQUEST_TTL_MS = 10 * 60_000
 export const SHARE_TOKEN_BYTES = 32
 /** What such a token looks like: unpadded base64url of `SHARE_TOKEN_BYTES` bytes. */
 export const SHARE_TOKEN_PATTERN = /^[A-Za-z0-9_-]{43}$/
+
+/**
+ * Most notes one `delete_notes_by_tag` call offers: a form stays readable; call again for more. Far
+ * below the store's `MAX_DELETE_NOTES`, so a whole selection always fits one `deleteMany`.
+ */
+export const MAX_BULK_NOTES = 20
+
+/** Longest markdown `import_notes` reads, in characters (the HTTP body limit usually comes first). */
+export const MAX_IMPORT_CHARS = 16 * 1024 * 1024
+/** Most notes one `import_notes` call creates. */
+export const MAX_IMPORTED_NOTES = 5_000
+/** Most notes an import without a task (the client did not declare the extension) may hold. */
+export const MAX_SYNC_IMPORT_NOTES = 50
+/** Conflicting titles one form asks about. */
+export const MAX_CONFLICTS_PER_ASK = 20
+/**
+ * Largest export bundle, in UTF-8 bytes: the result is kept in the task record, and 1 MiB is what
+ * every store (D1 included) holds in one field.
+ */
+export const MAX_EXPORT_BYTES = 1_000_000

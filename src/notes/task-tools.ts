@@ -27,28 +27,22 @@ import { newNoteId } from '../storage/shared.ts'
 import type { NotesApp } from './app.ts'
 import { publishNoteChange } from './changes.ts'
 import { NOTE_MIME_TYPE, renderNoteMarkdown } from './format.ts'
-import { MAX_BODY_CHARS } from './limits.ts'
+import {
+  MAX_BODY_CHARS,
+  MAX_CONFLICTS_PER_ASK,
+  MAX_EXPORT_BYTES,
+  MAX_IMPORT_CHARS,
+  MAX_IMPORTED_NOTES,
+  MAX_SYNC_IMPORT_NOTES,
+} from './limits.ts'
 import { tagField, tagsField, titleField } from './schemas.ts'
 import { READ, WRITE } from './scopes.ts'
 import type { NewNote, Note } from './store.ts'
 
-/** Longest markdown `import_notes` reads, in characters (the HTTP body limit usually comes first). */
-export const MAX_IMPORT_CHARS = 16 * 1024 * 1024
-/** Most notes one `import_notes` call creates. */
-export const MAX_IMPORTED_NOTES = 5_000
-/** Most notes an import without a task (the client did not declare the extension) may hold. */
-export const MAX_SYNC_IMPORT_NOTES = 50
-/** Conflicting titles one form asks about. */
-export const MAX_CONFLICTS_PER_ASK = 20
 /** Notes created per store call (and per progress step); the store takes up to 1000. */
 const IMPORT_BATCH_NOTES = 100
 /** Notes read per page, to find existing titles and to export. */
 const READ_PAGE_NOTES = 500
-/**
- * Largest export bundle, in UTF-8 bytes: the result is kept in the task record, and 1 MiB is what
- * every store (D1 included) holds in one field.
- */
-export const MAX_EXPORT_BYTES = 1_000_000
 /** Problems of an unreadable import that the answer lists. */
 const MAX_REPORTED_PROBLEMS = 5
 

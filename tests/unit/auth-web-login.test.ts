@@ -125,7 +125,10 @@ describe('signing in at the authorization server', () => {
     beforeAll(async () => {
       const built = await appAt('https://notes.example')
       app = built.app
-      const response = await get(app, `https://notes.example/share/${await pendingShare(built.store)}`)
+      const response = await get(
+        app,
+        `https://notes.example/share/${await pendingShare(built.store)}`
+      )
       state = new URL(response.headers.get('location') as string).searchParams.get(
         'state'
       ) as string

@@ -7,7 +7,7 @@
  * sent before their question asked instead, and questions that stay the same across rounds.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { MAX_BULK_NOTES } from '../../src/notes/bulk-tools.ts'
+import { MAX_BULK_NOTES } from '../../src/notes/limits.ts'
 import {
   type RpcResponse,
   useNotesHarness,

@@ -24,8 +24,8 @@ import {
   MAX_CONFLICTS_PER_ASK,
   MAX_EXPORT_BYTES,
   MAX_SYNC_IMPORT_NOTES,
-  parseImport,
-} from '../../src/notes/task-tools.ts'
+} from '../../src/notes/limits.ts'
+import { parseImport } from '../../src/notes/task-tools.ts'
 import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
 import { expectError, expectResult, postMcp, type JsonObject } from '../support/mcp-request.ts'
 import { TASKS, TASKS_AND_FORMS, isTerminal, waitForTask } from '../support/tasks.ts'
