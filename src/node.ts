@@ -96,7 +96,14 @@ async function main(): Promise<void> {
 
   const shutdown = new AbortController()
   // Tasks live in the store: this replica runs its own and takes over those of replicas that died.
-  const tasks = { replicaId: config.replicaId }
+  // On shutdown its runs release their leases before the store closes.
+  let tasksStopped: Promise<void> = Promise.resolve()
+  const tasks = {
+    replicaId: config.replicaId,
+    onStopped: (stopped: Promise<void>) => {
+      tasksStopped = stopped
+    },
+  }
   const app = createApp(config, {
     store,
     sealer,
@@ -115,7 +122,10 @@ async function main(): Promise<void> {
     stopSweeps()
     shutdown.abort()
     server.close(
-      () => void Promise.all([store.close(), telemetry?.shutdown()]).finally(() => process.exit(0))
+      () =>
+        void tasksStopped
+          .then(() => Promise.all([store.close(), telemetry?.shutdown()]))
+          .finally(() => process.exit(0))
     )
     setTimeout(() => process.exit(0), 2000).unref()
   }

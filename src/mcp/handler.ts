@@ -136,7 +136,12 @@ export function createMcpHandler<App>(options: McpHandlerOptions<App>): McpHandl
   if (tasks) {
     const interval = options.tasks?.takeoverIntervalMs ?? DEFAULT_TASK_TAKEOVER_INTERVAL_MS
     if (interval !== 0) tasks.startTakeover(interval, shutdown)
-    shutdown?.addEventListener('abort', () => tasks.shutdown(), { once: true })
+    const onStopped = options.tasks?.onStopped
+    const stop = () => {
+      const stopped = tasks.shutdown()
+      onStopped?.(stopped)
+    }
+    shutdown?.addEventListener('abort', stop, { once: true })
   }
   // The modern era's server: with tasks, it advertises the extension (2025-era sessions never see it).
   const server = tasks ? withExtension(options.server, TASKS_EXTENSION) : options.server

@@ -812,17 +812,25 @@ describe('tasks across replicas', () => {
       sealer,
       logger,
       shutdown: shutdown.signal,
-      tasks: { store, replicaId: 'leaving', takeoverIntervalMs: 0 },
+      tasks: {
+        store,
+        replicaId: 'leaving',
+        takeoverIntervalMs: 0,
+        onStopped: (promise) => {
+          stopped = promise
+        },
+      },
     })
+    let stopped: Promise<void> | undefined
     const { taskId } = await call(a, 'work', { gate: 'handover' })
     await waitFor(a, taskId, (t) => t.statusMessage === 'waiting at handover', 'the run')
     shutdown.abort()
-    const released = await waitForTask(
-      async () => ({ ...(await store.getTask(taskId)) }),
-      (t) => t.leaseOwner === undefined,
-      'the release'
-    )
-    expect(released.status).toBe('working')
+    expect(stopped).toBeInstanceOf(Promise)
+    await stopped
+    // Settled only once the release is written: the store may close now.
+    const released = await store.getTask(taskId)
+    expect(released).toMatchObject({ status: 'working' })
+    expect(released?.leaseOwner).toBeUndefined()
     expect(app.aborted.has('handover')).toBe(true)
 
     app.gates.open('handover')

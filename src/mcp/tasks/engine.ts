@@ -103,6 +103,11 @@ export interface TaskOptions {
   /** Most tasks this replica runs at once. Default 16. */
   maxRunning?: number
   /**
+   * Told, when the handler's `shutdown` aborts, of the promise that settles once every run of this
+   * replica has stopped and released its lease: what a process awaits before it closes the store.
+   */
+  onStopped?: (stopped: Promise<void>) => void
+  /**
    * Largest journal of one task, in characters (default 256 KiB); a task that would park with more
    * fails with -32603 instead.
    */
@@ -200,9 +205,9 @@ export class TaskEngine<App> {
     this.#runner.cancel(id)
   }
 
-  /** Stops this replica's runs; each releases its lease for another replica. */
-  shutdown(): void {
-    this.#runner.shutdown()
+  /** Stops this replica's runs; resolves once each has released its lease for another replica. */
+  shutdown(): Promise<void> {
+    return this.#runner.shutdown()
   }
 
   /**

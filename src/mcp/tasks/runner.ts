@@ -124,6 +124,16 @@ class TaskRun<App> {
   #progressQueued = false
   #replay: Replay | undefined
   #issued: Record<string, string> = {}
+  readonly #ended = Promise.withResolvers<void>()
+
+  /** Settles once the run has ended, its last record written (`end`, by the runner that drove it). */
+  get ended(): Promise<void> {
+    return this.#ended.promise
+  }
+
+  end(): void {
+    this.#ended.resolve()
+  }
 
   constructor(options: TaskRunnerOptions<App>, record: TaskRecord) {
     this.#options = options
@@ -409,10 +419,15 @@ export class TaskRunner<App> {
     signal?.addEventListener('abort', () => clearInterval(timer), { once: true })
   }
 
-  /** Stops every run of this replica; each releases its lease for another replica to take over. */
-  shutdown(): void {
+  /**
+   * Stops every run of this replica; each releases its lease for another replica to take over.
+   * Resolves once every one has ended and written its last record (never rejects).
+   */
+  shutdown(): Promise<void> {
     this.#stopped = true
-    for (const run of this.#runs.values()) run.stop('release')
+    const runs = [...this.#runs.values()]
+    for (const run of runs) run.stop('release')
+    return Promise.all(runs.map((run) => run.ended)).then(() => undefined)
   }
 
   /** A run of `record` (whose lease this replica holds), known to this replica until it ends. */
@@ -430,6 +445,7 @@ export class TaskRunner<App> {
       this.#options.logger.error('task run failed', { task: record.id, error: String(error) })
     } finally {
       this.#runs.delete(record.id)
+      run.end()
     }
   }
 
