@@ -122,6 +122,38 @@ describe('per-operation scopes', () => {
     expect(await call.json()).toEqual({ required: ['things:write'], id: 2 })
   })
 
+  it('checks the 2025 GET stream and DELETE against the base scopes; a refused DELETE ends nothing', async () => {
+    const init = await handler({
+      body: JSON.stringify(initializeMessage()),
+      headers: new Headers({ 'content-type': 'application/json' }),
+      principal: 'p',
+    })
+    const session = init.headers.get('mcp-session-id') as string
+    const headers = () => new Headers({ accept: 'text/event-stream', 'mcp-session-id': session })
+    const scoped = (method: 'GET' | 'DELETE', granted: string[]) =>
+      handler({
+        method,
+        body: '',
+        headers: headers(),
+        principal: 'p',
+        grantedScopes: new Set(granted),
+        baseScopes: ['things:base'],
+        insufficientScope: challenge,
+      })
+    for (const method of ['GET', 'DELETE'] as const) {
+      const refused = await scoped(method, ['things:write'])
+      expect(refused.status, method).toBe(403)
+      expect(await refused.json()).toEqual({ required: ['things:base'], id: null })
+    }
+    const stream = await scoped('GET', ['things:base'])
+    expect(stream.status).toBe(200)
+    expect(stream.headers.get('content-type')).toMatch(/^text\/event-stream/)
+    await stream.body?.cancel()
+    // The session outlived the refused DELETE; a granted one ends it.
+    expect((await scoped('DELETE', ['things:base'])).status).toBe(204)
+    expect((await scoped('DELETE', ['things:base'])).status).toBe(404)
+  })
+
   it('gives the notes server read and write scopes per operation, and none for the lists', () => {
     const notes = createNotesServer()
     const need = (method: string, params: Record<string, unknown> = {}) =>
