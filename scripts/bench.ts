@@ -64,7 +64,8 @@ import {
   type ServerProcess,
 } from './bench/server-process.ts'
 import { SEARCH_QUERY } from './bench/wire.ts'
-import { bundleWorker, workerdBinary, workerdArgs, type WorkerKind } from './bench/workerd.ts'
+import { bundleWorker, workerdArgs, type WorkerKind } from './bench/workerd.ts'
+import { workerdBinary } from './support/wrangler.ts'
 
 const root = join(import.meta.dirname, '..')
 const SERVER_CPU = 1
@@ -250,7 +251,7 @@ async function startFor(
     const module = await bundle
     return startServer({
       kind,
-      command: [workerdBinary(root), ...workerdArgs(module, context.workDir, kind)],
+      command: [workerdBinary(), ...workerdArgs(module, context.workDir, kind)],
       env: {},
       cpu,
       cwd: root,
@@ -336,13 +337,7 @@ async function measureLoad(
     throughput: round(flowsPerSec ?? reqPerSec, 1),
     reqPerSec: round(reqPerSec, 1),
     flowsPerSec: flowsPerSec === null ? null : round(flowsPerSec, 1),
-    latencyMs: {
-      p50: round(run.latencyMs.p50, 3),
-      p90: round(run.latencyMs.p90, 3),
-      p99: round(run.latencyMs.p99, 3),
-      mean: round(run.latencyMs.mean, 3),
-      max: round(run.latencyMs.max, 3),
-    },
+    latencyMs: roundPercentiles(run.latencyMs),
     cpuUsPerRequest:
       cpu === undefined || run.responses === 0 ? null : round(cpu / run.responses, 1),
     cpuSplitUsPerRequest:
@@ -589,7 +584,7 @@ async function benchmark(tool: string | undefined, pinned: boolean): Promise<num
         ].map((name) => [name, packageVersion(name)])
       ),
       workerd: scenarios.some((s) => s.runtime === 'workerd')
-        ? execFileSync(workerdBinary(root), ['--version']).toString().trim()
+        ? execFileSync(workerdBinary(), ['--version']).toString().trim()
         : undefined,
       git,
       notes: notes && {

@@ -18,16 +18,10 @@ import { existsSync } from 'node:fs'
 import { writeFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { formatKeyRing, generateKey } from '../src/mcp/key-ring.ts'
+import { WRANGLER_CLI, WRANGLER_ENV } from './support/wrangler.ts'
 
 const root = join(import.meta.dirname, '..')
-const wrangler = join(root, 'node_modules/wrangler/bin/wrangler.js')
-const env = {
-  ...process.env,
-  WRANGLER_SEND_METRICS: 'false',
-  WRANGLER_HIDE_BANNER: 'true',
-  CLOUDFLARE_CF_FETCH_ENABLED: 'false',
-  WRANGLER_SEND_ERROR_REPORTS: 'false',
-}
+const env = { ...process.env, ...WRANGLER_ENV }
 
 const fixture = process.argv[2] === '--fixture'
 const config = join(root, fixture ? 'tests/workers/wrangler.fixture.toml' : 'wrangler.toml')
@@ -55,7 +49,11 @@ if (!existsSync(devVars)) {
 }
 
 function run(args: string[]): Promise<number> {
-  const child = spawn(process.execPath, [wrangler, ...args], { cwd: root, env, stdio: 'inherit' })
+  const child = spawn(process.execPath, [WRANGLER_CLI, ...args], {
+    cwd: root,
+    env,
+    stdio: 'inherit',
+  })
   const forward = (signal: NodeJS.Signals) => child.kill(signal)
   process.on('SIGINT', forward)
   process.on('SIGTERM', forward)

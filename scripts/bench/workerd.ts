@@ -14,30 +14,16 @@
 import { execFile } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { mkdirSync, writeFileSync } from 'node:fs'
-import { createRequire } from 'node:module'
 import { join, relative } from 'node:path'
 import { promisify } from 'node:util'
+import { readCompatibilityDate, WRANGLER_CLI, WRANGLER_ENV } from '../support/wrangler.ts'
 
 const run = promisify(execFile)
 
-/** Within the range of the workerd wrangler pins, as in wrangler.toml. */
-export const COMPATIBILITY_DATE = '2026-11-01'
-
-/** Keeps wrangler offline and quiet: no metrics, no update check, no Request.cf fetch. */
-const WRANGLER_ENV = {
-  WRANGLER_SEND_METRICS: 'false',
-  WRANGLER_HIDE_BANNER: 'true',
-  CLOUDFLARE_CF_FETCH_ENABLED: 'false',
-  WRANGLER_SEND_ERROR_REPORTS: 'false',
-}
+/** wrangler.toml's, within the range of the workerd wrangler pins. */
+const COMPATIBILITY_DATE = readCompatibilityDate()
 
 export type WorkerKind = 'ours' | 'sdk' | 'bare'
-
-/** The workerd binary of the installed wrangler (the one `wrangler dev` runs). */
-export function workerdBinary(root: string): string {
-  const fromWrangler = createRequire(join(root, 'node_modules', 'wrangler', 'package.json'))
-  return (fromWrangler('workerd') as { default: string }).default
-}
 
 /** Bundles `scripts/bench/worker-<kind>.ts` as `wrangler deploy` would; answers the module's path. */
 export async function bundleWorker(
@@ -60,15 +46,7 @@ export async function bundleWorker(
   )
   await run(
     process.execPath,
-    [
-      join(root, 'node_modules', 'wrangler', 'bin', 'wrangler.js'),
-      'deploy',
-      '--dry-run',
-      '--config',
-      config,
-      '--outdir',
-      outdir,
-    ],
+    [WRANGLER_CLI, 'deploy', '--dry-run', '--config', config, '--outdir', outdir],
     { cwd: root, env: { ...process.env, ...WRANGLER_ENV }, timeout: 120_000 }
   )
   return join(outdir, `worker-${kind}.js`)

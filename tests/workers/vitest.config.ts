@@ -21,13 +21,14 @@ import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { defineConfig } from 'vitest/config'
-import { WRANGLER_ENV } from './wrangler-dev.ts'
+import { readCompatibilityDate, WRANGLER_CLI, WRANGLER_ENV } from './wrangler-dev.ts'
 
 const here = (path: string) => fileURLToPath(new URL(path, import.meta.url))
 
 /** The runner's name (the Worker under test): `vitest-plugin-runner-` and the project's name. */
 const RUNNER = 'vitest-plugin-runner-workerd'
-const COMPATIBILITY_DATE = '2026-11-01'
+/** wrangler.toml's: the auxiliary Workers run on the date of the Worker under test. */
+const COMPATIBILITY_DATE = readCompatibilityDate()
 /** The `database_id` of `DB` in wrangler.toml: the replica opens the same local database. */
 const NOTES_DB = '00000000-0000-0000-0000-000000000000'
 const STATE_KEYS = `ktest:${randomBytes(32).toString('base64url')}`
@@ -39,15 +40,7 @@ function bundle(config: string, module: string): string {
   const outdir = mkdtempSync(join(tmpdir(), 'notes-workerd-bundle-'))
   const run = spawnSync(
     process.execPath,
-    [
-      here('../../node_modules/wrangler/bin/wrangler.js'),
-      'deploy',
-      '--dry-run',
-      '--config',
-      here(config),
-      '--outdir',
-      outdir,
-    ],
+    [WRANGLER_CLI, 'deploy', '--dry-run', '--config', here(config), '--outdir', outdir],
     { encoding: 'utf8', timeout: 120_000, env: { ...process.env, ...WRANGLER_ENV } }
   )
   if (run.status !== 0) throw new Error(`bundling ${config} failed:\n${run.stdout}\n${run.stderr}`)

@@ -7,26 +7,26 @@
  * a dev registry of its own unless the test shares one between the Workers that bind each other's
  * Durable Objects (`registry`). Resolves once `/healthz` answers; `stop()` ends wrangler and its
  * workerd processes (one process group).
+ * The tests' one import for running wrangler too: its CLI, offline environment and wrangler.toml's
+ * compatibility date are the scripts' (`scripts/support/wrangler.ts`), re-exported so tests never
+ * reach into `scripts/` for them.
  */
 import { spawn } from 'node:child_process'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { WRANGLER_CLI, WRANGLER_ENV } from '../../scripts/support/wrangler.ts'
 import { freePort } from '../support/server-process.ts'
+
+export {
+  readCompatibilityDate,
+  WRANGLER_CLI,
+  WRANGLER_ENV,
+} from '../../scripts/support/wrangler.ts'
 
 const root = join(import.meta.dirname, '../..')
 
-/** Keeps wrangler offline and quiet: no metrics, no update check, no Request.cf fetch. */
-export const WRANGLER_ENV: Readonly<Record<string, string>> = {
-  WRANGLER_SEND_METRICS: 'false',
-  WRANGLER_HIDE_BANNER: 'true',
-  CLOUDFLARE_CF_FETCH_ENABLED: 'false',
-  WRANGLER_SEND_ERROR_REPORTS: 'false',
-}
-
 export const FIXTURE_WORKER_CONFIG = join(root, 'tests/workers/wrangler.fixture.toml')
-
-const WRANGLER = join(root, 'node_modules/wrangler/bin/wrangler.js')
 
 export interface WorkerProcess {
   url: string
@@ -51,7 +51,7 @@ export interface StartWorkerOptions {
 
 /** Runs one wrangler command to its end; rejects with its output when it fails. */
 function wrangler(args: string[], env: NodeJS.ProcessEnv): Promise<void> {
-  const child = spawn(process.execPath, [WRANGLER, ...args], {
+  const child = spawn(process.execPath, [WRANGLER_CLI, ...args], {
     cwd: root,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -96,7 +96,7 @@ export async function startWorker(options: StartWorkerOptions = {}): Promise<Wor
   const port = await freePort()
   const inspectorPort = await freePort()
   const args = [
-    WRANGLER,
+    WRANGLER_CLI,
     'dev',
     '--config',
     config,
