@@ -250,10 +250,7 @@ export default {
       assertSafeExposure({ ...ready.config, host: new URL(request.url).hostname })
     } catch (error) {
       logError('refusing an unauthenticated public deployment', error)
-      return unavailable(
-        500,
-        'Internal error: the server is misconfigured; the reason is in its log.'
-      )
+      return unavailable(500, MISCONFIGURED)
     }
     const response = await appFor(ready, request).fetch(request)
     if (ready.telemetry) ctx?.waitUntil(ready.telemetry.afterRequest())
