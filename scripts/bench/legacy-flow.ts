@@ -21,7 +21,7 @@ import {
   isInitializeResult,
   isLegacyEchoMessage,
   legacyRequests,
-  sseMessages,
+  takeSseFrames,
   type HttpRequest,
   type HttpResponse,
 } from './wire.ts'
@@ -129,11 +129,8 @@ export async function runLegacyFlows(options: DriveOptions): Promise<LoadResult>
     // would destroy the socket, and every flow would then pay for a new connection.
     for await (const chunk of response) {
       if (done) continue
-      buffered += chunk
-      const end = buffered.lastIndexOf('\n\n')
-      if (end < 0) continue
-      const messages = sseMessages(buffered.slice(0, end + 2))
-      buffered = buffered.slice(end + 2)
+      const { messages, rest } = takeSseFrames(buffered + chunk)
+      buffered = rest
       if (messages === undefined) throw new Mismatch('the stream carried a frame that is not JSON')
       for (const message of messages) {
         const requestId = confirmRequestId(message)

@@ -19,7 +19,7 @@ import {
   isListChanged,
   isListenAck,
   requests,
-  sseMessages,
+  takeSseFrames,
   type HttpRequest,
 } from './wire.ts'
 
@@ -95,12 +95,9 @@ function openStream(
         let buffered = ''
         response.on('data', (chunk: string) => {
           const at = performance.now()
-          buffered += chunk
-          const end = buffered.lastIndexOf('\n\n')
-          if (end < 0) return
-          const messages = sseMessages(buffered.slice(0, end + 2)) ?? []
-          buffered = buffered.slice(end + 2)
-          for (const item of messages) {
+          const { messages, rest } = takeSseFrames(buffered + chunk)
+          buffered = rest
+          for (const item of messages ?? []) {
             if (isListenAck(item)) acknowledge()
             else if (isListChanged(item)) stream.onChange?.(at)
           }

@@ -13,7 +13,7 @@
  */
 
 export const PROTOCOL_VERSION = '2026-07-28'
-export const LEGACY_PROTOCOL_VERSION = '2025-11-25'
+const LEGACY_PROTOCOL_VERSION = '2025-11-25'
 export const HEADER_SESSION_ID = 'mcp-session-id'
 const ECHO_TEXT = 'hello'
 export const CONFIRM_MESSAGE = 'Echo the text back?'
@@ -257,6 +257,18 @@ export function sseMessages(body: string): unknown[] | undefined {
     }
   }
   return messages
+}
+
+/**
+ * The complete events at the head of `buffer`, an SSE stream read so far, parsed as `sseMessages`
+ * does (`undefined` when one is not JSON), and the `rest` after the last event boundary (a blank line,
+ * LF or CRLF), to prepend to the next chunk.
+ */
+export function takeSseFrames(buffer: string): { messages: unknown[] | undefined; rest: string } {
+  const boundary = /\r?\n\r?\n/g
+  let end = 0
+  for (const match of buffer.matchAll(boundary)) end = match.index + match[0].length
+  return { messages: sseMessages(buffer.slice(0, end)), rest: buffer.slice(end) }
 }
 
 /** Exactly three increasing progress notifications for our token, then the result, on one stream. */

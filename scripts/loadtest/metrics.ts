@@ -17,7 +17,7 @@ export const ERAS = ['modern', '2025'] as const
 /** `modern`: protocol 2026-07-28, stateless; `2025`: initialize, sessions, server→client requests. */
 export type Era = (typeof ERAS)[number]
 
-export const FLOW_KINDS = ['create_delete', 'bulk_delete', 'declined_delete', 'template'] as const
+const FLOW_KINDS = ['create_delete', 'bulk_delete', 'declined_delete', 'template'] as const
 export type FlowKind = (typeof FLOW_KINDS)[number]
 
 /**

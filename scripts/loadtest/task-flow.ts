@@ -164,7 +164,7 @@ function markdown(notes: SpecNote[]): string {
 }
 
 /** The notes of an export bundle (each as `renderNoteMarkdown` writes it). */
-export function bundleNotes(text: string): BundleNote[] {
+function bundleNotes(text: string): BundleNote[] {
   return text
     .split(/^(?=# )/m)
     .filter((part) => part.trim() !== '')
