@@ -118,7 +118,7 @@ const PURGES: ReadonlyArray<{
 
 /**
  * The task statements, built once from the column lists of `shared.ts` (run with `unsafe`: the text
- * is these constants only, every value is a bound parameter). `TASK_INSERT` binds
+ * is these constants only, every value is a bound parameter). `TASK_GET` binds the id; `TASK_INSERT` binds
  * `NEW_TASK_FIELDS` as $1, $2…; `TASK_UPDATE` binds the id ($1), the expected version ($2), then for
  * each column of `TASK_PATCH_COLUMNS` whether to set it and the value.
  */
@@ -138,6 +138,8 @@ const TASK_UPDATE = `
     version = version + 1
   WHERE id = $1 AND version = $2
   RETURNING ${TASK_SELECT}`
+/** The read behind every `tasks/get` poll. */
+const TASK_GET = `SELECT ${TASK_SELECT} FROM tasks WHERE id = $1`
 
 interface NoteRow {
   id: string
@@ -519,9 +521,7 @@ export class PostgresNotesStore implements NotesStore {
   }
 
   async getTask(id: string): Promise<TaskRecord | undefined> {
-    const sql = this.#ready
-    const [row] = await sql<TaskRow[]>`
-      SELECT ${sql(Object.values(TASK_COLUMNS))} FROM tasks WHERE id = ${enc(id)}`
+    const [row] = await this.#ready.unsafe<TaskRow[]>(TASK_GET, [enc(id)], { prepare: true })
     return row === undefined ? undefined : toTaskRecord(row, dec)
   }
 
