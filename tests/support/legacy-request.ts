@@ -6,39 +6,19 @@
  * the session's GET stream and its DELETE. Every message goes through the whole HTTP pipeline with
  * `Host` and `Content-Length` set, and fails the test on any 5xx (`requestApp` of `mcp-request.ts`).
  * `SseReader` reads an SSE body message by message while the server still writes it, so a test can
- * answer a question the server asked mid-request (`SseReaders` cancels those a test left open). Messages are built without any 2026-07-28 `_meta`.
+ * answer a question the server asked mid-request (`SseReaders` cancels those a test left open).
+ * Messages are built without any 2026-07-28 `_meta`. `TEST_AUTH_ENV` and `bearer` are re-exported
+ * from `test-tokens.ts` for the suites that authenticate their sessions.
  *
  * Leaves to the suites: which app answers, and what the answers should contain.
  */
 import type { Hono } from 'hono'
-import { SignJWT } from 'jose'
 import { expect } from 'vitest'
 import { HEADER_SESSION_ID } from '../../src/mcp/legacy/protocol.ts'
 import { HEADER_PROTOCOL_VERSION } from '../../src/mcp/protocol.ts'
 import { parseSse, requestApp, type JsonObject } from './mcp-request.ts'
 
-/** Configuration of an app that verifies HS256 bearer tokens (see `bearer`). */
-export const TEST_AUTH_ENV = {
-  AUTH_ISSUER: 'https://issuer.example',
-  AUTH_AUDIENCE: 'http://127.0.0.1:8787/mcp',
-  AUTH_JWT_SECRET: 'a-test-signing-secret-of-more-than-32-characters',
-} as const
-
-/**
- * The `Authorization` header of a bearer token of `subject` (and OAuth client `azp`) for an app
- * configured with `TEST_AUTH_ENV`, granting every notes scope (`notes:write` implies `notes:read`).
- */
-export async function bearer(subject: string, azp?: string): Promise<HeaderOverrides> {
-  const scope = 'notes:write'
-  const token = await new SignJWT(azp === undefined ? { scope } : { scope, azp })
-    .setProtectedHeader({ alg: 'HS256' })
-    .setIssuer(TEST_AUTH_ENV.AUTH_ISSUER)
-    .setAudience(TEST_AUTH_ENV.AUTH_AUDIENCE)
-    .setSubject(subject)
-    .setExpirationTime('5m')
-    .sign(new TextEncoder().encode(TEST_AUTH_ENV.AUTH_JWT_SECRET))
-  return { authorization: `Bearer ${token}` }
-}
+export { TEST_AUTH_ENV, bearer } from './test-tokens.ts'
 
 /** The newest 2025-era revision, what a v1 SDK client asks for today. */
 export const LEGACY_VERSION = '2025-11-25'

@@ -4,13 +4,13 @@
  * logs. `rpc` sends one correctly formed 2026-07-28 request through the whole HTTP pipeline (built by
  * `mcp-request.ts`: headers, Base64 sentinel for a non-ASCII `Mcp-Name`, `_meta`) with the client
  * capabilities, log level and progress token asked for, and reads the answer, JSON or SSE. `tool` /
- * `retry` drive multi round-trip tool calls (`prefilled` sends answers with the first call); `openSharePage` / `submitDecision` act as the browser on
- * the share approval page. With `auth: true` the app verifies HS256 bearer tokens (granting every
- * notes scope) and `as` picks the caller, on the MCP endpoint and signed in on the share pages.
+ * `retry` drive multi round-trip tool calls (`prefilled` sends answers with the first call);
+ * `openSharePage` / `submitDecision` act as the browser on the share approval page. With
+ * `auth: true` the app verifies the HS256 bearer tokens of `test-tokens.ts` (granting every notes
+ * scope) and `as` picks the caller, on the MCP endpoint and signed in on the share pages.
  */
 import type { Hono } from 'hono'
 import { afterEach, beforeEach, expect } from 'vitest'
-import { SignJWT } from 'jose'
 import { CSRF_COOKIE, CSRF_FIELD } from '../../routes/share.ts'
 import { createApp } from '../../src/app.ts'
 import { LOCAL_PRINCIPAL, tokenPrincipal } from '../../src/auth/bearer.ts'
@@ -25,6 +25,7 @@ import { StateSealer } from '../../src/mcp/sealed-state.ts'
 import type { ClientCapabilities } from '../../src/mcp/wire.ts'
 import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
 import { postMcp, readMessages, requestApp } from './mcp-request.ts'
+import { TEST_AUTH_ENV, bearer } from './test-tokens.ts'
 
 export const ORIGIN = 'http://127.0.0.1'
 
@@ -35,10 +36,9 @@ export const ALL_CAPABILITIES: ClientCapabilities = {
   roots: {},
 }
 
+/** `TEST_AUTH_ENV` and the web client the share pages sign in with. */
 const AUTH_ENV = {
-  AUTH_ISSUER: 'https://issuer.test',
-  AUTH_AUDIENCE: 'notes-mcp-test',
-  AUTH_JWT_SECRET: 'test-secret-test-secret-test-secret-0123',
+  ...TEST_AUTH_ENV,
   AUTH_WEB_CLIENT_ID: 'notes-web',
   AUTH_WEB_CLIENT_SECRET: 'notes-web-secret',
 }
@@ -145,32 +145,21 @@ export async function createNotesHarness(options: { auth?: boolean } = {}): Prom
     error: (message, fields) => logs.push({ level: 'error', message, fields }),
   }
   const app = createApp(config, { store, sealer, bus, logger, now: () => clock.now })
-  const secret = new TextEncoder().encode(AUTH_ENV.AUTH_JWT_SECRET)
   let nextId = 1
 
   // The principal string `auth/bearer.ts` derives from a verified token (JSON `[issuer, subject]`).
   const principalOf = (subject: string) =>
     options.auth ? tokenPrincipal(AUTH_ENV.AUTH_ISSUER, subject) : LOCAL_PRINCIPAL
 
-  async function bearer(subject: string): Promise<string> {
-    // `notes:write` implies `notes:read`: every notes operation is allowed.
-    const token = await new SignJWT({ scope: 'notes:write' })
-      .setProtectedHeader({ alg: 'HS256' })
-      .setIssuer(AUTH_ENV.AUTH_ISSUER)
-      .setAudience(AUTH_ENV.AUTH_AUDIENCE)
-      .setSubject(subject)
-      .setExpirationTime('5m')
-      .sign(secret)
-    return `Bearer ${token}`
-  }
-
   async function rpc(
     method: string,
     params: Record<string, unknown> = {},
     rpcOptions: RpcOptions = {}
   ): Promise<RpcResponse> {
-    const headers: Record<string, string> = { ...rpcOptions.headers }
-    if (options.auth) headers.authorization = await bearer(rpcOptions.as ?? 'alice')
+    const headers: Record<string, string> = {
+      ...rpcOptions.headers,
+      ...(options.auth ? await bearer(rpcOptions.as ?? 'alice') : {}),
+    }
     const response = await postMcp(app, method, {
       id: nextId++,
       params,

@@ -1,11 +1,12 @@
 /**
- * Scopes per operation through the whole notes app in-process (HS256 tokens signed in the test, an
- * in-memory SQLite store), both protocol eras: reads need `notes:read`, writes `notes:write` (which
- * implies `notes:read`), AUTH_REQUIRED_SCOPE is a base scope every operation needs, and a 403 names
- * every scope the operation needs (base included) in one challenge, decided from the body's tool name
- * whatever `Mcp-Name` says. Listing tools is the same for every token (a client can show what more
- * scopes would allow), and per-user results are marked `cacheScope: "private"`. Also: the safe
- * default that keeps the single-user mode off public addresses.
+ * Scopes per operation through the whole notes app in-process (the HS256 tokens of
+ * `test-tokens.ts`, an in-memory SQLite store), both protocol eras: reads need `notes:read`, writes
+ * `notes:write` (which implies `notes:read`), AUTH_REQUIRED_SCOPE is a base scope every operation
+ * needs, and a 403 names every scope the operation needs (base included) in one challenge, decided
+ * from the body's tool name whatever `Mcp-Name` says. Listing tools is the same for every token (a
+ * client can show what more scopes would allow), and per-user results are marked
+ * `cacheScope: "private"`. Also: the safe default that keeps the single-user mode off public
+ * addresses.
  */
 import { spawn } from 'node:child_process'
 import { join } from 'node:path'
@@ -19,15 +20,14 @@ import { StateSealer } from '../../src/mcp/sealed-state.ts'
 import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
 import { initializeMessage } from '../support/legacy-request.ts'
 import { MCP_URL, mcpInit, postMcp, type JsonObject } from '../support/mcp-request.ts'
+import { TEST_AUTH_ENV, signTestToken } from '../support/test-tokens.ts'
 
-const ISSUER = 'https://as.example'
-const SECRET = 'a-shared-secret-of-at-least-32-characters!'
 const METADATA = 'http://127.0.0.1:8787/.well-known/oauth-protected-resource/mcp'
 
 async function notesApp(env: Record<string, string> = {}) {
   const store = new SqliteNotesStore({ path: ':memory:' })
   await store.migrate()
-  const config = parseConfig({ AUTH_ISSUER: ISSUER, AUTH_JWT_SECRET: SECRET, ...env })
+  const config = parseConfig({ ...TEST_AUTH_ENV, ...env })
   const sealer = StateSealer.create({ keyRing: await importKeyRing([generateKey()]) })
   const logger = { warn: () => {}, error: () => {} }
   return createApp(config, { store, sealer, bus: new InProcessEventBus(), logger })
@@ -35,16 +35,6 @@ async function notesApp(env: Record<string, string> = {}) {
 
 const app = await notesApp()
 const baseApp = await notesApp({ AUTH_REQUIRED_SCOPE: 'mcp' })
-
-function bearer(scope: string | undefined, subject = 'alice'): Promise<string> {
-  return new SignJWT(scope === undefined ? {} : { scope })
-    .setProtectedHeader({ alg: 'HS256' })
-    .setIssuer(ISSUER)
-    .setAudience('http://127.0.0.1:8787/mcp')
-    .setSubject(subject)
-    .setExpirationTime('5m')
-    .sign(new TextEncoder().encode(SECRET))
-}
 
 async function call(
   target: typeof app,
@@ -55,7 +45,10 @@ async function call(
 ) {
   return postMcp(target, method, {
     params,
-    headers: { authorization: `Bearer ${await bearer(scope)}`, ...headers },
+    headers: {
+      authorization: `Bearer ${await signTestToken({ subject: 'alice', scope })}`,
+      ...headers,
+    },
   })
 }
 
@@ -187,16 +180,12 @@ describe('scopes per operation', () => {
     )
     expect((await metadata.json()).scopes_supported).toEqual(['mcp', 'notes:read'])
     expect(() =>
-      parseConfig({
-        AUTH_ISSUER: ISSUER,
-        AUTH_JWT_SECRET: SECRET,
-        AUTH_REQUIRED_SCOPE: 'mcp offline_access',
-      })
+      parseConfig({ ...TEST_AUTH_ENV, AUTH_REQUIRED_SCOPE: 'mcp offline_access' })
     ).toThrow(ConfigError)
   })
 
   it('checks 2025-era requests the same way: 403 with the challenge', async () => {
-    const authorization = `Bearer ${await bearer('notes:read')}`
+    const authorization = `Bearer ${await signTestToken({ subject: 'alice', scope: 'notes:read' })}`
     const headers = {
       'content-type': 'application/json',
       accept: 'application/json, text/event-stream',
@@ -233,8 +222,8 @@ describe('an unreachable authorization server', () => {
     const { privateKey } = await generateKeyPair('ES256')
     const token = await new SignJWT({ scope: 'notes:read' })
       .setProtectedHeader({ alg: 'ES256', kid: 'k1' })
-      .setIssuer(ISSUER)
-      .setAudience('http://127.0.0.1:8787/mcp')
+      .setIssuer(TEST_AUTH_ENV.AUTH_ISSUER)
+      .setAudience(TEST_AUTH_ENV.AUTH_AUDIENCE)
       .setSubject('alice')
       .setExpirationTime('5m')
       .sign(privateKey)
@@ -264,9 +253,7 @@ describe('the safe default', () => {
       assertSafeExposure(parseConfig({ HOST: '0.0.0.0', ALLOW_UNAUTHENTICATED: '1' }))
     ).not.toThrow()
     expect(() =>
-      assertSafeExposure(
-        parseConfig({ HOST: '0.0.0.0', AUTH_ISSUER: ISSUER, AUTH_JWT_SECRET: SECRET })
-      )
+      assertSafeExposure(parseConfig({ HOST: '0.0.0.0', ...TEST_AUTH_ENV }))
     ).not.toThrow()
     expect(() => assertSafeExposure(parseConfig({}))).not.toThrow()
   })

@@ -1,0 +1,47 @@
+/**
+ * @module tests/support/test-tokens
+ * The HS256 bearer tokens of the in-process tests: `TEST_AUTH_ENV` configures an app to verify them
+ * (issuer, audience, shared secret), `signTestToken` signs one for a subject with the scope and OAuth
+ * client (`azp`) a test asks for, valid for five minutes, and `bearer` is the `Authorization` header
+ * of a caller allowed every notes operation.
+ *
+ * Leaves to the suites: which app they configure with it, and what each token should be allowed.
+ */
+import { SignJWT } from 'jose'
+
+/** Configuration of an app that verifies the tokens of `signTestToken`. */
+export const TEST_AUTH_ENV = {
+  AUTH_ISSUER: 'https://issuer.example',
+  AUTH_AUDIENCE: 'http://127.0.0.1:8787/mcp',
+  AUTH_JWT_SECRET: 'a-test-signing-secret-of-more-than-32-characters',
+} as const
+
+export interface TestTokenClaims {
+  subject: string
+  /** The `scope` claim; without it the token has none. */
+  scope?: string
+  /** The OAuth client the token was issued to; without it the token has no `azp`. */
+  azp?: string
+}
+
+/** A compact HS256 JWT for an app configured with `TEST_AUTH_ENV`. */
+export function signTestToken({ subject, scope, azp }: TestTokenClaims): Promise<string> {
+  return new SignJWT({
+    ...(scope === undefined ? {} : { scope }),
+    ...(azp === undefined ? {} : { azp }),
+  })
+    .setProtectedHeader({ alg: 'HS256' })
+    .setIssuer(TEST_AUTH_ENV.AUTH_ISSUER)
+    .setAudience(TEST_AUTH_ENV.AUTH_AUDIENCE)
+    .setSubject(subject)
+    .setExpirationTime('5m')
+    .sign(new TextEncoder().encode(TEST_AUTH_ENV.AUTH_JWT_SECRET))
+}
+
+/**
+ * The `Authorization` header of a token of `subject` (and OAuth client `azp`) granting every notes
+ * scope (`notes:write` implies `notes:read`).
+ */
+export async function bearer(subject: string, azp?: string): Promise<{ authorization: string }> {
+  return { authorization: `Bearer ${await signTestToken({ subject, scope: 'notes:write', azp })}` }
+}
