@@ -14,16 +14,11 @@ import type { CallToolResult } from '../../src/mcp/wire.ts'
 import {
   signIn,
   signingKey,
-  startAuthorizationServer,
+  startDeployment,
   type AuthorizationServer,
 } from '../support/authorization-server.ts'
 import { browserTestsRun, launchChromium } from '../support/chromium.ts'
-import {
-  freePort,
-  startServer,
-  tempDataDir,
-  type ServerProcess,
-} from '../support/server-process.ts'
+import type { ServerProcess } from '../support/server-process.ts'
 
 const RUN = browserTestsRun('OIDC approval-page tests')
 
@@ -39,21 +34,7 @@ beforeAll(async () => {
   browser = await launchChromium()
   alice = await browser.newContext()
   bob = await browser.newContext()
-  const notesPort = await freePort()
-  as = await startAuthorizationServer({
-    port: await freePort(),
-    notesBaseUrl: `http://127.0.0.1:${notesPort}`,
-    otherResource: `http://127.0.0.1:${await freePort()}/mcp`,
-    keys: [await signingKey('k1')],
-  })
-  server = await startServer('notes', {
-    PORT: String(notesPort),
-    DATA_DIR: await tempDataDir(),
-    AUTH_ISSUER: as.issuer,
-    AUTH_JWKS_URL: as.jwksUrl,
-    AUTH_WEB_CLIENT_ID: as.webClient.id,
-    AUTH_WEB_CLIENT_SECRET: as.webClient.secret,
-  })
+  ;({ as, server } = await startDeployment([await signingKey('k1')], { webLogin: true }))
   aliceToken = await as.accessToken(alice, 'alice', 'notes:read notes:write')
 })
 

@@ -23,20 +23,16 @@ import type { Browser, BrowserContext } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { McpClient, McpClientError } from '../../src/client/index.ts'
 import {
+  MCP_CLIENT_ID,
   signingKey,
-  startAuthorizationServer,
+  startDeployment,
   type AuthorizationServer,
   type SigningKey,
 } from '../support/authorization-server.ts'
 import { browserTestsRun, launchChromium } from '../support/chromium.ts'
 import { initializeMessage } from '../support/legacy-request.ts'
 import { mcpInit, type JsonObject } from '../support/mcp-request.ts'
-import {
-  freePort,
-  startServer,
-  tempDataDir,
-  type ServerProcess,
-} from '../support/server-process.ts'
+import type { ServerProcess } from '../support/server-process.ts'
 
 const RUN = browserTestsRun('OIDC token tests')
 
@@ -54,26 +50,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close()
 })
-
-/** An authorization server and a notes server that trusts it, on fresh ports. */
-async function deployment(keys: SigningKey[]) {
-  const notesPort = await freePort()
-  const notesBaseUrl = `http://127.0.0.1:${notesPort}`
-  const otherResource = `http://127.0.0.1:${await freePort()}/mcp`
-  const as = await startAuthorizationServer({
-    port: await freePort(),
-    notesBaseUrl,
-    otherResource,
-    keys,
-  })
-  const server = await startServer('notes', {
-    PORT: String(notesPort),
-    DATA_DIR: await tempDataDir(),
-    AUTH_ISSUER: as.issuer,
-    AUTH_JWKS_URL: as.jwksUrl,
-  })
-  return { as, server, otherResource }
-}
 
 function client(server: ServerProcess, token: string, capabilities?: JsonObject) {
   return new McpClient({
@@ -129,7 +105,7 @@ describe.skipIf(!RUN)('the notes server with a real authorization server', () =>
 
   beforeAll(async () => {
     key = await signingKey('k1')
-    ;({ as, server, otherResource } = await deployment([key]))
+    ;({ as, server, otherResource } = await startDeployment([key]))
     aliceToken = await as.accessToken(alice, 'alice', 'notes:read notes:write')
     aliceReadOnly = await as.accessToken(alice, 'alice', 'notes:read')
     bobToken = await as.accessToken(bob, 'bob', 'notes:read notes:write')
@@ -158,7 +134,7 @@ describe.skipIf(!RUN)('the notes server with a real authorization server', () =>
       aud: `${server.baseUrl}/mcp`,
       sub: 'alice',
       scope: 'notes:read notes:write',
-      client_id: 'mcp-client',
+      client_id: MCP_CLIENT_ID,
     })
   })
 
@@ -348,7 +324,7 @@ describe.skipIf(!RUN)('the provider rotating its signing keys', () => {
   it('refuses a token signed with a key the provider does not publish, then accepts it once it does', async () => {
     const old = await signingKey('k-old')
     const next = await signingKey('k-next')
-    ;({ as, server } = await deployment([old]))
+    ;({ as, server } = await startDeployment([old]))
     // Signed ahead of time with the key the provider will rotate to.
     const early = await as.accessToken(alice, 'alice', 'notes:read')
     const preSigned = await new SignJWT(decodeJwt(early))

@@ -11,6 +11,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { formatKeyRing, generateKey } from '../../src/mcp/key-ring.ts'
+import { LEGACY_VERSION, initializeMessage } from '../support/legacy-request.ts'
 import { mcpInit } from '../support/mcp-request.ts'
 import {
   startOtlpReceiver,
@@ -164,11 +165,7 @@ describe('telemetry across two replicas', () => {
     const initialized = await post('a', 'initialize', {
       meta: null,
       headers: { 'mcp-protocol-version': undefined, 'mcp-method': undefined },
-      params: {
-        protocolVersion: '2025-11-25',
-        capabilities: {},
-        clientInfo: { name: 'telemetry-test', version: '1.0.0' },
-      },
+      params: initializeMessage().params,
     })
     const token = initialized.response.headers.get('mcp-session-id')!
     secrets.push(token)
@@ -176,7 +173,7 @@ describe('telemetry across two replicas', () => {
       id: 2,
       meta: null,
       headers: {
-        'mcp-protocol-version': '2025-11-25',
+        'mcp-protocol-version': LEGACY_VERSION,
         'mcp-method': undefined,
         'mcp-session-id': token,
       },
@@ -191,7 +188,7 @@ describe('telemetry across two replicas', () => {
     )!
     const init = receiver.spans.find((span) => span.name === 'initialize')!
     expect(list.attributes).toMatchObject({
-      'mcp.protocol.version': '2025-11-25',
+      'mcp.protocol.version': LEGACY_VERSION,
       'jsonrpc.request.id': '2',
     })
     expect(init.attributes['mcp.session.id']).toBe(list.attributes['mcp.session.id'])

@@ -9,16 +9,19 @@
  * - `mcp-client`, a public client with PKCE, as an MCP host would be; `notes-web`, the confidential
  *   client of the notes server's approval pages (redirect URI `<notes base>/auth/callback`);
  * - its development login and consent pages (any password; the login name becomes `sub`).
- * The signing keys are the test's (`signingKeys`), so a test can also sign the tokens no real server
- * would issue; `rotate(keys)` restarts the provider on the same port publishing other keys.
- * `signIn` drives the login pages in a Chromium page (playwright-core); `accessToken` gets an access
- * token for a user through a real authorization-code flow in the browser.
+ * The test makes the signing keys (`signingKey`) and keeps their private halves, so it can also sign
+ * the tokens no real server would issue; `rotate(keys)` restarts the provider on the same port
+ * publishing other keys. `signIn` drives the login pages in a Chromium page (playwright-core);
+ * `accessToken` gets an access token for a user through a real authorization-code flow in the
+ * browser. `startDeployment` starts one with a notes server (`npm start`) that trusts it, on fresh
+ * ports.
  */
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { exportJWK, generateKeyPair, type JWK } from 'jose'
 import Provider, { errors } from 'oidc-provider'
 import type { BrowserContext, Page } from 'playwright-core'
+import { freePort, startServer, tempDataDir, type ServerProcess } from './server-process.ts'
 
 export interface SigningKey {
   kid: string
@@ -37,10 +40,7 @@ export interface AuthorizationServerOptions {
 export interface AuthorizationServer {
   issuer: string
   jwksUrl: string
-  resource: string
   webClient: { id: string; secret: string }
-  /** The keys published now, the first signing. */
-  signingKeys(): SigningKey[]
   rotate(keys: SigningKey[]): Promise<void>
   /** An access token of `user` for `resource` (default the notes server) with `scope`. */
   accessToken(
@@ -171,9 +171,7 @@ export async function startAuthorizationServer(
   return {
     issuer,
     jwksUrl: `${issuer}/jwks`,
-    resource,
     webClient: WEB_CLIENT,
-    signingKeys: () => keys,
     async rotate(next) {
       await stop()
       keys = next
@@ -227,4 +225,40 @@ export async function startAuthorizationServer(
       await new Promise<void>((resolve) => callback.close(() => resolve()))
     },
   }
+}
+
+export interface Deployment {
+  as: AuthorizationServer
+  /** The notes server, trusting `as`. */
+  server: ServerProcess
+  /** The resource `as` also issues tokens for: another server than the notes server. */
+  otherResource: string
+}
+
+/**
+ * An authorization server publishing `keys` and a notes server that trusts it, on fresh ports; with
+ * `webLogin` the notes server signs people in on its approval pages as `as.webClient`.
+ */
+export async function startDeployment(
+  keys: SigningKey[],
+  options: { webLogin?: boolean } = {}
+): Promise<Deployment> {
+  const notesPort = await freePort()
+  const otherResource = `http://127.0.0.1:${await freePort()}/mcp`
+  const as = await startAuthorizationServer({
+    port: await freePort(),
+    notesBaseUrl: `http://127.0.0.1:${notesPort}`,
+    otherResource,
+    keys,
+  })
+  const server = await startServer('notes', {
+    PORT: String(notesPort),
+    DATA_DIR: await tempDataDir(),
+    AUTH_ISSUER: as.issuer,
+    AUTH_JWKS_URL: as.jwksUrl,
+    ...(options.webLogin
+      ? { AUTH_WEB_CLIENT_ID: as.webClient.id, AUTH_WEB_CLIENT_SECRET: as.webClient.secret }
+      : {}),
+  })
+  return { as, server, otherResource }
 }

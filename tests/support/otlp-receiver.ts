@@ -60,7 +60,6 @@ export interface OtlpReceiver {
   exports: ReceivedExport[]
   /** Resolves once `ready()` holds for what arrived; rejects after `deadlineMs` (default 15 s). */
   waitFor(ready: () => boolean, deadlineMs?: number): Promise<void>
-  clear(): void
   close(): Promise<void>
 }
 
@@ -375,11 +374,6 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
         }, deadlineMs)
         waiters.add(wake)
       })
-    },
-    clear() {
-      spans.length = 0
-      points.length = 0
-      exports.length = 0
     },
     close: () =>
       new Promise<void>((resolve) => {

@@ -18,6 +18,7 @@ import { StateSealer } from '../../src/mcp/sealed-state.ts'
 import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
 import { parseTelemetryEnv } from '../../src/telemetry/env.ts'
 import { startNodeTelemetry, type NodeTelemetry } from '../../src/telemetry/node.ts'
+import { LEGACY_VERSION, initializeMessage } from '../support/legacy-request.ts'
 import { postMcp, readMessages, requestApp } from '../support/mcp-request.ts'
 import {
   startOtlpReceiver,
@@ -236,11 +237,7 @@ describe("operators' metrics", () => {
       id: 'init',
       meta: null,
       headers: { 'mcp-protocol-version': undefined, 'mcp-method': undefined },
-      params: {
-        protocolVersion: '2025-11-25',
-        capabilities: {},
-        clientInfo: { name: 'telemetry-test', version: '1.0.0' },
-      },
+      params: initializeMessage().params,
     })
     const session = initialized.headers.get('mcp-session-id')!
     const stream = await requestApp(app, '/mcp', {
@@ -248,11 +245,11 @@ describe("operators' metrics", () => {
       headers: {
         accept: 'text/event-stream',
         'mcp-session-id': session,
-        'mcp-protocol-version': '2025-11-25',
+        'mcp-protocol-version': LEGACY_VERSION,
       },
     })
     expect(stream.headers.get('content-type')).toBe('text/event-stream')
-    const attributes = { 'notes_mcp.stream.kind': 'get', 'mcp.protocol.version': '2025-11-25' }
+    const attributes = { 'notes_mcp.stream.kind': 'get', 'mcp.protocol.version': LEGACY_VERSION }
     expect(await metricPoint('notes_mcp.server.open_streams', attributes)).toMatchObject({
       value: 1,
     })
