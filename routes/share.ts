@@ -282,7 +282,9 @@ export function shareRoute({ notes, now = Date.now, guard, auth }: ShareRouteOpt
       return c.redirect(await auth.login.callback(c), 303)
     } catch (error) {
       if (!(error instanceof LoginError)) throw error
-      return notice(c, 400, 'Sign-in failed', error.message)
+      return error.unavailable
+        ? notice(c, 503, 'Sign-in unavailable', error.message)
+        : notice(c, 400, 'Sign-in failed', error.message)
     }
   })
 

@@ -19,7 +19,7 @@ import { jwtVerify } from 'jose'
 import { sha256Base64url } from '../mcp/canonical-json.ts'
 import { constantTimeEqual } from '../mcp/constant-time.ts'
 import { randomBase64url } from '../mcp/random.ts'
-import { boundedText, type RemoteJwks } from './jwks.ts'
+import { boundedText, KeysUnavailableError, type RemoteJwks } from './jwks.ts'
 import { ASYMMETRIC_ALGORITHMS, CLOCK_TOLERANCE_SECONDS } from './token-verifier.ts'
 
 const METADATA_MAX_AGE_MS = 60 * 60_000
@@ -58,10 +58,23 @@ export interface Identity {
   subject: string
 }
 
-/** Signing in failed; `message` is safe to show (it never holds a secret or a token). */
+/**
+ * Signing in failed; `message` is safe to show (it never holds a secret or a token). `unavailable`:
+ * the authorization server could not be used (its metadata or its keys), which is no fault of the
+ * person's and may pass (503), rather than a sign-in that was refused (400).
+ */
 export class LoginError extends Error {
   override name = 'LoginError'
+  readonly unavailable: boolean
+
+  constructor(message: string, options: ErrorOptions & { unavailable?: boolean } = {}) {
+    super(message, options)
+    this.unavailable = options.unavailable ?? false
+  }
 }
+
+/** What a person whose sign-in was refused can do about it. */
+const START_AGAIN = 'Open the link again to sign in anew.'
 
 /** A fresh random value for `state`, `nonce` or a PKCE verifier (256 bits, base64url). */
 export function randomSecret(): string {
@@ -74,8 +87,13 @@ const formEncode = (value: string) => new URLSearchParams({ v: value }).toString
 function isMetadata(value: unknown): value is ServerMetadata {
   if (typeof value !== 'object' || value === null) return false
   const m = value as Record<string, unknown>
-  return ['issuer', 'authorization_endpoint', 'token_endpoint', 'jwks_uri'].every(
-    (field) => typeof m[field] === 'string'
+  const methods = m.token_endpoint_auth_methods_supported
+  return (
+    ['issuer', 'authorization_endpoint', 'token_endpoint', 'jwks_uri'].every(
+      (field) => typeof m[field] === 'string' && URL.canParse(m[field] as string)
+    ) &&
+    (methods === undefined ||
+      (Array.isArray(methods) && methods.every((method) => typeof method === 'string')))
   )
 }
 
@@ -126,10 +144,13 @@ export class OidcClient {
     } catch (error) {
       throw new LoginError(`The authorization server's metadata could not be read (${url}).`, {
         cause: error,
+        unavailable: true,
       })
     }
     if (!isMetadata(document) || document.issuer !== this.issuer) {
-      throw new LoginError(`The metadata at ${url} is not that of the issuer ${this.issuer}.`)
+      throw new LoginError(`The metadata at ${url} is not that of the issuer ${this.issuer}.`, {
+        unavailable: true,
+      })
     }
     this.#metadata = { value: document, until: this.#now() + METADATA_MAX_AGE_MS }
     return document
@@ -193,10 +214,12 @@ export class OidcClient {
       if (!response.ok) throw new Error(`HTTP ${response.status}`)
       tokens = JSON.parse(text) as { id_token?: unknown }
     } catch (error) {
-      throw new LoginError('The authorization server refused the sign-in code.', { cause: error })
+      throw new LoginError(`The authorization server refused the sign-in code. ${START_AGAIN}`, {
+        cause: error,
+      })
     }
     if (typeof tokens?.id_token !== 'string') {
-      throw new LoginError('The authorization server sent no ID token.')
+      throw new LoginError(`The authorization server sent no ID token. ${START_AGAIN}`)
     }
     try {
       const { payload } = await jwtVerify(
@@ -225,7 +248,15 @@ export class OidcClient {
       }
       return { issuer: this.issuer, subject: payload.sub }
     } catch (error) {
-      throw new LoginError('The ID token of the sign-in is invalid.', { cause: error })
+      if (error instanceof KeysUnavailableError) {
+        throw new LoginError(
+          "The authorization server's keys could not be read, so the sign-in cannot be checked. Try again shortly.",
+          { cause: error, unavailable: true }
+        )
+      }
+      throw new LoginError(`The ID token of the sign-in is invalid. ${START_AGAIN}`, {
+        cause: error,
+      })
     }
   }
 }

@@ -154,9 +154,9 @@ function callbackAt(app: Hono, query: Record<string, string>, cookie?: string) {
 async function expectRefusedSignIn(
   response: Response,
   message: RegExp,
-  { loginSpent = true, secrets = [] as string[] } = {}
+  { loginSpent = true, secrets = [] as string[], status = 400 } = {}
 ) {
-  expect(response.status).toBe(400)
+  expect(response.status).toBe(status)
   const text = await response.text()
   expect(text).toMatch(message)
   for (const secret of secrets) expect(text).not.toContain(secret)
@@ -175,6 +175,8 @@ interface ForgedServerOptions {
   tokens?: TokenAnswer
   /** Public keys published besides the provider's. */
   extraKeys?: JWK[]
+  /** The key set answers 503: the provider's keys cannot be read. */
+  keysDown?: boolean
 }
 
 /** A token request as the token endpoint received it. */
@@ -209,6 +211,9 @@ function forgedServer(options: ForgedServerOptions = {}) {
     const real = await fetch(request)
     if (request.url === `${as.issuer}/.well-known/openid-configuration` && options.discovery) {
       return Response.json(options.discovery(await real.json()))
+    }
+    if (request.url === as.jwksUrl && options.keysDown) {
+      return new Response('unavailable', { status: 503 })
     }
     if (request.url === as.jwksUrl && options.extraKeys) {
       const { keys } = (await real.json()) as { keys: JWK[] }
@@ -439,6 +444,16 @@ describe('signing in at the authorization server', () => {
       }
     )
 
+    it('answers 503 when the key set cannot be read: the token is not checked, nobody signed in', async () => {
+      const server = forgedServer({ keysDown: true })
+      const { login, code, response } = await signInThrough(server)
+      expect(server.tokenRequests).toHaveLength(1)
+      await expectRefusedSignIn(response, /Sign-in unavailable[^]*keys could not be read/, {
+        secrets: secretsOf(server, code, login),
+        status: 503,
+      })
+    })
+
     it.each<[string, TokenAnswer]>([
       ['a well-formed ID token', withIdToken({})],
       [
@@ -516,20 +531,38 @@ describe('signing in at the authorization server', () => {
     )
 
     it.each(issuers)(
-      'naming %s on the replica that gets the callback: 400 and no code redeemed',
+      'naming %s on the replica that gets the callback: 503 and no code redeemed',
       async (_case, issuer) => {
         const signedInAt = forgedServer()
         const replica = naming(issuer())
         const { login, code, response } = await signInThrough(signedInAt, {
           callbackVia: replica,
         })
-        await expectRefusedSignIn(response, /is not that of the issuer/, {
+        await expectRefusedSignIn(response, /Sign-in unavailable[^]*is not that of the issuer/, {
           secrets: secretsOf(replica, code, login),
+          status: 503,
         })
         expect(replica.tokenRequests).toEqual([])
         expect(signedInAt.tokenRequests).toEqual([])
       }
     )
+  })
+})
+
+describe('a discovery document of the wrong shape', () => {
+  it.each<[string, Record<string, unknown>]>([
+    ['auth methods that are not a list', { token_endpoint_auth_methods_supported: true }],
+    ['auth methods that are not strings', { token_endpoint_auth_methods_supported: [1] }],
+    ['an authorization endpoint that is not a URL', { authorization_endpoint: 'not a url' }],
+    ['no token endpoint', { token_endpoint: undefined }],
+  ])('with %s: the approval page answers 503 and starts no sign-in', async (_case, change) => {
+    const server = forgedServer({ discovery: (document) => ({ ...document, ...change }) })
+    const { app, store } = await appAt(NOTES, { fetch: server.fetch })
+    const response = await get(app, `${NOTES}/share/${await pendingShare(store)}`)
+    expect(response.status).toBe(503)
+    expect(await response.text()).toMatch(/Sign-in unavailable[^]*is not that of the issuer/)
+    expect(response.headers.get('location')).toBeNull()
+    expect(response.headers.getSetCookie()).toEqual([])
   })
 })
 
