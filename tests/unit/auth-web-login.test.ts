@@ -165,6 +165,16 @@ async function expectRefusedSignIn(
   expect(response.headers.get('x-frame-options')).toBe('DENY')
 }
 
+/** Opens a pending share's approval page through `server`: 503, no sign-in started, no cookie. */
+async function expectApprovalPageUnavailable(server: { fetch: typeof fetch }) {
+  const { app, store } = await appAt(NOTES, { fetch: server.fetch })
+  const response = await get(app, `${NOTES}/share/${await pendingShare(store)}`)
+  expect(response.status).toBe(503)
+  expect(await response.text()).toMatch(/Sign-in unavailable[^]*is not that of the issuer/)
+  expect(response.headers.get('location')).toBeNull()
+  expect(response.headers.getSetCookie()).toEqual([])
+}
+
 /** A token endpoint's answer (JSON), given the nonce of the login its code was issued for. */
 type TokenAnswer = (nonce: string) => Promise<Record<string, unknown>>
 
@@ -520,13 +530,7 @@ describe('signing in at the authorization server', () => {
     it.each(issuers)(
       'naming %s: the approval page answers 503 and starts no sign-in',
       async (_case, issuer) => {
-        const server = naming(issuer())
-        const { app, store } = await appAt(NOTES, { fetch: server.fetch })
-        const response = await get(app, `${NOTES}/share/${await pendingShare(store)}`)
-        expect(response.status).toBe(503)
-        expect(await response.text()).toMatch(/Sign-in unavailable[^]*is not that of the issuer/)
-        expect(response.headers.get('location')).toBeNull()
-        expect(response.headers.getSetCookie()).toEqual([])
+        await expectApprovalPageUnavailable(naming(issuer()))
       }
     )
 
@@ -556,13 +560,9 @@ describe('a discovery document of the wrong shape', () => {
     ['an authorization endpoint that is not a URL', { authorization_endpoint: 'not a url' }],
     ['no token endpoint', { token_endpoint: undefined }],
   ])('with %s: the approval page answers 503 and starts no sign-in', async (_case, change) => {
-    const server = forgedServer({ discovery: (document) => ({ ...document, ...change }) })
-    const { app, store } = await appAt(NOTES, { fetch: server.fetch })
-    const response = await get(app, `${NOTES}/share/${await pendingShare(store)}`)
-    expect(response.status).toBe(503)
-    expect(await response.text()).toMatch(/Sign-in unavailable[^]*is not that of the issuer/)
-    expect(response.headers.get('location')).toBeNull()
-    expect(response.headers.getSetCookie()).toEqual([])
+    await expectApprovalPageUnavailable(
+      forgedServer({ discovery: (document) => ({ ...document, ...change }) })
+    )
   })
 })
 
