@@ -90,7 +90,12 @@ async function callAcrossReplicas(host: LegacyHost, name: string, args: Record<s
   const entries = balancer().log.slice(since)
   const answers = entries.filter((entry) => entry.message?.kind === 'response')
   expect(answers).toHaveLength(1)
-  const answer = answers[0] as ProxyEntry
+  // The result can reach the host before the answer POST's own 202 has come back through the proxy.
+  const posted = (answers[0] as ProxyEntry).seq
+  const answer = await balancer().waitFor(
+    (entry) => entry.seq === posted && entry.status !== undefined,
+    'the answer POST to be answered'
+  )
   const carrier = entries.find((entry) =>
     entry.carried.includes((answer.message as { id: string | number }).id)
   )
