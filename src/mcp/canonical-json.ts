@@ -9,7 +9,9 @@
  * value with no JSON form.
  *
  * Used for the argument digest and the claims of a sealed `requestState`; deciding *which* fields of a
- * request are digested belongs to the caller. Runtime-neutral: Web Crypto and jose only.
+ * request are digested belongs to the caller. It recurses once per level of nesting: what a client
+ * sends reaches it only through `parseJson` (`envelope.ts`), which refuses bodies nested deeper than
+ * `MAX_JSON_DEPTH`, so the stack it needs stays small. Runtime-neutral: Web Crypto and jose only.
  */
 
 import { base64url } from 'jose'

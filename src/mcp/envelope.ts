@@ -7,6 +7,17 @@
  * version (-32022). What needs the server's registry comes after, elsewhere: whether the method is
  * advertised (`isAdvertised`, called by `handler.ts`), then params and `Mcp-Param-*` headers, checked
  * by `dispatch.ts` with `readParamHeader` from here. This module knows nothing about tools.
+ *
+ * `parseJson` is the one gate every POSTed body passes, before the era is decided, so the bound it
+ * sets holds for both eras and for every walk of a client's value after it (the era classifier, the
+ * canonical JSON of the argument digest, zod, the sealed journal and session id, `JSON.stringify` on
+ * the way out, the task record): a body nesting arrays and objects deeper than `MAX_JSON_DEPTH` is
+ * refused with -32700 Parse error (HTTP 400, `id` null), whatever sits at the bottom. -32700 rather
+ * than -32600: RFC 8259 §9 lets a parser bound the nesting it accepts, and this is that parser's bound
+ * on the JSON text itself — it is checked before the text is looked at as JSON-RPC at all, a batch or a
+ * response as much as a request, and a deeply nested `tools/call` is otherwise a valid Request object.
+ * The check is one breadth-first pass over the containers JSON.parse built (V8's parser is iterative,
+ * so the text itself never overflows the stack); scalars and strings cost nothing.
  */
 import { ErrorCode, McpError } from './errors.ts'
 import {
@@ -63,13 +74,52 @@ function fail(id: RequestId | null, code: ErrorCode, message: string, data?: unk
   throw new EnvelopeError(new McpError(code, message, data), id)
 }
 
-/** The body as JSON (-32700 otherwise); parsed once, before the era is decided. */
+/**
+ * Deepest nesting of arrays and objects a body may have (`[]` is 1, `{"a":[]}` is 2): far beyond any
+ * message of this protocol, far below what a recursive walk of the value can take.
+ */
+export const MAX_JSON_DEPTH = 128
+
+/**
+ * The body as JSON, parsed once, before the era is decided: -32700 when it is not valid JSON or nests
+ * deeper than `MAX_JSON_DEPTH`.
+ */
 export function parseJson(body: string): unknown {
+  let message: unknown
   try {
-    return JSON.parse(body)
+    message = JSON.parse(body)
   } catch {
     fail(null, ErrorCode.ParseError, 'Parse error: the request body is not valid JSON.')
   }
+  if (nestsDeeperThan(message, MAX_JSON_DEPTH)) {
+    fail(
+      null,
+      ErrorCode.ParseError,
+      `Parse error: the request body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels.`,
+      { maxDepth: MAX_JSON_DEPTH }
+    )
+  }
+  return message
+}
+
+/** Whether parsed JSON nests containers deeper than `max`, one level at a time (no recursion). */
+function nestsDeeperThan(value: unknown, max: number): boolean {
+  let level: object[] = typeof value === 'object' && value !== null ? [value] : []
+  for (let depth = 1; level.length > 0; depth++) {
+    if (depth > max) return true
+    const inner: object[] = []
+    for (const container of level) {
+      const items = Array.isArray(container)
+        ? (container as unknown[])
+        : Object.values(container as Record<string, unknown>)
+      for (let index = 0; index < items.length; index++) {
+        const item = items[index]
+        if (typeof item === 'object' && item !== null) inner.push(item)
+      }
+    }
+    level = inner
+  }
+  return false
 }
 
 /** Validates a parsed 2026-07-28 message: everything that does not depend on the server's registry. */

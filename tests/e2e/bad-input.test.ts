@@ -3,10 +3,15 @@
  * refuse is filtered first: malformed JSON, batches, wrong id types, missing and contradictory
  * headers, control and non-UTF-8 bytes in headers and bodies, oversized and chunked bodies, unknown
  * tools, wrong argument types. Every answer must be a 4xx or a JSON-RPC error — never a 5xx — and the
- * process must still serve afterwards.
+ * process must still serve afterwards. Pathologically nested JSON (100,000 levels of `[` or `{"a":`)
+ * in every place a client controls, in both eras, on a server with the default 1 MiB body limit: a
+ * 400 -32700 naming the nesting bound, and a body exactly at the bound is served as usual.
  */
 import { connect } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { MAX_JSON_DEPTH } from '../../src/mcp/envelope.ts'
+import { HEADER_SESSION_ID } from '../../src/mcp/legacy/protocol.ts'
+import { LEGACY_VERSION, initializeMessage } from '../support/legacy-request.ts'
 import { startServer, tempDataDir, type ServerProcess } from '../support/server-process.ts'
 
 let server: ServerProcess
@@ -218,5 +223,196 @@ describe('bad input to the real server process', () => {
     )
     expect(response.status).toBe(200)
     expect(JSON.parse(response.body).result.tools.length).toBeGreaterThan(0)
+  })
+})
+
+describe('pathologically nested JSON', () => {
+  const LEVELS = 100_000
+  /** `value` wrapped in `levels` arrays, or in `levels` objects of one member "a". */
+  const nest = {
+    arrays: (levels: number, value = '') => '['.repeat(levels) + value + ']'.repeat(levels),
+    objects: (levels: number, value = '0') => '{"a":'.repeat(levels) + value + '}'.repeat(levels),
+  }
+  const meta = JSON.stringify(META)
+  let deepServer: ServerProcess
+  let sessionId: string
+
+  beforeAll(async () => {
+    // The default body limit (1 MiB): room for ~500,000 levels of `[`.
+    deepServer = await startServer('notes', { DATA_DIR: await tempDataDir() })
+    const response = await fetch(deepServer.url, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+      },
+      body: JSON.stringify(initializeMessage()),
+    })
+    expect(response.status).toBe(200)
+    sessionId = response.headers.get(HEADER_SESSION_ID) ?? ''
+    expect(sessionId).not.toBe('')
+  })
+
+  afterAll(async () => {
+    await deepServer?.stop()
+  })
+
+  const modern = (method: string, name?: string) => ({
+    'mcp-protocol-version': '2026-07-28',
+    'mcp-method': method,
+    ...(name === undefined ? {} : { 'mcp-name': name }),
+  })
+  const legacy = () => ({ 'mcp-protocol-version': LEGACY_VERSION, [HEADER_SESSION_ID]: sessionId })
+
+  function send(body: string, headers: Record<string, string>): Promise<Response> {
+    return fetch(deepServer.url, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        ...headers,
+      },
+      body,
+    })
+  }
+
+  /** Where a deep value `deep` goes, and the headers sent with it. */
+  const PLACES: Array<[string, (deep: string) => string, () => Record<string, string>]> = [
+    ['the whole body (2026)', (deep) => deep, () => modern('tools/list')],
+    ['a batch element (2026)', (deep) => `[${deep}]`, () => modern('tools/list')],
+    [
+      'params (2026)',
+      (deep) =>
+        `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"x":${deep},"_meta":${meta}}}`,
+      () => modern('tools/list'),
+    ],
+    [
+      'params.arguments of tools/call (2026)',
+      (deep) =>
+        `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"create_note","arguments":{"title":"t","x":${deep}},"_meta":${meta}}}`,
+      () => modern('tools/call', 'create_note'),
+    ],
+    [
+      '_meta (2026)',
+      (deep) =>
+        `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"x":${deep},${meta.slice(1, -1)}}}}`,
+      () => modern('tools/list'),
+    ],
+    [
+      'inputResponses (2026)',
+      (deep) =>
+        `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"delete_note","arguments":{"id":"n_AbCdEfGh12345678"},"inputResponses":{"confirm":${deep}},"_meta":${meta}}}`,
+      () => modern('tools/call', 'delete_note'),
+    ],
+    ['the whole body (2025)', (deep) => deep, legacy],
+    [
+      'a batch of 2025 requests',
+      (deep) => `[{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":${deep}}}]`,
+      legacy,
+    ],
+    [
+      'initialize capabilities (2025)',
+      (deep) =>
+        `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"${LEGACY_VERSION}","capabilities":{"experimental":${deep}},"clientInfo":{"name":"x","version":"1"}}}`,
+      () => ({}),
+    ],
+    [
+      'params.arguments of tools/call (2025)',
+      (deep) =>
+        `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"create_note","arguments":{"title":"t","x":${deep}}}}`,
+      legacy,
+    ],
+    [
+      '_meta (2025)',
+      (deep) =>
+        `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"progressToken":1,"x":${deep}}}}`,
+      legacy,
+    ],
+    [
+      'a posted answer result (2025)',
+      (deep) => `{"jsonrpc":"2.0","id":"e1","result":{"action":"accept","content":${deep}}}`,
+      legacy,
+    ],
+  ]
+
+  const CASES = PLACES.flatMap(([place, wrap, headers]) =>
+    (['arrays', 'objects'] as const).map(
+      (shape) =>
+        [
+          `${LEVELS.toLocaleString('en')} levels of ${shape} in ${place}`,
+          shape,
+          wrap,
+          headers,
+        ] as const
+    )
+  )
+
+  it.each(CASES)('refuses %s with 400 -32700', async (_name, shape, wrap, headers) => {
+    const body = wrap(nest[shape](LEVELS))
+    expect(body.length).toBeLessThan(1024 * 1024)
+    const response = await send(body, headers())
+    expect(response.status).toBe(400)
+    expect(await response.json()).toStrictEqual({
+      jsonrpc: '2.0',
+      id: null,
+      error: {
+        code: -32700,
+        message: `Parse error: the request body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels.`,
+        data: { maxDepth: MAX_JSON_DEPTH },
+      },
+    })
+  })
+
+  it('serves a body nested exactly to the bound, in both eras', async () => {
+    // body, params, arguments: three levels around the value.
+    const atBound = (shape: 'arrays' | 'objects') => nest[shape](MAX_JSON_DEPTH - 3)
+    for (const shape of ['arrays', 'objects'] as const) {
+      const modernCall = await send(
+        `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"create_note","arguments":{"title":"t","x":${atBound(shape)}},"_meta":${meta}}}`,
+        modern('tools/call', 'create_note')
+      )
+      expect(modernCall.status).toBe(200)
+      expect((await modernCall.json()).result).toMatchObject({
+        isError: true,
+        content: [{ text: expect.stringMatching(/Unrecognized key: "x"/) }],
+      })
+      const legacyCall = await send(
+        `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"create_note","arguments":{"title":"t","x":${atBound(shape)}}}}`,
+        legacy()
+      )
+      expect(legacyCall.status).toBe(200)
+      expect(await legacyCall.text()).toMatch(/Unrecognized key: \\"x\\"/)
+      // One level more is refused.
+      const over = await send(
+        `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"create_note","arguments":{"title":"t","x":${nest[shape](MAX_JSON_DEPTH - 2)}},"_meta":${meta}}}`,
+        modern('tools/call', 'create_note')
+      )
+      expect(over.status).toBe(400)
+      expect((await over.json()).error.code).toBe(-32700)
+    }
+    // A 2025 session whose client capabilities (objects of objects) nest to the bound is sealed into
+    // its id and served.
+    const initialize = await send(
+      `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"${LEGACY_VERSION}","capabilities":{"experimental":${nest.objects(MAX_JSON_DEPTH - 4, '{}')}},"clientInfo":{"name":"x","version":"1"}}}`,
+      {}
+    )
+    expect(initialize.status).toBe(200)
+    const deepSession = initialize.headers.get(HEADER_SESSION_ID)
+    expect(deepSession).toBeTruthy()
+    const ping = await send('{"jsonrpc":"2.0","id":2,"method":"ping"}', {
+      'mcp-protocol-version': LEGACY_VERSION,
+      [HEADER_SESSION_ID]: deepSession!,
+    })
+    expect(ping.status).toBe(200)
+  })
+
+  it('still serves after all of it, with nothing unhandled logged', async () => {
+    expect(deepServer.process.exitCode).toBeNull()
+    expect(deepServer.output()).not.toMatch(/unhandled|call stack/i)
+    const response = await send(
+      JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/list', params: { _meta: META } }),
+      modern('tools/list')
+    )
+    expect(response.status).toBe(200)
   })
 })

@@ -8,8 +8,11 @@
  *   modern, so the modern envelope answers it exactly as before (a request then gets its -32602
  *   "params._meta is required"; a notification its 202);
  * - a batch is modern if any element is (the modern envelope then refuses the batch), else 2025-era;
+ *   batches do not nest, so an element that is itself an array is no message, hence modern;
  * - anything that is not a JSON-RPC message at all is modern, so it gets the modern envelope's error.
- * GET and DELETE are 2025-era by definition and never reach this function.
+ * GET and DELETE are 2025-era by definition and never reach this function. It looks at most one level
+ * into a batch and never recurses, whatever the value's depth (the body's nesting is bounded before,
+ * by `parseJson`).
  */
 import {
   HEADER_PROTOCOL_VERSION,
@@ -25,11 +28,15 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 
 export function classifyMessage(message: unknown, headers: Headers): Era {
   if (Array.isArray(message)) {
-    return message.length > 0 &&
-      message.every((item) => classifyMessage(item, headers) === 'legacy')
+    return message.length > 0 && message.every((item) => classifyOne(item, headers) === 'legacy')
       ? 'legacy'
       : 'modern'
   }
+  return classifyOne(message, headers)
+}
+
+/** The era of one value that should be a single JSON-RPC message (an array is not one). */
+function classifyOne(message: unknown, headers: Headers): Era {
   if (!isRecord(message)) return 'modern'
   if (typeof message.method !== 'string') {
     // A reply to a server→client request: only 2025 sessions have that channel.
