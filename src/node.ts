@@ -9,6 +9,9 @@
  * `OTEL_*` variable or METRICS_PORT set it loads telemetry (`telemetry/node.ts`, a dynamic import:
  * without them nothing of OpenTelemetry is loaded) and prints where it exports. On SIGINT/SIGTERM it
  * ends listen streams gracefully, releases its tasks' leases, flushes telemetry and closes the store.
+ * Run as the entry it starts at once; {@link runNodeServer} is the same start for another entry
+ * that wraps the store (the fault-injection replica of the tests and the load test,
+ * `scripts/support/held-import-replica.ts`), so no switch in here changes how it runs.
  */
 import { serve } from '@hono/node-server'
 import { join } from 'node:path'
@@ -67,7 +70,13 @@ async function startTelemetry(config: Config): Promise<NodeTelemetry | undefined
   return telemetry
 }
 
-async function main(): Promise<void> {
+/** What an entry other than this one may change of the server {@link runNodeServer} starts. */
+export interface NodeServerOptions {
+  /** Wraps the store, once it is migrated; the server uses only what this answers. */
+  wrapStore?: (store: NotesStore) => NotesStore
+}
+
+async function main(options: NodeServerOptions): Promise<void> {
   const config = parseConfig(process.env)
   assertSafeExposure(config)
   const telemetry = await startTelemetry(config)
@@ -83,10 +92,11 @@ async function main(): Promise<void> {
   }
   const sealer = await createNodeSealer(parseKeyRing(keyText), config.stateTtlSeconds)
 
-  const store: NotesStore = config.databaseUrl
+  const opened: NotesStore = config.databaseUrl
     ? new PostgresNotesStore({ url: config.databaseUrl })
     : new SqliteNotesStore({ path: join(config.dataDir, 'notes.db') })
-  await store.migrate()
+  await opened.migrate()
+  const store = options.wrapStore ? options.wrapStore(opened) : opened
   const stopSweeps = startExpirySweeps(store, { logger: consoleLogger })
 
   // With PostgreSQL, list changes and resource updates reach listen streams on every replica.
@@ -133,11 +143,19 @@ async function main(): Promise<void> {
   process.once('SIGTERM', stop)
 }
 
-main().catch((error: unknown) => {
-  console.error(
-    error instanceof ConfigError
-      ? error.message
-      : `notes-mcp failed to start: ${error instanceof Error ? error.message : String(error)}`
-  )
-  process.exit(1)
-})
+/**
+ * Starts the server from the environment, as `npm start` does; a failure to start is printed and
+ * exits the process with 1.
+ */
+export function runNodeServer(options: NodeServerOptions = {}): void {
+  main(options).catch((error: unknown) => {
+    console.error(
+      error instanceof ConfigError
+        ? error.message
+        : `notes-mcp failed to start: ${error instanceof Error ? error.message : String(error)}`
+    )
+    process.exit(1)
+  })
+}
+
+if (import.meta.main) runNodeServer()

@@ -3,18 +3,24 @@
  * ring and one SQLite file. A task created on one replica is polled, answered and cancelled through
  * the other; and a replica SIGKILLed while it runs an `import_notes` task of 2,000 notes leaves the
  * task to the other replica, which takes its lease over once it runs out and finishes it: exactly
- * 2,000 notes, none twice. Driven over HTTP as a client does (`tasks/get` polling).
+ * 2,000 notes, none twice. The killed replica is the notes server with an import hold
+ * (`held-import`, see `scripts/support/import-hold.ts`): its import writes one batch and then waits
+ * at the hold, so the kill lands mid-import whatever the machine's speed. Driven over HTTP as a
+ * client does (`tasks/get` polling).
  */
 import { DatabaseSync } from 'node:sqlite'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { formatKeyRing, generateKey } from '../../src/mcp/key-ring.ts'
 import type { JsonObject } from '../support/mcp-request.ts'
-import { startServer, tempDataDir, type ServerProcess } from '../support/server-process.ts'
+import { holdOf, startServer, tempDataDir, type ServerProcess } from '../support/server-process.ts'
 import { TASKS, TASKS_AND_FORMS, isTerminal, rpcAt, waitForTask } from '../support/tasks.ts'
+import { within } from '../support/within.ts'
 
 /** Notes the import creates. */
 const IMPORTED = 2_000
+/** The import's store calls let through before the hold: its first batch (100 notes). */
+const CALLS_BEFORE_HOLD = 1
 /** Longest a takeover may take: the dead replica's lease (10 s) plus a sweep or two, with room. */
 const TAKEOVER_MS = 60_000
 
@@ -26,7 +32,7 @@ let ids = 0
 beforeAll(async () => {
   dataDir = await tempDataDir('notes-mcp-task-replicas-')
   const env = { DATA_DIR: dataDir, STATE_KEYS: formatKeyRing([generateKey()]) }
-  a = await startServer('notes', { ...env, REPLICA_ID: 'task-a' })
+  a = await startServer('held-import', { ...env, REPLICA_ID: 'task-a' })
   b = await startServer('notes', { ...env, REPLICA_ID: 'task-b' })
 }, 60_000)
 
@@ -95,36 +101,27 @@ describe('tasks on two replicas sharing one SQLite file', () => {
         { length: IMPORTED },
         (_, i) => `# Kill ${i + 1}\n\nNote ${i + 1} of the killed import.\n`
       ).join('\n')
-      const db = new DatabaseSync(join(dataDir, 'notes.db'), { timeout: 10_000 })
-      const imported = db.prepare("SELECT count(*) AS n FROM notes WHERE title LIKE 'Kill %'")
-      const status = db.prepare('SELECT status FROM tasks WHERE id = ?')
+      // Replica A runs the import: it writes its first batch, then waits at the hold, where it is
+      // SIGKILLed. What the store holds then is what the takeover starts from.
+      const hold = holdOf(a)
+      await hold.arm(CALLS_BEFORE_HOLD)
       const created = await call(a, 'import_notes', { markdown })
       expect(created.resultType).toBe('task')
-      // Replica A runs the import. Step it with the database's write lock: take the lock, look, let
-      // go long enough for A to commit a transaction or two, and take it again. Once part of the
-      // notes exist, A is SIGKILLed while the lock keeps it from going on.
-      let atKill: { n: number; status: string } | undefined
-      try {
-        while (!atKill) {
-          db.exec('BEGIN IMMEDIATE')
-          const n = Number(imported.get()!.n)
-          const now = String(status.get(created.taskId)!.status)
-          if (n > 0 || now !== 'working') {
-            atKill = { n, status: now }
-            const exited = new Promise((resolve) => a.process.once('exit', resolve))
-            a.process.kill('SIGKILL')
-            await exited
-          }
-          db.exec('ROLLBACK')
-          if (!atKill) await new Promise((resolve) => setTimeout(resolve, 3))
-        }
-      } finally {
-        if (db.isTransaction) db.exec('ROLLBACK')
-        db.close()
+      const { created: beforeKill } = await within(hold.held(), 'the import to reach the hold')
+      const exited = new Promise((resolve) => a.process.once('exit', resolve))
+      a.process.kill('SIGKILL')
+      await exited
+      const db = new DatabaseSync(join(dataDir, 'notes.db'), { readOnly: true })
+      const atKill = {
+        n: Number(db.prepare("SELECT count(*) AS n FROM notes WHERE title LIKE 'Kill %'").get()!.n),
+        status: String(
+          db.prepare('SELECT status FROM tasks WHERE id = ?').get(created.taskId)!.status
+        ),
       }
-      expect(atKill.status, 'the import finished before it could be interrupted').toBe('working')
-      expect(atKill.n).toBeGreaterThan(0)
-      expect(atKill.n).toBeLessThan(IMPORTED)
+      db.close()
+      expect(atKill).toEqual({ n: beforeKill, status: 'working' })
+      expect(beforeKill).toBeGreaterThan(0)
+      expect(beforeKill).toBeLessThan(IMPORTED)
 
       const done = await waitForTask(() => getTask(b, created.taskId), isTerminal, 'the takeover', {
         ms: TAKEOVER_MS,

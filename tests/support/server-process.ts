@@ -1,14 +1,18 @@
 /**
  * @module tests/support/server-process
- * Starts real server processes for end-to-end tests: `src/node.ts` (the notes server) or the
- * conformance fixture, on 127.0.0.1 and a free port (or the `PORT` the environment names, to restart
- * a server where its clients expect it), with the environment a test gives (data directory, key ring,
- * replica id). Resolves once the process prints its URL; `stop()` ends it.
+ * Starts real server processes for end-to-end tests: `src/node.ts` (the notes server), the notes
+ * server whose imports a test can hold mid-way (`held-import`: `scripts/support/held-import-replica.ts`,
+ * spawned with its IPC channel; `holdOf(server)` is that hold) or the conformance fixture, on
+ * 127.0.0.1 and a free port (or the `PORT` the environment names, to restart a server where its
+ * clients expect it), with the environment a test gives (data directory, key ring, replica id).
+ * Resolves once the process prints its URL; `stop()` ends it.
  * The tests' one import for local resources too: `freePort` and `tempDataDir` are the scripts'
  * (`scripts/support/local-resources.ts`), re-exported so tests never reach into `scripts/` for them.
  */
-import { spawn, type ChildProcess } from 'node:child_process'
+import { spawn, type ChildProcess, type ChildProcessByStdio } from 'node:child_process'
+import type { Readable } from 'node:stream'
 import { join } from 'node:path'
+import { IPC_STDIO, ImportHold } from '../../scripts/support/import-hold.ts'
 import { freePort } from '../../scripts/support/local-resources.ts'
 
 export { freePort, tempDataDir } from '../../scripts/support/local-resources.ts'
@@ -24,17 +28,28 @@ export interface ServerProcess {
   stop(): Promise<void>
 }
 
+const ENTRIES = {
+  notes: 'src/node.ts',
+  'held-import': 'scripts/support/held-import-replica.ts',
+  fixture: 'tests/conformance/fixture-server.ts',
+} as const
+
+/** The import hold of a server started as `held-import`. */
+export function holdOf(server: ServerProcess): ImportHold {
+  return new ImportHold(server.process)
+}
+
 export async function startServer(
-  entry: 'notes' | 'fixture',
+  entry: keyof typeof ENTRIES,
   env: Record<string, string> = {}
 ): Promise<ServerProcess> {
   const port = env.PORT ? Number(env.PORT) : await freePort()
-  const script = entry === 'notes' ? 'src/node.ts' : 'tests/conformance/fixture-server.ts'
-  const child = spawn(process.execPath, [join(root, script)], {
+  // Output piped either way (the IPC channel is a fourth descriptor): the cast says so to the types.
+  const child = spawn(process.execPath, [join(root, ENTRIES[entry])], {
     cwd: root,
     env: { ...process.env, HOST: '127.0.0.1', PORT: String(port), ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
+    stdio: entry === 'held-import' ? IPC_STDIO : ['ignore', 'pipe', 'pipe'],
+  }) as ChildProcessByStdio<null, Readable, Readable>
   let output = ''
   child.stdout.on('data', (chunk) => (output += chunk))
   child.stderr.on('data', (chunk) => (output += chunk))
