@@ -70,6 +70,12 @@ export interface DispatchEnv<App> extends ContextInput<App> {
   headers?: Headers
   /** Serves the tasks extension (`tasks/*`, and `tools/call` of `task` tools); absent: no tasks. */
   tasks?: TaskEngine<App>
+  /**
+   * The caller's scopes as the HTTP layer reports them (`McpHttpInput`; absent without auth), for the
+   * checks that only a record can decide: the scopes of a task's tool (`tasks/engine.ts`).
+   */
+  grantedScopes?: ReadonlySet<string>
+  baseScopes?: readonly string[]
   /** This request's telemetry (`telemetry/observer.ts`), when telemetry is on. */
   observation?: RequestObservation
 }

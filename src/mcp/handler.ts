@@ -5,14 +5,15 @@
  * the era (`legacy/classify.ts`): 2025-era messages, and GET/DELETE of 2025 sessions, go to
  * `legacy/handler.ts` when `legacy` is configured (else non-POST methods are a 405). With `tasks` it
  * serves the tasks extension on the modern era (`tasks/engine.ts`) and starts this replica's
- * takeover loop. For 2026-07-28 it
- * owns the order of the pipeline after the HTTP layer (Origin/Host, body size and authentication are
- * the route's job): envelope →
- * notification (202) → method known and advertised (404 + -32601) → dispatch → stamp `resultType`,
- * `_meta` serverInfo and cache hints → JSON or SSE. Every failure after parsing, serialising the
- * result included, becomes a JSON-RPC error body that echoes the request id (anything but an
- * `McpError` as -32603 without detail, its cause logged), with its status from the one table in
- * `errors.ts`; nothing thrown inside reaches the client as a stack trace, and what escapes this
+ * takeover loop. For 2026-07-28 it owns the order of the pipeline after the HTTP layer (Origin/Host,
+ * body size and authentication are the route's job): envelope → notification (the base scopes, then
+ * 202) → method known and advertised (404 + -32601) → scopes (403, `scopes.ts`) → dispatch → stamp
+ * `resultType`, `_meta` serverInfo and cache hints → JSON or SSE. Every failure after parsing,
+ * serialising the result included, becomes a JSON-RPC error body that echoes the request id (anything
+ * but an `McpError` as -32603 without detail, its cause logged), with its status from the one table
+ * in `errors.ts` — except scopes found lacking once a method is under way (`InsufficientScopeError`:
+ * a task's tool's, known from its record), answered with the same 403 challenge as the check before
+ * dispatch. Nothing thrown inside reaches the client as a stack trace, and what escapes this
  * handler is answered by `http/app.ts`. Results that depend only on the compiled server (discover, and
  * the pages the server cuts of its static lists) are serialised once: one cache entry per such page,
  * whatever cursors clients send. With `telemetry`, every message read is observed (its span, parented
@@ -34,8 +35,14 @@ import type { EventBus } from './events.ts'
 import { META_SERVER_INFO, METHODS, TASKS_EXTENSION } from './protocol.ts'
 import type { StateSealer } from './sealed-state.ts'
 import { withExtension, type CompiledServer } from './server.ts'
-import { scopeChallenge } from './scopes.ts'
-import { Cancellation, ResponseChannel, jsonText, type FinalMessage } from './streaming.ts'
+import { InsufficientScopeError, scopeChallenge, scopeRefusal } from './scopes.ts'
+import {
+  Cancellation,
+  ResponseChannel,
+  finalMessageOf,
+  jsonText,
+  type FinalMessage,
+} from './streaming.ts'
 import { listen } from './subscriptions.ts'
 import { ListenParamsSchema, type JsonObject, type RequestId } from './wire.ts'
 import { classifyMessage } from './legacy/classify.ts'
@@ -191,6 +198,7 @@ export function createMcpHandler<App>(options: McpHandlerOptions<App>): McpHandl
   async function settle(
     request: McpRequest,
     env: DispatchEnv<App>,
+    input: McpHttpInput,
     cacheKey: string | undefined
   ): Promise<FinalMessage> {
     try {
@@ -203,6 +211,8 @@ export function createMcpHandler<App>(options: McpHandlerOptions<App>): McpHandl
       return { text: resultText(request.id, result), status: 200 }
     } catch (error) {
       env.observation?.failed(error)
+      if (error instanceof InsufficientScopeError)
+        return finalMessageOf(scopeRefusal(error.required, request.id, input))
       return errorMessage(request.id, error, logger)
     }
   }
@@ -265,6 +275,9 @@ export function createMcpHandler<App>(options: McpHandlerOptions<App>): McpHandl
         return legacy.post(message, input, observation)
       const parsed = parseMessage(message, headers)
       if (parsed.kind === 'notification') {
+        const notification = { id: null, method: parsed.method, params: {} }
+        const denied = scopeChallenge(server, notification, input, observation)
+        if (denied) return denied
         observation?.succeeded()
         return new Response(null, { status: 202 })
       }
@@ -284,11 +297,8 @@ export function createMcpHandler<App>(options: McpHandlerOptions<App>): McpHandl
         observation
       )
     }
-    const denied = scopeChallenge(server, request, input)
-    if (denied) {
-      observation?.failed({ code: ErrorCode.InvalidRequest })
-      return denied
-    }
+    const denied = scopeChallenge(server, request, input, observation)
+    if (denied) return denied
 
     const cancellation = new Cancellation(signal)
 
@@ -339,12 +349,14 @@ export function createMcpHandler<App>(options: McpHandlerOptions<App>): McpHandl
       logger,
       headers,
       tasks,
+      grantedScopes: input.grantedScopes,
+      baseScopes: input.baseScopes,
       observation,
     }
     return channel.respond(
       observation
-        ? observation.run(() => settle(request, env, cacheKey))
-        : settle(request, env, cacheKey)
+        ? observation.run(() => settle(request, env, input, cacheKey))
+        : settle(request, env, input, cacheKey)
     )
   }
 }

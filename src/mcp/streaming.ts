@@ -46,6 +46,13 @@ export const SSE_KEEPALIVE = encoder.encode(': keep-alive\n\n')
 export interface FinalMessage {
   text: string
   status: number
+  /** The headers to send it with as plain JSON, when not just its content type (a 403 challenge). */
+  headers?: Headers
+}
+
+/** A response decided elsewhere (the HTTP layer's scope challenge) as the final message of a request. */
+export async function finalMessageOf(response: Response): Promise<FinalMessage> {
+  return { text: await response.text(), status: response.status, headers: response.headers }
 }
 
 /**
@@ -130,11 +137,11 @@ export class ResponseChannel {
         resolve(this.#stream(final))
       }
       if (this.#buffered?.length) return this.#openStream()
-      final.then(({ text, status }) => {
+      final.then(({ text, status, headers }) => {
         if (!this.#openStream) return // already streaming: the stream sends it
         this.#openStream = undefined
         this.#buffered = undefined
-        resolve(jsonText(text, status))
+        resolve(headers ? new Response(text, { status, headers }) : jsonText(text, status))
       })
     })
   }

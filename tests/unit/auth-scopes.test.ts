@@ -167,6 +167,26 @@ describe('scopes per operation', () => {
     )
   })
 
+  it('refuses a notification without the base scope like any other message', async () => {
+    const notify = async (scope: string) =>
+      postMcp(baseApp, 'notifications/cancelled', {
+        params: { requestId: 1 },
+        patch: (message) => delete message.id,
+        headers: { authorization: `Bearer ${await signTestToken({ subject: 'alice', scope })}` },
+      })
+    const refused = await notify('notes:write')
+    expect(refused.status).toBe(403)
+    expect(refused.headers.get('www-authenticate')).toMatch(
+      /^Bearer error="insufficient_scope", scope="mcp", /
+    )
+    expect(await refused.json()).toMatchObject({
+      jsonrpc: '2.0',
+      id: null,
+      error: { code: -32600 },
+    })
+    expect((await notify('mcp')).status).toBe(202)
+  })
+
   it('asks for the baseline in the 401 and the metadata, base scope first, never offline_access', async () => {
     const response = await postMcp(baseApp, 'tools/list')
     expect(response.headers.get('www-authenticate')).toBe(

@@ -9,7 +9,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { createApp } from '../../src/app.ts'
-import { LOCAL_PRINCIPAL } from '../../src/auth/bearer.ts'
+import { LOCAL_PRINCIPAL, tokenPrincipal } from '../../src/auth/bearer.ts'
 import { parseConfig } from '../../src/config.ts'
 import type { McpLogger } from '../../src/mcp/dispatch.ts'
 import { InProcessEventBus } from '../../src/mcp/events.ts'
@@ -29,6 +29,7 @@ import { parseImport } from '../../src/notes/task-tools.ts'
 import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
 import { expectError, expectResult, postMcp, type JsonObject } from '../support/mcp-request.ts'
 import { TASKS, TASKS_AND_FORMS, isTerminal, waitForTask } from '../support/tasks.ts'
+import { TEST_AUTH_ENV, signTestToken } from '../support/test-tokens.ts'
 
 const sealer = StateSealer.create({
   keyRing: await importKeyRing([generateKey()]),
@@ -41,10 +42,12 @@ let shutdown: AbortController
 let app: ReturnType<typeof createApp>
 let ids = 0
 
-async function notesApp(): Promise<{ store: SqliteNotesStore; app: ReturnType<typeof createApp> }> {
+async function notesApp(
+  env: Record<string, string> = {}
+): Promise<{ store: SqliteNotesStore; app: ReturnType<typeof createApp> }> {
   const own = new SqliteNotesStore({ path: ':memory:' })
   await own.migrate()
-  const built = createApp(parseConfig({}), {
+  const built = createApp(parseConfig(env), {
     store: own,
     sealer,
     bus: new InProcessEventBus(),
@@ -388,5 +391,145 @@ describe('export_notes', () => {
 
   it('needs notes:read', () => {
     expect(createNotesServer().tools.get('export_notes')?.definition.scopes).toEqual(READ)
+  })
+})
+
+describe('scopes of the task operations', () => {
+  const alice = tokenPrincipal(TEST_AUTH_ENV.AUTH_ISSUER, 'alice')
+  const METADATA = 'http://127.0.0.1:8787/.well-known/oauth-protected-resource/mcp'
+  let own: Awaited<ReturnType<typeof notesApp>>
+  beforeEach(async () => {
+    own = await notesApp(TEST_AUTH_ENV)
+  })
+  afterEach(() => own.store.close())
+
+  /** One request of alice's with a token granting `scope` (none at all when absent). */
+  async function asAlice(
+    scope: string | undefined,
+    method: string,
+    params: JsonObject,
+    capabilities: object = TASKS_AND_FORMS
+  ): Promise<Response> {
+    const token = await signTestToken({ subject: 'alice', scope })
+    return postMcp(own.app, method, {
+      id: ++ids,
+      params,
+      capabilities,
+      headers: { authorization: `Bearer ${token}` },
+    })
+  }
+  const resultOf = async (response: Response) => expectResult(response, ids)
+  const startTask = async (scope: string, name: string, args: JsonObject) =>
+    (await resultOf(await asAlice(scope, 'tools/call', { name, arguments: args }))).taskId as string
+  const getAs = async (scope: string, taskId: string) =>
+    resultOf(await asAlice(scope, 'tasks/get', { taskId }, TASKS))
+
+  /** The 403 step-up naming `scopes`; answers the body, which must hold nothing of the task. */
+  async function expectStepUp(response: Response, scopes: string): Promise<string> {
+    expect(response.status).toBe(403)
+    expect(response.headers.get('www-authenticate')).toBe(
+      `Bearer error="insufficient_scope", scope="${scopes}", error_description="This operation needs the scope(s) ${scopes}.", resource_metadata="${METADATA}"`
+    )
+    expect(response.headers.get('cache-control')).toBe('no-store')
+    const body = await response.text()
+    expect(JSON.parse(body)).toEqual({
+      jsonrpc: '2.0',
+      id: ids,
+      error: { code: -32600, message: `Forbidden: This operation needs the scope(s) ${scopes}.` },
+    })
+    return body
+  }
+
+  /** An import of alice's parked on its conflict question about "Alpha". */
+  async function parkedImport(): Promise<{ taskId: string; alpha: Note }> {
+    const alpha = await own.store.create(
+      alice,
+      { title: 'Alpha', body: 'old', tags: [] },
+      Date.now()
+    )
+    const taskId = await startTask('notes:write', 'import_notes', {
+      markdown: '# Alpha\n\nnew alpha\n',
+    })
+    await waitForTask(
+      () => getAs('notes:write', taskId),
+      (task) => task.status === 'input_required',
+      'input_required'
+    )
+    return { taskId, alpha }
+  }
+  const OVERWRITE = { 'conflicts-1': { action: 'accept', content: { resolution: 'overwrite' } } }
+
+  it('answers tasks/get of an export only to a token with notes:read, never its bundle to one without', async () => {
+    await own.store.create(alice, { title: 'Diary', body: 'a private entry', tags: [] }, Date.now())
+    const taskId = await startTask('notes:read', 'export_notes', {})
+    const done = await waitForTask(() => getAs('notes:read', taskId), isTerminal, 'the export')
+    expect(done.result.content[1].resource.text).toContain('a private entry')
+    for (const scope of [undefined, 'profile']) {
+      const body = await expectStepUp(
+        await asAlice(scope, 'tasks/get', { taskId }, TASKS),
+        'notes:read'
+      )
+      expect(body).not.toContain('private entry')
+    }
+  })
+
+  it('refuses tasks/update of an import to a token without notes:write, applying nothing; the writer’s answer is applied', async () => {
+    const { taskId, alpha } = await parkedImport()
+    for (const scope of [undefined, 'notes:read']) {
+      const refused = await asAlice(
+        scope,
+        'tasks/update',
+        { taskId, inputResponses: OVERWRITE },
+        TASKS
+      )
+      await expectStepUp(refused, 'notes:write')
+    }
+    const record = await own.store.getTask(taskId)
+    expect(record).toMatchObject({ status: 'input_required' })
+    expect(record?.inputResponses).toBeUndefined()
+    await expectStepUp(await asAlice('notes:read', 'tasks/get', { taskId }, TASKS), 'notes:write')
+    expect(await own.store.get(alice, alpha.id)).toMatchObject({ body: 'old', version: 1 })
+
+    await resultOf(
+      await asAlice('notes:write', 'tasks/update', { taskId, inputResponses: OVERWRITE }, TASKS)
+    )
+    const done = await waitForTask(() => getAs('notes:write', taskId), isTerminal, 'the import')
+    expect(done.result.structuredContent).toMatchObject({ overwritten: 1 })
+    expect(await own.store.get(alice, alpha.id)).toMatchObject({ body: 'new alpha', version: 2 })
+  })
+
+  it('refuses tasks/cancel to a token without the tool’s scopes: the task goes on; the writer’s cancel ends it', async () => {
+    const { taskId } = await parkedImport()
+    for (const scope of [undefined, 'notes:read']) {
+      await expectStepUp(await asAlice(scope, 'tasks/cancel', { taskId }, TASKS), 'notes:write')
+    }
+    expect(await own.store.getTask(taskId)).toMatchObject({ status: 'input_required' })
+    expect((await own.store.getTask(taskId))?.cancelRequested).toBeFalsy()
+    await resultOf(await asAlice('notes:write', 'tasks/cancel', { taskId }, TASKS))
+    expect(await getAs('notes:write', taskId)).toMatchObject({ status: 'cancelled' })
+  })
+
+  it('names the base scope with the tool’s in the one challenge', async () => {
+    await own.store.close()
+    own = await notesApp({ ...TEST_AUTH_ENV, AUTH_REQUIRED_SCOPE: 'mcp' })
+    const taskId = await startTask('mcp notes:read', 'export_notes', {})
+    await expectStepUp(await asAlice('mcp', 'tasks/get', { taskId }, TASKS), 'mcp notes:read')
+    // Without the base scope the request is refused before the task is looked up.
+    await expectStepUp(await asAlice('notes:read', 'tasks/get', { taskId }, TASKS), 'mcp')
+    expect((await getAs('mcp notes:read', taskId)).taskId).toBe(taskId)
+  })
+
+  it('answers another caller’s task with the same -32602 as an unknown id, whatever the scopes', async () => {
+    const taskId = await startTask('notes:read', 'export_notes', {})
+    const bob = `Bearer ${await signTestToken({ subject: 'bob' })}`
+    for (const id of [taskId, 'no-such-task']) {
+      const response = await postMcp(own.app, 'tasks/get', {
+        id: ++ids,
+        params: { taskId: id },
+        capabilities: TASKS,
+        headers: { authorization: bob },
+      })
+      await expectError(response, { status: 200, code: -32602, id: ids })
+    }
   })
 })

@@ -4,7 +4,7 @@
  * except the browser: valid, expired, not-yet-valid, other-issuer, other-audience, `alg: none`,
  * HS256-with-the-public-key, tampered and URL tokens; an unknown `kid` refused, then known after the
  * authorization server rotates its keys, with the JWKS fetched by `fetch` once per isolate; the 403
- * step-up naming `notes:write`; alice's note hidden from bob by id, URI, search and completion; bob's
+ * step-up naming `notes:write`, and the scopes of a task's tool on `tasks/get` and `tasks/cancel`; alice's note hidden from bob by id, URI, search and completion; bob's
  * replay of her `requestState` refused; and the approval page deciding only for the signed-in owner
  * (bob 403 and pending, then alice approves), with the session cookie a completed sign-in sets. And
  * the safe default: without auth, a request under a public name is refused unless ALLOW_UNAUTHENTICATED=1.
@@ -31,6 +31,7 @@ import { importKeyRing, parseKeyRing } from '../../src/mcp/key-ring.ts'
 import { StateSealer } from '../../src/mcp/sealed-state.ts'
 import worker from '../../src/worker.ts'
 import { mcpInit, type JsonObject } from '../support/mcp-request.ts'
+import { TASKS, isTerminal, waitForTask } from '../support/tasks.ts'
 
 const ORIGIN = 'http://127.0.0.1'
 const ISSUER = 'https://as.test'
@@ -215,6 +216,38 @@ describe('authorization inside workerd', () => {
     expect(response.headers.get('www-authenticate')).toMatch(
       /^Bearer error="insufficient_scope", scope="notes:write", /
     )
+  })
+
+  it('answers tasks/get and tasks/cancel of a task only to a token with the scopes of its tool', async () => {
+    const send = (authorization: string, method: string, params: JsonObject) =>
+      worker.fetch(
+        new Request(
+          `${ORIGIN}/mcp`,
+          mcpInit(method, { params, capabilities: TASKS, headers: { authorization } })
+        ),
+        bindings
+      )
+    const reader = await as('alice', 'notes:read')
+    const created = await result(
+      await send(reader, 'tools/call', { name: 'export_notes', arguments: {} })
+    )
+    expect(created.resultType).toBe('task')
+    const taskId = created.taskId as string
+    const scopeless = await as('alice', '')
+    for (const method of ['tasks/get', 'tasks/cancel']) {
+      const refused = await send(scopeless, method, { taskId })
+      expect(refused.status, method).toBe(403)
+      expect(refused.headers.get('www-authenticate')).toMatch(
+        /^Bearer error="insufficient_scope", scope="notes:read", /
+      )
+      expect(await refused.text()).not.toContain('resource')
+    }
+    const done = await waitForTask(
+      async () => result(await send(reader, 'tasks/get', { taskId })),
+      isTerminal,
+      'the export'
+    )
+    expect(done.status).toBe('completed')
   })
 
   it("keeps alice's note from bob by id, note:// URI, search and completion", async () => {

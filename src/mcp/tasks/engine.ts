@@ -5,7 +5,10 @@
  * replica, is stored before `CreateTaskResult` is answered), and answers `tasks/get`, `tasks/update`
  * and `tasks/cancel` from the shared store, so any replica answers them. Every method first needs
  * the extension declared in the request's own `_meta` (-32021, before the params are read), then a
- * task of the caller: an unknown, expired, or other principal's id answers the same -32602.
+ * task of the caller: an unknown, expired, or other principal's id answers the same -32602. Then,
+ * with auth, the scopes of the tool that created the task (the base scopes and the tool's own: what
+ * it needs to act, so also to answer its questions, read its result or cancel it): too few throw
+ * `InsufficientScopeError`, which `handler.ts` answers with the 403 challenge, nothing changed.
  * - `tasks/update` keeps the answers to outstanding keys only (others are ignored, values unread),
  *   removes those keys from `inputRequests` before it acknowledges, and once none is left makes the
  *   task runnable, claiming it for this replica when it has room (else any replica's takeover
@@ -41,6 +44,12 @@ import { METHODS } from '../protocol.ts'
 import { randomBase64url } from '../random.ts'
 import type { Journal } from '../replay.ts'
 import type { StateBinding } from '../sealed-state.ts'
+import {
+  InsufficientScopeError,
+  missingScopes,
+  requiredScopes,
+  type ScopeGrant,
+} from '../scopes.ts'
 import type { CompiledServer } from '../server.ts'
 import {
   TERMINAL_TASK_STATUSES,
@@ -137,7 +146,14 @@ function positiveInteger(name: string, value: number, max = Number.MAX_SAFE_INTE
   return value
 }
 
+/** Who asks about a task: the owner binding tasks are kept for, and the scopes the caller holds. */
+interface TaskCaller {
+  owner: string
+  grant: Pick<ScopeGrant, 'grantedScopes' | 'baseScopes'>
+}
+
 export class TaskEngine<App> {
+  readonly #server: CompiledServer<App>
   readonly #store: TaskStore
   readonly #runner: TaskRunner<App>
   readonly #scheduler: TaskScheduler | undefined
@@ -159,6 +175,7 @@ export class TaskEngine<App> {
         'takeoverIntervalMs must be 0 with a scheduler: its runners take tasks over'
       )
     }
+    this.#server = server
     this.#store = options.store
     this.#scheduler = options.scheduler
     this.#logger = logger
@@ -248,22 +265,22 @@ export class TaskEngine<App> {
   /** `tasks/get`, `tasks/update` and `tasks/cancel`. */
   async serve(request: McpRequest, env: DispatchEnv<App>): Promise<DispatchResult> {
     if (!declaresTasks(request.clientCapabilities)) throw tasksCapabilityMissing(request.method)
-    const owner = callerBinding(env.principal, env.client)
+    const caller = { owner: callerBinding(env.principal, env.client), grant: env }
     switch (request.method) {
       case METHODS.tasksGet: {
         const { taskId } = parseParams(TaskIdParamsSchema, request.params)
-        const record = await this.#find(taskId, owner)
+        const record = await this.#find(taskId, caller)
         if (this.#scheduler && needsRunner(record, this.#now())) await this.#handOver(taskId)
         return { result: detailedTask(record) }
       }
       case METHODS.tasksUpdate: {
         const { taskId, inputResponses } = parseParams(UpdateTaskParamsSchema, request.params)
-        await this.#change(taskId, owner, (record) => this.#update(record, inputResponses))
+        await this.#change(taskId, caller, (record) => this.#update(record, inputResponses))
         return { result: {} }
       }
       case METHODS.tasksCancel: {
         const { taskId } = parseParams(TaskIdParamsSchema, request.params)
-        const record = await this.#change(taskId, owner, (record) => this.#cancel(record))
+        const record = await this.#change(taskId, caller, (record) => this.#cancel(record))
         this.#runner.cancel(taskId)
         const scheduler = this.#scheduler
         if (scheduler && record.cancelRequested && !TERMINAL_TASK_STATUSES.has(record.status))
@@ -275,10 +292,17 @@ export class TaskEngine<App> {
     }
   }
 
-  /** The caller's live task `id`; anything else answers the one not-found error. */
-  async #find(id: string, owner: string): Promise<TaskRecord> {
+  /**
+   * The caller's live task `id`; anything else answers the one not-found error. Only then, a caller
+   * lacking the scopes of the task's tool gets `InsufficientScopeError` (its existence is no news).
+   */
+  async #find(id: string, caller: TaskCaller): Promise<TaskRecord> {
     const record = await this.#store.getTask(id)
-    if (!record || record.owner !== owner || record.expiresAt <= this.#now()) throw taskNotFound()
+    if (!record || record.owner !== caller.owner || record.expiresAt <= this.#now())
+      throw taskNotFound()
+    const own = requiredScopes(this.#server, METHODS.toolsCall, { name: record.tool })
+    const required = missingScopes(own, caller.grant)
+    if (required) throw new InsufficientScopeError(required)
     return record
   }
 
@@ -290,11 +314,11 @@ export class TaskEngine<App> {
    */
   async #change(
     id: string,
-    owner: string,
+    caller: TaskCaller,
     decide: (record: TaskRecord) => TaskPatch | undefined
   ): Promise<TaskRecord> {
     for (let attempt = 0; attempt < MAX_CHANGE_ATTEMPTS; attempt++) {
-      const record = await this.#find(id, owner)
+      const record = await this.#find(id, caller)
       if (TERMINAL_TASK_STATUSES.has(record.status)) return record
       const patch = decide(record)
       if (!patch) return record
