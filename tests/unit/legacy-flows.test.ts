@@ -15,9 +15,16 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { createApp } from '../../src/app.ts'
 import { parseConfig } from '../../src/config.ts'
 import { createHttpApp } from '../../src/http/app.ts'
-import { InProcessEventBus, type EventBus, type ServerEvent } from '../../src/mcp/events.ts'
+import {
+  InProcessEventBus,
+  MAX_EVENT_ID_CHARS,
+  type EventBus,
+  type ServerEvent,
+} from '../../src/mcp/events.ts'
 import { createMcpHandler } from '../../src/mcp/handler.ts'
 import { generateKey, importKeyRing } from '../../src/mcp/key-ring.ts'
+import { HEADER_SESSION_ID } from '../../src/mcp/legacy/protocol.ts'
+import { MAX_ANSWER_ID_CHARS } from '../../src/mcp/legacy/rendezvous.ts'
 import { HEADER_PROTOCOL_VERSION } from '../../src/mcp/protocol.ts'
 import { StateSealer } from '../../src/mcp/sealed-state.ts'
 import { LOCAL_PRINCIPAL, tokenPrincipal } from '../../src/auth/bearer.ts'
@@ -30,10 +37,13 @@ import {
   TEST_AUTH_ENV,
   LegacySession,
   bearer,
+  initializeMessage,
+  postLegacy,
   startSession,
   type SseReader,
 } from '../support/legacy-request.ts'
 import { expectError, expectResult, readMessages, type JsonObject } from '../support/mcp-request.ts'
+import { signTestToken } from '../support/test-tokens.ts'
 
 const INVALID_REQUEST = -32600
 
@@ -108,7 +118,8 @@ async function startDelete(
       requestedSchema: { type: 'object', properties: { confirm: { type: 'boolean' } } },
     },
   })
-  expect(ask.id).toEqual(expect.stringMatching(/^s2c-[A-Za-z0-9_-]+$/))
+  // Random, and naming the call that asked: its answer needs that call's scopes.
+  expect(ask.id).toEqual(expect.stringMatching(/^s2c-[A-Za-z0-9_-]{16}\.tools\/call\.delete_note$/))
   return { stream, ask }
 }
 
@@ -236,7 +247,7 @@ describe('delete_note through server→client requests', () => {
 
   it('ignores an answer for an id nobody asked (202) and still takes the real one', async () => {
     const { noteId, session, stream, ask } = await deleteFlow('Unknown id')
-    await expectAccepted(session.answer('s2c-AAAAAAAAAAAAAAAA', ACCEPT))
+    await expectAccepted(session.answer('s2c-AAAAAAAAAAAAAAAA.tools/call.delete_note', ACCEPT))
     await expectAccepted(session.answer(`${ask.id}x`, ACCEPT))
     await expectAccepted(session.answer(ask.id, DECLINE))
     expect(await finalText(stream)).toBe('Kept the note.')
@@ -276,8 +287,12 @@ describe('delete_note through server→client requests', () => {
   it.each<[string, (id: string) => JsonObject]>([
     ['a numeric id', () => ({ jsonrpc: '2.0', id: 7, result: ACCEPT })],
     [
-      'an id of 65 characters',
-      () => ({ jsonrpc: '2.0', id: `s2c-${'A'.repeat(61)}`, result: ACCEPT }),
+      'an id longer than the bus carries',
+      (id) => ({ jsonrpc: '2.0', id: `${id}${'A'.repeat(MAX_ANSWER_ID_CHARS)}`, result: ACCEPT }),
+    ],
+    [
+      'an id that names no call',
+      () => ({ jsonrpc: '2.0', id: 's2c-AAAAAAAAAAAAAAAA', result: ACCEPT }),
     ],
     ['no jsonrpc member', (id) => ({ id, result: ACCEPT })],
   ])('refuses an answer with %s with 400 -32600', async (_case, answer) => {
@@ -452,8 +467,8 @@ describe('ending a flow early', () => {
   })
 
   // A JSON-RPC id may be any string: the cancellation must name the whole of it...
-  it('cancels a request whose id is longer than 64 characters', async () => {
-    const longId = `request-${'x'.repeat(92)}`
+  it('cancels a request whose id is longer than the bus carries', async () => {
+    const longId = `request-${'x'.repeat(MAX_EVENT_ID_CHARS)}`
     const { noteId, session, stream } = await deleteFlow('Long id', impatientApp, longId)
     expect((await session.notify('notifications/cancelled', { requestId: longId })).status).toBe(
       202
@@ -465,12 +480,136 @@ describe('ending a flow early', () => {
 
   // ...and only the whole of it.
   it('does not cancel a request whose id is only a prefix of the cancelled one', async () => {
-    const prefix = 'p'.repeat(64)
+    const prefix = 'p'.repeat(MAX_EVENT_ID_CHARS)
     const { session, stream, ask } = await deleteFlow('Prefix id', app, prefix)
     const cancelled = await session.notify('notifications/cancelled', { requestId: `${prefix}-2` })
     expect(cancelled.status).toBe(202)
     await expectAccepted(session.answer(ask.id, DECLINE))
     expect(await finalText(stream, prefix)).toBe('Kept the note.')
+  })
+})
+
+describe('scopes of answers, notifications and initialize', () => {
+  const alice = tokenPrincipal(TEST_AUTH_ENV.AUTH_ISSUER, 'alice')
+  const METADATA = 'http://127.0.0.1:8787/.well-known/oauth-protected-resource/mcp'
+  /** The notes app whose every operation also needs the base scope `mcp` (AUTH_REQUIRED_SCOPE). */
+  const baseApp = createApp(parseConfig({ ...TEST_AUTH_ENV, AUTH_REQUIRED_SCOPE: 'mcp' }), {
+    store,
+    sealer,
+    bus,
+  })
+  /** The Authorization header of a token of alice's granting `scope` (none at all when absent). */
+  const aliceWith = async (scope?: string) => ({
+    authorization: `Bearer ${await signTestToken({ subject: 'alice', scope })}`,
+  })
+
+  async function expectStepUp(response: Response, scopes: string, id: string | number | null) {
+    expect(response.status).toBe(403)
+    expect(response.headers.get('www-authenticate')).toBe(
+      `Bearer error="insufficient_scope", scope="${scopes}", error_description="This operation needs the scope(s) ${scopes}.", resource_metadata="${METADATA}"`
+    )
+    expect(response.headers.get(HEADER_SESSION_ID)).toBeNull()
+    expect(await response.json()).toEqual({
+      jsonrpc: '2.0',
+      id,
+      error: {
+        code: INVALID_REQUEST,
+        message: `Forbidden: This operation needs the scope(s) ${scopes}.`,
+      },
+    })
+  }
+
+  /** A note of alice's and her `delete_note` of it asking, on a session of a token granting `scope`. */
+  async function aliceDeletes(title: string, target: typeof app, scope: string) {
+    const noteId = await seed(title, alice)
+    const { session } = await startSession(target, {
+      capabilities: FORM_CLIENT,
+      headers: await aliceWith(scope),
+    })
+    return { noteId, session, ...(await startDelete(session, noteId, title)) }
+  }
+
+  it('refuses the answer of a token of the same caller without notes:write (403) and stores nothing', async () => {
+    const { noteId, session, stream, ask } = await aliceDeletes('Scoped', authApp, 'notes:write')
+    for (const scope of [undefined, 'notes:read'])
+      await expectStepUp(
+        await session.answer(ask.id, ACCEPT, await aliceWith(scope)),
+        'notes:write',
+        null
+      )
+    // Had a refused accept been stored, it would decide: the first answer counts.
+    await expectAccepted(session.answer(ask.id, DECLINE))
+    expect(await finalText(stream)).toBe('Kept the note.')
+    expect(await exists(noteId, alice)).toBe(true)
+  })
+
+  it('refuses a base-only or scopeless answer naming the base scope and the tool’s; the writer’s answer then deletes', async () => {
+    const { noteId, session, stream, ask } = await aliceDeletes('Base', baseApp, 'mcp notes:write')
+    for (const scope of [undefined, 'mcp', 'notes:write'])
+      await expectStepUp(
+        await session.answer(ask.id, ACCEPT, await aliceWith(scope)),
+        'mcp notes:write',
+        null
+      )
+    expect(await exists(noteId, alice)).toBe(true)
+    await expectAccepted(session.answer(ask.id, ACCEPT))
+    expect(await finalText(stream)).toBe('Deleted the note "Base".')
+    expect(await exists(noteId, alice)).toBe(false)
+  })
+
+  it('refuses an answer whose id was changed to name an operation without scopes: nothing is stored', async () => {
+    const { noteId, session, stream, ask } = await aliceDeletes('Renamed', authApp, 'notes:write')
+    const renamed = (ask.id as string).replace(
+      /\.tools\/call\.delete_note$/,
+      '.tools/call.list_tags'
+    )
+    expect(renamed).not.toBe(ask.id)
+    await expectAccepted(session.answer(renamed, ACCEPT, await aliceWith('notes:read')))
+    await expectAccepted(session.answer(ask.id, DECLINE))
+    expect(await finalText(stream)).toBe('Kept the note.')
+    expect(await exists(noteId, alice)).toBe(true)
+  })
+
+  it('refuses initialize without the base scope (403, no session)', async () => {
+    const refused = await postLegacy(baseApp, initializeMessage(), await aliceWith('notes:write'))
+    await expectStepUp(refused, 'mcp', 1)
+    const accepted = await postLegacy(baseApp, initializeMessage(), await aliceWith('mcp'))
+    expect(accepted.status).toBe(200)
+    expect(accepted.headers.get(HEADER_SESSION_ID)).toBeTruthy()
+  })
+
+  it('refuses notifications without the base scope: a refused notifications/cancelled cancels nothing', async () => {
+    const { noteId, session, stream, ask } = await aliceDeletes(
+      'Not cancelled',
+      baseApp,
+      'mcp notes:write'
+    )
+    const without = await aliceWith('notes:write')
+    await expectStepUp(
+      await session.notify('notifications/initialized', undefined, without),
+      'mcp',
+      null
+    )
+    await expectStepUp(
+      await session.notify('notifications/cancelled', { requestId: 'del' }, without),
+      'mcp',
+      null
+    )
+    await expectAccepted(session.answer(ask.id, ACCEPT))
+    expect(await finalText(stream)).toBe('Deleted the note "Not cancelled".')
+    expect(await exists(noteId, alice)).toBe(false)
+  })
+
+  it('refuses ping, logging/setLevel and resources/subscribe without the base scope', async () => {
+    const { session } = await startSession(baseApp, { headers: await aliceWith('mcp notes:write') })
+    const headers = await aliceWith('notes:write')
+    const cases: Array<[string, JsonObject | undefined, string]> = [
+      ['ping', undefined, 'mcp'],
+      ['logging/setLevel', { level: 'info' }, 'mcp'],
+      ['resources/subscribe', { uri: 'notes://help' }, 'mcp notes:read'],
+    ]
+    for (const [method, params, scopes] of cases)
+      await expectStepUp(await session.request(method, params, { id: 3, headers }), scopes, 3)
   })
 })
 

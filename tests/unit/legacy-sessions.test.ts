@@ -354,7 +354,10 @@ describe('session ids', () => {
     await expectRefusedEverywhere(app, session)
     for (const response of [
       await session.notify('notifications/initialized'),
-      await session.answer('s2c-anything', { action: 'accept', content: {} }),
+      await session.answer('s2c-AAAAAAAAAAAAAAAA.tools/call.delete_note', {
+        action: 'accept',
+        content: {},
+      }),
     ]) {
       await expectError(response, { status: 404, code: SESSION_NOT_FOUND, id: null })
     }

@@ -16,11 +16,12 @@ import { compileServer } from '../../src/mcp/server.ts'
 import { createNotesServer } from '../../src/notes/server.ts'
 import { NOTES_READ, NOTES_WRITE } from '../../src/notes/scopes.ts'
 import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
-import { initializeMessage } from '../support/legacy-request.ts'
+import { SseReader, initializeMessage } from '../support/legacy-request.ts'
 import { callMcp, type HandlerCallOptions } from '../support/mcp-request.ts'
 
 let ran = 0
-const { tool } = definitions<null>()
+const { tool, prompt } = definitions<null>()
+const okForm = z.object({ ok: z.boolean() })
 const server = compileServer<null>({
   info: { name: 'scoped', version: '1.0.0' },
   tools: [
@@ -37,8 +38,28 @@ const server = compileServer<null>({
       input: z.object({}),
       run: () => text('open'),
     }),
+    tool({
+      name: 'confirm_thing',
+      description: 'Needs write, and asks first.',
+      input: z.object({}),
+      scopes: ['things:write'],
+      async run(_args, ctx) {
+        const answer = await ctx.elicit('ok', { message: 'Write the thing?', schema: okForm })
+        return text(answer.action)
+      },
+    }),
   ],
-  scopes: { 'tools/list': ['things:list'] },
+  prompts: [
+    prompt({
+      name: 'ask_thing',
+      description: 'Asks first; prompts/get needs read.',
+      async get(_args, ctx) {
+        const answer = await ctx.elicit('ok', { message: 'Read the thing?', schema: okForm })
+        return { messages: [{ role: 'user', content: { type: 'text', text: answer.action } }] }
+      },
+    }),
+  ],
+  scopes: { 'tools/list': ['things:list'], 'prompts/get': ['things:read'] },
 })
 const sealer = StateSealer.create({ keyRing: await importKeyRing([generateKey()]) })
 const sessions = new SqliteNotesStore({ path: ':memory:' })
@@ -152,6 +173,68 @@ describe('per-operation scopes', () => {
     // The session outlived the refused DELETE; a granted one ends it.
     expect((await scoped('DELETE', ['things:base'])).status).toBe(204)
     expect((await scoped('DELETE', ['things:base'])).status).toBe(404)
+  })
+
+  it('needs the asking call’s scopes, base scopes included, for a 2025 answer: a tool’s or a method’s', async () => {
+    const grant = (scopes: string[]) => ({
+      principal: 'p',
+      grantedScopes: new Set(scopes),
+      baseScopes: ['things:base'],
+      insufficientScope: challenge,
+    })
+    const init = await handler({
+      body: JSON.stringify(initializeMessage({ capabilities: { elicitation: {} } })),
+      headers: new Headers({ 'content-type': 'application/json' }),
+      ...grant(['things:base']),
+    })
+    const headers = new Headers({
+      'content-type': 'application/json',
+      'mcp-session-id': init.headers.get('mcp-session-id') as string,
+    })
+    const post = (message: object, scopes: string[]) =>
+      handler({ body: JSON.stringify({ jsonrpc: '2.0', ...message }), headers, ...grant(scopes) })
+    for (const [method, name, own] of [
+      ['tools/call', 'confirm_thing', 'things:write'],
+      ['prompts/get', 'ask_thing', 'things:read'],
+    ] as const) {
+      const granted = ['things:base', own]
+      const stream = new SseReader(await post({ id: method, method, params: { name } }, granted))
+      const ask = (await stream.next()) as { id: string; method: string }
+      expect(ask.method, method).toBe('elicitation/create')
+      const answer = (scopes: string[]) =>
+        post({ id: ask.id, result: { action: 'accept', content: { ok: true } } }, scopes)
+      for (const scopes of [[], ['things:base'], [own]]) {
+        const refused = await answer(scopes)
+        expect(refused.status, `${method} with ${scopes.join(' ')}`).toBe(403)
+        expect(await refused.json()).toEqual({ required: granted, id: null })
+      }
+      expect((await answer(granted)).status).toBe(202)
+      expect(await stream.next()).toMatchObject({ id: method, result: {} })
+      expect(JSON.stringify(await stream.next())).toBeUndefined()
+    }
+  })
+
+  it('refuses initialize and notifications of the 2025 era without the base scopes', async () => {
+    const scoped = (body: object, granted: string[], headers: Record<string, string> = {}) =>
+      handler({
+        body: JSON.stringify(body),
+        headers: new Headers({ 'content-type': 'application/json', ...headers }),
+        principal: 'p',
+        grantedScopes: new Set(granted),
+        baseScopes: ['things:base'],
+        insufficientScope: challenge,
+      })
+    const refused = await scoped(initializeMessage({ id: 4 }), ['things:write'])
+    expect(refused.status).toBe(403)
+    expect(refused.headers.get('mcp-session-id')).toBeNull()
+    expect(await refused.json()).toEqual({ required: ['things:base'], id: 4 })
+    const init = await scoped(initializeMessage(), ['things:base'])
+    const session = { 'mcp-session-id': init.headers.get('mcp-session-id') as string }
+    const initialized = { jsonrpc: '2.0', method: 'notifications/initialized' }
+    const notified = await scoped(initialized, [], session)
+    expect(notified.status).toBe(403)
+    expect(await notified.json()).toEqual({ required: ['things:base'], id: null })
+    expect((await scoped(initialized, ['things:base'], session)).status).toBe(202)
   })
 
   it('gives the notes server read and write scopes per operation, and none for the lists', () => {

@@ -12,11 +12,16 @@
  *   so tools, resources, prompts and completions are the modern path's, and interactive flows are
  *   served by server→client requests on the POST's SSE stream (`input-shim.ts`); results carry no
  *   2026-only stamps (`resultType`, `_meta` serverInfo, cache hints);
- * - a posted JSON-RPC response is an answer to one of those requests: it is stored in its slot for the
- *   replica holding the flow (`rendezvous.ts`) and answered 202; notifications are 202 too, and
+ * - a posted JSON-RPC response is an answer to one of those requests: its id names the call that
+ *   asked (an id that names none is refused, 400), it is stored in its slot for the replica holding
+ *   the flow (`rendezvous.ts`) and answered 202; notifications are 202 too, and
  *   `notifications/cancelled` reaches the replica running the request through the bus;
  * - GET opens the session's notification stream (list changes, updates of subscribed resources, from
- *   changes made through any replica); DELETE ends the session for every replica.
+ *   changes made through any replica); DELETE ends the session for every replica;
+ * - every message needs the base scopes, `initialize`, notifications and answers included, and its
+ *   own: a request its method's or tool's, an answer those of the call that asked (`scopes.ts`);
+ *   too few are refused with the 403 challenge before anything is done or stored, as GET and
+ *   DELETE are (after the session is known).
  * Batches are refused (-32600) in every revision: send one message per POST.
  *
  * JSON-RPC errors about a request's content answer HTTP 200, as 2025 clients expect; only transport
@@ -38,7 +43,12 @@ import type { McpHttpInput } from '../handler.ts'
 import { scopeChallenge } from '../scopes.ts'
 import { ErrorCode, McpError, errorMessage } from '../errors.ts'
 import { eventStream } from '../event-stream.ts'
-import { MAX_EVENT_URI_CHARS, type EventBus, type ServerEvent } from '../events.ts'
+import {
+  MAX_EVENT_ID_CHARS,
+  MAX_EVENT_URI_CHARS,
+  type EventBus,
+  type ServerEvent,
+} from '../events.ts'
 import {
   HEADER_PROTOCOL_VERSION,
   LOG_LEVELS,
@@ -73,7 +83,7 @@ import {
   SESSION_NOT_FOUND_CODE,
   isLegacyVersion,
 } from './protocol.ts'
-import { MAX_ANSWER_ID_CHARS } from './rendezvous.ts'
+import { MAX_ANSWER_ID_CHARS, askingCall, type AskingCall } from './rendezvous.ts'
 import { SessionCodec, type LegacySession } from './session.ts'
 import type { RequestObservation, ServerTelemetry } from '../../telemetry/observer.ts'
 import { z } from 'zod'
@@ -128,7 +138,7 @@ const CancelledParamsSchema = z.looseObject({ requestId: z.union([z.string(), z.
 type Message =
   | { kind: 'request'; id: RequestId; method: string; params: JsonObject }
   | { kind: 'notification'; method: string; params: JsonObject }
-  | { kind: 'response'; id: string; raw: JsonObject }
+  | { kind: 'response'; id: string; raw: JsonObject; call: AskingCall }
 
 class TransportError extends Error {
   override name = 'TransportError'
@@ -177,14 +187,18 @@ function readMessage(message: unknown): Message {
   const id = 'id' in message && isRequestId(message.id) ? message.id : null
   if (typeof message.method !== 'string') {
     if ('result' in message || 'error' in message) {
-      if (typeof message.id !== 'string' || message.id.length > MAX_ANSWER_ID_CHARS) {
+      const call =
+        typeof message.id === 'string' && message.id.length <= MAX_ANSWER_ID_CHARS
+          ? askingCall(message.id)
+          : undefined
+      if (!call) {
         throw new TransportError(
           400,
           ErrorCode.InvalidRequest,
           'Invalid Request: this response answers no request the server sent.'
         )
       }
-      return { kind: 'response', id: message.id, raw: message }
+      return { kind: 'response', id: message.id as string, raw: message, call }
     }
     throw new TransportError(
       400,
@@ -219,7 +233,7 @@ function readMessage(message: unknown): Message {
  */
 async function cancelKey(id: RequestId): Promise<string> {
   const text = JSON.stringify(id)
-  return text.length <= MAX_ANSWER_ID_CHARS ? text : `#${await sha256Base64url(text)}`
+  return text.length <= MAX_EVENT_ID_CHARS ? text : `#${await sha256Base64url(text)}`
 }
 
 /** Params as a 2025 client sends them, without the fields only the shim may set. */
@@ -280,6 +294,9 @@ export function createLegacyEra<App>(options: LegacyEraOptions<App>): LegacyEra 
     input: LegacyInput,
     observation: RequestObservation | undefined
   ): Promise<Response> {
+    const message = { id, method: LEGACY_METHODS.initialize, params }
+    const denied = scopeChallenge(server, message, input, observation)
+    if (denied) return denied
     const parsed = InitializeParamsSchema.safeParse(params)
     if (!parsed.success) {
       observation?.failed({ code: ErrorCode.InvalidParams })
@@ -328,8 +345,12 @@ export function createLegacyEra<App>(options: LegacyEraOptions<App>): LegacyEra 
 
   async function notification(
     message: Extract<Message, { kind: 'notification' }>,
-    session: LegacySession
+    session: LegacySession,
+    input: LegacyInput,
+    observation: RequestObservation | undefined
   ): Promise<Response> {
+    const denied = scopeChallenge(server, { id: null, ...message }, input, observation)
+    if (denied) return denied
     if (message.method === LEGACY_NOTIFICATIONS.cancelled) {
       const parsed = CancelledParamsSchema.safeParse(message.params)
       if (parsed.success) {
@@ -340,10 +361,22 @@ export function createLegacyEra<App>(options: LegacyEraOptions<App>): LegacyEra 
         })
       }
     }
+    observation?.succeeded()
     return new Response(null, { status: 202 })
   }
 
-  async function answer(message: Extract<Message, { kind: 'response' }>, session: LegacySession) {
+  /**
+   * Stores an answer in its slot for the replica holding the flow. It needs the scopes of the call
+   * that asked (named in its id); refused, it stores nothing.
+   */
+  async function answer(
+    message: Extract<Message, { kind: 'response' }>,
+    session: LegacySession,
+    input: LegacyInput,
+    observation: RequestObservation | undefined
+  ): Promise<Response> {
+    const denied = scopeChallenge(server, { id: null, ...message.call }, input, observation)
+    if (denied) return denied
     const delivered = await sessions.deliverInput(
       session.sid,
       message.id,
@@ -483,6 +516,7 @@ export function createLegacyEra<App>(options: LegacyEraOptions<App>): LegacyEra 
             ),
           {
             session,
+            call: message,
             sessions,
             bus,
             send: (outgoing) => channel.notify(outgoing),
@@ -541,12 +575,9 @@ export function createLegacyEra<App>(options: LegacyEraOptions<App>): LegacyEra 
         }
         const session = await openSession(input, message.kind === 'request' ? message.id : null)
         observation?.session(session.sid, session.protocolVersion)
-        if (message.kind === 'notification') {
-          const accepted = await notification(message, session)
-          observation?.succeeded()
-          return accepted
-        }
-        if (message.kind === 'response') return await answer(message, session)
+        if (message.kind === 'notification')
+          return await notification(message, session, input, observation)
+        if (message.kind === 'response') return await answer(message, session, input, observation)
         return await request(message, session, input, observation)
       } catch (error) {
         observation?.failed(error)

@@ -6,7 +6,9 @@
  * server→client request on the request's own SSE stream (`rendezvous.ts`), waits for the answers
  * (which may reach any replica), and dispatches again with them and the sealed `requestState`, exactly
  * as a 2026-07-28 client would retry. Everything a flow remembers still travels in `requestState`; the
- * loop only holds the current round, inside the lifetime of the client's POST.
+ * loop only holds the current round, inside the lifetime of the client's POST. Each request it sends
+ * names the call it asks for (`rendezvous.ts`), so an answer reaching any replica needs that call's
+ * scopes.
  *
  * Url-mode elicitation follows 2025-11-25: the request carries an `elicitationId` (derived from the
  * session and the question, so asking the same page again keeps the id); once the person accepted to
@@ -25,7 +27,7 @@ import type { EventBus } from '../events.ts'
 import type { SessionStore } from '../session-store.ts'
 import type { InputRequest, InputRequiredResult, JsonObject } from '../wire.ts'
 import { LEGACY_NOTIFICATIONS } from './protocol.ts'
-import { exchange, type ClientAnswer } from './rendezvous.ts'
+import { exchange, type AskingCall, type ClientAnswer } from './rendezvous.ts'
 import type { LegacySession } from './session.ts'
 
 export const DEFAULT_INPUT_TIMEOUT_MS = 600_000
@@ -34,6 +36,8 @@ export const DEFAULT_URL_POLL_MS = 1_000
 
 export interface InputShimOptions {
   session: LegacySession
+  /** The call whose asks these are: its answers need that call's scopes. */
+  call: AskingCall
   sessions: SessionStore
   bus: EventBus
   /** Writes one server→client message (request or notification) to the POST's SSE stream. */
@@ -142,6 +146,7 @@ export async function runWithClientInput(
         }
         const exchanged = await exchange(toSend, {
           sid: session.sid,
+          call: options.call,
           sessions: options.sessions,
           bus: options.bus,
           send: options.send,

@@ -10,9 +10,14 @@
  * lost (LISTEN/NOTIFY is at-most-once, and a runtime may have no cross-replica bus) still arrives. The store is the truth; the bus is a wake-up.
  *
  * Request ids are random (96 bits) so they are unique within the session whichever replica sends them,
- * and they name nothing: an answer counts only in the slot of the session whose token sent it.
+ * and an answer counts only in the slot of the session whose token sent it. Each id also names the
+ * call that asked (`s2c-<random>.<method>`, and `.<tool>` for `tools/call`): the replica receiving
+ * the answer learns from it which scopes the answer needs (those of the call: `scopes.ts`) without
+ * a lookup. The name is trusted only because the slot matches the whole id: an id edited to name
+ * another call fills no slot.
  */
-import type { EventBus } from '../events.ts'
+import { MAX_EVENT_ID_CHARS, type EventBus } from '../events.ts'
+import { METHODS } from '../protocol.ts'
 import { randomBase64url } from '../random.ts'
 import type { SessionStore } from '../session-store.ts'
 import type { InputRequest, JsonObject } from '../wire.ts'
@@ -25,8 +30,23 @@ import type { InputRequest, JsonObject } from '../wire.ts'
  */
 export const DEFAULT_ANSWER_POLL_MS = 2_000
 export const FIRST_ANSWER_POLL_MS = 50
-/** Longest server→client request id accepted in an answer (ours are 20 characters). */
-export const MAX_ANSWER_ID_CHARS = 64
+/**
+ * Longest server→client request id accepted in an answer: what the bus carries (`input_delivered`).
+ * Ours are at most 164 characters: 21 of prefix and random part, the method, and a tool's name.
+ */
+export const MAX_ANSWER_ID_CHARS = MAX_EVENT_ID_CHARS
+
+/**
+ * The call a server→client request was sent for, as far as its scopes go (`scopes.ts`
+ * `requiredScopes`): its method, and the tool's name in `params` for `tools/call`.
+ */
+export interface AskingCall {
+  method: string
+  params: JsonObject
+}
+
+/** `s2c-`, 16 random characters, then `.` and the asking call. */
+const REQUEST_ID = /^s2c-[A-Za-z0-9_-]{16}\.([^.]+)(?:\.(.+))?$/
 
 /** The client's answer to one server→client request: a JSON-RPC result or error. */
 export type ClientAnswer =
@@ -40,6 +60,8 @@ export type ExchangeOutcome =
 
 export interface ExchangeOptions {
   sid: string
+  /** The call the asks are for, named in each request id. */
+  call: AskingCall
   sessions: SessionStore
   bus: EventBus
   /** Writes one server→client JSON-RPC request to the flow's SSE stream. */
@@ -51,8 +73,18 @@ export interface ExchangeOptions {
   now: () => number
 }
 
-function newRequestId(): string {
-  return `s2c-${randomBase64url(12)}`
+function newRequestId({ method, params }: AskingCall): string {
+  const id = `s2c-${randomBase64url(12)}.${method}`
+  return method === METHODS.toolsCall && typeof params.name === 'string'
+    ? `${id}.${params.name}`
+    : id
+}
+
+/** The call an answer's id names, or `undefined` when the id is none the server sends. */
+export function askingCall(id: string): AskingCall | undefined {
+  const [, method, name] = REQUEST_ID.exec(id) ?? []
+  if (method === undefined) return undefined
+  return { method, params: name === undefined ? {} : { name } }
 }
 
 function parseAnswer(payload: string): ClientAnswer {
@@ -90,7 +122,7 @@ export async function exchange(
   const { sid, sessions, bus, signal } = options
   if (signal.aborted) return { kind: 'cancelled' }
   const keyOf = new Map<string, string>()
-  for (const key of asks.keys()) keyOf.set(newRequestId(), key)
+  for (const key of asks.keys()) keyOf.set(newRequestId(options.call), key)
   const expiresAt = options.now() + options.timeoutMs
   await Promise.all([...keyOf.keys()].map((id) => sessions.expectInput(sid, id, expiresAt)))
 
