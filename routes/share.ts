@@ -7,10 +7,13 @@
  * - `POST /share/:id` records the decision once (`NotesStore.decideShareRequest`). It is protected
  *   against cross-site request forgery twice: a browser must say the POST comes from this site
  *   (`Sec-Fetch-Site: same-origin` and/or an `Origin` of this host; a cross-site or `null` one is 403),
- *   and the form must carry the CSRF token its page set in an HttpOnly, SameSite=Strict cookie scoped to
- *   the page's path (compared in constant time; missing or different is 403). A request carrying
- *   neither header is not a browser form post, so it cannot be forged by another site; the token
- *   still applies.
+ *   and the form must carry the CSRF token its page set in an HttpOnly, SameSite=Strict cookie of that
+ *   page (compared in constant time; missing or different is 403). A request carrying neither header
+ *   is not a browser form post, so it cannot be forged by another site; the token still applies. The
+ *   cookie is named after the share id (`csrfCookieName`), so pages open side by side keep their own
+ *   tokens although every cookie has `Path=/`; under HTTPS (the public base URL, `cookieScheme`) it is
+ *   `Secure` with the `__Host-` prefix, so no sibling host or plain-http page can plant one, and a
+ *   cookie without the prefix is not read.
  * - `GET /shared/:linkId` shows a published note read-only.
  * - `GET /auth/callback` ends a sign-in (with auth) and goes back to the page that asked for it.
  *
@@ -38,7 +41,13 @@ import { html, raw } from 'hono/html'
 import type { ContentfulStatusCode } from 'hono/utils/http-status'
 import { tokenPrincipal } from '../src/auth/bearer.ts'
 import { LoginError } from '../src/auth/oidc-client.ts'
-import { CALLBACK_PATH, isSameOriginPost, type WebLogin } from '../src/auth/web-login.ts'
+import {
+  CALLBACK_PATH,
+  cookieScheme,
+  isSameOriginPost,
+  type CookieScheme,
+  type WebLogin,
+} from '../src/auth/web-login.ts'
 import { constantTimeEqual } from '../src/mcp/constant-time.ts'
 import { isoTime } from '../src/notes/format.ts'
 import { SHARE_REQUEST_TTL_MS } from '../src/notes/limits.ts'
@@ -51,6 +60,8 @@ export interface ShareRouteOptions {
   now?: () => number
   /** The Host/Origin guard (`http/origin-guard.ts`) in front of every page. */
   guard: MiddlewareHandler
+  /** This server's public base URL: under HTTPS its cookies are `Secure` and `__Host-` prefixed. */
+  baseUrl: string
   /**
    * With auth: who the person is (`login`; without it nobody can be checked and the pages refuse).
    * Without auth (one local principal) whoever opens a page decides.
@@ -58,9 +69,14 @@ export interface ShareRouteOptions {
   auth?: { login: WebLogin | undefined }
 }
 
-/** The CSRF cookie and the form field that must repeat it. */
+/** The CSRF cookie's name before the share id (`csrfCookieName`), and the form field repeating it. */
 export const CSRF_COOKIE = 'share_csrf'
 export const CSRF_FIELD = 'csrf'
+
+/** The name of the CSRF cookie of share `id`'s page, for a server whose cookies are `cookies`. */
+export function csrfCookieName(cookies: CookieScheme, id: string): string {
+  return cookies.name(`${CSRF_COOKIE}-${id}`)
+}
 /** Largest decision form accepted, in bytes (the real one is under 100). */
 const MAX_FORM_BYTES = 2048
 
@@ -136,8 +152,19 @@ function closedPage(c: Context, closed: Closed) {
   return notice(c, status, title, text)
 }
 
-export function shareRoute({ notes, now = Date.now, guard, auth }: ShareRouteOptions): Hono {
+export function shareRoute({
+  notes,
+  now = Date.now,
+  guard,
+  baseUrl,
+  auth,
+}: ShareRouteOptions): Hono {
   const route = new Hono()
+  const cookies = cookieScheme(baseUrl)
+  const csrfCookie = (id: string) => ({
+    name: csrfCookieName(cookies, id),
+    options: { path: '/', secure: cookies.secure, httpOnly: true, sameSite: 'Strict' as const },
+  })
 
   /** The pending request and its note, or why it cannot be decided. */
   async function openShare(id: string): Promise<Closed | { share: ShareRequest; note: Note }> {
@@ -199,12 +226,8 @@ export function shareRoute({ notes, now = Date.now, guard, auth }: ShareRouteOpt
     }
     if (refused) return refused
     const token = randomToken()
-    setCookie(c, CSRF_COOKIE, token, {
-      path: `/share/${id}`,
-      httpOnly: true,
-      sameSite: 'Strict',
-      maxAge: SHARE_REQUEST_TTL_MS / 1000,
-    })
+    const csrf = csrfCookie(id)
+    setCookie(c, csrf.name, token, { ...csrf.options, maxAge: SHARE_REQUEST_TTL_MS / 1000 })
     return page(
       c,
       200,
@@ -233,7 +256,8 @@ export function shareRoute({ notes, now = Date.now, guard, auth }: ShareRouteOpt
       const id = c.req.param('id')
       if (!isToken(id)) return closedPage(c, 'not_found')
       const form = await c.req.parseBody()
-      const cookie = getCookie(c, CSRF_COOKIE)
+      const csrf = csrfCookie(id)
+      const cookie = getCookie(c, csrf.name)
       const token = form[CSRF_FIELD]
       if (cookie === undefined || typeof token !== 'string' || !constantTimeEqual(cookie, token)) {
         return notice(
@@ -263,7 +287,7 @@ export function shareRoute({ notes, now = Date.now, guard, auth }: ShareRouteOpt
       }
       if (refused) return refused
       const outcome = await notes.decideShareRequest(id, decision, now())
-      deleteCookie(c, CSRF_COOKIE, { path: `/share/${id}` })
+      deleteCookie(c, csrf.name, csrf.options)
       if (outcome !== 'decided') return closedPage(c, outcome)
       return decision === 'approved'
         ? notice(

@@ -92,6 +92,6 @@ export function createApp(config: Config, deps: AppDeps): Hono {
     }
     auth = { login: oidc && new WebLogin({ oidc, sealer: deps.sealer, baseUrl }) }
   }
-  app.route('/', shareRoute({ notes: store, now, guard, auth }))
+  app.route('/', shareRoute({ notes: store, now, guard, baseUrl, auth }))
   return app
 }

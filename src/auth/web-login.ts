@@ -11,7 +11,8 @@
  * key ring (AES-GCM: tamper-proof, unreadable, any replica opens them, rotation as for `requestState`),
  * bound to this server's base URL, `HttpOnly`, `SameSite=Lax` (the callback is a top-level navigation
  * from the authorization server) and `Path=/`; under HTTPS they are `Secure` with the `__Host-` prefix,
- * so no other host or path can plant one. Nothing personal travels in a URL.
+ * so no other host or path can plant one (`cookieScheme`, the one rule for every cookie of this
+ * server, the share page's CSRF cookie included). Nothing personal travels in a URL.
  *
  * Leaves to the pages (`routes/share.ts`): what a signed-in person may do there, and every page shown.
  */
@@ -25,6 +26,9 @@ import { LoginError, randomSecret, type Identity, type OidcClient } from './oidc
 export const SESSION_TTL_SECONDS = 15 * 60
 export const LOGIN_TTL_SECONDS = 10 * 60
 export const CALLBACK_PATH = '/auth/callback'
+/** The cookies' names before `cookieScheme` prefixes them. */
+const SESSION_COOKIE = 'notes-session'
+const LOGIN_COOKIE = 'notes-login'
 
 export interface WebLoginOptions {
   oidc: OidcClient
@@ -55,10 +59,26 @@ export function isSameOriginPost(c: Context): boolean {
   }
 }
 
-/** The cookie names of a server at `baseUrl`: `__Host-` prefixed under HTTPS. */
-function cookieNames(baseUrl: string): { session: string; login: string } {
-  const prefix = baseUrl.startsWith('https:') ? '__Host-' : ''
-  return { session: `${prefix}notes-session`, login: `${prefix}notes-login` }
+/** How the cookies of a server are named and flagged (`cookieScheme`). */
+export interface CookieScheme {
+  /** Whether its cookies carry `Secure`. */
+  readonly secure: boolean
+  /** The name a cookie called `base` has on the wire: `__Host-` prefixed under HTTPS. */
+  name(base: string): string
+}
+
+/**
+ * The cookies of the server at `baseUrl` (its public base URL: PUBLIC_URL, or on Workers without it
+ * the request's origin; never the URL a request arrived on, which behind a TLS-terminating proxy is
+ * plain http). Under HTTPS every cookie is `Secure` and named with the `__Host-` prefix, which browsers
+ * accept only with `Secure`, `Path=/` and no `Domain`: no other host (a sibling subdomain), no path
+ * and no plain-http page can plant or overwrite one, and one planted without the prefix is never
+ * read. On a plain-http base (loopback development) neither: Chromium keeps `Secure` cookies from
+ * http://127.0.0.1 and http://localhost, but other browsers drop them, and the local flow must work.
+ */
+export function cookieScheme(baseUrl: string): CookieScheme {
+  const secure = new URL(baseUrl).protocol === 'https:'
+  return { secure, name: (base) => (secure ? `__Host-${base}` : base) }
 }
 
 /** What a cookie's sealed value is bound to: its own name and the server's base URL. */
@@ -75,7 +95,7 @@ export async function sessionCookie(
   baseUrl: string,
   identity: Identity
 ): Promise<{ name: string; value: string }> {
-  const name = cookieNames(baseUrl).session
+  const name = cookieScheme(baseUrl).name(SESSION_COOKIE)
   const sealed = await sealer
     .withTtl(SESSION_TTL_SECONDS)
     .seal(cookieBinding(name, baseUrl), { issuer: identity.issuer, subject: identity.subject })
@@ -100,10 +120,10 @@ export class WebLogin {
     this.#logins = sealer.withTtl(LOGIN_TTL_SECONDS)
     this.#baseUrl = baseUrl
     this.#redirectUri = `${baseUrl}${CALLBACK_PATH}`
-    this.#secure = baseUrl.startsWith('https:')
-    const names = cookieNames(baseUrl)
-    this.#sessionCookie = names.session
-    this.#loginCookie = names.login
+    const cookies = cookieScheme(baseUrl)
+    this.#secure = cookies.secure
+    this.#sessionCookie = cookies.name(SESSION_COOKIE)
+    this.#loginCookie = cookies.name(LOGIN_COOKIE)
   }
 
   #cookieOptions(maxAge: number) {

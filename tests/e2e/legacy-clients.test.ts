@@ -90,7 +90,7 @@ async function decideOnSharePage(pageUrl: string, decision: 'approve' | 'refuse'
   const cookie = page.headers
     .getSetCookie()
     .map((header) => header.split(';')[0] as string)
-    .find((pair) => pair.startsWith(`${CSRF_COOKIE}=`))
+    .find((pair) => pair.startsWith(`${CSRF_COOKIE}-`))
   const token = new RegExp(`name="${CSRF_FIELD}" value="([^"]+)"`).exec(html)?.[1]
   expect(cookie).toBeDefined()
   expect(token).toBeDefined()

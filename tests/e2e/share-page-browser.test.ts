@@ -3,7 +3,11 @@
  * playwright-core) opens the approval page the server asked the client to show, a person clicks
  * Approve or Refuse, and the retried tool call publishes (or does not publish) a read-only link. A
  * page on another origin that auto-submits a forged decision is refused (CSRF), and the share stays
- * pending.
+ * pending. Two approval pages open side by side in one browser each keep their own CSRF cookie. With
+ * an https `PUBLIC_URL` the page's cookie is `Secure` and `__Host-` prefixed, and Chromium keeps it
+ * and sends it back (it accepts such cookies from http://127.0.0.1, where the test reaches the
+ * server; any attribute a `__Host-` cookie must not have would make it drop the cookie, and the
+ * decision fail).
  *
  * The browser is found by `tests/support/chromium.ts`: without one these tests are skipped, visibly;
  * under `CI=true` they fail instead. This is local mode (no auth): whoever opens the page decides;
@@ -25,21 +29,30 @@ import {
 const RUN = browserTestsRun('Share page browser tests')
 
 let server: ServerProcess
+/** A server whose public URL is https (as behind a TLS-terminating proxy), reached over http. */
+let behindTls: ServerProcess
 let browser: Browser
 
 beforeAll(async () => {
   if (!RUN) return
   browser = await launchChromium()
   server = await startServer('notes', { DATA_DIR: await tempDataDir() })
+  const port = await freePort()
+  behindTls = await startServer('notes', {
+    DATA_DIR: await tempDataDir(),
+    PORT: String(port),
+    PUBLIC_URL: `https://127.0.0.1:${port}`,
+  })
 })
 
 afterAll(async () => {
   await browser?.close()
   await server?.stop()
+  await behindTls?.stop()
 })
 
-async function createNote(title: string): Promise<string> {
-  const result = await new McpClient({ url: server.url }).callTool('create_note', {
+async function createNote(title: string, target = server): Promise<string> {
+  const result = await new McpClient({ url: target.url }).callTool('create_note', {
     title,
     body: 'Shared body.',
   })
@@ -50,15 +63,23 @@ function textOf(result: CallToolResult): string {
   return result.content.map((block) => (block.type === 'text' ? block.text : '')).join('\n')
 }
 
-/** Calls share_note; the person acts in the browser on the page the server sends. */
-async function shareWith(id: string, act: (url: string) => Promise<void>): Promise<string> {
+/**
+ * Calls share_note on `target`; the person acts in the browser on the page the server sends (at
+ * `target`'s own address: the links of the https server name a TLS proxy this test does not run).
+ */
+async function shareWith(
+  id: string,
+  act: (url: string) => Promise<void>,
+  target = server
+): Promise<string> {
   const client = new McpClient({
-    url: server.url,
+    url: target.url,
     capabilities: { elicitation: { url: {} } },
     handlers: {
       async elicit(params) {
         if (params.mode !== 'url') throw new Error('expected a url elicitation')
-        await act(params.url as string)
+        const url = new URL(params.url as string)
+        await act(`${target.baseUrl}${url.pathname}`)
         return { action: 'accept' }
       },
     },
@@ -138,6 +159,64 @@ describe.skipIf(!RUN)('the share approval page in headless Chromium', () => {
     } finally {
       evil?.close()
       await page.close()
+    }
+  })
+
+  it('keeps the token of each of two pages open side by side in one browser', async () => {
+    const first = await createNote('Side by side, first')
+    const second = await createNote('Side by side, second')
+    const context = await browser.newContext()
+    try {
+      const [firstPage, secondPage] = [await context.newPage(), await context.newPage()]
+      const outcome = await shareWith(first, async (firstUrl) => {
+        await firstPage.goto(firstUrl)
+        // The second page opens (and sets its cookie) before the first is decided.
+        const inner = await shareWith(second, async (secondUrl) => {
+          await secondPage.goto(secondUrl)
+          await firstPage.click('button[value="approve"]')
+          await firstPage.waitForLoadState()
+          expect(await firstPage.textContent('h1')).toBe('Approved')
+          await secondPage.click('button[value="refuse"]')
+          await secondPage.waitForLoadState()
+          expect(await secondPage.textContent('h1')).toBe('Refused')
+        })
+        expect(inner).toMatch(/refused/i)
+      })
+      expect(outcome).toMatch(/\/shared\//)
+    } finally {
+      await context.close()
+    }
+  })
+
+  it('under an https PUBLIC_URL, decides with the Secure __Host- cookie Chromium keeps', async () => {
+    const id = await createNote('Behind TLS note', behindTls)
+    const context = await browser.newContext()
+    try {
+      const page = await context.newPage()
+      const outcome = await shareWith(
+        id,
+        async (url) => {
+          await page.goto(url)
+          const shareId = new URL(url).pathname.split('/')[2]
+          expect(await context.cookies()).toStrictEqual([
+            expect.objectContaining({
+              name: `__Host-share_csrf-${shareId}`,
+              path: '/',
+              secure: true,
+              httpOnly: true,
+              sameSite: 'Strict',
+            }),
+          ])
+          await page.click('button[value="approve"]')
+          await page.waitForLoadState()
+          expect(await page.textContent('h1')).toBe('Approved')
+          expect(await context.cookies()).toStrictEqual([])
+        },
+        behindTls
+      )
+      expect(outcome).toMatch(/https:\/\/127\.0\.0\.1:\d+\/shared\//)
+    } finally {
+      await context.close()
     }
   })
 })

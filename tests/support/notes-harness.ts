@@ -5,16 +5,18 @@
  * `mcp-request.ts`: headers, Base64 sentinel for a non-ASCII `Mcp-Name`, `_meta`) with the client
  * capabilities, log level and progress token asked for, and reads the answer, JSON or SSE. `tool` /
  * `retry` drive multi round-trip tool calls (`prefilled` sends answers with the first call);
- * `openSharePage` / `submitDecision` act as the browser on the share approval page. With
- * `auth: true` the app verifies the HS256 bearer tokens of `test-tokens.ts` (granting every notes
- * scope) and `as` picks the caller, on the MCP endpoint and signed in on the share pages.
+ * `openSharePage` / `submitDecision` act as the browser on the share approval page (its CSRF cookie
+ * named as the page names it, `csrfCookieName`). `env` adds configuration (e.g. an https
+ * `PUBLIC_URL`). With `auth: true` the app verifies the HS256 bearer tokens of `test-tokens.ts`
+ * (granting every notes scope) and `as` picks the caller, on the MCP endpoint and signed in on the
+ * share pages.
  */
 import type { Hono } from 'hono'
 import { afterEach, beforeEach, expect } from 'vitest'
-import { CSRF_COOKIE, CSRF_FIELD } from '../../routes/share.ts'
+import { CSRF_FIELD, csrfCookieName } from '../../routes/share.ts'
 import { createApp } from '../../src/app.ts'
 import { LOCAL_PRINCIPAL, tokenPrincipal } from '../../src/auth/bearer.ts'
-import { sessionCookie } from '../../src/auth/web-login.ts'
+import { cookieScheme, sessionCookie } from '../../src/auth/web-login.ts'
 import { parseConfig } from '../../src/config.ts'
 import { publicBaseUrl } from '../../src/http/app.ts'
 import type { McpLogger } from '../../src/mcp/dispatch.ts'
@@ -86,6 +88,8 @@ export interface PageOptions {
 
 export interface DecisionOptions extends PageOptions {
   cookie?: string
+  /** The name `cookie` is sent under; default the page's own CSRF cookie name. */
+  cookieName?: string
   token?: string
   origin?: string
   secFetchSite?: string
@@ -125,8 +129,13 @@ export interface NotesHarness {
   close(): Promise<void>
 }
 
-export async function createNotesHarness(options: { auth?: boolean } = {}): Promise<NotesHarness> {
-  const config = parseConfig(options.auth ? AUTH_ENV : {})
+export async function createNotesHarness(
+  options: { auth?: boolean; env?: Record<string, string> } = {}
+): Promise<NotesHarness> {
+  const config = parseConfig({ ...(options.auth ? AUTH_ENV : {}), ...options.env })
+  const cookies = cookieScheme(publicBaseUrl(config))
+  /** The CSRF cookie name of the share page at `url` (`/share/<id>`). */
+  const csrfNameOf = (url: string) => csrfCookieName(cookies, new URL(url).pathname.split('/')[2]!)
   const store = new SqliteNotesStore({ path: ':memory:' })
   await store.migrate()
   const bus = new InProcessEventBus()
@@ -219,33 +228,38 @@ export async function createNotesHarness(options: { auth?: boolean } = {}): Prom
     return created.id
   }
 
-  /** The cookies of a page request: the CSRF cookie given and, with auth, the session of `as`. */
+  /**
+   * The cookies of a page request: the CSRF cookie given (as `csrfName`) and, with auth, the session
+   * of `as`.
+   */
   async function pageCookies(
-    csrf: string | undefined,
+    csrf: { name: string; value: string | undefined },
     as: string | null = 'alice'
   ): Promise<Record<string, string>> {
-    const cookies = csrf === undefined ? [] : [`${CSRF_COOKIE}=${csrf}`]
+    const sent = csrf.value === undefined ? [] : [`${csrf.name}=${csrf.value}`]
     if (options.auth && as !== null) {
       const identity = { issuer: AUTH_ENV.AUTH_ISSUER, subject: as }
       const session = await sessionCookie(sealer, publicBaseUrl(config), identity)
-      cookies.push(`${session.name}=${session.value}`)
+      sent.push(`${session.name}=${session.value}`)
     }
-    return cookies.length === 0 ? {} : { cookie: cookies.join('; ') }
+    return sent.length === 0 ? {} : { cookie: sent.join('; ') }
   }
 
   async function openSharePage(url: string, pageOptions: PageOptions = {}): Promise<SharePage> {
-    const headers = await pageCookies(undefined, pageOptions.as)
-    return sharePage(await requestApp(app, new URL(url).pathname, { headers }))
+    const csrfName = csrfNameOf(url)
+    const headers = await pageCookies({ name: csrfName, value: undefined }, pageOptions.as)
+    return sharePage(await requestApp(app, new URL(url).pathname, { headers }), csrfName)
   }
 
   async function submitDecision(
     url: string,
     decision: string,
-    { cookie, token, origin = ORIGIN, secFetchSite, as }: DecisionOptions = {}
+    { cookie, cookieName, token, origin = ORIGIN, secFetchSite, as }: DecisionOptions = {}
   ): Promise<SharePage> {
+    const csrfName = csrfNameOf(url)
     const headers: Record<string, string> = {
       'content-type': 'application/x-www-form-urlencoded',
-      ...(await pageCookies(cookie, as)),
+      ...(await pageCookies({ name: cookieName ?? csrfName, value: cookie }, as)),
     }
     if (origin !== '') headers.origin = origin
     if (secFetchSite !== undefined) headers['sec-fetch-site'] = secFetchSite
@@ -256,7 +270,8 @@ export async function createNotesHarness(options: { auth?: boolean } = {}): Prom
         method: 'POST',
         headers,
         body: form.toString(),
-      })
+      }),
+      csrfName
     )
   }
 
@@ -279,10 +294,11 @@ export async function createNotesHarness(options: { auth?: boolean } = {}): Prom
   }
 }
 
-async function sharePage(response: Response): Promise<SharePage> {
+/** A page's answer, with the value it set for its CSRF cookie `csrfName`. */
+async function sharePage(response: Response, csrfName: string): Promise<SharePage> {
   const html = await response.text()
   const setCookie = response.headers.get('set-cookie') ?? ''
-  const cookie = new RegExp(`(?:^|,\\s*)${CSRF_COOKIE}=([^;]*)`).exec(setCookie)?.[1]
+  const cookie = new RegExp(`(?:^|,\\s*)${csrfName}=([^;]*)`).exec(setCookie)?.[1]
   const token = new RegExp(`name="${CSRF_FIELD}" value="([^"]+)"`).exec(html)?.[1]
   return { status: response.status, headers: response.headers, html, cookie, token }
 }

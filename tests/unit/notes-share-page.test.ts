@@ -2,24 +2,37 @@
  * The share approval pages over in-process HTTP (no browser): what a pending, decided, expired or
  * unknown request shows; that every response carries the anti-framing, no-script, same-origin-referrer and
  * no-store headers and escapes what it interpolates; and that a decision needs the page's CSRF token
- * and a same-origin browser, is single-use, and leaves nothing decided when refused with 403.
+ * and a same-origin browser, is single-use, and leaves nothing decided when refused with 403. Under
+ * an https `PUBLIC_URL` (the app itself reached over plain http, as behind a TLS-terminating proxy)
+ * the CSRF cookie is `Secure` and `__Host-` prefixed, and one without the prefix is not accepted.
  */
 import { describe, expect, it } from 'vitest'
+import { CSRF_COOKIE, csrfCookieName } from '../../routes/share.ts'
+import { cookieScheme } from '../../src/auth/web-login.ts'
 import { SHARE_REQUEST_TTL_MS } from '../../src/notes/limits.ts'
 import { randomToken } from '../../src/notes/tokens.ts'
-import { ORIGIN, type SharePage, useNotesHarness } from '../support/notes-harness.ts'
+import {
+  ORIGIN,
+  createNotesHarness,
+  type NotesHarness,
+  type SharePage,
+  useNotesHarness,
+} from '../support/notes-harness.ts'
 
 const h = useNotesHarness()
 
-/** A pending share request of a fresh note; returns its page URL and id. */
-async function pendingShare(title = 'Holiday <script>alert("x")</script> & co') {
-  const noteId = await h().seed({ title, body: 'Body' })
+/** A pending share request of a fresh note (of `harness`); returns its page URL and id. */
+async function pendingShare(
+  title = 'Holiday <script>alert("x")</script> & co',
+  harness: NotesHarness = h()
+) {
+  const noteId = await harness.seed({ title, body: 'Body' })
   const id = randomToken()
-  await h().store.createShareRequest({
+  await harness.store.createShareRequest({
     id,
     principal: 'local',
     noteId,
-    expiresAt: h().clock.now + SHARE_REQUEST_TTL_MS,
+    expiresAt: harness.clock.now + SHARE_REQUEST_TTL_MS,
   })
   return { id, url: `${ORIGIN}/share/${id}` }
 }
@@ -53,10 +66,10 @@ describe('GET /share/:id', () => {
     expect(page.html).toContain('value="refuse"')
     expect(page.token).toMatch(/^[A-Za-z0-9_-]{43}$/)
     expect(page.cookie).toBe(page.token)
-    const cookie = page.headers.get('set-cookie') as string
-    expect(cookie).toContain('HttpOnly')
-    expect(cookie).toContain('SameSite=Strict')
-    expect(cookie).toContain(`Path=/share/${id}`)
+    // Plain http (loopback development): no Secure, which browsers other than Chromium would drop.
+    expect(page.headers.get('set-cookie')).toBe(
+      `${CSRF_COOKIE}-${id}=${page.token}; Max-Age=600; Path=/; HttpOnly; SameSite=Strict`
+    )
     expect(await statusOf(id)).toBe('pending')
   })
 
@@ -118,7 +131,9 @@ describe('POST /share/:id', () => {
     expect(answer.status).toBe(200)
     expectPageHeaders(answer)
     expect(answer.html).toContain(heading)
-    expect(answer.headers.get('set-cookie')).toMatch(/share_csrf=;.*Max-Age=0/)
+    expect(answer.headers.get('set-cookie')).toBe(
+      `${CSRF_COOKIE}-${id}=; Max-Age=0; Path=/; HttpOnly; SameSite=Strict`
+    )
     expect(await statusOf(id)).toBe(status)
   })
 
@@ -190,7 +205,11 @@ describe('POST /share/:id', () => {
   it('answers an unknown share id with 404', async () => {
     const { url } = await pendingShare()
     const page = await h().openSharePage(url)
-    const answer = await h().submitDecision(`${ORIGIN}/share/${randomToken()}`, 'approve', page)
+    const unknown = randomToken()
+    const answer = await h().submitDecision(`${ORIGIN}/share/${unknown}`, 'approve', {
+      ...page,
+      cookieName: `${CSRF_COOKIE}-${unknown}`,
+    })
     expect(answer.status).toBe(404)
   })
 
@@ -246,5 +265,66 @@ describe('GET /shared/:linkId', () => {
     const { id } = await pendingShare()
     await h().store.decideShareRequest(id, 'approved', h().clock.now)
     expect((await h().openSharePage(`${ORIGIN}/shared/${id}`)).status).toBe(404)
+  })
+})
+
+describe('under an https PUBLIC_URL', () => {
+  /** A harness whose public URL is https while requests reach it over http (a TLS proxy in front). */
+  async function behindTls(): Promise<NotesHarness> {
+    return createNotesHarness({ env: { PUBLIC_URL: 'https://notes.example.com' } })
+  }
+
+  it('sets the CSRF cookie Secure with the __Host- prefix, Path=/ and no Domain', async () => {
+    const harness = await behindTls()
+    try {
+      const { id, url } = await pendingShare('Title', harness)
+      const page = await harness.openSharePage(url)
+      expect(page.status).toBe(200)
+      expect(page.token).toMatch(/^[A-Za-z0-9_-]{43}$/)
+      expect(page.headers.get('set-cookie')).toBe(
+        `__Host-${CSRF_COOKIE}-${id}=${page.token}; Max-Age=600; Path=/; HttpOnly; Secure; SameSite=Strict`
+      )
+    } finally {
+      await harness.close()
+    }
+  })
+
+  it('records a decision with the __Host- cookie and clears it the same way', async () => {
+    const harness = await behindTls()
+    try {
+      const { id, url } = await pendingShare('Title', harness)
+      const page = await harness.openSharePage(url)
+      const answer = await harness.submitDecision(url, 'approve', {
+        ...page,
+        secFetchSite: 'same-origin',
+      })
+      expect(answer.status).toBe(200)
+      expect(answer.headers.get('set-cookie')).toBe(
+        `__Host-${CSRF_COOKIE}-${id}=; Max-Age=0; Path=/; HttpOnly; Secure; SameSite=Strict`
+      )
+      expect((await harness.store.getShareRequest(id))?.status).toBe('approved')
+    } finally {
+      await harness.close()
+    }
+  })
+
+  it('does not accept the cookie without its __Host- prefix: 403, nothing decided', async () => {
+    const harness = await behindTls()
+    try {
+      const { id, url } = await pendingShare('Title', harness)
+      const page = await harness.openSharePage(url)
+      // What a sibling host or a plain-http page could plant: the right token under the name
+      // without the prefix (the name a plain-http server gives it).
+      const answer = await harness.submitDecision(url, 'approve', {
+        ...page,
+        cookieName: csrfCookieName(cookieScheme('http://notes.example.com'), id),
+        secFetchSite: 'same-origin',
+      })
+      expect(answer.status).toBe(403)
+      expect(answer.html).toContain('did not come from its page')
+      expect((await harness.store.getShareRequest(id))?.status).toBe('pending')
+    } finally {
+      await harness.close()
+    }
   })
 })
