@@ -19,9 +19,13 @@
  * is what `npm run loadtest -- --kill` should prove without a flag to remember, and the scenario
  * costs the default run little: two users, one flow at a time, polling at the server's 1 s, so the
  * run ends a flow's length (a few seconds) after the others at most. With tasks and `--kill`, the
- * fault is aimed at a task: from its moment on (for up to 3 s) the store is watched for a replica
- * holding a task's lease, and that replica is the one SIGKILLed (r2 when none shows up), so that a
- * running task is interrupted and must be taken over; which ones is checked at the end.
+ * fault is aimed at a task, for certain rather than by luck: the replicas run with an import hold
+ * (`scripts/support/held-import-replica.ts`, armed over each one's IPC channel before the users
+ * start), so the first import that writes its first batch (100 notes) on any replica waits there,
+ * still running and holding its lease; the other replicas are released at once and run on as
+ * usual. At the fault's moment the replica holding that import is the one SIGKILLed (r2 if no
+ * import reached a hold within {@link HOLD_WAIT_MS} more), so a running task is interrupted and must
+ * be taken over; which ones is checked at the end.
  * After the users, every task is read with `tasks/get` until it is terminal or a takeover's bound
  * more has passed (`loadtest/task-verify.ts`): what is still running then is stuck.
  *
@@ -56,10 +60,13 @@ const DOWN_MS = 1_500
 /** The fault happens at this share of the duration (and not before 1 s). */
 const FAULT_AT = 0.4
 const PROGRESS_EVERY_MS = 5_000
-/** With task users, how long past its moment the SIGKILL may wait for a replica to run a task. */
-const AIM_MS = 3_000
-/** How often the store is read meanwhile: a task's run may last only some tens of milliseconds. */
-const AIM_POLL_MS = 10
+/** With task users, the store calls of an import let through before the hold: its first batch. */
+const CALLS_BEFORE_HOLD = 1
+/**
+ * With task users, how long past its moment the SIGKILL may wait for an import to reach a hold
+ * (one normally did long before: the task users import first thing).
+ */
+const HOLD_WAIT_MS = 20_000
 /**
  * After the users, how long a task may still take to end: a takeover (its runner may have died at
  * the very end) and a poll or two.
@@ -97,34 +104,74 @@ async function runningTasks(
   return running
 }
 
+/** A replica holding an import at its hold, and the notes that import wrote before it. */
+interface HeldImport {
+  replica: ReplicaProcess
+  created: number
+}
+
+/**
+ * Arms the import hold of every replica (resolving once all are armed, before any user starts),
+ * and answers the first replica an import then reaches the hold on; the others are released at
+ * once. `undefined` when every replica exited first.
+ */
+async function holdFirstImport(
+  replicas: ReplicaProcess[]
+): Promise<{ first: Promise<HeldImport | undefined> }> {
+  await Promise.all(replicas.map((replica) => replica.hold.arm(CALLS_BEFORE_HOLD)))
+  const first = Promise.any(
+    replicas.map(async (replica) => ({ replica, ...(await replica.hold.held()) }))
+  ).then(
+    (held) => {
+      for (const other of replicas) if (other !== held.replica) other.hold.release()
+      return held
+    },
+    () => undefined
+  )
+  return { first }
+}
+
+/** `promise`, or `undefined` once `ms` passed first. */
+function orAfter<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined
+  const late = new Promise<undefined>(
+    (resolve) => (timer = setTimeout(() => resolve(undefined), ms))
+  )
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer))
+}
+
+/** With task users: the import the fault aims at, and the leases of tasks in the store. */
+interface Aim {
+  held: Promise<HeldImport | undefined>
+  census: () => Promise<Map<ReplicaProcess, string[]>>
+}
+
 /**
  * The fault: at `atMs`, SIGKILLs a replica and starts it again {@link DOWN_MS} later. With `aim`,
- * the victim is the first replica seen running a task (within {@link AIM_MS}), else `fallback`.
- * Answers the report and the ids of the tasks the victim still held when it was dead (read again
- * after its exit: a task that ended between the look and the signal does not count).
+ * the victim is the replica holding an import at its hold (waited for {@link HOLD_WAIT_MS} more),
+ * else `fallback`. Answers the report and the ids of the tasks the victim still held the lease of
+ * when it was dead (read after its exit).
  */
 async function injectFault(
   fallback: ReplicaProcess,
   metrics: Metrics,
   start: number,
   atMs: number,
-  aim: (() => Promise<Map<ReplicaProcess, string[]>>) | undefined
+  aim: Aim | undefined
 ): Promise<{ report: FaultReport; leased: string[] }> {
   await sleep(atMs)
-  let replica = fallback
-  for (const until = performance.now() + AIM_MS; aim; await sleep(AIM_POLL_MS)) {
-    const [busy] = await aim()
-    if (busy) replica = busy[0]
-    if (busy || performance.now() >= until) break
-  }
+  const held = aim && (await orAfter(aim.held, HOLD_WAIT_MS))
+  if (aim && !held) console.log(`  fault: no import reached a hold; SIGKILL ${fallback.id} instead`)
+  const replica = held?.replica ?? fallback
   // The fault window opens before the signal: streams may break before the exit is reported.
   const killedAt = performance.now()
   metrics.faultAt = killedAt
   await replica.kill()
-  const leased = (aim && (await aim()).get(replica)) || []
+  const leased = (aim && (await aim.census()).get(replica)) || []
+  const heldImport = held ? `, one an import held after ${held.created} notes` : ''
   console.log(
     `  fault: SIGKILL ${replica.id} at ${((killedAt - start) / 1000).toFixed(1)} s` +
-      (aim ? ` (running ${leased.length} tasks)` : '')
+      (aim ? ` (running ${leased.length} tasks${heldImport})` : '')
   )
   await sleep(DOWN_MS)
   await replica.start()
@@ -160,11 +207,19 @@ async function run(options: LoadtestOptions, watchdog: AbortController): Promise
   try {
     store = await prepareStore(options.store)
     const env = replicaEnvironment(store, formatKeyRing([generateKey()]))
+    const aimed = options.kill && options.taskUsers > 0
     const replicas: ReplicaProcess[] = []
     for (let i = 1; i <= options.replicas; i++) {
-      replicas.push(new ReplicaProcess(`r${i}`, await freePort(), env))
+      replicas.push(new ReplicaProcess(`r${i}`, await freePort(), env, aimed))
     }
     await Promise.all(replicas.map((replica) => replica.start()))
+    const shared = store
+    const aim: Aim | undefined = aimed
+      ? {
+          held: (await holdFirstImport(replicas)).first,
+          census: () => runningTasks(shared, replicas),
+        }
+      : undefined
 
     let balancer: { url: string; avoidPrevious: boolean } | undefined
     if (options.mode === 'balanced') {
@@ -192,7 +247,6 @@ async function run(options: LoadtestOptions, watchdog: AbortController): Promise
     const ledger: FlowRecord[] = []
     const taskLedger: TaskFlowRecord[] = []
     const endpoints = replicas.map((replica) => ({ id: replica.id, url: replica.url }))
-    const shared = store
     const start = performance.now()
     const durationMs = options.durationS * 1000
     const hardStop = setTimeout(
@@ -214,7 +268,7 @@ async function run(options: LoadtestOptions, watchdog: AbortController): Promise
           metrics,
           start,
           Math.max(1000, durationMs * FAULT_AT),
-          options.taskUsers > 0 ? () => runningTasks(shared, replicas) : undefined
+          aim
         ).then(
           (outcome) => outcome,
           (error: unknown) => ({ error })

@@ -1,7 +1,9 @@
 /**
  * @module scripts/loadtest/processes
  * The processes a load-test run starts: Node replicas (`src/node.ts`, each on a fixed loopback port
- * so a replica killed mid-run restarts where nginx and the clients expect it) and nginx
+ * so a replica killed mid-run restarts where nginx and the clients expect it; with `holdImports`,
+ * the same server through `scripts/support/held-import-replica.ts`, whose imports the run can hold
+ * mid-way over the IPC channel, `hold`) and nginx
  * (foreground, `-p <run dir> -c <generated config>`). Every child is remembered until it exits:
  * `stopAll` ends them gracefully on the way out, `killAllNow` is the synchronous SIGKILL of last
  * resort for `process.on('exit')`. Only processes started here are ever signalled, by their own
@@ -10,9 +12,11 @@
  * Free ports and the store's data directory come from `scripts/support/local-resources.ts`; readiness
  * of a replica is its "listening on" line, of nginx a TCP connect to its port.
  */
-import { spawn, type ChildProcess } from 'node:child_process'
+import { spawn, type ChildProcess, type ChildProcessByStdio } from 'node:child_process'
 import { connect } from 'node:net'
 import { join } from 'node:path'
+import type { Readable } from 'node:stream'
+import { IPC_STDIO, ImportHold } from '../support/import-hold.ts'
 
 const root = join(import.meta.dirname, '../..')
 
@@ -59,15 +63,25 @@ export class ReplicaProcess {
   readonly id: string
   readonly port: number
   readonly #env: Record<string, string>
+  readonly #holdImports: boolean
   readonly #output = new OutputTail()
   #child: ChildProcess | undefined
+  #hold: ImportHold | undefined
   /** How many times the process was (re)started. */
   starts = 0
 
-  constructor(id: string, port: number, env: Record<string, string>) {
+  /** `holdImports`: start it through the held-import entry, so that {@link hold} is there. */
+  constructor(id: string, port: number, env: Record<string, string>, holdImports = false) {
     this.id = id
     this.port = port
     this.#env = { ...env, REPLICA_ID: id, HOST: '127.0.0.1', PORT: String(port) }
+    this.#holdImports = holdImports
+  }
+
+  /** The import hold of the running process (a restart starts unarmed); only with `holdImports`. */
+  get hold(): ImportHold {
+    if (!this.#hold) throw new Error(`replica ${this.id} was not started with an import hold`)
+    return this.#hold
   }
 
   get url(): string {
@@ -85,13 +99,16 @@ export class ReplicaProcess {
   /** Spawns the replica and resolves once it listens; rejects (and kills it) if it does not. */
   async start(): Promise<void> {
     if (this.running) throw new Error(`replica ${this.id} is already running`)
-    const child = spawn(process.execPath, [join(root, 'src/node.ts')], {
+    const entry = this.#holdImports ? 'scripts/support/held-import-replica.ts' : 'src/node.ts'
+    // Output piped either way (the IPC channel is a fourth descriptor): the cast says so to the types.
+    const child = spawn(process.execPath, [join(root, entry)], {
       cwd: root,
       env: this.#env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
+      stdio: this.#holdImports ? IPC_STDIO : ['ignore', 'pipe', 'pipe'],
+    }) as ChildProcessByStdio<null, Readable, Readable>
     track(child)
     this.#child = child
+    this.#hold = this.#holdImports ? new ImportHold(child) : undefined
     this.starts += 1
     child.stdout.on('data', this.#output.append)
     child.stderr.on('data', this.#output.append)
