@@ -3,7 +3,8 @@
  * `createMcpHandler` is the engine's entry: one POSTed MCP message in, one `Response` out, using Web
  * standards only so it runs unchanged on Node and Workers. It parses the body once and lets it decide
  * the era (`legacy/classify.ts`): 2025-era messages, and GET/DELETE of 2025 sessions, go to
- * `legacy/handler.ts` when `legacy` is configured (else non-POST methods are a 405). With `tasks` it
+ * `legacy/handler.ts` when `legacy` is configured; other methods, and a GET or DELETE naming no
+ * session, are a 405 (`notPost` says the one exception, a 2025 client's DELETE). With `tasks` it
  * serves the tasks extension on the modern era (`tasks/engine.ts`) and starts this replica's
  * takeover loop. For 2026-07-28 it owns the order of the pipeline after the HTTP layer (Origin/Host,
  * body size and authentication are the route's job): envelope → notification (the base scopes, then
@@ -45,8 +46,8 @@ import {
 } from './streaming.ts'
 import { listen } from './subscriptions.ts'
 import { ListenParamsSchema, type JsonObject, type RequestId } from './wire.ts'
-import { classifyMessage } from './legacy/classify.ts'
-import { DEFAULT_SESSION_TTL_SECONDS } from './legacy/protocol.ts'
+import { classifyMessage, headerEra } from './legacy/classify.ts'
+import { DEFAULT_SESSION_TTL_SECONDS, HEADER_SESSION_ID } from './legacy/protocol.ts'
 import { createLegacyEra, type LegacyEra, type LegacyEraOptions } from './legacy/handler.ts'
 import type { SessionStore } from './session-store.ts'
 import { DEFAULT_TASK_TAKEOVER_INTERVAL_MS, TaskEngine, type TaskOptions } from './tasks/engine.ts'
@@ -247,24 +248,48 @@ export function createMcpHandler<App>(options: McpHandlerOptions<App>): McpHandl
       telemetry: observer,
     })
 
-  function methodNotAllowed(method: string): Response {
-    const message = legacy
-      ? `Method Not Allowed: ${method} is not served here; POST messages, or GET and DELETE a 2025-era session.`
-      : 'Method Not Allowed: this stateless MCP endpoint accepts POST only.'
+  /** 405 with `allow` and a JSON-RPC error body saying `message`. */
+  function methodNotAllowed(message: string, allow: string): Response {
     const { text } = errorMessage(null, new McpError(ErrorCode.InvalidRequest, message), logger)
     return new Response(text, {
       status: 405,
-      headers: { 'content-type': 'application/json', allow: legacy ? 'GET, POST, DELETE' : 'POST' },
+      headers: { 'content-type': 'application/json', allow },
     })
   }
+  /**
+   * Any method but POST. GET and DELETE serve 2025-era sessions (`legacy`): one naming a session goes
+   * there, and so does a DELETE naming none from a 2025-era client (`headerEra`: no 2026-07-28
+   * `MCP-Protocol-Version`), which the 2025 transport answers as any request lacking the session id
+   * it requires, 400 "send initialize first" (a 405 would tell it sessions cannot be ended). Every
+   * other GET or DELETE without a session (a 2026-07-28 client's either, and a GET, which has no
+   * stream to open) is 405 with `Allow: POST`; any other method a 405 listing every method served.
+   */
+  function notPost(input: McpHttpInput, method: string): Promise<Response> | Response {
+    if (!legacy) {
+      return methodNotAllowed(
+        'Method Not Allowed: this stateless MCP endpoint accepts POST only.',
+        'POST'
+      )
+    }
+    if (method !== 'GET' && method !== 'DELETE') {
+      return methodNotAllowed(
+        `Method Not Allowed: ${method} is not served here; POST messages, or GET and DELETE a 2025-era session.`,
+        'GET, POST, DELETE'
+      )
+    }
+    const { headers } = input
+    if (headers.has(HEADER_SESSION_ID) || (method === 'DELETE' && headerEra(headers) === 'legacy'))
+      return method === 'GET' ? legacy.get(input) : legacy.delete(input)
+    return methodNotAllowed(
+      `Method Not Allowed: ${method} needs the Mcp-Session-Id of a 2025-era session from initialize; 2026-07-28 clients POST only.`,
+      'POST'
+    )
+  }
+
 
   return async function handleMcp(input: McpHttpInput): Promise<Response> {
     const { body, headers, principal, client, signal } = input
-    if (input.method !== undefined && input.method !== 'POST') {
-      if (legacy && input.method === 'GET') return legacy.get(input)
-      if (legacy && input.method === 'DELETE') return legacy.delete(input)
-      return methodNotAllowed(input.method)
-    }
+    if (input.method !== undefined && input.method !== 'POST') return notPost(input, input.method)
     let request: McpRequest
     let observation: RequestObservation | undefined
     try {

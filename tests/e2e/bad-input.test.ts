@@ -216,6 +216,44 @@ describe('bad input to the real server process', () => {
     expect(JSON.parse(response.body)).toMatchObject({ jsonrpc: '2.0', error: { code: -32600 } })
   })
 
+  it.each([
+    ['GET', { 'MCP-Protocol-Version': '2026-07-28' }],
+    ['DELETE', { 'MCP-Protocol-Version': '2026-07-28' }],
+    ['GET', {}],
+    ['GET', { 'MCP-Protocol-Version': '2025-06-18' }],
+  ])(
+    'answers %s without a session id (headers %o) with 405 and Allow: POST',
+    async (method, headers) => {
+      const response = await fetch(server.url, {
+        method,
+        headers: { accept: 'application/json, text/event-stream', ...headers },
+      })
+      expect(response.status).toBe(405)
+      expect(response.headers.get('allow')).toBe('POST')
+      expect(await response.json()).toMatchObject({
+        jsonrpc: '2.0',
+        id: null,
+        error: { code: -32600, message: expect.stringMatching(/^Method Not Allowed: .*POST only/) },
+      })
+    }
+  )
+
+  it.each([
+    ['no version header (2025-03-26)', {}],
+    ['a 2025 version header', { 'MCP-Protocol-Version': '2025-11-25' }],
+  ])(
+    'answers a 2025 client’s DELETE without a session id, with %s, 400 "send initialize first"',
+    async (_case, headers) => {
+      const response = await fetch(server.url, { method: 'DELETE', headers })
+      expect(response.status).toBe(400)
+      expect(await response.json()).toMatchObject({
+        jsonrpc: '2.0',
+        id: null,
+        error: { code: -32600, message: expect.stringMatching(/Mcp-Session-Id.*initialize first/) },
+      })
+    }
+  )
+
   it('still serves after all of it', async () => {
     expect(server.process.exitCode).toBeNull()
     const response = await raw(

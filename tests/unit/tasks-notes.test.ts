@@ -29,7 +29,7 @@ import { parseImport } from '../../src/notes/task-tools.ts'
 import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
 import { expectError, expectResult, postMcp, type JsonObject } from '../support/mcp-request.ts'
 import { TASKS, TASKS_AND_FORMS, isTerminal, waitForTask } from '../support/tasks.ts'
-import { TEST_AUTH_ENV, signTestToken } from '../support/test-tokens.ts'
+import { TEST_AUTH_ENV, expectInsufficientScope, signTestToken } from '../support/test-tokens.ts'
 
 const sealer = StateSealer.create({
   keyRing: await importKeyRing([generateKey()]),
@@ -396,7 +396,6 @@ describe('export_notes', () => {
 
 describe('scopes of the task operations', () => {
   const alice = tokenPrincipal(TEST_AUTH_ENV.AUTH_ISSUER, 'alice')
-  const METADATA = 'http://127.0.0.1:8787/.well-known/oauth-protected-resource/mcp'
   let own: Awaited<ReturnType<typeof notesApp>>
   beforeEach(async () => {
     own = await notesApp(TEST_AUTH_ENV)
@@ -424,21 +423,8 @@ describe('scopes of the task operations', () => {
   const getAs = async (scope: string, taskId: string) =>
     resultOf(await asAlice(scope, 'tasks/get', { taskId }, TASKS))
 
-  /** The 403 step-up naming `scopes`; answers the body, which must hold nothing of the task. */
-  async function expectStepUp(response: Response, scopes: string): Promise<string> {
-    expect(response.status).toBe(403)
-    expect(response.headers.get('www-authenticate')).toBe(
-      `Bearer error="insufficient_scope", scope="${scopes}", error_description="This operation needs the scope(s) ${scopes}.", resource_metadata="${METADATA}"`
-    )
-    expect(response.headers.get('cache-control')).toBe('no-store')
-    const body = await response.text()
-    expect(JSON.parse(body)).toEqual({
-      jsonrpc: '2.0',
-      id: ids,
-      error: { code: -32600, message: `Forbidden: This operation needs the scope(s) ${scopes}.` },
-    })
-    return body
-  }
+  const expectStepUp = (response: Response, scopes: string) =>
+    expectInsufficientScope(response, scopes, ids)
 
   /** An import of alice's parked on its conflict question about "Alpha". */
   async function parkedImport(): Promise<{ taskId: string; alpha: Note }> {

@@ -10,9 +10,9 @@
  * - a batch is modern if any element is (the modern envelope then refuses the batch), else 2025-era;
  *   batches do not nest, so an element that is itself an array is no message, hence modern;
  * - anything that is not a JSON-RPC message at all is modern, so it gets the modern envelope's error.
- * GET and DELETE are 2025-era by definition and never reach this function. It looks at most one level
- * into a batch and never recurses, whatever the value's depth (the body's nesting is bounded before,
- * by `parseJson`).
+ * It looks at most one level into a batch and never recurses, whatever the value's depth (the body's
+ * nesting is bounded before, by `parseJson`). GET and DELETE have no body and never reach it: one
+ * naming a session is 2025-era by definition; for one naming none, `headerEra` says who is asking.
  */
 import {
   HEADER_PROTOCOL_VERSION,
@@ -45,6 +45,14 @@ function classifyOne(message: unknown, headers: Headers): Era {
   const meta = isRecord(message.params) ? message.params._meta : undefined
   if (isRecord(meta) && META_PROTOCOL_VERSION in meta) return 'modern'
   if (message.method === 'initialize') return 'legacy'
+  return headerEra(headers)
+}
+
+/**
+ * The era the headers alone claim: modern when `MCP-Protocol-Version` names a 2026-07-28 version,
+ * else 2025-era (a 2025-03-26 client sends no version header; a later one its negotiated 2025 one).
+ */
+export function headerEra(headers: Headers): Era {
   const header = headers.get(HEADER_PROTOCOL_VERSION)?.trim()
   return header !== undefined && SUPPORTED_PROTOCOL_VERSIONS.includes(header) ? 'modern' : 'legacy'
 }

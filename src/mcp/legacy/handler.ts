@@ -113,7 +113,9 @@ export type LegacyInput = Omit<McpHttpInput, 'body' | 'method'>
 
 export interface LegacyEra {
   /** One parsed 2025-era message; `observation` is its telemetry (`handler.ts` starts it), if on. */
+  /** A GET naming a session (`handler.ts` answers one naming none). */
   post(message: unknown, input: LegacyInput, observation?: RequestObservation): Promise<Response>
+  /** A DELETE of a session, or of none from a 2025-era client (400: the id is required). */
   get(input: LegacyInput): Promise<Response>
   delete(input: LegacyInput): Promise<Response>
 }
@@ -587,16 +589,6 @@ export function createLegacyEra<App>(options: LegacyEraOptions<App>): LegacyEra 
     },
 
     async get(input) {
-      if (input.headers.get(HEADER_SESSION_ID) === null) {
-        const response = errorResponse(
-          null,
-          ErrorCode.InvalidRequest,
-          'Method Not Allowed: GET needs an Mcp-Session-Id from initialize; 2026-07-28 clients POST only.',
-          405
-        )
-        response.headers.set('allow', 'POST')
-        return response
-      }
       let session: LegacySession
       try {
         session = await openSession(input, null)
