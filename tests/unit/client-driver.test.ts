@@ -4,11 +4,15 @@
  * Tasks (extension `io.modelcontextprotocol/tasks`) against a real engine instead: in-process
  * replicas with an SQLite task store, reached through a `fetch` that hands each request to one of
  * them — the task exposed, polled (at the suggested interval, through another replica each time),
- * answered, cancelled, failed, bounded; the fake server only for what a real one never sends.
+ * answered, cancelled, failed, bounded; the fake server only for what a real one never sends. A task
+ * that must still be working when it is read is a `held_compute` task, which works until the test
+ * releases it, never one that merely takes long enough.
  */
+import { once } from 'node:events'
 import { rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest'
+import { z } from 'zod'
 import {
   encodeHeaderValue,
   McpClient,
@@ -22,6 +26,7 @@ import {
   type RoundInfo,
 } from '../../src/client/index.ts'
 import { MAX_RETRY_DELAY_MS, RETRY_DELAY_MS } from '../../src/client/rounds.ts'
+import { definitions, text } from '../../src/mcp/definitions.ts'
 import type { McpLogger } from '../../src/mcp/dispatch.ts'
 import { createMcpHandler, type McpHandler } from '../../src/mcp/handler.ts'
 import { generateKey, importKeyRing } from '../../src/mcp/key-ring.ts'
@@ -600,13 +605,25 @@ describe('bounds and cancellation', () => {
   })
 
   it("rejects with the caller's own reason when the caller aborts", async () => {
-    const server = fakeServer(() => sse([], { open: true }))
+    // The stream stays open after a progress notification: the caller gives up on hearing it.
+    const progress = { progressToken: 'p', progress: 1 }
+    const server = fakeServer(() =>
+      sse([event({ jsonrpc: '2.0', method: 'notifications/progress', params: progress })], {
+        open: true,
+      })
+    )
     const controller = new AbortController()
     const reason = new Error('host closed the chat')
-    setTimeout(() => controller.abort(reason), 10)
-    expect(
-      await failure(client(server.fetch).callTool('t', {}, { signal: controller.signal }))
-    ).toBe(reason)
+    const call = client(server.fetch).callTool(
+      't',
+      {},
+      {
+        signal: controller.signal,
+        progressToken: 'p',
+        onNotification: () => controller.abort(reason),
+      }
+    )
+    expect(await failure(call)).toBe(reason)
   })
 })
 
@@ -851,10 +868,35 @@ describe('options', () => {
   })
 })
 
-/** The conformance fixture's task tools: what the referee holds a tasks server to. */
+/** The gates of `held_compute` tasks, by label: each task works until its gate opens. */
+const heldGates = new Map<string, Promise<void>>()
+
+/** Holds the `held_compute` task of `label` until the answered release is called. */
+function holdTask(label: string): () => void {
+  const gate = Promise.withResolvers<void>()
+  heldGates.set(label, gate.promise)
+  return gate.resolve
+}
+
+const heldCompute = definitions<unknown>().tool({
+  name: 'held_compute',
+  description: 'Works, as a task, until the test releases its label (or it is cancelled).',
+  input: z.object({ label: z.string() }),
+  task: 'required',
+  async run({ label }, ctx) {
+    await ctx.startTask()
+    const gate = heldGates.get(label)
+    if (!gate) throw new Error(`no hold for "${label}": call holdTask first`)
+    await Promise.race([gate, once(ctx.signal, 'abort')])
+    ctx.signal.throwIfAborted()
+    return text(`Computed "${label}".`)
+  },
+})
+
+/** The conformance fixture's task tools (what the referee holds a tasks server to), and the held one. */
 const taskServer = compileServer<unknown>({
   info: { name: 'client-driver-tasks', version: '0.0.0' },
-  tools: tasksConformanceTools,
+  tools: [...tasksConformanceTools, heldCompute],
 })
 
 const taskDir = await tempDataDir('notes-mcp-client-tasks-')
@@ -868,7 +910,9 @@ const taskSealer = StateSealer.create({
 const quiet: McpLogger = { warn: () => {}, error: () => {} }
 
 afterEach(() => {
+  // Ends every run still going (a held task never released, a cancelled one), then forgets the gates.
   for (const shutdown of replicaShutdowns.splice(0)) shutdown.abort()
+  heldGates.clear()
 })
 afterAll(async () => {
   for (const store of taskStores) await store.close()
@@ -948,7 +992,8 @@ function methods(sent: EngineRequest[]): string[] {
 describe('tasks, against a real engine with an SQLite task store', () => {
   it('declares the extension, exposes the task, and polls tasks/get with Mcp-Name = taskId until it completes', async () => {
     const { fetch: fetchFn, sent } = await engine(['127.0.0.1'])
-    const task = await started(taskClient(fetchFn), 'slow_compute', slow(0.2, 'polled'))
+    const release = holdTask('polled')
+    const task = await started(taskClient(fetchFn), 'held_compute', { label: 'polled' })
 
     expect(task.taskId).toMatch(/^[A-Za-z0-9_-]{32}$/)
     expect(task.status).toBe('working')
@@ -958,8 +1003,9 @@ describe('tasks, against a real engine with an SQLite task store', () => {
       [META_CLIENT_CAPABILITIES]: { extensions: { [TASKS_EXTENSION]: {} } },
     })
     expect(await task.refresh()).toMatchObject({ taskId: task.taskId, status: 'working' })
+    release()
     expect(await task.result()).toEqual({
-      content: [{ type: 'text', text: 'Computed "polled" in 0.2 s.' }],
+      content: [{ type: 'text', text: 'Computed "polled".' }],
     })
     expect(task.status).toBe('completed')
 
@@ -1056,7 +1102,8 @@ describe('tasks, against a real engine with an SQLite task store', () => {
 
   it('cancels a running task: tasks/cancel is acked, and result() rejects with reason cancelled', async () => {
     const { fetch: fetchFn, sent } = await engine(['127.0.0.1'])
-    const task = await started(taskClient(fetchFn), 'slow_compute', slow(600, 'cancelled'))
+    holdTask('cancelled')
+    const task = await started(taskClient(fetchFn), 'held_compute', { label: 'cancelled' })
     await task.cancel()
     const error = await driverFailure(task.result())
     expect(error.reason).toBe('cancelled')
@@ -1118,7 +1165,8 @@ describe('tasks, against a real engine with an SQLite task store', () => {
   it('bounds a wait: a task that does not end rejects with timeout and the last task seen', async () => {
     const { fetch: fetchFn } = await engine(['127.0.0.1'])
     const mcp = taskClient(fetchFn, { taskTimeoutMs: 100 })
-    const task = await started(mcp, 'slow_compute', slow(600, 'bounded'))
+    holdTask('bounded')
+    const task = await started(mcp, 'held_compute', { label: 'bounded' })
     const error = await driverFailure(task.wait())
     expect(error.reason).toBe('timeout')
     expect(error.lastResult).toMatchObject({ taskId: task.taskId, status: 'working' })
@@ -1128,12 +1176,14 @@ describe('tasks, against a real engine with an SQLite task store', () => {
 
   it('reaches a task by its id from another client, and an unknown id answers -32602', async () => {
     const { fetch: fetchFn } = await engine(['127.0.0.1'])
-    const first = await started(taskClient(fetchFn), 'slow_compute', slow(0.2, 'resumed'))
+    const release = holdTask('resumed')
+    const first = await started(taskClient(fetchFn), 'held_compute', { label: 'resumed' })
     const other = taskClient(fetchFn)
     const resumed = await other.resumeTask(first.taskId)
     expect(resumed).toMatchObject({ taskId: first.taskId, status: 'working' })
+    release()
     expect(await resumed.result()).toMatchObject({
-      content: [{ text: 'Computed "resumed" in 0.2 s.' }],
+      content: [{ text: 'Computed "resumed".' }],
     })
     expect(await other.getTask(first.taskId)).toMatchObject({ status: 'completed' })
     expect(await failure(other.getTask('no-such-task'))).toMatchObject({ code: -32602 })

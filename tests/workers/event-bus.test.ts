@@ -4,10 +4,15 @@
  * fixture as `fixture-a` and `fixture-b` (two more isolates, where a waiting 2025 flow never checks
  * the store by itself), all on real Durable Objects and a real local D1 (see vitest.config.ts). Each
  * test sends a request to one isolate and waits, by the next message of a stream, for its effect in
- * another: what only the `EventBusObject` carries (with an in-process bus each of these streams
- * waits until the test's timeout). Then the object itself, through its namespace: validation,
- * replay to a socket that connects late, relay between shards, and subscribers that send; and the
- * bus client's own guarantees.
+ * another: what only the `EventBusObject` carries. No wait outlasts the test: each is bounded by
+ * `within`, naming what never came (an in-process bus, or none, carries nothing across requests
+ * here, so nothing may be waited for unbounded). Where order can show a missing event at once, a
+ * later event must come on the same socket after it: a stream's test makes a second change, through
+ * the stream's own isolate, after the one that must cross, and the object's replay and relay are
+ * followed by an event published later to the same socket; an event that went astray is then seen
+ * missing when the later one comes first. Then the object itself, through its namespace:
+ * validation, replay to a socket that connects late, relay between shards, and subscribers that
+ * send; and the bus client's own guarantees.
  */
 import type { Hono } from 'hono'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -23,7 +28,12 @@ import {
 import { stubOf } from '../../src/workers/durable-objects.ts'
 import { namespace, publishTo, rawSubscriber } from './bus-sockets.ts'
 import { fixtureA, fixtureB, notesA, notesB, type Fetcher } from './isolates.ts'
-import { LegacySession, SseReaders, startSession } from '../support/legacy-request.ts'
+import {
+  LegacySession,
+  SseReaders,
+  startSession,
+  type SseReader,
+} from '../support/legacy-request.ts'
 import {
   MCP_URL,
   expectResult,
@@ -32,6 +42,7 @@ import {
   type McpRequestOptions,
 } from '../support/mcp-request.ts'
 import type { ServerEvent } from '../../src/mcp/events.ts'
+import { within } from '../support/within.ts'
 
 /**
  * One isolate as the in-process 2025 helpers see an app: they only call `request(url, init)`, which
@@ -63,6 +74,11 @@ function onIsolate(session: LegacySession, app: Hono): LegacySession {
   return new LegacySession(app, session.id, session.protocolVersion, session.headers)
 }
 
+/** The next message of `stream`, or a failure naming `what` never came. */
+function nextOf(stream: SseReader, what: string): Promise<JsonObject | undefined> {
+  return within(stream.next(), what)
+}
+
 /** Opens a listen stream on `target` for updates of `uris`, past its acknowledgment. */
 async function listenFor(target: Fetcher, id: string, uris: string[]) {
   const listen = streams.open(
@@ -71,7 +87,9 @@ async function listenFor(target: Fetcher, id: string, uris: string[]) {
       params: { notifications: { resourceSubscriptions: uris } },
     })
   )
-  expect((await listen.next())?.method).toBe('notifications/subscriptions/acknowledged')
+  expect((await nextOf(listen, 'the acknowledgment'))?.method).toBe(
+    'notifications/subscriptions/acknowledged'
+  )
   return listen
 }
 
@@ -94,11 +112,20 @@ afterEach(() => streams.cancelAll())
 describe('events cross isolates through the EventBusObject', () => {
   it('a listen stream held by one isolate hears a note changed through another', async () => {
     const note = await createNote(notesA, 'Changed on the replica')
-    const listen = await listenFor(notesA, 'listen', [noteUri(note.id)])
+    const after = await createNote(notesA, 'Changed here, afterwards')
+    const listen = await listenFor(notesA, 'listen', [noteUri(note.id), noteUri(after.id)])
 
     await updateNote(notesB, note, 'changed on the replica')
+    // Changed later through the stream's own isolate: had the first change not crossed, this
+    // one would be heard first.
+    await updateNote(notesA, after, 'changed where the stream is')
 
-    expect(await listen.next()).toEqual(updatedOf(noteUri(note.id), 'listen'))
+    expect(await nextOf(listen, 'the change made through notes-replica')).toEqual(
+      updatedOf(noteUri(note.id), 'listen')
+    )
+    expect(await nextOf(listen, 'the change made here')).toEqual(
+      updatedOf(noteUri(after.id), 'listen')
+    )
   })
 
   it('a listen stream hears changes made through its own isolate and another, in their order', async () => {
@@ -109,27 +136,43 @@ describe('events cross isolates through the EventBusObject', () => {
     await updateNote(notesA, first, 'changed through the other isolate')
     await updateNote(notesB, second, 'changed where the stream is')
 
-    expect(await listen.next()).toEqual(updatedOf(noteUri(first.id), 'both'))
-    expect(await listen.next()).toEqual(updatedOf(noteUri(second.id), 'both'))
+    expect(await nextOf(listen, 'the change made through the other isolate')).toEqual(
+      updatedOf(noteUri(first.id), 'both')
+    )
+    expect(await nextOf(listen, 'the change made here')).toEqual(
+      updatedOf(noteUri(second.id), 'both')
+    )
   })
 
   it("a 2025 session's GET stream on one isolate hears an update of its note made through another", async () => {
     const note = await createNote(notesB, 'Watched from a 2025 client')
+    const after = await createNote(notesA, 'Watched too, changed afterwards')
     const { session } = await startSession(isolate(notesA))
-    const subscribed = await session.request('resources/subscribe', { uri: noteUri(note.id) })
-    expect(subscribed.status).toBe(200)
+    for (const watched of [note, after]) {
+      const subscribed = await session.request('resources/subscribe', { uri: noteUri(watched.id) })
+      expect(subscribed.status).toBe(200)
+    }
     const stream = streams.open(await session.get())
 
     await updateNote(notesB, note, 'changed on the replica')
+    // Changed later through the stream's own isolate: had the first change not crossed, this
+    // one would be heard first.
+    await updateNote(notesA, after, 'changed where the stream is')
 
-    // The creation may be replayed first, as a list change: it happened just before the stream.
-    let message = await stream.next()
-    while (message?.method === 'notifications/resources/list_changed') message = await stream.next()
-    expect(message).toEqual({
-      jsonrpc: '2.0',
-      method: 'notifications/resources/updated',
-      params: { uri: noteUri(note.id) },
-    })
+    // The creations may be replayed first, as list changes: they happened just before the stream.
+    const updates: JsonObject[] = []
+    while (updates.length < 2) {
+      const message = await nextOf(stream, 'the changes made through both isolates')
+      expect(message, 'the GET stream ended').toBeDefined()
+      if (message!.method !== 'notifications/resources/list_changed') updates.push(message!)
+    }
+    expect(updates).toEqual(
+      [note, after].map((changed) => ({
+        jsonrpc: '2.0',
+        method: 'notifications/resources/updated',
+        params: { uri: noteUri(changed.id) },
+      }))
+    )
   })
 
   it('a 2025 answer POSTed to one isolate completes the flow waiting in another, by the bus alone', async () => {
@@ -137,7 +180,7 @@ describe('events cross isolates through the EventBusObject', () => {
       capabilities: { elicitation: {} },
     })
     const flow = streams.open(await session.request('tools/call', ELICITATION, { id: 'e' }))
-    const ask = (await flow.next()) as JsonObject
+    const ask = (await nextOf(flow, 'the question')) as JsonObject
     expect(ask).toMatchObject({ method: 'elicitation/create', id: expect.stringMatching(/^s2c-/) })
 
     const answered = await onIsolate(session, isolate(fixtureB)).answer(ask.id, {
@@ -147,7 +190,10 @@ describe('events cross isolates through the EventBusObject', () => {
     expect(answered.status).toBe(202)
 
     // fixture-a never checks the store by itself: only the bus can have woken the flow.
-    const result = (await flow.next()) as JsonObject
+    const result = (await nextOf(
+      flow,
+      'the result of the flow, woken in fixture-a by the answer given to fixture-b'
+    )) as JsonObject
     expect(result).toMatchObject({ jsonrpc: '2.0', id: 'e' })
     expect(result.result.content[0].text).toMatch(/^User response: .*accept.*ada/)
   })
@@ -157,7 +203,7 @@ describe('events cross isolates through the EventBusObject', () => {
       capabilities: { elicitation: {} },
     })
     const flow = streams.open(await session.request('tools/call', ELICITATION, { id: 'c' }))
-    expect((await flow.next())?.method).toBe('elicitation/create')
+    expect((await nextOf(flow, 'the question'))?.method).toBe('elicitation/create')
 
     const cancelled = await onIsolate(session, isolate(fixtureB)).notify(
       'notifications/cancelled',
@@ -166,7 +212,9 @@ describe('events cross isolates through the EventBusObject', () => {
     expect(cancelled.status).toBe(202)
 
     // A cancelled 2025 request gets no response: its stream just ends.
-    expect(await flow.rest()).toEqual([])
+    expect(
+      await within(flow.rest(), 'the end of the flow in fixture-a cancelled through fixture-b')
+    ).toEqual([])
   })
 })
 
@@ -183,7 +231,12 @@ describe('EventBusObject', () => {
     const since = Date.now()
     expect((await publish(0, updated('test://early'), 1)).status).toBe(204)
     const late = await rawSubscriber(shardName(0), since)
-    await late.until(updated('test://early'))
+    // Published once the socket is open, so after the replay its opening sent.
+    const after = updated('test://after-the-replay')
+    expect((await publish(0, after, 1)).status).toBe(204)
+    expect(await within(late.until(after), 'the event after the replay')).toContainEqual(
+      updated('test://early')
+    )
     late.socket.close(1000)
   })
 
@@ -191,7 +244,12 @@ describe('EventBusObject', () => {
     const since = Date.now()
     const far = await rawSubscriber(shardName(DEFAULT_SHARDS - 1), since)
     expect((await publish(0, updated('test://relayed'))).status).toBe(204)
-    await far.until(updated('test://relayed'))
+    // Published to the far shard itself once the relay was answered (its 204 waits for the relay).
+    const after = updated('test://after-the-relay')
+    expect((await publishTo(shardName(DEFAULT_SHARDS - 1), 'broadcast', after)).status).toBe(204)
+    expect(await within(far.until(after), 'the event after the relay')).toContainEqual(
+      updated('test://relayed')
+    )
     far.socket.close(1000)
   })
 
@@ -209,7 +267,10 @@ describe('EventBusObject', () => {
     // Replayed from before the refusals, the subscriber hears none of them.
     const subscriber = await rawSubscriber(shardName(1), since)
     expect((await publish(1, { kind: 'tools_list_changed' })).status).toBe(204)
-    const before = await subscriber.until({ kind: 'tools_list_changed' })
+    const before = await within(
+      subscriber.until({ kind: 'tools_list_changed' }),
+      'the event after the refusals'
+    )
     for (const body of refused) expect(before).not.toContainEqual(body)
     subscriber.socket.close(1000)
   })
@@ -223,7 +284,7 @@ describe('EventBusObject', () => {
   it('closes a subscriber that sends', async () => {
     const subscriber = await rawSubscriber(shardName(0), Date.now())
     subscriber.socket.send('hello')
-    await subscriber.closed
+    await within(subscriber.closed, 'the object to close a subscriber that sent')
   })
 })
 
@@ -241,7 +302,10 @@ describe('DurableObjectEventBus', () => {
     })
     // Published at once, before the subscription has connected: the shard replays it.
     await publisher.publish({ kind: 'resource_updated', uri: 'test://bus' })
-    expect(await heard).toEqual({ kind: 'resource_updated', uri: 'test://bus' })
+    expect(await within(heard, 'the event published through the other bus')).toEqual({
+      kind: 'resource_updated',
+      uri: 'test://bus',
+    })
   })
 
   it('keeps delivering to the other listeners when one throws', async () => {
@@ -258,7 +322,9 @@ describe('DurableObjectEventBus', () => {
       })
     })
     await bus.publish({ kind: 'prompts_list_changed' })
-    expect(await heard).toEqual({ kind: 'prompts_list_changed' })
+    expect(await within(heard, 'the event, past the listener that throws')).toEqual({
+      kind: 'prompts_list_changed',
+    })
     stopThrowing()
   })
 
