@@ -3,11 +3,13 @@
  * The HS256 bearer tokens of the in-process tests: `TEST_AUTH_ENV` configures an app to verify them
  * (issuer, audience, shared secret), `signTestToken` signs one for a subject with the scope and OAuth
  * client (`azp`) a test asks for, valid for five minutes, and `bearer` is the `Authorization` header
- * of a caller allowed every notes operation.
+ * of a caller allowed every notes operation. `expectInsufficientScope` asserts the 403 step-up such
+ * an app answers a token with too few scopes.
  *
  * Leaves to the suites: which app they configure with it, and what each token should be allowed.
  */
 import { SignJWT } from 'jose'
+import { expect } from 'vitest'
 
 /** Configuration of an app that verifies the tokens of `signTestToken`. */
 export const TEST_AUTH_ENV = {
@@ -15,6 +17,10 @@ export const TEST_AUTH_ENV = {
   AUTH_AUDIENCE: 'http://127.0.0.1:8787/mcp',
   AUTH_JWT_SECRET: 'a-test-signing-secret-of-more-than-32-characters',
 } as const
+
+/** The protected-resource metadata an app configured with `TEST_AUTH_ENV` names in its challenges. */
+export const TEST_RESOURCE_METADATA =
+  'http://127.0.0.1:8787/.well-known/oauth-protected-resource/mcp'
 
 export interface TestTokenClaims {
   subject: string
@@ -44,4 +50,29 @@ export function signTestToken({ subject, scope, azp }: TestTokenClaims): Promise
  */
 export async function bearer(subject: string, azp?: string): Promise<{ authorization: string }> {
   return { authorization: `Bearer ${await signTestToken({ subject, scope: 'notes:write', azp })}` }
+}
+
+/**
+ * Asserts the 403 step-up challenge naming `scopes` (every scope the operation needs, base scopes
+ * first) with a JSON-RPC error echoing `id`; answers the body text, for a test to check what it
+ * must not hold.
+ */
+export async function expectInsufficientScope(
+  response: Response,
+  scopes: string,
+  id: string | number | null
+): Promise<string> {
+  const description = `This operation needs the scope(s) ${scopes}.`
+  expect(response.status).toBe(403)
+  expect(response.headers.get('www-authenticate')).toBe(
+    `Bearer error="insufficient_scope", scope="${scopes}", error_description="${description}", resource_metadata="${TEST_RESOURCE_METADATA}"`
+  )
+  expect(response.headers.get('cache-control')).toBe('no-store')
+  const body = await response.text()
+  expect(JSON.parse(body)).toEqual({
+    jsonrpc: '2.0',
+    id,
+    error: { code: -32600, message: `Forbidden: ${description}` },
+  })
+  return body
 }

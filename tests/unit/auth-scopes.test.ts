@@ -20,9 +20,12 @@ import { StateSealer } from '../../src/mcp/sealed-state.ts'
 import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
 import { initializeMessage } from '../support/legacy-request.ts'
 import { MCP_URL, mcpInit, postMcp, type JsonObject } from '../support/mcp-request.ts'
-import { TEST_AUTH_ENV, signTestToken } from '../support/test-tokens.ts'
-
-const METADATA = 'http://127.0.0.1:8787/.well-known/oauth-protected-resource/mcp'
+import {
+  TEST_AUTH_ENV,
+  TEST_RESOURCE_METADATA,
+  expectInsufficientScope,
+  signTestToken,
+} from '../support/test-tokens.ts'
 
 async function notesApp(env: Record<string, string> = {}) {
   const store = new SqliteNotesStore({ path: ':memory:' })
@@ -54,14 +57,8 @@ async function call(
 
 const tool = (name: string, args: JsonObject = {}) => ({ name, arguments: args })
 
-async function expectStepUp(response: Response, scopes: string): Promise<void> {
-  expect(response.status).toBe(403)
-  expect(response.headers.get('www-authenticate')).toBe(
-    `Bearer error="insufficient_scope", scope="${scopes}", error_description="This operation needs the scope(s) ${scopes}.", resource_metadata="${METADATA}"`
-  )
-  expect(response.headers.get('cache-control')).toBe('no-store')
-  expect(await response.json()).toMatchObject({ jsonrpc: '2.0', id: 1, error: { code: -32600 } })
-}
+const expectStepUp = (response: Response, scopes: string) =>
+  expectInsufficientScope(response, scopes, 1)
 
 describe('scopes per operation', () => {
   it('lets notes:read read (search, resources, prompts, completion) and refuses its writes', async () => {
@@ -174,23 +171,14 @@ describe('scopes per operation', () => {
         patch: (message) => delete message.id,
         headers: { authorization: `Bearer ${await signTestToken({ subject: 'alice', scope })}` },
       })
-    const refused = await notify('notes:write')
-    expect(refused.status).toBe(403)
-    expect(refused.headers.get('www-authenticate')).toMatch(
-      /^Bearer error="insufficient_scope", scope="mcp", /
-    )
-    expect(await refused.json()).toMatchObject({
-      jsonrpc: '2.0',
-      id: null,
-      error: { code: -32600 },
-    })
+    await expectInsufficientScope(await notify('notes:write'), 'mcp', null)
     expect((await notify('mcp')).status).toBe(202)
   })
 
   it('asks for the baseline in the 401 and the metadata, base scope first, never offline_access', async () => {
     const response = await postMcp(baseApp, 'tools/list')
     expect(response.headers.get('www-authenticate')).toBe(
-      `Bearer scope="mcp notes:read", resource_metadata="${METADATA}"`
+      `Bearer scope="mcp notes:read", resource_metadata="${TEST_RESOURCE_METADATA}"`
     )
     const metadata = await baseApp.request(
       'http://127.0.0.1/.well-known/oauth-protected-resource',

@@ -43,7 +43,7 @@ import {
   type SseReader,
 } from '../support/legacy-request.ts'
 import { expectError, expectResult, readMessages, type JsonObject } from '../support/mcp-request.ts'
-import { signTestToken } from '../support/test-tokens.ts'
+import { expectInsufficientScope, signTestToken } from '../support/test-tokens.ts'
 
 const INVALID_REQUEST = -32600
 
@@ -491,7 +491,6 @@ describe('ending a flow early', () => {
 
 describe('scopes of answers, notifications and initialize', () => {
   const alice = tokenPrincipal(TEST_AUTH_ENV.AUTH_ISSUER, 'alice')
-  const METADATA = 'http://127.0.0.1:8787/.well-known/oauth-protected-resource/mcp'
   /** The notes app whose every operation also needs the base scope `mcp` (AUTH_REQUIRED_SCOPE). */
   const baseApp = createApp(parseConfig({ ...TEST_AUTH_ENV, AUTH_REQUIRED_SCOPE: 'mcp' }), {
     store,
@@ -502,22 +501,6 @@ describe('scopes of answers, notifications and initialize', () => {
   const aliceWith = async (scope?: string) => ({
     authorization: `Bearer ${await signTestToken({ subject: 'alice', scope })}`,
   })
-
-  async function expectStepUp(response: Response, scopes: string, id: string | number | null) {
-    expect(response.status).toBe(403)
-    expect(response.headers.get('www-authenticate')).toBe(
-      `Bearer error="insufficient_scope", scope="${scopes}", error_description="This operation needs the scope(s) ${scopes}.", resource_metadata="${METADATA}"`
-    )
-    expect(response.headers.get(HEADER_SESSION_ID)).toBeNull()
-    expect(await response.json()).toEqual({
-      jsonrpc: '2.0',
-      id,
-      error: {
-        code: INVALID_REQUEST,
-        message: `Forbidden: This operation needs the scope(s) ${scopes}.`,
-      },
-    })
-  }
 
   /** A note of alice's and her `delete_note` of it asking, on a session of a token granting `scope`. */
   async function aliceDeletes(title: string, target: typeof app, scope: string) {
@@ -532,7 +515,7 @@ describe('scopes of answers, notifications and initialize', () => {
   it('refuses the answer of a token of the same caller without notes:write (403) and stores nothing', async () => {
     const { noteId, session, stream, ask } = await aliceDeletes('Scoped', authApp, 'notes:write')
     for (const scope of [undefined, 'notes:read'])
-      await expectStepUp(
+      await expectInsufficientScope(
         await session.answer(ask.id, ACCEPT, await aliceWith(scope)),
         'notes:write',
         null
@@ -546,7 +529,7 @@ describe('scopes of answers, notifications and initialize', () => {
   it('refuses a base-only or scopeless answer naming the base scope and the tool’s; the writer’s answer then deletes', async () => {
     const { noteId, session, stream, ask } = await aliceDeletes('Base', baseApp, 'mcp notes:write')
     for (const scope of [undefined, 'mcp', 'notes:write'])
-      await expectStepUp(
+      await expectInsufficientScope(
         await session.answer(ask.id, ACCEPT, await aliceWith(scope)),
         'mcp notes:write',
         null
@@ -572,7 +555,8 @@ describe('scopes of answers, notifications and initialize', () => {
 
   it('refuses initialize without the base scope (403, no session)', async () => {
     const refused = await postLegacy(baseApp, initializeMessage(), await aliceWith('notes:write'))
-    await expectStepUp(refused, 'mcp', 1)
+    expect(refused.headers.get(HEADER_SESSION_ID)).toBeNull()
+    await expectInsufficientScope(refused, 'mcp', 1)
     const accepted = await postLegacy(baseApp, initializeMessage(), await aliceWith('mcp'))
     expect(accepted.status).toBe(200)
     expect(accepted.headers.get(HEADER_SESSION_ID)).toBeTruthy()
@@ -585,12 +569,12 @@ describe('scopes of answers, notifications and initialize', () => {
       'mcp notes:write'
     )
     const without = await aliceWith('notes:write')
-    await expectStepUp(
+    await expectInsufficientScope(
       await session.notify('notifications/initialized', undefined, without),
       'mcp',
       null
     )
-    await expectStepUp(
+    await expectInsufficientScope(
       await session.notify('notifications/cancelled', { requestId: 'del' }, without),
       'mcp',
       null
@@ -609,7 +593,11 @@ describe('scopes of answers, notifications and initialize', () => {
       ['resources/subscribe', { uri: 'notes://help' }, 'mcp notes:read'],
     ]
     for (const [method, params, scopes] of cases)
-      await expectStepUp(await session.request(method, params, { id: 3, headers }), scopes, 3)
+      await expectInsufficientScope(
+        await session.request(method, params, { id: 3, headers }),
+        scopes,
+        3
+      )
   })
 })
 
