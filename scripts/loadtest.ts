@@ -39,6 +39,7 @@ import { mkdir, rm, writeFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { McpClient } from '../src/client/index.ts'
 import { formatKeyRing, generateKey } from '../src/mcp/key-ring.ts'
+import { MAX_STREAM_CAP } from '../src/mcp/stream-limits.ts'
 import { Metrics } from './loadtest/metrics.ts'
 import { findNginx, nginxConfig } from './loadtest/nginx-config.ts'
 import { parseOptions, USAGE, UsageError, type LoadtestOptions } from './loadtest/options.ts'
@@ -75,9 +76,17 @@ const SETTLE_GRACE_MS = TAKEOVER_BOUND_MS + 2_000
 /** Transport retries of the `tasks/get` that settle the tasks at the end. */
 const SETTLE_RETRIES = 5
 
-/** Only what the replicas need: nothing of this shell's configuration leaks into them. */
+/**
+ * Only what the replicas need: nothing of this shell's configuration leaks into them. Every virtual
+ * user is the one local principal (the replicas run without auth), so its cap on held-open streams
+ * (a GET stream and a waiting call per 2025 user) is lifted to the highest allowed.
+ */
 function replicaEnvironment(store: SharedStore, stateKeys: string): Record<string, string> {
-  const env: Record<string, string> = { ...store.env, STATE_KEYS: stateKeys }
+  const env: Record<string, string> = {
+    ...store.env,
+    STATE_KEYS: stateKeys,
+    MAX_STREAMS_PER_PRINCIPAL: String(MAX_STREAM_CAP),
+  }
   for (const name of ['PATH', 'HOME', 'LANG', 'TMPDIR', 'TZ']) {
     const value = process.env[name]
     if (value !== undefined) env[name] = value

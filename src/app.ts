@@ -23,6 +23,7 @@ import type { McpLogger } from './mcp/dispatch.ts'
 import { consoleLogger, createMcpHandler } from './mcp/handler.ts'
 import type { EventBus } from './mcp/events.ts'
 import type { StateSealer } from './mcp/sealed-state.ts'
+import { StreamLimits } from './mcp/stream-limits.ts'
 import type { TaskOptions } from './mcp/tasks/engine.ts'
 import { READ, SCOPE_IMPLIES } from './notes/scopes.ts'
 import { createNotesServer } from './notes/server.ts'
@@ -36,6 +37,12 @@ export interface AppDeps {
   logger?: McpLogger
   /** Aborted on shutdown: open listen streams end gracefully. */
   shutdown?: AbortSignal
+  /**
+   * The count of held-open streams per session and principal, when the runtime shares one across
+   * apps (a Worker builds one app per origin, and counts per isolate); else one per app, from
+   * `config.streamLimits`.
+   */
+  streamLimits?: StreamLimits
   now?: () => number
   /** Auth parts shared across apps (with `config.auth`); built per app when absent. */
   auth?: AuthServices
@@ -66,6 +73,7 @@ export function createApp(config: Config, deps: AppDeps): Hono {
     bus: deps.bus,
     logger: deps.logger,
     shutdown: deps.shutdown,
+    streamLimits: deps.streamLimits ?? new StreamLimits(config.streamLimits),
     legacy: { sessions: store, sessionTtlSeconds: config.sessionTtlSeconds },
     tasks: deps.tasks && { ...deps.tasks, store, now },
     telemetry: deps.telemetry,

@@ -6,6 +6,12 @@
  */
 import { z } from 'zod'
 import { DEFAULT_SESSION_TTL_SECONDS, MAX_SESSION_TTL_SECONDS } from './mcp/legacy/protocol.ts'
+import {
+  DEFAULT_MAX_STREAMS_PER_PRINCIPAL,
+  DEFAULT_MAX_STREAMS_PER_SESSION,
+  MAX_STREAM_CAP,
+  type StreamLimitOptions,
+} from './mcp/stream-limits.ts'
 import { TelemetryEnvError, parseTelemetryEnv, type TelemetryConfig } from './telemetry/env.ts'
 
 const list = z.string().transform((value) =>
@@ -39,6 +45,12 @@ const EnvSchema = z.object({
   /** Allowed Host header names (without port). Default: loopback names only. */
   ALLOWED_HOSTS: list.default(['localhost', '127.0.0.1', '[::1]']),
   MAX_BODY_BYTES: int(1024, 16 * 1024 * 1024).default(1024 * 1024),
+  /**
+   * Streams held open at once on this replica (listen, 2025 GET, interactive POSTs waiting for an
+   * answer), per 2025 session and per principal (`mcp/stream-limits.ts`); more are refused with 429.
+   */
+  MAX_STREAMS_PER_SESSION: int(1, MAX_STREAM_CAP).default(DEFAULT_MAX_STREAMS_PER_SESSION),
+  MAX_STREAMS_PER_PRINCIPAL: int(1, MAX_STREAM_CAP).default(DEFAULT_MAX_STREAMS_PER_PRINCIPAL),
   /** Public base URL of this server (for links such as the share approval page). */
   PUBLIC_URL: z.url().optional(),
   /** Name of this replica, sent as `X-Replica` on every response (useful behind a load balancer). */
@@ -100,6 +112,8 @@ export interface Config {
   allowedOrigins: string[]
   allowedHosts: string[]
   maxBodyBytes: number
+  /** Caps on the streams one session and one principal hold open on this replica. */
+  streamLimits: Required<StreamLimitOptions>
   publicUrl?: string
   replicaId?: string
   metricsPort?: number
@@ -134,6 +148,10 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     allowedOrigins: e.ALLOWED_ORIGINS,
     allowedHosts: e.ALLOWED_HOSTS.map((host) => host.toLowerCase()),
     maxBodyBytes: e.MAX_BODY_BYTES,
+    streamLimits: {
+      perSession: e.MAX_STREAMS_PER_SESSION,
+      perPrincipal: e.MAX_STREAMS_PER_PRINCIPAL,
+    },
     publicUrl: e.PUBLIC_URL?.replace(/\/+$/, ''),
     replicaId: e.REPLICA_ID,
     metricsPort: e.METRICS_PORT,

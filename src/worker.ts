@@ -11,7 +11,7 @@
  * error without detail (500 for a misconfiguration, 503 for an unmigrated or unreachable database),
  * and the reason goes to the Worker log (`wrangler tail`).
  *
- * Workers differ from Node in seven places, all decided here:
+ * Workers differ from Node in eight places, all decided here:
  * - `STATE_KEYS` is required (a Worker has no disk to keep a generated ring on); set it with
  *   `wrangler secret put STATE_KEYS`, and give every deployment that should finish each other's flows
  *   (Workers and Node alike) the same ring;
@@ -26,6 +26,10 @@
  * - expired rows are purged by the `scheduled` handler, on the cron trigger of `wrangler.toml`
  *   (`storage/purge.ts`; it needs only the D1 binding);
  * - there is no shutdown signal: open listen streams end when the client or the runtime closes them;
+ * - the caps on held-open streams (`MAX_STREAMS_PER_SESSION`, `MAX_STREAMS_PER_PRINCIPAL`) are
+ *   counted per isolate, by one `StreamLimits` the apps of every origin share: isolates share no
+ *   memory, so that is the count a Worker has (a caller spread over several isolates may hold the
+ *   cap in each), and it is what protects an isolate's own 128 MB;
  * - the event bus is the `EventBusObject` Durable Object bound as `EVENT_BUS` (`workers/event-bus.ts`):
  *   listen and 2025 GET streams hear changes made through any isolate, and a 2025 answer reaches the
  *   isolate whose flow waits for it; a missing binding is a misconfiguration, like a missing `DB`;
@@ -58,6 +62,7 @@ import { publicBaseUrl } from './http/app.ts'
 import { consoleLogger, logError } from './mcp/handler.ts'
 import { importKeyRing, parseKeyRing } from './mcp/key-ring.ts'
 import { StateSealer } from './mcp/sealed-state.ts'
+import { StreamLimits } from './mcp/stream-limits.ts'
 import type { NotesApp } from './notes/app.ts'
 import { D1NotesStore, D1SchemaMissingError, type D1Like } from './storage/d1.ts'
 import { sweepExpired } from './storage/purge.ts'
@@ -194,9 +199,11 @@ async function prepare(env: WorkerEnv): Promise<Setup> {
     scheduler: taskScheduler(env),
     takeoverIntervalMs: 0,
   }
+  // One count of held-open streams for every app of this isolate: the most a Worker can count.
+  const streamLimits = new StreamLimits(config.streamLimits)
   return {
     config,
-    deps: { store, sealer, bus, auth, tasks, telemetry: telemetry?.telemetry },
+    deps: { store, sealer, bus, auth, tasks, streamLimits, telemetry: telemetry?.telemetry },
     telemetry,
   }
 }

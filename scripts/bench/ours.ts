@@ -18,6 +18,7 @@ import { createHttpApp } from '../../src/http/app.ts'
 import { InProcessEventBus } from '../../src/mcp/events.ts'
 import { createMcpHandler } from '../../src/mcp/handler.ts'
 import { generateKey } from '../../src/mcp/key-ring.ts'
+import { MAX_STREAM_CAP, StreamLimits } from '../../src/mcp/stream-limits.ts'
 import { createNodeSealer } from '../../src/node-crypto.ts'
 import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
 import { benchServer } from './ours-server.ts'
@@ -26,7 +27,14 @@ import { serveBench } from './serve.ts'
 const otel = Object.fromEntries(
   Object.entries(process.env).filter(([name]) => name.startsWith('OTEL_'))
 )
-const config = parseConfig({ ...otel, HOST: '127.0.0.1', PORT: '0' })
+// Every bench connection is the one local principal, so its cap on held-open streams would stop the
+// scale scenario's listen streams and the 2025 flow's connections: it is lifted to the highest allowed.
+const config = parseConfig({
+  ...otel,
+  HOST: '127.0.0.1',
+  PORT: '0',
+  MAX_STREAMS_PER_PRINCIPAL: String(MAX_STREAM_CAP),
+})
 const running =
   config.telemetry &&
   (await import('../../src/telemetry/node.ts')).startNodeTelemetry({
@@ -54,6 +62,7 @@ if (process.env.BENCH_APP === 'notes') {
     sealer,
     bus,
     legacy: { sessions: store },
+    streamLimits: new StreamLimits(config.streamLimits),
     telemetry,
   })
   app = createHttpApp({ config, handler })

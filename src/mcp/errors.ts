@@ -18,6 +18,11 @@ export const ErrorCode = {
   HeaderMismatch: -32020,
   MissingRequiredClientCapability: -32021,
   UnsupportedProtocolVersion: -32022,
+  /**
+   * A caller holds as many open streams as this replica allows it (`stream-limits.ts`): HTTP 429.
+   * From JSON-RPC's range for implementation-defined server errors; no MCP revision defines one.
+   */
+  TooManyStreams: -32000,
 } as const
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode]
@@ -52,10 +57,16 @@ export class McpError extends Error {
  * and version errors and 404 for unknown methods; it leaves the rest open, and we answer 400 for
  * envelope-level failures (parse, invalid request, missing `_meta`) and 200 for errors about the
  * request's content (unknown tool, invalid cursor, resource not found) and for internal errors, as the
- * checklist recommends: the endpoint never answers 5xx for anything a request carries.
+ * checklist recommends: the endpoint never answers 5xx for anything a request carries. A stream over
+ * a caller's cap is 429 Too Many Requests (`stream-limits.ts`).
  */
-export function httpStatusFor(error: McpError, stage: 'envelope' | 'method'): 400 | 404 | 200 {
+export function httpStatusFor(
+  error: McpError,
+  stage: 'envelope' | 'method'
+): 400 | 404 | 429 | 200 {
   switch (error.code) {
+    case ErrorCode.TooManyStreams:
+      return 429
     case ErrorCode.MethodNotFound:
       return 404
     case ErrorCode.HeaderMismatch:

@@ -19,7 +19,9 @@
  * the pages the server cuts of its static lists) are serialised once: one cache entry per such page,
  * whatever cursors clients send. With `telemetry`, every message read is observed (its span, parented
  * on the client's trace context, and its duration: `telemetry/observer.ts`) and settles it where
- * the answer is decided; without, each hook is an optional call on `undefined`.
+ * the answer is decided; without, each hook is an optional call on `undefined`. Held-open streams
+ * (listen here, GET and waiting interactive POSTs of 2025 sessions) count against one
+ * `StreamLimits` for both eras: over a caller's cap they are refused with 429 before anything opens.
  */
 import {
   dispatch,
@@ -32,11 +34,13 @@ import {
 } from './dispatch.ts'
 import { EnvelopeError, parseJson, parseMessage, type McpRequest } from './envelope.ts'
 import { ErrorCode, McpError, describeError, errorMessage } from './errors.ts'
+import { validateStreamBounds, type EventStreamBounds } from './event-stream.ts'
 import type { EventBus } from './events.ts'
 import { META_SERVER_INFO, METHODS, TASKS_EXTENSION } from './protocol.ts'
 import type { StateSealer } from './sealed-state.ts'
 import { withExtension, type CompiledServer } from './server.ts'
 import { InsufficientScopeError, scopeChallenge, scopeRefusal } from './scopes.ts'
+import { StreamLimits } from './stream-limits.ts'
 import {
   Cancellation,
   ResponseChannel,
@@ -62,7 +66,14 @@ export interface McpHandlerOptions<App> {
   logger?: McpLogger
   /** Aborted when the process shuts down: open listen streams then end gracefully. */
   shutdown?: AbortSignal
-  listen?: { keepAliveMs?: number; maxDurationMs?: number }
+  /** Bounds of every `subscriptions/listen` stream (`event-stream.ts` defaults). */
+  listen?: EventStreamBounds
+  /**
+   * How many streams (listen, 2025 GET, held interactive POSTs) one caller may hold open here
+   * (`stream-limits.ts`); default a count of this handler's own with the default caps. A runtime
+   * serving several handlers from one process or isolate passes them one instance.
+   */
+  streamLimits?: StreamLimits
   /**
    * Serves 2025-era clients (`initialize`, sealed sessions, GET streams, DELETE) on the same endpoint
    * and handlers; without it the endpoint speaks 2026-07-28 only. Needs `bus`.
@@ -139,6 +150,8 @@ function missingBus(): never {
 export function createMcpHandler<App>(options: McpHandlerOptions<App>): McpHandler {
   const { app, sealer, bus, shutdown } = options
   const logger = options.logger ?? consoleLogger
+  validateStreamBounds(options.listen, 'listen')
+  const streamLimits = options.streamLimits ?? new StreamLimits()
   const tasks =
     options.tasks && new TaskEngine({ server: options.server, app, logger }, options.tasks)
   if (tasks) {
@@ -245,6 +258,7 @@ export function createMcpHandler<App>(options: McpHandlerOptions<App>): McpHandl
       now: options.legacy.now,
       input: options.legacy.input,
       stream: options.legacy.stream,
+      streamLimits,
       telemetry: observer,
     })
 
@@ -330,6 +344,7 @@ export function createMcpHandler<App>(options: McpHandlerOptions<App>): McpHandl
     if (method === METHODS.listen) {
       try {
         const { notifications } = parseParams(ListenParamsSchema, request.params)
+        const slot = streamLimits.acquire({ principal }, 'listen')
         const stream = listen(server, {
           id,
           requested: notifications,
@@ -337,6 +352,8 @@ export function createMcpHandler<App>(options: McpHandlerOptions<App>): McpHandl
           bus: bus!,
           signal: cancellation.signal,
           shutdown,
+          logger,
+          onEnd: slot.release,
           ...options.listen,
         })
         if (!observer) return stream

@@ -3,8 +3,8 @@
  * How one request's answer goes back: a single `application/json` response when the handler sends
  * nothing before its result, or a `text/event-stream` scoped to the request when it sends progress or
  * log notifications first (the final response then ends the stream). The client closing the stream
- * cancels the request: the channel aborts its signal and sends nothing more. Also the SSE framing and
- * keep-alive comments shared with `subscriptions/listen`.
+ * cancels the request: the channel aborts its signal and sends nothing more. Also the SSE framing,
+ * keep-alive comments and `retry` field shared with the held-open streams (`event-stream.ts`).
  *
  * Nothing here can fail once a request is answered: notifications are serialised when they are sent
  * (a value JSON cannot express throws at the handler's `ctx.progress`/`ctx.log` call), and the final
@@ -41,6 +41,11 @@ function sseText(text: string): Uint8Array {
 }
 
 export const SSE_KEEPALIVE = encoder.encode(': keep-alive\n\n')
+
+/** The SSE `retry` field: how many milliseconds a client that reconnects should wait first. */
+export function sseRetry(ms: number): Uint8Array {
+  return encoder.encode(`retry: ${ms}\n\n`)
+}
 
 /** The final message of a request as JSON text, and the HTTP status to use if it is sent as plain JSON. */
 export interface FinalMessage {

@@ -4,10 +4,13 @@
  * notifications this server honours, then forwards matching events from the bus (subscribed for the
  * caller's principal), each tagged with the listen request's id as `subscriptionId`. Keep-alive
  * comments keep proxies from timing it out; the client closing the stream ends the subscription;
- * server shutdown or the maximum duration end it gracefully with the listen result (the stream
- * itself is `event-stream.ts`'s). Nothing about a subscription outlives its stream.
+ * server shutdown, the maximum duration or a client fallen too far behind end it gracefully with the
+ * listen result (the stream itself, and its bounded queue, are `event-stream.ts`'s). The filter's
+ * size is bounded by `ListenParamsSchema` (`wire.ts`), the number of streams a caller holds by the
+ * handler (`stream-limits.ts`). Nothing about a subscription outlives its stream.
  */
-import { eventStream } from './event-stream.ts'
+import type { McpLogger } from './dispatch.ts'
+import { eventStream, type EventStreamBounds } from './event-stream.ts'
 import type { EventBus, ServerEvent } from './events.ts'
 import { META_SERVER_INFO, META_SUBSCRIPTION_ID } from './protocol.ts'
 import type { CompiledServer } from './server.ts'
@@ -20,7 +23,7 @@ export interface ListenFilter {
   resourceSubscriptions?: string[]
 }
 
-export interface ListenOptions {
+export interface ListenOptions extends EventStreamBounds {
   id: RequestId
   requested: ListenFilter
   principal: string
@@ -29,8 +32,10 @@ export interface ListenOptions {
   signal: AbortSignal
   /** Aborted when the server shuts down: the stream then ends gracefully. */
   shutdown?: AbortSignal
-  keepAliveMs?: number
-  maxDurationMs?: number
+  /** Where a stream that fell too far behind is reported. */
+  logger: McpLogger
+  /** Runs once when the stream has ended, whichever way (releases the caller's stream slot). */
+  onEnd?: () => void
 }
 
 /** Whether the server can honour any kind of subscription (otherwise listen is not advertised). */
@@ -87,6 +92,11 @@ export function listen<App>(server: CompiledServer<App>, options: ListenOptions)
     shutdown: options.shutdown,
     keepAliveMs: options.keepAliveMs,
     maxDurationMs: options.maxDurationMs,
+    maxQueuedBytes: options.maxQueuedBytes,
+    maxBacklogEvents: options.maxBacklogEvents,
+    logger: options.logger,
+    logFields: { stream: 'listen' },
+    onEnd: options.onEnd,
     opening: [
       {
         jsonrpc: '2.0',

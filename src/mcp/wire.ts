@@ -6,6 +6,7 @@
  * checks (JSON-RPC shape, headers, `_meta`) live in `envelope.ts`; this module only describes data.
  */
 import { z } from 'zod'
+import { MAX_EVENT_URI_CHARS } from './events.ts'
 
 export type JsonObject = Record<string, unknown>
 export type RequestId = string | number
@@ -189,12 +190,34 @@ export const CompleteParamsSchema = z.looseObject({
   context: z.looseObject({ arguments: z.record(z.string(), z.string()).optional() }).optional(),
 })
 
+/** Most resource URIs one `subscriptions/listen` filter may watch. */
+export const MAX_LISTEN_URIS = 100
+/**
+ * Most characters all the URIs of one listen filter may have together: a stream keeps its filter
+ * (and sends it back in its acknowledgment) for as long as it is open, so its size is bounded like
+ * the count; 100 note URIs take under 3,000 characters.
+ */
+export const MAX_LISTEN_URI_CHARS = 16_384
+
+const totalChars = (uris: readonly string[]) => uris.reduce((sum, uri) => sum + uri.length, 0)
+
 export const ListenParamsSchema = z.looseObject({
   notifications: z.looseObject({
     toolsListChanged: z.boolean().optional(),
     promptsListChanged: z.boolean().optional(),
     resourcesListChanged: z.boolean().optional(),
-    resourceSubscriptions: z.array(z.string()).max(100).optional(),
+    resourceSubscriptions: z
+      .array(
+        z.string().max(MAX_EVENT_URI_CHARS, {
+          error: `a URI longer than ${MAX_EVENT_URI_CHARS} characters is never notified; watch a shorter one`,
+        })
+      )
+      .max(MAX_LISTEN_URIS, { error: `watch at most ${MAX_LISTEN_URIS} URIs in one filter` })
+      .refine((uris) => totalChars(uris) <= MAX_LISTEN_URI_CHARS, {
+        error: (issue) =>
+          `the URIs total ${totalChars(issue.input as string[])} characters; at most ${MAX_LISTEN_URI_CHARS} are accepted in one filter — watch fewer or shorter URIs`,
+      })
+      .optional(),
   }),
 })
 

@@ -17,7 +17,12 @@
  *   the flow (`rendezvous.ts`) and answered 202; notifications are 202 too, and
  *   `notifications/cancelled` reaches the replica running the request through the bus;
  * - GET opens the session's notification stream (list changes, updates of subscribed resources, from
- *   changes made through any replica); DELETE ends the session for every replica;
+ *   changes made through any replica; bounded and ended as `event-stream.ts` says, with an SSE
+ *   `retry` so the client reconnects); DELETE ends the session for every replica;
+ * - GET streams and interactive POSTs held open for the client's answer count against the caps of
+ *   `stream-limits.ts` (per session and per principal, on this replica): over them, a GET is
+ *   refused with 429 before it opens, and so is a call whose first round asks the client something
+ *   (unless the call already streams progress, when the refusal is its final message);
  * - every message needs the base scopes, `initialize`, notifications and answers included, and its
  *   own: a request its method's or tool's, an answer those of the call that asked (`scopes.ts`);
  *   too few are refused with the 403 challenge before anything is done or stored, as GET and
@@ -42,7 +47,7 @@ import type { McpRequest } from '../envelope.ts'
 import type { McpHttpInput } from '../handler.ts'
 import { scopeChallenge } from '../scopes.ts'
 import { ErrorCode, McpError, errorMessage } from '../errors.ts'
-import { eventStream } from '../event-stream.ts'
+import { eventStream, validateStreamBounds, type EventStreamBounds } from '../event-stream.ts'
 import {
   MAX_EVENT_ID_CHARS,
   MAX_EVENT_URI_CHARS,
@@ -59,6 +64,7 @@ import {
 import { StateTooLargeError, type StateSealer } from '../sealed-state.ts'
 import type { CompiledServer } from '../server.ts'
 import type { SessionStore } from '../session-store.ts'
+import type { StreamLimits, StreamSlot } from '../stream-limits.ts'
 import {
   Cancellation,
   ResponseChannel,
@@ -103,7 +109,9 @@ export interface LegacyEraOptions<App> {
   /** Bounds of interactive flows (`input-shim.ts`). */
   input?: { timeoutMs?: number; maxRounds?: number; urlPollMs?: number; answerPollMs?: number }
   /** The GET notification stream (`event-stream.ts`). */
-  stream?: { keepAliveMs?: number; maxDurationMs?: number }
+  stream?: EventStreamBounds
+  /** Caps on the GET streams and waiting interactive POSTs a session and a principal hold open. */
+  streamLimits: StreamLimits
   /** Counts GET streams while they are open, when telemetry is on (requests are observed per post). */
   telemetry?: ServerTelemetry
 }
@@ -119,6 +127,13 @@ export interface LegacyEra {
   get(input: LegacyInput): Promise<Response>
   delete(input: LegacyInput): Promise<Response>
 }
+
+/**
+ * The SSE `retry` a GET stream the server ends (shutdown, its maximum duration, a client fallen too
+ * far behind) carries last: 2025 clients reconnect a GET stream that closes, and this is the first
+ * delay of the v1 SDK's own backoff, so a reconnect comes soon but not at once.
+ */
+const GET_STREAM_RETRY_MS = 1_000
 
 const InitializeParamsSchema = z.looseObject({
   protocolVersion: z.string().min(1).max(64),
@@ -248,8 +263,9 @@ function withoutFlowFields({
 }
 
 export function createLegacyEra<App>(options: LegacyEraOptions<App>): LegacyEra {
-  const { server, app, sealer, sessions, bus, logger, shutdown } = options
+  const { server, app, sealer, sessions, bus, logger, shutdown, streamLimits } = options
   const now = options.now ?? Date.now
+  validateStreamBounds(options.stream, 'stream')
   const codec = new SessionCodec(options.sessionSealer)
 
   /** The session a request names, or the transport error to answer. */
@@ -432,9 +448,14 @@ export function createLegacyEra<App>(options: LegacyEraOptions<App>): LegacyEra 
     return method !== METHODS.discover && method !== METHODS.listen && isAdvertised(server, method)
   }
 
-  /** In-request failures answer HTTP 200 in this era: the JSON-RPC error is the response. */
+  /**
+   * In-request failures answer HTTP 200 in this era: the JSON-RPC error is the response. A call
+   * refused a stream slot is refused as the transport would be, 429 (`stream-limits.ts`).
+   */
   function failure(id: RequestId, error: unknown): FinalMessage {
-    return { ...errorMessage(id, error, logger), status: 200 }
+    const message = errorMessage(id, error, logger)
+    if (error instanceof McpError && error.code === ErrorCode.TooManyStreams) return message
+    return { ...message, status: 200 }
   }
 
   async function request(
@@ -505,17 +526,30 @@ export function createLegacyEra<App>(options: LegacyEraOptions<App>): LegacyEra 
       },
       { session: session.sid }
     )
+    /**
+     * Taken when the flow first has to wait for the client (its first `input_required`, before any
+     * question is sent): from then on this POST is held open, and counts against the caps.
+     */
+    let slot: StreamSlot | undefined
     const run = async (): Promise<DispatchResult> => {
       if (!SUSPENDABLE_METHODS.has(method)) return dispatch(mcpRequest, env)
       try {
         return await runWithClientInput(
-          (inputResponses, requestState) =>
-            dispatch(
+          async (inputResponses, requestState) => {
+            const outcome = await dispatch(
               inputResponses === undefined
                 ? mcpRequest
                 : { ...mcpRequest, params: { ...params, inputResponses, requestState } },
               env
-            ),
+            )
+            if (!slot && outcome.result.resultType === 'input_required') {
+              slot = streamLimits.acquire(
+                { principal: input.principal, session: session.sid },
+                'interactive'
+              )
+            }
+            return outcome
+          },
           {
             session,
             call: message,
@@ -562,6 +596,7 @@ export function createLegacyEra<App>(options: LegacyEraOptions<App>): LegacyEra 
         return failure(id, error)
       } finally {
         unsubscribe()
+        slot?.release()
       }
     }
     return channel.respond(observation ? observation.run(settle) : settle())
@@ -609,13 +644,24 @@ export function createLegacyEra<App>(options: LegacyEraOptions<App>): LegacyEra 
       }
       const { tools, prompts, resources } = server.capabilities
       const principal = input.principal
+      let slot: StreamSlot
+      try {
+        slot = streamLimits.acquire({ principal, session: session.sid }, 'get')
+      } catch (error) {
+        const { text, status } = errorMessage(null, error, logger)
+        return jsonText(text, status)
+      }
       const stream = eventStream({
         bus,
         interest: { principal },
         signal: input.signal ?? new AbortController().signal,
         shutdown,
         ...options.stream,
-        async map(event) {
+        retryMs: GET_STREAM_RETRY_MS,
+        logger,
+        logFields: { stream: 'get', session: session.sid.slice(0, 8) },
+        onEnd: slot.release,
+        map(event) {
           switch (event.kind) {
             case 'tools_list_changed':
               return tools?.listChanged
@@ -630,15 +676,18 @@ export function createLegacyEra<App>(options: LegacyEraOptions<App>): LegacyEra 
               return resources?.listChanged
                 ? { jsonrpc: '2.0', method: 'notifications/resources/list_changed' }
                 : undefined
-            case 'resource_updated':
+            case 'resource_updated': {
               if (event.principal !== undefined && event.principal !== principal) return undefined
-              if (!resources?.subscribe || !(await sessions.isSubscribed(session.sid, event.uri)))
-                return undefined
-              return {
-                jsonrpc: '2.0',
-                method: 'notifications/resources/updated',
-                params: { uri: event.uri },
-              }
+              if (!resources?.subscribe) return undefined
+              const { uri } = event
+              return sessions
+                .isSubscribed(session.sid, uri)
+                .then((subscribed) =>
+                  subscribed
+                    ? { jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri } }
+                    : undefined
+                )
+            }
             default:
               return undefined
           }

@@ -1,0 +1,121 @@
+/**
+ * @module mcp/stream-limits
+ * How many streams one caller may hold open on this replica at once: `subscriptions/listen` streams
+ * (2026-07-28), 2025-era GET streams, and 2025-era interactive POSTs held open while they wait for
+ * the client's answer (a `tools/call` whose `elicitation/create` is out). Each held stream costs this
+ * process memory for as long as it lives (its queue is bounded by `event-stream.ts`, but their
+ * number was not), so the caps are counted here, in memory, **per replica** (per isolate on Workers,
+ * which is all a Worker can count: nothing is shared between isolates, and a fleet of N replicas
+ * lets a caller hold N times the cap in all). A stream counts against its principal and, for the
+ * 2025 kinds, against its session too; a listen stream has no session.
+ *
+ * A stream over a cap is refused before anything is opened, with HTTP 429 Too Many Requests (RFC
+ * 6585: the client sent too much, by its own doing, and may try again later — the 2025 SDKs report a
+ * refused GET and keep working) and a JSON-RPC error body with `-32000`
+ * (`ErrorCode.TooManyStreams`), from the range JSON-RPC 2.0 reserves for implementation-defined
+ * server errors: neither the 2025 nor the 2026-07-28 revision defines a code for it, and -32600
+ * (the request is malformed) or -32603 (the server failed) would tell the client something false.
+ * The message says how many streams are open and what to do; `data` names the cap (`scope`,
+ * `limit`). Nothing about the caller beyond its count is kept, and the count is gone when its last
+ * stream ends: each slot is released exactly once, whichever way its stream ends.
+ */
+import { ErrorCode, McpError } from './errors.ts'
+
+/**
+ * Streams one 2025 session may hold at once: its GET stream (a client reconnecting before the server
+ * noticed the old connection gone may briefly hold two or three) and the interactive calls waiting
+ * for the person at the same time. No client needs more than a handful; 300 unread GET streams on one
+ * session were accepted before this cap.
+ */
+export const DEFAULT_MAX_STREAMS_PER_SESSION = 16
+/**
+ * Streams one principal may hold at once over all its sessions and listen streams: a person with a
+ * few hosts open (each a listen or GET stream plus some waiting calls) stays far below it, while a
+ * loop opening streams stops here. Without auth every caller is the one local principal, so this is
+ * the replica's whole count: raise it when `ALLOW_UNAUTHENTICATED` serves many people.
+ */
+export const DEFAULT_MAX_STREAMS_PER_PRINCIPAL = 64
+/** Highest cap accepted (a typo of many zeros is refused at startup rather than meaning "none"). */
+export const MAX_STREAM_CAP = 100_000
+
+/** The kinds of held stream, as the log and the refusal name them. */
+export type StreamKind = 'listen' | 'get' | 'interactive'
+
+export interface StreamLimitOptions {
+  /** Default {@link DEFAULT_MAX_STREAMS_PER_SESSION}. */
+  perSession?: number
+  /** Default {@link DEFAULT_MAX_STREAMS_PER_PRINCIPAL}. */
+  perPrincipal?: number
+}
+
+/** Whose stream it is: its principal and, for the 2025 kinds, its session's random id. */
+export interface StreamHolder {
+  principal: string
+  session?: string
+}
+
+/** A held stream's place in the counts; `release` gives it back (once; later calls do nothing). */
+export interface StreamSlot {
+  release(): void
+}
+
+function cap(name: string, value: number | undefined, fallback: number): number {
+  const resolved = value ?? fallback
+  if (!Number.isInteger(resolved) || resolved < 1 || resolved > MAX_STREAM_CAP) {
+    throw new TypeError(`${name} must be an integer from 1 to ${MAX_STREAM_CAP}`)
+  }
+  return resolved
+}
+
+export class StreamLimits {
+  readonly perSession: number
+  readonly perPrincipal: number
+  readonly #byPrincipal = new Map<string, number>()
+  readonly #bySession = new Map<string, number>()
+
+  constructor(options: StreamLimitOptions = {}) {
+    this.perSession = cap('perSession', options.perSession, DEFAULT_MAX_STREAMS_PER_SESSION)
+    this.perPrincipal = cap('perPrincipal', options.perPrincipal, DEFAULT_MAX_STREAMS_PER_PRINCIPAL)
+  }
+
+  /**
+   * Takes a slot for a stream of `kind` held by `holder`, or throws the `McpError` that refuses it
+   * (`ErrorCode.TooManyStreams`, HTTP 429) when the session or the principal holds its cap.
+   */
+  acquire(holder: StreamHolder, kind: StreamKind): StreamSlot {
+    const { principal, session } = holder
+    const principalOpen = this.#byPrincipal.get(principal) ?? 0
+    const sessionOpen = session === undefined ? 0 : (this.#bySession.get(session) ?? 0)
+    if (session !== undefined && sessionOpen >= this.perSession) {
+      throw refusal(kind, 'session', this.perSession)
+    }
+    if (principalOpen >= this.perPrincipal) {
+      throw refusal(kind, 'principal', this.perPrincipal)
+    }
+    this.#byPrincipal.set(principal, principalOpen + 1)
+    if (session !== undefined) this.#bySession.set(session, sessionOpen + 1)
+    let held = true
+    return {
+      release: () => {
+        if (!held) return
+        held = false
+        decrement(this.#byPrincipal, principal)
+        if (session !== undefined) decrement(this.#bySession, session)
+      },
+    }
+  }
+}
+
+function decrement(counts: Map<string, number>, key: string): void {
+  const left = (counts.get(key) ?? 1) - 1
+  if (left > 0) counts.set(key, left)
+  else counts.delete(key)
+}
+
+function refusal(kind: StreamKind, scope: 'session' | 'principal', limit: number): McpError {
+  const message =
+    scope === 'session'
+      ? `Too Many Requests: this session already holds ${limit} streams open on this server (GET streams and calls waiting for an answer), the most allowed; close one, or let a waiting call finish, before opening another.`
+      : `Too Many Requests: you already hold ${limit} streams open on this server (subscriptions/listen and GET streams, and calls waiting for an answer), the most allowed; close some, or let waiting calls finish, before opening another.`
+  return new McpError(ErrorCode.TooManyStreams, message, { scope, limit, kind })
+}

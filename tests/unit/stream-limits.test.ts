@@ -1,0 +1,259 @@
+/**
+ * The caps on held-open streams per session and per principal (`stream-limits.ts`), in-process on the
+ * notes app with bearer auth (real in-memory SQLite store, in-process event bus), caps set small
+ * through the environment: `subscriptions/listen` streams, 2025 GET streams and 2025 interactive
+ * POSTs waiting for the client's answer count together; one over a cap is refused with 429 and
+ * -32000 before anything opens (an interactive call over it asks nothing and changes nothing); and a
+ * slot comes back however its stream ends — the client closing it or going away, the server ending
+ * it gracefully (fallen behind, shutdown), an interactive call answered or cancelled. An end is seen
+ * as the stream's own end (the reader's cancel, the last message), never as time passing.
+ */
+import { afterEach, describe, expect, it } from 'vitest'
+import { createApp } from '../../src/app.ts'
+import { tokenPrincipal } from '../../src/auth/bearer.ts'
+import { parseConfig } from '../../src/config.ts'
+import { DEFAULT_MAX_BACKLOG_EVENTS } from '../../src/mcp/event-stream.ts'
+import { InProcessEventBus } from '../../src/mcp/events.ts'
+import { generateKey, importKeyRing } from '../../src/mcp/key-ring.ts'
+import { StateSealer } from '../../src/mcp/sealed-state.ts'
+import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
+import {
+  SseReaders,
+  TEST_AUTH_ENV,
+  bearer,
+  startSession,
+  type LegacySession,
+  type SseReader,
+} from '../support/legacy-request.ts'
+import { expectError, mcpInit, requestApp, type JsonObject } from '../support/mcp-request.ts'
+
+const TOO_MANY_STREAMS = -32000
+const PER_SESSION = 2
+const PER_PRINCIPAL = 3
+const CAPS = {
+  ...TEST_AUTH_ENV,
+  MAX_STREAMS_PER_SESSION: String(PER_SESSION),
+  MAX_STREAMS_PER_PRINCIPAL: String(PER_PRINCIPAL),
+}
+const SESSION_FULL = `Too Many Requests: this session already holds ${PER_SESSION} streams open on this server (GET streams and calls waiting for an answer), the most allowed; close one, or let a waiting call finish, before opening another.`
+const PRINCIPAL_FULL = `Too Many Requests: you already hold ${PER_PRINCIPAL} streams open on this server (subscriptions/listen and GET streams, and calls waiting for an answer), the most allowed; close some, or let waiting calls finish, before opening another.`
+
+const sealer = StateSealer.create({ keyRing: await importKeyRing([generateKey()]) })
+const store = new SqliteNotesStore({ path: ':memory:' })
+await store.migrate()
+
+const streams = new SseReaders()
+afterEach(() => streams.cancelAll())
+
+/** A notes app of its own: its caps count only the streams of one test. */
+function notesApp(shutdown?: AbortSignal) {
+  const bus = new InProcessEventBus()
+  return { app: createApp(parseConfig(CAPS), { store, sealer, bus, shutdown }), bus }
+}
+type App = ReturnType<typeof notesApp>['app']
+
+const LIST_CHANGES = { resourcesListChanged: true }
+
+/** The init of a listen POST of `subject` (`postMcp` sends the same). */
+async function listenInit(
+  subject: string,
+  id: string | number,
+  notifications: JsonObject = LIST_CHANGES
+): Promise<RequestInit> {
+  return mcpInit('subscriptions/listen', {
+    id,
+    params: { notifications },
+    headers: await bearer(subject),
+  })
+}
+
+async function listen(app: App, subject: string, id: string | number, notifications?: JsonObject) {
+  return requestApp(app, '/mcp', await listenInit(subject, id, notifications))
+}
+
+/** An open listen stream, its acknowledgment read. */
+async function openListen(
+  app: App,
+  subject: string,
+  id: string | number,
+  notifications?: JsonObject
+): Promise<SseReader> {
+  const stream = streams.open(await listen(app, subject, id, notifications))
+  expect(await stream.next()).toMatchObject({ method: 'notifications/subscriptions/acknowledged' })
+  return stream
+}
+
+async function session(app: App, subject: string): Promise<LegacySession> {
+  return (
+    await startSession(app, { headers: await bearer(subject), capabilities: { elicitation: {} } })
+  ).session
+}
+
+const openGet = async (of: LegacySession) => streams.open(await of.get())
+
+/** A `delete_note` of a fresh note, held open by its confirmation question (read from the stream). */
+async function holdDelete(of: LegacySession, subject: string, id: string) {
+  const note = await store.create(
+    tokenPrincipal(TEST_AUTH_ENV.AUTH_ISSUER, subject),
+    {
+      title: `Held ${id}`,
+      body: '',
+      tags: [],
+    },
+    Date.now()
+  )
+  const stream = streams.open(
+    await of.request('tools/call', { name: 'delete_note', arguments: { id: note.id } }, { id })
+  )
+  const ask = (await stream.next()) as JsonObject
+  expect(ask).toMatchObject({ method: 'elicitation/create' })
+  return { stream, ask, noteId: note.id }
+}
+
+const expectRefused = (response: Response, id: string | number | null, message: string) =>
+  expectError(response, { status: 429, code: TOO_MANY_STREAMS, id }).then((error) =>
+    expect(error).toStrictEqual({
+      code: TOO_MANY_STREAMS,
+      message,
+      data: expect.objectContaining({
+        limit: message === SESSION_FULL ? PER_SESSION : PER_PRINCIPAL,
+      }),
+    })
+  )
+
+describe('subscriptions/listen streams', () => {
+  it('refuses a principal its listen stream past the cap with 429, and takes one again once a stream is closed', async () => {
+    const { app } = notesApp()
+    const open = [] as SseReader[]
+    for (let index = 0; index < PER_PRINCIPAL; index++)
+      open.push(await openListen(app, 'alice', index))
+    await expectRefused(await listen(app, 'alice', 'over'), 'over', PRINCIPAL_FULL)
+    // Another principal's count is its own.
+    await openListen(app, 'bob', 'bob')
+
+    await open[0]!.cancel()
+    await openListen(app, 'alice', 'again')
+    await expectRefused(await listen(app, 'alice', 'over again'), 'over again', PRINCIPAL_FULL)
+  })
+
+  it('takes the slot back when the client goes away (the request is aborted)', async () => {
+    const { app } = notesApp()
+    for (let index = 0; index < PER_PRINCIPAL - 1; index++) await openListen(app, 'alice', index)
+    const gone = new AbortController()
+    const response = await requestApp(app, '/mcp', {
+      ...(await listenInit('alice', 'leaving')),
+      signal: gone.signal,
+    })
+    expect(response.status).toBe(200)
+    await expectRefused(await listen(app, 'alice', 'over'), 'over', PRINCIPAL_FULL)
+    gone.abort()
+    await openListen(app, 'alice', 'after')
+  })
+
+  it('takes the slot back when the server ends a stream that fell too far behind', async () => {
+    const { app, bus } = notesApp()
+    // Streams that send nothing for the flood below, so they never fall behind.
+    const quiet = { resourceSubscriptions: ['note://n_elsewhere'] }
+    for (let index = 0; index < PER_PRINCIPAL - 1; index++) {
+      await openListen(app, 'alice', index, quiet)
+    }
+    const behind = streams.open(await listen(app, 'alice', 'behind'))
+    await expectRefused(await listen(app, 'alice', 'over'), 'over', PRINCIPAL_FULL)
+    const alice = tokenPrincipal(TEST_AUTH_ENV.AUTH_ISSUER, 'alice')
+    for (let index = 0; index <= DEFAULT_MAX_BACKLOG_EVENTS * 2; index++) {
+      bus.publish({ kind: 'resources_list_changed', principal: alice })
+    }
+    const messages = await behind.rest()
+    expect(messages.at(-1)).toMatchObject({ id: 'behind', result: { resultType: 'complete' } })
+    // Exactly the one slot came back.
+    await openListen(app, 'alice', 'after')
+    await expectRefused(await listen(app, 'alice', 'over again'), 'over again', PRINCIPAL_FULL)
+  })
+
+  it('takes every slot back at shutdown', async () => {
+    const shutdown = new AbortController()
+    const { app } = notesApp(shutdown.signal)
+    const open = [] as SseReader[]
+    for (let index = 0; index < PER_PRINCIPAL; index++)
+      open.push(await openListen(app, 'alice', index))
+    shutdown.abort()
+    for (const stream of open) {
+      expect(await stream.rest()).toEqual([expect.objectContaining({ result: expect.anything() })])
+    }
+    // A stream opened during shutdown ends at once, with its slot.
+    for (let index = 0; index < PER_PRINCIPAL + 1; index++) {
+      const late = streams.open(await listen(app, 'alice', `late-${index}`))
+      expect((await late.rest()).at(-1)).toMatchObject({ result: { resultType: 'complete' } })
+    }
+  })
+})
+
+describe('2025 GET streams', () => {
+  it('refuses a session its GET stream past the session cap, and a principal past its own', async () => {
+    const { app } = notesApp()
+    const one = await session(app, 'alice')
+    const first = await openGet(one)
+    await openGet(one)
+    await expectRefused(await one.get(), null, SESSION_FULL)
+
+    const two = await session(app, 'alice')
+    await openGet(two)
+    await expectRefused(await two.get(), null, PRINCIPAL_FULL)
+    // The listen streams of the principal count too.
+    await expectRefused(await listen(app, 'alice', 'listen'), 'listen', PRINCIPAL_FULL)
+
+    await first.cancel()
+    await openGet(two)
+    await expectRefused(await one.get(), null, PRINCIPAL_FULL)
+  })
+})
+
+describe('2025 interactive calls waiting for an answer', () => {
+  it('refuses a call that would wait past the session cap before asking anything, and takes it again once a call is answered', async () => {
+    const { app } = notesApp()
+    const alice = await session(app, 'alice')
+    const answered = await holdDelete(alice, 'alice', 'first')
+    await holdDelete(alice, 'alice', 'second')
+
+    const note = await store.create(
+      tokenPrincipal(TEST_AUTH_ENV.AUTH_ISSUER, 'alice'),
+      {
+        title: 'Not asked about',
+        body: '',
+        tags: [],
+      },
+      Date.now()
+    )
+    const refused = await alice.request(
+      'tools/call',
+      { name: 'delete_note', arguments: { id: note.id } },
+      { id: 'third' }
+    )
+    await expectRefused(refused, 'third', SESSION_FULL)
+    expect(
+      await store.get(tokenPrincipal(TEST_AUTH_ENV.AUTH_ISSUER, 'alice'), note.id)
+    ).toBeDefined()
+    // The GET stream counts with them.
+    await expectRefused(await alice.get(), null, SESSION_FULL)
+
+    expect(
+      (await alice.answer(answered.ask.id, { action: 'accept', content: { confirm: true } })).status
+    ).toBe(202)
+    expect((await answered.stream.rest()).at(-1)).toMatchObject({ id: 'first', result: {} })
+    await holdDelete(alice, 'alice', 'fourth')
+  })
+
+  it('counts waiting calls of all a principal’s sessions, and takes a slot back when a call is cancelled', async () => {
+    const { app } = notesApp()
+    const one = await session(app, 'alice')
+    const two = await session(app, 'alice')
+    const cancelled = await holdDelete(one, 'alice', 'one')
+    await openGet(one)
+    await holdDelete(two, 'alice', 'two')
+    await expectRefused(await two.get(), null, PRINCIPAL_FULL)
+
+    expect((await one.notify('notifications/cancelled', { requestId: 'one' })).status).toBe(202)
+    expect(await cancelled.stream.rest()).toEqual([])
+    await openGet(two)
+  })
+})
