@@ -270,6 +270,7 @@ export function createMcpHandler<App>(options: McpHandlerOptions<App>): McpHandl
       headers: { 'content-type': 'application/json', allow },
     })
   }
+
   /**
    * Any method but POST. GET and DELETE serve 2025-era sessions (`legacy`): one naming a session goes
    * there, and so does a DELETE naming none from a 2025-era client (`headerEra`: no 2026-07-28
@@ -299,7 +300,6 @@ export function createMcpHandler<App>(options: McpHandlerOptions<App>): McpHandl
       'POST'
     )
   }
-
 
   return async function handleMcp(input: McpHttpInput): Promise<Response> {
     const { body, headers, principal, client, signal } = input

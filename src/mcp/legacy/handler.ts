@@ -121,10 +121,10 @@ export type LegacyInput = Omit<McpHttpInput, 'body' | 'method'>
 
 export interface LegacyEra {
   /** One parsed 2025-era message; `observation` is its telemetry (`handler.ts` starts it), if on. */
-  /** A GET naming a session (`handler.ts` answers one naming none). */
   post(message: unknown, input: LegacyInput, observation?: RequestObservation): Promise<Response>
-  /** A DELETE of a session, or of none from a 2025-era client (400: the id is required). */
+  /** A GET naming a session (`handler.ts` answers one naming none). */
   get(input: LegacyInput): Promise<Response>
+  /** A DELETE of a session, or of none from a 2025-era client (400: the id is required). */
   delete(input: LegacyInput): Promise<Response>
 }
 
