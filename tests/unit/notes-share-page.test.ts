@@ -6,7 +6,7 @@
  * an https `PUBLIC_URL` (the app itself reached over plain http, as behind a TLS-terminating proxy)
  * the CSRF cookie is `Secure` and `__Host-` prefixed, and one without the prefix is not accepted.
  */
-import { describe, expect, it } from 'vitest'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { CSRF_COOKIE, csrfCookieName } from '../../routes/share.ts'
 import { cookieScheme } from '../../src/auth/web-login.ts'
 import { SHARE_REQUEST_TTL_MS } from '../../src/notes/limits.ts'
@@ -270,61 +270,50 @@ describe('GET /shared/:linkId', () => {
 
 describe('under an https PUBLIC_URL', () => {
   /** A harness whose public URL is https while requests reach it over http (a TLS proxy in front). */
-  async function behindTls(): Promise<NotesHarness> {
-    return createNotesHarness({ env: { PUBLIC_URL: 'https://notes.example.com' } })
-  }
+  let tls: NotesHarness
+  beforeEach(async () => {
+    tls = await createNotesHarness({ env: { PUBLIC_URL: 'https://notes.example.com' } })
+  })
+  afterEach(async () => {
+    await tls.close()
+  })
 
   it('sets the CSRF cookie Secure with the __Host- prefix, Path=/ and no Domain', async () => {
-    const harness = await behindTls()
-    try {
-      const { id, url } = await pendingShare('Title', harness)
-      const page = await harness.openSharePage(url)
-      expect(page.status).toBe(200)
-      expect(page.token).toMatch(/^[A-Za-z0-9_-]{43}$/)
-      expect(page.headers.get('set-cookie')).toBe(
-        `__Host-${CSRF_COOKIE}-${id}=${page.token}; Max-Age=600; Path=/; HttpOnly; Secure; SameSite=Strict`
-      )
-    } finally {
-      await harness.close()
-    }
+    const { id, url } = await pendingShare('Title', tls)
+    const page = await tls.openSharePage(url)
+    expect(page.status).toBe(200)
+    expect(page.token).toMatch(/^[A-Za-z0-9_-]{43}$/)
+    expect(page.headers.get('set-cookie')).toBe(
+      `__Host-${CSRF_COOKIE}-${id}=${page.token}; Max-Age=600; Path=/; HttpOnly; Secure; SameSite=Strict`
+    )
   })
 
   it('records a decision with the __Host- cookie and clears it the same way', async () => {
-    const harness = await behindTls()
-    try {
-      const { id, url } = await pendingShare('Title', harness)
-      const page = await harness.openSharePage(url)
-      const answer = await harness.submitDecision(url, 'approve', {
-        ...page,
-        secFetchSite: 'same-origin',
-      })
-      expect(answer.status).toBe(200)
-      expect(answer.headers.get('set-cookie')).toBe(
-        `__Host-${CSRF_COOKIE}-${id}=; Max-Age=0; Path=/; HttpOnly; Secure; SameSite=Strict`
-      )
-      expect((await harness.store.getShareRequest(id))?.status).toBe('approved')
-    } finally {
-      await harness.close()
-    }
+    const { id, url } = await pendingShare('Title', tls)
+    const page = await tls.openSharePage(url)
+    const answer = await tls.submitDecision(url, 'approve', {
+      ...page,
+      secFetchSite: 'same-origin',
+    })
+    expect(answer.status).toBe(200)
+    expect(answer.headers.get('set-cookie')).toBe(
+      `__Host-${CSRF_COOKIE}-${id}=; Max-Age=0; Path=/; HttpOnly; Secure; SameSite=Strict`
+    )
+    expect((await tls.store.getShareRequest(id))?.status).toBe('approved')
   })
 
   it('does not accept the cookie without its __Host- prefix: 403, nothing decided', async () => {
-    const harness = await behindTls()
-    try {
-      const { id, url } = await pendingShare('Title', harness)
-      const page = await harness.openSharePage(url)
-      // What a sibling host or a plain-http page could plant: the right token under the name
-      // without the prefix (the name a plain-http server gives it).
-      const answer = await harness.submitDecision(url, 'approve', {
-        ...page,
-        cookieName: csrfCookieName(cookieScheme('http://notes.example.com'), id),
-        secFetchSite: 'same-origin',
-      })
-      expect(answer.status).toBe(403)
-      expect(answer.html).toContain('did not come from its page')
-      expect((await harness.store.getShareRequest(id))?.status).toBe('pending')
-    } finally {
-      await harness.close()
-    }
+    const { id, url } = await pendingShare('Title', tls)
+    const page = await tls.openSharePage(url)
+    // What a sibling host or a plain-http page could plant: the right token under the name without
+    // the prefix (the name a plain-http server gives it).
+    const answer = await tls.submitDecision(url, 'approve', {
+      ...page,
+      cookieName: csrfCookieName(cookieScheme('http://notes.example.com'), id),
+      secFetchSite: 'same-origin',
+    })
+    expect(answer.status).toBe(403)
+    expect(answer.html).toContain('did not come from its page')
+    expect((await tls.store.getShareRequest(id))?.status).toBe('pending')
   })
 })
