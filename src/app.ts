@@ -74,7 +74,11 @@ export function createApp(config: Config, deps: AppDeps): Hono {
     logger: deps.logger,
     shutdown: deps.shutdown,
     streamLimits: deps.streamLimits ?? new StreamLimits(config.streamLimits),
-    legacy: { sessions: store, sessionTtlSeconds: config.sessionTtlSeconds },
+    legacy: {
+      sessions: store,
+      sessionTtlSeconds: config.sessionTtlSeconds,
+      limits: config.sessionLimits,
+    },
     tasks: deps.tasks && { ...deps.tasks, store, now },
     telemetry: deps.telemetry,
   })

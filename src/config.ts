@@ -7,6 +7,11 @@
 import { z } from 'zod'
 import { DEFAULT_SESSION_TTL_SECONDS, MAX_SESSION_TTL_SECONDS } from './mcp/legacy/protocol.ts'
 import {
+  DEFAULT_MAX_SESSIONS_PER_PRINCIPAL,
+  DEFAULT_MAX_SUBSCRIPTIONS_PER_PRINCIPAL,
+  MAX_PRINCIPAL_CAP,
+} from './mcp/session-store.ts'
+import {
   DEFAULT_MAX_STREAMS_PER_PRINCIPAL,
   DEFAULT_MAX_STREAMS_PER_SESSION,
   MAX_STREAM_CAP,
@@ -40,6 +45,14 @@ const EnvSchema = z.object({
   STATE_TTL_SECONDS: int(1, 86_400).default(600),
   /** Lifetime of a 2025-era session id (`Mcp-Session-Id`), sealed with the same key ring. */
   SESSION_TTL_SECONDS: int(60, MAX_SESSION_TTL_SECONDS).default(DEFAULT_SESSION_TTL_SECONDS),
+  /**
+   * What one principal may keep in the store for its 2025-era sessions (`mcp/session-store.ts`):
+   * live sessions (`initialize` beyond them is refused) and resource subscriptions across them.
+   */
+  MAX_SESSIONS_PER_PRINCIPAL: int(1, MAX_PRINCIPAL_CAP).default(DEFAULT_MAX_SESSIONS_PER_PRINCIPAL),
+  MAX_SUBSCRIPTIONS_PER_PRINCIPAL: int(1, MAX_PRINCIPAL_CAP).default(
+    DEFAULT_MAX_SUBSCRIPTIONS_PER_PRINCIPAL
+  ),
   /** Extra allowed browser origins (scheme://host[:port]); requests without Origin are always allowed. */
   ALLOWED_ORIGINS: list.default([]),
   /** Allowed Host header names (without port). Default: loopback names only. */
@@ -109,6 +122,8 @@ export interface Config {
   stateKeys?: string
   stateTtlSeconds: number
   sessionTtlSeconds: number
+  /** Caps on the live 2025-era sessions of one principal and on their subscriptions together. */
+  sessionLimits: { sessionsPerPrincipal: number; subscriptionsPerPrincipal: number }
   allowedOrigins: string[]
   allowedHosts: string[]
   maxBodyBytes: number
@@ -145,6 +160,10 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     stateKeys: e.STATE_KEYS,
     stateTtlSeconds: e.STATE_TTL_SECONDS,
     sessionTtlSeconds: e.SESSION_TTL_SECONDS,
+    sessionLimits: {
+      sessionsPerPrincipal: e.MAX_SESSIONS_PER_PRINCIPAL,
+      subscriptionsPerPrincipal: e.MAX_SUBSCRIPTIONS_PER_PRINCIPAL,
+    },
     allowedOrigins: e.ALLOWED_ORIGINS,
     allowedHosts: e.ALLOWED_HOSTS.map((host) => host.toLowerCase()),
     maxBodyBytes: e.MAX_BODY_BYTES,

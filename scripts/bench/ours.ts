@@ -4,7 +4,8 @@
  * behind the shared HTTP face (`createHttpApp`: Origin/Host guard, 405/413/415, auth → local
  * principal), exactly as the notes server and the conformance fixture are wired: the sealer options
  * of the Node entry, and 2025-era clients served as the notes server serves them (sealed session ids,
- * session records in the SQLite store, the in-process bus).
+ * session records in the SQLite store, the in-process bus), except that one principal may open any
+ * number of sessions.
  *
  * With `BENCH_APP=notes` it serves the real notes application instead (`src/app.ts` `createApp`) on
  * the same seeded database, for the `notes_search_app` and `listen_scale` scenarios. Environment:
@@ -61,7 +62,9 @@ if (process.env.BENCH_APP === 'notes') {
     app: { notes: path ? store : undefined },
     sealer,
     bus,
-    legacy: { sessions: store },
+    // No cap on the sessions of one principal: the legacy_session scenario opens tens of
+    // thousands, all of the one local principal, which the default cap would refuse after 1,000.
+    legacy: { sessions: store, limits: { sessionsPerPrincipal: Infinity } },
     streamLimits: new StreamLimits(config.streamLimits),
     telemetry,
   })

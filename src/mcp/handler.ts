@@ -83,6 +83,8 @@ export interface McpHandlerOptions<App> {
     /** Lifetime of a session id in seconds (default a week, at most 30 days). */
     sessionTtlSeconds?: number
     input?: LegacyEraOptions<App>['input']
+    /** What one principal may keep in the store (`LegacyEraOptions.limits`). */
+    limits?: LegacyEraOptions<App>['limits']
     stream?: LegacyEraOptions<App>['stream']
     now?: () => number
   }
@@ -257,6 +259,7 @@ export function createMcpHandler<App>(options: McpHandlerOptions<App>): McpHandl
       shutdown,
       now: options.legacy.now,
       input: options.legacy.input,
+      limits: options.legacy.limits,
       stream: options.legacy.stream,
       streamLimits,
       telemetry: observer,

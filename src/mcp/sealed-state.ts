@@ -80,6 +80,8 @@ export interface SealedState {
   readonly token: string
   /** The random nonce inside it (base64url, 16 bytes), e.g. for single-use bookkeeping. */
   readonly nonce: string
+  /** The `exp` claim: seconds since the epoch after which the state no longer opens. */
+  readonly expiresAt: number
 }
 
 export interface OpenedState {
@@ -87,6 +89,8 @@ export interface OpenedState {
   readonly nonce: string
   /** The `iat` claim: seconds since the epoch when the state was sealed. */
   readonly issuedAt: number
+  /** The `exp` claim: seconds since the epoch after which the state no longer opens. */
+  readonly expiresAt: number
 }
 
 export interface StateSealerOptions {
@@ -304,13 +308,14 @@ export class StateSealer {
     }
     const key = this.#jwe.sealingKey
     const iat = Math.floor(this.#now() / 1000)
+    const exp = iat + this.ttlSeconds
     const nonce = this.#base64url.encode(randomBytes(NONCE_BYTES))
     const digests = this.#bindingDigests(key, binding)
     const { principalTag, argsDigest } = digests instanceof Promise ? await digests : digests
     // What JSON.stringify writes for the claims object (keys in `CLAIM_KEYS` order); the tags, the
     // digest and the nonce are base64url and the times integers, so none of them needs escaping.
     const plaintext = encoder.encode(
-      `{"v":${STATE_VERSION},"iat":${iat},"exp":${iat + this.ttlSeconds},"p":"${principalTag}",` +
+      `{"v":${STATE_VERSION},"iat":${iat},"exp":${exp},"p":"${principalTag}",` +
         `"m":${JSON.stringify(binding.method)},"t":${JSON.stringify(binding.target)},` +
         `"a":"${argsDigest}","j":${journalText},"n":"${nonce}"}`
     )
@@ -318,7 +323,7 @@ export class StateSealer {
       throw new StateTooLargeError(plaintext.byteLength, this.maxPayloadBytes)
     }
     const token = this.#jwe.encrypt(plaintext)
-    return { token: token instanceof Promise ? await token : token, nonce }
+    return { token: token instanceof Promise ? await token : token, nonce, expiresAt: exp }
   }
 
   /** Opens a `requestState` from the wire for this request, or throws `InvalidRequestStateError`. */
@@ -429,7 +434,7 @@ function matchBinding(claims: Claims, digests: BindingDigests, binding: StateBin
   if (claims.m !== binding.method) return reject('method_mismatch')
   if (claims.t !== binding.target) return reject('target_mismatch')
   if (!constantTimeEqual(claims.a, digests.argsDigest)) return reject('args_mismatch')
-  return { journal: claims.j, nonce: claims.n, issuedAt: claims.iat }
+  return { journal: claims.j, nonce: claims.n, issuedAt: claims.iat, expiresAt: claims.exp }
 }
 
 function isBinding(binding: StateBinding): boolean {

@@ -1,45 +1,98 @@
 /**
  * @module mcp/session-store
  * What the engine keeps in the shared store for 2025-era clients (design §9). A 2025 session itself is
- * a sealed token (`Mcp-Session-Id`) that every replica opens without a lookup; only what changes after
- * `initialize` lives here, keyed by the session's random id (`sid`, never the token):
- * - whether the session was ended (`DELETE`), so later requests answer 404 on every replica;
- * - the log level set by `logging/setLevel`;
- * - the resource subscriptions of `resources/subscribe` (bounded per session);
+ * a sealed token (`Mcp-Session-Id`) that every replica opens without a lookup of its contents; the
+ * store keeps, keyed by the session's random id (`sid`, never the token):
+ * - the session's record, written by `initialize` with the session's principal and the expiry sealed
+ *   in its id: a session is live only while its record is there, so `DELETE` (which removes it) ends
+ *   the session on every replica for good — nothing expires sooner than the id and lets it back in;
+ * - the log level set by `logging/setLevel`, in that record;
+ * - the resource subscriptions of `resources/subscribe`, which live exactly as long as their session
+ *   (bounded per session and, across all its sessions, per principal);
  * - the rendezvous for answers to server→client requests: the replica holding a flow's SSE stream
  *   `expectInput`s each request it sends, the replica that receives the client's answer POST
  *   `deliverInput`s it (only into a row that is expected, unanswered and unexpired), and the waiting
  *   replica `takeInput`s it once the event bus (or its own polling) says it arrived.
  *
- * Every row carries an expiry (milliseconds since the epoch) and is removed by the adapter's purge of
- * expired rows. Adapters (node:sqlite, PostgreSQL, D1) pass one contract suite
- * (`tests/support/store-contract.ts`).
+ * Bounds: a principal holds at most a cap of live sessions and a cap of subscriptions across them,
+ * decided by the insert itself (a conditional insert, serialised per principal where the database
+ * would otherwise let two replicas both take the last place), so no loop of requests grows the store
+ * without bound and no race exceeds a cap. Only unexpired rows count. Every row carries an expiry
+ * (milliseconds since the epoch) and is removed by the adapter's purge of expired rows. Adapters
+ * (node:sqlite, PostgreSQL, D1) pass one contract suite (`tests/support/store-contract.ts`).
  */
 import type { LogLevel } from './protocol.ts'
 
 /** Most resource subscriptions one session may hold; `addSubscription` refuses more. */
 export const MAX_SUBSCRIPTIONS_PER_SESSION = 100
 
+/**
+ * Default most live 2025 sessions of one principal (`MAX_SESSIONS_PER_PRINCIPAL`). A host opens one
+ * per start and many never end theirs, so a person's hosts may hold dozens over a week's session
+ * lifetime; a thousand leaves them far more than that, while a loop of `initialize` stops at a few
+ * hundred kilobytes of records.
+ */
+export const DEFAULT_MAX_SESSIONS_PER_PRINCIPAL = 1_000
+
+/**
+ * Default most resource subscriptions one principal's sessions hold together
+ * (`MAX_SUBSCRIPTIONS_PER_PRINCIPAL`): ten sessions full to {@link MAX_SUBSCRIPTIONS_PER_SESSION}, and at
+ * most about 2 MB of URIs (each up to 2,048 characters), where the per-session cap alone multiplied
+ * by free sessions had no bound at all.
+ */
+export const DEFAULT_MAX_SUBSCRIPTIONS_PER_PRINCIPAL = 1_000
+
+/**
+ * Largest per-principal cap a deployment may configure: the count behind each cap reads up to that
+ * many index entries of the principal.
+ */
+export const MAX_PRINCIPAL_CAP = 100_000
+
+/** What is recorded for a live session. */
 export interface SessionRecord {
-  /** True once `endSession` was called for this id (until the row expires). */
-  ended: boolean
   /** Set by `logging/setLevel`; absent until then. */
   logLevel?: LogLevel
 }
 
+/**
+ * What `addSubscription` did: `subscribed` (held now, newly or already); refused, adding nothing,
+ * because the session holds {@link MAX_SUBSCRIPTIONS_PER_SESSION} other URIs (`session_full`), its
+ * principal's live sessions hold their cap together (`principal_full`), or the session is not live
+ * (`no_session`: never created, ended or expired).
+ */
+export type SubscribeOutcome = 'subscribed' | 'session_full' | 'principal_full' | 'no_session'
+
 export interface SessionStore {
-  /** What is recorded for `sid`; `{ ended: false }` when nothing is. */
-  getSession(sid: string): Promise<SessionRecord>
-  /** Records the session's log level (last write wins). */
-  setSessionLogLevel(sid: string, level: LogLevel, expiresAt: number): Promise<void>
-  /** Marks the session ended; idempotent. */
-  endSession(sid: string, expiresAt: number): Promise<void>
+  /**
+   * Records the new session `sid` of `principal`, live until `expiresAt` (the expiry sealed in its
+   * id). Answers false, recording nothing, when `principal` already holds `maxPerPrincipal` sessions
+   * live at `now` (`Infinity`: no cap).
+   */
+  createSession(
+    sid: string,
+    principal: string,
+    expiresAt: number,
+    now: number,
+    maxPerPrincipal: number
+  ): Promise<boolean>
+  /** The record of session `sid`; `undefined` when it was never created or has ended. */
+  getSession(sid: string): Promise<SessionRecord | undefined>
+  /** Records the session's log level (last write wins); nothing for a session not recorded. */
+  setSessionLogLevel(sid: string, level: LogLevel): Promise<void>
+  /** Ends the session: removes its record and its subscriptions. Idempotent. */
+  endSession(sid: string): Promise<void>
 
   /**
-   * Adds a subscription (idempotent). Answers false, adding nothing, when the session already holds
-   * `MAX_SUBSCRIPTIONS_PER_SESSION` other URIs.
+   * Subscribes the session live at `now` to `uri` (idempotent), for as long as the session lives;
+   * see {@link SubscribeOutcome} for the refusals. `maxPerPrincipal` (`Infinity`: no cap) bounds the
+   * subscriptions of all the live sessions of the session's principal together.
    */
-  addSubscription(sid: string, uri: string, expiresAt: number): Promise<boolean>
+  addSubscription(
+    sid: string,
+    uri: string,
+    now: number,
+    maxPerPrincipal: number
+  ): Promise<SubscribeOutcome>
   /** Removes a subscription; removing one that does not exist is not an error. */
   removeSubscription(sid: string, uri: string): Promise<void>
   /** Whether `sid` is subscribed to `uri`. */

@@ -135,6 +135,37 @@ const MIGRATIONS: ReadonlyArray<{ version: number; statements: readonly string[]
       `CREATE INDEX notes_by_id ON notes (id)`,
     ],
   },
+  {
+    // 2025-era sessions are recorded by initialize with their principal and the expiry sealed in
+    // their id, and live only while their row exists (mcp/session-store.ts): the caps on a
+    // principal's live sessions and subscriptions count its unexpired rows through the *_by_principal
+    // indexes, and a DELETEd session can never come back. The tables are rebuilt: every row of
+    // step 3 belongs to a session this step no longer counts as live (its id was never recorded).
+    version: 5,
+    statements: [
+      `DROP TABLE sessions`,
+      `DROP TABLE session_subscriptions`,
+      `CREATE TABLE sessions (
+        sid text COLLATE "C" PRIMARY KEY,
+        principal text COLLATE "C" NOT NULL,
+        log_level text CHECK (log_level IN
+          ('debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency')),
+        expires_at bigint NOT NULL
+      )`,
+      `CREATE INDEX sessions_by_expiry ON sessions (expires_at)`,
+      `CREATE INDEX sessions_by_principal ON sessions (principal, expires_at)`,
+      `CREATE TABLE session_subscriptions (
+        sid text COLLATE "C" NOT NULL,
+        uri text COLLATE "C" NOT NULL,
+        principal text COLLATE "C" NOT NULL,
+        expires_at bigint NOT NULL,
+        PRIMARY KEY (sid, uri)
+      )`,
+      `CREATE INDEX session_subscriptions_by_expiry ON session_subscriptions (expires_at)`,
+      `CREATE INDEX session_subscriptions_by_principal
+        ON session_subscriptions (principal, expires_at)`,
+    ],
+  },
 ]
 
 /** The version of the newest step: a migrated database records every version from 1 to this one. */

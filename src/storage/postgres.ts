@@ -4,7 +4,7 @@
  * sharing one database. It owns every statement of the store: the single-use keys that make deletes
  * (of one note, or of a chosen set in one transaction) and share publications happen at most once
  * across every replica, the optimistic concurrency of updates, what 2025-era sessions keep
- * (`SessionStore`: ended sessions and log levels, subscriptions, input slots), the records of tasks
+ * (`SessionStore`: live sessions and log levels, subscriptions, input slots), the records of tasks
  * (`TaskStore`), the idempotent import of notes, and the purge of expired rows. It has the semantics
  * of the SQLite-dialect store (`sql-store.ts`). The schema and its migrations are
  * `postgres-schema.ts`'s, the search text builders `postgres-search.ts`'s.
@@ -12,9 +12,10 @@
  * Concurrency: every check-and-set (note or task version, share status, single-use key, published
  * link, input slot, imported note) is decided by PostgreSQL — a conditional `UPDATE`, an
  * `INSERT … ON CONFLICT DO NOTHING` on a unique key, a row lock — never in memory; multi-statement
- * writes run in one transaction. The subscription cap is counted under a per-session advisory lock
- * (READ COMMITTED alone would let two replicas both take the last place). A purge takes its rows with
- * `FOR UPDATE SKIP LOCKED`, so replicas sweeping at once never wait on each other.
+ * writes run in one transaction. The caps on a principal's sessions and subscriptions are each
+ * counted under a per-principal advisory lock (READ COMMITTED alone would let two replicas both take
+ * the last place). A purge takes its rows with `FOR UPDATE SKIP LOCKED`, so replicas sweeping at
+ * once never wait on each other.
  *
  * Text: PostgreSQL `text` cannot hold U+0000, so every string crosses the boundary through a reversible,
  * order- and prefix-preserving escape (U+0000 ⇄ U+0001 U+0001, U+0001 ⇄ U+0001 U+0002); stored values are
@@ -38,7 +39,11 @@
 
 import postgres, { type PendingQuery, type Row, type Sql, type TransactionSql } from 'postgres'
 import type { LogLevel } from '../mcp/protocol.ts'
-import { MAX_SUBSCRIPTIONS_PER_SESSION, type SessionRecord } from '../mcp/session-store.ts'
+import {
+  MAX_SUBSCRIPTIONS_PER_SESSION,
+  type SessionRecord,
+  type SubscribeOutcome,
+} from '../mcp/session-store.ts'
 import type { NewTask, TaskPatch, TaskRecord } from '../mcp/task-store.ts'
 import {
   REPLAY_RETENTION_MS,
@@ -55,6 +60,7 @@ import {
 } from '../notes/store.ts'
 import {
   assertPublishable,
+  capParam,
   checkDeleteMany,
   checkImport,
   checkPaging,
@@ -68,6 +74,7 @@ import {
   pendingShareRequest,
   purgeWithin,
   sessionRecord,
+  subscribeRefusal,
   sortedTags,
   TASK_COLUMNS,
   TASK_PATCH_COLUMNS,
@@ -83,10 +90,13 @@ import { migrateSchema } from './postgres-schema.ts'
 import { RANK_WEIGHTS, tsqueryLiteral, tsvectorLiteral } from './postgres-search.ts'
 
 /**
- * First key of the transaction-scoped advisory lock that serialises `addSubscription`s of one session
- * (the second is a hash of its sid); the two-key space never meets the migration lock's bigint key.
+ * First key of the transaction-scoped advisory lock that serialises `addSubscription`s of one
+ * principal (the second is a hash of the principal); the two-key space never meets the migration
+ * lock's bigint key.
  */
 const SUBSCRIPTION_LOCK_CLASS = 0x6e6d7375 // "nmsu"
+/** First key of the lock that serialises `createSession`s of one principal (the second: its hash). */
+const SESSION_CAP_LOCK_CLASS = 0x6e6d7365 // "nmse"
 
 export interface PostgresNotesStoreOptions {
   /** `postgres://user:password@host:port/database` (query parameters become connection settings). */
@@ -429,42 +439,79 @@ export class PostgresNotesStore implements NotesStore {
     return row === undefined ? undefined : toNote(row)
   }
 
-  async getSession(sid: string): Promise<SessionRecord> {
-    const [row] = await this.#ready<Array<{ ended: boolean; log_level: string | null }>>`
-      SELECT ended, log_level FROM sessions WHERE sid = ${enc(sid)}`
-    return sessionRecord(
-      row === undefined ? undefined : { ended: row.ended, logLevel: row.log_level }
-    )
-  }
-
-  async setSessionLogLevel(sid: string, level: LogLevel, expiresAt: number): Promise<void> {
-    await this.#ready`
-      INSERT INTO sessions (sid, log_level, expires_at) VALUES (${enc(sid)}, ${level}, ${expiresAt})
-      ON CONFLICT (sid) DO UPDATE SET log_level = excluded.log_level,
-        expires_at = greatest(sessions.expires_at, excluded.expires_at)`
-  }
-
-  async endSession(sid: string, expiresAt: number): Promise<void> {
-    await this.#ready`
-      INSERT INTO sessions (sid, ended, expires_at) VALUES (${enc(sid)}, true, ${expiresAt})
-      ON CONFLICT (sid) DO UPDATE SET ended = true,
-        expires_at = greatest(sessions.expires_at, excluded.expires_at)`
-  }
-
-  async addSubscription(sid: string, uri: string, expiresAt: number): Promise<boolean> {
+  async createSession(
+    sid: string,
+    principal: string,
+    expiresAt: number,
+    now: number,
+    maxPerPrincipal: number
+  ): Promise<boolean> {
+    const owner = enc(principal)
+    const cap = capParam(maxPerPrincipal)
     return this.#ready.begin(async (tx) => {
-      // Adds to one session are serialised, so the count below cannot race another replica's add.
-      await tx`SELECT pg_advisory_xact_lock(${SUBSCRIPTION_LOCK_CLASS}, hashtext(${enc(sid)}))`
+      // Creations for one principal are serialised, so the count cannot race another replica's.
+      await tx`SELECT pg_advisory_xact_lock(${SESSION_CAP_LOCK_CLASS}, hashtext(${owner}))`
+      const created = await tx`
+        INSERT INTO sessions (sid, principal, expires_at)
+        SELECT ${enc(sid)}, ${owner}, ${expiresAt}
+        WHERE ${cap}::bigint IS NULL OR (
+          SELECT count(*) FROM sessions WHERE principal = ${owner} AND expires_at > ${now}
+        ) < ${cap}::bigint`
+      return created.count > 0
+    })
+  }
+
+  async getSession(sid: string): Promise<SessionRecord | undefined> {
+    const [row] = await this.#ready<Array<{ log_level: string | null }>>`
+      SELECT log_level FROM sessions WHERE sid = ${enc(sid)}`
+    return sessionRecord(row === undefined ? undefined : { logLevel: row.log_level })
+  }
+
+  async setSessionLogLevel(sid: string, level: LogLevel): Promise<void> {
+    await this.#ready`UPDATE sessions SET log_level = ${level} WHERE sid = ${enc(sid)}`
+  }
+
+  async endSession(sid: string): Promise<void> {
+    await this.#ready.begin(async (tx) => {
+      await tx`DELETE FROM sessions WHERE sid = ${enc(sid)}`
+      await tx`DELETE FROM session_subscriptions WHERE sid = ${enc(sid)}`
+    })
+  }
+
+  async addSubscription(
+    sid: string,
+    uri: string,
+    now: number,
+    maxPerPrincipal: number
+  ): Promise<SubscribeOutcome> {
+    const cap = capParam(maxPerPrincipal)
+    return this.#ready.begin(async (tx) => {
+      const live = () => tx<Array<{ principal: string; held: number }>>`
+        SELECT principal,
+          (SELECT count(*) FROM session_subscriptions WHERE sid = ${enc(sid)})::int AS held
+        FROM sessions WHERE sid = ${enc(sid)} AND expires_at > ${now}`
+      const [session] = await live()
+      if (session === undefined) return 'no_session'
+      // Adds for one principal (so for each of its sessions) are serialised, so neither count below
+      // can race another replica's add.
+      await tx`
+        SELECT pg_advisory_xact_lock(${SUBSCRIPTION_LOCK_CLASS}, hashtext(${session.principal}))`
       const held = await tx`
-        INSERT INTO session_subscriptions (sid, uri, expires_at)
-        SELECT ${enc(sid)}, ${enc(uri)}, ${expiresAt}
-        WHERE EXISTS (
+        INSERT INTO session_subscriptions (sid, uri, principal, expires_at)
+        SELECT s.sid, ${enc(uri)}, s.principal, s.expires_at FROM sessions AS s
+        WHERE s.sid = ${enc(sid)} AND s.expires_at > ${now} AND (
+          EXISTS (
             SELECT 1 FROM session_subscriptions WHERE sid = ${enc(sid)} AND uri = ${enc(uri)})
-          OR (SELECT count(*) FROM session_subscriptions WHERE sid = ${enc(sid)})
-            < ${MAX_SUBSCRIPTIONS_PER_SESSION}
-        ON CONFLICT (sid, uri) DO UPDATE SET
-          expires_at = greatest(session_subscriptions.expires_at, excluded.expires_at)`
-      return held.count > 0
+          OR ((SELECT count(*) FROM session_subscriptions WHERE sid = ${enc(sid)})
+              < ${MAX_SUBSCRIPTIONS_PER_SESSION}
+            AND (${cap}::bigint IS NULL OR (
+              SELECT count(*) FROM session_subscriptions AS other
+              WHERE other.principal = s.principal AND other.expires_at > ${now}
+            ) < ${cap}::bigint)))
+        ON CONFLICT (sid, uri) DO UPDATE SET expires_at = excluded.expires_at`
+      if (held.count > 0) return 'subscribed'
+      const [after] = await live()
+      return subscribeRefusal(after?.held)
     })
   }
 

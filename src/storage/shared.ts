@@ -7,7 +7,8 @@
  * `tasks` table with the mapping of a task record and of a patch onto them, the checks of an import
  * and of a bulk delete, and the outcomes and errors decided the same way everywhere (what
  * `deleteMany` and `delete` answer from the rows deleted, `decideShareRequest`'s explanation of
- * a miss, `publishShare`'s refusal, a session's record, {@link notMigrated}). The error classes
+ * a miss, `publishShare`'s refusal, a session's record and why a subscription was refused, the
+ * binding of a cap, {@link notMigrated}). The error classes
  * themselves live with the contract in `notes/store.ts`, so `instanceof` works whichever adapter threw.
  *
  * Runtime-neutral: it is bundled into the Cloudflare Worker with the D1 adapter, so it imports nothing
@@ -18,7 +19,11 @@
 
 import type { LogLevel } from '../mcp/protocol.ts'
 import { randomBase64url } from '../mcp/random.ts'
-import type { SessionRecord } from '../mcp/session-store.ts'
+import {
+  MAX_SUBSCRIPTIONS_PER_SESSION,
+  type SessionRecord,
+  type SubscribeOutcome,
+} from '../mcp/session-store.ts'
 import type { NewTask, TaskPatch, TaskRecord, TaskStatus } from '../mcp/task-store.ts'
 import { NOTE_ID_PATTERN } from '../notes/limits.ts'
 import {
@@ -222,16 +227,26 @@ export function assertPublishable<Share extends { principal: string; status: Sha
   }
 }
 
+/** What `getSession` answers from a session's row as read (`undefined`: no live session). */
+export function sessionRecord(row: { logLevel: unknown } | undefined): SessionRecord | undefined {
+  if (row === undefined) return undefined
+  return typeof row.logLevel === 'string' ? { logLevel: row.logLevel as LogLevel } : {}
+}
+
 /**
- * What `getSession` answers from a session's row as read (`undefined`: no row): `{ ended: false }`
- * when nothing is recorded, the log level only once one was set.
+ * Why a conditional `addSubscription` added nothing, from what a read after it found: the number of
+ * subscriptions the session holds, or `undefined` when the session is not live.
  */
-export function sessionRecord(
-  row: { ended: boolean; logLevel: unknown } | undefined
-): SessionRecord {
-  const record: SessionRecord = { ended: row?.ended ?? false }
-  if (typeof row?.logLevel === 'string') record.logLevel = row.logLevel as LogLevel
-  return record
+export function subscribeRefusal(
+  held: number | undefined
+): Exclude<SubscribeOutcome, 'subscribed'> {
+  if (held === undefined) return 'no_session'
+  return held >= MAX_SUBSCRIPTIONS_PER_SESSION ? 'session_full' : 'principal_full'
+}
+
+/** A cap as the session statements bind it: `null` for no cap (`Infinity`). */
+export function capParam(max: number): number | null {
+  return Number.isFinite(max) ? max : null
 }
 
 /** The error of a store method called before `migrate()` or, when `closed`, after `close()`. */

@@ -21,6 +21,7 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
   '0002_expiry.sql',
   '0003_sessions.sql',
   '0004_tasks.sql',
+  '0005_session_principals.sql',
 ]
 
 /** Weights of the FTS columns (title, body, tags) in bm25 ranking: title above tags above body. */
@@ -159,28 +160,46 @@ export const SQL = {
     DELETE FROM used_keys WHERE once_key IN (
       SELECT once_key FROM used_keys WHERE used_at <= ?1 LIMIT ?2
     )`,
-  /** ?1 sid. */
-  getSession: `SELECT ended, log_level FROM sessions WHERE sid = ?1`,
-  /** ?1 sid, ?2 level, ?3 expires at. A row's expiry only ever moves later. */
-  setLogLevel: `
-    INSERT INTO sessions (sid, log_level, expires_at) VALUES (?1, ?2, ?3)
-    ON CONFLICT (sid) DO UPDATE SET
-      log_level = excluded.log_level, expires_at = max(expires_at, excluded.expires_at)`,
-  /** ?1 sid, ?2 expires at. */
-  endSession: `
-    INSERT INTO sessions (sid, ended, expires_at) VALUES (?1, 1, ?2)
-    ON CONFLICT (sid) DO UPDATE SET ended = 1, expires_at = max(expires_at, excluded.expires_at)`,
   /**
-   * ?1 sid, ?2 uri, ?3 expires at, ?4 most subscriptions per session. Returns a row when the session
-   * holds the subscription afterwards: it did already, or it held fewer than ?4 and now holds it too.
+   * ?1 sid, ?2 principal, ?3 expires at, ?4 now, ?5 most live sessions of the principal (NULL: no
+   * cap). Returns a row only when it recorded the session: the principal held fewer unexpired
+   * sessions than ?5 (writes are serialised, so the count and the insert cannot be split).
+   */
+  createSession: `
+    INSERT INTO sessions (sid, principal, expires_at)
+    SELECT ?1, ?2, ?3
+    WHERE ?5 IS NULL
+      OR (SELECT count(*) FROM sessions WHERE principal = ?2 AND expires_at > ?4) < ?5
+    RETURNING sid`,
+  /** ?1 sid. */
+  getSession: `SELECT log_level FROM sessions WHERE sid = ?1`,
+  /** ?1 sid, ?2 level. */
+  setLogLevel: `UPDATE sessions SET log_level = ?2 WHERE sid = ?1`,
+  /** ?1 sid (this and the next, run as one batch). */
+  endSession: `DELETE FROM sessions WHERE sid = ?1`,
+  endSubscriptions: `DELETE FROM session_subscriptions WHERE sid = ?1`,
+  /**
+   * ?1 sid, ?2 uri, ?3 now, ?4 most subscriptions per session, ?5 most subscriptions of the
+   * principal's live sessions (NULL: no cap). Returns a row when the session is live and holds the
+   * subscription afterwards: it did already, or it held fewer than ?4 and its principal fewer than
+   * ?5, and now holds it too, with the session's principal and expiry.
    */
   addSubscription: `
-    INSERT INTO session_subscriptions (sid, uri, expires_at)
-    SELECT ?1, ?2, ?3
-    WHERE EXISTS (SELECT 1 FROM session_subscriptions WHERE sid = ?1 AND uri = ?2)
-      OR (SELECT count(*) FROM session_subscriptions WHERE sid = ?1) < ?4
-    ON CONFLICT (sid, uri) DO UPDATE SET expires_at = max(expires_at, excluded.expires_at)
+    INSERT INTO session_subscriptions (sid, uri, principal, expires_at)
+    SELECT s.sid, ?2, s.principal, s.expires_at FROM sessions AS s
+    WHERE s.sid = ?1 AND s.expires_at > ?3 AND (
+      EXISTS (SELECT 1 FROM session_subscriptions WHERE sid = ?1 AND uri = ?2)
+      OR ((SELECT count(*) FROM session_subscriptions WHERE sid = ?1) < ?4
+        AND (?5 IS NULL OR (
+          SELECT count(*) FROM session_subscriptions AS held
+          WHERE held.principal = s.principal AND held.expires_at > ?3
+        ) < ?5)))
+    ON CONFLICT (sid, uri) DO UPDATE SET expires_at = excluded.expires_at
     RETURNING 1 AS held`,
+  /** ?1 sid, ?2 now: why `addSubscription` added nothing (see `subscribeRefusal` of shared.ts). */
+  explainSubscription: `
+    SELECT (SELECT count(*) FROM session_subscriptions WHERE sid = ?1) AS held
+    FROM sessions WHERE sid = ?1 AND expires_at > ?2`,
   /** ?1 sid, ?2 uri. */
   removeSubscription: `DELETE FROM session_subscriptions WHERE sid = ?1 AND uri = ?2`,
   /** ?1 sid, ?2 uri. */

@@ -10,21 +10,23 @@
  * Schema, one source of truth: the SQL files under `migrations/` (`SQLITE_MIGRATIONS`), which
  * wrangler applies to D1 and the node:sqlite driver reads and applies (files, not a TypeScript module,
  * because wrangler needs them on disk anyway); the statements are `sql-statements.ts`'s. Besides
- * notes and shares the store keeps what 2025-era sessions need (`SessionStore`): ended sessions and
- * log levels, subscriptions (at most `MAX_SUBSCRIPTIONS_PER_SESSION` per session), and input slots;
- * and the records of tasks (`TaskStore`). Expired rows are purged with `purgeExpired` (spent
- * once-keys and unpublished share requests `REPLAY_RETENTION_MS` after their last use, session rows
- * and tasks at their own expiry).
+ * notes and shares the store keeps what 2025-era sessions need (`SessionStore`): live sessions with
+ * their principal and log level (at most the caller's cap per principal), subscriptions (at most
+ * `MAX_SUBSCRIPTIONS_PER_SESSION` per session and the caller's cap per principal, each living as long
+ * as its session), and input slots; and the records of tasks (`TaskStore`). Expired rows are purged
+ * with `purgeExpired` (spent once-keys and unpublished share requests `REPLAY_RETENTION_MS` after
+ * their last use, session rows and tasks at their own expiry).
  *
- * Atomicity is reached the way D1 allows, which is also correct on node:sqlite: D1 has no interactive
- * transaction, only single statements and `batch()` (one transaction, all or nothing, nothing read in
- * between). So every check-and-set (note version, share status, input slot, task version) is one
- * conditional statement whose outcome is read from `RETURNING` or its change count, and a follow-up
- * read only explains a miss, never decides. `importNotes` is one batch of conditional inserts, each
- * answering whether it created its note. A single-use key is spent in a batch that inserts
- * `(once_key, claim)` with a fresh random claim (`ON CONFLICT DO NOTHING`); the later statements of the
- * same batch act only where that claim is found, i.e. only when this call spent the key: `deleteMany`
- * is that batch with one `DELETE … RETURNING` of every listed note (`delete` is its one-id case).
+ * Atomicity is reached the way D1 allows, which is also correct on node:sqlite: D1 has no
+ * interactive transaction, only single statements and `batch()` (one transaction, all or nothing,
+ * nothing read in between). So every check-and-set (note version, share status, input slot, task
+ * version, the caps on sessions and subscriptions) is one conditional statement whose outcome is
+ * read from `RETURNING` or its change count, and a follow-up read only explains a miss, never
+ * decides. `importNotes` is one batch of conditional inserts, each answering whether it created its
+ * note. A single-use key is spent in a batch that inserts `(once_key, claim)` with a fresh random
+ * claim (`ON CONFLICT DO NOTHING`); the later statements of the same batch act only where that
+ * claim is found, i.e. only when this call spent the key: `deleteMany` is that batch with one
+ * `DELETE … RETURNING` of every listed note (`delete` is its one-id case).
  *
  * Search: free text is reduced to word tokens (letters, digits) and each token is quoted as an FTS5
  * string, so no character of user input reaches the FTS5 query syntax. Every word must match, the last
@@ -41,7 +43,11 @@
 
 import type { LogLevel } from '../mcp/protocol.ts'
 import { randomBase64url } from '../mcp/random.ts'
-import { MAX_SUBSCRIPTIONS_PER_SESSION, type SessionRecord } from '../mcp/session-store.ts'
+import {
+  MAX_SUBSCRIPTIONS_PER_SESSION,
+  type SessionRecord,
+  type SubscribeOutcome,
+} from '../mcp/session-store.ts'
 import type { NewTask, TaskPatch, TaskRecord } from '../mcp/task-store.ts'
 import {
   type DecideOutcome,
@@ -58,6 +64,7 @@ import {
 } from '../notes/store.ts'
 import {
   assertPublishable,
+  capParam,
   checkDeleteMany,
   checkImport,
   checkPaging,
@@ -70,6 +77,7 @@ import {
   pendingShareRequest,
   purgeWithin,
   sessionRecord,
+  subscribeRefusal,
   searchTerms,
   sortedTags,
   taskPatchValues,
@@ -304,24 +312,44 @@ export class SqlNotesStore implements NotesStore {
     return row === undefined ? undefined : toNote(row)
   }
 
-  async getSession(sid: string): Promise<SessionRecord> {
+  async createSession(
+    sid: string,
+    principal: string,
+    expiresAt: number,
+    now: number,
+    maxPerPrincipal: number
+  ): Promise<boolean> {
+    const params = [sid, principal, expiresAt, now, capParam(maxPerPrincipal)]
+    return (await this.#db.get(SQL.createSession, params)) !== undefined
+  }
+
+  async getSession(sid: string): Promise<SessionRecord | undefined> {
     const row = await this.#db.get(SQL.getSession, [sid])
-    return sessionRecord(
-      row === undefined ? undefined : { ended: row.ended === 1, logLevel: row.log_level }
-    )
+    return sessionRecord(row === undefined ? undefined : { logLevel: row.log_level })
   }
 
-  async setSessionLogLevel(sid: string, level: LogLevel, expiresAt: number): Promise<void> {
-    await this.#db.run(SQL.setLogLevel, [sid, level, expiresAt])
+  async setSessionLogLevel(sid: string, level: LogLevel): Promise<void> {
+    await this.#db.run(SQL.setLogLevel, [sid, level])
   }
 
-  async endSession(sid: string, expiresAt: number): Promise<void> {
-    await this.#db.run(SQL.endSession, [sid, expiresAt])
+  async endSession(sid: string): Promise<void> {
+    await this.#db.batch([
+      { sql: SQL.endSession, params: [sid] },
+      { sql: SQL.endSubscriptions, params: [sid] },
+    ])
   }
 
-  async addSubscription(sid: string, uri: string, expiresAt: number): Promise<boolean> {
-    const params = [sid, uri, expiresAt, MAX_SUBSCRIPTIONS_PER_SESSION]
-    return (await this.#db.get(SQL.addSubscription, params)) !== undefined
+  async addSubscription(
+    sid: string,
+    uri: string,
+    now: number,
+    maxPerPrincipal: number
+  ): Promise<SubscribeOutcome> {
+    const db = this.#db
+    const params = [sid, uri, now, MAX_SUBSCRIPTIONS_PER_SESSION, capParam(maxPerPrincipal)]
+    if ((await db.get(SQL.addSubscription, params)) !== undefined) return 'subscribed'
+    const row = await db.get(SQL.explainSubscription, [sid, now])
+    return subscribeRefusal(row === undefined ? undefined : Number(row.held))
   }
 
   async removeSubscription(sid: string, uri: string): Promise<void> {

@@ -533,6 +533,7 @@ export function createFixtureApp(
     legacy: sessions && {
       sessions,
       sessionTtlSeconds: config.sessionTtlSeconds,
+      limits: config.sessionLimits,
       input: { answerPollMs },
     },
     // Whoever runs a task (this process, or the scheduler's runners) runs every task it accepts, so

@@ -1139,43 +1139,72 @@ export function describeNotesStoreContract(
       let sid: string
       let other: string
       const LIVE = T0 + HOUR
+      /** A cap on a principal's sessions and subscriptions that no test of the records reaches. */
+      const ROOMY = 1_000
 
       beforeEach(() => {
         sid = unique('sid')
         other = unique('sid')
       })
 
-      it('a session with nothing recorded is not ended and has no log level', async () => {
-        expect(await store.getSession(sid)).toEqual({ ended: false })
+      /** Records session `id` of `principal`, created at T0 and live until `expiresAt`. */
+      async function open(id: string, principal = alice, expiresAt = LIVE): Promise<void> {
+        expect(await store.createSession(id, principal, expiresAt, T0, ROOMY)).toBe(true)
+      }
+
+      const subscribe = (id: string, uri: string, now = T0, cap = ROOMY) =>
+        store.addSubscription(id, uri, now, cap)
+
+      it('a session never created is unknown', async () => {
+        expect(await store.getSession(sid)).toBeUndefined()
       })
 
-      it('endSession marks the session ended, idempotently, and no other session', async () => {
-        await store.endSession(sid, LIVE)
-        await store.endSession(sid, LIVE)
-        expect(await store.getSession(sid)).toEqual({ ended: true })
-        expect(await store.getSession(other)).toEqual({ ended: false })
+      it('createSession records a live session without a log level; endSession removes it, idempotently, and no other', async () => {
+        await open(sid)
+        await open(other)
+        expect(await store.getSession(sid)).toStrictEqual({})
+        await store.endSession(sid)
+        await store.endSession(sid)
+        expect(await store.getSession(sid)).toBeUndefined()
+        expect(await store.getSession(other)).toStrictEqual({})
       })
 
-      it('the last log level set wins, and ending a session keeps it', async () => {
-        await store.setSessionLogLevel(sid, 'debug', LIVE)
-        await store.setSessionLogLevel(sid, 'error', LIVE)
-        expect(await store.getSession(sid)).toEqual({ ended: false, logLevel: 'error' })
-        await store.endSession(sid, LIVE)
-        expect(await store.getSession(sid)).toEqual({ ended: true, logLevel: 'error' })
-        await store.setSessionLogLevel(sid, 'info', LIVE)
-        expect(await store.getSession(sid)).toEqual({ ended: true, logLevel: 'info' })
-        expect(await store.getSession(other)).toEqual({ ended: false })
+      it('an ended session stays unknown: a later purge, log level or subscription brings nothing back', async () => {
+        await open(sid)
+        await store.setSessionLogLevel(sid, 'debug')
+        expect(await subscribe(sid, 'note://n_1')).toBe('subscribed')
+        await store.endSession(sid)
+        await store.purgeExpired(LIVE + HOUR, 1000)
+        await store.setSessionLogLevel(sid, 'info')
+        expect(await subscribe(sid, 'note://n_2')).toBe('no_session')
+        expect(await store.getSession(sid)).toBeUndefined()
+        expect(await store.isSubscribed(sid, 'note://n_1')).toBe(false)
+        expect(await store.isSubscribed(sid, 'note://n_2')).toBe(false)
+      })
+
+      it('the last log level set wins, for its session only', async () => {
+        await open(sid)
+        await open(other)
+        await store.setSessionLogLevel(sid, 'debug')
+        await store.setSessionLogLevel(sid, 'error')
+        expect(await store.getSession(sid)).toStrictEqual({ logLevel: 'error' })
+        expect(await store.getSession(other)).toStrictEqual({})
+        // A level for a session never created records nothing.
+        await store.setSessionLogLevel(unique('sid'), 'info')
       })
 
       it('refuses a log level the protocol does not define', async () => {
-        await expect(store.setSessionLogLevel(sid, 'verbose' as never, LIVE)).rejects.toThrow()
-        expect(await store.getSession(sid)).toEqual({ ended: false })
+        await open(sid)
+        await expect(store.setSessionLogLevel(sid, 'verbose' as never)).rejects.toThrow()
+        expect(await store.getSession(sid)).toStrictEqual({})
       })
 
       it('a subscription is held once added, idempotently, until removed, by its session only', async () => {
+        await open(sid)
+        await open(other)
         expect(await store.isSubscribed(sid, 'note://n_1')).toBe(false)
-        expect(await store.addSubscription(sid, 'note://n_1', LIVE)).toBe(true)
-        expect(await store.addSubscription(sid, 'note://n_1', LIVE)).toBe(true)
+        expect(await subscribe(sid, 'note://n_1')).toBe('subscribed')
+        expect(await subscribe(sid, 'note://n_1')).toBe('subscribed')
         expect(await store.isSubscribed(sid, 'note://n_1')).toBe(true)
         expect(await store.isSubscribed(sid, 'note://n_2')).toBe(false)
         expect(await store.isSubscribed(other, 'note://n_1')).toBe(false)
@@ -1185,19 +1214,131 @@ export function describeNotesStoreContract(
         expect(await store.isSubscribed(sid, 'note://n_1')).toBe(false)
       })
 
+      it('a subscription of a session never created, or expired, is refused and stored nowhere', async () => {
+        expect(await subscribe(sid, 'note://n_1')).toBe('no_session')
+        await open(other, alice, T0 + 10)
+        expect(await subscribe(other, 'note://n_1', T0 + 10)).toBe('no_session')
+        expect(await store.isSubscribed(sid, 'note://n_1')).toBe(false)
+        expect(await store.isSubscribed(other, 'note://n_1')).toBe(false)
+      })
+
       it('a session holds at most MAX_SUBSCRIPTIONS_PER_SESSION subscriptions', async () => {
+        await open(sid)
+        await open(other)
         const uri = (i: number) => `note://n_${i}`
         for (let i = 0; i < MAX_SUBSCRIPTIONS_PER_SESSION; i++) {
-          expect(await store.addSubscription(sid, uri(i), LIVE)).toBe(true)
+          expect(await subscribe(sid, uri(i))).toBe('subscribed')
         }
-        expect(await store.addSubscription(sid, uri(-1), LIVE)).toBe(false)
+        expect(await subscribe(sid, uri(-1))).toBe('session_full')
         expect(await store.isSubscribed(sid, uri(-1))).toBe(false)
         // One it holds is still idempotent at the cap, and another session has its own room.
-        expect(await store.addSubscription(sid, uri(7), LIVE)).toBe(true)
-        expect(await store.addSubscription(other, uri(-1), LIVE)).toBe(true)
+        expect(await subscribe(sid, uri(7))).toBe('subscribed')
+        expect(await subscribe(other, uri(-1))).toBe('subscribed')
         await store.removeSubscription(sid, uri(0))
-        expect(await store.addSubscription(sid, uri(-1), LIVE)).toBe(true)
-        expect(await store.addSubscription(sid, uri(0), LIVE)).toBe(false)
+        expect(await subscribe(sid, uri(-1))).toBe('subscribed')
+        expect(await subscribe(sid, uri(0))).toBe('session_full')
+      })
+
+      it("the sessions of one principal hold at most the principal's cap of subscriptions together", async () => {
+        const cap = MAX_SUBSCRIPTIONS_PER_SESSION + 50
+        const uri = (i: number) => `note://n_${i}`
+        await open(sid)
+        await open(other)
+        for (let i = 0; i < MAX_SUBSCRIPTIONS_PER_SESSION; i++) {
+          expect(await subscribe(sid, uri(i), T0, cap)).toBe('subscribed')
+        }
+        for (let i = MAX_SUBSCRIPTIONS_PER_SESSION; i < cap; i++) {
+          expect(await subscribe(other, uri(i), T0, cap)).toBe('subscribed')
+        }
+        expect(await subscribe(other, uri(-1), T0, cap)).toBe('principal_full')
+        expect(await store.isSubscribed(other, uri(-1))).toBe(false)
+        // A new session of the principal has no room either; another principal has its own.
+        const third = unique('sid')
+        await open(third)
+        expect(await subscribe(third, uri(-1), T0, cap)).toBe('principal_full')
+        const bobs = unique('sid')
+        await open(bobs, bob)
+        expect(await subscribe(bobs, uri(-1), T0, cap)).toBe('subscribed')
+        // A URI held is still idempotent at the cap; removing one makes room for one.
+        expect(await subscribe(other, uri(cap - 1), T0, cap)).toBe('subscribed')
+        await store.removeSubscription(sid, uri(0))
+        expect(await subscribe(third, uri(-1), T0, cap)).toBe('subscribed')
+        expect(await subscribe(third, uri(-2), T0, cap)).toBe('principal_full')
+        // Ending a session frees every place it held.
+        await store.endSession(sid)
+        for (let i = 2; i <= MAX_SUBSCRIPTIONS_PER_SESSION; i++) {
+          expect(await subscribe(third, uri(-i), T0, cap)).toBe('subscribed')
+        }
+      })
+
+      it("subscriptions of expired sessions do not count against the principal's cap", async () => {
+        const cap = MAX_SUBSCRIPTIONS_PER_SESSION
+        const uri = (i: number) => `note://n_${i}`
+        await open(sid, alice, T0 + HOUR)
+        for (let i = 0; i < cap; i++) {
+          expect(await subscribe(sid, uri(i), T0, cap)).toBe('subscribed')
+        }
+        await open(other, alice, T0 + 3 * HOUR)
+        expect(await subscribe(other, uri(0), T0 + HOUR - 1, cap)).toBe('principal_full')
+        // Once the first session has expired (purged or not), its rows leave the count.
+        for (let i = 0; i < cap; i++) {
+          expect(await subscribe(other, uri(i), T0 + HOUR, cap)).toBe('subscribed')
+        }
+      })
+
+      it('a principal holds at most its cap of live sessions; a refused one is stored nowhere', async () => {
+        const cap = 3
+        const sids = Array.from({ length: cap + 1 }, () => unique('sid'))
+        for (const id of sids.slice(0, cap)) {
+          expect(await store.createSession(id, alice, LIVE, T0, cap)).toBe(true)
+        }
+        const refused = sids[cap] as string
+        expect(await store.createSession(refused, alice, LIVE, T0, cap)).toBe(false)
+        expect(await store.getSession(refused)).toBeUndefined()
+        expect(await subscribe(refused, 'note://n_1')).toBe('no_session')
+        // Another principal has its own room; ending one of alice's sessions makes room for one.
+        expect(await store.createSession(unique('sid'), bob, LIVE, T0, cap)).toBe(true)
+        await store.endSession(sids[0] as string)
+        expect(await store.createSession(refused, alice, LIVE, T0, cap)).toBe(true)
+        expect(await store.createSession(unique('sid'), alice, LIVE, T0, cap)).toBe(false)
+      })
+
+      it('sessions that have expired do not count against the cap, purged or not', async () => {
+        const cap = 2
+        for (let i = 0; i < cap; i++) {
+          expect(await store.createSession(unique('sid'), alice, T0 + HOUR, T0, cap)).toBe(true)
+        }
+        const late = unique('sid')
+        expect(await store.createSession(late, alice, LIVE + HOUR, T0 + HOUR - 1, cap)).toBe(false)
+        expect(await store.createSession(late, alice, LIVE + HOUR, T0 + HOUR, cap)).toBe(true)
+        expect(await store.getSession(late)).toStrictEqual({})
+      })
+
+      it('of session creations issued together beyond the cap, exactly the cap succeed', async () => {
+        const cap = 4
+        const sids = Array.from({ length: 12 }, () => unique('sid'))
+        const created = await Promise.all(
+          sids.map((id) => store.createSession(id, alice, LIVE, T0, cap))
+        )
+        expect(created.filter(Boolean)).toHaveLength(cap)
+        const recorded = await Promise.all(sids.map((id) => store.getSession(id)))
+        expect(recorded.filter((record) => record !== undefined)).toHaveLength(cap)
+      })
+
+      it("of subscriptions issued together across a principal's sessions, never more than its cap", async () => {
+        const cap = 25
+        const sids = [sid, other, unique('sid')]
+        for (const id of sids) await open(id)
+        const attempts = sids.flatMap((id) =>
+          Array.from({ length: 20 }, (_, i) => ({ id, uri: `note://n_${i}` }))
+        )
+        const outcomes = await Promise.all(
+          attempts.map(({ id, uri }) => subscribe(id, uri, T0, cap))
+        )
+        expect(outcomes.filter((outcome) => outcome === 'subscribed')).toHaveLength(cap)
+        expect(new Set(outcomes)).toStrictEqual(new Set(['subscribed', 'principal_full']))
+        const held = await Promise.all(attempts.map(({ id, uri }) => store.isSubscribed(id, uri)))
+        expect(held.filter(Boolean)).toHaveLength(cap)
       })
 
       describe('input slots', () => {
@@ -1850,20 +1991,25 @@ export function describeNotesStoreContract(
         expect(await store.getSharedNote(linkId)).toMatchObject({ title: 'share me' })
       })
 
-      it('session rows go at their expiry; live ones stay', async () => {
+      it("session rows and their subscriptions go at the session's own expiry; live ones stay", async () => {
         const now = T0 + 10 * HOUR
         await drain(now)
         const [gone, kept] = [unique('sid'), unique('sid')]
-        await store.endSession(gone, now)
-        await store.setSessionLogLevel(kept, 'info', now + 1)
-        await store.addSubscription(gone, 'note://n_1', now - 1)
-        await store.addSubscription(kept, 'note://n_1', now + 1)
+        const cap = 1_000
+        await store.createSession(gone, alice, now, now - HOUR, cap)
+        await store.createSession(kept, alice, now + 1, now - HOUR, cap)
+        await store.setSessionLogLevel(kept, 'info')
+        await store.addSubscription(gone, 'note://n_1', now - HOUR, cap)
+        await store.addSubscription(kept, 'note://n_1', now - HOUR, cap)
         await store.expectInput(gone, 'r1', now)
         await store.expectInput(kept, 'r1', now + 1)
 
+        // A subscription lives exactly as long as its session, not a lifetime of its own.
+        expect(await store.purgeExpired(now - 1, 1000)).toBe(0)
+        expect(await store.isSubscribed(gone, 'note://n_1')).toBe(true)
         expect(await store.purgeExpired(now, 1000)).toBe(3)
-        expect(await store.getSession(gone)).toEqual({ ended: false })
-        expect(await store.getSession(kept)).toEqual({ ended: false, logLevel: 'info' })
+        expect(await store.getSession(gone)).toBeUndefined()
+        expect(await store.getSession(kept)).toStrictEqual({ logLevel: 'info' })
         expect(await store.isSubscribed(gone, 'note://n_1')).toBe(false)
         expect(await store.isSubscribed(kept, 'note://n_1')).toBe(true)
         expect(await store.deliverInput(gone, 'r1', '{}', now - 1)).toBe(false)
@@ -1892,7 +2038,7 @@ export function describeNotesStoreContract(
       it('counts expired tasks in the budget it spends across tables', async () => {
         const now = taskClock()
         await drain(now)
-        await store.endSession(unique('sid'), now)
+        await store.createSession(unique('sid'), alice, now, now - HOUR, 1_000)
         await store.createTask(newTask(alice, now - HOUR, { expiresAt: now }))
         await store.createTask(newTask(alice, now - HOUR, { expiresAt: now }))
         expect(await store.purgeExpired(now, 2)).toBe(2)

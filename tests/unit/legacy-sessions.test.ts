@@ -3,15 +3,18 @@
  * the notes app, in-process, trying to break it: which era a message belongs to, what `initialize`
  * negotiates, every way a session id can be wrong (missing, garbage, truncated, each character
  * mutated, another principal's or OAuth client's, another key ring's, expired, a `requestState`
- * instead, ended, sealed under a retired key), the `MCP-Protocol-Version` cross-check, the session
- * methods (ping, logging/setLevel, resources/(un)subscribe and their bounds), the methods that do not
- * exist in this era, and result shapes without the 2026-07-28 stamps. Sessions live in a real
- * in-memory SQLite store; each answer is pinned by HTTP status, JSON-RPC code and id echo.
+ * instead, ended — also after the TTL of the replica that ended it — sealed under a retired key), the
+ * `MCP-Protocol-Version` cross-check, the session methods (ping, logging/setLevel,
+ * resources/(un)subscribe: only what `resources/read` reads, and their bounds), what one principal
+ * may keep in the store (live sessions, subscriptions across them), the methods that do not exist in
+ * this era, and result shapes without the 2026-07-28 stamps. Sessions live in a real in-memory
+ * SQLite store; each answer is pinned by HTTP status, JSON-RPC code and id echo.
  *
  * The interactive flows are in `legacy-flows.test.ts`, the GET stream in `legacy-stream.test.ts`.
  */
-import { describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApp } from '../../src/app.ts'
+import { tokenPrincipal } from '../../src/auth/bearer.ts'
 import { parseConfig } from '../../src/config.ts'
 import { InProcessEventBus } from '../../src/mcp/events.ts'
 import { generateKey, importKeyRing, type RawKey } from '../../src/mcp/key-ring.ts'
@@ -22,6 +25,7 @@ import {
   PROTOCOL_VERSION,
 } from '../../src/mcp/protocol.ts'
 import { StateSealer } from '../../src/mcp/sealed-state.ts'
+import { noteUri } from '../../src/notes/format.ts'
 import { MAX_SUBSCRIPTIONS_PER_SESSION } from '../../src/mcp/session-store.ts'
 import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
 import { createFixtureApp } from '../conformance/fixture-app.ts'
@@ -31,9 +35,9 @@ import {
   bearer,
   initializeMessage,
   postLegacy,
+  LegacySession,
   startSession,
   type HeaderOverrides,
-  type LegacySession,
 } from '../support/legacy-request.ts'
 import {
   expectError,
@@ -70,6 +74,9 @@ const notesApp = createApp(parseConfig({}), { store: notesStore, sealer, bus })
 const noteId = (
   await notesStore.create('local', { title: 'Groceries', body: 'milk', tags: [] }, Date.now())
 ).id
+
+/** A URI of the fixture's resource template (`test://template/{id}/data`): every id reads. */
+const templateUri = (id: string) => `test://template/${id}/data`
 
 const ping = (session: LegacySession, headers?: HeaderOverrides) =>
   session.request('ping', undefined, { id: 1, headers })
@@ -370,6 +377,31 @@ describe('session ids', () => {
     expect(await expectUnknownSession(replica, session.id)).toBe(NOT_FOUND_MESSAGE)
   })
 
+  it('keeps a DELETEd session unknown until its own expiry, whatever the TTL of the replica that ended it', async () => {
+    const clock = { now: Date.now() }
+    const timedSealer = await sealerFor([keyA], () => clock.now)
+    const store = new SqliteNotesStore({ path: ':memory:' })
+    await store.migrate()
+    const replica = (ttlSeconds: number) =>
+      createFixtureApp(parseConfig({ SESSION_TTL_SECONDS: String(ttlSeconds) }), {
+        sealer: timedSealer,
+        bus,
+        sessions: store,
+      })
+    const long = replica(7 * 86_400)
+    const short = replica(60)
+    const { session } = await startSession(long)
+    // Ended through the replica with the short lifetime…
+    const onShort = new LegacySession(short, session.id, session.protocolVersion)
+    expect((await onShort.delete()).status).toBe(204)
+    // …two hours later, every expired row purged, the id (sealed for a week) is still unknown.
+    clock.now += 2 * 3_600_000
+    while ((await store.purgeExpired(clock.now, 1000)) > 0);
+    expect(await expectUnknownSession(long, session.id)).toBe(NOT_FOUND_MESSAGE)
+    expect(await expectUnknownSession(short, session.id)).toBe(NOT_FOUND_MESSAGE)
+    await store.close()
+  })
+
   it('keeps a session across key rotation while its key is in the ring', async () => {
     const { session } = await startSession(app)
     const keyB = generateKey()
@@ -534,34 +566,89 @@ describe('session methods', () => {
 
   it('accepts a uri of exactly 2048 characters', async () => {
     const { session } = await startSession(app)
-    const uri = `test://${'x'.repeat(2048 - 'test://'.length)}`
+    const uri = templateUri('x'.repeat(2048 - templateUri('').length))
+    expect(uri).toHaveLength(2048)
     const response = await session.request('resources/subscribe', { uri }, { id: 1 })
     expect(await expectResult(response)).toStrictEqual({})
   })
 
   it(`refuses a subscription beyond ${MAX_SUBSCRIPTIONS_PER_SESSION} per session with a clear error`, async () => {
     const { session } = await startSession(app)
-    const subscribe = (uri: string) =>
-      session.request('resources/subscribe', { uri }, { id: 'sub' })
+    const subscribe = (id: string) =>
+      session.request('resources/subscribe', { uri: templateUri(id) }, { id: 'sub' })
     for (let index = 0; index < MAX_SUBSCRIPTIONS_PER_SESSION; index++) {
-      expect(await expectResult(await subscribe(`test://r/${index}`), 'sub')).toStrictEqual({})
+      expect(await expectResult(await subscribe(`r${index}`), 'sub')).toStrictEqual({})
     }
-    const over = await expectError(await subscribe('test://r/one-too-many'), {
+    const over = await expectError(await subscribe('one-too-many'), {
       status: 200,
       code: INVALID_PARAMS,
       id: 'sub',
     })
     expect(over.message).toMatch(/subscriptions/i)
+    expect(over.message).toMatch(/unsubscribe/i)
     // Subscribing again to a URI already held is still fine, and unsubscribing makes room.
-    expect(await expectResult(await subscribe('test://r/0'), 'sub')).toStrictEqual({})
+    expect(await expectResult(await subscribe('r0'), 'sub')).toStrictEqual({})
     await expectResult(
-      await session.request('resources/unsubscribe', { uri: 'test://r/1' }, { id: 1 })
+      await session.request('resources/unsubscribe', { uri: templateUri('r1') }, { id: 1 })
     )
-    expect(await expectResult(await subscribe('test://r/one-too-many'), 'sub')).toStrictEqual({})
+    expect(await expectResult(await subscribe('one-too-many'), 'sub')).toStrictEqual({})
     // Another session is not limited by this one's subscriptions.
     const { session: other } = await startSession(app)
-    const response = await other.request('resources/subscribe', { uri: 'test://r/x' }, { id: 1 })
+    const response = await other.request(
+      'resources/subscribe',
+      { uri: templateUri('x') },
+      { id: 1 }
+    )
     expect(await expectResult(response)).toStrictEqual({})
+  })
+
+  it.each([
+    ['a resource the server does not have', 'test://no-such-resource'],
+    ['a URI its template does not match', 'test://template/a/b/data'],
+    ['a scheme the server does not serve', 'other://static-text'],
+  ])(
+    'refuses resources/subscribe to %s exactly as resources/read answers it (-32602, data.uri)',
+    async (_case, uri) => {
+      const { session } = await startSession(app)
+      const read = await expectError(await session.request('resources/read', { uri }, { id: 3 }), {
+        status: 200,
+        code: INVALID_PARAMS,
+        id: 3,
+      })
+      const subscribed = await session.request('resources/subscribe', { uri }, { id: 3 })
+      const refused = await expectError(subscribed, { status: 200, code: INVALID_PARAMS, id: 3 })
+      expect(refused).toStrictEqual(read)
+      expect(refused.data).toStrictEqual({ uri })
+    }
+  )
+
+  it("refuses a subscription to a note that does not exist or is another principal's, as resources/read does", async () => {
+    const notesAuthApp = createApp(parseConfig(TEST_AUTH_ENV), { store: notesStore, sealer, bus })
+    const alicesNote = await notesStore.create(
+      tokenPrincipal(TEST_AUTH_ENV.AUTH_ISSUER, 'alice'),
+      { title: 'Diary', body: 'private', tags: [] },
+      Date.now()
+    )
+    const { session: alice } = await startSession(notesAuthApp, { headers: await bearer('alice') })
+    const { session: bob } = await startSession(notesAuthApp, { headers: await bearer('bob') })
+    for (const uri of [noteUri(alicesNote.id), noteUri('n_doesnotexist0000'), 'note://bad id']) {
+      const read = await expectError(await bob.request('resources/read', { uri }, { id: 5 }), {
+        status: 200,
+        code: INVALID_PARAMS,
+        id: 5,
+      })
+      const subscribed = await bob.request('resources/subscribe', { uri }, { id: 5 })
+      expect(
+        await expectError(subscribed, { status: 200, code: INVALID_PARAMS, id: 5 })
+      ).toStrictEqual(read)
+      expect(read.data).toStrictEqual({ uri })
+    }
+    const own = await alice.request(
+      'resources/subscribe',
+      { uri: noteUri(alicesNote.id) },
+      { id: 1 }
+    )
+    expect(await expectResult(own)).toStrictEqual({})
   })
 
   it.each(['server/discover', 'subscriptions/listen', 'notes/frobnicate', 'tasks/get'])(
@@ -594,6 +681,84 @@ describe('session methods', () => {
 function ping1(id = 1): JsonObject {
   return { jsonrpc: '2.0', id, method: 'ping' }
 }
+
+describe('what one principal may keep in the store', () => {
+  const SESSIONS_CAP = 3
+  const SUBSCRIPTIONS_CAP = 150
+  const limitedStore = new SqliteNotesStore({ path: ':memory:' })
+  const limited = createFixtureApp(
+    parseConfig({
+      ...TEST_AUTH_ENV,
+      MAX_SESSIONS_PER_PRINCIPAL: String(SESSIONS_CAP),
+      MAX_SUBSCRIPTIONS_PER_PRINCIPAL: String(SUBSCRIPTIONS_CAP),
+    }),
+    { sealer, bus, sessions: limitedStore }
+  )
+  beforeAll(() => limitedStore.migrate())
+  afterAll(() => limitedStore.close())
+
+  const subscribe = (session: LegacySession, id: string) =>
+    session.request('resources/subscribe', { uri: templateUri(id) }, { id: 'sub' })
+  const subscribed = async (session: LegacySession, id: string) =>
+    expect(await expectResult(await subscribe(session, id), 'sub')).toStrictEqual({})
+  const refused = async (session: LegacySession, id: string) =>
+    (
+      await expectError(await subscribe(session, id), {
+        status: 200,
+        code: INVALID_PARAMS,
+        id: 'sub',
+      })
+    ).message
+
+  it('refuses a subscription loop across sessions at the principal’s cap with a clear error, until some end', async () => {
+    const headers = await bearer('subscriber')
+    const { session: first } = await startSession(limited, { headers })
+    const { session: second } = await startSession(limited, { headers })
+    for (let i = 0; i < MAX_SUBSCRIPTIONS_PER_SESSION; i++) await subscribed(first, `a${i}`)
+    for (let i = MAX_SUBSCRIPTIONS_PER_SESSION; i < SUBSCRIPTIONS_CAP; i++) {
+      await subscribed(second, `a${i}`)
+    }
+    const message = await refused(second, 'over')
+    expect(message).toContain(String(SUBSCRIPTIONS_CAP))
+    expect(message).toMatch(/unsubscribe/i)
+    expect(message).toMatch(/DELETE/)
+    // A new session of the same principal has no room either; another principal is not limited.
+    const { session: third } = await startSession(limited, { headers })
+    expect(await refused(third, 'over')).toBe(message)
+    const { session: stranger } = await startSession(limited, { headers: await bearer('stranger') })
+    await subscribed(stranger, 'over')
+    // A URI already held is still fine; unsubscribing makes room for one.
+    await subscribed(second, `a${SUBSCRIPTIONS_CAP - 1}`)
+    await expectResult(
+      await second.request('resources/unsubscribe', { uri: templateUri('a0') }, { id: 1 })
+    )
+    await expectResult(
+      await first.request('resources/unsubscribe', { uri: templateUri('a0') }, { id: 1 })
+    )
+    await subscribed(third, 'over')
+    expect(await refused(third, 'over-again')).toBe(message)
+    // Ending a session frees every place it held.
+    expect((await first.delete()).status).toBe(204)
+    for (let i = 1; i < MAX_SUBSCRIPTIONS_PER_SESSION; i++) await subscribed(third, `b${i}`)
+  })
+
+  it('refuses initialize beyond the principal’s cap of live sessions, with no session id, until one ends', async () => {
+    const headers = await bearer('opener')
+    const open: LegacySession[] = []
+    for (let i = 0; i < SESSIONS_CAP; i++)
+      open.push((await startSession(limited, { headers })).session)
+    const response = await postLegacy(limited, initializeMessage({ id: 'init' }), headers)
+    expect(response.headers.get(HEADER_SESSION_ID)).toBeNull()
+    const error = await expectError(response, { status: 400, code: INVALID_PARAMS, id: 'init' })
+    expect(error.message).toContain(String(SESSIONS_CAP))
+    expect(error.message).toMatch(/DELETE/)
+    // The sessions it holds still work, another principal is not limited, and ending one makes room.
+    for (const session of open) expect(await expectResult(await ping(session))).toStrictEqual({})
+    await startSession(limited, { headers: await bearer('another-opener') })
+    expect((await open[0]!.delete()).status).toBe(204)
+    await startSession(limited, { headers })
+  })
+})
 
 describe('2025-era results', () => {
   /** The 2026-07-28 result with the stamps 2025 has none of taken off. */

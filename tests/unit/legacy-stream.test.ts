@@ -2,9 +2,10 @@
  * The GET notification stream of a 2025-era session, in-process on the notes app (real in-memory
  * SQLite store, in-process event bus) and on the conformance fixture, trying to break it: no session
  * (405 with Allow), a wrong Accept (406), an ended session (404); `notifications/resources/updated`
- * only for the session's own subscriptions and only for its principal's changes, and nothing after
- * unsubscribe; list changes when the server advertises them. Every wait is the next SSE message; to
- * show that something was *not* sent, a later change the stream must carry comes first instead.
+ * only for the session's own subscriptions and only for its principal's changes (another principal's
+ * note cannot be subscribed to at all), and nothing after unsubscribe; list changes when the server
+ * advertises them. Every wait is the next SSE message; to show that something was *not* sent, a later
+ * change the stream must carry comes first instead.
  */
 import { afterEach, describe, expect, it } from 'vitest'
 import { createApp } from '../../src/app.ts'
@@ -27,6 +28,7 @@ import {
 import { expectError, expectResult, requestApp } from '../support/mcp-request.ts'
 
 const INVALID_REQUEST = -32600
+const INVALID_PARAMS = -32602
 const SESSION_NOT_FOUND = -32001
 
 const sealer = StateSealer.create({ keyRing: await importKeyRing([generateKey()]) })
@@ -136,14 +138,15 @@ describe('the GET notification stream', () => {
     expect(await stream.next()).toStrictEqual(listChanged('resources'))
   })
 
-  it("sends a session only its own principal's changes, even for URIs it subscribed to", async () => {
+  it("sends a session only its own principal's changes, and refuses to subscribe it to another's note", async () => {
     const alicePrincipal = tokenPrincipal(TEST_AUTH_ENV.AUTH_ISSUER, 'alice')
     const bobPrincipal = tokenPrincipal(TEST_AUTH_ENV.AUTH_ISSUER, 'bob')
     const aliceNote = await seed('Alice', alicePrincipal)
     const bobNote = await seed('Bob', bobPrincipal)
     const { session: alice } = await startSession(authApp, { headers: await bearer('alice') })
     const { session: bob } = await startSession(authApp, { headers: await bearer('bob') })
-    await subscribe(bob, aliceNote)
+    const refused = await bob.request('resources/subscribe', { uri: noteUri(aliceNote) }, { id: 2 })
+    await expectError(refused, { status: 200, code: INVALID_PARAMS, id: 2 })
     await subscribe(bob, bobNote)
     const stream = streams.open(await bob.get())
     await touch(alice, aliceNote, alicePrincipal)

@@ -2,9 +2,9 @@
  * The PostgreSQL adapter: the shared `NotesStore` contract against a throw-away database (with the
  * failures inside the database, made by triggers), plus what only PostgreSQL has: several stores
  * (replicas) on one database racing on once-keys, bulk deletes, share decisions, input slots, the
- * subscription cap, task versions, imports and migrations, text PostgreSQL cannot hold (U+0000),
- * search independent of the database's locale, the UTF8 requirement, and the adapter's own error
- * types.
+ * caps on subscriptions (per session and per principal) and on a principal's sessions, task
+ * versions, imports and migrations, text PostgreSQL cannot hold (U+0000), search independent of the
+ * database's locale, the UTF8 requirement, and the adapter's own error types.
  *
  * Needs a server: `TEST_DATABASE_URL`, or PostgreSQL on 127.0.0.1:5432 (see tests/support/postgres.ts;
  * `.ci/run` installs and starts one). Without one the file fails under `CI=true` and is reported as
@@ -318,19 +318,62 @@ describe.skipIf(serverUrl === undefined)('PostgresNotesStore', () => {
     it('concurrent subscriptions on several stores never exceed the cap of a session', async () => {
       const stores = await Promise.all([open(), open(), open(), open()])
       const sid = `sid-${crypto.randomUUID()}`
+      await stores[0]!.createSession(sid, `p-${sid}`, T0 + 10, T0, Infinity)
       for (let i = 0; i < MAX_SUBSCRIPTIONS_PER_SESSION - 2; i++) {
-        await stores[0]!.addSubscription(sid, `note://n_${i}`, T0 + 10)
+        await stores[0]!.addSubscription(sid, `note://n_${i}`, T0, Infinity)
       }
       // Four replicas race for the last two places, each with its own new URI.
       const outcomes = await Promise.all(
-        stores.map((s, i) => s.addSubscription(sid, `note://race_${i}`, T0 + 10))
+        stores.map((s, i) => s.addSubscription(sid, `note://race_${i}`, T0, Infinity))
       )
-      expect(outcomes.filter(Boolean)).toHaveLength(2)
+      expect(outcomes.filter((outcome) => outcome === 'subscribed')).toHaveLength(2)
       const [row] = await asAdmin(
         shared.url,
         (admin) => admin`SELECT count(*)::int AS n FROM session_subscriptions WHERE sid = ${sid}`
       )
       expect(row?.n).toBe(MAX_SUBSCRIPTIONS_PER_SESSION)
+    })
+
+    it("concurrent subscriptions to a principal's sessions on several stores never exceed its cap", async () => {
+      const stores = await Promise.all([open(), open(), open(), open()])
+      const principal = `p-${crypto.randomUUID()}`
+      const cap = 30
+      // Store k subscribes session k of the one principal to the same 20 URIs, all at once.
+      const sids = stores.map((_, k) => `sid-${k}-${principal}`)
+      for (const sid of sids) await stores[0]!.createSession(sid, principal, T0 + 10, T0, 10)
+      const outcomes = await Promise.all(
+        stores.flatMap((s, k) =>
+          Array.from({ length: 20 }, (_, i) =>
+            s.addSubscription(sids[k]!, `note://n_${i}`, T0, cap)
+          )
+        )
+      )
+      expect(outcomes.filter((outcome) => outcome === 'subscribed')).toHaveLength(cap)
+      const [row] = await asAdmin(
+        shared.url,
+        (admin) =>
+          admin`SELECT count(*)::int AS n FROM session_subscriptions WHERE principal = ${principal}`
+      )
+      expect(row?.n).toBe(cap)
+    })
+
+    it('concurrent sessions of one principal opened on several stores never exceed its cap', async () => {
+      const stores = await Promise.all([open(), open(), open(), open()])
+      const principal = `p-${crypto.randomUUID()}`
+      const cap = 10
+      const created = await Promise.all(
+        stores.flatMap((s, k) =>
+          Array.from({ length: 8 }, (_, i) =>
+            s.createSession(`sid-${k}-${i}-${principal}`, principal, T0 + 10, T0, cap)
+          )
+        )
+      )
+      expect(created.filter(Boolean)).toHaveLength(cap)
+      const [row] = await asAdmin(
+        shared.url,
+        (admin) => admin`SELECT count(*)::int AS n FROM sessions WHERE principal = ${principal}`
+      )
+      expect(row?.n).toBe(cap)
     })
   })
 

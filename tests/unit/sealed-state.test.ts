@@ -178,11 +178,17 @@ describe('StateSealer.create', () => {
 })
 
 describe('StateSealer round trip', () => {
-  it('opens what it sealed and returns the journal, nonce and issue time', async () => {
+  it('opens what it sealed and returns the journal, nonce, issue time and expiry', async () => {
     const s = await sealer([OLD])
     const sealed = await s.seal(BINDING, JOURNAL)
+    expect(sealed.expiresAt).toBe(T0 / 1000 + 600)
     const opened = await s.open(sealed.token, BINDING)
-    expect(opened).toEqual({ journal: JOURNAL, nonce: sealed.nonce, issuedAt: T0 / 1000 })
+    expect(opened).toEqual({
+      journal: JOURNAL,
+      nonce: sealed.nonce,
+      issuedAt: T0 / 1000,
+      expiresAt: T0 / 1000 + 600,
+    })
   })
 
   it('round-trips any JSON journal (unicode, nesting, scalars)', async () => {
@@ -241,10 +247,20 @@ describe('StateSealer round trip', () => {
     expect(visible + token).not.toMatch(/MARKER/)
   })
 
-  it('uses the TTL option for exp', async () => {
-    const { token } = await (await sealer([OLD], { ttlSeconds: 30 })).seal(BINDING, JOURNAL)
-    const claims = await rawClaims(token, OLD)
+  it('uses the TTL option for exp, and answers the exp it sealed', async () => {
+    const sealed = await (await sealer([OLD], { ttlSeconds: 30 })).seal(BINDING, JOURNAL)
+    const claims = await rawClaims(sealed.token, OLD)
     expect(claims.exp).toBe(T0 / 1000 + 30)
+    expect(sealed.expiresAt).toBe(claims.exp)
+  })
+
+  it("answers the expiry sealed in the token, whatever the opening sealer's own lifetime", async () => {
+    const long = await sealer([OLD])
+    const short = long.withTtl(30)
+    const { token } = await long.withTtl(7 * 86_400).seal(BINDING, JOURNAL)
+    for (const opener of [long, short]) {
+      expect((await opener.open(token, BINDING)).expiresAt).toBe(T0 / 1000 + 7 * 86_400)
+    }
   })
 
   it('draws a fresh nonce on every seal, and two seals of the same input differ', async () => {
@@ -459,6 +475,7 @@ describe('StateSealer.open rejects wrong inputs', () => {
       journal: JOURNAL,
       nonce,
       issuedAt: T0 / 1000,
+      expiresAt: T0 / 1000 + 600,
     })
     clock = T0 + 600_000
     await expectReason(s.open(token, BINDING), 'expired')
@@ -477,6 +494,7 @@ describe('StateSealer.open rejects wrong inputs', () => {
       journal: JOURNAL,
       nonce: ahead.nonce,
       issuedAt: (T0 + 61_000) / 1000,
+      expiresAt: (T0 + 61_000) / 1000 + 600,
     })
     const strict = await sealer([OLD], { clockSkewSeconds: 0 })
     await expectReason(strict.open(ahead.token, BINDING), 'issued_in_future')
@@ -537,13 +555,14 @@ describe('StateSealer.open rejects wrong inputs', () => {
       journal: JOURNAL,
       nonce,
       issuedAt: T0 / 1000,
+      expiresAt: T0 / 1000 + 600,
     })
   })
 
   it('treats absent and null arguments as {}', async () => {
     const s = await sealer([OLD])
     const { token, nonce } = await s.seal({ ...BINDING, args: undefined }, JOURNAL)
-    const opened = { journal: JOURNAL, nonce, issuedAt: T0 / 1000 }
+    const opened = { journal: JOURNAL, nonce, issuedAt: T0 / 1000, expiresAt: T0 / 1000 + 600 }
     await expect(s.open(token, { ...BINDING, args: null })).resolves.toEqual(opened)
     await expect(s.open(token, { ...BINDING, args: {} })).resolves.toEqual(opened)
   })

@@ -3,10 +3,11 @@
  * file (there with the failures inside the database, made by triggers on the file), plus what only
  * SQLite has: WAL on a file, several connections on one file, replicas (processes) opening and
  * migrating one new file at the same moment, threads racing on one file for once-keys, bulk deletes,
- * versions, decisions, input slots and the subscription cap (node:sqlite answers synchronously, so only
- * separate threads interleave), task versions and imports, the migration bookkeeping and the upgrade
- * of an older file, FTS5 index consistency, the index behind runnable tasks, the adapter's own errors,
- * and the sweeps of expired rows (`storage/purge.ts`) over this store.
+ * versions, decisions, input slots and the caps on subscriptions and sessions (node:sqlite answers
+ * synchronously, so only separate threads interleave), task versions and imports, the migration
+ * bookkeeping and the upgrade of an older file, FTS5 index consistency, the index behind runnable
+ * tasks, the adapter's own errors, and the sweeps of expired rows (`storage/purge.ts`) over this
+ * store.
  */
 
 import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
@@ -74,6 +75,10 @@ describeNotesStoreContract('sqlite file', () => openStore((contractPath = tempPa
   },
 })
 
+/** The caps on one principal's sessions and subscriptions that the threads of a race contend for. */
+const PRINCIPAL_SESSIONS = 100
+const PRINCIPAL_SUBSCRIPTIONS = 150
+
 /**
  * What each thread of a race tries, per id, as source text run inside the thread: the store, the id,
  * its index and the thread's seed in, whether this thread's attempt took effect (or on how many
@@ -88,7 +93,11 @@ const RACES = {
   decide: `(store, id, i, seed) =>
     store.decideShareRequest(id, seed % 2 ? 'approved' : 'refused', 1).then((o) => o === 'decided')`,
   deliver: `(store, id, i, seed) => store.deliverInput('sid', id, 'answer from ' + seed, 1)`,
-  subscribe: `(store, id, i, seed) => store.addSubscription('sid', id + '#' + seed, 10)`,
+  subscribe: `(store, id, i, seed) =>
+    store.addSubscription('sid', id + '#' + seed, 1, Infinity).then((o) => o === 'subscribed')`,
+  subscribeAcross: `(store, id, i, seed) =>
+    store.addSubscription('sid-' + seed, id, 1, ${PRINCIPAL_SUBSCRIPTIONS}).then((o) => o === 'subscribed')`,
+  openSession: `(store, id, i, seed) => store.createSession(id + '#' + seed, 'p', 10, 1, ${PRINCIPAL_SESSIONS})`,
   task: `(store, id, i, seed) =>
     store.updateTask(id, 1, { statusMessage: 'by ' + seed }).then((task) => task !== undefined)`,
   import: `(store, id, i, seed) =>
@@ -383,6 +392,7 @@ describe('SqliteNotesStore on a file', () => {
 
   it('threads racing to subscribe one session never exceed its cap', async () => {
     const store = await open()
+    await store.createSession('sid', 'p', 10, 1, Infinity)
     const ids = Array.from({ length: 60 }, (_, i) => `note://n_${i}`)
     const wins = await race('subscribe', ids)
     expect(wins.reduce((a, b) => a + b, 0)).toBe(MAX_SUBSCRIPTIONS_PER_SESSION)
@@ -390,6 +400,30 @@ describe('SqliteNotesStore on a file', () => {
       db.prepare(`SELECT count(*) AS n FROM session_subscriptions WHERE sid = 'sid'`).get()
     )
     expect(held).toEqual({ n: MAX_SUBSCRIPTIONS_PER_SESSION })
+  })
+
+  it("threads racing to subscribe a principal's sessions never exceed the principal's cap", async () => {
+    const store = await open()
+    // Thread k subscribes session sid-k, all four of principal p, to the same 60 URIs.
+    for (let seed = 1; seed <= 4; seed++) await store.createSession(`sid-${seed}`, 'p', 10, 1, 4)
+    const ids = Array.from({ length: 60 }, (_, i) => `note://n_${i}`)
+    const wins = await race('subscribeAcross', ids)
+    expect(wins.reduce((a, b) => a + b, 0)).toBe(PRINCIPAL_SUBSCRIPTIONS)
+    const held = inspect((db) =>
+      db.prepare(`SELECT count(*) AS n FROM session_subscriptions WHERE principal = 'p'`).get()
+    )
+    expect(held).toEqual({ n: PRINCIPAL_SUBSCRIPTIONS })
+  })
+
+  it("threads racing to open sessions of one principal never exceed the principal's cap", async () => {
+    const store = await open()
+    const ids = Array.from({ length: 60 }, (_, i) => `sid-${i}`)
+    const wins = await race('openSession', ids)
+    expect(wins.reduce((a, b) => a + b, 0)).toBe(PRINCIPAL_SESSIONS)
+    const recorded = inspect((db) =>
+      db.prepare(`SELECT count(*) AS n FROM sessions WHERE principal = 'p'`).get()
+    )
+    expect(recorded).toEqual({ n: PRINCIPAL_SESSIONS })
   })
 
   it('threads racing to update one task with the same expected version: exactly one wins', async () => {

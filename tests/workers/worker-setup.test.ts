@@ -110,15 +110,15 @@ describe('the scheduled handler purges expired rows', () => {
     await share('expired', 1_000)
     const live = await share('live', now + 60_000)
     await store.delete('p', 'n_doesnotexist0000', 'spent-key')
-    await store.endSession('sid-over', now - 1)
-    await store.endSession('sid-live', now + 60_000)
+    await store.createSession('sid-over', 'p', now - 1, 0, 10)
+    await store.createSession('sid-live', 'p', now + 60_000, 0, 10)
 
     await worker.scheduled({ scheduledTime: now }, { DB: env.DB, TASK_RUNNER: env.TASK_RUNNER })
 
     expect(await store.getShareRequest('expired')).toBeUndefined()
     expect(await store.getShareRequest('live')).toEqual(live)
-    expect(await store.getSession('sid-over')).toEqual({ ended: false })
-    expect(await store.getSession('sid-live')).toEqual({ ended: true })
+    expect(await store.getSession('sid-over')).toBeUndefined()
+    expect(await store.getSession('sid-live')).toStrictEqual({})
     // The spent key is forgotten: it spends afresh.
     expect(await store.delete('p', note.id, 'spent-key')).toEqual({ kind: 'done', value: true })
   })

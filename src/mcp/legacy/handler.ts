@@ -4,10 +4,16 @@
  * and the same handlers as 2026-07-28. `classify.ts` decides which era a message belongs to; this
  * module serves the 2025 ones:
  * - `initialize` negotiates a 2025 revision (echoes a supported one, else offers the newest; never
- *   2026-07-28) and answers with a sealed `Mcp-Session-Id` (`session.ts`);
- * - every later request needs that id (400 without, 404 when unknown, tampered, expired, another
- *   principal's or ended) and a `MCP-Protocol-Version` that is absent or the negotiated one (400);
- * - `ping`, `logging/setLevel` and `resources/(un)subscribe` change or read only the store;
+ *   2026-07-28), answers with a sealed `Mcp-Session-Id` (`session.ts`) and records the session in
+ *   the store until the expiry sealed in it; a principal holding `limits.sessionsPerPrincipal` live
+ *   sessions is refused (400 -32602, saying to end unused ones), nothing sealed or stored;
+ * - every later request needs that id, recorded (400 without, 404 when unknown, tampered, expired,
+ *   another principal's or ended) and a `MCP-Protocol-Version` that is absent or the negotiated one
+ *   (400); DELETE removes the record, so an ended id never comes back;
+ * - `ping`, `logging/setLevel` and `resources/(un)subscribe` change or read only the store, except
+ *   that a subscription is accepted only for a URI the caller can read (the engine's
+ *   `resources/read` answers, and its -32602 with `data.uri` is the refusal), and within the caps
+ *   per session and per principal (`session-store.ts`; -32602 saying what frees a place);
  * - everything else goes through the engine's `dispatch` with the session's version and capabilities,
  *   so tools, resources, prompts and completions are the modern path's, and interactive flows are
  *   served by server→client requests on the POST's SSE stream (`input-shim.ts`); results carry no
@@ -63,7 +69,13 @@ import {
 } from '../protocol.ts'
 import { StateTooLargeError, type StateSealer } from '../sealed-state.ts'
 import type { CompiledServer } from '../server.ts'
-import type { SessionStore } from '../session-store.ts'
+import {
+  DEFAULT_MAX_SESSIONS_PER_PRINCIPAL,
+  DEFAULT_MAX_SUBSCRIPTIONS_PER_PRINCIPAL,
+  MAX_SUBSCRIPTIONS_PER_SESSION,
+  type SessionStore,
+  type SubscribeOutcome,
+} from '../session-store.ts'
 import type { StreamLimits, StreamSlot } from '../stream-limits.ts'
 import {
   Cancellation,
@@ -112,6 +124,12 @@ export interface LegacyEraOptions<App> {
   stream?: EventStreamBounds
   /** Caps on the GET streams and waiting interactive POSTs a session and a principal hold open. */
   streamLimits: StreamLimits
+  /**
+   * What one principal may keep in the store (`session-store.ts`): live sessions and subscriptions
+   * across them. Defaults `DEFAULT_MAX_SESSIONS_PER_PRINCIPAL` and
+   * `DEFAULT_MAX_SUBSCRIPTIONS_PER_PRINCIPAL`; whole numbers from 1, or `Infinity` for no cap.
+   */
+  limits?: { sessionsPerPrincipal?: number; subscriptionsPerPrincipal?: number }
   /** Counts GET streams while they are open, when telemetry is on (requests are observed per post). */
   telemetry?: ServerTelemetry
 }
@@ -150,6 +168,16 @@ const SubscribeParamsSchema = z.looseObject({
   // Longest URI accepted: what a change event of the resource can carry.
   uri: z.string().min(1).max(MAX_EVENT_URI_CHARS),
 })
+/** What a request naming a session that is not live here is told (404 -32001). */
+const SESSION_NOT_FOUND_MESSAGE =
+  'Session not found: it ended or is not valid here; send initialize to start a new one.'
+
+/** A cap on what one principal keeps in the store: a whole number from 1, or `Infinity` (none). */
+function storeCap(value: number, name: string): number {
+  if (value === Infinity || (Number.isSafeInteger(value) && value >= 1)) return value
+  throw new RangeError(`${name} must be a whole number from 1, or Infinity for no cap`)
+}
+
 const CancelledParamsSchema = z.looseObject({ requestId: z.union([z.string(), z.number()]) })
 
 type Message =
@@ -266,6 +294,14 @@ export function createLegacyEra<App>(options: LegacyEraOptions<App>): LegacyEra 
   const { server, app, sealer, sessions, bus, logger, shutdown, streamLimits } = options
   const now = options.now ?? Date.now
   validateStreamBounds(options.stream, 'stream')
+  const maxSessions = storeCap(
+    options.limits?.sessionsPerPrincipal ?? DEFAULT_MAX_SESSIONS_PER_PRINCIPAL,
+    'limits.sessionsPerPrincipal'
+  )
+  const maxSubscriptions = storeCap(
+    options.limits?.subscriptionsPerPrincipal ?? DEFAULT_MAX_SUBSCRIPTIONS_PER_PRINCIPAL,
+    'limits.subscriptionsPerPrincipal'
+  )
   const codec = new SessionCodec(options.sessionSealer)
 
   /** The session a request names, or the transport error to answer. */
@@ -280,13 +316,8 @@ export function createLegacyEra<App>(options: LegacyEraOptions<App>): LegacyEra 
       )
     }
     const session = await codec.open(token.trim(), callerBinding(input.principal, input.client))
-    if (!session || (await sessions.getSession(session.sid)).ended) {
-      throw new TransportError(
-        404,
-        SESSION_NOT_FOUND_CODE,
-        'Session not found: it ended or is not valid here; send initialize to start a new one.',
-        id
-      )
+    if (!session || (await sessions.getSession(session.sid)) === undefined) {
+      throw new TransportError(404, SESSION_NOT_FOUND_CODE, SESSION_NOT_FOUND_MESSAGE, id)
     }
     const header = input.headers.get(HEADER_PROTOCOL_VERSION)?.trim()
     if (header !== undefined && header !== session.protocolVersion) {
@@ -329,15 +360,11 @@ export function createLegacyEra<App>(options: LegacyEraOptions<App>): LegacyEra 
     const protocolVersion = isLegacyVersion(requested) ? requested : LATEST_LEGACY_VERSION
     let session: LegacySession
     try {
-      session = await codec.issue(
-        callerBinding(input.principal, input.client),
-        {
-          protocolVersion,
-          capabilities: parsed.data.capabilities as ClientCapabilities,
-          clientInfo: parsed.data.clientInfo as Implementation,
-        },
-        now()
-      )
+      session = await codec.issue(callerBinding(input.principal, input.client), {
+        protocolVersion,
+        capabilities: parsed.data.capabilities as ClientCapabilities,
+        clientInfo: parsed.data.clientInfo as Implementation,
+      })
     } catch (error) {
       if (!(error instanceof StateTooLargeError)) throw error
       observation?.failed({ code: ErrorCode.InvalidParams })
@@ -345,6 +372,23 @@ export function createLegacyEra<App>(options: LegacyEraOptions<App>): LegacyEra 
         id,
         ErrorCode.InvalidParams,
         'Invalid params: the client capabilities and info are too large for a session.',
+        400
+      )
+    }
+    if (
+      !(await sessions.createSession(
+        session.sid,
+        input.principal,
+        session.expiresAt,
+        now(),
+        maxSessions
+      ))
+    ) {
+      observation?.failed({ code: ErrorCode.InvalidParams })
+      return errorResponse(
+        id,
+        ErrorCode.InvalidParams,
+        `Too many sessions: you hold ${maxSessions} open sessions, the most allowed. End the ones you no longer use (DELETE /mcp with their Mcp-Session-Id), or wait until they expire.`,
         400
       )
     }
@@ -411,7 +455,8 @@ export function createLegacyEra<App>(options: LegacyEraOptions<App>): LegacyEra 
   async function sessionMethod(
     method: string,
     params: JsonObject,
-    session: LegacySession
+    session: LegacySession,
+    input: LegacyInput
   ): Promise<JsonObject | undefined> {
     switch (method) {
       case LEGACY_METHODS.ping:
@@ -420,7 +465,7 @@ export function createLegacyEra<App>(options: LegacyEraOptions<App>): LegacyEra 
         if (!server.capabilities.logging)
           throw new McpError(ErrorCode.MethodNotFound, `Method not found: ${method}`)
         const { level } = parseParams(SetLevelParamsSchema, params)
-        await sessions.setSessionLogLevel(session.sid, level, session.expiresAt)
+        await sessions.setSessionLogLevel(session.sid, level)
         return {}
       }
       case LEGACY_METHODS.subscribe:
@@ -430,16 +475,67 @@ export function createLegacyEra<App>(options: LegacyEraOptions<App>): LegacyEra 
         const { uri } = parseParams(SubscribeParamsSchema, params)
         if (method === LEGACY_METHODS.unsubscribe) {
           await sessions.removeSubscription(session.sid, uri)
-        } else if (!(await sessions.addSubscription(session.sid, uri, session.expiresAt))) {
-          throw new McpError(
-            ErrorCode.InvalidParams,
-            'Invalid params: this session holds the most resource subscriptions allowed; unsubscribe from some first.'
-          )
+          return {}
         }
+        await assertReadable(uri, session, input)
+        const outcome = await sessions.addSubscription(session.sid, uri, now(), maxSubscriptions)
+        if (outcome !== 'subscribed') throw subscriptionRefused(outcome)
         return {}
       }
       default:
         return undefined
+    }
+  }
+
+  /**
+   * Returns when the caller can read `uri`: the engine's `resources/read` finds it through the
+   * server's resources and templates and the app's read answers (a read that would first ask the
+   * user counts). Otherwise throws what that read answers, -32602 with `data.uri` for a resource
+   * the server does not have or the app does not find (a note that does not exist, or another's).
+   */
+  async function assertReadable(
+    uri: string,
+    session: LegacySession,
+    input: LegacyInput
+  ): Promise<void> {
+    const request: McpRequest = {
+      id: 0,
+      method: METHODS.resourcesRead,
+      params: { uri },
+      protocolVersion: session.protocolVersion,
+      clientCapabilities: session.clientCapabilities,
+    }
+    const cancellation = new Cancellation(input.signal)
+    const channel = new ResponseChannel(cancellation)
+    const { principal, client } = input
+    await dispatch(request, {
+      server,
+      app,
+      principal,
+      client,
+      request,
+      channel,
+      cancellation,
+      sealer,
+      logger,
+    })
+  }
+
+  /** The error a refused `resources/subscribe` answers: what the caller can do about it. */
+  function subscriptionRefused(outcome: Exclude<SubscribeOutcome, 'subscribed'>): McpError {
+    switch (outcome) {
+      case 'session_full':
+        return new McpError(
+          ErrorCode.InvalidParams,
+          `Invalid params: this session holds ${MAX_SUBSCRIPTIONS_PER_SESSION} resource subscriptions, the most one session may; unsubscribe from some first.`
+        )
+      case 'principal_full':
+        return new McpError(
+          ErrorCode.InvalidParams,
+          `Invalid params: your sessions hold ${maxSubscriptions} resource subscriptions together, the most allowed; unsubscribe from some, or end sessions you no longer use (DELETE /mcp with their Mcp-Session-Id).`
+        )
+      case 'no_session':
+        return new McpError(ErrorCode.InvalidRequest, SESSION_NOT_FOUND_MESSAGE)
     }
   }
 
@@ -471,7 +567,7 @@ export function createLegacyEra<App>(options: LegacyEraOptions<App>): LegacyEra 
       return denied
     }
     try {
-      const result = await sessionMethod(method, message.params, session)
+      const result = await sessionMethod(method, message.params, session, input)
       if (result !== undefined) {
         observation?.succeeded()
         return jsonResponse({ jsonrpc: '2.0', id, result })
@@ -703,7 +799,7 @@ export function createLegacyEra<App>(options: LegacyEraOptions<App>): LegacyEra 
         const session = await openSession(input, null)
         const denied = scopeChallenge(server, { id: null, method: 'DELETE', params: {} }, input)
         if (denied) return denied
-        await sessions.endSession(session.sid, session.expiresAt)
+        await sessions.endSession(session.sid)
         return new Response(null, { status: 204 })
       } catch (error) {
         if (!(error instanceof TransportError)) throw error

@@ -9,8 +9,10 @@
  *
  * `open` fails closed and quietly: a token that is malformed, tampered with, sealed under a retired
  * key, expired, or sealed for another principal is `undefined` (the caller answers 404, as the 2025
- * transport specifies for an unknown session). What changes after `initialize` (ended, log level,
- * subscriptions) is the store's (`../session-store.ts`), never the token's: ids never rotate.
+ * transport specifies for an unknown session). Both `issue` and `open` answer the expiry sealed in
+ * the token (its `exp`), whatever lifetime the replica at hand would give a new one: what the store
+ * keeps of a session (`../session-store.ts`: its record, which must exist for the session to be live,
+ * log level, subscriptions) lives exactly that long. Ids never rotate.
  *
  * Key rotation: a session opens while the key that sealed it is in the ring, so retire a key only
  * once every session sealed with it has expired (the session lifetime after it stopped sealing).
@@ -58,10 +60,6 @@ export class SessionCodec {
     this.#sealer = sealer
   }
 
-  get ttlSeconds(): number {
-    return this.#sealer.ttlSeconds
-  }
-
   /** Seals a new session; throws `StateTooLargeError` when the client's capabilities are too large. */
   async issue(
     principal: string,
@@ -69,22 +67,21 @@ export class SessionCodec {
       protocolVersion: LegacyProtocolVersion
       capabilities: ClientCapabilities
       clientInfo: Implementation
-    },
-    now: number
+    }
   ): Promise<LegacySession> {
     const claims: SessionClaims = {
       v: init.protocolVersion,
       c: capabilitiesOfRevision(init.protocolVersion, init.capabilities),
       i: trimInfo(init.clientInfo),
     }
-    const { token, nonce } = await this.#sealer.seal({ principal, ...SESSION_BINDING }, claims)
+    const sealed = await this.#sealer.seal({ principal, ...SESSION_BINDING }, claims)
     return {
-      token,
-      sid: nonce,
+      token: sealed.token,
+      sid: sealed.nonce,
       protocolVersion: claims.v,
       clientCapabilities: claims.c,
       clientInfo: claims.i,
-      expiresAt: now + this.#sealer.ttlSeconds * 1000,
+      expiresAt: sealed.expiresAt * 1000,
     }
   }
 
@@ -107,7 +104,7 @@ export class SessionCodec {
       protocolVersion: claims.v,
       clientCapabilities: claims.c,
       clientInfo: claims.i,
-      expiresAt: (opened.issuedAt + this.#sealer.ttlSeconds) * 1000,
+      expiresAt: opened.expiresAt * 1000,
     }
   }
 }
