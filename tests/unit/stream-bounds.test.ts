@@ -5,18 +5,22 @@
  * behind; a store lookup per event (the GET stream's subscription check) never piles up; a client
  * that reads, even in bursts, keeps its stream and every event in order; and 40 unread streams × 2,000
  * events stay within {@link MEMORY_BOUND_BYTES} of heap and array buffers. Also the size of a listen
- * filter. The bus delivers synchronously, so every event has been handled when `publish` returns:
- * the checks need no waiting, and every read ends with the stream (the server closed it).
+ * filter, and bounds that are not positive integers, refused at construction. The bus delivers
+ * synchronously and handling an event takes no I/O (but the one store lookup), so every event has
+ * been handled when `publish` returns (the memory is read once the microtasks it queued have run,
+ * as the code before the bound needed): no check waits for time, and every read ends with the
+ * stream (the server closed it).
  */
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import { describe, expect, it } from 'vitest'
-import { createApp } from '../../src/app.ts'
+import { createApp, notesServer } from '../../src/app.ts'
 import { LOCAL_PRINCIPAL } from '../../src/auth/bearer.ts'
 import { parseConfig } from '../../src/config.ts'
 import type { McpLogger } from '../../src/mcp/dispatch.ts'
 import { DEFAULT_MAX_BACKLOG_EVENTS, DEFAULT_MAX_QUEUED_BYTES } from '../../src/mcp/event-stream.ts'
 import { InProcessEventBus, type ServerEvent } from '../../src/mcp/events.ts'
+import { createMcpHandler, type McpHandlerOptions } from '../../src/mcp/handler.ts'
 import { generateKey, importKeyRing } from '../../src/mcp/key-ring.ts'
 import { META_SERVER_INFO, META_SUBSCRIPTION_ID } from '../../src/mcp/protocol.ts'
 import { StateSealer } from '../../src/mcp/sealed-state.ts'
@@ -275,5 +279,20 @@ describe('the size of a listen filter', () => {
       params: { notifications: { resourceSubscriptions: uris } },
     })
     await stream.cancel()
+  })
+})
+
+describe('the bounds of a stream', () => {
+  it('are refused at construction when not positive integers, naming the option', () => {
+    const bus = new InProcessEventBus()
+    const app = { notes: store, bus, baseUrl: 'http://127.0.0.1', now: Date.now }
+    const build = (options: Pick<McpHandlerOptions<typeof app>, 'listen' | 'legacy'>) => () =>
+      createMcpHandler({ server: notesServer, app, sealer, bus, ...options })
+    expect(build({ listen: { maxQueuedBytes: 0 } })).toThrow(
+      'listen.maxQueuedBytes must be a positive integer'
+    )
+    expect(build({ legacy: { sessions: store, stream: { maxBacklogEvents: 1.5 } } })).toThrow(
+      'stream.maxBacklogEvents must be a positive integer'
+    )
   })
 })

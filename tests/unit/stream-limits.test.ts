@@ -14,6 +14,7 @@ import { tokenPrincipal } from '../../src/auth/bearer.ts'
 import { parseConfig } from '../../src/config.ts'
 import { DEFAULT_MAX_BACKLOG_EVENTS } from '../../src/mcp/event-stream.ts'
 import { InProcessEventBus } from '../../src/mcp/events.ts'
+import { StreamLimits } from '../../src/mcp/stream-limits.ts'
 import { generateKey, importKeyRing } from '../../src/mcp/key-ring.ts'
 import { StateSealer } from '../../src/mcp/sealed-state.ts'
 import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
@@ -255,5 +256,17 @@ describe('2025 interactive calls waiting for an answer', () => {
     expect((await one.notify('notifications/cancelled', { requestId: 'one' })).status).toBe(202)
     expect(await cancelled.stream.rest()).toEqual([])
     await openGet(two)
+  })
+})
+
+describe('configuration', () => {
+  it('refuses caps that are not whole numbers from 1, naming the variable', () => {
+    expect(() => parseConfig({ MAX_STREAMS_PER_SESSION: '0' })).toThrow(/MAX_STREAMS_PER_SESSION/)
+    expect(() => parseConfig({ MAX_STREAMS_PER_PRINCIPAL: '2.5' })).toThrow(
+      /MAX_STREAMS_PER_PRINCIPAL/
+    )
+    expect(() => new StreamLimits({ perPrincipal: Infinity })).toThrow(
+      'perPrincipal must be an integer from 1 to 100000'
+    )
   })
 })
