@@ -40,6 +40,7 @@ import { dirname, join } from 'node:path'
 import { McpClient } from '../src/client/index.ts'
 import { formatKeyRing, generateKey } from '../src/mcp/key-ring.ts'
 import { MAX_STREAM_CAP } from '../src/mcp/stream-limits.ts'
+import { DEFAULT_TASK_TTL_MS, MAX_LIVE_TASKS_CAP } from '../src/mcp/tasks/engine.ts'
 import { Metrics } from './loadtest/metrics.ts'
 import { findNginx, nginxConfig } from './loadtest/nginx-config.ts'
 import { parseOptions, USAGE, UsageError, type LoadtestOptions } from './loadtest/options.ts'
@@ -79,13 +80,17 @@ const SETTLE_RETRIES = 5
 /**
  * Only what the replicas need: nothing of this shell's configuration leaks into them. Every virtual
  * user is the one local principal (the replicas run without auth), so its cap on held-open streams
- * (a GET stream and a waiting call per 2025 user) is lifted to the highest allowed.
+ * (a GET stream and a waiting call per 2025 user) is lifted to the highest allowed, and so is its
+ * cap on live tasks (each task user keeps starting tasks for the whole run). The run's check reads
+ * every task's outcome at its end, so ended tasks are kept for their whole TTL.
  */
 function replicaEnvironment(store: SharedStore, stateKeys: string): Record<string, string> {
   const env: Record<string, string> = {
     ...store.env,
     STATE_KEYS: stateKeys,
     MAX_STREAMS_PER_PRINCIPAL: String(MAX_STREAM_CAP),
+    MAX_LIVE_TASKS_PER_PRINCIPAL: String(MAX_LIVE_TASKS_CAP),
+    TASK_RESULT_TTL_SECONDS: String(DEFAULT_TASK_TTL_MS / 1000),
   }
   for (const name of ['PATH', 'HOME', 'LANG', 'TMPDIR', 'TZ']) {
     const value = process.env[name]

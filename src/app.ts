@@ -49,7 +49,8 @@ export interface AppDeps {
   /**
    * Serves tasks (`import_notes`, `export_notes`; records in `store`): Node runs its share of them
    * and takes over those of replicas that died; the Worker passes a scheduler that hands each to its
-   * Durable Object runner.
+   * Durable Object runner. The cap on live tasks and the retention of ended ones come from
+   * `config.tasks` unless given here.
    */
   tasks?: Omit<TaskOptions, 'store' | 'now'>
   /**
@@ -79,7 +80,7 @@ export function createApp(config: Config, deps: AppDeps): Hono {
       sessionTtlSeconds: config.sessionTtlSeconds,
       limits: config.sessionLimits,
     },
-    tasks: deps.tasks && { ...deps.tasks, store, now },
+    tasks: deps.tasks && { ...config.tasks, ...deps.tasks, store, now },
     telemetry: deps.telemetry,
   })
   const logger = deps.logger ?? consoleLogger

@@ -17,6 +17,13 @@ import {
   MAX_STREAM_CAP,
   type StreamLimitOptions,
 } from './mcp/stream-limits.ts'
+import {
+  DEFAULT_MAX_LIVE_TASKS,
+  DEFAULT_TASK_RESULT_TTL_MS,
+  MAX_LIVE_TASKS_CAP,
+  MAX_TASK_TTL_MS,
+  type TaskOptions,
+} from './mcp/tasks/engine.ts'
 import { TelemetryEnvError, parseTelemetryEnv, type TelemetryConfig } from './telemetry/env.ts'
 
 const list = z.string().transform((value) =>
@@ -64,6 +71,15 @@ const EnvSchema = z.object({
    */
   MAX_STREAMS_PER_SESSION: int(1, MAX_STREAM_CAP).default(DEFAULT_MAX_STREAMS_PER_SESSION),
   MAX_STREAMS_PER_PRINCIPAL: int(1, MAX_STREAM_CAP).default(DEFAULT_MAX_STREAMS_PER_PRINCIPAL),
+  /**
+   * Tasks one principal may hold at once, across its clients: running, waiting for input, or ended
+   * and kept (`mcp/tasks/engine.ts`); a tool call that would start one more answers -32602.
+   */
+  MAX_LIVE_TASKS_PER_PRINCIPAL: int(1, MAX_LIVE_TASKS_CAP).default(DEFAULT_MAX_LIVE_TASKS),
+  /** How long an ended task's outcome (result or error) is kept, never past the task's own TTL. */
+  TASK_RESULT_TTL_SECONDS: int(1, MAX_TASK_TTL_MS / 1000).default(
+    DEFAULT_TASK_RESULT_TTL_MS / 1000
+  ),
   /** Public base URL of this server (for links such as the share approval page). */
   PUBLIC_URL: z.url().optional(),
   /** Name of this replica, sent as `X-Replica` on every response (useful behind a load balancer). */
@@ -129,6 +145,8 @@ export interface Config {
   maxBodyBytes: number
   /** Caps on the streams one session and one principal hold open on this replica. */
   streamLimits: Required<StreamLimitOptions>
+  /** The cap on one principal's live tasks, and how long an ended task is kept. */
+  tasks: Required<Pick<TaskOptions, 'maxLiveTasks' | 'resultTtlMs'>>
   publicUrl?: string
   replicaId?: string
   metricsPort?: number
@@ -170,6 +188,10 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     streamLimits: {
       perSession: e.MAX_STREAMS_PER_SESSION,
       perPrincipal: e.MAX_STREAMS_PER_PRINCIPAL,
+    },
+    tasks: {
+      maxLiveTasks: e.MAX_LIVE_TASKS_PER_PRINCIPAL,
+      resultTtlMs: e.TASK_RESULT_TTL_SECONDS * 1000,
     },
     publicUrl: e.PUBLIC_URL?.replace(/\/+$/, ''),
     replicaId: e.REPLICA_ID,

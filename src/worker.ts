@@ -172,7 +172,7 @@ export const TaskRunnerObject = defineTaskRunnerObject(async (env: WorkerEnv) =>
     baseUrl: publicBaseUrl(config),
     now: Date.now,
   }
-  return { server: notesServer, app, store }
+  return { server: notesServer, app, store, tasks: config.tasks }
 })
 
 async function prepare(env: WorkerEnv): Promise<Setup> {

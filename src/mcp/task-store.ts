@@ -11,7 +11,11 @@
  * The adapters (node:sqlite, PostgreSQL, D1) store and compare; the engine decides. Every change goes
  * through `updateTask`, which applies a patch only when the stored version is the expected one, so
  * two replicas never both win a transition. JSON-valued fields are stored as the text given.
- * Records are removed by the adapters' purge once `expiresAt` has passed.
+ * `createTask` enforces the engine's cap on live tasks per principal in the same conditional
+ * write that stores the record, so creations racing on any number of replicas never exceed it.
+ * A task is live until its `expiresAt`, whatever its status: a finished task counts until its
+ * result is no longer kept. Records are removed by the adapters' purge once `expiresAt` has passed
+ * (an expired record the purge has not reached yet counts for nothing).
  */
 
 export type TaskStatus = 'working' | 'input_required' | 'completed' | 'cancelled' | 'failed'
@@ -28,6 +32,11 @@ export interface TaskRecord {
   readonly id: string
   /** The principal binding of the caller that created it; only that caller may see it. */
   readonly owner: string
+  /**
+   * The caller's principal alone (issuer and subject, without the OAuth client `owner` binds): what
+   * the cap on live tasks counts by.
+   */
+  readonly principal: string
   /** The tool and its arguments (JSON text), for runs and takeovers. */
   readonly tool: string
   readonly args: string
@@ -66,13 +75,23 @@ export type NewTask = Omit<TaskRecord, 'version' | 'cancelRequested'>
  */
 export type TaskPatch = {
   -readonly [
-    K in Exclude<keyof TaskRecord, 'id' | 'owner' | 'tool' | 'args' | 'createdAt' | 'version'>
+    K in Exclude<
+      keyof TaskRecord,
+      'id' | 'owner' | 'principal' | 'tool' | 'args' | 'createdAt' | 'version'
+    >
   ]?: undefined extends TaskRecord[K] ? TaskRecord[K] | null : TaskRecord[K]
 }
 
 export interface TaskStore {
-  /** Stores a new record (version 1, not cancelled); throws if the id exists. */
-  createTask(task: NewTask): Promise<TaskRecord>
+  /**
+   * Stores a new record (version 1, not cancelled), unless its principal already holds `maxLive`
+   * live tasks (unexpired at `task.createdAt`, under any owner): then answers `undefined` and stores
+   * nothing. The count and the insert are one atomic step, across every replica. Throws if the id
+   * exists, and `RangeError` unless `maxLive` is a positive integer.
+   */
+  createTask(task: NewTask, maxLive: number): Promise<TaskRecord | undefined>
+  /** How many live tasks (unexpired at `now`) `principal` holds, under any owner. */
+  countLiveTasks(principal: string, now: number): Promise<number>
   /** The record, whoever owns it (the engine checks the owner), or `undefined`. */
   getTask(id: string): Promise<TaskRecord | undefined>
   /**

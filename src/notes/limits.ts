@@ -78,7 +78,8 @@ export const MAX_SYNC_IMPORT_NOTES = 50
 /** Conflicting titles one form asks about. */
 export const MAX_CONFLICTS_PER_ASK = 20
 /**
- * Largest export bundle, in UTF-8 bytes: the result is kept in the task record, and 1 MiB is what
- * every store (D1 included) holds in one field.
+ * Largest export bundle, in UTF-8 bytes as the task record stores it (the JSON text of its result,
+ * where a control character, quote or backslash counts as its escape): the result is kept in the
+ * task record, and 1 MiB is what every store (D1 included) holds in one field.
  */
 export const MAX_EXPORT_BYTES = 1_000_000

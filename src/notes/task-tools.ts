@@ -11,7 +11,9 @@
  *   beyond;
  * - `export_notes` (task required) answers the caller's notes, all or those of one tag, as one
  *   markdown bundle (each note as its `note://` resource renders it) in an embedded resource, up
- *   to {@link MAX_EXPORT_BYTES}.
+ *   to {@link MAX_EXPORT_BYTES} as the task's record stores it (JSON text: escapes count), so the
+ *   record of an export holds no more than that and its bundle once; the engine keeps it only a
+ *   short while after the export ends (`resultTtlMs`).
  * Both report progress (the task's `statusMessage`) and stop at a cancel between batches.
  *
  * Takeover safety (a replica may die mid-import and another run it again from the top): the ids of
@@ -47,6 +49,19 @@ const READ_PAGE_NOTES = 500
 const MAX_REPORTED_PROBLEMS = 5
 
 const { tool } = definitions<NotesApp>()
+
+const encoder = new TextEncoder()
+
+/**
+ * The UTF-8 bytes `text` takes in the stored result of a task, a JSON text: control characters,
+ * quotes and backslashes count as their escapes (up to 6 bytes for 1 of markdown).
+ */
+function storedBytes(text: string): number {
+  return encoder.encode(JSON.stringify(text)).length - 2
+}
+
+/** The bytes of the `\n` between two notes of a bundle, as stored (escaped). */
+const STORED_SEPARATOR_BYTES = 2
 
 /** "1 note", "2 notes". */
 function notesCount(count: number): string {
@@ -362,11 +377,10 @@ export const exportNotes = tool({
     await ctx.startTask()
     const parts: string[] = []
     let bytes = 0
-    const encoder = new TextEncoder()
     for await (const page of allNotes(ctx, tag)) {
       for (const note of page) {
         const markdown = renderNoteMarkdown(note)
-        bytes += encoder.encode(markdown).length + 1
+        bytes += storedBytes(markdown) + STORED_SEPARATOR_BYTES
         if (bytes > MAX_EXPORT_BYTES)
           return toolError(
             `The export is larger than ${MAX_EXPORT_BYTES} bytes; export one tag at a time (see list_tags).`

@@ -166,6 +166,17 @@ const MIGRATIONS: ReadonlyArray<{ version: number; statements: readonly string[]
         ON session_subscriptions (principal, expires_at)`,
     ],
   },
+  {
+    // The cap on live tasks per principal (TaskStore.createTask): each task names its principal
+    // alone too (its owner binds the OAuth client as well), and tasks_live_by_principal counts a
+    // principal's unexpired tasks from the index alone. Rows from before have principal '' and count
+    // for no one; they are gone within their TTL.
+    version: 6,
+    statements: [
+      `ALTER TABLE tasks ADD COLUMN principal text COLLATE "C" NOT NULL DEFAULT ''`,
+      `CREATE INDEX tasks_live_by_principal ON tasks (principal, expires_at)`,
+    ],
+  },
 ]
 
 /** The version of the newest step: a migrated database records every version from 1 to this one. */

@@ -12,10 +12,10 @@
  * Concurrency: every check-and-set (note or task version, share status, single-use key, published
  * link, input slot, imported note) is decided by PostgreSQL — a conditional `UPDATE`, an
  * `INSERT … ON CONFLICT DO NOTHING` on a unique key, a row lock — never in memory; multi-statement
- * writes run in one transaction. The caps on a principal's sessions and subscriptions are each
- * counted under a per-principal advisory lock (READ COMMITTED alone would let two replicas both take
- * the last place). A purge takes its rows with `FOR UPDATE SKIP LOCKED`, so replicas sweeping at
- * once never wait on each other.
+ * writes run in one transaction. The caps on a principal's sessions, subscriptions and live tasks
+ * are each counted under a per-principal advisory lock (READ COMMITTED alone would let two replicas
+ * both take the last place). A purge takes its rows with `FOR UPDATE SKIP LOCKED`, so replicas
+ * sweeping at once never wait on each other.
  *
  * Text: PostgreSQL `text` cannot hold U+0000, so every string crosses the boundary through a reversible,
  * order- and prefix-preserving escape (U+0000 ⇄ U+0001 U+0001, U+0001 ⇄ U+0001 U+0002); stored values are
@@ -65,6 +65,7 @@ import {
   checkImport,
   checkPaging,
   checkSweep,
+  checkTaskCap,
   deletedInOrder,
   NEW_TASK_FIELDS,
   newNoteId,
@@ -97,6 +98,8 @@ import { RANK_WEIGHTS, tsqueryLiteral, tsvectorLiteral } from './postgres-search
 const SUBSCRIPTION_LOCK_CLASS = 0x6e6d7375 // "nmsu"
 /** First key of the lock that serialises `createSession`s of one principal (the second: its hash). */
 const SESSION_CAP_LOCK_CLASS = 0x6e6d7365 // "nmse"
+/** First key of the lock that serialises `createTask`s of one principal (the second: its hash). */
+const TASK_CAP_LOCK_CLASS = 0x6e6d7461 // "nmta"
 
 export interface PostgresNotesStoreOptions {
   /** `postgres://user:password@host:port/database` (query parameters become connection settings). */
@@ -560,11 +563,25 @@ export class PostgresNotesStore implements NotesStore {
       DELETE FROM input_slots WHERE sid = ${enc(sid)} AND request_id = ${enc(requestId)}`
   }
 
-  async createTask(task: NewTask): Promise<TaskRecord> {
+  async createTask(task: NewTask, maxLive: number): Promise<TaskRecord | undefined> {
+    const sql = this.#ready
+    checkTaskCap(maxLive)
     const values = newTaskValues(task).map(encValue)
-    const [row] = await this.#ready.unsafe<TaskRow[]>(TASK_INSERT, values, { prepare: true })
-    if (row === undefined) throw new Error('INSERT … RETURNING produced no row')
-    return toTaskRecord(row, dec)
+    const principal = enc(task.principal)
+    return sql.begin(async (tx) => {
+      // Creations of one principal are serialised, and the count runs after the lock is held (its
+      // own snapshot), so it sees every task another replica stored before: none can take the last
+      // place twice.
+      await tx`SELECT pg_advisory_xact_lock(${TASK_CAP_LOCK_CLASS}, hashtext(${principal}))`
+      if ((await countLive(tx, principal, task.createdAt)) >= maxLive) return undefined
+      const [row] = await tx.unsafe<TaskRow[]>(TASK_INSERT, values, { prepare: true })
+      if (row === undefined) throw new Error('INSERT … RETURNING produced no row')
+      return toTaskRecord(row, dec)
+    })
+  }
+
+  async countLiveTasks(principal: string, now: number): Promise<number> {
+    return countLive(this.#ready, enc(principal), now)
   }
 
   async getTask(id: string): Promise<TaskRecord | undefined> {
@@ -658,6 +675,13 @@ function insertNote(
       1, ${tsvectorLiteral(note.title, 'A')}::tsvector,
       ${tsvectorLiteral(tags.join(' '), 'B')}::tsvector,
       ${tsvectorLiteral(note.body, 'D')}::tsvector`
+}
+
+/** The live tasks (unexpired at `now`) of a principal, given escaped ({@link enc}). */
+async function countLive(sql: Sql | TransactionSql, principal: string, now: number): Promise<number> {
+  const [row] = await sql<Array<{ live: number }>>`
+    SELECT count(*)::integer AS live FROM tasks WHERE principal = ${principal} AND expires_at > ${now}`
+  return row?.live ?? 0
 }
 
 /** A value bound to a task column: strings escaped ({@link enc}), anything else as it is. */

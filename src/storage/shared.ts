@@ -4,12 +4,13 @@
  * common, written once so that they cannot drift apart: the note-id format and random tokens, tag
  * normalisation, paging checks, the budget of a purge, page building, which words of a search text
  * reach the query ({@link MAX_SEARCH_WORDS}), the mapping of a share-request row, the columns of the
- * `tasks` table with the mapping of a task record and of a patch onto them, the checks of an import
- * and of a bulk delete, and the outcomes and errors decided the same way everywhere (what
- * `deleteMany` and `delete` answer from the rows deleted, `decideShareRequest`'s explanation of
- * a miss, `publishShare`'s refusal, a session's record and why a subscription was refused, the
- * binding of a cap, {@link notMigrated}). The error classes
- * themselves live with the contract in `notes/store.ts`, so `instanceof` works whichever adapter threw.
+ * `tasks` table with the mapping of a task record and of a patch onto them, the check of the cap on
+ * live tasks, the checks of an import and of a bulk delete, and the outcomes and errors decided the
+ * same way everywhere (what `deleteMany` and `delete` answer from the rows deleted,
+ * `decideShareRequest`'s explanation of a miss, `publishShare`'s refusal, a session's record and
+ * why a subscription was refused, the binding of a cap, {@link notMigrated}). The error classes
+ * themselves live with the contract in `notes/store.ts`, so `instanceof` works whichever adapter
+ * threw.
  *
  * Runtime-neutral: it is bundled into the Cloudflare Worker with the D1 adapter, so it imports nothing
  * from `node:*`, from a driver or from workers-types, only Web standards (random bytes from
@@ -260,6 +261,7 @@ export function notMigrated(closed: boolean): StoreNotMigratedError {
 const TASK_FIXED_COLUMNS = {
   id: 'id',
   owner: 'owner',
+  principal: 'principal',
   tool: 'tool',
   args: 'args',
   createdAt: 'created_at',
@@ -299,6 +301,13 @@ export const NEW_TASK_FIELDS = (Object.keys(TASK_COLUMNS) as Array<keyof TaskRec
   (field): field is keyof NewTask => field !== 'version' && field !== 'cancelRequested'
 )
 
+/** Throws `RangeError` unless `maxLive` (the cap `createTask` enforces) is a positive integer. */
+export function checkTaskCap(maxLive: number): void {
+  if (!Number.isSafeInteger(maxLive) || maxLive < 1) {
+    throw new RangeError('maxLive must be a positive integer')
+  }
+}
+
 /** What `createTask` binds for {@link NEW_TASK_FIELDS}: an absent optional field is NULL. */
 export function newTaskValues(task: NewTask): Array<string | number | null> {
   return NEW_TASK_FIELDS.map((field) => task[field] ?? null)
@@ -330,6 +339,7 @@ export function toTaskRecord(
   const record: TaskRecord = {
     id: str(row.id),
     owner: str(row.owner),
+    principal: str(row.principal),
     tool: str(row.tool),
     args: str(row.args),
     status: row.status as TaskStatus,

@@ -22,6 +22,7 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
   '0003_sessions.sql',
   '0004_tasks.sql',
   '0005_session_principals.sql',
+  '0006_task_cap.sql',
 ]
 
 /** Weights of the FTS columns (title, body, tags) in bm25 ranking: title above tags above body. */
@@ -37,6 +38,11 @@ const TAG_FILTER = `(?3 = 0 OR (
 
 const TASK_SELECT = Object.values(TASK_COLUMNS).join(', ')
 const NEW_TASK_COLUMNS = NEW_TASK_FIELDS.map((field) => TASK_COLUMNS[field])
+/** The parameter numbers `insertTask` binds the fields its cap counts by to. */
+const NEW_TASK_PARAM = {
+  principal: NEW_TASK_FIELDS.indexOf('principal') + 1,
+  createdAt: NEW_TASK_FIELDS.indexOf('createdAt') + 1,
+}
 /** `column = CASE WHEN ?set THEN ?value ELSE column END` for each patchable column, from `?3` on. */
 const TASK_ASSIGNMENTS = Object.values(TASK_PATCH_COLUMNS)
   .map((column, i) => `${column} = CASE WHEN ?${3 + 2 * i} THEN ?${4 + 2 * i} ELSE ${column} END`)
@@ -219,11 +225,21 @@ export const SQL = {
     RETURNING payload`,
   /** ?1 sid, ?2 request id. */
   forgetInput: `DELETE FROM input_slots WHERE sid = ?1 AND request_id = ?2`,
-  /** The fields of {@link NEW_TASK_FIELDS}, in order, as ?1, ?2… */
+  /**
+   * The fields of {@link NEW_TASK_FIELDS}, in order, as ?1, ?2…, then the cap. Returns the row only
+   * when it stored the task: its principal held fewer live tasks than the cap at its `createdAt`
+   * (writes are serialised, so the count and the insert cannot be split by another writer).
+   */
   insertTask: `
     INSERT INTO tasks (${NEW_TASK_COLUMNS.join(', ')})
-    VALUES (${NEW_TASK_COLUMNS.map((_, i) => `?${i + 1}`).join(', ')})
+    SELECT ${NEW_TASK_COLUMNS.map((_, i) => `?${i + 1}`).join(', ')}
+    WHERE (
+      SELECT count(*) FROM tasks
+      WHERE principal = ?${NEW_TASK_PARAM.principal} AND expires_at > ?${NEW_TASK_PARAM.createdAt}
+    ) < ?${NEW_TASK_COLUMNS.length + 1}
     RETURNING ${TASK_SELECT}`,
+  /** ?1 principal, ?2 now. Answered from the `tasks_live_by_principal` index alone. */
+  countLiveTasks: `SELECT count(*) AS live FROM tasks WHERE principal = ?1 AND expires_at > ?2`,
   /** ?1 id. */
   getTask: `SELECT ${TASK_SELECT} FROM tasks WHERE id = ?1`,
   /**

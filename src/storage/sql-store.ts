@@ -12,21 +12,22 @@
  * because wrangler needs them on disk anyway); the statements are `sql-statements.ts`'s. Besides
  * notes and shares the store keeps what 2025-era sessions need (`SessionStore`): live sessions with
  * their principal and log level (at most the caller's cap per principal), subscriptions (at most
- * `MAX_SUBSCRIPTIONS_PER_SESSION` per session and the caller's cap per principal, each living as long
- * as its session), and input slots; and the records of tasks (`TaskStore`). Expired rows are purged
- * with `purgeExpired` (spent once-keys and unpublished share requests `REPLAY_RETENTION_MS` after
- * their last use, session rows and tasks at their own expiry).
+ * `MAX_SUBSCRIPTIONS_PER_SESSION` per session and the caller's cap per principal, each living as
+ * long as its session), and input slots; and the records of tasks (`TaskStore`, at most the
+ * caller's cap of live ones per principal). Expired rows are purged with `purgeExpired` (spent
+ * once-keys and unpublished share requests `REPLAY_RETENTION_MS` after their last use, session rows
+ * and tasks at their own expiry).
  *
  * Atomicity is reached the way D1 allows, which is also correct on node:sqlite: D1 has no
  * interactive transaction, only single statements and `batch()` (one transaction, all or nothing,
  * nothing read in between). So every check-and-set (note version, share status, input slot, task
- * version, the caps on sessions and subscriptions) is one conditional statement whose outcome is
- * read from `RETURNING` or its change count, and a follow-up read only explains a miss, never
- * decides. `importNotes` is one batch of conditional inserts, each answering whether it created its
- * note. A single-use key is spent in a batch that inserts `(once_key, claim)` with a fresh random
- * claim (`ON CONFLICT DO NOTHING`); the later statements of the same batch act only where that
- * claim is found, i.e. only when this call spent the key: `deleteMany` is that batch with one
- * `DELETE … RETURNING` of every listed note (`delete` is its one-id case).
+ * version, the live-task cap, the caps on sessions and subscriptions) is one conditional statement
+ * whose outcome is read from `RETURNING` or its change count, and a follow-up read only explains a
+ * miss, never decides. `importNotes` is one batch of conditional inserts, each answering whether it
+ * created its note. A single-use key is spent in a batch that inserts `(once_key, claim)` with a
+ * fresh random claim (`ON CONFLICT DO NOTHING`); the later statements of the same batch act only
+ * where that claim is found, i.e. only when this call spent the key: `deleteMany` is that batch
+ * with one `DELETE … RETURNING` of every listed note (`delete` is its one-id case).
  *
  * Search: free text is reduced to word tokens (letters, digits) and each token is quoted as an FTS5
  * string, so no character of user input reaches the FTS5 query syntax. Every word must match, the last
@@ -69,6 +70,7 @@ import {
   checkImport,
   checkPaging,
   checkSweep,
+  checkTaskCap,
   deletedInOrder,
   newNoteId,
   newTaskValues,
@@ -382,10 +384,16 @@ export class SqlNotesStore implements NotesStore {
     await this.#db.run(SQL.forgetInput, [sid, requestId])
   }
 
-  async createTask(task: NewTask): Promise<TaskRecord> {
-    const row = await this.#db.get(SQL.insertTask, newTaskValues(task))
-    if (row === undefined) throw new Error('INSERT … RETURNING produced no row')
-    return toTaskRecord(row as TaskRow)
+  async createTask(task: NewTask, maxLive: number): Promise<TaskRecord | undefined> {
+    const db = this.#db
+    checkTaskCap(maxLive)
+    const row = await db.get(SQL.insertTask, [...newTaskValues(task), maxLive])
+    return row === undefined ? undefined : toTaskRecord(row as TaskRow)
+  }
+
+  async countLiveTasks(principal: string, now: number): Promise<number> {
+    const row = await this.#db.get(SQL.countLiveTasks, [principal, now])
+    return Number(row?.live ?? 0)
   }
 
   async getTask(id: string): Promise<TaskRecord | undefined> {

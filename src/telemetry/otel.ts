@@ -537,7 +537,10 @@ export class OtelTelemetry implements AppTelemetry {
     }
   }
 
-  /** `createTask(task)` enters `task.status`; `updateTask(id, version, patch)` enters `patch.status` when it applied. */
+  /**
+   * `createTask(task, maxLive)` enters `task.status`, `updateTask(id, version, patch)` enters
+   * `patch.status`, each when it applied (a task over the cap, a missed compare-and-set: nothing).
+   */
   #countTaskStatus(name: string, args: unknown[], result: unknown): void {
     const status =
       name === 'createTask'

@@ -46,7 +46,7 @@ import type { McpLogger } from '../mcp/dispatch.ts'
 import { consoleLogger, logError } from '../mcp/handler.ts'
 import type { CompiledServer } from '../mcp/server.ts'
 import { TERMINAL_TASK_STATUSES, type TaskRecord, type TaskStore } from '../mcp/task-store.ts'
-import { DEFAULT_TASK_LEASE_MS, TaskEngine } from '../mcp/tasks/engine.ts'
+import { DEFAULT_TASK_LEASE_MS, TaskEngine, type TaskOptions } from '../mcp/tasks/engine.ts'
 import { leaseHeld } from '../mcp/tasks/record.ts'
 import { CANCEL_PATH, SCHEDULE_PATH, isTaskId } from './task-runner.ts'
 
@@ -65,6 +65,11 @@ export interface TaskRunnerHost<App> {
   app: App
   store: TaskStore
   logger?: McpLogger
+  /**
+   * How long an ended task is kept (the deployment's `TASK_RESULT_TTL_SECONDS`); the engine's
+   * default when absent.
+   */
+  tasks?: Pick<TaskOptions, 'resultTtlMs'>
 }
 
 /** Builds the host from the object's bindings (once per life of the object; a failure is retried). */
@@ -194,10 +199,17 @@ export function defineTaskRunnerObject<App, Env>(
     /** The runner, built on first use; a failed build is not kept, so the next event tries again. */
     #ready(): Promise<Runner<App>> {
       this.#runner ??= (async () => {
-        const { server, app, store, logger = consoleLogger } = await setup(this.#env)
+        const { server, app, store, logger = consoleLogger, tasks } = await setup(this.#env)
         const engine = new TaskEngine(
           { server, app, logger },
-          { store, replicaId: RUNNER_NAME, leaseMs, maxRunning: 1, takeoverIntervalMs: 0 }
+          {
+            resultTtlMs: tasks?.resultTtlMs,
+            store,
+            replicaId: RUNNER_NAME,
+            leaseMs,
+            maxRunning: 1,
+            takeoverIntervalMs: 0,
+          }
         )
         return { engine, store }
       })().catch((error: unknown) => {

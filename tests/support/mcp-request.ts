@@ -139,6 +139,8 @@ export async function postMcp(
 export interface HandlerCallOptions extends McpRequestOptions {
   /** Default `'local'`, the principal of a server without auth. */
   principal?: string
+  /** The OAuth client the caller authenticated through; none by default. */
+  client?: string
   signal?: AbortSignal
   grantedScopes?: McpHttpInput['grantedScopes']
   insufficientScope?: McpHttpInput['insufficientScope']
@@ -155,6 +157,7 @@ export async function callMcp(
       body: mcpBody(method, options),
       headers: mcpHeaders(method, options),
       principal: options.principal ?? 'local',
+      client: options.client,
       signal: options.signal,
       grantedScopes: options.grantedScopes,
       insufficientScope: options.insufficientScope,

@@ -3,7 +3,8 @@
  * The contract every `NotesStore` adapter passes (node:sqlite, PostgreSQL, D1): one vitest `describe`
  * block exercising the whole interface through the interface only, including the `SessionStore` of
  * 2025-era sessions (with the adversarial cases of the answer rendezvous), the `TaskStore` of tasks
- * (compare-and-set, clearing fields, large payloads, which tasks are runnable), the idempotent
+ * (compare-and-set, clearing fields, large payloads, which tasks are runnable, the cap on a
+ * principal's live tasks, also under creations issued together), the idempotent
  * `importNotes` and the all-or-nothing `deleteMany`, and the purge of expired rows. Each test takes a
  * store from `makeStore` (already migrated) and invents its own principals,
  * note contents, share ids, session ids and once-keys with random suffixes, so adapters may hand out
@@ -24,7 +25,7 @@
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { MAX_SUBSCRIPTIONS_PER_SESSION } from '../../src/mcp/session-store.ts'
-import type { NewTask, TaskRecord } from '../../src/mcp/task-store.ts'
+import type { NewTask, TaskRecord, TaskStore } from '../../src/mcp/task-store.ts'
 import {
   MAX_DELETE_NOTES,
   MAX_IMPORT_NOTES,
@@ -118,11 +119,15 @@ function taskClock(): number {
   return T0 + taskClocks * 24 * HOUR
 }
 
-/** A new working task of `owner` created at `at`, without any optional field unless given. */
+/**
+ * A new working task of `owner` (its principal too, unless given) created at `at`, without any
+ * optional field unless given.
+ */
 export function newTask(owner: string, at: number, fields: Partial<NewTask> = {}): NewTask {
   return {
     id: unique('task'),
     owner,
+    principal: owner,
     tool: 'import_notes',
     args: '{"markdown":"# One\\n\\nbody"}',
     status: 'working',
@@ -133,6 +138,19 @@ export function newTask(owner: string, at: number, fields: Partial<NewTask> = {}
     journal: '[]',
     ...fields,
   }
+}
+
+/** A cap on live tasks that no test of the records themselves reaches. */
+const ROOMY_TASK_CAP = 1_000
+
+/** Stores `task` well inside the cap on live tasks; answers the record as stored. */
+export async function storeTask(
+  store: Pick<TaskStore, 'createTask'>,
+  task: NewTask
+): Promise<TaskRecord> {
+  const created = await store.createTask(task, ROOMY_TASK_CAP)
+  if (created === undefined) throw new Error(`the cap on live tasks refused ${task.id}`)
+  return created
 }
 
 function note(title: string, body = '', tags: string[] = []): NewNote {
@@ -166,6 +184,8 @@ export function describeNotesStoreContract(
     afterEach(async () => {
       if (closeAfterEach) await store.close()
     })
+
+    const createTask = (task: NewTask) => storeTask(store, task)
 
     /** Creates notes in order, one millisecond apart, so the last one is the most recent. */
     async function seed(principal: string, notes: NewNote[], start = T0): Promise<Note[]> {
@@ -1671,7 +1691,7 @@ export function describeNotesStoreContract(
 
       it('createTask stores every field as given, at version 1 and not cancelled; getTask answers the same', async () => {
         for (const task of [newTask(alice, now), fullTask()]) {
-          const created = await store.createTask(task)
+          const created = await createTask(task)
           expect(created).toStrictEqual(stored(task))
           expect(await store.getTask(task.id)).toStrictEqual(created)
         }
@@ -1684,7 +1704,7 @@ export function describeNotesStoreContract(
           leaseExpiresAt: undefined,
         })
         const { statusMessage, result, leaseExpiresAt, ...given } = task
-        expect(await store.createTask(task)).toStrictEqual(stored(given as NewTask))
+        expect(await createTask(task)).toStrictEqual(stored(given as NewTask))
       })
 
       it('text fields round-trip exactly, including quotes, unicode and control characters', async () => {
@@ -1698,7 +1718,7 @@ export function describeNotesStoreContract(
           journal: JSON.stringify([text]),
           leaseOwner: text,
         })
-        await store.createTask(task)
+        await createTask(task)
         expect(await store.getTask(task.id)).toStrictEqual(stored(task))
         const updated = await store.updateTask(task.id, 1, { statusMessage: `${text}!` })
         expect(updated?.statusMessage).toBe(`${text}!`)
@@ -1706,8 +1726,8 @@ export function describeNotesStoreContract(
       })
 
       it('createTask with an id that exists throws and leaves the stored task unchanged', async () => {
-        const first = await store.createTask(newTask(alice, now))
-        const attempt = store.createTask(fullTask({ id: first.id, owner: bob, tool: 'other' }))
+        const first = await createTask(newTask(alice, now))
+        const attempt = createTask(fullTask({ id: first.id, owner: bob, tool: 'other' }))
         await expect(attempt).rejects.toThrow()
         expect(await store.getTask(first.id)).toStrictEqual(first)
       })
@@ -1717,7 +1737,7 @@ export function describeNotesStoreContract(
       })
 
       it('updateTask with the current version applies the patch, adds one to the version and answers the stored record', async () => {
-        const created = await store.createTask(newTask(alice, now))
+        const created = await createTask(newTask(alice, now))
         const patch = {
           status: 'completed',
           statusMessage: 'Imported 3 notes',
@@ -1736,7 +1756,7 @@ export function describeNotesStoreContract(
       })
 
       it('a field left undefined keeps its value and null clears an optional one', async () => {
-        const created = await store.createTask(fullTask())
+        const created = await createTask(fullTask())
         const kept = await store.updateTask(created.id, 1, {
           status: undefined,
           statusMessage: undefined,
@@ -1764,12 +1784,12 @@ export function describeNotesStoreContract(
       })
 
       it('an empty patch only adds one to the version', async () => {
-        const created = await store.createTask(fullTask())
+        const created = await createTask(fullTask())
         expect(await store.updateTask(created.id, 1, {})).toStrictEqual({ ...created, version: 2 })
       })
 
       it('the cancel flag is set by a patch and kept by later patches that leave it', async () => {
-        const created = await store.createTask(newTask(alice, now))
+        const created = await createTask(newTask(alice, now))
         expect(await store.updateTask(created.id, 1, { cancelRequested: true })).toMatchObject({
           cancelRequested: true,
           version: 2,
@@ -1782,7 +1802,7 @@ export function describeNotesStoreContract(
       })
 
       it('updateTask with a stale or a future version answers undefined and changes nothing', async () => {
-        const created = await store.createTask(newTask(alice, now))
+        const created = await createTask(newTask(alice, now))
         const current = await store.updateTask(created.id, 1, { statusMessage: 'first' })
         expect(current?.version).toBe(2)
         for (const version of [1, 3, 0, -1]) {
@@ -1796,7 +1816,7 @@ export function describeNotesStoreContract(
       })
 
       it('of two updates issued together with one expected version exactly one applies', async () => {
-        const created = await store.createTask(newTask(alice, now))
+        const created = await createTask(newTask(alice, now))
         const outcomes = await Promise.all([
           store.updateTask(created.id, 1, { status: 'completed', result: '{"by":"a"}' }),
           store.updateTask(created.id, 1, { status: 'cancelled', cancelRequested: true }),
@@ -1807,7 +1827,7 @@ export function describeNotesStoreContract(
       })
 
       it('every successful update adds one to the version, and each needs the one before', async () => {
-        const created = await store.createTask(newTask(alice, now))
+        const created = await createTask(newTask(alice, now))
         for (let version = 1; version <= 4; version++) {
           const patch = { statusMessage: `step ${version}` }
           const updated = await store.updateTask(created.id, version, patch)
@@ -1817,7 +1837,7 @@ export function describeNotesStoreContract(
       })
 
       it('a task moves through every status, and refuses one the contract does not define', async () => {
-        const created = await store.createTask(newTask(alice, now))
+        const created = await createTask(newTask(alice, now))
         const statuses = ['input_required', 'working', 'completed', 'cancelled', 'failed'] as const
         for (const [i, status] of statuses.entries()) {
           expect(await store.updateTask(created.id, i + 1, { status })).toMatchObject({ status })
@@ -1828,7 +1848,7 @@ export function describeNotesStoreContract(
         ).rejects.toThrow()
         expect(await store.getTask(created.id)).toStrictEqual(current)
         const unknown = newTask(alice, now, { status: 'paused' as never })
-        await expect(store.createTask(unknown)).rejects.toThrow()
+        await expect(createTask(unknown)).rejects.toThrow()
         expect(await store.getTask(unknown.id)).toBeUndefined()
       })
 
@@ -1845,7 +1865,7 @@ export function describeNotesStoreContract(
         for (const field of fields) {
           const [first, second] = ['1', '2'].map((n) => jsonOfMib((text) => ({ field, n, text })))
           const task = newTask(alice, now, { [field]: first })
-          expect((await store.createTask(task))[field]).toBe(first)
+          expect((await createTask(task))[field]).toBe(first)
           expect((await store.getTask(task.id))?.[field]).toBe(first)
           if (field === 'args') continue
           const updated = await store.updateTask(task.id, 1, { [field]: second })
@@ -1858,11 +1878,11 @@ export function describeNotesStoreContract(
         const runnable = async (at = now) => store.findRunnableTasks(at, 10_000)
 
         it('finds working tasks without a lease or whose lease ran out at or before now', async () => {
-          const unleased = await store.createTask(newTask(alice, now))
-          const ranOut = await store.createTask(
+          const unleased = await createTask(newTask(alice, now))
+          const ranOut = await createTask(
             newTask(alice, now, { leaseOwner: 'dead', leaseExpiresAt: now - 1 })
           )
-          const endsNow = await store.createTask(
+          const endsNow = await createTask(
             newTask(alice, now, { leaseOwner: 'late', leaseExpiresAt: now })
           )
           const found = await runnable()
@@ -1880,8 +1900,8 @@ export function describeNotesStoreContract(
             newTask(alice, now, { leaseOwner: 'alive', leaseExpiresAt: now + 1 }),
             newTask(alice, now, { leaseExpiresAt: now + HOUR }),
           ]
-          for (const task of ignored) await store.createTask(task)
-          const control = await store.createTask(newTask(alice, now))
+          for (const task of ignored) await createTask(task)
+          const control = await createTask(newTask(alice, now))
           const found = await runnable()
           expect(found).toContain(control.id)
           for (const task of ignored) expect(found, JSON.stringify(task)).not.toContain(task.id)
@@ -1889,7 +1909,7 @@ export function describeNotesStoreContract(
 
         it('answers at most limit distinct ids', async () => {
           const ids: string[] = []
-          for (let i = 0; i < 5; i++) ids.push((await store.createTask(newTask(alice, now))).id)
+          for (let i = 0; i < 5; i++) ids.push((await createTask(newTask(alice, now))).id)
           const three = await store.findRunnableTasks(now, 3)
           expect(three).toHaveLength(3)
           expect(new Set(three).size).toBe(3)
@@ -1900,7 +1920,7 @@ export function describeNotesStoreContract(
         })
 
         it('follows updates: a task leaves when leased or suspended, and returns when its lease is released or it resumes', async () => {
-          const created = await store.createTask(newTask(alice, now))
+          const created = await createTask(newTask(alice, now))
           expect(await runnable()).toContain(created.id)
           const leased = { leaseOwner: 'replica-a', leaseExpiresAt: now + 30_000 }
           await store.updateTask(created.id, 1, leased)
@@ -1925,6 +1945,88 @@ export function describeNotesStoreContract(
           }
           await expect(store.findRunnableTasks(Number.NaN, 10)).rejects.toBeInstanceOf(RangeError)
           await expect(store.findRunnableTasks(Infinity, 10)).rejects.toBeInstanceOf(RangeError)
+        })
+      })
+
+      describe('the cap on live tasks (createTask with maxLive, countLiveTasks)', () => {
+        it('stores tasks while their principal holds fewer than maxLive live ones, then refuses one and stores nothing', async () => {
+          for (let i = 0; i < 3; i++) {
+            const task = newTask(alice, now)
+            expect(await store.createTask(task, 3)).toStrictEqual(stored(task))
+          }
+          const refused = newTask(alice, now)
+          expect(await store.createTask(refused, 3)).toBeUndefined()
+          expect(await store.getTask(refused.id)).toBeUndefined()
+          expect(await store.countLiveTasks(alice, now)).toBe(3)
+          expect(await store.createTask(refused, 4)).toStrictEqual(stored(refused))
+          expect(await store.countLiveTasks(alice, now)).toBe(4)
+        })
+
+        it("counts a principal's tasks under each of its owners (one per OAuth client), and no one else's", async () => {
+          const viaOne = newTask(`${alice} through client one`, now, { principal: alice })
+          const viaOther = newTask(`${alice} through client two`, now, { principal: alice })
+          expect(await store.createTask(viaOne, 2)).toBeDefined()
+          expect(await store.createTask(viaOther, 2)).toBeDefined()
+          expect(await store.createTask(newTask(alice, now), 2)).toBeUndefined()
+          expect(await store.createTask(newTask(bob, now), 2)).toBeDefined()
+          expect(await store.countLiveTasks(alice, now)).toBe(2)
+          expect(await store.countLiveTasks(bob, now)).toBe(1)
+          expect(await store.countLiveTasks(unique('carol'), now)).toBe(0)
+        })
+
+        it('counts tasks of every status until their expiresAt, and none from then on, purged or not', async () => {
+          const statuses = [
+            'working',
+            'input_required',
+            'completed',
+            'cancelled',
+            'failed',
+          ] as const
+          for (const status of statuses) {
+            expect(await store.createTask(newTask(alice, now, { status }), 5)).toBeDefined()
+          }
+          expect(await store.countLiveTasks(alice, now)).toBe(5)
+          expect(await store.createTask(newTask(alice, now), 5)).toBeUndefined()
+
+          const later = now + HOUR
+          expect(await store.countLiveTasks(alice, later - 1)).toBe(5)
+          expect(await store.countLiveTasks(alice, later)).toBe(0)
+          // Expired but not purged yet: they count for nothing.
+          const fresh = newTask(alice, later)
+          expect(await store.createTask(fresh, 1)).toStrictEqual(stored(fresh))
+          expect(await store.createTask(newTask(alice, later), 1)).toBeUndefined()
+          while ((await store.purgeExpired(later, 1000)) > 0);
+          expect(await store.countLiveTasks(alice, later)).toBe(1)
+          expect(await store.getTask(fresh.id)).toStrictEqual(stored(fresh))
+        })
+
+        it('frees a place as soon as an update brings a task’s expiresAt forward', async () => {
+          const done = await createTask(newTask(alice, now, { status: 'completed' }))
+          expect(await store.createTask(newTask(alice, now + 10), 1)).toBeUndefined()
+          await store.updateTask(done.id, 1, { expiresAt: now + 10 })
+          expect(await store.countLiveTasks(alice, now + 9)).toBe(1)
+          expect(await store.createTask(newTask(alice, now + 10), 1)).toBeDefined()
+        })
+
+        it('of creations issued together, never stores more than maxLive', async () => {
+          const tasks = Array.from({ length: 12 }, () => newTask(alice, now))
+          const outcomes = await Promise.all(tasks.map((task) => store.createTask(task, 5)))
+          expect(outcomes.filter((outcome) => outcome !== undefined)).toHaveLength(5)
+          expect(await store.countLiveTasks(alice, now)).toBe(5)
+          for (const [i, task] of tasks.entries()) {
+            const found = await store.getTask(task.id)
+            expect(found).toStrictEqual(outcomes[i])
+          }
+        })
+
+        it('rejects a maxLive that is not a positive integer, and stores nothing', async () => {
+          for (const maxLive of [0, -1, 1.5, Number.NaN, Infinity]) {
+            const task = newTask(alice, now)
+            await expect(store.createTask(task, maxLive), String(maxLive)).rejects.toBeInstanceOf(
+              RangeError
+            )
+            expect(await store.getTask(task.id)).toBeUndefined()
+          }
         })
       })
     })
@@ -2028,7 +2130,7 @@ export function describeNotesStoreContract(
           newTask(alice, now - HOUR, { expiresAt: now + 1 }),
           newTask(alice, now - HOUR, { expiresAt: now + HOUR, status: 'failed' }),
         ]
-        for (const task of [...gone, ...kept]) await store.createTask(task)
+        for (const task of [...gone, ...kept]) await createTask(task)
 
         expect(await store.purgeExpired(now, 1000)).toBe(3)
         for (const task of gone) expect(await store.getTask(task.id)).toBeUndefined()
@@ -2039,8 +2141,8 @@ export function describeNotesStoreContract(
         const now = taskClock()
         await drain(now)
         await store.createSession(unique('sid'), alice, now, now - HOUR, 1_000)
-        await store.createTask(newTask(alice, now - HOUR, { expiresAt: now }))
-        await store.createTask(newTask(alice, now - HOUR, { expiresAt: now }))
+        await createTask(newTask(alice, now - HOUR, { expiresAt: now }))
+        await createTask(newTask(alice, now - HOUR, { expiresAt: now }))
         expect(await store.purgeExpired(now, 2)).toBe(2)
         expect(await store.purgeExpired(now, 2)).toBe(1)
         expect(await store.purgeExpired(now, 2)).toBe(0)

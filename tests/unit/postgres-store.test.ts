@@ -3,8 +3,8 @@
  * failures inside the database, made by triggers), plus what only PostgreSQL has: several stores
  * (replicas) on one database racing on once-keys, bulk deletes, share decisions, input slots, the
  * caps on subscriptions (per session and per principal) and on a principal's sessions, task
- * versions, imports and migrations, text PostgreSQL cannot hold (U+0000), search independent of the
- * database's locale, the UTF8 requirement, and the adapter's own error types.
+ * versions, the live-task cap, imports and migrations, text PostgreSQL cannot hold (U+0000), search
+ * independent of the database's locale, the UTF8 requirement, and the adapter's own error types.
  *
  * Needs a server: `TEST_DATABASE_URL`, or PostgreSQL on 127.0.0.1:5432 (see tests/support/postgres.ts;
  * `.ci/run` installs and starts one). Without one the file fails under `CI=true` and is reported as
@@ -22,6 +22,7 @@ import {
   newTask,
   noteId,
   REFUSED_IN_DATABASE,
+  storeTask,
   type RefuseInDatabase,
 } from '../support/store-contract.ts'
 import {
@@ -268,7 +269,7 @@ describe.skipIf(serverUrl === undefined)('PostgresNotesStore', () => {
       const rounds = 40
       const outcomes = await Promise.all(
         Array.from({ length: rounds }, async (_, i) => {
-          const task = await a.createTask(newTask(p, T0))
+          const task = await storeTask(a, newTask(p, T0))
           const pair = await Promise.all([
             a.updateTask(task.id, 1, { status: 'completed', result: '{"by":"a"}' }),
             b.updateTask(task.id, 1, { status: 'cancelled', cancelRequested: true }),
@@ -282,6 +283,26 @@ describe.skipIf(serverUrl === undefined)('PostgresNotesStore', () => {
         expect(stored).toEqual(winners[0])
         expect(stored?.version).toBe(2)
       }
+    })
+
+    it('concurrent creations of one principal’s tasks on several stores never exceed its cap', async () => {
+      const stores = await Promise.all([open(), open(), open(), open()])
+      const p = `p-${crypto.randomUUID()}`
+      const cap = 25
+      const outcomes = await Promise.all(
+        stores.flatMap((store, s) =>
+          Array.from({ length: 20 }, () =>
+            store.createTask(newTask(`${p} via client ${s}`, T0, { principal: p }), cap)
+          )
+        )
+      )
+      expect(outcomes.filter((task) => task !== undefined)).toHaveLength(cap)
+      expect(await stores[0]!.countLiveTasks(p, T0)).toBe(cap)
+      const [row] = await asAdmin(
+        shared.url,
+        (admin) => admin`SELECT count(*)::integer AS n FROM tasks WHERE principal = ${p}`
+      )
+      expect(row).toEqual({ n: cap })
     })
 
     it('concurrent imports of the same notes on several stores create each note once', async () => {
@@ -544,7 +565,7 @@ describe.skipIf(serverUrl === undefined)('PostgresNotesStore', () => {
 
     it('an expected task version that is not a safe integer answers undefined, not a database error', async () => {
       const store = await open()
-      const task = await store.createTask(newTask('p', T0))
+      const task = await storeTask(store, newTask('p', T0))
       for (const version of [1.5, Number.MAX_SAFE_INTEGER + 1, 2 ** 64, Number.NaN]) {
         expect(await store.updateTask(task.id, version, { status: 'failed' })).toBeUndefined()
       }

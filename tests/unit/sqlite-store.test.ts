@@ -4,10 +4,10 @@
  * SQLite has: WAL on a file, several connections on one file, replicas (processes) opening and
  * migrating one new file at the same moment, threads racing on one file for once-keys, bulk deletes,
  * versions, decisions, input slots and the caps on subscriptions and sessions (node:sqlite answers
- * synchronously, so only separate threads interleave), task versions and imports, the migration
- * bookkeeping and the upgrade of an older file, FTS5 index consistency, the index behind runnable
- * tasks, the adapter's own errors, and the sweeps of expired rows (`storage/purge.ts`) over this
- * store.
+ * synchronously, so only separate threads interleave), task versions, the live-task cap and imports,
+ * the migration bookkeeping and the upgrade of an older file, FTS5 index consistency, the indexes
+ * behind runnable tasks and the live-task count, the adapter's own errors, and the sweeps of expired
+ * rows (`storage/purge.ts`) over this store.
  */
 
 import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
@@ -32,6 +32,7 @@ import {
   newTask,
   noteId,
   sqliteRefusal,
+  storeTask,
 } from '../support/store-contract.ts'
 
 const T0 = 1_750_000_000_000
@@ -75,6 +76,9 @@ describeNotesStoreContract('sqlite file', () => openStore((contractPath = tempPa
   },
 })
 
+/** The cap on live tasks of the threads that race to create tasks of one principal. */
+const RACED_TASK_CAP = 25
+
 /** The caps on one principal's sessions and subscriptions that the threads of a race contend for. */
 const PRINCIPAL_SESSIONS = 100
 const PRINCIPAL_SUBSCRIPTIONS = 150
@@ -102,6 +106,10 @@ const RACES = {
     store.updateTask(id, 1, { statusMessage: 'by ' + seed }).then((task) => task !== undefined)`,
   import: `(store, id, i, seed) =>
     store.importNotes('p', [{ id, title: 'by ' + seed, body: '', tags: [] }], 1).then((n) => n === 1)`,
+  createTask: `(store, id, i, seed) => store.createTask({
+      id: id + '-' + seed, owner: 'p via ' + seed, principal: 'p', tool: 't', args: '{}',
+      status: 'working', createdAt: 1, updatedAt: 1, expiresAt: 10, pollIntervalMs: 1, journal: '{}',
+    }, ${RACED_TASK_CAP}).then((task) => task !== undefined)`,
 } as const
 
 /** Processes of `startReplicasTogether`, and the new files each of them opens. */
@@ -430,13 +438,40 @@ describe('SqliteNotesStore on a file', () => {
     const store = await open()
     const ids = Array.from({ length: 60 }, (_, i) => `task-${i}`)
     for (const id of ids) {
-      await store.createTask(newTask('p', T0, { id }))
+      await storeTask(store, newTask('p', T0, { id }))
     }
     const wins = await race('task', ids)
     expect(wins.reduce((a, b) => a + b, 0)).toBe(ids.length)
     for (const id of ids) {
       expect(await store.getTask(id)).toMatchObject({ statusMessage: /^by [1-4]$/, version: 2 })
     }
+  })
+
+  it('threads racing to create tasks of one principal never exceed its cap on live tasks', async () => {
+    const store = await open()
+    const ids = Array.from({ length: 20 }, (_, i) => `task-${i}`)
+    const wins = await race('createTask', ids)
+    expect(wins.reduce((a, b) => a + b, 0)).toBe(RACED_TASK_CAP)
+    expect(await store.countLiveTasks('p', 1)).toBe(RACED_TASK_CAP)
+    const held = inspect((db) => db.prepare(`SELECT count(*) AS n FROM tasks`).get())
+    expect(held).toEqual({ n: RACED_TASK_CAP })
+  })
+
+  it('counts live tasks from the covering index tasks_live_by_principal, never the table', async () => {
+    await open()
+    const [count, insert] = inspect((db) =>
+      [SQL.countLiveTasks, SQL.insertTask].map((sql) =>
+        db
+          .prepare(`EXPLAIN QUERY PLAN ${sql}`)
+          .all()
+          .map((row) => String(row.detail))
+      )
+    )
+    const byIndex =
+      /^SEARCH tasks USING COVERING INDEX tasks_live_by_principal \(principal=\? AND expires_at>\?\)$/
+    expect(count).toEqual([expect.stringMatching(byIndex)])
+    expect(insert).toContainEqual(expect.stringMatching(byIndex))
+    expect(insert!.filter((detail) => detail.startsWith('SCAN tasks'))).toEqual([])
   })
 
   it('threads racing to import the same notes: each note is created once', async () => {

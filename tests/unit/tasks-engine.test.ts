@@ -5,7 +5,9 @@
  * transition, tasks/update with partial, unknown and re-asked keys, cancel while working and while
  * input_required, other principals answered as unknown ids, and the replica-agnostic part: records on
  * a shared SQLite file, a stalled replica's task taken over and finished by another one with its
- * `ctx.once` step replayed (not run again), and leases released on shutdown.
+ * `ctx.once` step replayed (not run again), and leases released on shutdown. And the bounds on what a
+ * principal can make the store keep: the cap on its live tasks (across its clients; an ended task
+ * counts until its outcome expires), the retention of an ended task, the answers one task stores.
  */
 import { join } from 'node:path'
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest'
@@ -18,7 +20,11 @@ import type { McpLogger } from '../../src/mcp/dispatch.ts'
 import { TASKS_EXTENSION } from '../../src/mcp/protocol.ts'
 import { StateSealer } from '../../src/mcp/sealed-state.ts'
 import { compileServer } from '../../src/mcp/server.ts'
-import { DEFAULT_MAX_TASK_JOURNAL_CHARS, type TaskOptions } from '../../src/mcp/tasks/engine.ts'
+import {
+  DEFAULT_MAX_TASK_JOURNAL_CHARS,
+  DEFAULT_TASK_RESULT_TTL_MS,
+  type TaskOptions,
+} from '../../src/mcp/tasks/engine.ts'
 import { issueKeys } from '../../src/mcp/tasks/record.ts'
 import { TaskRunner } from '../../src/mcp/tasks/runner.ts'
 import type { TaskStore } from '../../src/mcp/task-store.ts'
@@ -31,6 +37,7 @@ import {
   type JsonObject,
 } from '../support/mcp-request.ts'
 import { tempDataDir } from '../support/server-process.ts'
+import { storeTask } from '../support/store-contract.ts'
 import { TASKS, TASKS_AND_FORMS, isTerminal, waitForTask } from '../support/tasks.ts'
 
 /** Named gates a tool waits at until the test opens them; a run that is stopped stops waiting. */
@@ -706,12 +713,14 @@ describe('task status transitions', () => {
       leaseMs: 10_000,
       maxRunning: 4,
       maxJournalChars: DEFAULT_MAX_TASK_JOURNAL_CHARS,
+      resultTtlMs: DEFAULT_TASK_RESULT_TTL_MS,
       now: Date.now,
     })
     const now = Date.now()
-    const record = await store.createTask({
+    const record = await storeTask(store, {
       id: 'cancelled-before-start-0123456789ab',
       owner: 'local',
+      principal: 'local',
       tool: 'work',
       args: JSON.stringify({ a: { gate: 'unopened' }, p: 'local', c: TASKS }),
       status: 'working',
@@ -839,6 +848,152 @@ describe('tasks across replicas', () => {
       status: 'completed',
       result: { content: [{ text: 'passed handover' }] },
     })
+  })
+})
+
+describe('what a principal can make the store keep', () => {
+  /** A replica on the test's file whose clock the test moves (runs themselves take real time). */
+  async function clocked(tasks: Partial<TaskOptions>) {
+    const clock = { now: Date.now() }
+    const store = await openStore()
+    const handler = await replica({ ...tasks, now: () => clock.now }, store)
+    return { clock, store, handler }
+  }
+
+  it('refuses a task past the cap on live tasks with -32602, storing and running nothing; an ended task holds its place until its outcome expires', async () => {
+    const { clock, store, handler } = await clocked({ maxLiveTasks: 2, resultTtlMs: 60_000 })
+    const first = await call(handler, 'work', { gate: 'cap-1' })
+    const second = await call(handler, 'work', { gate: 'cap-2' })
+    for (const [task, gate] of [
+      [first, 'cap-1'],
+      [second, 'cap-2'],
+    ] as const)
+      await waitFor(handler, task.taskId, (t) => t.statusMessage === `waiting at ${gate}`, gate)
+
+    const refusal = async () => {
+      const error = await expectError(
+        await callMcp(handler, 'tools/call', {
+          params: { name: 'work', arguments: { gate: 'cap-3' } },
+          capabilities: TASKS_AND_FORMS,
+        }),
+        { status: 200, code: -32602, id: 1 }
+      )
+      expect(error.message).toBe(
+        'Too many tasks: you hold 2 live tasks (running, waiting for input, or ended and kept), ' +
+          'and at most 2 are allowed across all your clients. Wait for running tasks to end, ' +
+          'cancel those you no longer need (tasks/cancel), or let the outcomes of ended tasks ' +
+          'expire (each is kept 1 minute after its task ends), then call again.'
+      )
+      expect(error.data).toEqual({ liveTasks: 2, maxLiveTasks: 2 })
+    }
+    await refusal()
+    expect(await store.countLiveTasks('local', clock.now)).toBe(2)
+    expect(app.starts.get('work')).toBe(2)
+
+    // Ended, each keeps its place while its outcome is kept.
+    app.gates.open('cap-1')
+    await rpc(handler, 'tasks/cancel', { taskId: second.taskId })
+    for (const task of [first, second]) await terminal(handler, task.taskId)
+    await refusal()
+    clock.now += 60_000
+    const third = await call(handler, 'work', { gate: 'cap-3' })
+    expect(third).toMatchObject({ resultType: 'task', status: 'working' })
+    app.gates.open('cap-3')
+    await terminal(handler, third.taskId)
+    expect(app.starts.get('work')).toBe(3)
+  })
+
+  it('counts a principal’s tasks under every client it calls through, and no other principal’s', async () => {
+    const { handler } = await clocked({ maxLiveTasks: 1 })
+    const as = (principal: string, client?: string) => ({ principal, client })
+    await call(handler, 'work', { gate: 'clients' }, as('alice', 'client-one'))
+    for (const caller of [as('alice', 'client-two'), as('alice')]) {
+      const refused = await callMcp(handler, 'tools/call', {
+        params: { name: 'work', arguments: { gate: 'clients' } },
+        capabilities: TASKS_AND_FORMS,
+        ...caller,
+      })
+      const error = await expectError(refused, { status: 200, code: -32602, id: 1 })
+      expect(error.data).toEqual({ liveTasks: 1, maxLiveTasks: 1 })
+    }
+    const bobs = await call(handler, 'work', { gate: 'clients' }, as('bob', 'client-two'))
+    expect(bobs).toMatchObject({ resultType: 'task' })
+    app.gates.open('clients')
+  })
+
+  it('keeps an ended task resultTtlMs after its end, never past its ttlMs, ttlMs shrinking to match', async () => {
+    const { clock, store, handler } = await clocked({ ttlMs: 3_600_000, resultTtlMs: 60_000 })
+    const created = clock.now
+    const completed = await call(handler, 'work', { gate: 'kept' })
+    const failed = await call(handler, 'protocol_error')
+    const asked = await call(handler, 'number')
+    await terminal(handler, failed.taskId)
+    await parked(handler, asked.taskId)
+    clock.now += 5_000
+    app.gates.open('kept')
+    await rpc(handler, 'tasks/cancel', { taskId: asked.taskId })
+    const ended = [
+      await terminal(handler, completed.taskId),
+      await getTask(handler, asked.taskId),
+      await getTask(handler, failed.taskId),
+    ]
+    expect(ended.map((task) => [task.status, task.ttlMs])).toEqual([
+      ['completed', 65_000],
+      ['cancelled', 65_000],
+      ['failed', 60_000],
+    ])
+    clock.now = created + 60_000
+    await expectError(
+      await callMcp(handler, 'tasks/get', {
+        params: { taskId: failed.taskId },
+        capabilities: TASKS,
+      }),
+      { status: 200, code: -32602, id: 1 }
+    )
+    expect(await store.countLiveTasks('local', clock.now)).toBe(2)
+    clock.now = created + 65_000
+    expect(await store.countLiveTasks('local', clock.now)).toBe(0)
+    expect(await store.purgeExpired(clock.now, 100)).toBeGreaterThanOrEqual(3)
+    for (const task of [completed, failed, asked])
+      expect(await store.getTask(task.taskId)).toBeUndefined()
+
+    // A task whose ttlMs ends sooner than the retention keeps its ttlMs.
+    const { handler: short } = await clocked({ ttlMs: 30_000, resultTtlMs: 60_000 })
+    const quick = await call(short, 'tool_error')
+    expect((await terminal(short, quick.taskId)).ttlMs).toBe(30_000)
+  })
+
+  it('refuses tasks/update answers that would make the task hold more than maxJournalChars, storing nothing', async () => {
+    const { store, handler } = await clocked({ maxJournalChars: 2_000 })
+    const { taskId } = await call(handler, 'two_questions')
+    const asked = await parked(handler, taskId)
+    const before = await store.getTask(taskId)
+    const long = { action: 'accept', content: { answer: 'x'.repeat(2_000) } }
+    const error = await expectError(
+      await callMcp(handler, 'tasks/update', {
+        params: { taskId, inputResponses: { a: long } },
+        capabilities: TASKS_AND_FORMS,
+      }),
+      { status: 200, code: -32602, id: 1 }
+    )
+    expect(error.message).toMatch(/more than 2000 characters of answers; nothing was stored/)
+    expect(await store.getTask(taskId)).toStrictEqual(before)
+    expect(await getTask(handler, taskId)).toMatchObject({ inputRequests: asked.inputRequests })
+
+    const short = (answer: string) => ({ action: 'accept', content: { answer } })
+    await rpc(handler, 'tasks/update', { taskId, inputResponses: { a: short('1'), b: short('2') } })
+    expect((await terminal(handler, taskId)).result.content[0].text).toBe('a=1 b=2')
+  })
+
+  it('validates maxLiveTasks and resultTtlMs at construction', async () => {
+    for (const tasks of [
+      { maxLiveTasks: 0 },
+      { maxLiveTasks: 1.5 },
+      { resultTtlMs: 0 },
+      { resultTtlMs: 8 * 86_400_000 },
+    ]) {
+      await expect(replica(tasks), JSON.stringify(tasks)).rejects.toBeInstanceOf(RangeError)
+    }
   })
 })
 

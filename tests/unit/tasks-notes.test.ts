@@ -5,16 +5,25 @@
  * export refused with -32021), progress as the task's statusMessage, conflicting titles asked once
  * per batch (overwrite, skip, keep both, decline, cancel), an export bundle imported back as the
  * same notes, the size bound of an export, and the takeover guarantee: a re-run of an import whose
- * first run already created some of its notes creates none of them twice.
+ * first run already created some of its notes creates none of them twice. And what exports keep in
+ * the store (on a SQLite file, measured in its rows and bytes, on a clock the test moves): each
+ * record its bundle once, escapes counted against the bound, at most the cap on live tasks of them,
+ * none once the retention of ended tasks has passed; the cap and the retention as configured.
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { DatabaseSync } from 'node:sqlite'
+import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { createApp } from '../../src/app.ts'
 import { LOCAL_PRINCIPAL, tokenPrincipal } from '../../src/auth/bearer.ts'
-import { parseConfig } from '../../src/config.ts'
+import { ConfigError, parseConfig } from '../../src/config.ts'
 import type { McpLogger } from '../../src/mcp/dispatch.ts'
 import { InProcessEventBus } from '../../src/mcp/events.ts'
 import { generateKey, importKeyRing } from '../../src/mcp/key-ring.ts'
 import { StateSealer } from '../../src/mcp/sealed-state.ts'
+const DEFAULT_MAX_LIVE_TASKS = 32
+const DEFAULT_TASK_RESULT_TTL_MS = 600_000
 import { readJournal } from '../../src/mcp/tasks/record.ts'
 import { MAX_BODY_CHARS } from '../../src/notes/limits.ts'
 import { READ, WRITE } from '../../src/notes/scopes.ts'
@@ -26,6 +35,7 @@ import {
   MAX_SYNC_IMPORT_NOTES,
 } from '../../src/notes/limits.ts'
 import { parseImport } from '../../src/notes/task-tools.ts'
+import { sweepExpired } from '../../src/storage/purge.ts'
 import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
 import { expectError, expectResult, postMcp, type JsonObject } from '../support/mcp-request.ts'
 import { TASKS, TASKS_AND_FORMS, isTerminal, waitForTask } from '../support/tasks.ts'
@@ -42,10 +52,12 @@ let shutdown: AbortController
 let app: ReturnType<typeof createApp>
 let ids = 0
 
+/** The notes app configured by `env`, on its own store (in memory unless `path` names a file). */
 async function notesApp(
-  env: Record<string, string> = {}
+  env: Record<string, string> = {},
+  { path = ':memory:', now }: { path?: string; now?: () => number } = {}
 ): Promise<{ store: SqliteNotesStore; app: ReturnType<typeof createApp> }> {
-  const own = new SqliteNotesStore({ path: ':memory:' })
+  const own = new SqliteNotesStore({ path })
   await own.migrate()
   const built = createApp(parseConfig(env), {
     store: own,
@@ -53,6 +65,7 @@ async function notesApp(
     bus: new InProcessEventBus(),
     logger,
     shutdown: shutdown.signal,
+    now,
     tasks: { replicaId: 'unit', takeoverIntervalMs: 0 },
   })
   return { store: own, app: built }
@@ -517,5 +530,150 @@ describe('scopes of the task operations', () => {
       })
       await expectError(response, { status: 200, code: -32602, id: ids })
     }
+  })
+})
+
+describe('what exports keep in the store', () => {
+  /** Nearly the longest body: ten such notes make a bundle of about 1 MB. */
+  const BIG_BODY_CHARS = 95_000
+  /** What a record holds besides its bundle: ids, owner, arguments, journal, status message. */
+  const RECORD_OVERHEAD_BYTES = 4_096
+  const dir = mkdtempSync(join(tmpdir(), 'notes-exports-'))
+  afterAll(() => rmSync(dir, { recursive: true, force: true }))
+  let files = 0
+  let clock: number
+  let path: string
+  let own: { store: SqliteNotesStore; app: ReturnType<typeof createApp> }
+
+  /** The notes app on a new SQLite file, configured by `env`, on the test's clock. */
+  function appOnFile(env: Record<string, string> = {}): Promise<typeof own> {
+    path = join(dir, `exports-${++files}.db`)
+    return notesApp(env, { path, now: () => clock })
+  }
+
+  beforeEach(async () => {
+    clock = Date.now()
+    own = await appOnFile()
+  })
+  afterEach(() => own.store.close())
+
+  /** The rows of `tasks` and the UTF-8 bytes of every value they hold, read from the file. */
+  function storedTasks(): { rows: number; bytes: number } {
+    const db = new DatabaseSync(path, { readOnly: true })
+    try {
+      const columns = db
+        .prepare(`SELECT name FROM pragma_table_info('tasks')`)
+        .all()
+        .map(({ name }) => `coalesce(length(CAST(${String(name)} AS BLOB)), 0)`)
+      const row = db
+        .prepare(
+          `SELECT count(*) AS rows, coalesce(sum(${columns.join(' + ')}), 0) AS bytes FROM tasks`
+        )
+        .get()
+      return { rows: Number(row?.rows), bytes: Number(row?.bytes) }
+    } finally {
+      db.close()
+    }
+  }
+
+  async function seedNotes(count: number, body: string, tags: string[] = []): Promise<void> {
+    for (let i = 0; i < count; i++)
+      await own.store.create(LOCAL_PRINCIPAL, { title: `Big ${i}`, body, tags }, Date.now())
+  }
+
+  async function exported(args: JsonObject = {}): Promise<JsonObject> {
+    const { taskId } = await call('export_notes', args, TASKS, own.app)
+    return finished(taskId, own.app)
+  }
+
+  it(`stores 30 exports of 10 notes each in proportion to its bundle, at most ${DEFAULT_MAX_LIVE_TASKS} at once, and none ${DEFAULT_TASK_RESULT_TTL_MS / 60_000} minutes after they ended`, async () => {
+    await seedNotes(10, 'word '.repeat(BIG_BODY_CHARS / 5))
+    const first = await exported()
+    expect(first.status).toBe('completed')
+    const bundle: string = first.result.content[1].resource.text
+    const bundleBytes = Buffer.byteLength(JSON.stringify(bundle))
+    expect(bundleBytes).toBeGreaterThan(10 * BIG_BODY_CHARS)
+    for (let i = 1; i < 30; i++) expect((await exported()).status).toBe('completed')
+
+    const thirty = storedTasks()
+    expect(thirty.rows).toBe(30)
+    expect(thirty.bytes).toBeGreaterThan(30 * bundleBytes)
+    expect(thirty.bytes).toBeLessThanOrEqual(30 * (bundleBytes + RECORD_OVERHEAD_BYTES))
+
+    for (let i = 30; i < DEFAULT_MAX_LIVE_TASKS; i++) await exported()
+    const refused = await postMcp(own.app, 'tools/call', {
+      id: ++ids,
+      params: { name: 'export_notes', arguments: {} },
+      capabilities: TASKS,
+    })
+    const error = await expectError(refused, { status: 200, code: -32602, id: ids })
+    expect(error.message).toMatch(
+      new RegExp(
+        `^Too many tasks: you hold ${DEFAULT_MAX_LIVE_TASKS} live tasks .* kept 10 minutes`
+      )
+    )
+    const full = storedTasks()
+    expect(full.rows).toBe(DEFAULT_MAX_LIVE_TASKS)
+    expect(full.bytes).toBeLessThanOrEqual(
+      DEFAULT_MAX_LIVE_TASKS * (bundleBytes + RECORD_OVERHEAD_BYTES)
+    )
+
+    clock += DEFAULT_TASK_RESULT_TTL_MS - 1
+    expect((await getTask(first.taskId, own.app)).status).toBe('completed')
+    clock += 1
+    const gone = await postMcp(own.app, 'tasks/get', {
+      id: ++ids,
+      params: { taskId: first.taskId },
+      capabilities: TASKS,
+    })
+    await expectError(gone, { status: 200, code: -32602, id: ids })
+    const after = await exported()
+    expect(after.status).toBe('completed')
+    await sweepExpired(own.store, clock)
+    const left = storedTasks()
+    expect(left.rows).toBe(1)
+    expect(left.bytes).toBeLessThanOrEqual(bundleBytes + RECORD_OVERHEAD_BYTES)
+  })
+
+  it('takes the cap and the retention from MAX_LIVE_TASKS_PER_PRINCIPAL and TASK_RESULT_TTL_SECONDS', async () => {
+    await own.store.close()
+    own = await appOnFile({ MAX_LIVE_TASKS_PER_PRINCIPAL: '1', TASK_RESULT_TTL_SECONDS: '30' })
+    const done = await exported()
+    expect(done.ttlMs).toBe(30_000)
+    const refused = await postMcp(own.app, 'tools/call', {
+      id: ++ids,
+      params: { name: 'export_notes', arguments: {} },
+      capabilities: TASKS,
+    })
+    const error = await expectError(refused, { status: 200, code: -32602, id: ids })
+    expect(error.data).toEqual({ liveTasks: 1, maxLiveTasks: 1 })
+    expect(error.message).toContain('each is kept 30 seconds after its task ends')
+    clock += 30_000
+    expect((await exported()).status).toBe('completed')
+    for (const bad of [
+      { MAX_LIVE_TASKS_PER_PRINCIPAL: '0' },
+      { MAX_LIVE_TASKS_PER_PRINCIPAL: '2.5' },
+      { TASK_RESULT_TTL_SECONDS: '0' },
+      { TASK_RESULT_TTL_SECONDS: String(8 * 86_400) },
+    ])
+      expect(() => parseConfig(bad), JSON.stringify(bad)).toThrow(ConfigError)
+  })
+
+  it('counts a bundle’s bytes as its record stores them, escapes included, so no record outgrows MAX_EXPORT_BYTES', async () => {
+    // 95 KB of markdown per note, but 570 KB as JSON text: ten of them would be a 5.7 MB record.
+    const control = '\u0001'.repeat(BIG_BODY_CHARS)
+    await seedNotes(1, control, ['one'])
+    await seedNotes(9, control)
+    const refused = await exported()
+    expect(refused.result).toMatchObject({ isError: true })
+    expect(refused.result.content[0].text).toContain('export one tag at a time')
+    expect(storedTasks().bytes).toBeLessThan(RECORD_OVERHEAD_BYTES)
+
+    const one = await exported({ tag: 'one' })
+    expect(one.status).toBe('completed')
+    expect(one.result.content[1].resource.text).toContain(control)
+    const { bytes } = storedTasks()
+    expect(bytes).toBeGreaterThan(6 * BIG_BODY_CHARS)
+    expect(bytes).toBeLessThanOrEqual(MAX_EXPORT_BYTES + 2 * RECORD_OVERHEAD_BYTES)
   })
 })

@@ -20,6 +20,7 @@ import { parseTelemetryEnv } from '../../src/telemetry/env.ts'
 import { startNodeTelemetry, type NodeTelemetry } from '../../src/telemetry/node.ts'
 import { LEGACY_VERSION, initializeMessage } from '../support/legacy-request.ts'
 import { postMcp, readMessages, requestApp } from '../support/mcp-request.ts'
+import { storeTask } from '../support/store-contract.ts'
 import {
   startOtlpReceiver,
   type OtlpReceiver,
@@ -262,9 +263,10 @@ describe("operators' metrics", () => {
   it('counts the status every task record is written into', async () => {
     const tasks = telemetry.telemetry.instrumentStore(store)
     const now = Date.now()
-    const record = await tasks.createTask({
+    const record = await storeTask(tasks, {
       id: 'task-telemetry-1',
       owner: 'local',
+      principal: 'local',
       tool: 'export_notes',
       args: '{}',
       status: 'working',

@@ -22,7 +22,7 @@ import { parseConfig } from '../../src/config.ts'
 import { consoleLogger } from '../../src/mcp/handler.ts'
 import { importKeyRing, parseKeyRing } from '../../src/mcp/key-ring.ts'
 import { StateSealer } from '../../src/mcp/sealed-state.ts'
-import { TaskEngine } from '../../src/mcp/tasks/engine.ts'
+import { DEFAULT_TASK_RESULT_TTL_MS, TaskEngine } from '../../src/mcp/tasks/engine.ts'
 import { leaseHeld, writeCall, writeJournal } from '../../src/mcp/tasks/record.ts'
 import { newTaskId } from '../../src/mcp/tasks/wire.ts'
 import { createNotesServer } from '../../src/notes/server.ts'
@@ -36,6 +36,7 @@ import {
   type TaskRunnerNamespace,
 } from '../../src/workers/task-runner.ts'
 import { MCP_URL, expectResult, mcpInit, type JsonObject } from '../support/mcp-request.ts'
+import { storeTask } from '../support/store-contract.ts'
 import { TASKS, TASKS_AND_FORMS, isTerminal, waitForTask } from '../support/tasks.ts'
 import { fixtureA, fixtureB, notesA, notesB, type Fetcher } from './isolates.ts'
 
@@ -175,9 +176,10 @@ function onBatch(db: D1Like, seen: (n: number) => void): D1Like {
 async function unscheduledTask(tool: string, args: JsonObject): Promise<string> {
   const now = Date.now()
   const taskId = newTaskId()
-  await records.createTask({
+  await storeTask(records, {
     id: taskId,
     owner: 'local',
+    principal: 'local',
     tool,
     args: writeCall({ arguments: args, principal: 'local', capabilities: TASKS }),
     status: 'working',
@@ -262,9 +264,14 @@ describe('tasks run by their Durable Object, after the response', () => {
 
   it('an object leaves no storage and no alarm behind once its task has ended', async () => {
     const taskId = await startTask(notesA, 'export_notes', {})
-    expect(
-      (await waitForTask(() => getTask(notesB, taskId), isTerminal, 'the export')).status
-    ).toBe('completed')
+    const done = await waitForTask(() => getTask(notesB, taskId), isTerminal, 'the export')
+    expect(done.status).toBe('completed')
+    // Its object kept it the Worker's TASK_RESULT_TTL_SECONDS (not the default here) from its end.
+    const resultTtlMs = Number(env.TASK_RESULT_TTL_SECONDS) * 1000
+    expect(resultTtlMs).not.toBe(DEFAULT_TASK_RESULT_TTL_MS)
+    expect(Date.parse(done.createdAt) + done.ttlMs).toBe(
+      Date.parse(done.lastUpdatedAt) + resultTtlMs
+    )
 
     const object = await objectOf(taskId)
     const left = () =>

@@ -98,6 +98,8 @@ export default defineConfig({
         bindings: {
           STATE_KEYS,
           TEST_MIGRATIONS: await readD1Migrations(here('../../migrations')),
+          // Not the default, so that tests/workers/tasks.test.ts sees the task objects take it.
+          TASK_RESULT_TTL_SECONDS: '300',
         },
         serviceBindings: {
           NOTES_REPLICA: 'notes-replica',

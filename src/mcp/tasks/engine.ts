@@ -21,6 +21,30 @@
  * and terminal records are never written. Running tasks is `runner.ts`'s job; the wire shapes are
  * `wire.ts`'s. Expired records are purged by the store's sweep.
  *
+ * What one principal can make the store keep is bounded. Each record is: its arguments by the
+ * request body limit, its journal and the answers `tasks/update` stores by `maxJournalChars` (an
+ * update that would store more answers -32602, nothing stored), its result by the tool
+ * (`export_notes`: `MAX_EXPORT_BYTES`). And so is their number:
+ * - at most `maxLiveTasks` live tasks per principal, a task being live until its record expires:
+ *   while it runs, while it waits for input, and while its outcome is kept. The cap counts the
+ *   principal (issuer and subject) across every OAuth client it calls through, not the owner
+ *   binding (principal and client) a task is kept for: a client id costs an attacker nothing (a
+ *   dynamic registration, or a client ID metadata document at any URL it serves), so a cap per
+ *   binding would be multiplied by as many clients as it cares to invent. The price, one runaway
+ *   client of a person using up the places of their other clients, is the person's own and ends
+ *   with the retention below. The store counts and inserts in one atomic step, so creations racing
+ *   on every replica never exceed the cap. Over it, the `tools/call` answers -32602 (HTTP 200), the
+ *   message saying how many live tasks the caller holds and what frees a place, `data`
+ *   `{ liveTasks, maxLiveTasks }`; nothing is stored and the handler's task part never runs. Why
+ *   -32602: MCP defines no error for a quota and forbids new codes in -32000…-32099 (new
+ *   implementations SHOULD NOT use -32000…-32019), the request cannot be served as it stands (the
+ *   answer of the per-session subscription cap too), and at 200 a client shows the message to the
+ *   person or model instead of taking it for a transport failure;
+ * - a task's record is kept `resultTtlMs` after it ends (completed, failed or cancelled), never past
+ *   its `ttlMs`, which shrinks to match (the extension lets it change): long enough for a polling
+ *   client to read the outcome, and for one that lost its connection to come back, rather than an
+ *   hour of a bulky result nobody reads again. Its place under the cap is free from then on.
+ *
  * Where runs happen: on this replica (its `TaskRunner`, the takeover loop picking up what others left),
  * or, with a `scheduler`, nowhere here: a runtime whose requests cannot outlive their response (a
  * Worker) hands each runnable task to a runner of its own (`workers/task-runner.ts`: the task's
@@ -53,6 +77,7 @@ import {
 import type { CompiledServer } from '../server.ts'
 import {
   TERMINAL_TASK_STATUSES,
+  type NewTask,
   type TaskPatch,
   type TaskRecord,
   type TaskStore,
@@ -88,8 +113,24 @@ export const DEFAULT_MAX_RUNNING_TASKS = 16
  * characters: a client answering invalidly without end makes the task ask again without end.
  */
 export const DEFAULT_MAX_TASK_JOURNAL_CHARS = 256 * 1024
+/**
+ * Most live tasks one principal may hold, across all its clients (see the module header): twice what
+ * one replica runs at once (`maxRunning`), so a host can keep a replica busy and still have as many
+ * ended tasks' outcomes waiting to be read, while the records a principal can make the store keep
+ * stay few.
+ */
+export const DEFAULT_MAX_LIVE_TASKS = 32
+/**
+ * How long an ended task's record (its result, error or cancellation) is kept: ten minutes, what a
+ * client is given to come back with the next round of a flow (`STATE_TTL_SECONDS`' default). A client
+ * polling at `pollIntervalMs` reads it within seconds; one whose connection dropped has time to
+ * reconnect and read it.
+ */
+export const DEFAULT_TASK_RESULT_TTL_MS = 600_000
 /** Longest lifetime a task may be given: a week. */
-const MAX_TASK_TTL_MS = 7 * 86_400_000
+export const MAX_TASK_TTL_MS = 7 * 86_400_000
+/** Largest `maxLiveTasks` accepted. */
+export const MAX_LIVE_TASKS_CAP = 100_000
 /** Compare-and-set attempts of one `tasks/update` or `tasks/cancel` before it answers -32603. */
 const MAX_CHANGE_ATTEMPTS = 8
 
@@ -118,9 +159,19 @@ export interface TaskOptions {
   onStopped?: (stopped: Promise<void>) => void
   /**
    * Largest journal of one task, in characters (default 256 KiB); a task that would park with more
-   * fails with -32603 instead.
+   * fails with -32603 instead. Also bounds the answers `tasks/update` stores for a task.
    */
   maxJournalChars?: number
+  /**
+   * Most live tasks (running, waiting for input, or ended and kept) one principal may hold, across
+   * all its clients; a creation past it answers -32602. Default {@link DEFAULT_MAX_LIVE_TASKS}.
+   */
+  maxLiveTasks?: number
+  /**
+   * How long a task's record is kept once it has ended, never past its `ttlMs`. Default
+   * {@link DEFAULT_TASK_RESULT_TTL_MS}.
+   */
+  resultTtlMs?: number
   /**
    * Runs this engine's tasks elsewhere (see the module header): the engine runs none itself. Needs
    * `takeoverIntervalMs: 0`.
@@ -138,6 +189,36 @@ export interface TaskScheduler {
   schedule(id: string): Promise<void>
   /** Tells the runner of task `id` that `tasks/cancel` flagged it, so its run stops at once. */
   cancel(id: string): Promise<void>
+}
+
+/** The -32602 of a `tasks/update` whose answers would make the task hold more than `max` characters. */
+function answersTooLarge(max: number): McpError {
+  return new McpError(
+    ErrorCode.InvalidParams,
+    `Invalid params: with these answers the task would hold more than ${max} characters of answers; nothing was stored, answer with less.`
+  )
+}
+
+/**
+ * The -32602 of a task creation over the cap: how many live tasks the caller's principal holds (as
+ * counted just after the refusal), and what frees a place.
+ */
+export function tooManyTasks(live: number, maxLive: number, resultTtlMs: number): McpError {
+  return new McpError(
+    ErrorCode.InvalidParams,
+    `Too many tasks: you hold ${live} live tasks (running, waiting for input, or ended and kept), ` +
+      `and at most ${maxLive} are allowed across all your clients. Wait for running tasks to ` +
+      'end, cancel those you no longer need (tasks/cancel), or let the outcomes of ended tasks ' +
+      `expire (each is kept ${describeDuration(resultTtlMs)} after its task ends), then call again.`,
+    { liveTasks: live, maxLiveTasks: maxLive }
+  )
+}
+
+/** "10 minutes", "1 minute", "90 seconds": a duration as the error messages state it. */
+function describeDuration(ms: number): string {
+  const [count, unit] =
+    ms % 60_000 === 0 ? [ms / 60_000, 'minute'] : [Math.ceil(ms / 1000), 'second']
+  return `${count} ${unit}${count === 1 ? '' : 's'}`
 }
 
 function positiveInteger(name: string, value: number, max = Number.MAX_SAFE_INTEGER): number {
@@ -161,6 +242,9 @@ export class TaskEngine<App> {
   readonly #ttlMs: number
   readonly #pollIntervalMs: number
   readonly #leaseMs: number
+  readonly #maxJournalChars: number
+  readonly #maxLiveTasks: number
+  readonly #resultTtlMs: number
   readonly #now: () => number
 
   constructor(
@@ -185,6 +269,20 @@ export class TaskEngine<App> {
       options.pollIntervalMs ?? DEFAULT_TASK_POLL_INTERVAL_MS
     )
     this.#leaseMs = positiveInteger('leaseMs', options.leaseMs ?? DEFAULT_TASK_LEASE_MS)
+    this.#maxJournalChars = positiveInteger(
+      'maxJournalChars',
+      options.maxJournalChars ?? DEFAULT_MAX_TASK_JOURNAL_CHARS
+    )
+    this.#maxLiveTasks = positiveInteger(
+      'maxLiveTasks',
+      options.maxLiveTasks ?? DEFAULT_MAX_LIVE_TASKS,
+      MAX_LIVE_TASKS_CAP
+    )
+    this.#resultTtlMs = positiveInteger(
+      'resultTtlMs',
+      options.resultTtlMs ?? DEFAULT_TASK_RESULT_TTL_MS,
+      MAX_TASK_TTL_MS
+    )
     this.#now = options.now ?? Date.now
     const replica = options.replicaId ?? 'replica'
     this.#runner = new TaskRunner({
@@ -195,10 +293,8 @@ export class TaskEngine<App> {
       logger,
       leaseMs: this.#leaseMs,
       maxRunning: positiveInteger('maxRunning', options.maxRunning ?? DEFAULT_MAX_RUNNING_TASKS),
-      maxJournalChars: positiveInteger(
-        'maxJournalChars',
-        options.maxJournalChars ?? DEFAULT_MAX_TASK_JOURNAL_CHARS
-      ),
+      maxJournalChars: this.#maxJournalChars,
+      resultTtlMs: this.#resultTtlMs,
       now: this.#now,
     })
   }
@@ -230,7 +326,8 @@ export class TaskEngine<App> {
   /**
    * Creates the task of a `tools/call` whose handler started it, with the journal of the request
    * phase (its answers and `ctx.once` results), leased to this replica when it has room, and answers
-   * `CreateTaskResult` once the record is stored.
+   * `CreateTaskResult` once the record is stored; a caller whose principal holds `maxLiveTasks` live
+   * tasks already gets the -32602 of {@link tooManyTasks} instead, and nothing is stored or run.
    */
   async create(
     env: DispatchEnv<App>,
@@ -239,9 +336,10 @@ export class TaskEngine<App> {
   ): Promise<DispatchResult> {
     const now = this.#now()
     const leased = this.#leasesHere()
-    const record = await this.#store.createTask({
+    const task: NewTask = {
       id: newTaskId(),
       owner: binding.principal,
+      principal: env.principal,
       tool: binding.target,
       args: writeCall({
         arguments: binding.args as Record<string, unknown>,
@@ -256,7 +354,12 @@ export class TaskEngine<App> {
       journal: writeJournal({ replay: journal, issued: {} }),
       leaseOwner: leased ? this.#runner.owner : undefined,
       leaseExpiresAt: leased ? now + this.#leaseMs : undefined,
-    })
+    }
+    const record = await this.#store.createTask(task, this.#maxLiveTasks)
+    if (!record) {
+      const live = await this.#store.countLiveTasks(env.principal, now)
+      throw tooManyTasks(live, this.#maxLiveTasks, this.#resultTtlMs)
+    }
     if (leased) this.#runner.launch(record)
     else await this.#handOver(record.id)
     return { result: createTaskResult(record), interactive: true }
@@ -352,11 +455,13 @@ export class TaskEngine<App> {
       responses[issued[key] ?? key] = inputResponses[key]
       delete outstanding[key]
     }
+    const answers = JSON.stringify(responses)
+    if (answers.length > this.#maxJournalChars) throw answersTooLarge(this.#maxJournalChars)
     const now = this.#now()
     if (Object.keys(outstanding).length > 0) {
       return {
         inputRequests: JSON.stringify(outstanding),
-        inputResponses: JSON.stringify(responses),
+        inputResponses: answers,
         updatedAt: now,
       }
     }
@@ -365,7 +470,7 @@ export class TaskEngine<App> {
       status: 'working',
       statusMessage: 'Resuming with the answers received.',
       inputRequests: null,
-      inputResponses: JSON.stringify(responses),
+      inputResponses: answers,
       updatedAt: now,
       leaseOwner: leased ? this.#runner.owner : null,
       leaseExpiresAt: leased ? now + this.#leaseMs : null,
@@ -404,6 +509,6 @@ export class TaskEngine<App> {
     const now = this.#now()
     if (record.status === 'working' && leaseHeld(record, now))
       return record.cancelRequested ? undefined : { cancelRequested: true }
-    return cancelledPatch(now)
+    return cancelledPatch(record, { now, resultTtlMs: this.#resultTtlMs })
   }
 }

@@ -14,7 +14,8 @@
  * uses its own key, a later one (its answer was invalid, `askAgain`, the question changed) the key
  * with `#2`, `#3`… appended, skipping any key issued before. Also the facts about a record both
  * the runner and the wire methods decide on: whether a live lease holds it, whether it needs a
- * runner, and the patch that ends it. Runtime-neutral.
+ * runner, and the patch that ends it, which also brings its expiry forward to the end of the
+ * retention of an ended task. Runtime-neutral.
  */
 import type { Journal } from '../replay.ts'
 import type { TaskPatch, TaskRecord } from '../task-store.ts'
@@ -82,16 +83,27 @@ export function needsRunner(record: TaskRecord, now: number): boolean {
   return record.status === 'working' && record.expiresAt > now && !leaseHeld(record, now)
 }
 
-/** The patch that ends a task: clears what only a live task has (input, answers, lease). */
+/** When a task ends: now, and how long its record is kept from then on. */
+export interface TaskEnd {
+  now: number
+  resultTtlMs: number
+}
+
+/**
+ * The patch that ends `record` at `end.now`: clears what only a running task has (input, answers,
+ * lease), and keeps the record `end.resultTtlMs` more, never past its expiry.
+ */
 export function endedPatch(
+  record: Pick<TaskRecord, 'expiresAt'>,
   status: 'completed' | 'failed' | 'cancelled',
   fields: TaskPatch,
-  now: number
+  { now, resultTtlMs }: TaskEnd
 ): TaskPatch {
   return {
     status,
     ...fields,
     updatedAt: now,
+    expiresAt: Math.min(record.expiresAt, now + resultTtlMs),
     inputRequests: null,
     inputResponses: null,
     leaseOwner: null,
@@ -100,10 +112,11 @@ export function endedPatch(
 }
 
 /** The patch of a task ending `cancelled`, whoever ends it. */
-export function cancelledPatch(now: number): TaskPatch {
+export function cancelledPatch(record: Pick<TaskRecord, 'expiresAt'>, end: TaskEnd): TaskPatch {
   return endedPatch(
+    record,
     'cancelled',
     { statusMessage: "Cancelled at the client's request.", cancelRequested: true },
-    now
+    end
   )
 }

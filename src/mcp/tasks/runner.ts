@@ -17,7 +17,9 @@
  *   the task, the journal, and releases the lease; `tasks/update` makes the task runnable again;
  * - its end is one terminal write: `completed` with the tool's result (an `isError` result
  *   included), `failed` with the JSON-RPC error it threw (a -32021 for an ask the creating request
- *   cannot serve; anything but an `McpError` is a -32603 whose cause is logged), or `cancelled`;
+ *   cannot serve; anything but an `McpError` is a -32603 whose cause is logged), or `cancelled`,
+ *   which also brings the record's expiry forward to `resultTtlMs` after the end (never later than
+ *   it was): an ended task's outcome is kept only that long;
  * - `sweep()` is one pass of the takeover loop: it claims (CAS) working tasks whose lease is absent
  *   or expired, up to this replica's room (`maxRunning`), and runs them; `startTakeover` repeats it;
  * - `run(id, slice)` claims one task the same way and runs it in the caller's own time, resolving
@@ -50,6 +52,7 @@ import {
   readCall,
   readJournal,
   writeJournal,
+  type TaskEnd,
 } from './record.ts'
 
 /** Compare-and-set attempts of one write before the run gives up (the record kept changing). */
@@ -67,6 +70,8 @@ export interface TaskRunnerOptions<App> {
   maxRunning: number
   /** Largest journal a task may park with, in characters; past it the task fails. */
   maxJournalChars: number
+  /** How long an ended task's record is kept (never past its expiry). */
+  resultTtlMs: number
   now: () => number
 }
 
@@ -83,10 +88,6 @@ class LeaseLostError extends Error {
 
 const JOURNAL_FULL =
   'Internal error: this task has gathered more input than the server allows; start it again with valid answers.'
-
-function failed(error: McpError, now: number): TaskPatch {
-  return endedPatch('failed', { statusMessage: error.message, error: JSON.stringify(error) }, now)
-}
 
 /** A handler's context inside its task; see `ToolContext` for what changes. */
 class TaskHandlerContext<App> extends ReplayHandlerContext<App> {
@@ -116,6 +117,8 @@ class TaskHandlerContext<App> extends ReplayHandlerContext<App> {
 class TaskRun<App> {
   readonly id: string
   readonly #options: TaskRunnerOptions<App>
+  /** The record's expiry, which only the run's last write (the end) changes. */
+  readonly #expiry: Pick<TaskRecord, 'expiresAt'>
   readonly #abort = new AbortController()
   #version: number
   #stop: StopReason | undefined
@@ -138,6 +141,7 @@ class TaskRun<App> {
   constructor(options: TaskRunnerOptions<App>, record: TaskRecord) {
     this.#options = options
     this.id = record.id
+    this.#expiry = { expiresAt: record.expiresAt }
     this.#version = record.version
   }
 
@@ -175,7 +179,7 @@ class TaskRun<App> {
     const tool = server.tools.get(record.tool)
     if (!tool) {
       const error = new McpError(ErrorCode.InvalidParams, `Unknown tool: ${record.tool}`)
-      return this.#finish(() => failed(error, now()))
+      return this.#finish(() => this.#failed(error))
     }
     const call = readCall(record.args)
     const journal = readJournal(record.journal)
@@ -214,19 +218,17 @@ class TaskRun<App> {
 
     if (this.#stop) return this.#settleStopped()
     const missing = replay.missingCapability
-    if (missing) return this.#finish(() => failed(missing, now()))
+    if (missing) return this.#finish(() => this.#failed(missing))
     if (replay.suspended) {
       const inputRequests = JSON.stringify(issueKeys(replay.inputRequests(), this.#issued))
       const journalText = writeJournal({ replay: replay.journal(), issued: this.#issued })
       if (journalText.length > this.#options.maxJournalChars) {
-        return this.#finish(() =>
-          failed(new McpError(ErrorCode.InternalError, JOURNAL_FULL), now())
-        )
+        return this.#finish(() => this.#failed(new McpError(ErrorCode.InternalError, JOURNAL_FULL)))
       }
       // A cancel seen while writing this (the CAS missed) ends the task: nothing would run it again.
       return this.#finish(() =>
         this.#stop === 'cancel'
-          ? cancelledPatch(now())
+          ? cancelledPatch(this.#expiry, this.#end())
           : {
               status: 'input_required',
               statusMessage: 'Waiting for input from the client.',
@@ -241,7 +243,9 @@ class TaskRun<App> {
     }
     if (result !== undefined) {
       const text = JSON.stringify(result)
-      return this.#finish(() => endedPatch('completed', { result: text }, now()))
+      return this.#finish(() =>
+        endedPatch(this.#expiry, 'completed', { result: text }, this.#end())
+      )
     }
     let error: McpError
     if (thrown instanceof McpError) {
@@ -251,14 +255,25 @@ class TaskRun<App> {
       logger.error('task failed', { task: this.id, tool: record.tool, error: String(thrown) })
       error = new McpError(ErrorCode.InternalError, INTERNAL_ERROR_MESSAGE)
     }
-    return this.#finish(() => failed(error, now()))
+    return this.#finish(() => this.#failed(error))
+  }
+
+  /** Now, as the moment the task ends, and how long its record is kept from then. */
+  #end(): TaskEnd {
+    return { now: this.#options.now(), resultTtlMs: this.#options.resultTtlMs }
+  }
+
+  /** The patch that ends the task `failed` with the JSON-RPC error `error`. */
+  #failed(error: McpError): TaskPatch {
+    const fields = { statusMessage: error.message, error: JSON.stringify(error) }
+    return endedPatch(this.#expiry, 'failed', fields, this.#end())
   }
 
   /** The end of a stopped run: none after a lost lease, `cancelled`, or the lease released. */
   #settleStopped(): Promise<void> {
     switch (this.#stop) {
       case 'cancel':
-        return this.#finish(() => cancelledPatch(this.#options.now()))
+        return this.#finish(() => cancelledPatch(this.#expiry, this.#end()))
       case 'release':
         return this.#finish(() => ({ leaseOwner: null, leaseExpiresAt: null }))
       default:
