@@ -13,10 +13,11 @@
  * The interactive flows are in `legacy-flows.test.ts`, the GET stream in `legacy-stream.test.ts`.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createApp } from '../../src/app.ts'
+import { createApp, notesServer } from '../../src/app.ts'
 import { tokenPrincipal } from '../../src/auth/bearer.ts'
 import { parseConfig } from '../../src/config.ts'
 import { InProcessEventBus } from '../../src/mcp/events.ts'
+import { createMcpHandler } from '../../src/mcp/handler.ts'
 import { generateKey, importKeyRing, type RawKey } from '../../src/mcp/key-ring.ts'
 import { HEADER_SESSION_ID } from '../../src/mcp/legacy/protocol.ts'
 import {
@@ -709,6 +710,23 @@ describe('what one principal may keep in the store', () => {
         id: 'sub',
       })
     ).message
+
+  it.each([0, -1, 1.5, Number.NaN, 2 ** 53])(
+    'refuses %s as a cap on what one principal keeps, when the handler is built',
+    (cap) => {
+      for (const limits of [{ sessionsPerPrincipal: cap }, { subscriptionsPerPrincipal: cap }]) {
+        const build = () =>
+          createMcpHandler({
+            server: notesServer,
+            app: {} as never,
+            sealer,
+            bus,
+            legacy: { sessions: limitedStore, limits },
+          })
+        expect(build).toThrow(RangeError)
+      }
+    }
+  )
 
   it('refuses a subscription loop across sessions at the principal’s cap with a clear error, until some end', async () => {
     const headers = await bearer('subscriber')
