@@ -1,7 +1,8 @@
 -- notes-mcp schema, step 5, for both SQLite-dialect adapters (see src/storage/sql-store.ts): 2025-era
--- sessions are recorded by `initialize` with their principal and the expiry sealed in their id, and a
--- session is live only while its row exists (DELETE removes it), so that a principal's sessions and
--- subscriptions can be capped (src/mcp/session-store.ts) and an ended session can never come back.
+-- sessions are recorded by `initialize` with their principal, creation time and the expiry sealed in
+-- their id, and a session is live only while its row exists (DELETE removes it), so that a principal's
+-- sessions and subscriptions can be capped (src/mcp/session-store.ts: a new session at the cap ends
+-- the oldest-created ones) and an ended session can never come back.
 --
 -- Both tables are rebuilt rather than altered: every row of step 3 belongs to a session that this
 -- step no longer counts as live (its id was never recorded), so none is worth keeping, and SQLite
@@ -12,19 +13,22 @@ DROP TABLE sessions;
 
 DROP TABLE session_subscriptions;
 
--- One row per live session: its principal, the level of logging/setLevel, the id's own expiry.
+-- One row per live session: its principal, the level of logging/setLevel, when it was created (by
+-- the clock of the replica that ran initialize) and the id's own expiry.
 CREATE TABLE sessions (
   sid TEXT PRIMARY KEY,
   principal TEXT NOT NULL,
   log_level TEXT CHECK (log_level IN
     ('debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency')),
+  created_at INTEGER NOT NULL,
   expires_at INTEGER NOT NULL
 ) WITHOUT ROWID;
 
 CREATE INDEX sessions_by_expiry ON sessions (expires_at);
 
--- The cap on a principal's live sessions counts its unexpired rows through this index.
-CREATE INDEX sessions_by_principal ON sessions (principal, expires_at);
+-- The cap on a principal's live sessions reads its rows through this index, newest first (the
+-- order of eviction, ties by sid), their expiry included.
+CREATE INDEX sessions_by_principal ON sessions (principal, created_at, sid, expires_at);
 
 -- resources/subscribe of a live session, with the session's principal and expiry (at most
 -- MAX_SUBSCRIPTIONS_PER_SESSION per sid, and a cap per principal counted through the second index).

@@ -54,7 +54,8 @@ const EnvSchema = z.object({
   SESSION_TTL_SECONDS: int(60, MAX_SESSION_TTL_SECONDS).default(DEFAULT_SESSION_TTL_SECONDS),
   /**
    * What one principal may keep in the store for its 2025-era sessions (`mcp/session-store.ts`):
-   * live sessions (`initialize` beyond them is refused) and resource subscriptions across them.
+   * live sessions (an `initialize` beyond them ends the oldest) and resource subscriptions across
+   * them (one more `resources/subscribe` is refused).
    */
   MAX_SESSIONS_PER_PRINCIPAL: int(1, MAX_PRINCIPAL_CAP).default(DEFAULT_MAX_SESSIONS_PER_PRINCIPAL),
   MAX_SUBSCRIPTIONS_PER_PRINCIPAL: int(1, MAX_PRINCIPAL_CAP).default(

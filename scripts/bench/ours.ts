@@ -63,7 +63,8 @@ if (process.env.BENCH_APP === 'notes') {
     sealer,
     bus,
     // No cap on the sessions of one principal: the legacy_session scenario opens tens of
-    // thousands, all of the one local principal, which the default cap would refuse after 1,000.
+    // thousands, all of the one local principal, and past the default cap of 1,000 every one would
+    // also end the oldest, which is not the cost this scenario measures.
     legacy: { sessions: store, limits: { sessionsPerPrincipal: Infinity } },
     streamLimits: new StreamLimits(config.streamLimits),
     telemetry,

@@ -3,9 +3,10 @@
  * What the engine keeps in the shared store for 2025-era clients (design §9). A 2025 session itself is
  * a sealed token (`Mcp-Session-Id`) that every replica opens without a lookup of its contents; the
  * store keeps, keyed by the session's random id (`sid`, never the token):
- * - the session's record, written by `initialize` with the session's principal and the expiry sealed
- *   in its id: a session is live only while its record is there, so `DELETE` (which removes it) ends
- *   the session on every replica for good — nothing expires sooner than the id and lets it back in;
+ * - the session's record, written by `initialize` with the session's principal, its creation time
+ *   and the expiry sealed in its id: a session is live only while its record is there, so `DELETE`
+ *   (which removes it) ends the session on every replica for good — nothing expires sooner than the
+ *   id and lets it back in;
  * - the log level set by `logging/setLevel`, in that record;
  * - the resource subscriptions of `resources/subscribe`, which live exactly as long as their session
  *   (bounded per session and, across all its sessions, per principal);
@@ -14,12 +15,17 @@
  *   `deliverInput`s it (only into a row that is expected, unanswered and unexpired), and the waiting
  *   replica `takeInput`s it once the event bus (or its own polling) says it arrived.
  *
- * Bounds: a principal holds at most a cap of live sessions and a cap of subscriptions across them,
- * decided by the insert itself (a conditional insert, serialised per principal where the database
- * would otherwise let two replicas both take the last place), so no loop of requests grows the store
- * without bound and no race exceeds a cap. Only unexpired rows count. Every row carries an expiry
- * (milliseconds since the epoch) and is removed by the adapter's purge of expired rows. Adapters
- * (node:sqlite, PostgreSQL, D1) pass one contract suite (`tests/support/store-contract.ts`).
+ * Bounds: a principal holds at most a cap of live sessions and a cap of subscriptions across them, so
+ * no loop of requests grows the store without bound. A new session is always recorded: at the cap it
+ * ends the principal's oldest-created live sessions, with their subscriptions, in the same atomic step
+ * as its insert (many hosts open a session per start and never end one; refusing would lock the
+ * person out for a session lifetime, while an ended session's client gets 404 and initializes again,
+ * as the 2025 transport specifies). A subscription beyond the cap is refused (the client asked for
+ * it, and can unsubscribe). Each cap is decided in the database (conditional statements, serialised
+ * per principal where the database would otherwise let two replicas both take the last place), so
+ * no race exceeds it. Only unexpired rows count. Every row carries an expiry (milliseconds since the
+ * epoch) and is removed by the adapter's purge of expired rows. Adapters (node:sqlite, PostgreSQL,
+ * D1) pass one contract suite (`tests/support/store-contract.ts`).
  */
 import type { LogLevel } from './protocol.ts'
 
@@ -27,10 +33,10 @@ import type { LogLevel } from './protocol.ts'
 export const MAX_SUBSCRIPTIONS_PER_SESSION = 100
 
 /**
- * Default most live 2025 sessions of one principal (`MAX_SESSIONS_PER_PRINCIPAL`). A host opens one
- * per start and many never end theirs, so a person's hosts may hold dozens over a week's session
- * lifetime; a thousand leaves them far more than that, while a loop of `initialize` stops at a few
- * hundred kilobytes of records.
+ * Default most live 2025 sessions of one principal (`MAX_SESSIONS_PER_PRINCIPAL`; the next
+ * `initialize` ends the oldest). A host opens one per start and many never end theirs, so a person's
+ * hosts may hold dozens over a week's session lifetime; a thousand keeps every session in real use
+ * alive far past that, while a loop of `initialize` holds at most a few hundred kilobytes of records.
  */
 export const DEFAULT_MAX_SESSIONS_PER_PRINCIPAL = 1_000
 
@@ -64,9 +70,11 @@ export type SubscribeOutcome = 'subscribed' | 'session_full' | 'principal_full' 
 
 export interface SessionStore {
   /**
-   * Records the new session `sid` of `principal`, live until `expiresAt` (the expiry sealed in its
-   * id). Answers false, recording nothing, when `principal` already holds `maxPerPrincipal` sessions
-   * live at `now` (`Infinity`: no cap).
+   * Records the new session `sid` of `principal`, created at `now` and live until `expiresAt` (the
+   * expiry sealed in its id). When `principal` holds `maxPerPrincipal` or more sessions live at `now`
+   * (`Infinity`: no cap), it first ends as many of them as leave room for this one, the oldest created
+   * first (ties by sid), with their subscriptions, in one atomic step with the insert: the principal
+   * never holds more than the cap, however many creations race. Answers how many sessions it ended.
    */
   createSession(
     sid: string,
@@ -74,7 +82,7 @@ export interface SessionStore {
     expiresAt: number,
     now: number,
     maxPerPrincipal: number
-  ): Promise<boolean>
+  ): Promise<number>
   /** The record of session `sid`; `undefined` when it was never created or has ended. */
   getSession(sid: string): Promise<SessionRecord | undefined>
   /** Records the session's log level (last write wins); nothing for a session not recorded. */

@@ -136,11 +136,12 @@ const MIGRATIONS: ReadonlyArray<{ version: number; statements: readonly string[]
     ],
   },
   {
-    // 2025-era sessions are recorded by initialize with their principal and the expiry sealed in
-    // their id, and live only while their row exists (mcp/session-store.ts): the caps on a
-    // principal's live sessions and subscriptions count its unexpired rows through the *_by_principal
-    // indexes, and a DELETEd session can never come back. The tables are rebuilt: every row of
-    // step 3 belongs to a session this step no longer counts as live (its id was never recorded).
+    // 2025-era sessions are recorded by initialize with their principal, creation time and the
+    // expiry sealed in their id, and live only while their row exists (mcp/session-store.ts): the
+    // caps on a principal's live sessions and subscriptions read its rows through the *_by_principal
+    // indexes (sessions newest first, the order in which one created at the cap ends the oldest),
+    // and a DELETEd session can never come back. The tables are rebuilt: every row of step 3
+    // belongs to a session this step no longer counts as live (its id was never recorded).
     version: 5,
     statements: [
       `DROP TABLE sessions`,
@@ -150,10 +151,12 @@ const MIGRATIONS: ReadonlyArray<{ version: number; statements: readonly string[]
         principal text COLLATE "C" NOT NULL,
         log_level text CHECK (log_level IN
           ('debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency')),
+        created_at bigint NOT NULL,
         expires_at bigint NOT NULL
       )`,
       `CREATE INDEX sessions_by_expiry ON sessions (expires_at)`,
-      `CREATE INDEX sessions_by_principal ON sessions (principal, expires_at)`,
+      `CREATE INDEX sessions_by_principal ON sessions (principal, created_at, sid)
+        INCLUDE (expires_at)`,
       `CREATE TABLE session_subscriptions (
         sid text COLLATE "C" NOT NULL,
         uri text COLLATE "C" NOT NULL,

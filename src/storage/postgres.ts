@@ -4,9 +4,9 @@
  * sharing one database. It owns every statement of the store: the single-use keys that make deletes
  * (of one note, or of a chosen set in one transaction) and share publications happen at most once
  * across every replica, the optimistic concurrency of updates, what 2025-era sessions keep
- * (`SessionStore`: live sessions and log levels, subscriptions, input slots), the records of tasks
- * (`TaskStore`), the idempotent import of notes, and the purge of expired rows. It has the semantics
- * of the SQLite-dialect store (`sql-store.ts`). The schema and its migrations are
+ * (`SessionStore`: live sessions, their creation times and log levels, subscriptions, input slots),
+ * the records of tasks (`TaskStore`), the idempotent import of notes, and the purge of expired rows.
+ * It has the semantics of the SQLite-dialect store (`sql-store.ts`). The schema and its migrations are
  * `postgres-schema.ts`'s, the search text builders `postgres-search.ts`'s.
  *
  * Concurrency: every check-and-set (note or task version, share status, single-use key, published
@@ -14,8 +14,9 @@
  * `INSERT … ON CONFLICT DO NOTHING` on a unique key, a row lock — never in memory; multi-statement
  * writes run in one transaction. The caps on a principal's sessions, subscriptions and live tasks
  * are each counted under a per-principal advisory lock (READ COMMITTED alone would let two replicas
- * both take the last place). A purge takes its rows with `FOR UPDATE SKIP LOCKED`, so replicas
- * sweeping at once never wait on each other.
+ * both take the last place); a session created at the cap ends the principal's oldest-created ones,
+ * with their subscriptions, under that lock and in the same transaction as its insert. A purge takes
+ * its rows with `FOR UPDATE SKIP LOCKED`, so replicas sweeping at once never wait on each other.
  *
  * Text: PostgreSQL `text` cannot hold U+0000, so every string crosses the boundary through a reversible,
  * order- and prefix-preserving escape (U+0000 ⇄ U+0001 U+0001, U+0001 ⇄ U+0001 U+0002); stored values are
@@ -91,13 +92,13 @@ import { migrateSchema } from './postgres-schema.ts'
 import { RANK_WEIGHTS, tsqueryLiteral, tsvectorLiteral } from './postgres-search.ts'
 
 /**
- * First key of the transaction-scoped advisory lock that serialises `addSubscription`s of one
- * principal (the second is a hash of the principal); the two-key space never meets the migration
- * lock's bigint key.
+ * First key of the transaction-scoped advisory lock that serialises the `createSession`s and
+ * `addSubscription`s of one principal (the second is a hash of the principal): neither cap's count
+ * can race another replica's insert, and a subscription added to a session that a creation ends for
+ * the cap is either seen and removed with it or refused for a session that is gone. The two-key space
+ * never meets the migration lock's bigint key.
  */
-const SUBSCRIPTION_LOCK_CLASS = 0x6e6d7375 // "nmsu"
-/** First key of the lock that serialises `createSession`s of one principal (the second: its hash). */
-const SESSION_CAP_LOCK_CLASS = 0x6e6d7365 // "nmse"
+const PRINCIPAL_SESSIONS_LOCK_CLASS = 0x6e6d7365 // "nmse"
 /** First key of the lock that serialises `createTask`s of one principal (the second: its hash). */
 const TASK_CAP_LOCK_CLASS = 0x6e6d7461 // "nmta"
 
@@ -448,19 +449,32 @@ export class PostgresNotesStore implements NotesStore {
     expiresAt: number,
     now: number,
     maxPerPrincipal: number
-  ): Promise<boolean> {
+  ): Promise<number> {
     const owner = enc(principal)
     const cap = capParam(maxPerPrincipal)
     return this.#ready.begin(async (tx) => {
-      // Creations for one principal are serialised, so the count cannot race another replica's.
-      await tx`SELECT pg_advisory_xact_lock(${SESSION_CAP_LOCK_CLASS}, hashtext(${owner}))`
-      const created = await tx`
-        INSERT INTO sessions (sid, principal, expires_at)
-        SELECT ${enc(sid)}, ${owner}, ${expiresAt}
-        WHERE ${cap}::bigint IS NULL OR (
-          SELECT count(*) FROM sessions WHERE principal = ${owner} AND expires_at > ${now}
-        ) < ${cap}::bigint`
-      return created.count > 0
+      let evicted = 0
+      if (cap !== null) {
+        await tx`SELECT pg_advisory_xact_lock(${PRINCIPAL_SESSIONS_LOCK_CLASS}, hashtext(${owner}))`
+        // The principal's live sessions beyond the newest cap - 1, oldest created first (ties by
+        // sid), end with their subscriptions to make room for this one.
+        const [row] = await tx<Array<{ evicted: number }>>`
+          WITH ended AS (
+            DELETE FROM sessions WHERE sid IN (
+              SELECT sid FROM sessions WHERE principal = ${owner} AND expires_at > ${now}
+              ORDER BY created_at DESC, sid DESC OFFSET ${cap - 1}
+            )
+            RETURNING sid
+          ), unsubscribed AS (
+            DELETE FROM session_subscriptions WHERE sid IN (SELECT sid FROM ended)
+          )
+          SELECT count(*)::int AS evicted FROM ended`
+        evicted = row?.evicted ?? 0
+      }
+      await tx`
+        INSERT INTO sessions (sid, principal, created_at, expires_at)
+        VALUES (${enc(sid)}, ${owner}, ${now}, ${expiresAt})`
+      return evicted
     })
   }
 
@@ -495,10 +509,11 @@ export class PostgresNotesStore implements NotesStore {
         FROM sessions WHERE sid = ${enc(sid)} AND expires_at > ${now}`
       const [session] = await live()
       if (session === undefined) return 'no_session'
-      // Adds for one principal (so for each of its sessions) are serialised, so neither count below
-      // can race another replica's add.
-      await tx`
-        SELECT pg_advisory_xact_lock(${SUBSCRIPTION_LOCK_CLASS}, hashtext(${session.principal}))`
+      // Adds for one principal (so for each of its sessions) are serialised with each other and with
+      // its creations, so neither count below can race another replica's add, and a creation that
+      // ends this session for the cap does so before this insert or sees (and removes) its row.
+      await tx`SELECT pg_advisory_xact_lock(
+        ${PRINCIPAL_SESSIONS_LOCK_CLASS}, hashtext(${session.principal}))`
       const held = await tx`
         INSERT INTO session_subscriptions (sid, uri, principal, expires_at)
         SELECT s.sid, ${enc(uri)}, s.principal, s.expires_at FROM sessions AS s

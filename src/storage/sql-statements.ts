@@ -50,6 +50,15 @@ const TASK_ASSIGNMENTS = Object.values(TASK_PATCH_COLUMNS)
 /** The key of the `tasks_runnable` index: 0 for a task without a lease. */
 const LEASE_KEY = 'coalesce(lease_expires_at, 0)'
 
+/**
+ * ?1 principal, ?2 now, ?3 most live sessions of the principal: the sids of its sessions live at ?2
+ * beyond the newest ?3 - 1, which `createSession` ends to make room for one more — the oldest created
+ * first (ties by sid). Read newest first from the `sessions_by_principal` index alone.
+ */
+const SESSIONS_OVER_CAP = `
+  SELECT sid FROM sessions WHERE principal = ?1 AND expires_at > ?2
+  ORDER BY created_at DESC, sid DESC LIMIT -1 OFFSET ?3 - 1`
+
 /** The condition that the once-key bound at placeholder `key` carries this call's claim (at `claim`). */
 const CLAIMED = (key: string, claim: string) =>
   `EXISTS (SELECT 1 FROM used_keys WHERE once_key = ${key} AND claim = ${claim})`
@@ -167,16 +176,16 @@ export const SQL = {
       SELECT once_key FROM used_keys WHERE used_at <= ?1 LIMIT ?2
     )`,
   /**
-   * ?1 sid, ?2 principal, ?3 expires at, ?4 now, ?5 most live sessions of the principal (NULL: no
-   * cap). Returns a row only when it recorded the session: the principal held fewer unexpired
-   * sessions than ?5 (writes are serialised, so the count and the insert cannot be split).
+   * ?1 principal, ?2 now, ?3 most live sessions of the principal (this and the next, then
+   * `createSession`, run as one batch, so that the principal never holds more than ?3): end the
+   * principal's sessions beyond the newest ?3 - 1, their subscriptions first; the second returns a
+   * row per session it ended.
    */
+  evictSubscriptions: `DELETE FROM session_subscriptions WHERE sid IN (${SESSIONS_OVER_CAP})`,
+  evictSessions: `DELETE FROM sessions WHERE sid IN (${SESSIONS_OVER_CAP}) RETURNING sid`,
+  /** ?1 sid, ?2 principal, ?3 now (its creation), ?4 expires at. */
   createSession: `
-    INSERT INTO sessions (sid, principal, expires_at)
-    SELECT ?1, ?2, ?3
-    WHERE ?5 IS NULL
-      OR (SELECT count(*) FROM sessions WHERE principal = ?2 AND expires_at > ?4) < ?5
-    RETURNING sid`,
+    INSERT INTO sessions (sid, principal, created_at, expires_at) VALUES (?1, ?2, ?3, ?4)`,
   /** ?1 sid. */
   getSession: `SELECT log_level FROM sessions WHERE sid = ?1`,
   /** ?1 sid, ?2 level. */

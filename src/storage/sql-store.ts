@@ -11,7 +11,8 @@
  * wrangler applies to D1 and the node:sqlite driver reads and applies (files, not a TypeScript module,
  * because wrangler needs them on disk anyway); the statements are `sql-statements.ts`'s. Besides
  * notes and shares the store keeps what 2025-era sessions need (`SessionStore`): live sessions with
- * their principal and log level (at most the caller's cap per principal), subscriptions (at most
+ * their principal, creation time and log level (at most the caller's cap per principal: a new one
+ * at the cap ends the oldest-created, with their subscriptions), subscriptions (at most
  * `MAX_SUBSCRIPTIONS_PER_SESSION` per session and the caller's cap per principal, each living as
  * long as its session), and input slots; and the records of tasks (`TaskStore`, at most the
  * caller's cap of live ones per principal). Expired rows are purged with `purgeExpired` (spent
@@ -21,13 +22,15 @@
  * Atomicity is reached the way D1 allows, which is also correct on node:sqlite: D1 has no
  * interactive transaction, only single statements and `batch()` (one transaction, all or nothing,
  * nothing read in between). So every check-and-set (note version, share status, input slot, task
- * version, the live-task cap, the caps on sessions and subscriptions) is one conditional statement
- * whose outcome is read from `RETURNING` or its change count, and a follow-up read only explains a
- * miss, never decides. `importNotes` is one batch of conditional inserts, each answering whether it
- * created its note. A single-use key is spent in a batch that inserts `(once_key, claim)` with a
- * fresh random claim (`ON CONFLICT DO NOTHING`); the later statements of the same batch act only
- * where that claim is found, i.e. only when this call spent the key: `deleteMany` is that batch
- * with one `DELETE … RETURNING` of every listed note (`delete` is its one-id case).
+ * version, the live-task cap, the cap on subscriptions) is one conditional statement whose outcome
+ * is read from `RETURNING` or its change count, and a follow-up read only explains a miss, never
+ * decides. `createSession` at the cap is one batch: end the sessions beyond the newest cap - 1 (their
+ * subscriptions, then them), then insert, so no two creations both take the last place.
+ * `importNotes` is one batch of conditional inserts, each answering whether it created its note. A
+ * single-use key is spent in a batch that inserts `(once_key, claim)` with a fresh random claim
+ * (`ON CONFLICT DO NOTHING`); the later statements of the same batch act only where that claim is
+ * found, i.e. only when this call spent the key: `deleteMany` is that batch with one
+ * `DELETE … RETURNING` of every listed note (`delete` is its one-id case).
  *
  * Search: free text is reduced to word tokens (letters, digits) and each token is quoted as an FTS5
  * string, so no character of user input reaches the FTS5 query syntax. Every word must match, the last
@@ -320,9 +323,21 @@ export class SqlNotesStore implements NotesStore {
     expiresAt: number,
     now: number,
     maxPerPrincipal: number
-  ): Promise<boolean> {
-    const params = [sid, principal, expiresAt, now, capParam(maxPerPrincipal)]
-    return (await this.#db.get(SQL.createSession, params)) !== undefined
+  ): Promise<number> {
+    const db = this.#db
+    const create = { sql: SQL.createSession, params: [sid, principal, now, expiresAt] }
+    const cap = capParam(maxPerPrincipal)
+    if (cap === null) {
+      await db.run(create.sql, create.params)
+      return 0
+    }
+    const overCap = [principal, now, cap]
+    const [, evicted] = await db.batch([
+      { sql: SQL.evictSubscriptions, params: overCap },
+      { sql: SQL.evictSessions, params: overCap },
+      create,
+    ])
+    return evicted?.length ?? 0
   }
 
   async getSession(sid: string): Promise<SessionRecord | undefined> {

@@ -19,6 +19,7 @@ import {
   toolError,
   type ReplayContext,
 } from '../../src/mcp/definitions.ts'
+import type { McpLogger } from '../../src/mcp/dispatch.ts'
 import type { EventBus, ServerEvent } from '../../src/mcp/events.ts'
 import { createMcpHandler } from '../../src/mcp/handler.ts'
 import type { StateSealer } from '../../src/mcp/sealed-state.ts'
@@ -510,6 +511,8 @@ export interface FixtureDeps {
   taskScheduler?: TaskScheduler
   /** Names this replica in task leases and logs. */
   replicaId?: string
+  /** Where the engine logs (default: the console). */
+  logger?: McpLogger
 }
 
 export function createFixtureApp(
@@ -522,6 +525,7 @@ export function createFixtureApp(
     answerPollMs,
     taskScheduler,
     replicaId = 'fixture',
+    logger,
   }: FixtureDeps
 ): Hono {
   const handler = createMcpHandler({
@@ -529,6 +533,7 @@ export function createFixtureApp(
     app: { bus },
     sealer,
     bus,
+    logger,
     shutdown,
     legacy: sessions && {
       sessions,

@@ -2,10 +2,12 @@
  * @module tests/support/store-contract
  * The contract every `NotesStore` adapter passes (node:sqlite, PostgreSQL, D1): one vitest `describe`
  * block exercising the whole interface through the interface only, including the `SessionStore` of
- * 2025-era sessions (with the adversarial cases of the answer rendezvous), the `TaskStore` of tasks
- * (compare-and-set, clearing fields, large payloads, which tasks are runnable, the cap on a
- * principal's live tasks, also under creations issued together), the idempotent
- * `importNotes` and the all-or-nothing `deleteMany`, and the purge of expired rows. Each test takes a
+ * 2025-era sessions (the caps per principal: a new session at the cap ends the oldest-created ones
+ * with their subscriptions, also under creations issued together; the adversarial cases of the
+ * answer rendezvous), the `TaskStore` of tasks (compare-and-set, clearing fields, large payloads,
+ * which tasks are runnable, the cap on a principal's live tasks, also under creations issued
+ * together), the idempotent `importNotes` and the all-or-nothing `deleteMany`, and the purge of
+ * expired rows. Each test takes a
  * store from `makeStore` (already migrated) and invents its own principals,
  * note contents, share ids, session ids and once-keys with random suffixes, so adapters may hand out
  * a fresh database per test or one shared database.
@@ -1169,7 +1171,13 @@ export function describeNotesStoreContract(
 
       /** Records session `id` of `principal`, created at T0 and live until `expiresAt`. */
       async function open(id: string, principal = alice, expiresAt = LIVE): Promise<void> {
-        expect(await store.createSession(id, principal, expiresAt, T0, ROOMY)).toBe(true)
+        expect(await store.createSession(id, principal, expiresAt, T0, ROOMY)).toBe(0)
+      }
+
+      /** Which of `ids` the store holds the record of a session of (expired or not). */
+      async function recordedOf(ids: readonly string[]): Promise<string[]> {
+        const records = await Promise.all(ids.map((id) => store.getSession(id)))
+        return ids.filter((_, i) => records[i] !== undefined)
       }
 
       const subscribe = (id: string, uri: string, now = T0, cap = ROOMY) =>
@@ -1306,43 +1314,96 @@ export function describeNotesStoreContract(
         }
       })
 
-      it('a principal holds at most its cap of live sessions; a refused one is stored nowhere', async () => {
+      it("at its cap, a principal's new session ends its oldest-created live one, with that one's subscriptions", async () => {
         const cap = 3
-        const sids = Array.from({ length: cap + 1 }, () => unique('sid'))
-        for (const id of sids.slice(0, cap)) {
-          expect(await store.createSession(id, alice, LIVE, T0, cap)).toBe(true)
+        const sids = Array.from({ length: cap + 2 }, () => unique('sid'))
+        const [first, second] = sids as [string, string]
+        // Created one millisecond apart; the oldest lives longest, so expiry decides nothing.
+        for (const [i, id] of sids.slice(0, cap).entries()) {
+          expect(await store.createSession(id, alice, LIVE + (cap - i) * HOUR, T0 + i, cap)).toBe(0)
         }
-        const refused = sids[cap] as string
-        expect(await store.createSession(refused, alice, LIVE, T0, cap)).toBe(false)
-        expect(await store.getSession(refused)).toBeUndefined()
-        expect(await subscribe(refused, 'note://n_1')).toBe('no_session')
-        // Another principal has its own room; ending one of alice's sessions makes room for one.
-        expect(await store.createSession(unique('sid'), bob, LIVE, T0, cap)).toBe(true)
-        await store.endSession(sids[0] as string)
-        expect(await store.createSession(refused, alice, LIVE, T0, cap)).toBe(true)
-        expect(await store.createSession(unique('sid'), alice, LIVE, T0, cap)).toBe(false)
+        expect(await subscribe(first, 'note://n_1')).toBe('subscribed')
+        const bobs = unique('sid')
+        await open(bobs, bob)
+        expect(await subscribe(bobs, 'note://n_1')).toBe('subscribed')
+
+        expect(await store.createSession(sids[cap]!, alice, LIVE, T0 + cap, cap)).toBe(1)
+        expect(await recordedOf(sids)).toStrictEqual(sids.slice(1, cap + 1))
+        expect(await store.isSubscribed(first, 'note://n_1')).toBe(false)
+        expect(await subscribe(first, 'note://n_2')).toBe('no_session')
+        // The next one ends the next oldest; another principal's sessions are not touched.
+        expect(await store.createSession(sids[cap + 1]!, alice, LIVE, T0 + cap + 1, cap)).toBe(1)
+        expect(await store.getSession(second)).toBeUndefined()
+        expect(await recordedOf(sids)).toStrictEqual(sids.slice(2))
+        expect(await store.getSession(bobs)).toStrictEqual({})
+        expect(await store.isSubscribed(bobs, 'note://n_1')).toBe(true)
       })
 
-      it('sessions that have expired do not count against the cap, purged or not', async () => {
-        const cap = 2
+      it("an ended session's subscriptions free their places in the principal's cap of subscriptions", async () => {
+        const cap = MAX_SUBSCRIPTIONS_PER_SESSION
+        const uri = (i: number) => `note://n_${i}`
+        expect(await store.createSession(sid, alice, LIVE, T0, 2)).toBe(0)
+        for (let i = 0; i < cap; i++)
+          expect(await subscribe(sid, uri(i), T0, cap)).toBe('subscribed')
+        expect(await store.createSession(other, alice, LIVE, T0 + 1, 2)).toBe(0)
+        expect(await subscribe(other, uri(0), T0 + 1, cap)).toBe('principal_full')
+        // A third session at the cap of two ends the first and every place it held.
+        const third = unique('sid')
+        expect(await store.createSession(third, alice, LIVE, T0 + 2, 2)).toBe(1)
         for (let i = 0; i < cap; i++) {
-          expect(await store.createSession(unique('sid'), alice, T0 + HOUR, T0, cap)).toBe(true)
+          expect(await subscribe(i % 2 ? other : third, uri(i), T0 + 2, cap)).toBe('subscribed')
+        }
+        expect(await subscribe(third, uri(-1), T0 + 2, cap)).toBe('principal_full')
+      })
+
+      it('a principal over its cap (a lower cap than before) keeps only its newest sessions and the new one', async () => {
+        const sids = Array.from({ length: 5 }, () => unique('sid'))
+        for (const [i, id] of sids.entries()) {
+          expect(await store.createSession(id, alice, LIVE, T0 + i, ROOMY)).toBe(0)
         }
         const late = unique('sid')
-        expect(await store.createSession(late, alice, LIVE + HOUR, T0 + HOUR - 1, cap)).toBe(false)
-        expect(await store.createSession(late, alice, LIVE + HOUR, T0 + HOUR, cap)).toBe(true)
+        expect(await store.createSession(late, alice, LIVE, T0 + 10, 2)).toBe(4)
+        expect(await recordedOf([...sids, late])).toStrictEqual([sids[4], late])
+      })
+
+      it('sessions that have expired are neither counted against the cap nor ended for it, purged or not', async () => {
+        const cap = 2
+        const old = [unique('sid'), unique('sid')]
+        for (const [i, id] of old.entries()) {
+          expect(await store.createSession(id, alice, T0 + HOUR, T0 + i, cap)).toBe(0)
+        }
+        const [kept, late] = [unique('sid'), unique('sid')]
+        // While both are live, a third ends the older of them.
+        expect(await store.createSession(kept, alice, LIVE + HOUR, T0 + HOUR - 1, cap)).toBe(1)
+        expect(await recordedOf([...old, kept])).toStrictEqual([old[1], kept])
+        // Once the other has expired it holds no place: one more leaves `kept` alone.
+        expect(await store.createSession(late, alice, LIVE + HOUR, T0 + HOUR, cap)).toBe(0)
+        expect(await store.getSession(kept)).toStrictEqual({})
         expect(await store.getSession(late)).toStrictEqual({})
       })
 
-      it('of session creations issued together beyond the cap, exactly the cap succeed', async () => {
+      it('of session creations issued together at the cap, every one is recorded and the principal never holds more than the cap', async () => {
         const cap = 4
-        const sids = Array.from({ length: 12 }, () => unique('sid'))
-        const created = await Promise.all(
-          sids.map((id) => store.createSession(id, alice, LIVE, T0, cap))
+        const older = Array.from({ length: cap }, () => unique('sid'))
+        for (const [i, id] of older.entries()) {
+          expect(await store.createSession(id, alice, LIVE, T0 + i, cap)).toBe(0)
+        }
+        // As many newer ones as the cap, issued together: each ends one older session, whichever
+        // order they run in, so the newest are the ones kept.
+        const newer = Array.from({ length: cap }, () => unique('sid'))
+        const evicted = await Promise.all(
+          newer.map((id, i) => store.createSession(id, alice, LIVE, T0 + 10 + i, cap))
         )
-        expect(created.filter(Boolean)).toHaveLength(cap)
-        const recorded = await Promise.all(sids.map((id) => store.getSession(id)))
-        expect(recorded.filter((record) => record !== undefined)).toHaveLength(cap)
+        expect(evicted).toStrictEqual(newer.map(() => 1))
+        expect(await recordedOf([...older, ...newer])).toStrictEqual(newer)
+        // Three times the cap more: the principal ends up with exactly the cap, all of them new.
+        const burst = Array.from({ length: 3 * cap }, () => unique('sid'))
+        const ended = await Promise.all(
+          burst.map((id, i) => store.createSession(id, alice, LIVE, T0 + 20 + i, cap))
+        )
+        expect(ended.reduce((a, b) => a + b, 0)).toBe(burst.length)
+        expect(await recordedOf(newer)).toStrictEqual([])
+        expect(await recordedOf(burst)).toHaveLength(cap)
       })
 
       it("of subscriptions issued together across a principal's sessions, never more than its cap", async () => {

@@ -6,9 +6,10 @@
  * instead, ended — also after the TTL of the replica that ended it — sealed under a retired key), the
  * `MCP-Protocol-Version` cross-check, the session methods (ping, logging/setLevel,
  * resources/(un)subscribe: only what `resources/read` reads, and their bounds), what one principal
- * may keep in the store (live sessions, subscriptions across them), the methods that do not exist in
- * this era, and result shapes without the 2026-07-28 stamps. Sessions live in a real in-memory
- * SQLite store; each answer is pinned by HTTP status, JSON-RPC code and id echo.
+ * may keep in the store (live sessions, the oldest ended at the cap; subscriptions across them,
+ * refused at theirs), the methods that do not exist in this era, and result shapes without the
+ * 2026-07-28 stamps. Sessions live in a real in-memory SQLite store; each answer is pinned by HTTP
+ * status, JSON-RPC code and id echo.
  *
  * The interactive flows are in `legacy-flows.test.ts`, the GET stream in `legacy-stream.test.ts`.
  */
@@ -687,13 +688,20 @@ describe('what one principal may keep in the store', () => {
   const SESSIONS_CAP = 3
   const SUBSCRIPTIONS_CAP = 150
   const limitedStore = new SqliteNotesStore({ path: ':memory:' })
+  /** What the engine of `limited` logged. */
+  const warnings: Array<{ message: string; fields?: Record<string, unknown> }> = []
   const limited = createFixtureApp(
     parseConfig({
       ...TEST_AUTH_ENV,
       MAX_SESSIONS_PER_PRINCIPAL: String(SESSIONS_CAP),
       MAX_SUBSCRIPTIONS_PER_PRINCIPAL: String(SUBSCRIPTIONS_CAP),
     }),
-    { sealer, bus, sessions: limitedStore }
+    {
+      sealer,
+      bus,
+      sessions: limitedStore,
+      logger: { warn: (message, fields) => warnings.push({ message, fields }), error() {} },
+    }
   )
   beforeAll(() => limitedStore.migrate())
   afterAll(() => limitedStore.close())
@@ -760,21 +768,47 @@ describe('what one principal may keep in the store', () => {
     for (let i = 1; i < MAX_SUBSCRIPTIONS_PER_SESSION; i++) await subscribed(third, `b${i}`)
   })
 
-  it('refuses initialize beyond the principal’s cap of live sessions, with no session id, until one ends', async () => {
+  it('initialize at the principal’s cap ends its oldest sessions (then 404, their subscriptions freed) and logs it, so a loop of initialize keeps working', async () => {
     const headers = await bearer('opener')
-    const open: LegacySession[] = []
-    for (let i = 0; i < SESSIONS_CAP; i++)
-      open.push((await startSession(limited, { headers })).session)
-    const response = await postLegacy(limited, initializeMessage({ id: 'init' }), headers)
-    expect(response.headers.get(HEADER_SESSION_ID)).toBeNull()
-    const error = await expectError(response, { status: 400, code: INVALID_PARAMS, id: 'init' })
-    expect(error.message).toContain(String(SESSIONS_CAP))
-    expect(error.message).toMatch(/DELETE/)
-    // The sessions it holds still work, another principal is not limited, and ending one makes room.
-    for (const session of open) expect(await expectResult(await ping(session))).toStrictEqual({})
-    await startSession(limited, { headers: await bearer('another-opener') })
-    expect((await open[0]!.delete()).status).toBe(204)
-    await startSession(limited, { headers })
+    const { session: oldest } = await startSession(limited, { headers })
+    for (let i = 0; i < MAX_SUBSCRIPTIONS_PER_SESSION; i++) await subscribed(oldest, `o${i}`)
+    warnings.length = 0
+    const opened = [oldest]
+    // A host that opens a session per start and never ends one: 3 times the cap, each one works.
+    for (let i = 1; i < 3 * SESSIONS_CAP; i++) {
+      const { session } = await startSession(limited, { headers })
+      expect(await expectResult(await ping(session))).toStrictEqual({})
+      opened.push(session)
+    }
+    // The store holds the newest cap of them (a session answers only while its record exists); the
+    // others answer 404 like any ended session, and the client initializes again.
+    for (const session of opened.slice(0, -SESSIONS_CAP)) {
+      await expectRefusedEverywhere(limited, session, headers)
+    }
+    for (const session of opened.slice(-SESSIONS_CAP)) {
+      expect(await expectResult(await ping(session))).toStrictEqual({})
+    }
+    // One warning per ended session, naming the new session by a prefix of its id only.
+    expect(warnings).toHaveLength(opened.length - SESSIONS_CAP)
+    for (const { message, fields } of warnings) {
+      expect(message).toMatch(/oldest/)
+      expect(fields).toStrictEqual({
+        session: expect.stringMatching(/^[\w-]{8}$/),
+        evicted: 1,
+        maxSessions: SESSIONS_CAP,
+      })
+    }
+    // The oldest one's subscriptions went with it: a newer session has their places.
+    const newest = opened.at(-1) as LegacySession
+    for (let i = 0; i < MAX_SUBSCRIPTIONS_PER_SESSION; i++) await subscribed(newest, `n${i}`)
+    // Another principal's sessions are their own.
+    const { session: stranger } = await startSession(limited, {
+      headers: await bearer('stranger-2'),
+    })
+    expect(await expectResult(await ping(stranger))).toStrictEqual({})
+    for (const session of opened.slice(-SESSIONS_CAP)) {
+      expect(await expectResult(await ping(session))).toStrictEqual({})
+    }
   })
 })
 

@@ -378,23 +378,58 @@ describe.skipIf(serverUrl === undefined)('PostgresNotesStore', () => {
       expect(row?.n).toBe(cap)
     })
 
-    it('concurrent sessions of one principal opened on several stores never exceed its cap', async () => {
+    it('concurrent sessions of one principal opened on several stores never exceed its cap, ending the oldest', async () => {
       const stores = await Promise.all([open(), open(), open(), open()])
       const principal = `p-${crypto.randomUUID()}`
       const cap = 10
-      const created = await Promise.all(
+      // The principal is at its cap with sessions older than any the stores open, each subscribed.
+      for (let i = 0; i < cap; i++) {
+        const sid = `old-${i}-${principal}`
+        expect(await stores[0]!.createSession(sid, principal, T0 + 10, T0, cap)).toBe(0)
+        expect(await stores[0]!.addSubscription(sid, 'note://n_1', T0, Infinity)).toBe('subscribed')
+      }
+      const evicted = await Promise.all(
         stores.flatMap((s, k) =>
           Array.from({ length: 8 }, (_, i) =>
-            s.createSession(`sid-${k}-${i}-${principal}`, principal, T0 + 10, T0, cap)
+            s.createSession(`sid-${k}-${i}-${principal}`, principal, T0 + 10, T0 + 1, cap)
           )
         )
       )
-      expect(created.filter(Boolean)).toHaveLength(cap)
+      expect(evicted.reduce((a, b) => a + b, 0)).toBe(evicted.length)
       const [row] = await asAdmin(
         shared.url,
-        (admin) => admin`SELECT count(*)::int AS n FROM sessions WHERE principal = ${principal}`
+        (admin) => admin`
+          SELECT count(*)::int AS n, (count(*) FILTER (WHERE sid LIKE 'old-%'))::int AS old,
+            (SELECT count(*)::int FROM session_subscriptions WHERE principal = ${principal}) AS subs
+          FROM sessions WHERE principal = ${principal}`
       )
-      expect(row?.n).toBe(cap)
+      expect(row).toEqual({ n: cap, old: 0, subs: 0 })
+    })
+
+    it('a subscription added on one store while another ends its session for the cap is not left behind', async () => {
+      const stores = await Promise.all([open(), open()])
+      const principal = `p-${crypto.randomUUID()}`
+      const cap = 1
+      // Each round: one store subscribes the principal's one session while the other opens the next,
+      // which ends it; whichever runs first, no subscription outlives its session.
+      let sid = `sid-0-${principal}`
+      await stores[0]!.createSession(sid, principal, T0 + 10, T0, cap)
+      for (let round = 1; round <= 20; round++) {
+        const next = `sid-${round}-${principal}`
+        await Promise.all([
+          stores[0]!.addSubscription(sid, `note://n_${round}`, T0 + round, Infinity),
+          stores[1]!.createSession(next, principal, T0 + 10, T0 + round, cap),
+        ])
+        sid = next
+      }
+      const [row] = await asAdmin(
+        shared.url,
+        (admin) => admin`
+          SELECT count(*)::int AS orphans FROM session_subscriptions AS sub
+          WHERE sub.principal = ${principal}
+            AND NOT EXISTS (SELECT 1 FROM sessions AS s WHERE s.sid = sub.sid)`
+      )
+      expect(row?.orphans).toBe(0)
     })
   })
 

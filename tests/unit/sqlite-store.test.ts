@@ -101,7 +101,7 @@ const RACES = {
     store.addSubscription('sid', id + '#' + seed, 1, Infinity).then((o) => o === 'subscribed')`,
   subscribeAcross: `(store, id, i, seed) =>
     store.addSubscription('sid-' + seed, id, 1, ${PRINCIPAL_SUBSCRIPTIONS}).then((o) => o === 'subscribed')`,
-  openSession: `(store, id, i, seed) => store.createSession(id + '#' + seed, 'p', 10, 1, ${PRINCIPAL_SESSIONS})`,
+  openSession: `(store, id, i, seed) => store.createSession(id + '#' + seed, 'p', 10, 2, ${PRINCIPAL_SESSIONS})`,
   task: `(store, id, i, seed) =>
     store.updateTask(id, 1, { statusMessage: 'by ' + seed }).then((task) => task !== undefined)`,
   import: `(store, id, i, seed) =>
@@ -423,15 +423,26 @@ describe('SqliteNotesStore on a file', () => {
     expect(held).toEqual({ n: PRINCIPAL_SUBSCRIPTIONS })
   })
 
-  it("threads racing to open sessions of one principal never exceed the principal's cap", async () => {
+  it("threads racing to open sessions of one principal never exceed the principal's cap, ending the oldest", async () => {
     const store = await open()
+    // The principal is at its cap with sessions older than any the threads open.
+    for (let i = 0; i < PRINCIPAL_SESSIONS; i++) {
+      expect(await store.createSession(`old-${i}`, 'p', 10, 1, PRINCIPAL_SESSIONS)).toBe(0)
+    }
     const ids = Array.from({ length: 60 }, (_, i) => `sid-${i}`)
-    const wins = await race('openSession', ids)
-    expect(wins.reduce((a, b) => a + b, 0)).toBe(PRINCIPAL_SESSIONS)
+    // Each thread adds how many sessions its creations ended.
+    const evicted = await race('openSession', ids)
+    const opened = 4 * ids.length
+    expect(evicted.reduce((a, b) => a + b, 0)).toBe(opened)
     const recorded = inspect((db) =>
-      db.prepare(`SELECT count(*) AS n FROM sessions WHERE principal = 'p'`).get()
+      db
+        .prepare(
+          `SELECT count(*) AS n, count(*) FILTER (WHERE sid LIKE 'old-%') AS old
+          FROM sessions WHERE principal = 'p'`
+        )
+        .get()
     )
-    expect(recorded).toEqual({ n: PRINCIPAL_SESSIONS })
+    expect(recorded).toEqual({ n: PRINCIPAL_SESSIONS, old: 0 })
   })
 
   it('threads racing to update one task with the same expected version: exactly one wins', async () => {

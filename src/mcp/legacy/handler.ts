@@ -6,7 +6,8 @@
  * - `initialize` negotiates a 2025 revision (echoes a supported one, else offers the newest; never
  *   2026-07-28), answers with a sealed `Mcp-Session-Id` (`session.ts`) and records the session in
  *   the store until the expiry sealed in it; a principal holding `limits.sessionsPerPrincipal` live
- *   sessions is refused (400 -32602, saying to end unused ones), nothing sealed or stored;
+ *   sessions has its oldest-created one ended to make room (logged; that id then answers 404 like
+ *   any ended session, and its client initializes again), so `initialize` is never refused for it;
  * - every later request needs that id, recorded (400 without, 404 when unknown, tampered, expired,
  *   another principal's or ended) and a `MCP-Protocol-Version` that is absent or the negotiated one
  *   (400); DELETE removes the record, so an ended id never comes back;
@@ -375,22 +376,19 @@ export function createLegacyEra<App>(options: LegacyEraOptions<App>): LegacyEra 
         400
       )
     }
-    if (
-      !(await sessions.createSession(
-        session.sid,
-        input.principal,
-        session.expiresAt,
-        now(),
-        maxSessions
-      ))
-    ) {
-      observation?.failed({ code: ErrorCode.InvalidParams })
-      return errorResponse(
-        id,
-        ErrorCode.InvalidParams,
-        `Too many sessions: you hold ${maxSessions} open sessions, the most allowed. End the ones you no longer use (DELETE /mcp with their Mcp-Session-Id), or wait until they expire.`,
-        400
-      )
+    const evicted = await sessions.createSession(
+      session.sid,
+      input.principal,
+      session.expiresAt,
+      now(),
+      maxSessions
+    )
+    if (evicted > 0) {
+      logger.warn('initialize ended the oldest sessions of a principal at its session cap', {
+        session: session.sid.slice(0, 8),
+        evicted,
+        maxSessions,
+      })
     }
     observation?.session(session.sid, protocolVersion)
     observation?.succeeded()
