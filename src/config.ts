@@ -68,7 +68,8 @@ const EnvSchema = z.object({
   MAX_BODY_BYTES: int(1024, 16 * 1024 * 1024).default(1024 * 1024),
   /**
    * Streams held open at once on this replica (listen, 2025 GET, interactive POSTs waiting for an
-   * answer), per 2025 session and per principal (`mcp/stream-limits.ts`); more are refused with 429.
+   * answer), per 2025 session and per principal (`mcp/stream-limits.ts`); over them a stream's
+   * opening is refused with 429, a call that would wait with 200 (both -32602).
    */
   MAX_STREAMS_PER_SESSION: int(1, MAX_STREAM_CAP).default(DEFAULT_MAX_STREAMS_PER_SESSION),
   MAX_STREAMS_PER_PRINCIPAL: int(1, MAX_STREAM_CAP).default(DEFAULT_MAX_STREAMS_PER_PRINCIPAL),

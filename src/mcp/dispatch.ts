@@ -7,7 +7,8 @@
  * the one place that knows the order: open the sealed state → run the handler → gate capabilities →
  * seal the merged journal (or, for a tool that started its task, create it). The tasks extension's
  * methods are `tasks/engine.ts`'s, reached here when the handler serves tasks; `runTool` is shared
- * with the task runner. The sealed journal carries the round that sealed it (`r`), so the round of
+ * with the task runner; `dispatchEnv` builds the env both eras dispatch a caller's request in. The
+ * sealed journal carries the round that sealed it (`r`), so the round of
  * every request of a flow is known; with telemetry on, `runReplayable` tells the request's
  * observation that round, a refused state's reason, and runs opening and sealing as its steps.
  */
@@ -37,6 +38,7 @@ import {
   type CompiledTool,
   type CompiledServer,
 } from './server.ts'
+import { ResponseChannel, type Cancellation } from './streaming.ts'
 import { canListen } from './subscriptions.ts'
 import type { TaskEngine } from './tasks/engine.ts'
 import { declaresTasks, tasksCapabilityMissing } from './tasks/wire.ts'
@@ -78,6 +80,35 @@ export interface DispatchEnv<App> extends ContextInput<App> {
   baseScopes?: readonly string[]
   /** This request's telemetry (`telemetry/observer.ts`), when telemetry is on. */
   observation?: RequestObservation
+}
+
+/** What a handler dispatches every request with, whoever calls: its server, app, sealer and logger. */
+export type DispatchBase<App> = Pick<DispatchEnv<App>, 'server' | 'app' | 'sealer' | 'logger'>
+
+/**
+ * The env `request` is dispatched in for the caller `input` describes (its principal, OAuth client
+ * and granted scopes): `cancellation`, which the caller keeps to cancel the request, a new response
+ * channel on it, and `extra`, what the era adds (headers, tasks, telemetry).
+ */
+export function dispatchEnv<App>(
+  base: DispatchBase<App>,
+  request: McpRequest,
+  input: Pick<DispatchEnv<App>, 'principal' | 'client' | 'grantedScopes' | 'baseScopes'>,
+  cancellation: Cancellation,
+  extra: Pick<DispatchEnv<App>, 'headers' | 'tasks' | 'observation'> = {}
+): DispatchEnv<App> {
+  const { principal, client, grantedScopes, baseScopes } = input
+  return {
+    ...base,
+    principal,
+    client,
+    grantedScopes,
+    baseScopes,
+    request,
+    cancellation,
+    channel: new ResponseChannel(cancellation),
+    ...extra,
+  }
 }
 
 /** A result before stamping: the cache hint to attach, if the method's results are cacheable. */

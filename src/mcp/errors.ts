@@ -1,9 +1,22 @@
 /**
  * @module mcp/errors
  * The one error type that reaches the wire (`McpError`), the JSON-RPC / MCP error codes of revision
- * 2026-07-28, the single table mapping an error code to its HTTP status, and `errorMessage`, which turns
+ * 2026-07-28, the single table mapping an error to its HTTP status, and `errorMessage`, which turns
  * any failure into the JSON-RPC error answered for it. Internal failures are plain `Error` subclasses
  * with a `name`; anything that is not an `McpError` is answered -32603 without its message or stack.
+ *
+ * Every per-caller cap (held-open streams, live tasks, resource subscriptions) refuses with one
+ * error, `CapExceededError`: -32602 Invalid params (MCP defines no quota error and reserves the
+ * implementation range -32000…-32099, whose -32000 the 2025 SDKs already read as ConnectionClosed;
+ * the request cannot be served as it stands), a message saying how many the caller holds, the cap
+ * and what frees a place, and one `data` shape, {@link CapExceeded}. Its HTTP status comes from the
+ * error, not the code: 429 Too Many Requests when what is refused is opening a stream
+ * (`subscriptions/listen`, a 2025 GET stream: nothing opens, and the client, which may retry later,
+ * sees a transport refusal), 200 when an operation is refused (a 2025 call that would wait for an
+ * answer, creating a task, subscribing), whether that answer is JSON or the last message of an SSE
+ * stream already under way. No `Retry-After`: a place frees only when the caller itself closes a
+ * stream or lets a call or task end, which the server cannot time (any delay it named would be a
+ * guess, inviting a retry into the same refusal), and the SDKs' client transports read none.
  */
 import type { McpLogger } from './dispatch.ts'
 import type { FinalMessage } from './streaming.ts'
@@ -18,11 +31,6 @@ export const ErrorCode = {
   HeaderMismatch: -32020,
   MissingRequiredClientCapability: -32021,
   UnsupportedProtocolVersion: -32022,
-  /**
-   * A caller holds as many open streams as this replica allows it (`stream-limits.ts`): HTTP 429.
-   * From JSON-RPC's range for implementation-defined server errors; no MCP revision defines one.
-   */
-  TooManyStreams: -32000,
 } as const
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode]
@@ -52,21 +60,43 @@ export class McpError extends Error {
   }
 }
 
+/** What a cap refusal's `data` says: which cap, counted over what, its limit and what is held now. */
+export interface CapExceeded {
+  cap: 'streams' | 'tasks' | 'subscriptions'
+  scope: 'session' | 'principal'
+  limit: number
+  held: number
+}
+
+/**
+ * A caller holds what one of its caps allows (see the module header): -32602 with
+ * {@link CapExceeded} as `data`; `opensStream` when what it refuses is a stream about to open (429).
+ */
+export class CapExceededError extends McpError {
+  override name = 'CapExceededError'
+  declare readonly data: CapExceeded
+  readonly opensStream: boolean
+
+  constructor(exceeded: CapExceeded, message: string, { opensStream = false } = {}) {
+    super(ErrorCode.InvalidParams, message, exceeded)
+    this.opensStream = opensStream
+  }
+}
+
 /**
  * HTTP status for an error answered on the MCP endpoint. The spec fixes 400 for the header, capability
  * and version errors and 404 for unknown methods; it leaves the rest open, and we answer 400 for
  * envelope-level failures (parse, invalid request, missing `_meta`) and 200 for errors about the
  * request's content (unknown tool, invalid cursor, resource not found) and for internal errors, as the
- * checklist recommends: the endpoint never answers 5xx for anything a request carries. A stream over
- * a caller's cap is 429 Too Many Requests (`stream-limits.ts`).
+ * checklist recommends: the endpoint never answers 5xx for anything a request carries. A cap
+ * refusal is 429 Too Many Requests when it refuses a stream's opening, else 200 (module header).
  */
 export function httpStatusFor(
   error: McpError,
   stage: 'envelope' | 'method'
 ): 400 | 404 | 429 | 200 {
+  if (error instanceof CapExceededError) return error.opensStream ? 429 : 200
   switch (error.code) {
-    case ErrorCode.TooManyStreams:
-      return 429
     case ErrorCode.MethodNotFound:
       return 404
     case ErrorCode.HeaderMismatch:

@@ -21,6 +21,7 @@
  */
 import type { McpLogger } from './dispatch.ts'
 import { concerns, type EventBus, type EventInterest, type ServerEvent } from './events.ts'
+import { positiveWholeNumber } from './options.ts'
 import { SSE_HEADERS, SSE_KEEPALIVE, closeQuietly, sseEvent, sseRetry } from './streaming.ts'
 
 export const DEFAULT_KEEPALIVE_MS = 15_000
@@ -52,14 +53,12 @@ export interface EventStreamBounds {
 
 /**
  * Checks `bounds` once, where they are configured (the handlers' construction): each must be a
- * positive integer. Throws a `TypeError` naming the option under `where`.
+ * whole number from 1 to `MAX_BOUND`. Throws the `RangeError` of `options.ts` naming the option
+ * under `where`.
  */
 export function validateStreamBounds(bounds: EventStreamBounds | undefined, where: string): void {
   for (const [name, value] of Object.entries(bounds ?? {})) {
-    if (value === undefined) continue
-    if (!Number.isInteger(value) || value < 1 || value > MAX_BOUND) {
-      throw new TypeError(`${where}.${name} must be a positive integer, at most ${MAX_BOUND}`)
-    }
+    if (value !== undefined) positiveWholeNumber(`${where}.${name}`, value, { max: MAX_BOUND })
   }
 }
 

@@ -21,10 +21,12 @@
  * on the client's trace context, and its duration: `telemetry/observer.ts`) and settles it where
  * the answer is decided; without, each hook is an optional call on `undefined`. Held-open streams
  * (listen here, GET and waiting interactive POSTs of 2025 sessions) count against one
- * `StreamLimits` for both eras: over a caller's cap they are refused with 429 before anything opens.
+ * `StreamLimits` for both eras: over a caller's cap a listen or GET stream is refused with 429
+ * before it opens, a call that would wait with 200 (the cap rule of `errors.ts`).
  */
 import {
   dispatch,
+  dispatchEnv,
   isAdvertised,
   parseParams,
   staticResultKey,
@@ -41,13 +43,7 @@ import type { StateSealer } from './sealed-state.ts'
 import { withExtension, type CompiledServer } from './server.ts'
 import { InsufficientScopeError, scopeChallenge, scopeRefusal } from './scopes.ts'
 import { StreamLimits } from './stream-limits.ts'
-import {
-  Cancellation,
-  ResponseChannel,
-  finalMessageOf,
-  jsonText,
-  type FinalMessage,
-} from './streaming.ts'
+import { Cancellation, finalMessageOf, jsonText, type FinalMessage } from './streaming.ts'
 import { listen } from './subscriptions.ts'
 import { ListenParamsSchema, type JsonObject, type RequestId } from './wire.ts'
 import { classifyMessage, headerEra } from './legacy/classify.ts'
@@ -305,7 +301,7 @@ export function createMcpHandler<App>(options: McpHandlerOptions<App>): McpHandl
   }
 
   return async function handleMcp(input: McpHttpInput): Promise<Response> {
-    const { body, headers, principal, client, signal } = input
+    const { body, headers, principal, signal } = input
     if (input.method !== undefined && input.method !== 'POST') return notPost(input, input.method)
     let request: McpRequest
     let observation: RequestObservation | undefined
@@ -381,24 +377,12 @@ export function createMcpHandler<App>(options: McpHandlerOptions<App>): McpHandl
       }
     }
 
-    const channel = new ResponseChannel(cancellation)
-    const env: DispatchEnv<App> = {
-      server,
-      app,
-      principal,
-      client,
-      request,
-      channel,
-      cancellation,
-      sealer,
-      logger,
+    const env = dispatchEnv({ server, app, sealer, logger }, request, input, cancellation, {
       headers,
       tasks,
-      grantedScopes: input.grantedScopes,
-      baseScopes: input.baseScopes,
       observation,
-    }
-    return channel.respond(
+    })
+    return env.channel.respond(
       observation
         ? observation.run(() => settle(request, env, input, cacheKey))
         : settle(request, env, input, cacheKey)

@@ -61,12 +61,21 @@ export interface SessionRecord {
 }
 
 /**
- * What `addSubscription` did: `subscribed` (held now, newly or already); refused, adding nothing,
- * because the session holds {@link MAX_SUBSCRIPTIONS_PER_SESSION} other URIs (`session_full`), its
- * principal's live sessions hold their cap together (`principal_full`), or the session is not live
- * (`no_session`: never created, ended or expired).
+ * What `addSubscription` did: `subscribed` (held now, newly or already); or it added nothing, because
+ * the session is not live (`no_session`: never created, ended or expired) or a cap is full
+ * ({@link SubscriptionsFull}).
  */
-export type SubscribeOutcome = 'subscribed' | 'session_full' | 'principal_full' | 'no_session'
+export type SubscribeOutcome = 'subscribed' | 'no_session' | SubscriptionsFull
+
+/**
+ * A subscription refused at a cap: the session holds {@link MAX_SUBSCRIPTIONS_PER_SESSION} other URIs
+ * (`full: 'session'`), or its principal's live sessions hold their cap together (`'principal'`);
+ * `held` is what the session, or the principal, holds as counted just after the refusal.
+ */
+export interface SubscriptionsFull {
+  full: 'session' | 'principal'
+  held: number
+}
 
 export interface SessionStore {
   /**

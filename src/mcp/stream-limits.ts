@@ -9,17 +9,17 @@
  * lets a caller hold N times the cap in all). A stream counts against its principal and, for the
  * 2025 kinds, against its session too; a listen stream has no session.
  *
- * A stream over a cap is refused before anything is opened, with HTTP 429 Too Many Requests (RFC
- * 6585: the client sent too much, by its own doing, and may try again later — the 2025 SDKs report a
- * refused GET and keep working) and a JSON-RPC error body with `-32000`
- * (`ErrorCode.TooManyStreams`), from the range JSON-RPC 2.0 reserves for implementation-defined
- * server errors: neither the 2025 nor the 2026-07-28 revision defines a code for it, and -32600
- * (the request is malformed) or -32603 (the server failed) would tell the client something false.
- * The message says how many streams are open and what to do; `data` names the cap (`scope`,
- * `limit`). Nothing about the caller beyond its count is kept, and the count is gone when its last
+ * A stream over a cap is refused before anything is opened, with the `CapExceededError` every
+ * per-caller cap answers (`errors.ts`: -32602, `data` `{ cap: 'streams', scope, limit, held }`, a
+ * message saying how many streams are open and what to do). Opening a listen or GET stream is
+ * refused with HTTP 429 Too Many Requests (RFC 6585: the client sent too much, by its own doing, and
+ * may try again later; the 2025 SDKs report a refused GET and keep working); an interactive call,
+ * an operation that would have waited, is refused with 200 like any error of a call, before it asks
+ * anything. Nothing about the caller beyond its count is kept, and the count is gone when its last
  * stream ends: each slot is released exactly once, whichever way its stream ends.
  */
-import { ErrorCode, McpError } from './errors.ts'
+import { CapExceededError } from './errors.ts'
+import { positiveWholeNumber } from './options.ts'
 
 /**
  * Streams one 2025 session may hold at once: its GET stream (a client reconnecting before the server
@@ -38,7 +38,7 @@ export const DEFAULT_MAX_STREAMS_PER_PRINCIPAL = 64
 /** Highest cap accepted (a typo of many zeros is refused at startup rather than meaning "none"). */
 export const MAX_STREAM_CAP = 100_000
 
-/** The kinds of held stream, as the log and the refusal name them. */
+/** The kinds of held stream: a listen or GET stream opens one, an interactive call waits in one. */
 export type StreamKind = 'listen' | 'get' | 'interactive'
 
 export interface StreamLimitOptions {
@@ -59,14 +59,6 @@ export interface StreamSlot {
   release(): void
 }
 
-function cap(name: string, value: number | undefined, fallback: number): number {
-  const resolved = value ?? fallback
-  if (!Number.isInteger(resolved) || resolved < 1 || resolved > MAX_STREAM_CAP) {
-    throw new TypeError(`${name} must be an integer from 1 to ${MAX_STREAM_CAP}`)
-  }
-  return resolved
-}
-
 export class StreamLimits {
   readonly perSession: number
   readonly perPrincipal: number
@@ -74,23 +66,33 @@ export class StreamLimits {
   readonly #bySession = new Map<string, number>()
 
   constructor(options: StreamLimitOptions = {}) {
-    this.perSession = cap('perSession', options.perSession, DEFAULT_MAX_STREAMS_PER_SESSION)
-    this.perPrincipal = cap('perPrincipal', options.perPrincipal, DEFAULT_MAX_STREAMS_PER_PRINCIPAL)
+    const bounds = { max: MAX_STREAM_CAP }
+    this.perSession = positiveWholeNumber(
+      'perSession',
+      options.perSession ?? DEFAULT_MAX_STREAMS_PER_SESSION,
+      bounds
+    )
+    this.perPrincipal = positiveWholeNumber(
+      'perPrincipal',
+      options.perPrincipal ?? DEFAULT_MAX_STREAMS_PER_PRINCIPAL,
+      bounds
+    )
   }
 
   /**
-   * Takes a slot for a stream of `kind` held by `holder`, or throws the `McpError` that refuses it
-   * (`ErrorCode.TooManyStreams`, HTTP 429) when the session or the principal holds its cap.
+   * Takes a slot for a stream of `kind` held by `holder`, or throws the `CapExceededError` that
+   * refuses it when the session or the principal holds its cap (429 for a stream that would open,
+   * a listen or GET stream; 200 for an interactive call).
    */
   acquire(holder: StreamHolder, kind: StreamKind): StreamSlot {
     const { principal, session } = holder
     const principalOpen = this.#byPrincipal.get(principal) ?? 0
     const sessionOpen = session === undefined ? 0 : (this.#bySession.get(session) ?? 0)
     if (session !== undefined && sessionOpen >= this.perSession) {
-      throw refusal(kind, 'session', this.perSession)
+      throw refusal(kind, 'session', this.perSession, sessionOpen)
     }
     if (principalOpen >= this.perPrincipal) {
-      throw refusal(kind, 'principal', this.perPrincipal)
+      throw refusal(kind, 'principal', this.perPrincipal, principalOpen)
     }
     this.#byPrincipal.set(principal, principalOpen + 1)
     if (session !== undefined) this.#bySession.set(session, sessionOpen + 1)
@@ -112,10 +114,17 @@ function decrement(counts: Map<string, number>, key: string): void {
   else counts.delete(key)
 }
 
-function refusal(kind: StreamKind, scope: 'session' | 'principal', limit: number): McpError {
+function refusal(
+  kind: StreamKind,
+  scope: 'session' | 'principal',
+  limit: number,
+  held: number
+): CapExceededError {
   const message =
     scope === 'session'
-      ? `Too Many Requests: this session already holds ${limit} streams open on this server (GET streams and calls waiting for an answer), the most allowed; close one, or let a waiting call finish, before opening another.`
-      : `Too Many Requests: you already hold ${limit} streams open on this server (subscriptions/listen and GET streams, and calls waiting for an answer), the most allowed; close some, or let waiting calls finish, before opening another.`
-  return new McpError(ErrorCode.TooManyStreams, message, { scope, limit, kind })
+      ? `Too many open streams: this session holds ${held} streams open on this server (GET streams and calls waiting for an answer), and at most ${limit} are allowed; close one, or let a waiting call finish, then try again.`
+      : `Too many open streams: you hold ${held} streams open on this server (subscriptions/listen and GET streams, and calls waiting for an answer), and at most ${limit} are allowed; close some, or let waiting calls finish, then try again.`
+  return new CapExceededError({ cap: 'streams', scope, limit, held }, message, {
+    opensStream: kind !== 'interactive',
+  })
 }

@@ -503,11 +503,8 @@ export class PostgresNotesStore implements NotesStore {
   ): Promise<SubscribeOutcome> {
     const cap = capParam(maxPerPrincipal)
     return this.#ready.begin(async (tx) => {
-      const live = () => tx<Array<{ principal: string; held: number }>>`
-        SELECT principal,
-          (SELECT count(*) FROM session_subscriptions WHERE sid = ${enc(sid)})::int AS held
-        FROM sessions WHERE sid = ${enc(sid)} AND expires_at > ${now}`
-      const [session] = await live()
+      const [session] = await tx<Array<{ principal: string }>>`
+        SELECT principal FROM sessions WHERE sid = ${enc(sid)} AND expires_at > ${now}`
       if (session === undefined) return 'no_session'
       // Adds for one principal (so for each of its sessions) are serialised with each other and with
       // its creations, so neither count below can race another replica's add, and a creation that
@@ -528,8 +525,12 @@ export class PostgresNotesStore implements NotesStore {
             ) < ${cap}::bigint)))
         ON CONFLICT (sid, uri) DO UPDATE SET expires_at = excluded.expires_at`
       if (held.count > 0) return 'subscribed'
-      const [after] = await live()
-      return subscribeRefusal(after?.held)
+      const [after] = await tx<Array<{ session: number; principal: number }>>`
+        SELECT (SELECT count(*) FROM session_subscriptions WHERE sid = ${enc(sid)})::int AS session,
+          (SELECT count(*) FROM session_subscriptions AS other
+            WHERE other.principal = s.principal AND other.expires_at > ${now})::int AS principal
+        FROM sessions AS s WHERE s.sid = ${enc(sid)} AND s.expires_at > ${now}`
+      return subscribeRefusal(after)
     })
   }
 

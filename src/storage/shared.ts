@@ -236,13 +236,16 @@ export function sessionRecord(row: { logLevel: unknown } | undefined): SessionRe
 
 /**
  * Why a conditional `addSubscription` added nothing, from what a read after it found: the number of
- * subscriptions the session holds, or `undefined` when the session is not live.
+ * subscriptions the session holds and its principal's live sessions hold, or `undefined` when the
+ * session is not live.
  */
 export function subscribeRefusal(
-  held: number | undefined
+  held: { session: number; principal: number } | undefined
 ): Exclude<SubscribeOutcome, 'subscribed'> {
   if (held === undefined) return 'no_session'
-  return held >= MAX_SUBSCRIPTIONS_PER_SESSION ? 'session_full' : 'principal_full'
+  return held.session >= MAX_SUBSCRIPTIONS_PER_SESSION
+    ? { full: 'session', held: held.session }
+    : { full: 'principal', held: held.principal }
 }
 
 /** A cap as the session statements bind it: `null` for no cap (`Infinity`). */

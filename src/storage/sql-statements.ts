@@ -213,8 +213,10 @@ export const SQL = {
     RETURNING 1 AS held`,
   /** ?1 sid, ?2 now: why `addSubscription` added nothing (see `subscribeRefusal` of shared.ts). */
   explainSubscription: `
-    SELECT (SELECT count(*) FROM session_subscriptions WHERE sid = ?1) AS held
-    FROM sessions WHERE sid = ?1 AND expires_at > ?2`,
+    SELECT (SELECT count(*) FROM session_subscriptions WHERE sid = ?1) AS session,
+      (SELECT count(*) FROM session_subscriptions AS held
+        WHERE held.principal = s.principal AND held.expires_at > ?2) AS principal
+    FROM sessions AS s WHERE s.sid = ?1 AND s.expires_at > ?2`,
   /** ?1 sid, ?2 uri. */
   removeSubscription: `DELETE FROM session_subscriptions WHERE sid = ?1 AND uri = ?2`,
   /** ?1 sid, ?2 uri. */

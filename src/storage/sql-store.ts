@@ -366,7 +366,11 @@ export class SqlNotesStore implements NotesStore {
     const params = [sid, uri, now, MAX_SUBSCRIPTIONS_PER_SESSION, capParam(maxPerPrincipal)]
     if ((await db.get(SQL.addSubscription, params)) !== undefined) return 'subscribed'
     const row = await db.get(SQL.explainSubscription, [sid, now])
-    return subscribeRefusal(row === undefined ? undefined : Number(row.held))
+    return subscribeRefusal(
+      row === undefined
+        ? undefined
+        : { session: Number(row.session), principal: Number(row.principal) }
+    )
   }
 
   async removeSubscription(sid: string, uri: string): Promise<void> {

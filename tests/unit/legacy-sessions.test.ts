@@ -5,9 +5,10 @@
  * mutated, another principal's or OAuth client's, another key ring's, expired, a `requestState`
  * instead, ended — also after the TTL of the replica that ended it — sealed under a retired key), the
  * `MCP-Protocol-Version` cross-check, the session methods (ping, logging/setLevel,
- * resources/(un)subscribe: only what `resources/read` reads, and their bounds), what one principal
- * may keep in the store (live sessions, the oldest ended at the cap; subscriptions across them,
- * refused at theirs), the methods that do not exist in this era, and result shapes without the
+ * resources/(un)subscribe: only what `resources/read` reads, their bounds, and a session that ends
+ * meanwhile), what one principal may keep in the store (live sessions, the oldest ended at the cap;
+ * subscriptions across them, refused at theirs with what is held), the methods that do not exist in
+ * this era, and result shapes without the
  * 2026-07-28 stamps. Sessions live in a real in-memory SQLite store; each answer is pinned by HTTP
  * status, JSON-RPC code and id echo.
  *
@@ -586,8 +587,12 @@ describe('session methods', () => {
       code: INVALID_PARAMS,
       id: 'sub',
     })
-    expect(over.message).toMatch(/subscriptions/i)
-    expect(over.message).toMatch(/unsubscribe/i)
+    const most = MAX_SUBSCRIPTIONS_PER_SESSION
+    expect(over).toStrictEqual({
+      code: INVALID_PARAMS,
+      message: `Too many subscriptions: this session holds ${most} resource subscriptions, and at most ${most} are allowed per session; unsubscribe from some first.`,
+      data: { cap: 'subscriptions', scope: 'session', limit: most, held: most },
+    })
     // Subscribing again to a URI already held is still fine, and unsubscribing makes room.
     expect(await expectResult(await subscribe('r0'), 'sub')).toStrictEqual({})
     await expectResult(
@@ -602,6 +607,28 @@ describe('session methods', () => {
       { id: 1 }
     )
     expect(await expectResult(response)).toStrictEqual({})
+  })
+
+  it('answers a subscribe whose session ended after the request found it with the 404 of any session not found', async () => {
+    /** Ends the session just before subscribing it: what a DELETE, or an eviction, racing does. */
+    class EndingStore extends SqliteNotesStore {
+      override async addSubscription(sid: string, uri: string, now: number, cap: number) {
+        await this.endSession(sid)
+        return super.addSubscription(sid, uri, now, cap)
+      }
+    }
+    const ending = new EndingStore({ path: ':memory:' })
+    await ending.migrate()
+    const target = createFixtureApp(parseConfig({}), { sealer, bus, sessions: ending })
+    const { session } = await startSession(target)
+    const response = await session.request(
+      'resources/subscribe',
+      { uri: templateUri('ended') },
+      { id: 'sub' }
+    )
+    const error = await expectError(response, { status: 404, code: SESSION_NOT_FOUND, id: 'sub' })
+    expect(error.message).toBe(NOT_FOUND_MESSAGE)
+    await ending.close()
   })
 
   it.each([
@@ -711,13 +738,13 @@ describe('what one principal may keep in the store', () => {
   const subscribed = async (session: LegacySession, id: string) =>
     expect(await expectResult(await subscribe(session, id), 'sub')).toStrictEqual({})
   const refused = async (session: LegacySession, id: string) =>
-    (
-      await expectError(await subscribe(session, id), {
-        status: 200,
-        code: INVALID_PARAMS,
-        id: 'sub',
-      })
-    ).message
+    expectError(await subscribe(session, id), { status: 200, code: INVALID_PARAMS, id: 'sub' })
+  /** The refusal of a principal holding `held` subscriptions under a cap of `limit`. */
+  const principalFull = (held: number, limit = SUBSCRIPTIONS_CAP) => ({
+    code: INVALID_PARAMS,
+    message: `Too many subscriptions: your sessions hold ${held} resource subscriptions together, and at most ${limit} are allowed; unsubscribe from some, or end sessions you no longer use (DELETE /mcp with their Mcp-Session-Id).`,
+    data: { cap: 'subscriptions', scope: 'principal', limit, held },
+  })
 
   it.each([0, -1, 1.5, Number.NaN, 2 ** 53])(
     'refuses %s as a cap on what one principal keeps, when the handler is built',
@@ -744,13 +771,17 @@ describe('what one principal may keep in the store', () => {
     for (let i = MAX_SUBSCRIPTIONS_PER_SESSION; i < SUBSCRIPTIONS_CAP; i++) {
       await subscribed(second, `a${i}`)
     }
-    const message = await refused(second, 'over')
-    expect(message).toContain(String(SUBSCRIPTIONS_CAP))
-    expect(message).toMatch(/unsubscribe/i)
-    expect(message).toMatch(/DELETE/)
+    expect(await refused(second, 'over')).toStrictEqual(principalFull(SUBSCRIPTIONS_CAP))
     // A new session of the same principal has no room either; another principal is not limited.
     const { session: third } = await startSession(limited, { headers })
-    expect(await refused(third, 'over')).toBe(message)
+    expect(await refused(third, 'over')).toStrictEqual(principalFull(SUBSCRIPTIONS_CAP))
+    // A replica configured with a lower cap says what is held, not its cap.
+    const lowered = createFixtureApp(
+      parseConfig({ ...TEST_AUTH_ENV, MAX_SUBSCRIPTIONS_PER_PRINCIPAL: '120' }),
+      { sealer, bus, sessions: limitedStore }
+    )
+    const onLowered = new LegacySession(lowered, third.id, third.protocolVersion, headers)
+    expect(await refused(onLowered, 'over')).toStrictEqual(principalFull(SUBSCRIPTIONS_CAP, 120))
     const { session: stranger } = await startSession(limited, { headers: await bearer('stranger') })
     await subscribed(stranger, 'over')
     // A URI already held is still fine; unsubscribing makes room for one.
@@ -762,7 +793,7 @@ describe('what one principal may keep in the store', () => {
       await first.request('resources/unsubscribe', { uri: templateUri('a0') }, { id: 1 })
     )
     await subscribed(third, 'over')
-    expect(await refused(third, 'over-again')).toBe(message)
+    expect(await refused(third, 'over-again')).toStrictEqual(principalFull(SUBSCRIPTIONS_CAP))
     // Ending a session frees every place it held.
     expect((await first.delete()).status).toBe(204)
     for (let i = 1; i < MAX_SUBSCRIPTIONS_PER_SESSION; i++) await subscribed(third, `b${i}`)

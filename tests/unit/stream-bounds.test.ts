@@ -288,11 +288,13 @@ describe('the bounds of a stream', () => {
     const app = { notes: store, bus, baseUrl: 'http://127.0.0.1', now: Date.now }
     const build = (options: Pick<McpHandlerOptions<typeof app>, 'listen' | 'legacy'>) => () =>
       createMcpHandler({ server: notesServer, app, sealer, bus, ...options })
-    expect(build({ listen: { maxQueuedBytes: 0 } })).toThrow(
-      'listen.maxQueuedBytes must be a positive integer'
-    )
-    expect(build({ legacy: { sessions: store, stream: { maxBacklogEvents: 1.5 } } })).toThrow(
-      'stream.maxBacklogEvents must be a positive integer'
+    const zero = build({ listen: { maxQueuedBytes: 0 } })
+    expect(zero).toThrow(RangeError)
+    expect(zero).toThrow('listen.maxQueuedBytes must be a whole number from 1 to 1073741824, got 0')
+    const fraction = build({ legacy: { sessions: store, stream: { maxBacklogEvents: 1.5 } } })
+    expect(fraction).toThrow(RangeError)
+    expect(fraction).toThrow(
+      'stream.maxBacklogEvents must be a whole number from 1 to 1073741824, got 1.5'
     )
   })
 })

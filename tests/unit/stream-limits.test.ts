@@ -2,21 +2,28 @@
  * The caps on held-open streams per session and per principal (`stream-limits.ts`), in-process on the
  * notes app with bearer auth (real in-memory SQLite store, in-process event bus), caps set small
  * through the environment: `subscriptions/listen` streams, 2025 GET streams and 2025 interactive
- * POSTs waiting for the client's answer count together; one over a cap is refused with 429 and
- * -32000 before anything opens (an interactive call over it asks nothing and changes nothing); and a
+ * POSTs waiting for the client's answer count together; one over a cap is refused with -32602 and
+ * `data` `{ cap: 'streams', scope, limit, held }` before anything opens: a stream's opening (listen,
+ * GET) with 429, an interactive call with 200, as JSON or inside the SSE stream it already streams
+ * progress on (it asks nothing and changes nothing); and a
  * slot comes back however its stream ends — the client closing it or going away, the server ending
  * it gracefully (fallen behind, shutdown), an interactive call answered or cancelled. An end is seen
  * as the stream's own end (the reader's cancel, the last message), never as time passing.
  */
 import { afterEach, describe, expect, it } from 'vitest'
+import { z } from 'zod'
 import { createApp } from '../../src/app.ts'
 import { tokenPrincipal } from '../../src/auth/bearer.ts'
 import { parseConfig } from '../../src/config.ts'
+import { createHttpApp } from '../../src/http/app.ts'
+import { definitions, text } from '../../src/mcp/definitions.ts'
 import { DEFAULT_MAX_BACKLOG_EVENTS } from '../../src/mcp/event-stream.ts'
 import { InProcessEventBus } from '../../src/mcp/events.ts'
+import { createMcpHandler } from '../../src/mcp/handler.ts'
 import { StreamLimits } from '../../src/mcp/stream-limits.ts'
 import { generateKey, importKeyRing } from '../../src/mcp/key-ring.ts'
 import { StateSealer } from '../../src/mcp/sealed-state.ts'
+import { compileServer } from '../../src/mcp/server.ts'
 import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
 import {
   SseReaders,
@@ -28,7 +35,7 @@ import {
 } from '../support/legacy-request.ts'
 import { expectError, mcpInit, requestApp, type JsonObject } from '../support/mcp-request.ts'
 
-const TOO_MANY_STREAMS = -32000
+const INVALID_PARAMS = -32602
 const PER_SESSION = 2
 const PER_PRINCIPAL = 3
 const CAPS = {
@@ -36,8 +43,10 @@ const CAPS = {
   MAX_STREAMS_PER_SESSION: String(PER_SESSION),
   MAX_STREAMS_PER_PRINCIPAL: String(PER_PRINCIPAL),
 }
-const SESSION_FULL = `Too Many Requests: this session already holds ${PER_SESSION} streams open on this server (GET streams and calls waiting for an answer), the most allowed; close one, or let a waiting call finish, before opening another.`
-const PRINCIPAL_FULL = `Too Many Requests: you already hold ${PER_PRINCIPAL} streams open on this server (subscriptions/listen and GET streams, and calls waiting for an answer), the most allowed; close some, or let waiting calls finish, before opening another.`
+/** Which cap refuses: the session's or the principal's, and its limit. */
+type Cap = { scope: 'session' | 'principal'; limit: number }
+const SESSION_FULL: Cap = { scope: 'session', limit: PER_SESSION }
+const PRINCIPAL_FULL: Cap = { scope: 'principal', limit: PER_PRINCIPAL }
 
 const sealer = StateSealer.create({ keyRing: await importKeyRing([generateKey()]) })
 const store = new SqliteNotesStore({ path: ':memory:' })
@@ -111,15 +120,28 @@ async function holdDelete(of: LegacySession, subject: string, id: string) {
   return { stream, ask, noteId: note.id }
 }
 
-const expectRefused = (response: Response, id: string | number | null, message: string) =>
-  expectError(response, { status: 429, code: TOO_MANY_STREAMS, id }).then((error) =>
-    expect(error).toStrictEqual({
-      code: TOO_MANY_STREAMS,
-      message,
-      data: expect.objectContaining({
-        limit: message === SESSION_FULL ? PER_SESSION : PER_PRINCIPAL,
-      }),
-    })
+/** The JSON-RPC error refusing a caller that holds `cap`'s limit of streams. */
+function refusal({ scope, limit }: Cap) {
+  return {
+    code: INVALID_PARAMS,
+    message:
+      scope === 'session'
+        ? `Too many open streams: this session holds ${limit} streams open on this server (GET streams and calls waiting for an answer), and at most ${limit} are allowed; close one, or let a waiting call finish, then try again.`
+        : `Too many open streams: you hold ${limit} streams open on this server (subscriptions/listen and GET streams, and calls waiting for an answer), and at most ${limit} are allowed; close some, or let waiting calls finish, then try again.`,
+    data: { cap: 'streams', scope, limit, held: limit },
+  }
+}
+
+/** A stream's opening refused at `cap`: 429 before anything opens. */
+const expectRefused = (response: Response, id: string | number | null, cap: Cap) =>
+  expectError(response, { status: 429, code: INVALID_PARAMS, id }).then((error) =>
+    expect(error).toStrictEqual(refusal(cap))
+  )
+
+/** An interactive call refused at `cap`: an operation refused, answered with 200. */
+const expectCallRefused = (response: Response, id: string | number, cap: Cap) =>
+  expectError(response, { status: 200, code: INVALID_PARAMS, id }).then((error) =>
+    expect(error).toStrictEqual(refusal(cap))
   )
 
 describe('subscriptions/listen streams', () => {
@@ -230,7 +252,7 @@ describe('2025 interactive calls waiting for an answer', () => {
       { name: 'delete_note', arguments: { id: note.id } },
       { id: 'third' }
     )
-    await expectRefused(refused, 'third', SESSION_FULL)
+    await expectCallRefused(refused, 'third', SESSION_FULL)
     expect(
       await store.get(tokenPrincipal(TEST_AUTH_ENV.AUTH_ISSUER, 'alice'), note.id)
     ).toBeDefined()
@@ -259,14 +281,58 @@ describe('2025 interactive calls waiting for an answer', () => {
   })
 })
 
+describe('a 2025 interactive call refused after it streamed progress', () => {
+  const GO_ON = z.object({ ok: z.boolean() })
+  /** Streams progress, then asks: a refusal at its first ask comes inside its SSE stream. */
+  const progressThenAsk = definitions<null>().tool({
+    name: 'progress_then_ask',
+    description: 'Reports progress, then asks whether to go on.',
+    input: z.object({}),
+    async run(_args, ctx) {
+      ctx.progress(1, 2, 'Started')
+      const answer = await ctx.elicit('go_on', { message: 'Go on?', schema: GO_ON })
+      return text(answer.action)
+    },
+  })
+
+  it('answers the same -32602 at 200 inside the stream as it does as JSON', async () => {
+    const server = compileServer<null>({
+      info: { name: 'stream-limits-progress', version: '0.0.0' },
+      tools: [progressThenAsk],
+    })
+    const handler = createMcpHandler({
+      server,
+      app: null,
+      sealer,
+      bus: new InProcessEventBus(),
+      legacy: { sessions: store },
+      streamLimits: new StreamLimits({ perSession: 1 }),
+    })
+    const app = createHttpApp({ config: parseConfig({}), handler })
+    const { session: one } = await startSession(app, { capabilities: { elicitation: {} } })
+    await openGet(one)
+    const cap: Cap = { scope: 'session', limit: 1 }
+    const call = (id: string, meta?: JsonObject) =>
+      one.request('tools/call', { name: progressThenAsk.name, arguments: {}, _meta: meta }, { id })
+
+    await expectCallRefused(await call('json'), 'json', cap)
+    const streamed = streams.open(await call('sse', { progressToken: 'p' }))
+    expect(await streamed.rest()).toStrictEqual([
+      expect.objectContaining({ method: 'notifications/progress' }),
+      { jsonrpc: '2.0', id: 'sse', error: refusal(cap) },
+    ])
+  })
+})
+
 describe('configuration', () => {
   it('refuses caps that are not whole numbers from 1, naming the variable', () => {
     expect(() => parseConfig({ MAX_STREAMS_PER_SESSION: '0' })).toThrow(/MAX_STREAMS_PER_SESSION/)
     expect(() => parseConfig({ MAX_STREAMS_PER_PRINCIPAL: '2.5' })).toThrow(
       /MAX_STREAMS_PER_PRINCIPAL/
     )
+    expect(() => new StreamLimits({ perPrincipal: Infinity })).toThrow(RangeError)
     expect(() => new StreamLimits({ perPrincipal: Infinity })).toThrow(
-      'perPrincipal must be an integer from 1 to 100000'
+      'perPrincipal must be a whole number from 1 to 100000, got Infinity'
     )
   })
 })

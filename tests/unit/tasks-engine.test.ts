@@ -884,7 +884,7 @@ describe('what a principal can make the store keep', () => {
           'cancel those you no longer need (tasks/cancel), or let the outcomes of ended tasks ' +
           'expire (each is kept 1 minute after its task ends), then call again.'
       )
-      expect(error.data).toEqual({ liveTasks: 2, maxLiveTasks: 2 })
+      expect(error.data).toStrictEqual({ cap: 'tasks', scope: 'principal', limit: 2, held: 2 })
     }
     await refusal()
     expect(await store.countLiveTasks('local', clock.now)).toBe(2)
@@ -914,7 +914,7 @@ describe('what a principal can make the store keep', () => {
         ...caller,
       })
       const error = await expectError(refused, { status: 200, code: -32602, id: 1 })
-      expect(error.data).toEqual({ liveTasks: 1, maxLiveTasks: 1 })
+      expect(error.data).toStrictEqual({ cap: 'tasks', scope: 'principal', limit: 1, held: 1 })
     }
     const bobs = await call(handler, 'work', { gate: 'clients' }, as('bob', 'client-two'))
     expect(bobs).toMatchObject({ resultType: 'task' })
@@ -985,14 +985,19 @@ describe('what a principal can make the store keep', () => {
     expect((await terminal(handler, taskId)).result.content[0].text).toBe('a=1 b=2')
   })
 
-  it('validates maxLiveTasks and resultTtlMs at construction', async () => {
-    for (const tasks of [
-      { maxLiveTasks: 0 },
-      { maxLiveTasks: 1.5 },
-      { resultTtlMs: 0 },
-      { resultTtlMs: 8 * 86_400_000 },
-    ]) {
-      await expect(replica(tasks), JSON.stringify(tasks)).rejects.toBeInstanceOf(RangeError)
+  it('validates maxLiveTasks and resultTtlMs at construction, naming the option', async () => {
+    for (const [tasks, message] of [
+      [{ maxLiveTasks: 0 }, 'maxLiveTasks must be a whole number from 1 to 100000, got 0'],
+      [{ maxLiveTasks: 1.5 }, 'maxLiveTasks must be a whole number from 1 to 100000, got 1.5'],
+      [{ resultTtlMs: 0 }, 'resultTtlMs must be a whole number from 1 to 604800000, got 0'],
+      [
+        { resultTtlMs: 8 * 86_400_000 },
+        'resultTtlMs must be a whole number from 1 to 604800000, got 691200000',
+      ],
+    ] as const) {
+      const built = replica(tasks)
+      await expect(built, JSON.stringify(tasks)).rejects.toBeInstanceOf(RangeError)
+      await expect(built, JSON.stringify(tasks)).rejects.toThrow(message)
     }
   })
 })

@@ -646,7 +646,7 @@ describe('what exports keep in the store', () => {
       capabilities: TASKS,
     })
     const error = await expectError(refused, { status: 200, code: -32602, id: ids })
-    expect(error.data).toEqual({ liveTasks: 1, maxLiveTasks: 1 })
+    expect(error.data).toStrictEqual({ cap: 'tasks', scope: 'principal', limit: 1, held: 1 })
     expect(error.message).toContain('each is kept 30 seconds after its task ends')
     clock += 30_000
     expect((await exported()).status).toBe('completed')

@@ -14,7 +14,10 @@
  * - `ping`, `logging/setLevel` and `resources/(un)subscribe` change or read only the store, except
  *   that a subscription is accepted only for a URI the caller can read (the engine's
  *   `resources/read` answers, and its -32602 with `data.uri` is the refusal), and within the caps
- *   per session and per principal (`session-store.ts`; -32602 saying what frees a place);
+ *   per session and per principal (`session-store.ts`; over them the `CapExceededError` of
+ *   `errors.ts`, -32602 saying what frees a place); a session found gone by then (ended, or
+ *   evicted at its principal's session cap, since the request opened it) answers the 404 of any
+ *   session not found;
  * - everything else goes through the engine's `dispatch` with the session's version and capabilities,
  *   so tools, resources, prompts and completions are the modern path's, and interactive flows are
  *   served by server→client requests on the POST's SSE stream (`input-shim.ts`); results carry no
@@ -28,16 +31,18 @@
  *   `retry` so the client reconnects); DELETE ends the session for every replica;
  * - GET streams and interactive POSTs held open for the client's answer count against the caps of
  *   `stream-limits.ts` (per session and per principal, on this replica): over them, a GET is
- *   refused with 429 before it opens, and so is a call whose first round asks the client something
- *   (unless the call already streams progress, when the refusal is its final message);
+ *   refused with 429 before it opens, and a call whose first round asks the client something is
+ *   answered the same -32602 at 200 before anything is asked (as its JSON answer, or as the last
+ *   message of its SSE stream when it already streams progress);
  * - every message needs the base scopes, `initialize`, notifications and answers included, and its
  *   own: a request its method's or tool's, an answer those of the call that asked (`scopes.ts`);
  *   too few are refused with the 403 challenge before anything is done or stored, as GET and
  *   DELETE are (after the session is known).
  * Batches are refused (-32600) in every revision: send one message per POST.
  *
- * JSON-RPC errors about a request's content answer HTTP 200, as 2025 clients expect; only transport
- * failures (parse, shape, session, headers) use 4xx. With telemetry on, each message's observation
+ * JSON-RPC errors about a request's content answer HTTP 200, as 2025 clients expect; 4xx are the
+ * transport failures (parse, shape, session, headers: 400, 404, 405, 406), too few scopes (403) and a
+ * GET stream over a cap (429). With telemetry on, each message's observation
  * (started by `handler.ts`) learns its session and is settled where its answer is decided, and GET
  * streams are counted while open.
  */
@@ -45,6 +50,7 @@ import { sha256Base64url } from '../canonical-json.ts'
 import {
   callerBinding,
   dispatch,
+  dispatchEnv,
   isAdvertised,
   parseParams,
   type DispatchResult,
@@ -53,7 +59,7 @@ import {
 import type { McpRequest } from '../envelope.ts'
 import type { McpHttpInput } from '../handler.ts'
 import { scopeChallenge } from '../scopes.ts'
-import { ErrorCode, McpError, errorMessage } from '../errors.ts'
+import { CapExceededError, ErrorCode, McpError, errorMessage } from '../errors.ts'
 import { eventStream, validateStreamBounds, type EventStreamBounds } from '../event-stream.ts'
 import {
   MAX_EVENT_ID_CHARS,
@@ -61,6 +67,7 @@ import {
   type EventBus,
   type ServerEvent,
 } from '../events.ts'
+import { positiveWholeNumber } from '../options.ts'
 import {
   HEADER_PROTOCOL_VERSION,
   LOG_LEVELS,
@@ -75,16 +82,10 @@ import {
   DEFAULT_MAX_SUBSCRIPTIONS_PER_PRINCIPAL,
   MAX_SUBSCRIPTIONS_PER_SESSION,
   type SessionStore,
-  type SubscribeOutcome,
+  type SubscriptionsFull,
 } from '../session-store.ts'
 import type { StreamLimits, StreamSlot } from '../stream-limits.ts'
-import {
-  Cancellation,
-  ResponseChannel,
-  jsonResponse,
-  jsonText,
-  type FinalMessage,
-} from '../streaming.ts'
+import { Cancellation, jsonResponse, jsonText, type FinalMessage } from '../streaming.ts'
 import {
   isObject,
   isRequestId,
@@ -172,12 +173,6 @@ const SubscribeParamsSchema = z.looseObject({
 /** What a request naming a session that is not live here is told (404 -32001). */
 const SESSION_NOT_FOUND_MESSAGE =
   'Session not found: it ended or is not valid here; send initialize to start a new one.'
-
-/** A cap on what one principal keeps in the store: a whole number from 1, or `Infinity` (none). */
-function storeCap(value: number, name: string): number {
-  if (value === Infinity || (Number.isSafeInteger(value) && value >= 1)) return value
-  throw new RangeError(`${name} must be a whole number from 1, or Infinity for no cap`)
-}
 
 const CancelledParamsSchema = z.looseObject({ requestId: z.union([z.string(), z.number()]) })
 
@@ -293,15 +288,18 @@ function withoutFlowFields({
 
 export function createLegacyEra<App>(options: LegacyEraOptions<App>): LegacyEra {
   const { server, app, sealer, sessions, bus, logger, shutdown, streamLimits } = options
+  const base = { server, app, sealer, logger }
   const now = options.now ?? Date.now
   validateStreamBounds(options.stream, 'stream')
-  const maxSessions = storeCap(
+  const maxSessions = positiveWholeNumber(
+    'limits.sessionsPerPrincipal',
     options.limits?.sessionsPerPrincipal ?? DEFAULT_MAX_SESSIONS_PER_PRINCIPAL,
-    'limits.sessionsPerPrincipal'
+    { orInfinity: true }
   )
-  const maxSubscriptions = storeCap(
+  const maxSubscriptions = positiveWholeNumber(
+    'limits.subscriptionsPerPrincipal',
     options.limits?.subscriptionsPerPrincipal ?? DEFAULT_MAX_SUBSCRIPTIONS_PER_PRINCIPAL,
-    'limits.subscriptionsPerPrincipal'
+    { orInfinity: true }
   )
   const codec = new SessionCodec(options.sessionSealer)
 
@@ -449,10 +447,9 @@ export function createLegacyEra<App>(options: LegacyEraOptions<App>): LegacyEra 
     return new Response(null, { status: 202 })
   }
 
-  /** Methods that only touch the store; `undefined` when `method` is not one of them. */
+  /** Methods that only touch the store; `undefined` when the request's method is not one of them. */
   async function sessionMethod(
-    method: string,
-    params: JsonObject,
+    { id, method, params }: Extract<Message, { kind: 'request' }>,
     session: LegacySession,
     input: LegacyInput
   ): Promise<JsonObject | undefined> {
@@ -477,7 +474,10 @@ export function createLegacyEra<App>(options: LegacyEraOptions<App>): LegacyEra 
         }
         await assertReadable(uri, session, input)
         const outcome = await sessions.addSubscription(session.sid, uri, now(), maxSubscriptions)
-        if (outcome !== 'subscribed') throw subscriptionRefused(outcome)
+        if (outcome === 'no_session') {
+          throw new TransportError(404, SESSION_NOT_FOUND_CODE, SESSION_NOT_FOUND_MESSAGE, id)
+        }
+        if (outcome !== 'subscribed') throw subscriptionsFull(outcome)
         return {}
       }
       default:
@@ -503,38 +503,21 @@ export function createLegacyEra<App>(options: LegacyEraOptions<App>): LegacyEra 
       protocolVersion: session.protocolVersion,
       clientCapabilities: session.clientCapabilities,
     }
-    const cancellation = new Cancellation(input.signal)
-    const channel = new ResponseChannel(cancellation)
-    const { principal, client } = input
-    await dispatch(request, {
-      server,
-      app,
-      principal,
-      client,
-      request,
-      channel,
-      cancellation,
-      sealer,
-      logger,
-    })
+    await dispatch(request, dispatchEnv(base, request, input, new Cancellation(input.signal)))
   }
 
-  /** The error a refused `resources/subscribe` answers: what the caller can do about it. */
-  function subscriptionRefused(outcome: Exclude<SubscribeOutcome, 'subscribed'>): McpError {
-    switch (outcome) {
-      case 'session_full':
-        return new McpError(
-          ErrorCode.InvalidParams,
-          `Invalid params: this session holds ${MAX_SUBSCRIPTIONS_PER_SESSION} resource subscriptions, the most one session may; unsubscribe from some first.`
-        )
-      case 'principal_full':
-        return new McpError(
-          ErrorCode.InvalidParams,
-          `Invalid params: your sessions hold ${maxSubscriptions} resource subscriptions together, the most allowed; unsubscribe from some, or end sessions you no longer use (DELETE /mcp with their Mcp-Session-Id).`
-        )
-      case 'no_session':
-        return new McpError(ErrorCode.InvalidRequest, SESSION_NOT_FOUND_MESSAGE)
+  /** The error a `resources/subscribe` refused at a cap answers: what the caller can do about it. */
+  function subscriptionsFull({ full, held }: SubscriptionsFull): CapExceededError {
+    if (full === 'session') {
+      return new CapExceededError(
+        { cap: 'subscriptions', scope: 'session', limit: MAX_SUBSCRIPTIONS_PER_SESSION, held },
+        `Too many subscriptions: this session holds ${held} resource subscriptions, and at most ${MAX_SUBSCRIPTIONS_PER_SESSION} are allowed per session; unsubscribe from some first.`
+      )
     }
+    return new CapExceededError(
+      { cap: 'subscriptions', scope: 'principal', limit: maxSubscriptions, held },
+      `Too many subscriptions: your sessions hold ${held} resource subscriptions together, and at most ${maxSubscriptions} are allowed; unsubscribe from some, or end sessions you no longer use (DELETE /mcp with their Mcp-Session-Id).`
+    )
   }
 
   /** Whether `method` is served in the 2025 era through the engine's dispatch. */
@@ -543,13 +526,11 @@ export function createLegacyEra<App>(options: LegacyEraOptions<App>): LegacyEra 
   }
 
   /**
-   * In-request failures answer HTTP 200 in this era: the JSON-RPC error is the response. A call
-   * refused a stream slot is refused as the transport would be, 429 (`stream-limits.ts`).
+   * In-request failures answer HTTP 200 in this era: the JSON-RPC error is the response (a call
+   * refused its stream slot included: it is an operation refused, not a stream's opening).
    */
   function failure(id: RequestId, error: unknown): FinalMessage {
-    const message = errorMessage(id, error, logger)
-    if (error instanceof McpError && error.code === ErrorCode.TooManyStreams) return message
-    return { ...message, status: 200 }
+    return { ...errorMessage(id, error, logger), status: 200 }
   }
 
   async function request(
@@ -559,18 +540,17 @@ export function createLegacyEra<App>(options: LegacyEraOptions<App>): LegacyEra 
     observation: RequestObservation | undefined
   ): Promise<Response> {
     const { id, method } = message
-    const denied = scopeChallenge(server, message, input)
-    if (denied) {
-      observation?.failed({ code: ErrorCode.InvalidRequest })
-      return denied
-    }
+    const denied = scopeChallenge(server, message, input, observation)
+    if (denied) return denied
     try {
-      const result = await sessionMethod(method, message.params, session, input)
+      const result = await sessionMethod(message, session, input)
       if (result !== undefined) {
         observation?.succeeded()
         return jsonResponse({ jsonrpc: '2.0', id, result })
       }
     } catch (error) {
+      // A session found gone is answered as `post` answers every transport failure.
+      if (error instanceof TransportError) throw error
       observation?.failed(error)
       const { text, status } = failure(id, error)
       return jsonText(text, status)
@@ -594,19 +574,8 @@ export function createLegacyEra<App>(options: LegacyEraOptions<App>): LegacyEra 
     if (isRequestId(meta?.progressToken)) mcpRequest.progressToken = meta.progressToken
 
     const cancellation = new Cancellation(input.signal)
-    const channel = new ResponseChannel(cancellation)
-    const env = {
-      server,
-      app,
-      principal: input.principal,
-      client: input.client,
-      request: mcpRequest,
-      channel,
-      cancellation,
-      sealer,
-      logger,
-      observation,
-    }
+    const env = dispatchEnv(base, mcpRequest, input, cancellation, { observation })
+    const { channel } = env
     const key = await cancelKey(id)
     const unsubscribe = bus.subscribe(
       (event: ServerEvent) => {

@@ -32,7 +32,9 @@ export const DEFAULT_ANSWER_POLL_MS = 2_000
 export const FIRST_ANSWER_POLL_MS = 50
 /**
  * Longest server→client request id accepted in an answer: what the bus carries (`input_delivered`).
- * Ours are at most 164 characters: 21 of prefix and random part, the method, and a tool's name.
+ * Ours are at most 160 characters (`newRequestId`): `s2c-` and 16 random characters (12 bytes in
+ * base64url), a dot and the asking method, the longest being `tools/call` (10; `resources/read`,
+ * 14, names no tool), then a dot and the tool's name, at most 128 (`server.ts`): 21 + 10 + 1 + 128.
  */
 export const MAX_ANSWER_ID_CHARS = MAX_EVENT_ID_CHARS
 

@@ -33,13 +33,12 @@
  *   binding would be multiplied by as many clients as it cares to invent. The price, one runaway
  *   client of a person using up the places of their other clients, is the person's own and ends
  *   with the retention below. The store counts and inserts in one atomic step, so creations racing
- *   on every replica never exceed the cap. Over it, the `tools/call` answers -32602 (HTTP 200), the
- *   message saying how many live tasks the caller holds and what frees a place, `data`
- *   `{ liveTasks, maxLiveTasks }`; nothing is stored and the handler's task part never runs. Why
- *   -32602: MCP defines no error for a quota and forbids new codes in -32000…-32099 (new
- *   implementations SHOULD NOT use -32000…-32019), the request cannot be served as it stands (the
- *   answer of the per-session subscription cap too), and at 200 a client shows the message to the
- *   person or model instead of taking it for a transport failure;
+ *   on every replica never exceed the cap. Over it, the `tools/call` answers the `CapExceededError`
+ *   every per-caller cap answers (`errors.ts`: -32602 at HTTP 200, so a client shows the message to
+ *   the person or model instead of taking it for a transport failure), the message saying how many
+ *   live tasks the caller holds and what frees a place, `data`
+ *   `{ cap: 'tasks', scope: 'principal', limit, held }`; nothing is stored and the handler's task
+ *   part never runs;
  * - a task's record is kept `resultTtlMs` after it ends (completed, failed or cancelled), never past
  *   its `ttlMs`, which shrinks to match (the extension lets it change): long enough for a polling
  *   client to read the outcome, and for one that lost its connection to come back, rather than an
@@ -63,7 +62,8 @@ import {
   type McpLogger,
 } from '../dispatch.ts'
 import type { McpRequest } from '../envelope.ts'
-import { ErrorCode, McpError } from '../errors.ts'
+import { CapExceededError, ErrorCode, McpError } from '../errors.ts'
+import { positiveWholeNumber } from '../options.ts'
 import { METHODS } from '../protocol.ts'
 import { randomBase64url } from '../random.ts'
 import type { Journal } from '../replay.ts'
@@ -200,17 +200,16 @@ function answersTooLarge(max: number): McpError {
 }
 
 /**
- * The -32602 of a task creation over the cap: how many live tasks the caller's principal holds (as
+ * The refusal of a task creation over the cap: how many live tasks the caller's principal holds (as
  * counted just after the refusal), and what frees a place.
  */
-export function tooManyTasks(live: number, maxLive: number, resultTtlMs: number): McpError {
-  return new McpError(
-    ErrorCode.InvalidParams,
+function tooManyTasks(live: number, maxLive: number, resultTtlMs: number): CapExceededError {
+  return new CapExceededError(
+    { cap: 'tasks', scope: 'principal', limit: maxLive, held: live },
     `Too many tasks: you hold ${live} live tasks (running, waiting for input, or ended and kept), ` +
       `and at most ${maxLive} are allowed across all your clients. Wait for running tasks to ` +
       'end, cancel those you no longer need (tasks/cancel), or let the outcomes of ended tasks ' +
-      `expire (each is kept ${describeDuration(resultTtlMs)} after its task ends), then call again.`,
-    { liveTasks: live, maxLiveTasks: maxLive }
+      `expire (each is kept ${describeDuration(resultTtlMs)} after its task ends), then call again.`
   )
 }
 
@@ -219,12 +218,6 @@ function describeDuration(ms: number): string {
   const [count, unit] =
     ms % 60_000 === 0 ? [ms / 60_000, 'minute'] : [Math.ceil(ms / 1000), 'second']
   return `${count} ${unit}${count === 1 ? '' : 's'}`
-}
-
-function positiveInteger(name: string, value: number, max = Number.MAX_SAFE_INTEGER): number {
-  if (!Number.isSafeInteger(value) || value < 1 || value > max)
-    throw new RangeError(`${name} must be an integer from 1 to ${max}`)
-  return value
 }
 
 /** Who asks about a task: the owner binding tasks are kept for, and the scopes the caller holds. */
@@ -263,25 +256,27 @@ export class TaskEngine<App> {
     this.#store = options.store
     this.#scheduler = options.scheduler
     this.#logger = logger
-    this.#ttlMs = positiveInteger('ttlMs', options.ttlMs ?? DEFAULT_TASK_TTL_MS, MAX_TASK_TTL_MS)
-    this.#pollIntervalMs = positiveInteger(
+    this.#ttlMs = positiveWholeNumber('ttlMs', options.ttlMs ?? DEFAULT_TASK_TTL_MS, {
+      max: MAX_TASK_TTL_MS,
+    })
+    this.#pollIntervalMs = positiveWholeNumber(
       'pollIntervalMs',
       options.pollIntervalMs ?? DEFAULT_TASK_POLL_INTERVAL_MS
     )
-    this.#leaseMs = positiveInteger('leaseMs', options.leaseMs ?? DEFAULT_TASK_LEASE_MS)
-    this.#maxJournalChars = positiveInteger(
+    this.#leaseMs = positiveWholeNumber('leaseMs', options.leaseMs ?? DEFAULT_TASK_LEASE_MS)
+    this.#maxJournalChars = positiveWholeNumber(
       'maxJournalChars',
       options.maxJournalChars ?? DEFAULT_MAX_TASK_JOURNAL_CHARS
     )
-    this.#maxLiveTasks = positiveInteger(
+    this.#maxLiveTasks = positiveWholeNumber(
       'maxLiveTasks',
       options.maxLiveTasks ?? DEFAULT_MAX_LIVE_TASKS,
-      MAX_LIVE_TASKS_CAP
+      { max: MAX_LIVE_TASKS_CAP }
     )
-    this.#resultTtlMs = positiveInteger(
+    this.#resultTtlMs = positiveWholeNumber(
       'resultTtlMs',
       options.resultTtlMs ?? DEFAULT_TASK_RESULT_TTL_MS,
-      MAX_TASK_TTL_MS
+      { max: MAX_TASK_TTL_MS }
     )
     this.#now = options.now ?? Date.now
     const replica = options.replicaId ?? 'replica'
@@ -292,7 +287,10 @@ export class TaskEngine<App> {
       owner: `${replica}-${randomBase64url(6)}`,
       logger,
       leaseMs: this.#leaseMs,
-      maxRunning: positiveInteger('maxRunning', options.maxRunning ?? DEFAULT_MAX_RUNNING_TASKS),
+      maxRunning: positiveWholeNumber(
+        'maxRunning',
+        options.maxRunning ?? DEFAULT_MAX_RUNNING_TASKS
+      ),
       maxJournalChars: this.#maxJournalChars,
       resultTtlMs: this.#resultTtlMs,
       now: this.#now,
@@ -301,7 +299,7 @@ export class TaskEngine<App> {
 
   /** Sweeps for tasks to take over every `intervalMs` until `signal` aborts, then stops runs. */
   startTakeover(intervalMs: number, signal?: AbortSignal): void {
-    positiveInteger('takeoverIntervalMs', intervalMs)
+    positiveWholeNumber('takeoverIntervalMs', intervalMs)
     this.#runner.startTakeover(intervalMs, signal)
   }
 
