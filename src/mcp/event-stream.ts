@@ -3,21 +3,30 @@
  * A held-open SSE stream fed by the event bus, shared by `subscriptions/listen` (2026-07-28) and the
  * GET stream of a 2025-era session: optional opening messages, then one message per bus event the
  * caller maps (in order, even when mapping is asynchronous), keep-alive comments so proxies keep an
- * idle stream open, and an end that is graceful (an optional closing message, an optional SSE `retry`
- * field telling a reconnecting client when to come back) on server shutdown, at the maximum duration
- * or when the client falls too far behind, and silent when the client goes away. The caller names
- * what the stream listens for (its principal); events outside that interest are dropped on arrival,
- * and `map` still decides what is sent. Nothing about the stream outlives it: `onEnd` runs once,
- * whichever way it ends (the caller's stream slot, `stream-limits.ts`, is released there).
+ * idle stream open, and an end. The caller names what the stream listens for (its principal);
+ * events outside that interest are dropped on arrival, and `map` still decides what is sent.
  *
  * Bounded memory, whatever the client does. The stream respects its own backpressure: messages wait
  * in the stream's queue only up to `maxQueuedBytes` (the queue's high-water mark, counted in bytes);
  * while it is full nothing more is mapped, and events wait as a backlog of references to the event
- * objects every stream shares, at most `maxBacklogEvents` of them. An event arriving to a full
- * backlog means the client has stopped reading (or `map`, a store lookup, cannot keep up): the
- * stream then ends gracefully, with the reason in the log (a structured warning, never a body), and
- * the client reconnects and re-reads, as it must after any reconnect. An asynchronous `map` runs for
+ * objects every stream shares, at most `maxBacklogEvents` of them. An asynchronous `map` runs for
  * one event at a time, so store lookups never pile up either.
+ *
+ * How a stream ends, and when its connection is done (`onEnd` runs then, once: the caller's stream
+ * slot, `stream-limits.ts`, is released there, so a caller's count is of connections, not of
+ * streams the server has given up on):
+ * - The client goes away (the request's signal, or the reader cancels): nothing more is sent.
+ * - An event arrives to a full backlog: the client has stopped reading (or `map`, a store lookup,
+ *   cannot keep up). The reason goes to the log (a structured warning, never a body) and the stream
+ *   is errored, which drops its queue and makes the runtime reset the connection (@hono/node-server
+ *   destroys the socket, Workers abort the response): closing it instead would leave the queue, and
+ *   the socket, to a client that never reads, with no write timeout on Node to end them. The client
+ *   reconnects and re-reads, as it must after any reconnect (the 2025 SDKs reopen a GET stream that
+ *   broke as they do one that ended).
+ * - The maximum duration, or server shutdown, ends it gracefully: an optional closing message and
+ *   an optional SSE `retry` field (when a reconnecting client should come back) join the queue, and
+ *   the stream closes once the client has read all of it. A client that has not within `endGraceMs`
+ *   is not reading: that is logged and the stream errored as above. No timer outlives the end.
  */
 import type { McpLogger } from './dispatch.ts'
 import { concerns, type EventBus, type EventInterest, type ServerEvent } from './events.ts'
@@ -40,7 +49,14 @@ export const DEFAULT_MAX_QUEUED_BYTES = 16 * 1024
  * has missed a great deal and is better served by reconnecting and re-reading.
  */
 export const DEFAULT_MAX_BACKLOG_EVENTS = 1_000
-/** Highest of either bound accepted: a bound is a bound, not "unlimited" by another name. */
+/**
+ * How long a stream the server ends gracefully waits for the client to read what is still queued
+ * (at most `maxQueuedBytes` and the closing message) before it is errored: a client that reads
+ * takes a moment; one that has not read within a keep-alive interval is not reading, and its
+ * connection is reset instead of kept open for it.
+ */
+export const DEFAULT_END_GRACE_MS = 15_000
+/** Highest of any bound accepted: a bound is a bound, not "unlimited" by another name. */
 const MAX_BOUND = 1 << 30
 
 /** The bounds of a held-open stream, all optional (each has the default above). */
@@ -49,6 +65,7 @@ export interface EventStreamBounds {
   maxDurationMs?: number
   maxQueuedBytes?: number
   maxBacklogEvents?: number
+  endGraceMs?: number
 }
 
 /**
@@ -78,11 +95,11 @@ export interface EventStreamOptions extends EventStreamBounds {
   closing?: () => unknown
   /** Sent as the SSE `retry` field at a graceful end: when a reconnecting client should come back. */
   retryMs?: number
-  /** Where a stream that fell too far behind is reported, with `logFields` and its bounds. */
+  /** Where a stream errored for its client (fallen behind, its end unread) is reported. */
   logger: McpLogger
   /** What names the stream in the log (its kind, a session prefix); never a body or a credential. */
   logFields: Record<string, unknown>
-  /** Runs once when the stream has ended, whichever way. */
+  /** Runs once when the stream's connection is done, whichever way (see the module header). */
   onEnd?: () => void
 }
 
@@ -90,51 +107,105 @@ function isPromise(value: unknown): value is Promise<unknown> {
   return typeof (value as Promise<unknown> | undefined)?.then === 'function'
 }
 
+/**
+ * Why a stream was errored. A runtime may print it (@hono/node-server does, once per stream), so it
+ * is one line that points at the structured log line, without a stack: it is a decision, not a fault.
+ */
+class StreamDroppedError extends Error {
+  override name = 'StreamDroppedError'
+  constructor(reason: string) {
+    super(`the server dropped an SSE stream: ${reason} (logged as "stream ended: ${reason}")`)
+    this.stack = `${this.name}: ${this.message}`
+  }
+}
+
 export function eventStream(options: EventStreamOptions): Response {
   const { bus, signal, shutdown } = options
   const maxQueuedBytes = options.maxQueuedBytes ?? DEFAULT_MAX_QUEUED_BYTES
   const maxBacklogEvents = options.maxBacklogEvents ?? DEFAULT_MAX_BACKLOG_EVENTS
+  const endGraceMs = options.endGraceMs ?? DEFAULT_END_GRACE_MS
   let controller!: ReadableStreamDefaultController<Uint8Array>
-  let open = true
+  /**
+   * `open` while events are sent; `ending` once the server ended it and its last messages wait to
+   * be read; `done` once its connection is (then `onEnd` has run).
+   */
+  let state: 'open' | 'ending' | 'done' = 'open'
   /** Events not mapped yet, oldest first: waiting for room in the queue or for `map`. */
   const backlog: ServerEvent[] = []
   let draining = false
-  let cleanup = () => {}
+  /** Stops what feeds an open stream: the bus, the keep-alive, the maximum duration, shutdown. */
+  let stopFeeding = () => {}
+  let endGrace: ReturnType<typeof setTimeout> | undefined
 
+  const queuedBytes = () => maxQueuedBytes - (controller.desiredSize ?? 0)
+  const hasRoom = () => (controller.desiredSize ?? 0) > 0
   const send = (chunk: Uint8Array) => {
-    if (!open) return
     try {
       controller.enqueue(chunk)
     } catch {
-      end(false)
+      clientGone() // the reader cancelled the stream
     }
   }
-  const hasRoom = () => (controller.desiredSize ?? 0) > 0
-  const end = (graceful: boolean) => {
-    if (!open) return
-    if (graceful) {
-      const last = options.closing?.()
-      if (last !== undefined) send(sseEvent(last))
-      if (options.retryMs !== undefined) send(sseRetry(options.retryMs))
-      if (!open) return // the client went away while the end was being sent
-    }
-    open = false
+  /** The connection is done: nothing of the stream is left running, and `onEnd` runs. */
+  const finish = () => {
+    if (state === 'done') return
+    state = 'done'
     backlog.length = 0
-    cleanup()
-    closeQuietly(controller)
+    stopFeeding()
+    clearTimeout(endGrace)
+    signal.removeEventListener('abort', clientGone)
     options.onEnd?.()
+  }
+  /** The client went away (or cancelled the stream): nothing more is sent. */
+  const clientGone = () => {
+    if (state === 'done') return
+    closeQuietly(controller)
+    finish()
+  }
+  /** Drops the queue and has the runtime reset the connection; `why` and `fields` logged first. */
+  const drop = (why: string, fields: Record<string, unknown>) => {
+    if (state === 'done') return
+    options.logger.warn(`stream ended: ${why}`, { ...options.logFields, ...fields })
+    controller.error(new StreamDroppedError(why))
+    finish()
+  }
+  /** Closes an ending stream once its client has read everything queued; true if it did. */
+  const closeIfRead = () => {
+    if (state !== 'ending' || controller.desiredSize !== maxQueuedBytes) return false
+    controller.close()
+    finish()
+    return true
+  }
+  const endGracefully = () => {
+    if (state !== 'open') return
+    state = 'ending'
+    backlog.length = 0
+    stopFeeding()
+    const last = options.closing?.()
+    if (last !== undefined) send(sseEvent(last))
+    if (options.retryMs !== undefined) send(sseRetry(options.retryMs))
+    if (state !== 'ending' || closeIfRead()) return
+    endGrace = setTimeout(
+      () =>
+        drop('the client did not read the end of its stream', {
+          reason: 'end_unread',
+          queuedBytes: queuedBytes(),
+          endGraceMs,
+        }),
+      endGraceMs
+    )
   }
   /** Maps the backlog in order while the queue has room; one `map` at a time. */
   const drain = async () => {
     if (draining) return
     draining = true
     try {
-      while (open && backlog.length > 0 && hasRoom()) {
+      while (state === 'open' && backlog.length > 0 && hasRoom()) {
         const event = backlog.shift() as ServerEvent
         try {
           const mapped = options.map(event)
           const message = isPromise(mapped) ? await mapped : mapped
-          if (message !== undefined) send(sseEvent(message))
+          if (message !== undefined && state === 'open') send(sseEvent(message))
         } catch {
           // A failed lookup drops this one notification, never the stream.
         }
@@ -143,17 +214,14 @@ export function eventStream(options: EventStreamOptions): Response {
       draining = false
     }
   }
-  const fellBehind = () => {
-    options.logger.warn('stream ended: the client fell too far behind', {
-      ...options.logFields,
+  const fellBehind = () =>
+    drop('the client fell too far behind', {
       reason: 'backlog_full',
       backlogEvents: backlog.length,
-      queuedBytes: maxQueuedBytes - (controller.desiredSize ?? 0),
+      queuedBytes: queuedBytes(),
       maxBacklogEvents,
       maxQueuedBytes,
     })
-    end(true)
-  }
 
   const body = new ReadableStream<Uint8Array>(
     {
@@ -161,7 +229,7 @@ export function eventStream(options: EventStreamOptions): Response {
         controller = streamController
         for (const message of options.opening ?? []) send(sseEvent(message))
         const unsubscribe = bus.subscribe((event) => {
-          if (!open || !concerns(options.interest, event)) return
+          if (state !== 'open' || !concerns(options.interest, event)) return
           if (backlog.length >= maxBacklogEvents) return fellBehind()
           backlog.push(event)
           void drain()
@@ -171,29 +239,27 @@ export function eventStream(options: EventStreamOptions): Response {
           if (controller.desiredSize === maxQueuedBytes) send(SSE_KEEPALIVE)
         }, options.keepAliveMs ?? DEFAULT_KEEPALIVE_MS)
         const maxDuration = setTimeout(
-          () => end(true),
+          endGracefully,
           options.maxDurationMs ?? DEFAULT_MAX_STREAM_MS
         )
-        const onShutdown = () => end(true)
-        const onClientGone = () => end(false)
-        shutdown?.addEventListener('abort', onShutdown)
-        signal.addEventListener('abort', onClientGone)
-        cleanup = () => {
+        shutdown?.addEventListener('abort', endGracefully)
+        signal.addEventListener('abort', clientGone)
+        stopFeeding = () => {
           unsubscribe()
           clearInterval(keepAlive)
           clearTimeout(maxDuration)
-          shutdown?.removeEventListener('abort', onShutdown)
-          signal.removeEventListener('abort', onClientGone)
+          shutdown?.removeEventListener('abort', endGracefully)
         }
-        if (shutdown?.aborted) end(true)
-        else if (signal.aborted) end(false)
+        if (signal.aborted) clientGone()
+        else if (shutdown?.aborted) endGracefully()
       },
-      /** The client read: the queue has room again, so the backlog moves on. */
+      /** The client read: the queue has room again, so the backlog moves on, or an end is read. */
       pull() {
-        void drain()
+        if (state === 'open') void drain()
+        else closeIfRead()
       },
       cancel() {
-        end(false)
+        clientGone()
       },
     },
     { highWaterMark: maxQueuedBytes, size: (chunk) => chunk.byteLength }

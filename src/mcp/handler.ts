@@ -42,7 +42,7 @@ import { META_SERVER_INFO, METHODS, TASKS_EXTENSION } from './protocol.ts'
 import type { StateSealer } from './sealed-state.ts'
 import { withExtension, type CompiledServer } from './server.ts'
 import { InsufficientScopeError, scopeChallenge, scopeRefusal } from './scopes.ts'
-import { StreamLimits } from './stream-limits.ts'
+import { StreamLimits, type StreamSlot } from './stream-limits.ts'
 import { Cancellation, finalMessageOf, jsonText, type FinalMessage } from './streaming.ts'
 import { listen } from './subscriptions.ts'
 import { ListenParamsSchema, type JsonObject, type RequestId } from './wire.ts'
@@ -341,10 +341,12 @@ export function createMcpHandler<App>(options: McpHandlerOptions<App>): McpHandl
     const cancellation = new Cancellation(signal)
 
     if (method === METHODS.listen) {
+      let slot: StreamSlot | undefined
       try {
         const { notifications } = parseParams(ListenParamsSchema, request.params)
-        const slot = streamLimits.acquire({ principal }, 'listen')
+        slot = streamLimits.acquire({ principal }, 'listen')
         const stream = listen(server, {
+          ...options.listen,
           id,
           requested: notifications,
           principal,
@@ -353,12 +355,12 @@ export function createMcpHandler<App>(options: McpHandlerOptions<App>): McpHandl
           shutdown,
           logger,
           onEnd: slot.release,
-          ...options.listen,
         })
         if (!observer) return stream
         observation?.succeeded()
         return observer.stream('listen', request.protocolVersion, stream)
       } catch (error) {
+        slot?.release() // nothing holds a stream that failed to open
         return answerError(id, error, observation)
       }
     }

@@ -16,7 +16,11 @@
  * may try again later; the 2025 SDKs report a refused GET and keep working); an interactive call,
  * an operation that would have waited, is refused with 200 like any error of a call, before it asks
  * anything. Nothing about the caller beyond its count is kept, and the count is gone when its last
- * stream ends: each slot is released exactly once, whichever way its stream ends.
+ * slot is released. Each is released exactly once, by what holds it: a listen or GET stream when its
+ * connection is done (the client gone, the stream's end read, or the stream dropped and its
+ * connection reset: `event-stream.ts`), never merely when the server gives up on it, so a client
+ * that stops reading cannot keep connections past the cap; an interactive call when its final
+ * message is settled.
  */
 import { CapExceededError } from './errors.ts'
 import { positiveWholeNumber } from './options.ts'

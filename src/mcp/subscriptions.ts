@@ -4,10 +4,11 @@
  * notifications this server honours, then forwards matching events from the bus (subscribed for the
  * caller's principal), each tagged with the listen request's id as `subscriptionId`. Keep-alive
  * comments keep proxies from timing it out; the client closing the stream ends the subscription;
- * server shutdown, the maximum duration or a client fallen too far behind end it gracefully with the
- * listen result (the stream itself, and its bounded queue, are `event-stream.ts`'s). The filter's
- * size is bounded by `ListenParamsSchema` (`wire.ts`), the number of streams a caller holds by the
- * handler (`stream-limits.ts`). Nothing about a subscription outlives its stream.
+ * server shutdown or the maximum duration end it gracefully with the listen result, and a client
+ * fallen too far behind has its stream dropped (the stream itself, its bounded queue and how it ends
+ * are `event-stream.ts`'s). The filter's size is bounded by `ListenParamsSchema` (`wire.ts`), the
+ * number of streams a caller holds by the handler (`stream-limits.ts`). Nothing about a subscription
+ * outlives its stream.
  */
 import type { McpLogger } from './dispatch.ts'
 import { eventStream, type EventStreamBounds } from './event-stream.ts'
@@ -32,9 +33,9 @@ export interface ListenOptions extends EventStreamBounds {
   signal: AbortSignal
   /** Aborted when the server shuts down: the stream then ends gracefully. */
   shutdown?: AbortSignal
-  /** Where a stream that fell too far behind is reported. */
+  /** Where a stream dropped for its client (fallen behind, its end unread) is reported. */
   logger: McpLogger
-  /** Runs once when the stream has ended, whichever way (releases the caller's stream slot). */
+  /** Runs once when the stream's connection is done, however it ends (releases the stream slot). */
   onEnd?: () => void
 }
 
@@ -94,6 +95,7 @@ export function listen<App>(server: CompiledServer<App>, options: ListenOptions)
     maxDurationMs: options.maxDurationMs,
     maxQueuedBytes: options.maxQueuedBytes,
     maxBacklogEvents: options.maxBacklogEvents,
+    endGraceMs: options.endGraceMs,
     logger: options.logger,
     logFields: { stream: 'listen' },
     onEnd: options.onEnd,

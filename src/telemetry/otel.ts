@@ -434,6 +434,13 @@ export class OtelTelemetry implements AppTelemetry {
     return new Observation(this.#tracer, this.#instruments, this.#scope, server, message, headers)
   }
 
+  /**
+   * `response` with its body counted in `open_streams` until it ends. The count wraps the body
+   * transparently, as the stream's own bounds need (`mcp/event-stream.ts`): it holds no chunk of
+   * its own (high-water mark 0: it reads one only when the runtime asks), so the stream's queue
+   * still tells what the client has not taken, and an error of the stream reaches the runtime at
+   * once, even while the runtime waits for the client to read (it then resets the connection).
+   */
   countStream(kind: StreamKind, protocolVersion: string, response: Response): Response {
     const source = response.body
     if (!source) return response
@@ -448,24 +455,33 @@ export class OtelTelemetry implements AppTelemetry {
       counter.add(-1, attributes)
     }
     const reader = source.getReader()
-    const body = new ReadableStream<Uint8Array>({
-      async pull(controller) {
-        try {
-          const { done, value } = await reader.read()
-          if (done) {
+    const body = new ReadableStream<Uint8Array>(
+      {
+        start(controller) {
+          reader.closed.catch((error: unknown) => {
             close()
-            controller.close()
-          } else controller.enqueue(value)
-        } catch (error) {
+            controller.error(error)
+          })
+        },
+        async pull(controller) {
+          try {
+            const { done, value } = await reader.read()
+            if (done) {
+              close()
+              controller.close()
+            } else controller.enqueue(value)
+          } catch (error) {
+            close()
+            controller.error(error)
+          }
+        },
+        cancel(reason) {
           close()
-          controller.error(error)
-        }
+          return reader.cancel(reason)
+        },
       },
-      cancel(reason) {
-        close()
-        return reader.cancel(reason)
-      },
-    })
+      { highWaterMark: 0 }
+    )
     return new Response(body, { status: response.status, headers: response.headers })
   }
 

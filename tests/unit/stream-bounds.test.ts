@@ -1,15 +1,16 @@
 /**
  * The memory a held-open stream may take, in-process on the notes app (real in-memory SQLite store,
  * in-process event bus): a `subscriptions/listen` stream and a 2025 GET stream nobody reads hold at
- * most their queue's bound and end, gracefully and with the reason logged, once they fall too far
- * behind; a store lookup per event (the GET stream's subscription check) never piles up; a client
- * that reads, even in bursts, keeps its stream and every event in order; and 40 unread streams × 2,000
- * events stay within {@link MEMORY_BOUND_BYTES} of heap and array buffers. Also the size of a listen
- * filter, and bounds that are not positive integers, refused at construction. The bus delivers
- * synchronously and handling an event takes no I/O (but the one store lookup), so every event has
- * been handled when `publish` returns (the memory is read once the microtasks it queued have run,
- * as the code before the bound needed): no check waits for time, and every read ends with the
- * stream (the server closed it).
+ * most their queue's bound and are dropped, with the reason logged, once they fall too far behind
+ * (their bodies error, as the runtime then resets the connection; `stream-connections.test.ts` has
+ * the sockets); a store lookup per event (the GET stream's subscription check) never piles up; a
+ * client that reads, even in bursts, keeps its stream and every event in order; and 40 unread
+ * streams × 2,000 events stay within {@link MEMORY_BOUND_BYTES} of heap and array buffers. Also the
+ * size of a listen filter, and bounds that are not positive integers, refused at construction. The
+ * bus delivers synchronously and handling an event takes no I/O (but the one store lookup), so every
+ * event has been handled when `publish` returns (the memory is read once the microtasks it queued
+ * have run, as the code before the bound needed): no check waits for time, and every read ends with
+ * the stream (the server closed or dropped it).
  */
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
@@ -22,13 +23,14 @@ import { DEFAULT_MAX_BACKLOG_EVENTS, DEFAULT_MAX_QUEUED_BYTES } from '../../src/
 import { InProcessEventBus, type ServerEvent } from '../../src/mcp/events.ts'
 import { createMcpHandler, type McpHandlerOptions } from '../../src/mcp/handler.ts'
 import { generateKey, importKeyRing } from '../../src/mcp/key-ring.ts'
-import { META_SERVER_INFO, META_SUBSCRIPTION_ID } from '../../src/mcp/protocol.ts'
+import { META_SUBSCRIPTION_ID } from '../../src/mcp/protocol.ts'
 import { StateSealer } from '../../src/mcp/sealed-state.ts'
 import { MAX_LISTEN_URI_CHARS } from '../../src/mcp/wire.ts'
 import { noteUri } from '../../src/notes/format.ts'
+import { sseEvent } from '../../src/mcp/streaming.ts'
 import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
 import { SseReader, startSession } from '../support/legacy-request.ts'
-import { expectError, parseSse, postMcp, type JsonObject } from '../support/mcp-request.ts'
+import { expectError, postMcp, type JsonObject } from '../support/mcp-request.ts'
 
 const INVALID_PARAMS = -32602
 /** More events than any stream may hold back: an unread stream must end before the last. */
@@ -40,6 +42,8 @@ const FLOOD = 2_000
  */
 const MEMORY_BOUND_BYTES = 6 * 1024 * 1024
 const ENDED = 'stream ended: the client fell too far behind'
+/** What reading a dropped stream's body rejects with. */
+const DROPPED = { name: 'StreamDroppedError' }
 
 /** Keeps every warning (message and fields), the way the JSON logger would print them. */
 class RecordingLogger implements McpLogger {
@@ -83,13 +87,8 @@ function listenFor(app: ReturnType<typeof notesApp>['app'], id: string, notifica
   return postMcp(app, 'subscriptions/listen', { id, params: { notifications } })
 }
 
-const byteLength = (text: string) => new TextEncoder().encode(text).byteLength
-
-/** The SSE frames of a body, each with its blank line. */
-const framesOf = (text: string) => text.split(/(?<=\n\n)/)
-
 describe('an unread stream', () => {
-  it('ends a listen stream that falls too far behind with the listen result, holding at most its queue, and logs why', async () => {
+  it('drops a listen stream that falls too far behind, having held at most its queue, and logs why', async () => {
     const { app, logger, publish } = notesApp()
     const response = await listenFor(app, 'behind', { resourcesListChanged: true })
     expect(response.status).toBe(200)
@@ -109,30 +108,20 @@ describe('an unread stream', () => {
       },
     ])
 
-    const text = await response.text()
-    const messages = parseSse(text)
-    expect(messages[0]).toMatchObject({ method: 'notifications/subscriptions/acknowledged' })
-    expect(messages.at(-1)).toStrictEqual({
-      jsonrpc: '2.0',
-      id: 'behind',
-      result: {
-        resultType: 'complete',
-        _meta: { [META_SUBSCRIPTION_ID]: 'behind', [META_SERVER_INFO]: expect.any(Object) },
-      },
-    })
-    const notifications = messages.slice(1, -1)
-    expect(notifications.length).toBeGreaterThan(0)
-    expect(notifications.length).toBeLessThan(FLOOD)
-    for (const notification of notifications) {
-      expect(notification).toMatchObject({ method: 'notifications/resources/list_changed' })
-    }
     // Held unread: the queue's bound, crossed by at most the one message that filled it.
-    const frames = framesOf(text)
-    const held = frames.slice(0, -1).reduce((sum, frame) => sum + byteLength(frame), 0)
-    expect(held).toBeLessThan(DEFAULT_MAX_QUEUED_BYTES + byteLength(frames[1] as string))
+    const notification = sseEvent({
+      jsonrpc: '2.0',
+      method: 'notifications/resources/list_changed',
+      params: { _meta: { [META_SUBSCRIPTION_ID]: 'behind' } },
+    })
+    const held = logger.warnings[0]?.fields?.queuedBytes as number
+    expect(held).toBeGreaterThan(DEFAULT_MAX_QUEUED_BYTES - notification.byteLength)
+    expect(held).toBeLessThan(DEFAULT_MAX_QUEUED_BYTES + notification.byteLength)
+    // Nothing of it is left to read: the body errors, and the runtime resets the connection.
+    await expect(response.text()).rejects.toMatchObject(DROPPED)
   })
 
-  it('ends a 2025 GET stream that falls too far behind with an SSE retry, and logs its session', async () => {
+  it('drops a 2025 GET stream that falls too far behind, and logs its session', async () => {
     const { app, logger, publish } = notesApp()
     const { session } = await startSession(app)
     const response = await session.get()
@@ -149,17 +138,10 @@ describe('an unread stream', () => {
         }),
       },
     ])
-    const text = await response.text()
-    expect(text.endsWith('\n\nretry: 1000\n\n')).toBe(true)
-    const messages = parseSse(text)
-    expect(messages.length).toBeGreaterThan(0)
-    expect(messages.length).toBeLessThan(FLOOD)
-    expect(new Set(messages.map((message) => message.method))).toEqual(
-      new Set(['notifications/resources/list_changed'])
-    )
+    await expect(response.text()).rejects.toMatchObject(DROPPED)
   })
 
-  it('looks up no more subscriptions than it sends: a GET stream behind on lookups ends instead', async () => {
+  it('looks up no more subscriptions than it sends: a GET stream behind on lookups is dropped instead', async () => {
     const { app, logger, publish } = notesApp()
     const noteId = (
       await store.create(LOCAL_PRINCIPAL, { title: 'Watched', body: '', tags: [] }, 1)
@@ -178,7 +160,7 @@ describe('an unread stream', () => {
     }))
     expect(logger.warnings.map((warning) => warning.message)).toEqual([ENDED])
     expect(store.subscriptionLookups - before).toBe(1)
-    await response.text()
+    await expect(response.text()).rejects.toMatchObject(DROPPED)
     expect(store.subscriptionLookups - before).toBe(1)
   })
 
@@ -233,10 +215,9 @@ describe('memory', () => {
     await new Promise((resolve) => setImmediate(resolve))
     const grown = used() - before
     expect(grown).toBeLessThan(MEMORY_BOUND_BYTES)
-    // Each fell behind and ended.
+    // Each fell behind and was dropped.
     expect(logger.warnings).toHaveLength(40)
-    for (const response of responses)
-      expect(parseSse(await response.text()).length).toBeLessThan(FLOOD)
+    for (const response of responses) await expect(response.text()).rejects.toMatchObject(DROPPED)
   })
 })
 

@@ -6,18 +6,20 @@
  * `data` `{ cap: 'streams', scope, limit, held }` before anything opens: a stream's opening (listen,
  * GET) with 429, an interactive call with 200, as JSON or inside the SSE stream it already streams
  * progress on (it asks nothing and changes nothing); and a
- * slot comes back however its stream ends — the client closing it or going away, the server ending
- * it gracefully (fallen behind, shutdown), an interactive call answered or cancelled. An end is seen
- * as the stream's own end (the reader's cancel, the last message), never as time passing.
+ * slot comes back however its stream's connection is done — the client closing it or going away,
+ * the server dropping a stream fallen behind, the end of one the server ended (shutdown) read by its
+ * client or dropped when nobody read it within the grace period (fake timers stand in for the
+ * period), an interactive call answered or cancelled. An end is seen as the stream's own end (the
+ * reader's cancel, the last message, the body's error), never as time passing.
  */
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { z } from 'zod'
 import { createApp } from '../../src/app.ts'
 import { tokenPrincipal } from '../../src/auth/bearer.ts'
 import { parseConfig } from '../../src/config.ts'
 import { createHttpApp } from '../../src/http/app.ts'
 import { definitions, text } from '../../src/mcp/definitions.ts'
-import { DEFAULT_MAX_BACKLOG_EVENTS } from '../../src/mcp/event-stream.ts'
+import { DEFAULT_END_GRACE_MS, DEFAULT_MAX_BACKLOG_EVENTS } from '../../src/mcp/event-stream.ts'
 import { InProcessEventBus } from '../../src/mcp/events.ts'
 import { createMcpHandler } from '../../src/mcp/handler.ts'
 import { StreamLimits } from '../../src/mcp/stream-limits.ts'
@@ -33,7 +35,13 @@ import {
   type LegacySession,
   type SseReader,
 } from '../support/legacy-request.ts'
-import { expectError, mcpInit, requestApp, type JsonObject } from '../support/mcp-request.ts'
+import {
+  expectError,
+  mcpInit,
+  parseSse,
+  requestApp,
+  type JsonObject,
+} from '../support/mcp-request.ts'
 
 const INVALID_PARAMS = -32602
 const PER_SESSION = 2
@@ -173,21 +181,21 @@ describe('subscriptions/listen streams', () => {
     await openListen(app, 'alice', 'after')
   })
 
-  it('takes the slot back when the server ends a stream that fell too far behind', async () => {
+  it('takes the slot back when the server drops a stream that fell too far behind', async () => {
     const { app, bus } = notesApp()
     // Streams that send nothing for the flood below, so they never fall behind.
     const quiet = { resourceSubscriptions: ['note://n_elsewhere'] }
     for (let index = 0; index < PER_PRINCIPAL - 1; index++) {
       await openListen(app, 'alice', index, quiet)
     }
-    const behind = streams.open(await listen(app, 'alice', 'behind'))
+    const behind = await listen(app, 'alice', 'behind')
+    expect(behind.status).toBe(200)
     await expectRefused(await listen(app, 'alice', 'over'), 'over', PRINCIPAL_FULL)
     const alice = tokenPrincipal(TEST_AUTH_ENV.AUTH_ISSUER, 'alice')
     for (let index = 0; index <= DEFAULT_MAX_BACKLOG_EVENTS * 2; index++) {
       bus.publish({ kind: 'resources_list_changed', principal: alice })
     }
-    const messages = await behind.rest()
-    expect(messages.at(-1)).toMatchObject({ id: 'behind', result: { resultType: 'complete' } })
+    await expect(behind.text()).rejects.toMatchObject({ name: 'StreamDroppedError' })
     // Exactly the one slot came back.
     await openListen(app, 'alice', 'after')
     await expectRefused(await listen(app, 'alice', 'over again'), 'over again', PRINCIPAL_FULL)
@@ -207,6 +215,47 @@ describe('subscriptions/listen streams', () => {
     for (let index = 0; index < PER_PRINCIPAL + 1; index++) {
       const late = streams.open(await listen(app, 'alice', `late-${index}`))
       expect((await late.rest()).at(-1)).toMatchObject({ result: { resultType: 'complete' } })
+    }
+  })
+
+  it('keeps the slot of a stream ended at shutdown until its end is read, or until the grace period drops it', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval'] })
+    try {
+      const shutdown = new AbortController()
+      const { app } = notesApp(shutdown.signal)
+      const unread: Response[] = []
+      for (let index = 0; index < PER_PRINCIPAL; index++) {
+        unread.push(await listen(app, 'alice', index))
+      }
+      shutdown.abort()
+      // Ended, but nobody has read the ends: every slot is still held.
+      await expectRefused(await listen(app, 'alice', 'over'), 'over', PRINCIPAL_FULL)
+
+      // One end is read: that slot comes back, to a stream that ends at once and is not read.
+      const [read, ...others] = unread as [Response, ...Response[]]
+      expect(parseSse(await read.text()).at(-1)).toMatchObject({
+        id: 0,
+        result: { resultType: 'complete' },
+      })
+      const late = await listen(app, 'alice', 'late')
+      expect(late.status).toBe(200)
+      await expectRefused(await listen(app, 'alice', 'over again'), 'over again', PRINCIPAL_FULL)
+
+      // The grace period runs out: the ends nobody read are dropped, and their slots come back.
+      vi.advanceTimersByTime(DEFAULT_END_GRACE_MS)
+      for (const response of [...others, late]) {
+        await expect(response.text()).rejects.toMatchObject({ name: 'StreamDroppedError' })
+      }
+      for (let index = 0; index < PER_PRINCIPAL; index++) {
+        streams.open(await listen(app, 'alice', `after-${index}`))
+      }
+      await expectRefused(
+        await listen(app, 'alice', 'over at last'),
+        'over at last',
+        PRINCIPAL_FULL
+      )
+    } finally {
+      vi.useRealTimers()
     }
   })
 })

@@ -27,8 +27,9 @@
  *   the flow (`rendezvous.ts`) and answered 202; notifications are 202 too, and
  *   `notifications/cancelled` reaches the replica running the request through the bus;
  * - GET opens the session's notification stream (list changes, updates of subscribed resources, from
- *   changes made through any replica; bounded and ended as `event-stream.ts` says, with an SSE
- *   `retry` so the client reconnects); DELETE ends the session for every replica;
+ *   changes made through any replica; bounded and ended as `event-stream.ts` says, a graceful end
+ *   with an SSE `retry` so the client reconnects, as it does after a drop); DELETE ends the session
+ *   for every replica;
  * - GET streams and interactive POSTs held open for the client's answer count against the caps of
  *   `stream-limits.ts` (per session and per principal, on this replica): over them, a GET is
  *   refused with 429 before it opens, and a call whose first round asks the client something is
@@ -714,51 +715,58 @@ export function createLegacyEra<App>(options: LegacyEraOptions<App>): LegacyEra 
         const { text, status } = errorMessage(null, error, logger)
         return jsonText(text, status)
       }
-      const stream = eventStream({
-        bus,
-        interest: { principal },
-        signal: input.signal ?? new AbortController().signal,
-        shutdown,
-        ...options.stream,
-        retryMs: GET_STREAM_RETRY_MS,
-        logger,
-        logFields: { stream: 'get', session: session.sid.slice(0, 8) },
-        onEnd: slot.release,
-        map(event) {
-          switch (event.kind) {
-            case 'tools_list_changed':
-              return tools?.listChanged
-                ? { jsonrpc: '2.0', method: 'notifications/tools/list_changed' }
-                : undefined
-            case 'prompts_list_changed':
-              return prompts?.listChanged
-                ? { jsonrpc: '2.0', method: 'notifications/prompts/list_changed' }
-                : undefined
-            case 'resources_list_changed':
-              if (event.principal !== undefined && event.principal !== principal) return undefined
-              return resources?.listChanged
-                ? { jsonrpc: '2.0', method: 'notifications/resources/list_changed' }
-                : undefined
-            case 'resource_updated': {
-              if (event.principal !== undefined && event.principal !== principal) return undefined
-              if (!resources?.subscribe) return undefined
-              const { uri } = event
-              return sessions
-                .isSubscribed(session.sid, uri)
-                .then((subscribed) =>
+      try {
+        const stream = eventStream({
+          ...options.stream,
+          bus,
+          interest: { principal },
+          signal: input.signal ?? new AbortController().signal,
+          shutdown,
+          retryMs: GET_STREAM_RETRY_MS,
+          logger,
+          logFields: { stream: 'get', session: session.sid.slice(0, 8) },
+          onEnd: slot.release,
+          map(event) {
+            switch (event.kind) {
+              case 'tools_list_changed':
+                return tools?.listChanged
+                  ? { jsonrpc: '2.0', method: 'notifications/tools/list_changed' }
+                  : undefined
+              case 'prompts_list_changed':
+                return prompts?.listChanged
+                  ? { jsonrpc: '2.0', method: 'notifications/prompts/list_changed' }
+                  : undefined
+              case 'resources_list_changed':
+                if (event.principal !== undefined && event.principal !== principal) return undefined
+                return resources?.listChanged
+                  ? { jsonrpc: '2.0', method: 'notifications/resources/list_changed' }
+                  : undefined
+              case 'resource_updated': {
+                if (event.principal !== undefined && event.principal !== principal) return undefined
+                if (!resources?.subscribe) return undefined
+                const { uri } = event
+                return sessions.isSubscribed(session.sid, uri).then((subscribed) =>
                   subscribed
-                    ? { jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri } }
+                    ? {
+                        jsonrpc: '2.0',
+                        method: 'notifications/resources/updated',
+                        params: { uri },
+                      }
                     : undefined
                 )
+              }
+              default:
+                return undefined
             }
-            default:
-              return undefined
-          }
-        },
-      })
-      return options.telemetry
-        ? options.telemetry.stream('get', session.protocolVersion, stream)
-        : stream
+          },
+        })
+        return options.telemetry
+          ? options.telemetry.stream('get', session.protocolVersion, stream)
+          : stream
+      } catch (error) {
+        slot.release() // nothing holds a stream that failed to open
+        throw error
+      }
     },
 
     async delete(input) {
