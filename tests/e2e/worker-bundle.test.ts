@@ -19,6 +19,7 @@ const work = mkdtempSync(join(tmpdir(), 'notes-worker-bundle-'))
 /** Source files that must never reach the Worker. */
 const NODE_ONLY_SOURCES = [
   'src/node.ts',
+  'src/node-server.ts',
   'src/storage/sqlite.ts',
   'src/storage/postgres.ts',
   'src/storage/key-file.ts',
