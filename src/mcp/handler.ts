@@ -164,6 +164,8 @@ export function createMcpHandler<App>(options: McpHandlerOptions<App>): McpHandl
   }
   // The modern era's server: with tasks, it advertises the extension (2025-era sessions never see it).
   const server = tasks ? withExtension(options.server, TASKS_EXTENSION) : options.server
+  /** What every dispatched request shares (`dispatchEnv` adds the request's own). */
+  const dispatchBase = { server, app, sealer, logger }
   const serverInfoMeta = { [META_SERVER_INFO]: server.info }
   const observer = options.telemetry?.forServer(server)
   /**
@@ -224,7 +226,7 @@ export function createMcpHandler<App>(options: McpHandlerOptions<App>): McpHandl
     } catch (error) {
       env.observation?.failed(error)
       if (error instanceof InsufficientScopeError)
-        return finalMessageOf(scopeRefusal(error.required, request.id, input))
+        return finalMessageOf(scopeRefusal(error, request.id, input))
       return errorMessage(request.id, error, logger)
     }
   }
@@ -379,7 +381,7 @@ export function createMcpHandler<App>(options: McpHandlerOptions<App>): McpHandl
       }
     }
 
-    const env = dispatchEnv({ server, app, sealer, logger }, request, input, cancellation, {
+    const env = dispatchEnv(dispatchBase, request, input, cancellation, {
       headers,
       tasks,
       observation,

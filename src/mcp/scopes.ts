@@ -69,15 +69,14 @@ export function missingScopes(
   return base.length > 0 ? [...new Set([...base, ...own])] : own
 }
 
-/** The 403 naming the `required` scopes: the HTTP layer's challenge, or a plain one without it. */
+/** The 403 naming the scopes `refused` lacks: the HTTP layer's challenge, or a plain one without it. */
 export function scopeRefusal(
-  required: readonly string[],
+  refused: InsufficientScopeError,
   id: RequestId | null,
   grant: Pick<ScopeGrant, 'insufficientScope'>
 ): Response {
-  if (grant.insufficientScope) return grant.insufficientScope(required, id)
-  const error = new InsufficientScopeError(required)
-  const body = { jsonrpc: '2.0', id, error: new McpError(error.code, error.message).toJSON() }
+  if (grant.insufficientScope) return grant.insufficientScope(refused.required, id)
+  const body = { jsonrpc: '2.0', id, error: new McpError(refused.code, refused.message).toJSON() }
   return jsonText(JSON.stringify(body), 403)
 }
 
@@ -94,6 +93,7 @@ export function scopeChallenge<App>(
 ): Response | undefined {
   const required = missingScopes(requiredScopes(server, request.method, request.params), grant)
   if (!required) return undefined
-  observation?.failed(new InsufficientScopeError(required))
-  return scopeRefusal(required, request.id, grant)
+  const refused = new InsufficientScopeError(required)
+  observation?.failed(refused)
+  return scopeRefusal(refused, request.id, grant)
 }

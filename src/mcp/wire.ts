@@ -191,7 +191,7 @@ export const CompleteParamsSchema = z.looseObject({
 })
 
 /** Most resource URIs one `subscriptions/listen` filter may watch. */
-export const MAX_LISTEN_URIS = 100
+const MAX_LISTEN_URIS = 100
 /**
  * Most characters all the URIs of one listen filter may have together: a stream keeps its filter
  * (and sends it back in its acknowledgment) for as long as it is open, so its size is bounded like

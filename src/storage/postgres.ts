@@ -40,6 +40,7 @@
 
 import postgres, { type PendingQuery, type Row, type Sql, type TransactionSql } from 'postgres'
 import type { LogLevel } from '../mcp/protocol.ts'
+import { positiveWholeNumber } from '../mcp/options.ts'
 import {
   MAX_SUBSCRIPTIONS_PER_SESSION,
   type SessionRecord,
@@ -66,7 +67,6 @@ import {
   checkImport,
   checkPaging,
   checkSweep,
-  checkTaskCap,
   deletedInOrder,
   NEW_TASK_FIELDS,
   newNoteId,
@@ -581,7 +581,7 @@ export class PostgresNotesStore implements NotesStore {
 
   async createTask(task: NewTask, maxLive: number): Promise<TaskRecord | undefined> {
     const sql = this.#ready
-    checkTaskCap(maxLive)
+    positiveWholeNumber('maxLive', maxLive)
     const values = newTaskValues(task).map(encValue)
     const principal = enc(task.principal)
     return sql.begin(async (tx) => {
@@ -694,7 +694,11 @@ function insertNote(
 }
 
 /** The live tasks (unexpired at `now`) of a principal, given escaped ({@link enc}). */
-async function countLive(sql: Sql | TransactionSql, principal: string, now: number): Promise<number> {
+async function countLive(
+  sql: Sql | TransactionSql,
+  principal: string,
+  now: number
+): Promise<number> {
   const [row] = await sql<Array<{ live: number }>>`
     SELECT count(*)::integer AS live FROM tasks WHERE principal = ${principal} AND expires_at > ${now}`
   return row?.live ?? 0

@@ -304,13 +304,6 @@ export const NEW_TASK_FIELDS = (Object.keys(TASK_COLUMNS) as Array<keyof TaskRec
   (field): field is keyof NewTask => field !== 'version' && field !== 'cancelRequested'
 )
 
-/** Throws `RangeError` unless `maxLive` (the cap `createTask` enforces) is a positive integer. */
-export function checkTaskCap(maxLive: number): void {
-  if (!Number.isSafeInteger(maxLive) || maxLive < 1) {
-    throw new RangeError('maxLive must be a positive integer')
-  }
-}
-
 /** What `createTask` binds for {@link NEW_TASK_FIELDS}: an absent optional field is NULL. */
 export function newTaskValues(task: NewTask): Array<string | number | null> {
   return NEW_TASK_FIELDS.map((field) => task[field] ?? null)

@@ -46,6 +46,7 @@
  */
 
 import type { LogLevel } from '../mcp/protocol.ts'
+import { positiveWholeNumber } from '../mcp/options.ts'
 import { randomBase64url } from '../mcp/random.ts'
 import {
   MAX_SUBSCRIPTIONS_PER_SESSION,
@@ -73,7 +74,6 @@ import {
   checkImport,
   checkPaging,
   checkSweep,
-  checkTaskCap,
   deletedInOrder,
   newNoteId,
   newTaskValues,
@@ -405,7 +405,7 @@ export class SqlNotesStore implements NotesStore {
 
   async createTask(task: NewTask, maxLive: number): Promise<TaskRecord | undefined> {
     const db = this.#db
-    checkTaskCap(maxLive)
+    positiveWholeNumber('maxLive', maxLive)
     const row = await db.get(SQL.insertTask, [...newTaskValues(task), maxLive])
     return row === undefined ? undefined : toTaskRecord(row as TaskRow)
   }
