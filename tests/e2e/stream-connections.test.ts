@@ -23,7 +23,7 @@ import { notesServer } from '../../src/app.ts'
 import { LOCAL_PRINCIPAL } from '../../src/auth/bearer.ts'
 import { parseConfig } from '../../src/config.ts'
 import { createHttpApp } from '../../src/http/app.ts'
-import type { McpLogger } from '../../src/mcp/dispatch.ts'
+import { RecordingLogger } from '../support/recording-logger.ts'
 import { DEFAULT_MAX_BACKLOG_EVENTS, type EventStreamBounds } from '../../src/mcp/event-stream.ts'
 import {
   InProcessEventBus,
@@ -67,17 +67,6 @@ const TOO_MANY_STREAMS = 429
 const sealer = StateSealer.create({ keyRing: await importKeyRing([generateKey()]) })
 const store = new SqliteNotesStore({ path: ':memory:' })
 await store.migrate()
-
-class RecordingLogger implements McpLogger {
-  readonly warnings: Array<{ message: string; fields?: Record<string, unknown> }> = []
-  warn(message: string, fields?: Record<string, unknown>): void {
-    this.warnings.push({ message, fields })
-  }
-  error(): void {}
-  count(message: string): number {
-    return this.warnings.filter((warning) => warning.message === message).length
-  }
-}
 
 /** The bus, telling the test each time a held-open stream (interest: a principal alone) subscribes. */
 class WatchedBus extends InProcessEventBus {

@@ -18,7 +18,7 @@ import { describe, expect, it } from 'vitest'
 import { createApp, notesServer } from '../../src/app.ts'
 import { LOCAL_PRINCIPAL } from '../../src/auth/bearer.ts'
 import { parseConfig } from '../../src/config.ts'
-import type { McpLogger } from '../../src/mcp/dispatch.ts'
+import { RecordingLogger } from '../support/recording-logger.ts'
 import { DEFAULT_MAX_BACKLOG_EVENTS, DEFAULT_MAX_QUEUED_BYTES } from '../../src/mcp/event-stream.ts'
 import { InProcessEventBus, type ServerEvent } from '../../src/mcp/events.ts'
 import { createMcpHandler, type McpHandlerOptions } from '../../src/mcp/handler.ts'
@@ -44,15 +44,6 @@ const MEMORY_BOUND_BYTES = 6 * 1024 * 1024
 const ENDED = 'stream ended: the client fell too far behind'
 /** What reading a dropped stream's body rejects with. */
 const DROPPED = { name: 'StreamDroppedError' }
-
-/** Keeps every warning (message and fields), the way the JSON logger would print them. */
-class RecordingLogger implements McpLogger {
-  readonly warnings: Array<{ message: string; fields: Record<string, unknown> | undefined }> = []
-  warn(message: string, fields?: Record<string, unknown>): void {
-    this.warnings.push({ message, fields })
-  }
-  error(): void {}
-}
 
 /** The store, counting the GET stream's subscription lookups. */
 class CountingStore extends SqliteNotesStore {
