@@ -21,7 +21,7 @@ import { createHttpApp, publicBaseUrl } from './http/app.ts'
 import { originGuard } from './http/origin-guard.ts'
 import type { McpLogger } from './mcp/dispatch.ts'
 import { consoleLogger, createMcpHandler } from './mcp/handler.ts'
-import type { EventBus } from './mcp/events.ts'
+import type { EventBus } from './mcp/event-bus.ts'
 import type { StateSealer } from './mcp/sealed-state.ts'
 import { StreamLimits } from './mcp/stream-limits.ts'
 import type { TaskOptions } from './mcp/tasks/engine.ts'
@@ -69,7 +69,7 @@ export function createApp(config: Config, deps: AppDeps): Hono {
   const store = deps.telemetry ? deps.telemetry.instrumentStore(deps.store) : deps.store
   const handler = createMcpHandler({
     server: notesServer,
-    app: { notes: store, bus: deps.bus, baseUrl, now },
+    deps: { notes: store, bus: deps.bus, baseUrl, now },
     sealer: deps.sealer,
     bus: deps.bus,
     logger: deps.logger,

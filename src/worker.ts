@@ -30,12 +30,12 @@
  *   counted per isolate, by one `StreamLimits` the apps of every origin share: isolates share no
  *   memory, so that is the count a Worker has (a caller spread over several isolates may hold the
  *   cap in each), and it is what protects an isolate's own 128 MB;
- * - the event bus is the `EventBusObject` Durable Object bound as `EVENT_BUS` (`workers/event-bus.ts`):
+ * - the event bus is the `EventBusObject` Durable Object bound as `EVENT_BUS` (`workers/durable-object-event-bus.ts`):
  *   listen and 2025 GET streams hear changes made through any isolate, and a 2025 answer reaches the
  *   isolate whose flow waits for it; a missing binding is a misconfiguration, like a missing `DB`;
  * - tasks (`import_notes`, `export_notes`) never run in an isolate, whose work ends with its response:
  *   each is handed to its own `TaskRunnerObject` Durable Object, bound as `TASK_RUNNER`
- *   (`workers/task-runner.ts`), before `CreateTaskResult` is answered, and that object's alarm runs
+ *   (`workers/task-scheduler.ts`), before `CreateTaskResult` is answered, and that object's alarm runs
  *   it, resumes it after `tasks/update`, and takes it over if the object died mid-run. The object
  *   builds its handlers' app from the same bindings ({@link TaskRunnerObject}), and the cron trigger
  *   also hands over any runnable task nothing runs (a lost hand-off). A missing binding is a
@@ -44,7 +44,7 @@
  *   a request reaching it under a name that is not loopback (a deployment, not `wrangler dev`) gets
  *   a 500 "misconfigured" and the log names AUTH_ISSUER, unless ALLOW_UNAUTHENTICATED=1.
  *
- * With an `OTEL_*` binding, telemetry (`telemetry/worker.ts`, imported only then) exports the spans
+ * With an `OTEL_*` binding, telemetry (`workers/telemetry.ts`, imported only then) exports the spans
  * and metrics of each request after it, through `ctx.waitUntil`; see README "Observability".
  *
  * With auth, the JWKS cache and the OIDC client of the approval pages live as long as the isolate
@@ -63,17 +63,21 @@ import { consoleLogger, logError } from './mcp/handler.ts'
 import { importKeyRing, parseKeyRing } from './mcp/key-ring.ts'
 import { StateSealer } from './mcp/sealed-state.ts'
 import { StreamLimits } from './mcp/stream-limits.ts'
-import type { NotesApp } from './notes/app.ts'
+import type { NotesDeps } from './notes/deps.ts'
 import { D1NotesStore, D1SchemaMissingError, type D1Like } from './storage/d1.ts'
 import { sweepExpired } from './storage/purge.ts'
-import type { WorkerTelemetry } from './telemetry/worker.ts'
-import { DurableObjectEventBus, EVENT_BUS_BINDING, isBusNamespace } from './workers/event-bus.ts'
+import type { WorkerTelemetry } from './workers/telemetry.ts'
+import {
+  DurableObjectEventBus,
+  EVENT_BUS_BINDING,
+  isBusNamespace,
+} from './workers/durable-object-event-bus.ts'
 import {
   DurableObjectTaskScheduler,
   TASK_RUNNER_BINDING,
   handOverRunnableTasks,
   isTaskRunnerNamespace,
-} from './workers/task-runner.ts'
+} from './workers/task-scheduler.ts'
 import { defineTaskRunnerObject } from './workers/task-runner-object.ts'
 
 /** The Durable Object class of the event bus, bound as `EVENT_BUS` (wrangler.toml). */
@@ -166,13 +170,13 @@ export const TaskRunnerObject = defineTaskRunnerObject(async (env: WorkerEnv) =>
   const config = parseConfig(stringBindings(env))
   const store = new D1NotesStore({ db: d1Binding(env) })
   await store.migrate()
-  const app: NotesApp = {
+  const deps: NotesDeps = {
     notes: store,
     bus: eventBus(env),
     baseUrl: publicBaseUrl(config),
     now: Date.now,
   }
-  return { server: notesServer, app, store, tasks: config.tasks }
+  return { server: notesServer, deps, store, tasks: config.tasks }
 })
 
 async function prepare(env: WorkerEnv): Promise<Setup> {
@@ -189,10 +193,13 @@ async function prepare(env: WorkerEnv): Promise<Setup> {
   await store.migrate()
   const auth = config.auth && createAuthServices(config.auth, { logger: consoleLogger })
   const bus = eventBus(env)
-  // Loaded only when an OTEL_* binding asks for it (telemetry/worker.ts).
+  // Loaded only when an OTEL_* binding asks for it (workers/telemetry.ts).
   const telemetry =
     config.telemetry &&
-    (await import('./telemetry/worker.ts')).startWorkerTelemetry(config.telemetry, config.replicaId)
+    (await import('./workers/telemetry.ts')).startWorkerTelemetry(
+      config.telemetry,
+      config.replicaId
+    )
   // No loop: the tasks' objects take them over (takeoverIntervalMs 0).
   const tasks = {
     replicaId: config.replicaId,

@@ -13,13 +13,13 @@ import { ConfirmForm, EchoInput, NoInput, SearchInput, SearchOutput } from './sc
 import { searchCursor, searchHit } from './search-hits.ts'
 import { CONFIRM_MESSAGE, PROGRESS_STEPS } from './wire.ts'
 
-export interface BenchApp {
+export interface BenchDeps {
   notes: NotesStore | undefined
 }
 
-const { tool } = definitions<BenchApp>()
+const { tool } = definitions<BenchDeps>()
 
-export const benchServer = compileServer<BenchApp>({
+export const benchServer = compileServer<BenchDeps>({
   info: { name: 'notes-mcp-bench', version: '0.0.0' },
   tools: [
     tool({
@@ -55,7 +55,7 @@ export const benchServer = compileServer<BenchApp>({
       input: SearchInput,
       output: SearchOutput,
       async run({ query, limit }, ctx) {
-        const notes = ctx.app.notes
+        const notes = ctx.deps.notes
         if (!notes) throw new Error('BENCH_DB is not set')
         const page = await notes.search(ctx.principal, { text: query, offset: 0, limit })
         return structured({

@@ -10,17 +10,17 @@
  * With `BENCH_APP=notes` it serves the real notes application instead (`src/app.ts` `createApp`) on
  * the same seeded database, for the `notes_search_app` and `listen_scale` scenarios. Environment:
  * `BENCH_DB` (SQLite file; without it a private in-memory database, and no search), and the
- * `OTEL_*` variables, which turn telemetry on exactly as `npm start` does (`telemetry/node.ts`,
+ * `OTEL_*` variables, which turn telemetry on exactly as `npm start` does (`node/telemetry.ts`,
  * loaded only then), to measure what it costs. Run as its own process by `scripts/bench.ts`.
  */
 import type { Hono } from 'hono'
 import { parseConfig } from '../../src/config.ts'
 import { createHttpApp } from '../../src/http/app.ts'
-import { InProcessEventBus } from '../../src/mcp/events.ts'
+import { InProcessEventBus } from '../../src/mcp/event-bus.ts'
 import { createMcpHandler } from '../../src/mcp/handler.ts'
 import { generateKey } from '../../src/mcp/key-ring.ts'
 import { MAX_STREAM_CAP, StreamLimits } from '../../src/mcp/stream-limits.ts'
-import { createNodeSealer } from '../../src/node-crypto.ts'
+import { createNodeSealer } from '../../src/node/crypto.ts'
 import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
 import { benchServer } from './ours-server.ts'
 import { serveBench } from './serve.ts'
@@ -38,7 +38,7 @@ const config = parseConfig({
 })
 const running =
   config.telemetry &&
-  (await import('../../src/telemetry/node.ts')).startNodeTelemetry({
+  (await import('../../src/node/telemetry.ts')).startNodeTelemetry({
     config: config.telemetry,
     replicaId: 'bench',
     database: 'sqlite',
@@ -59,7 +59,7 @@ if (process.env.BENCH_APP === 'notes') {
 } else {
   const handler = createMcpHandler({
     server: benchServer,
-    app: { notes: path ? store : undefined },
+    deps: { notes: path ? store : undefined },
     sealer,
     bus,
     // No cap on the sessions of one principal: the legacy_session scenario opens tens of

@@ -26,7 +26,7 @@ async function build(env: Env): Promise<Hono> {
     keyRing: await importKeyRing(parseKeyRing(env.STATE_KEYS)),
     ttlSeconds: config.stateTtlSeconds,
   })
-  const handler = createMcpHandler({ server: benchServer, app: { notes: undefined }, sealer })
+  const handler = createMcpHandler({ server: benchServer, deps: { notes: undefined }, sealer })
   return createHttpApp({ config, handler })
 }
 

@@ -3,7 +3,7 @@
  * The base64url alphabet (RFC 4648 §5), the one check every sealed value read from the wire goes
  * through (`isCanonicalBase64url`), and the codec the sealer writes and reads tokens with
  * (`Base64urlCodec`): jose's `base64url` by default (native `toBase64` where the runtime has it), or a
- * runtime's own faster one (Node's `Buffer`, `node-crypto.ts`). Lenient decoders ignore the unused low
+ * runtime's own faster one (Node's `Buffer`, `node/crypto.ts`). Lenient decoders ignore the unused low
  * bits of the last character, so without the check several spellings of one token, or of one
  * configured secret, would all be accepted: callers check first, then decode. Runtime-neutral.
  */

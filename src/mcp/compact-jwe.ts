@@ -14,7 +14,7 @@
  *
  * The codec writes and reads the five parts itself, around AES-256-GCM: Web Crypto under the ring's
  * `CryptoKey`s by default, or a runtime's faster cipher (`aesGcm`: Node's synchronous `node:crypto`,
- * `node-crypto.ts`), and likewise its base64url (`base64url`). The protected header of every ring key
+ * `node/crypto.ts`), and likewise its base64url (`base64url`). The protected header of every ring key
  * is written once, at construction: sealing reuses it, and a token naming a ring key in exactly that
  * spelling is matched without decoding its header again (any other spelling is decoded and checked in
  * full). Tokens are interchangeable whichever cipher and codec wrote them. Runtime-neutral.

@@ -25,16 +25,16 @@ import type { Cancellation, ResponseChannel } from './streaming.ts'
 import { tasksCapabilityMissing } from './tasks/wire.ts'
 import type { ClientCapabilities, CreateMessageParams } from './wire.ts'
 
-export interface ContextInput<App> {
-  app: App
+export interface ContextInput<Deps> {
+  deps: Deps
   principal: string
   request: McpRequest
   channel: ResponseChannel
   cancellation: Cancellation
 }
 
-export class HandlerContext<App> implements RequestContext<App> {
-  readonly app: App
+export class HandlerContext<Deps> implements RequestContext<Deps> {
+  readonly deps: Deps
   readonly principal: string
   readonly clientCapabilities: ClientCapabilities
   readonly #cancellation: Cancellation
@@ -42,8 +42,8 @@ export class HandlerContext<App> implements RequestContext<App> {
   readonly #channel: ResponseChannel
   #lastProgress = -Infinity
 
-  constructor({ app, principal, request, channel, cancellation }: ContextInput<App>) {
-    this.app = app
+  constructor({ deps, principal, request, channel, cancellation }: ContextInput<Deps>) {
+    this.deps = deps
     this.principal = principal
     this.clientCapabilities = request.clientCapabilities
     this.#cancellation = cancellation
@@ -92,13 +92,13 @@ export type TaskAvailability = 'available' | 'unavailable' | 'running'
  * in a task); a round without state gets a random idempotency key, made only if the handler asks for
  * it (most never do).
  */
-export class ReplayHandlerContext<App> extends HandlerContext<App> implements ToolContext<App> {
+export class ReplayHandlerContext<Deps> extends HandlerContext<Deps> implements ToolContext<Deps> {
   readonly #replay: Replay
   readonly #tasks: TaskAvailability | undefined
   #idempotencyKey: string | undefined
 
   constructor(
-    input: ContextInput<App>,
+    input: ContextInput<Deps>,
     replay: Replay,
     nonce: string | undefined,
     tasks?: TaskAvailability

@@ -36,8 +36,8 @@ export type ClientCapability =
   'elicitation.form' | 'elicitation.url' | 'sampling' | 'sampling.tools' | 'roots'
 
 /** What every handler receives. */
-export interface RequestContext<App> {
-  readonly app: App
+export interface RequestContext<Deps> {
+  readonly deps: Deps
   /** Who is calling: the verified principal, or the single local principal without auth. */
   readonly principal: string
   readonly clientCapabilities: ClientCapabilities
@@ -79,7 +79,7 @@ export interface ElicitUrlOptions extends AskOptions {
  * `prompts/get`). The handler re-runs from the top on every round: asks answered in earlier rounds
  * return their recorded answer, new asks suspend the run and are sent to the client together.
  */
-export interface ReplayContext<App> extends RequestContext<App> {
+export interface ReplayContext<Deps> extends RequestContext<Deps> {
   elicit<S extends z.ZodObject>(
     key: string,
     options: ElicitOptions<S>
@@ -132,7 +132,7 @@ export interface StartTaskOptions {
  *   writing under ids chosen in a `once`;
  * - `idempotencyKey` is the same for the whole task.
  */
-export interface ToolContext<App> extends ReplayContext<App> {
+export interface ToolContext<Deps> extends ReplayContext<Deps> {
   /**
    * Where the task of a `task` tool begins. Before it the handler runs in the `tools/call` request
    * (asks are multi round-trip rounds, resolved before any task exists); when the request declared
@@ -153,7 +153,7 @@ export interface ToolAnnotations {
   openWorldHint?: boolean
 }
 
-export interface ToolDefinition<App, S extends z.ZodObject = z.ZodObject> {
+export interface ToolDefinition<Deps, S extends z.ZodObject = z.ZodObject> {
   name: string
   title?: string
   description: string
@@ -171,14 +171,14 @@ export interface ToolDefinition<App, S extends z.ZodObject = z.ZodObject> {
    * without a task store serves no tasks: every request counts as not declaring the extension.
    */
   task?: 'optional' | 'required'
-  run(args: z.output<S>, ctx: ToolContext<App>): Promise<CallToolResult> | CallToolResult
+  run(args: z.output<S>, ctx: ToolContext<Deps>): Promise<CallToolResult> | CallToolResult
 }
 
-export interface ResourceDefinition<App> extends Resource {
-  read(ctx: ReplayContext<App>): Promise<ReadResourceResult> | ReadResourceResult
+export interface ResourceDefinition<Deps> extends Resource {
+  read(ctx: ReplayContext<Deps>): Promise<ReadResourceResult> | ReadResourceResult
 }
 
-export interface ResourceTemplateDefinition<App> {
+export interface ResourceTemplateDefinition<Deps> {
   /** RFC 6570 level-1 template, e.g. `note://{id}`; each variable matches one path segment. */
   uriTemplate: string
   name: string
@@ -187,16 +187,16 @@ export interface ResourceTemplateDefinition<App> {
   mimeType?: string
   /** Lists the concrete resources of this template (for `resources/list`), page by page. */
   list?(
-    ctx: RequestContext<App>,
+    ctx: RequestContext<Deps>,
     offset: number,
     limit: number
   ): Promise<{ items: Resource[]; nextOffset?: number }>
   read(
     variables: Record<string, string>,
     uri: string,
-    ctx: ReplayContext<App>
+    ctx: ReplayContext<Deps>
   ): Promise<ReadResourceResult | undefined> | ReadResourceResult | undefined
-  complete?: Record<string, Completer<App>>
+  complete?: Record<string, Completer<Deps>>
 }
 
 export interface PromptArgument {
@@ -206,22 +206,22 @@ export interface PromptArgument {
   required?: boolean
 }
 
-export interface PromptDefinition<App> {
+export interface PromptDefinition<Deps> {
   name: string
   title?: string
   description: string
   arguments?: PromptArgument[]
   get(
     args: Record<string, string>,
-    ctx: ReplayContext<App>
+    ctx: ReplayContext<Deps>
   ): Promise<GetPromptResult> | GetPromptResult
-  complete?: Record<string, Completer<App>>
+  complete?: Record<string, Completer<Deps>>
 }
 
 /** Suggests values for one argument; the engine caps the answer at 100 values. */
-export type Completer<App> = (
+export type Completer<Deps> = (
   value: string,
-  context: { arguments: Record<string, string>; ctx: RequestContext<App> }
+  context: { arguments: Record<string, string>; ctx: RequestContext<Deps> }
 ) => Promise<Completion> | Completion
 
 /**
@@ -231,13 +231,13 @@ export type Completer<App> = (
 export type Completion = string[] | { values: string[]; total?: number }
 
 /** Typed definition helpers bound to one application type. */
-export function definitions<App>() {
+export function definitions<Deps>() {
   return {
-    tool: <S extends z.ZodObject>(definition: ToolDefinition<App, S>) =>
-      definition as unknown as ToolDefinition<App>,
-    resource: (definition: ResourceDefinition<App>) => definition,
-    resourceTemplate: (definition: ResourceTemplateDefinition<App>) => definition,
-    prompt: (definition: PromptDefinition<App>) => definition,
+    tool: <S extends z.ZodObject>(definition: ToolDefinition<Deps, S>) =>
+      definition as unknown as ToolDefinition<Deps>,
+    resource: (definition: ResourceDefinition<Deps>) => definition,
+    resourceTemplate: (definition: ResourceTemplateDefinition<Deps>) => definition,
+    prompt: (definition: PromptDefinition<Deps>) => definition,
   }
 }
 

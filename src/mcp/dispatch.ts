@@ -62,16 +62,16 @@ export interface McpLogger {
   error(message: string, fields?: Record<string, unknown>): void
 }
 
-export interface DispatchEnv<App> extends ContextInput<App> {
+export interface DispatchEnv<Deps> extends ContextInput<Deps> {
   /** The OAuth client the caller used, if known: sealed states are bound to it too. */
   client?: string
-  server: CompiledServer<App>
+  server: CompiledServer<Deps>
   sealer: StateSealer
   logger: McpLogger
   /** The request's HTTP headers; absent for 2025-era requests, which carry no `Mcp-Param-*` headers. */
   headers?: Headers
   /** Serves the tasks extension (`tasks/*`, and `tools/call` of `task` tools); absent: no tasks. */
-  tasks?: TaskEngine<App>
+  tasks?: TaskEngine<Deps>
   /**
    * The caller's scopes as the HTTP layer reports them (`McpHttpInput`; absent without auth), for the
    * checks that only a record can decide: the scopes of a task's tool (`tasks/engine.ts`).
@@ -82,21 +82,21 @@ export interface DispatchEnv<App> extends ContextInput<App> {
   observation?: RequestObservation
 }
 
-/** What a handler dispatches every request with, whoever calls: its server, app, sealer and logger. */
-export type DispatchBase<App> = Pick<DispatchEnv<App>, 'server' | 'app' | 'sealer' | 'logger'>
+/** What a handler dispatches every request with, whoever calls: its server, deps, sealer and logger. */
+export type DispatchBase<Deps> = Pick<DispatchEnv<Deps>, 'server' | 'deps' | 'sealer' | 'logger'>
 
 /**
  * The env `request` is dispatched in for the caller `input` describes (its principal, OAuth client
  * and granted scopes): `cancellation`, which the caller keeps to cancel the request, a new response
  * channel on it, and `extra`, what the era adds (headers, tasks, telemetry).
  */
-export function dispatchEnv<App>(
-  base: DispatchBase<App>,
+export function dispatchEnv<Deps>(
+  base: DispatchBase<Deps>,
   request: McpRequest,
-  input: Pick<DispatchEnv<App>, 'principal' | 'client' | 'grantedScopes' | 'baseScopes'>,
+  input: Pick<DispatchEnv<Deps>, 'principal' | 'client' | 'grantedScopes' | 'baseScopes'>,
   cancellation: Cancellation,
-  extra: Pick<DispatchEnv<App>, 'headers' | 'tasks' | 'observation'> = {}
-): DispatchEnv<App> {
+  extra: Pick<DispatchEnv<Deps>, 'headers' | 'tasks' | 'observation'> = {}
+): DispatchEnv<Deps> {
   const { principal, client, grantedScopes, baseScopes } = input
   return {
     ...base,
@@ -128,7 +128,7 @@ const SECTION_SPAN = 2 ** 32
 /** A list whose pages depend only on the compiled server: its cursor name and its items. */
 interface StaticList {
   kind: 'tools' | 'prompts' | 'resourceTemplates'
-  items<App>(server: CompiledServer<App>): readonly unknown[]
+  items<Deps>(server: CompiledServer<Deps>): readonly unknown[]
 }
 
 const STATIC_LISTS: Readonly<Record<string, StaticList>> = {
@@ -148,8 +148,8 @@ const STATIC_LISTS: Readonly<Record<string, StaticList>> = {
  * decodes to another offset is answered, but not kept. Throws the -32602 of an invalid or oversized
  * cursor, before any other work.
  */
-export function staticResultKey<App>(
-  server: CompiledServer<App>,
+export function staticResultKey<Deps>(
+  server: CompiledServer<Deps>,
   request: McpRequest
 ): string | undefined {
   const { method } = request
@@ -167,7 +167,7 @@ export function staticResultKey<App>(
 }
 
 /** Whether the server implements and advertises `method` (otherwise: 404 + -32601). */
-export function isAdvertised<App>(server: CompiledServer<App>, method: string): boolean {
+export function isAdvertised<Deps>(server: CompiledServer<Deps>, method: string): boolean {
   const { tools, resources, prompts, completions } = server.capabilities
   switch (method) {
     case METHODS.discover:
@@ -202,9 +202,9 @@ export function parseParams<S extends z.ZodType>(schema: S, params: JsonObject):
   return parsed.data
 }
 
-export async function dispatch<App>(
+export async function dispatch<Deps>(
   request: McpRequest,
-  env: DispatchEnv<App>
+  env: DispatchEnv<Deps>
 ): Promise<DispatchResult> {
   const { server } = env
   switch (request.method) {
@@ -240,10 +240,10 @@ export async function dispatch<App>(
   }
 }
 
-function list<App>(
+function list<Deps>(
   request: McpRequest,
   { kind, items }: StaticList,
-  server: CompiledServer<App>
+  server: CompiledServer<Deps>
 ): DispatchResult {
   const { cursor } = parseParams(ListParamsSchema, request.params)
   const { page, nextCursor } = paginate(kind, items(server), cursor, server.pageSize)
@@ -252,9 +252,9 @@ function list<App>(
   return { result, cache: kind }
 }
 
-async function listResources<App>(
+async function listResources<Deps>(
   request: McpRequest,
-  env: DispatchEnv<App>
+  env: DispatchEnv<Deps>
 ): Promise<DispatchResult> {
   const { server } = env
   const { cursor } = parseParams(ListParamsSchema, request.params)
@@ -289,7 +289,10 @@ async function listResources<App>(
   return { result, cache: 'resources' }
 }
 
-async function callTool<App>(request: McpRequest, env: DispatchEnv<App>): Promise<DispatchResult> {
+async function callTool<Deps>(
+  request: McpRequest,
+  env: DispatchEnv<Deps>
+): Promise<DispatchResult> {
   const params = parseParams(CallToolParamsSchema, request.params)
   const tool = env.server.tools.get(params.name)
   if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${params.name}`)
@@ -312,10 +315,10 @@ async function callTool<App>(request: McpRequest, env: DispatchEnv<App>): Promis
  * and the handler serves tasks; otherwise go on synchronously, or, for a `task: 'required'` tool,
  * answer -32021 before the handler runs.
  */
-function taskAvailability<App>(
-  tool: CompiledTool<App>,
+function taskAvailability<Deps>(
+  tool: CompiledTool<Deps>,
   request: McpRequest,
-  env: DispatchEnv<App>
+  env: DispatchEnv<Deps>
 ): TaskAvailability {
   if (env.tasks && declaresTasks(request.clientCapabilities)) return 'available'
   if (tool.definition.task === 'required')
@@ -329,10 +332,10 @@ function taskAvailability<App>(
  * suspension, or a failure after the call was aborted propagates; a result that does not match the
  * tool's `outputSchema` is a -32603.
  */
-export async function runTool<App>(
-  tool: CompiledTool<App>,
+export async function runTool<Deps>(
+  tool: CompiledTool<Deps>,
   args: Record<string, unknown>,
-  ctx: ToolContext<App>,
+  ctx: ToolContext<Deps>,
   logger: McpLogger
 ): Promise<CallToolResult> {
   const { name } = tool.definition
@@ -379,10 +382,10 @@ export async function runTool<App>(
 }
 
 /** `Mcp-Param-*` headers must mirror every `x-mcp-header` argument present in the body (-32020). */
-function checkHeaderParams<App>(
+function checkHeaderParams<Deps>(
   request: McpRequest,
   headers: Headers,
-  tool: CompiledTool<App>,
+  tool: CompiledTool<Deps>,
   args: Record<string, unknown>
 ) {
   for (const param of tool.headerParams) {
@@ -413,16 +416,16 @@ function checkHeaderParams<App>(
   }
 }
 
-async function readResource<App>(
+async function readResource<Deps>(
   request: McpRequest,
-  env: DispatchEnv<App>
+  env: DispatchEnv<Deps>
 ): Promise<DispatchResult> {
   const params = parseParams(ReadResourceParamsSchema, request.params)
   const { uri } = params
   const notFound = () =>
     new McpError(ErrorCode.InvalidParams, `Resource not found: ${uri}`, { uri })
   const resource = env.server.resources.get(uri)
-  let read: ((ctx: ReplayContext<App>) => Promise<JsonObject | undefined>) | undefined
+  let read: ((ctx: ReplayContext<Deps>) => Promise<JsonObject | undefined>) | undefined
   if (resource) {
     read = async (ctx) => ({ ...(await resource.read(ctx)) })
   } else {
@@ -446,7 +449,10 @@ async function readResource<App>(
   return outcome.result.resultType === 'input_required' ? outcome : { ...outcome, cache: 'read' }
 }
 
-async function getPrompt<App>(request: McpRequest, env: DispatchEnv<App>): Promise<DispatchResult> {
+async function getPrompt<Deps>(
+  request: McpRequest,
+  env: DispatchEnv<Deps>
+): Promise<DispatchResult> {
   const params = parseParams(GetPromptParamsSchema, request.params)
   const prompt = env.server.prompts.get(params.name)
   if (!prompt) throw new McpError(ErrorCode.InvalidParams, `Unknown prompt: ${params.name}`)
@@ -467,7 +473,10 @@ async function getPrompt<App>(request: McpRequest, env: DispatchEnv<App>): Promi
   }))
 }
 
-async function complete<App>(request: McpRequest, env: DispatchEnv<App>): Promise<DispatchResult> {
+async function complete<Deps>(
+  request: McpRequest,
+  env: DispatchEnv<Deps>
+): Promise<DispatchResult> {
   const { ref, argument, context } = parseParams(CompleteParamsSchema, request.params)
   let completer
   if (ref.type === 'ref/prompt') {
@@ -506,8 +515,8 @@ export function callerBinding(principal: string, client: string | undefined): st
 }
 
 /** What a sealed state is bound to: the caller (and its client), the method, the target and the arguments. */
-function bindingFor<App>(
-  env: DispatchEnv<App>,
+function bindingFor<Deps>(
+  env: DispatchEnv<Deps>,
   request: McpRequest,
   target: string,
   args: unknown
@@ -547,12 +556,12 @@ interface ReplayableParams {
  * into a new `requestState` and answers `input_required`, or, when the handler started its task (and
  * no ask is pending: rounds resolve first), creates the task with that journal and answers it.
  */
-async function runReplayable<App>(
+async function runReplayable<Deps>(
   request: McpRequest,
-  env: DispatchEnv<App>,
+  env: DispatchEnv<Deps>,
   binding: StateBinding,
   params: ReplayableParams,
-  run: (ctx: ToolContext<App>) => Promise<JsonObject | CallToolResult>,
+  run: (ctx: ToolContext<Deps>) => Promise<JsonObject | CallToolResult>,
   tasks?: TaskAvailability
 ): Promise<DispatchResult> {
   const { observation } = env

@@ -29,7 +29,7 @@
  *   is not reading: that is logged and the stream errored as above. No timer outlives the end.
  */
 import type { McpLogger } from './dispatch.ts'
-import { concerns, type EventBus, type EventInterest, type ServerEvent } from './events.ts'
+import { concerns, type EventBus, type EventInterest, type ServerEvent } from './event-bus.ts'
 import { positiveWholeNumber } from './options.ts'
 import { SSE_HEADERS, SSE_KEEPALIVE, closeQuietly, sseEvent, sseRetry } from './streaming.ts'
 

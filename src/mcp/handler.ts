@@ -37,7 +37,7 @@ import {
 import { EnvelopeError, parseJson, parseMessage, type McpRequest } from './envelope.ts'
 import { ErrorCode, McpError, describeError, errorMessage } from './errors.ts'
 import { validateStreamBounds, type EventStreamBounds } from './event-stream.ts'
-import type { EventBus } from './events.ts'
+import type { EventBus } from './event-bus.ts'
 import { META_SERVER_INFO, METHODS, TASKS_EXTENSION } from './protocol.ts'
 import type { StateSealer } from './sealed-state.ts'
 import { withExtension, type CompiledServer } from './server.ts'
@@ -53,9 +53,9 @@ import type { SessionStore } from './session-store.ts'
 import { DEFAULT_TASK_TAKEOVER_INTERVAL_MS, TaskEngine, type TaskOptions } from './tasks/engine.ts'
 import type { McpTelemetry, RequestObservation } from '../telemetry/observer.ts'
 
-export interface McpHandlerOptions<App> {
-  server: CompiledServer<App>
-  app: App
+export interface McpHandlerOptions<Deps> {
+  server: CompiledServer<Deps>
+  deps: Deps
   sealer: StateSealer
   /** Feeds `subscriptions/listen`; required when the server advertises listChanged or subscribe. */
   bus?: EventBus
@@ -78,10 +78,10 @@ export interface McpHandlerOptions<App> {
     sessions: SessionStore
     /** Lifetime of a session id in seconds (default a week, at most 30 days). */
     sessionTtlSeconds?: number
-    input?: LegacyEraOptions<App>['input']
+    input?: LegacyEraOptions<Deps>['input']
     /** What one principal may keep in the store (`LegacyEraOptions.limits`). */
-    limits?: LegacyEraOptions<App>['limits']
-    stream?: LegacyEraOptions<App>['stream']
+    limits?: LegacyEraOptions<Deps>['limits']
+    stream?: LegacyEraOptions<Deps>['stream']
     now?: () => number
   }
   /**
@@ -145,13 +145,13 @@ function missingBus(): never {
   )
 }
 
-export function createMcpHandler<App>(options: McpHandlerOptions<App>): McpHandler {
-  const { app, sealer, bus, shutdown } = options
+export function createMcpHandler<Deps>(options: McpHandlerOptions<Deps>): McpHandler {
+  const { deps, sealer, bus, shutdown } = options
   const logger = options.logger ?? consoleLogger
   validateStreamBounds(options.listen, 'listen')
   const streamLimits = options.streamLimits ?? new StreamLimits()
   const tasks =
-    options.tasks && new TaskEngine({ server: options.server, app, logger }, options.tasks)
+    options.tasks && new TaskEngine({ server: options.server, deps, logger }, options.tasks)
   if (tasks) {
     const interval = options.tasks?.takeoverIntervalMs ?? DEFAULT_TASK_TAKEOVER_INTERVAL_MS
     if (interval !== 0) tasks.startTakeover(interval, shutdown)
@@ -165,7 +165,7 @@ export function createMcpHandler<App>(options: McpHandlerOptions<App>): McpHandl
   // The modern era's server: with tasks, it advertises the extension (2025-era sessions never see it).
   const server = tasks ? withExtension(options.server, TASKS_EXTENSION) : options.server
   /** What every dispatched request shares (`dispatchEnv` adds the request's own). */
-  const dispatchBase = { server, app, sealer, logger }
+  const dispatchBase = { server, deps, sealer, logger }
   const serverInfoMeta = { [META_SERVER_INFO]: server.info }
   const observer = options.telemetry?.forServer(server)
   /**
@@ -211,7 +211,7 @@ export function createMcpHandler<App>(options: McpHandlerOptions<App>): McpHandl
    */
   async function settle(
     request: McpRequest,
-    env: DispatchEnv<App>,
+    env: DispatchEnv<Deps>,
     input: McpHttpInput,
     cacheKey: string | undefined
   ): Promise<FinalMessage> {
@@ -246,7 +246,7 @@ export function createMcpHandler<App>(options: McpHandlerOptions<App>): McpHandl
     options.legacy &&
     createLegacyEra({
       server: options.server,
-      app,
+      deps,
       sealer,
       sessionSealer: sealer.withTtl(
         options.legacy.sessionTtlSeconds ?? DEFAULT_SESSION_TTL_SECONDS

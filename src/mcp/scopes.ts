@@ -40,8 +40,8 @@ export class InsufficientScopeError extends Error {
 }
 
 /** The scopes one operation needs: the named tool's own for `tools/call`, else its method's. */
-export function requiredScopes<App>(
-  server: CompiledServer<App>,
+export function requiredScopes<Deps>(
+  server: CompiledServer<Deps>,
   method: string,
   params: JsonObject
 ): readonly string[] {
@@ -85,8 +85,8 @@ export function scopeRefusal(
  * parsed body: the tool's name, never a header), settling the message's `observation` as refused;
  * `undefined` to go on.
  */
-export function scopeChallenge<App>(
-  server: CompiledServer<App>,
+export function scopeChallenge<Deps>(
+  server: CompiledServer<Deps>,
   request: { id: RequestId | null; method: string; params: JsonObject },
   grant: ScopeGrant,
   observation?: Pick<RequestObservation, 'failed'>

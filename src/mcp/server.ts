@@ -33,13 +33,13 @@ export type CacheableResult =
 export type AdvertisedCapabilities = ServerCapabilities & { extensions?: Record<string, object> }
 
 /** Everything an application serves, as handed to `compileServer`. */
-export interface ServerDefinition<App> {
+export interface ServerDefinition<Deps> {
   info: Implementation
   instructions?: string
-  tools?: ToolDefinition<App>[]
-  resources?: ResourceDefinition<App>[]
-  resourceTemplates?: ResourceTemplateDefinition<App>[]
-  prompts?: PromptDefinition<App>[]
+  tools?: ToolDefinition<Deps>[]
+  resources?: ResourceDefinition<Deps>[]
+  resourceTemplates?: ResourceTemplateDefinition<Deps>[]
+  prompts?: PromptDefinition<Deps>[]
   /** List-change notifications the server publishes on its event bus (advertised as `listChanged`). */
   listChanged?: { tools?: boolean; prompts?: boolean; resources?: boolean }
   /** Whether `notifications/resources/updated` is published for watched URIs. */
@@ -57,8 +57,8 @@ export interface ServerDefinition<App> {
 }
 
 /** A published tool plus what the pipeline needs to check its `Mcp-Param-*` headers. */
-export interface CompiledTool<App> {
-  definition: ToolDefinition<App>
+export interface CompiledTool<Deps> {
+  definition: ToolDefinition<Deps>
   listing: JsonObject
   headerParams: HeaderParam[]
 }
@@ -70,26 +70,26 @@ export interface HeaderParam {
   type: 'string' | 'integer' | 'boolean'
 }
 
-export interface CompiledTemplate<App> {
-  definition: ResourceTemplateDefinition<App>
+export interface CompiledTemplate<Deps> {
+  definition: ResourceTemplateDefinition<Deps>
   pattern: RegExp
   variables: string[]
 }
 
 /** What `compileServer` makes of a `ServerDefinition`: published listings and lookup tables. */
-export interface CompiledServer<App> {
+export interface CompiledServer<Deps> {
   readonly info: Implementation
   readonly instructions?: string
   readonly capabilities: AdvertisedCapabilities
   readonly pageSize: number
   readonly cache: Record<CacheableResult, CacheHint>
-  readonly tools: ReadonlyMap<string, CompiledTool<App>>
+  readonly tools: ReadonlyMap<string, CompiledTool<Deps>>
   readonly toolListing: readonly JsonObject[]
-  readonly resources: ReadonlyMap<string, ResourceDefinition<App>>
+  readonly resources: ReadonlyMap<string, ResourceDefinition<Deps>>
   readonly resourceListing: readonly Resource[]
-  readonly templates: readonly CompiledTemplate<App>[]
+  readonly templates: readonly CompiledTemplate<Deps>[]
   readonly templateListing: readonly ResourceTemplate[]
-  readonly prompts: ReadonlyMap<string, PromptDefinition<App>>
+  readonly prompts: ReadonlyMap<string, PromptDefinition<Deps>>
   readonly promptListing: readonly JsonObject[]
   /** Scopes per method (`ServerDefinition.scopes`); see `scopes.ts`. */
   readonly methodScopes: ReadonlyMap<string, readonly string[]>
@@ -107,7 +107,7 @@ const DEFAULT_CACHE: Record<CacheableResult, CacheHint> = {
 const TOOL_NAME = /^[A-Za-z0-9_.-]{1,128}$/
 const HEADER_TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/
 
-export function compileServer<App>(options: ServerDefinition<App>): CompiledServer<App> {
+export function compileServer<Deps>(options: ServerDefinition<Deps>): CompiledServer<Deps> {
   const pageSize = options.pageSize ?? DEFAULT_PAGE_SIZE
   if (!Number.isSafeInteger(pageSize) || pageSize < 1 || pageSize > 1000) {
     throw new RangeError('pageSize must be an integer between 1 and 1000')
@@ -117,7 +117,7 @@ export function compileServer<App>(options: ServerDefinition<App>): CompiledServ
       throw new RangeError(`cache.${kind}.ttlMs must be a non-negative integer`)
   }
 
-  const tools = new Map<string, CompiledTool<App>>()
+  const tools = new Map<string, CompiledTool<Deps>>()
   for (const definition of options.tools ?? []) {
     if (!TOOL_NAME.test(definition.name))
       throw new TypeError(
@@ -128,7 +128,7 @@ export function compileServer<App>(options: ServerDefinition<App>): CompiledServ
     tools.set(definition.name, compileTool(definition))
   }
 
-  const resources = new Map<string, ResourceDefinition<App>>()
+  const resources = new Map<string, ResourceDefinition<Deps>>()
   for (const definition of options.resources ?? []) {
     if (resources.has(definition.uri))
       throw new TypeError(`Resource '${definition.uri}' is defined twice`)
@@ -136,7 +136,7 @@ export function compileServer<App>(options: ServerDefinition<App>): CompiledServ
   }
   const templates = (options.resourceTemplates ?? []).map(compileTemplate)
 
-  const prompts = new Map<string, PromptDefinition<App>>()
+  const prompts = new Map<string, PromptDefinition<Deps>>()
   for (const definition of options.prompts ?? []) {
     if (prompts.has(definition.name))
       throw new TypeError(`Prompt '${definition.name}' is defined twice`)
@@ -185,12 +185,15 @@ export function compileServer<App>(options: ServerDefinition<App>): CompiledServ
  * The same server advertising the extension `name` too (`{}`: no settings), for a handler that
  * serves it (the tasks extension needs a task store, which only the handler has).
  */
-export function withExtension<App>(server: CompiledServer<App>, name: string): CompiledServer<App> {
+export function withExtension<Deps>(
+  server: CompiledServer<Deps>,
+  name: string
+): CompiledServer<Deps> {
   const extensions = { ...server.capabilities.extensions, [name]: {} }
   return Object.freeze({ ...server, capabilities: { ...server.capabilities, extensions } })
 }
 
-function compileTool<App>(definition: ToolDefinition<App>): CompiledTool<App> {
+function compileTool<Deps>(definition: ToolDefinition<Deps>): CompiledTool<Deps> {
   if (
     definition.task !== undefined &&
     definition.task !== 'optional' &&
@@ -247,7 +250,9 @@ function headerParams(tool: string, inputSchema: JsonObject): HeaderParam[] {
 
 const TEMPLATE_VARIABLE = /\{([A-Za-z0-9_]+)\}/g
 
-function compileTemplate<App>(definition: ResourceTemplateDefinition<App>): CompiledTemplate<App> {
+function compileTemplate<Deps>(
+  definition: ResourceTemplateDefinition<Deps>
+): CompiledTemplate<Deps> {
   const variables: string[] = []
   let source = ''
   let last = 0
@@ -267,8 +272,8 @@ function escapeRegExp(text: string): string {
 }
 
 /** Matches a URI against a compiled template; variables are percent-decoded. */
-export function matchTemplate<App>(
-  template: CompiledTemplate<App>,
+export function matchTemplate<Deps>(
+  template: CompiledTemplate<Deps>,
   uri: string
 ): Record<string, string> | undefined {
   const match = template.pattern.exec(uri)

@@ -12,7 +12,7 @@
  */
 import type { McpLogger } from './dispatch.ts'
 import { eventStream, type EventStreamBounds } from './event-stream.ts'
-import type { EventBus, ServerEvent } from './events.ts'
+import type { EventBus, ServerEvent } from './event-bus.ts'
 import { META_SERVER_INFO, META_SUBSCRIPTION_ID } from './protocol.ts'
 import type { CompiledServer } from './server.ts'
 import type { RequestId } from './wire.ts'
@@ -40,7 +40,7 @@ export interface ListenOptions extends EventStreamBounds {
 }
 
 /** Whether the server can honour any kind of subscription (otherwise listen is not advertised). */
-export function canListen<App>(server: CompiledServer<App>): boolean {
+export function canListen<Deps>(server: CompiledServer<Deps>): boolean {
   const { tools, prompts, resources } = server.capabilities
   return Boolean(
     tools?.listChanged || prompts?.listChanged || resources?.listChanged || resources?.subscribe
@@ -48,7 +48,7 @@ export function canListen<App>(server: CompiledServer<App>): boolean {
 }
 
 /** The part of the requested filter this server honours (sent in the acknowledgment). */
-function honouredFilter<App>(server: CompiledServer<App>, requested: ListenFilter): ListenFilter {
+function honouredFilter<Deps>(server: CompiledServer<Deps>, requested: ListenFilter): ListenFilter {
   const { tools, prompts, resources } = server.capabilities
   const honoured: ListenFilter = {}
   if (requested.toolsListChanged && tools?.listChanged) honoured.toolsListChanged = true
@@ -81,7 +81,7 @@ function notificationFor(
   }
 }
 
-export function listen<App>(server: CompiledServer<App>, options: ListenOptions): Response {
+export function listen<Deps>(server: CompiledServer<Deps>, options: ListenOptions): Response {
   const { id, principal } = options
   const filter = honouredFilter(server, options.requested)
   const tag = { [META_SUBSCRIPTION_ID]: id }

@@ -6,7 +6,7 @@
  * checks (JSON-RPC shape, headers, `_meta`) live in `envelope.ts`; this module only describes data.
  */
 import { z } from 'zod'
-import { MAX_EVENT_URI_CHARS } from './events.ts'
+import { MAX_EVENT_URI_CHARS } from './event-bus.ts'
 
 export type JsonObject = Record<string, unknown>
 export type RequestId = string | number

@@ -39,10 +39,10 @@ import { defineForm } from '../mcp/replay.ts'
 import { publishNoteChange } from './changes.ts'
 import { MAX_BULK_NOTES } from './limits.ts'
 import { tagField } from './schemas.ts'
-import type { NotesApp } from './app.ts'
+import type { NotesDeps } from './deps.ts'
 import { WRITE } from './scopes.ts'
 
-const { tool } = definitions<NotesApp>()
+const { tool } = definitions<NotesDeps>()
 
 interface NoteRef {
   id: string
@@ -116,7 +116,7 @@ export const deleteNotesByTag = tool({
   async run({ tag }, ctx) {
     // Read once, in the first round; later rounds replay it, so the questions never change.
     const found = await ctx.once('candidates', async () => {
-      const page = await ctx.app.notes.search(ctx.principal, {
+      const page = await ctx.deps.notes.search(ctx.principal, {
         text: '',
         tags: [tag],
         offset: 0,
@@ -163,10 +163,10 @@ export const deleteNotesByTag = tool({
     }
 
     const ids = selected.map((note) => note.id)
-    const outcome = await ctx.app.notes.deleteMany(ctx.principal, ids, ctx.idempotencyKey)
+    const outcome = await ctx.deps.notes.deleteMany(ctx.principal, ids, ctx.idempotencyKey)
     if (outcome.kind === 'already_done') {
       // A duplicated final round: rebuilt from what exists now (see the module header).
-      const present = await Promise.all(ids.map((id) => ctx.app.notes.get(ctx.principal, id)))
+      const present = await Promise.all(ids.map((id) => ctx.deps.notes.get(ctx.principal, id)))
       const deleted = selected.filter((_, i) => present[i] === undefined)
       const left = selected.filter((_, i) => present[i] !== undefined)
       return deletedResult(tag, deleted, [...kept, ...left].sort(byId), [])
@@ -174,7 +174,7 @@ export const deleteNotesByTag = tool({
     const removed = new Set(outcome.value)
     const deleted = selected.filter((note) => removed.has(note.id))
     for (const note of deleted) {
-      await publishNoteChange(ctx.app.bus, ctx.principal, note.id, 'deleted')
+      await publishNoteChange(ctx.deps.bus, ctx.principal, note.id, 'deleted')
     }
     const alreadyGone = selected.filter((note) => !removed.has(note.id))
     return deletedResult(tag, deleted, kept, alreadyGone)

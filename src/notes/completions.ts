@@ -6,16 +6,16 @@
  */
 import type { Completer, Completion } from '../mcp/definitions.ts'
 import { COMPLETION_FETCH } from './limits.ts'
-import type { NotesApp } from './app.ts'
+import type { NotesDeps } from './deps.ts'
 
 function bounded(values: string[]): Completion {
   return values.length < COMPLETION_FETCH ? values : { values }
 }
 
-export const completeNoteIds: Completer<NotesApp> = async (value, { ctx }) =>
-  bounded(await ctx.app.notes.completeIds(ctx.principal, value, COMPLETION_FETCH))
+export const completeNoteIds: Completer<NotesDeps> = async (value, { ctx }) =>
+  bounded(await ctx.deps.notes.completeIds(ctx.principal, value, COMPLETION_FETCH))
 
-export const completeTags: Completer<NotesApp> = async (value, { ctx }) =>
+export const completeTags: Completer<NotesDeps> = async (value, { ctx }) =>
   bounded(
-    await ctx.app.notes.completeTags(ctx.principal, value.trim().toLowerCase(), COMPLETION_FETCH)
+    await ctx.deps.notes.completeTags(ctx.principal, value.trim().toLowerCase(), COMPLETION_FETCH)
   )

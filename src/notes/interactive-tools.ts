@@ -27,12 +27,12 @@ import {
   SUMMARY_MAX_TOKENS,
 } from './limits.ts'
 import { noteIdField, tagsField, titleField } from './schemas.ts'
-import type { NotesApp } from './app.ts'
+import type { NotesDeps } from './deps.ts'
 import type { Note } from './store.ts'
 import { noteNotFound, noteResult } from './tools.ts'
 import { READ, WRITE } from './scopes.ts'
 
-const { tool } = definitions<NotesApp>()
+const { tool } = definitions<NotesDeps>()
 
 /* delete_note ---------------------------------------------------------------------------------- */
 
@@ -54,7 +54,7 @@ export const deleteNote = tool({
     // round (the note already gone) still names it.
     const title = await ctx.once(
       'title',
-      async () => (await ctx.app.notes.get(ctx.principal, id))?.title ?? null
+      async () => (await ctx.deps.notes.get(ctx.principal, id))?.title ?? null
     )
     if (title === null) return toolError(noteNotFound(id))
     const answer = await ctx.elicit('confirm', {
@@ -65,10 +65,10 @@ export const deleteNote = tool({
     if (answer.action === 'cancel') return text('Nothing deleted; ask again later.')
     if (!answer.content.confirm) return text('Kept the note.')
     // The round's idempotency key makes the delete happen once, however often this round is replayed.
-    const outcome = await ctx.app.notes.delete(ctx.principal, id, ctx.idempotencyKey)
+    const outcome = await ctx.deps.notes.delete(ctx.principal, id, ctx.idempotencyKey)
     if (outcome.kind === 'done') {
       if (!outcome.value) return toolError(noteNotFound(id))
-      await publishNoteChange(ctx.app.bus, ctx.principal, id, 'deleted')
+      await publishNoteChange(ctx.deps.bus, ctx.principal, id, 'deleted')
     }
     return text(`Deleted the note "${title}".`)
   },
@@ -164,17 +164,17 @@ export const createNoteFromTemplate = tool({
     // The form cannot express "one line, not only spaces"; the note's own title rules decide.
     const title = titleField.safeParse(answer.content.title)
     if (!title.success) return ctx.askAgain('details')
-    const day = date ?? new Date(ctx.app.now()).toISOString().slice(0, 10)
+    const day = date ?? new Date(ctx.deps.now()).toISOString().slice(0, 10)
     const body = `Date: ${day} · Priority: ${priority}\n\n${TEMPLATES[template].skeleton}\n`
     // Creation happens only in the final round, after every answer. The store's `create` takes no
     // single-use key, so a final round sent twice (a client retrying a lost response) creates the
     // note twice; unlike a delete this loses nothing, and the duplicate is visible and removable.
-    const note = await ctx.app.notes.create(
+    const note = await ctx.deps.notes.create(
       ctx.principal,
       { title: title.data, body, tags: [TEMPLATES[template].tag, ...tags] },
-      ctx.app.now()
+      ctx.deps.now()
     )
-    await publishNoteChange(ctx.app.bus, ctx.principal, note.id, 'created')
+    await publishNoteChange(ctx.deps.bus, ctx.principal, note.id, 'created')
     return noteResult(note)
   },
 })
@@ -261,7 +261,7 @@ export const summarizeNotes = tool({
   annotations: { readOnlyHint: true, openWorldHint: false },
   scopes: READ,
   async run({ query = '', tags, maxNotes }, ctx) {
-    const { items } = await ctx.app.notes.search(ctx.principal, {
+    const { items } = await ctx.deps.notes.search(ctx.principal, {
       text: query,
       tags,
       offset: 0,

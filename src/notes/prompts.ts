@@ -14,10 +14,10 @@ import type { PromptMessage } from '../mcp/wire.ts'
 import { NOTE_MIME_TYPE, noteUri, renderNoteMarkdown } from './format.ts'
 import { DIGEST_DAYS, MAX_DIGEST_CHARS, MAX_DIGEST_NOTES, MAX_FOCUS_CHARS } from './limits.ts'
 import { noteIdField, tagField } from './schemas.ts'
-import type { NotesApp } from './app.ts'
+import type { NotesDeps } from './deps.ts'
 import type { Note } from './store.ts'
 
-const { prompt } = definitions<NotesApp>()
+const { prompt } = definitions<NotesDeps>()
 
 const DAY_MS = 86_400_000
 
@@ -61,7 +61,7 @@ export const reviewNote = prompt({
   async get(args, ctx) {
     const id = argument('id', args.id ?? '', noteIdField)
     const focus = argument('focus', args.focus ?? '', focusField)
-    const note = await ctx.app.notes.get(ctx.principal, id)
+    const note = await ctx.deps.notes.get(ctx.principal, id)
     if (!note) throw new McpError(ErrorCode.InvalidParams, `Invalid params: no note with id ${id}.`)
     const instruction =
       `Review the note "${note.title}" above${focus ? `, focusing on: ${focus}` : ''}. Point out ` +
@@ -85,8 +85,8 @@ export const weeklyDigest = prompt({
   arguments: [{ name: 'tag', title: 'Tag', description: 'Only notes with this tag.' }],
   async get(args, ctx) {
     const tag = args.tag === undefined ? undefined : argument('tag', args.tag, tagField)
-    const since = ctx.app.now() - DIGEST_DAYS * DAY_MS
-    const { items } = await ctx.app.notes.search(ctx.principal, {
+    const since = ctx.deps.now() - DIGEST_DAYS * DAY_MS
+    const { items } = await ctx.deps.notes.search(ctx.principal, {
       text: '',
       tags: tag === undefined ? undefined : [tag],
       offset: 0,

@@ -17,10 +17,10 @@ import {
   renderNoteMarkdown,
 } from './format.ts'
 import { MAX_BODY_CHARS, MAX_TAGS, MAX_TITLE_CHARS, NOTE_ID_PATTERN } from './limits.ts'
-import type { NotesApp } from './app.ts'
+import type { NotesDeps } from './deps.ts'
 import type { Note } from './store.ts'
 
-const { resource, resourceTemplate } = definitions<NotesApp>()
+const { resource, resourceTemplate } = definitions<NotesDeps>()
 
 const HELP_URI = 'notes://help'
 
@@ -66,12 +66,12 @@ export const noteTemplate = resourceTemplate({
   description: 'One of your notes as markdown: title, tags, version, timestamps, then the body.',
   mimeType: NOTE_MIME_TYPE,
   async list(ctx, offset, limit) {
-    const page = await ctx.app.notes.list(ctx.principal, offset, limit)
+    const page = await ctx.deps.notes.list(ctx.principal, offset, limit)
     return { items: page.items.map(listing), nextOffset: page.nextOffset }
   },
   async read({ id }, uri, ctx) {
     if (id === undefined || !NOTE_ID_PATTERN.test(id)) return undefined
-    const note = await ctx.app.notes.get(ctx.principal, id)
+    const note = await ctx.deps.notes.get(ctx.principal, id)
     if (!note) return undefined
     return { contents: [{ uri, mimeType: NOTE_MIME_TYPE, text: renderNoteMarkdown(note) }] }
   },

@@ -4,11 +4,11 @@
  * into one compiled engine server, built once at startup (`import_notes` and `export_notes` run as
  * tasks when the handler serves them: `task-tools.ts`). Advertises resource list changes and
  * subscriptions (published on the event bus by `changes.ts`) and logging (the `notes-db` logger of
- * `search_notes`). What handlers receive as `ctx.app` is `NotesApp` (`app.ts`); the HTTP wiring
+ * `search_notes`). What handlers receive as `ctx.deps` is `NotesDeps` (`deps.ts`); the HTTP wiring
  * lives in `src/app.ts`, the approval pages in `routes/share.ts`.
  */
 import { compileServer, type CompiledServer } from '../mcp/server.ts'
-import type { NotesApp } from './app.ts'
+import type { NotesDeps } from './deps.ts'
 import { deleteNotesByTag } from './bulk-tools.ts'
 import { createNoteFromTemplate, deleteNote, summarizeNotes } from './interactive-tools.ts'
 import { reviewNote, weeklyDigest } from './prompts.ts'
@@ -26,8 +26,8 @@ const INSTRUCTIONS = [
   'notes at once as markdown (as tasks, for clients that support them). notes://help explains more.',
 ].join(' ')
 
-export function createNotesServer(): CompiledServer<NotesApp> {
-  return compileServer<NotesApp>({
+export function createNotesServer(): CompiledServer<NotesDeps> {
+  return compileServer<NotesDeps>({
     info: { name: 'notes-mcp', version: '0.1.0' },
     instructions: INSTRUCTIONS,
     tools: [

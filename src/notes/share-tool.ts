@@ -15,12 +15,12 @@ import { z } from 'zod'
 import { definitions, text, toolError } from '../mcp/definitions.ts'
 import { SHARE_REQUEST_TTL_MS } from './limits.ts'
 import { noteIdField } from './schemas.ts'
-import type { NotesApp } from './app.ts'
+import type { NotesDeps } from './deps.ts'
 import { randomToken } from './tokens.ts'
 import { noteNotFound } from './tools.ts'
 import { WRITE } from './scopes.ts'
 
-const { tool } = definitions<NotesApp>()
+const { tool } = definitions<NotesDeps>()
 
 export const shareNote = tool({
   name: 'share_note',
@@ -39,7 +39,7 @@ export const shareNote = tool({
           'page); this client does not declare elicitation.url. Nothing was shared.'
       )
     }
-    const { notes, baseUrl, now } = ctx.app
+    const { notes, baseUrl, now } = ctx.deps
     const title = await ctx.once(
       'title',
       async () => (await notes.get(ctx.principal, id))?.title ?? null

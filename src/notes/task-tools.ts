@@ -26,7 +26,7 @@ import { z } from 'zod'
 import { definitions, structured, toolError, type ToolContext } from '../mcp/definitions.ts'
 import { titledEnum } from '../mcp/elicitation-schema.ts'
 import { newNoteId } from '../storage/shared.ts'
-import type { NotesApp } from './app.ts'
+import type { NotesDeps } from './deps.ts'
 import { publishNoteChange } from './changes.ts'
 import { NOTE_MIME_TYPE, renderNoteMarkdown } from './format.ts'
 import {
@@ -48,7 +48,7 @@ const READ_PAGE_NOTES = 500
 /** Problems of an unreadable import that the answer lists. */
 const MAX_REPORTED_PROBLEMS = 5
 
-const { tool } = definitions<NotesApp>()
+const { tool } = definitions<NotesDeps>()
 
 const encoder = new TextEncoder()
 
@@ -143,16 +143,16 @@ export function parseImport(markdown: string): { notes: ImportedNote[] } | { pro
 }
 
 /** Every note of the principal, page by page (most recently updated first). */
-async function* allNotes(ctx: ToolContext<NotesApp>, tag?: string): AsyncGenerator<Note[]> {
+async function* allNotes(ctx: ToolContext<NotesDeps>, tag?: string): AsyncGenerator<Note[]> {
   for (let offset = 0; ; offset += READ_PAGE_NOTES) {
     const page = tag
-      ? await ctx.app.notes.search(ctx.principal, {
+      ? await ctx.deps.notes.search(ctx.principal, {
           text: '',
           tags: [tag],
           offset,
           limit: READ_PAGE_NOTES,
         })
-      : await ctx.app.notes.list(ctx.principal, offset, READ_PAGE_NOTES)
+      : await ctx.deps.notes.list(ctx.principal, offset, READ_PAGE_NOTES)
     yield page.items
     if (page.nextOffset === undefined) return
     ctx.signal.throwIfAborted()
@@ -167,7 +167,7 @@ interface ImportPlan {
   conflicts: Array<{ index: number; id: string; version: number; title: string }>
 }
 
-async function planImport(ctx: ToolContext<NotesApp>, notes: ImportedNote[]): Promise<ImportPlan> {
+async function planImport(ctx: ToolContext<NotesDeps>, notes: ImportedNote[]): Promise<ImportPlan> {
   const wanted = new Map<string, number>()
   notes.forEach((note, index) => {
     // Only a title's first note in the import conflicts; later ones are kept as new notes.
@@ -200,7 +200,7 @@ const ResolutionForm = z.object({
 
 /** How the person resolved each batch of conflicts, or `undefined` when they cancelled the import. */
 async function askResolutions(
-  ctx: ToolContext<NotesApp>,
+  ctx: ToolContext<NotesDeps>,
   conflicts: ImportPlan['conflicts']
 ): Promise<Resolution[] | undefined> {
   const batches: Array<ImportPlan['conflicts']> = []
@@ -302,7 +302,7 @@ export const importNotes = tool({
     }
     if (!resolutions) return importResult({ ...result, outcome: 'cancelled' })
 
-    const { notes: store, bus, now } = ctx.app
+    const { notes: store, bus, now } = ctx.deps
     const total = notes.length
     const progress = () => {
       const done =

@@ -33,7 +33,7 @@ import {
   tagsField,
   titleField,
 } from './schemas.ts'
-import type { NotesApp } from './app.ts'
+import type { NotesDeps } from './deps.ts'
 import type { Note } from './store.ts'
 import { READ, WRITE } from './scopes.ts'
 
@@ -42,7 +42,7 @@ const NOTES_DB_LOGGER = 'notes-db'
 /** Names the list a `search_notes` cursor belongs to. */
 const SEARCH_CURSOR_LIST = 'search_notes'
 
-const { tool } = definitions<NotesApp>()
+const { tool } = definitions<NotesDeps>()
 
 const LOCAL_READ: ToolAnnotations = { readOnlyHint: true, openWorldHint: false }
 
@@ -78,8 +78,8 @@ export const createNote = tool({
   annotations: { destructiveHint: false, idempotentHint: false, openWorldHint: false },
   scopes: WRITE,
   async run({ title, body = '', tags = [] }, ctx) {
-    const note = await ctx.app.notes.create(ctx.principal, { title, body, tags }, ctx.app.now())
-    await publishNoteChange(ctx.app.bus, ctx.principal, note.id, 'created')
+    const note = await ctx.deps.notes.create(ctx.principal, { title, body, tags }, ctx.deps.now())
+    await publishNoteChange(ctx.deps.bus, ctx.principal, note.id, 'created')
     return noteResult(note)
   },
 })
@@ -93,7 +93,7 @@ export const getNote = tool({
   annotations: LOCAL_READ,
   scopes: READ,
   async run({ id }, ctx) {
-    const note = await ctx.app.notes.get(ctx.principal, id)
+    const note = await ctx.deps.notes.get(ctx.principal, id)
     return note ? noteResult(note) : toolError(noteNotFound(id))
   },
 })
@@ -123,12 +123,12 @@ export const updateNote = tool({
   annotations: { destructiveHint: true, idempotentHint: false, openWorldHint: false },
   scopes: WRITE,
   async run({ id, expectedVersion, title, body, tags }, ctx) {
-    const outcome = await ctx.app.notes.update(
+    const outcome = await ctx.deps.notes.update(
       ctx.principal,
       id,
       expectedVersion,
       { title, body, tags },
-      ctx.app.now()
+      ctx.deps.now()
     )
     switch (outcome.kind) {
       case 'not_found':
@@ -140,7 +140,7 @@ export const updateNote = tool({
             `to version ${outcome.current.version}.`
         )
       case 'updated':
-        await publishNoteChange(ctx.app.bus, ctx.principal, id, 'updated')
+        await publishNoteChange(ctx.deps.bus, ctx.principal, id, 'updated')
         return noteResult(outcome.note)
     }
   },
@@ -189,7 +189,7 @@ export const searchNotes = tool({
       { event: 'search', words: wordCount(query), tags: tags?.length ?? 0, offset, limit },
       NOTES_DB_LOGGER
     )
-    const page = await ctx.app.notes.search(ctx.principal, { text: query, tags, offset, limit })
+    const page = await ctx.deps.notes.search(ctx.principal, { text: query, tags, offset, limit })
     ctx.log(
       'info',
       {
@@ -219,6 +219,6 @@ export const listTags = tool({
   annotations: LOCAL_READ,
   scopes: READ,
   async run(_args, ctx) {
-    return structured({ tags: await ctx.app.notes.listTags(ctx.principal) })
+    return structured({ tags: await ctx.deps.notes.listTags(ctx.principal) })
   },
 })

@@ -3,7 +3,7 @@
  * A Durable Object namespace binding as the Worker's own objects use it — structural, so a real binding
  * satisfies it without workers-types — the check that a binding looks like one (made once, at setup),
  * and the stub of the object of a name. The event bus (`event-bus.ts`) and the task scheduler
- * (`task-runner.ts`) each name their namespace with the stub they call.
+ * (`task-scheduler.ts`) each name their namespace with the stub they call.
  */
 
 export interface DurableNamespace<Stub> {

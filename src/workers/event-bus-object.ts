@@ -16,7 +16,7 @@
  * keeps it from hibernating. Subscribers send nothing; a socket that does is closed. Logs never name
  * the object (its name is a digest, and stays out of them anyway).
  */
-import { parseServerEvent } from '../mcp/events.ts'
+import { parseServerEvent } from '../mcp/event-bus.ts'
 import { logError } from '../mcp/handler.ts'
 import {
   BUS_CHANNELS,
@@ -34,7 +34,7 @@ import {
   type BusChannel,
   type BusNamespace,
   type BusSocket,
-} from './event-bus.ts'
+} from './durable-object-event-bus.ts'
 import { stubOf } from './durable-objects.ts'
 
 /** The part of `DurableObjectState` this object uses. */

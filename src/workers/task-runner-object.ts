@@ -1,8 +1,8 @@
 /**
  * @module workers/task-runner-object
  * `defineTaskRunnerObject(setup)` builds `TaskRunnerObject`, the Durable Object that runs one task
- * on Workers (`task-runner.ts` explains why one object per task, and owns the wire). A Worker entry
- * builds it with what its handlers need (`setup(env)`: the compiled server, the app, the task store),
+ * on Workers (`task-scheduler.ts` explains why one object per task, and owns the wire). A Worker entry
+ * builds it with what its handlers need (`setup(env)`: the compiled server, the handlers' deps, the task store),
  * exports it, and binds it as `TASK_RUNNER` with a SQLite-backed migration of its own.
  *
  * An object's life:
@@ -48,7 +48,7 @@ import type { CompiledServer } from '../mcp/server.ts'
 import { TERMINAL_TASK_STATUSES, type TaskRecord, type TaskStore } from '../mcp/task-store.ts'
 import { DEFAULT_TASK_LEASE_MS, TaskEngine, type TaskOptions } from '../mcp/tasks/engine.ts'
 import { leaseHeld } from '../mcp/tasks/record.ts'
-import { CANCEL_PATH, SCHEDULE_PATH, isTaskId } from './task-runner.ts'
+import { CANCEL_PATH, SCHEDULE_PATH, isTaskId } from './task-scheduler.ts'
 
 /** Longest slice of a run in one alarm invocation (their wall-time limit is 15 minutes). */
 export const TASK_SLICE_MS = 10 * 60_000
@@ -59,10 +59,10 @@ const TASK_KEY = 'task'
 /** The replica name in this object's leases. */
 const RUNNER_NAME = 'task-object'
 
-/** What an object needs to run its task's handler: the same parts as the Worker's own app. */
-export interface TaskRunnerHost<App> {
-  server: CompiledServer<App>
-  app: App
+/** What an object needs to run its task's handler: the same parts as the Worker's own deps. */
+export interface TaskRunnerHost<Deps> {
+  server: CompiledServer<Deps>
+  deps: Deps
   store: TaskStore
   logger?: McpLogger
   /**
@@ -73,9 +73,9 @@ export interface TaskRunnerHost<App> {
 }
 
 /** Builds the host from the object's bindings (once per life of the object; a failure is retried). */
-export type TaskRunnerSetup<App, Env> = (
+export type TaskRunnerSetup<Deps, Env> = (
   env: Env
-) => TaskRunnerHost<App> | Promise<TaskRunnerHost<App>>
+) => TaskRunnerHost<Deps> | Promise<TaskRunnerHost<Deps>>
 
 export interface TaskRunnerObjectOptions {
   /** Lease of a run, renewed every third of it. Default the engine's (10 s). */
@@ -99,8 +99,8 @@ interface TaskObjectState {
 }
 
 /** A running object: the engine whose runner runs the task, and the store it reads. */
-interface Runner<App> {
-  engine: TaskEngine<App>
+interface Runner<Deps> {
+  engine: TaskEngine<Deps>
   store: TaskStore
 }
 
@@ -116,8 +116,8 @@ export function nextLook(record: TaskRecord | undefined, now: number): number | 
 }
 
 /** The `TaskRunnerObject` class of a Worker whose handlers `setup` builds. */
-export function defineTaskRunnerObject<App, Env>(
-  setup: TaskRunnerSetup<App, Env>,
+export function defineTaskRunnerObject<Deps, Env>(
+  setup: TaskRunnerSetup<Deps, Env>,
   options: TaskRunnerObjectOptions = {}
 ) {
   const leaseMs = options.leaseMs ?? DEFAULT_TASK_LEASE_MS
@@ -126,7 +126,7 @@ export function defineTaskRunnerObject<App, Env>(
   return class TaskRunnerObject {
     readonly #storage: TaskObjectStorage
     readonly #env: Env
-    #runner: Promise<Runner<App>> | undefined
+    #runner: Promise<Runner<Deps>> | undefined
     /** Whether the alarm is running the task. */
     #running = false
     /** Whether a `/schedule` arrived since the running alarm started. */
@@ -197,11 +197,11 @@ export function defineTaskRunnerObject<App, Env>(
     }
 
     /** The runner, built on first use; a failed build is not kept, so the next event tries again. */
-    #ready(): Promise<Runner<App>> {
+    #ready(): Promise<Runner<Deps>> {
       this.#runner ??= (async () => {
-        const { server, app, store, logger = consoleLogger, tasks } = await setup(this.#env)
+        const { server, deps, store, logger = consoleLogger, tasks } = await setup(this.#env)
         const engine = new TaskEngine(
-          { server, app, logger },
+          { server, deps, logger },
           {
             resultTtlMs: tasks?.resultTtlMs,
             store,

@@ -20,7 +20,7 @@ import {
   type ReplayContext,
 } from '../../src/mcp/definitions.ts'
 import type { McpLogger } from '../../src/mcp/dispatch.ts'
-import type { EventBus, ServerEvent } from '../../src/mcp/events.ts'
+import type { EventBus, ServerEvent } from '../../src/mcp/event-bus.ts'
 import { createMcpHandler } from '../../src/mcp/handler.ts'
 import type { StateSealer } from '../../src/mcp/sealed-state.ts'
 import type { SessionStore } from '../../src/mcp/session-store.ts'
@@ -31,11 +31,11 @@ import type { CreateMessageParams } from '../../src/mcp/wire.ts'
 import { legacyConformanceTools, pause } from './fixture-2025-tools.ts'
 import { tasksConformanceTools } from './fixture-tasks-tools.ts'
 
-interface FixtureApp {
+interface FixtureHandlerDeps {
   bus: EventBus
 }
 
-const { tool, resource, resourceTemplate, prompt } = definitions<FixtureApp>()
+const { tool, resource, resourceTemplate, prompt } = definitions<FixtureHandlerDeps>()
 
 export const PNG_1X1 =
   'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=='
@@ -48,7 +48,7 @@ const okForm = z.object({ ok: z.boolean() })
 const colorForm = z.object({ color: z.string() })
 const contextForm = z.object({ context: z.string() })
 
-type FixtureContext = ReplayContext<FixtureApp>
+type FixtureContext = ReplayContext<FixtureHandlerDeps>
 
 const askName = (ctx: FixtureContext, key = 'user_name', acceptUnsolicited = false) =>
   ctx.elicit(key, { message: 'What is your name?', schema: nameForm, acceptUnsolicited })
@@ -80,7 +80,7 @@ function trigger(name: string, event: ServerEvent, notification: string) {
     description: `Publishes ${notification} to open listen streams.`,
     input: noArgs,
     async run(_args, ctx) {
-      await ctx.app.bus.publish(event)
+      await ctx.deps.bus.publish(event)
       return text(`Published ${notification}.`)
     },
   })
@@ -478,7 +478,7 @@ const prompts = [
   }),
 ]
 
-export const fixtureServer = compileServer<FixtureApp>({
+export const fixtureServer = compileServer<FixtureHandlerDeps>({
   info: { name: 'notes-mcp-conformance-fixture', version: '0.1.0' },
   instructions: 'Conformance fixture for the notes-mcp engine.',
   tools: [...tools, ...legacyConformanceTools, ...tasksConformanceTools],
@@ -530,7 +530,7 @@ export function createFixtureApp(
 ): Hono {
   const handler = createMcpHandler({
     server: fixtureServer,
-    app: { bus },
+    deps: { bus },
     sealer,
     bus,
     logger,

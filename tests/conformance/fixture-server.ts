@@ -6,10 +6,10 @@
  */
 import { serve } from '@hono/node-server'
 import { parseConfig } from '../../src/config.ts'
-import { InProcessEventBus } from '../../src/mcp/events.ts'
+import { InProcessEventBus } from '../../src/mcp/event-bus.ts'
 import { formatKeyRing, generateKey, parseKeyRing } from '../../src/mcp/key-ring.ts'
 import { createFixtureApp } from './fixture-app.ts'
-import { createNodeSealer } from '../../src/node-crypto.ts'
+import { createNodeSealer } from '../../src/node/crypto.ts'
 import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
 
 const config = parseConfig(process.env)

@@ -30,7 +30,7 @@ import {
   type EventInterest,
   type EventListener,
   type ServerEvent,
-} from '../../src/mcp/events.ts'
+} from '../../src/mcp/event-bus.ts'
 import { createMcpHandler } from '../../src/mcp/handler.ts'
 import { generateKey, importKeyRing } from '../../src/mcp/key-ring.ts'
 import { HEADER_SESSION_ID } from '../../src/mcp/legacy/protocol.ts'
@@ -134,7 +134,7 @@ async function startStreamServer(options: { bounds?: EventStreamBounds; telemetr
   const limits = new StreamLimits(config.streamLimits)
   const handler = createMcpHandler({
     server: notesServer,
-    app: { notes: store, bus, baseUrl: 'http://127.0.0.1', now: Date.now },
+    deps: { notes: store, bus, baseUrl: 'http://127.0.0.1', now: Date.now },
     sealer,
     bus,
     logger,

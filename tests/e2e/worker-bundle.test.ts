@@ -19,10 +19,10 @@ const work = mkdtempSync(join(tmpdir(), 'notes-worker-bundle-'))
 /** Source files that must never reach the Worker. */
 const NODE_ONLY_SOURCES = [
   'src/node.ts',
-  'src/node-server.ts',
+  'src/node/server.ts',
   'src/storage/sqlite.ts',
   'src/storage/postgres.ts',
-  'src/storage/key-file.ts',
+  'src/node/key-file.ts',
 ]
 /** Packages only the Node entry and adapters use. */
 const NODE_ONLY_PACKAGES = ['@hono/node-server', 'postgres']

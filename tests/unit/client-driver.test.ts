@@ -946,7 +946,7 @@ async function engine(
       host,
       createMcpHandler({
         server: taskServer,
-        app: {},
+        deps: {},
         sealer: taskSealer,
         logger: quiet,
         shutdown: shutdown.signal,

@@ -13,7 +13,7 @@ import {
   type JweFailureReason,
 } from '../../src/mcp/compact-jwe.ts'
 import { importKeyRing, MAX_KID_CHARS, type RawKey } from '../../src/mcp/key-ring.ts'
-import { nodeAesGcm } from '../../src/node-crypto.ts'
+import { nodeAesGcm } from '../../src/node/crypto.ts'
 
 function rawKey(kid: string, seed: number): RawKey {
   return { kid, secret: new Uint8Array(32).map((_, i) => (seed * 17 + i * 5) & 255) }

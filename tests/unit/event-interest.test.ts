@@ -15,7 +15,7 @@ import {
   concerns,
   type EventInterest,
   type EventListener,
-} from '../../src/mcp/events.ts'
+} from '../../src/mcp/event-bus.ts'
 import { generateKey, importKeyRing } from '../../src/mcp/key-ring.ts'
 import { StateSealer } from '../../src/mcp/sealed-state.ts'
 import { noteUri } from '../../src/notes/format.ts'

@@ -26,7 +26,7 @@ const server = compileServer<null>({
   tools: legacyConformanceTools,
   logging: true,
 })
-const handler = createMcpHandler({ server, app: null, sealer })
+const handler = createMcpHandler({ server, deps: null, sealer })
 
 /** What the referee's stateful client declares at `initialize`. */
 const REFEREE_CAPABILITIES = { sampling: {}, elicitation: {} }

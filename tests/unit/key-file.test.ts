@@ -5,7 +5,7 @@
 import { stat } from 'node:fs/promises'
 import { describe, expect, it } from 'vitest'
 import { parseKeyRing } from '../../src/mcp/key-ring.ts'
-import { loadOrCreateKeyRing } from '../../src/storage/key-file.ts'
+import { loadOrCreateKeyRing } from '../../src/node/key-file.ts'
 import { tempDataDir } from '../support/server-process.ts'
 
 describe('the generated key ring file', () => {

@@ -20,7 +20,7 @@ import {
   MAX_EVENT_ID_CHARS,
   type EventBus,
   type ServerEvent,
-} from '../../src/mcp/events.ts'
+} from '../../src/mcp/event-bus.ts'
 import { createMcpHandler } from '../../src/mcp/handler.ts'
 import { generateKey, importKeyRing } from '../../src/mcp/key-ring.ts'
 import { HEADER_SESSION_ID } from '../../src/mcp/legacy/protocol.ts'
@@ -67,7 +67,7 @@ function notesReplica(replicaBus: EventBus, input: { timeoutMs?: number; answerP
     config: parseConfig({}),
     handler: createMcpHandler({
       server: notesServer,
-      app: { notes: store, bus: replicaBus, baseUrl: 'http://127.0.0.1:8787', now: Date.now },
+      deps: { notes: store, bus: replicaBus, baseUrl: 'http://127.0.0.1:8787', now: Date.now },
       sealer,
       bus: replicaBus,
       legacy: { sessions: store, input },

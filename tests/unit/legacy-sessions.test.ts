@@ -18,7 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApp, notesServer } from '../../src/app.ts'
 import { tokenPrincipal } from '../../src/auth/bearer.ts'
 import { parseConfig } from '../../src/config.ts'
-import { InProcessEventBus } from '../../src/mcp/events.ts'
+import { InProcessEventBus } from '../../src/mcp/event-bus.ts'
 import { createMcpHandler } from '../../src/mcp/handler.ts'
 import { generateKey, importKeyRing, type RawKey } from '../../src/mcp/key-ring.ts'
 import { HEADER_SESSION_ID } from '../../src/mcp/legacy/protocol.ts'
@@ -753,7 +753,7 @@ describe('what one principal may keep in the store', () => {
         const build = () =>
           createMcpHandler({
             server: notesServer,
-            app: {} as never,
+            deps: {} as never,
             sealer,
             bus,
             legacy: { sessions: limitedStore, limits },

@@ -16,7 +16,7 @@ import { parseConfig } from '../../src/config.ts'
 import { createHttpApp } from '../../src/http/app.ts'
 import { definitions, text } from '../../src/mcp/definitions.ts'
 import { ErrorCode, INTERNAL_ERROR_MESSAGE, McpError } from '../../src/mcp/errors.ts'
-import { InProcessEventBus } from '../../src/mcp/events.ts'
+import { InProcessEventBus } from '../../src/mcp/event-bus.ts'
 import { createMcpHandler } from '../../src/mcp/handler.ts'
 import { generateKey, importKeyRing } from '../../src/mcp/key-ring.ts'
 import { MAX_CURSOR_LENGTH, encodeCursor } from '../../src/mcp/pagination.ts'
@@ -86,7 +86,7 @@ const pagedServer = compileServer<null>({
 })
 const pagedApp = createHttpApp({
   config: parseConfig({}),
-  handler: createMcpHandler({ server: pagedServer, app: null, sealer }),
+  handler: createMcpHandler({ server: pagedServer, deps: null, sealer }),
 })
 
 const WORDS = Array.from({ length: 150 }, (_, index) => `word${index}`)
@@ -106,7 +106,7 @@ const completionServer = compileServer<null>({
 })
 const completionApp = createHttpApp({
   config: parseConfig({}),
-  handler: createMcpHandler({ server: completionServer, app: null, sealer }),
+  handler: createMcpHandler({ server: completionServer, deps: null, sealer }),
 })
 
 // Tools whose results (or error data) JSON cannot express; each reports progress first when asked to.
@@ -147,7 +147,7 @@ const brokenApp = createHttpApp({
   config: parseConfig({}),
   handler: createMcpHandler({
     server: brokenServer,
-    app: null,
+    deps: null,
     sealer,
     logger: { warn: () => {}, error: (message) => void brokenLogs.push(message) },
   }),
@@ -958,7 +958,7 @@ describe('pagination', () => {
     })
     const onePerPage = createHttpApp({
       config: parseConfig({}),
-      handler: createMcpHandler({ server, app: null, sealer }),
+      handler: createMcpHandler({ server, deps: null, sealer }),
     })
     const list = (cursor?: string) =>
       postMcp(onePerPage, 'tools/list', { params: cursor === undefined ? {} : { cursor } })

@@ -6,8 +6,8 @@
  */
 import postgres from 'postgres'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { MAX_EVENT_ID_CHARS, type ServerEvent } from '../../src/mcp/events.ts'
-import { PostgresEventBus } from '../../src/storage/postgres-events.ts'
+import { MAX_EVENT_ID_CHARS, type ServerEvent } from '../../src/mcp/event-bus.ts'
+import { PostgresEventBus } from '../../src/node/postgres-event-bus.ts'
 import { testDatabaseUrl } from '../support/postgres.ts'
 
 const url = await testDatabaseUrl()

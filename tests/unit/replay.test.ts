@@ -97,7 +97,7 @@ const tools = [
         message: 'What is your name?',
         schema: nameForm,
       })
-      ctx.app.greeted += 1
+      ctx.deps.greeted += 1
       if (answer.action === 'decline') return text('declined')
       if (answer.action === 'cancel') return text('cancelled')
       return text(`Hello, ${answer.content.name}!`)
@@ -108,7 +108,7 @@ const tools = [
     description: 'Asks to confirm the current revision, then for a note.',
     input: noArgs,
     async run(_args, ctx) {
-      const revision = ctx.app.revision
+      const revision = ctx.deps.revision
       const confirm = await ctx.elicit('confirm', {
         message: `Apply revision ${revision}?`,
         schema: okForm,
@@ -127,7 +127,7 @@ const tools = [
     input: noArgs,
     async run(_args, ctx) {
       const id = await ctx.once('id', () => {
-        ctx.app.onceSteps += 1
+        ctx.deps.onceSteps += 1
         return `id-${crypto.randomUUID()}`
       })
       await ctx.elicit('keep', { message: `Keep ${id}?`, schema: okForm })
@@ -238,11 +238,11 @@ const tools = [
     input: noArgs,
     async run(_args, ctx) {
       const answer = await ctx.elicit('confirm', {
-        message: `Apply revision ${ctx.app.revision}?`,
+        message: `Apply revision ${ctx.deps.revision}?`,
         schema: okForm,
         acceptUnsolicited: true,
       })
-      return text(`revision ${ctx.app.revision} ${answer.action}`)
+      return text(`revision ${ctx.deps.revision} ${answer.action}`)
     },
   }),
   tool({
@@ -302,7 +302,7 @@ const tools = [
     input: noArgs,
     async run(_args, ctx) {
       ctx.progress(0, 1, 'started')
-      await ctx.app.gate
+      await ctx.deps.gate
       ctx.progress(1, 1, 'finished')
       return text('worked')
     },
@@ -321,7 +321,7 @@ const tools = [
       })
       ctx.progress(2)
       ctx.log('emergency', 'after abort')
-      ctx.app.afterAbort = { aborted: ctx.signal.aborted }
+      ctx.deps.afterAbort = { aborted: ctx.signal.aborted }
       return text('finished after abort')
     },
   }),
@@ -378,7 +378,7 @@ function handlerFor(options: Partial<ServerDefinition<Probe>> = {}) {
     logging: true,
     ...options,
   })
-  return createMcpHandler({ server, app: probe, sealer, logger })
+  return createMcpHandler({ server, deps: probe, sealer, logger })
 }
 const handler = handlerFor()
 

@@ -28,12 +28,12 @@ const counter: Counter = { entries: 0, completed: 0 }
 const { tool, prompt } = definitions<Counter>()
 
 async function confirmDelete(id: string, ctx: ReplayContext<Counter>): Promise<string> {
-  ctx.app.entries += 1
+  ctx.deps.entries += 1
   const answer = await ctx.elicit('confirm', {
     message: `Delete note ${id}?`,
     schema: z.object({ ok: z.boolean() }),
   })
-  ctx.app.completed += 1
+  ctx.deps.completed += 1
   return answer.action === 'accept' && answer.content.ok ? `deleted ${id}` : `kept ${id}`
 }
 
@@ -58,7 +58,7 @@ const server = compileServer<Counter>({
       description: 'Asks three questions, one per round.',
       input: z.object({}),
       async run(_args, ctx) {
-        ctx.app.entries += 1
+        ctx.deps.entries += 1
         const values: string[] = []
         for (const key of ['step1', 'step2', 'step3']) {
           const answer = await ctx.elicit(key, {
@@ -96,7 +96,7 @@ const silent = { warn: () => {}, error: () => {} }
 /** A server instance ("replica") with its own import of `keys`, as a separate process would have. */
 async function replica(keys: RawKey[], now?: () => number): Promise<McpHandler> {
   const sealer = StateSealer.create({ keyRing: await importKeyRing(keys), ...(now ? { now } : {}) })
-  return createMcpHandler({ server, app: counter, sealer, logger: silent })
+  return createMcpHandler({ server, deps: counter, sealer, logger: silent })
 }
 
 const FORM = { elicitation: {} }

@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { definitions, text } from '../../src/mcp/definitions.ts'
-import { InProcessEventBus } from '../../src/mcp/events.ts'
+import { InProcessEventBus } from '../../src/mcp/event-bus.ts'
 import { createMcpHandler } from '../../src/mcp/handler.ts'
 import { generateKey, importKeyRing } from '../../src/mcp/key-ring.ts'
 import { requiredScopes } from '../../src/mcp/scopes.ts'
@@ -66,7 +66,7 @@ const sessions = new SqliteNotesStore({ path: ':memory:' })
 await sessions.migrate()
 const handler = createMcpHandler({
   server,
-  app: null,
+  deps: null,
   sealer,
   bus: new InProcessEventBus(),
   legacy: { sessions },

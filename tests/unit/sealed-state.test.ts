@@ -4,7 +4,7 @@ import { BASE64URL_ALPHABET as ALPHABET } from '../../src/mcp/base64url.ts'
 import { canonicalJson, sha256Base64url } from '../../src/mcp/canonical-json.ts'
 import { INVALID_REQUEST_STATE_MESSAGE, InvalidRequestStateError } from '../../src/mcp/errors.ts'
 import { importKeyRing, type KeyRing, type RawKey } from '../../src/mcp/key-ring.ts'
-import { nodeAesGcm, nodeSha256 } from '../../src/node-crypto.ts'
+import { nodeAesGcm, nodeSha256 } from '../../src/node/crypto.ts'
 import {
   type OpenFailureReason,
   type StateBinding,

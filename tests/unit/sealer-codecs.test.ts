@@ -12,7 +12,7 @@ import { CompactJwe, InvalidJweError, type AesGcm } from '../../src/mcp/compact-
 import { INVALID_REQUEST_STATE_MESSAGE } from '../../src/mcp/errors.ts'
 import { importKeyRing, type RawKey } from '../../src/mcp/key-ring.ts'
 import { StateSealer, type StateBinding } from '../../src/mcp/sealed-state.ts'
-import { createNodeSealer, nodeAesGcm, nodeBase64url } from '../../src/node-crypto.ts'
+import { createNodeSealer, nodeAesGcm, nodeBase64url } from '../../src/node/crypto.ts'
 
 function rawKey(kid: string, seed: number): RawKey {
   return { kid, secret: new Uint8Array(32).map((_, i) => (seed * 13 + i * 11) & 255) }

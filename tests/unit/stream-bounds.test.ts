@@ -20,7 +20,7 @@ import { LOCAL_PRINCIPAL } from '../../src/auth/bearer.ts'
 import { parseConfig } from '../../src/config.ts'
 import { RecordingLogger } from '../support/recording-logger.ts'
 import { DEFAULT_MAX_BACKLOG_EVENTS, DEFAULT_MAX_QUEUED_BYTES } from '../../src/mcp/event-stream.ts'
-import { InProcessEventBus, type ServerEvent } from '../../src/mcp/events.ts'
+import { InProcessEventBus, type ServerEvent } from '../../src/mcp/event-bus.ts'
 import { createMcpHandler, type McpHandlerOptions } from '../../src/mcp/handler.ts'
 import { generateKey, importKeyRing } from '../../src/mcp/key-ring.ts'
 import { META_SUBSCRIPTION_ID } from '../../src/mcp/protocol.ts'
@@ -257,9 +257,9 @@ describe('the size of a listen filter', () => {
 describe('the bounds of a stream', () => {
   it('are refused at construction when not positive integers, naming the option', () => {
     const bus = new InProcessEventBus()
-    const app = { notes: store, bus, baseUrl: 'http://127.0.0.1', now: Date.now }
-    const build = (options: Pick<McpHandlerOptions<typeof app>, 'listen' | 'legacy'>) => () =>
-      createMcpHandler({ server: notesServer, app, sealer, bus, ...options })
+    const deps = { notes: store, bus, baseUrl: 'http://127.0.0.1', now: Date.now }
+    const build = (options: Pick<McpHandlerOptions<typeof deps>, 'listen' | 'legacy'>) => () =>
+      createMcpHandler({ server: notesServer, deps, sealer, bus, ...options })
     const zero = build({ listen: { maxQueuedBytes: 0 } })
     expect(zero).toThrow(RangeError)
     expect(zero).toThrow('listen.maxQueuedBytes must be a whole number from 1 to 1073741824, got 0')

@@ -20,7 +20,7 @@ import { parseConfig } from '../../src/config.ts'
 import { createHttpApp } from '../../src/http/app.ts'
 import { definitions, text } from '../../src/mcp/definitions.ts'
 import { DEFAULT_END_GRACE_MS, DEFAULT_MAX_BACKLOG_EVENTS } from '../../src/mcp/event-stream.ts'
-import { InProcessEventBus } from '../../src/mcp/events.ts'
+import { InProcessEventBus } from '../../src/mcp/event-bus.ts'
 import { createMcpHandler } from '../../src/mcp/handler.ts'
 import { StreamLimits } from '../../src/mcp/stream-limits.ts'
 import { generateKey, importKeyRing } from '../../src/mcp/key-ring.ts'
@@ -68,7 +68,7 @@ function notesApp(shutdown?: AbortSignal) {
   const bus = new InProcessEventBus()
   return { app: createApp(parseConfig(CAPS), { store, sealer, bus, shutdown }), bus }
 }
-type App = ReturnType<typeof notesApp>['app']
+type Deps = ReturnType<typeof notesApp>['app']
 
 const LIST_CHANGES = { resourcesListChanged: true }
 
@@ -85,13 +85,13 @@ async function listenInit(
   })
 }
 
-async function listen(app: App, subject: string, id: string | number, notifications?: JsonObject) {
+async function listen(app: Deps, subject: string, id: string | number, notifications?: JsonObject) {
   return requestApp(app, '/mcp', await listenInit(subject, id, notifications))
 }
 
 /** An open listen stream, its acknowledgment read. */
 async function openListen(
-  app: App,
+  app: Deps,
   subject: string,
   id: string | number,
   notifications?: JsonObject
@@ -101,7 +101,7 @@ async function openListen(
   return stream
 }
 
-async function session(app: App, subject: string): Promise<LegacySession> {
+async function session(app: Deps, subject: string): Promise<LegacySession> {
   return (
     await startSession(app, { headers: await bearer(subject), capabilities: { elicitation: {} } })
   ).session
@@ -351,7 +351,7 @@ describe('a 2025 interactive call refused after it streamed progress', () => {
     })
     const handler = createMcpHandler({
       server,
-      app: null,
+      deps: null,
       sealer,
       bus: new InProcessEventBus(),
       legacy: { sessions: store },

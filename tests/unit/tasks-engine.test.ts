@@ -68,7 +68,7 @@ class Gates {
   }
 }
 
-interface TestApp {
+interface TestDeps {
   gates: Gates
   /** Side effects of `effect_once` (a counter standing for, e.g., an e-mail sent). */
   effects: number
@@ -78,16 +78,16 @@ interface TestApp {
   aborted: Set<string>
 }
 
-const { tool } = definitions<TestApp>()
+const { tool } = definitions<TestDeps>()
 const gateArg = z.object({ gate: z.string() })
 const answerForm = z.object({ answer: z.string() })
 const numberForm = z.object({ n: z.int() })
 
-function started(app: TestApp, name: string) {
+function started(app: TestDeps, name: string) {
   app.starts.set(name, (app.starts.get(name) ?? 0) + 1)
 }
 
-const server = compileServer<TestApp>({
+const server = compileServer<TestDeps>({
   info: { name: 'tasks-test', version: '0.0.0' },
   tools: [
     tool({
@@ -103,12 +103,12 @@ const server = compileServer<TestApp>({
       task: 'optional',
       async run({ gate }, ctx) {
         await ctx.startTask()
-        started(ctx.app, 'work')
+        started(ctx.deps, 'work')
         ctx.progress(1, 2, `waiting at ${gate}`)
         try {
-          await ctx.app.gates.wait(gate, ctx.signal)
+          await ctx.deps.gates.wait(gate, ctx.signal)
         } catch (error) {
-          ctx.app.aborted.add(gate)
+          ctx.deps.aborted.add(gate)
           throw error
         }
         return text(`passed ${gate}`)
@@ -155,7 +155,7 @@ const server = compileServer<TestApp>({
           ctx.elicit('a', { message: 'First?', schema: answerForm }),
           ctx.elicit('b', { message: 'Second?', schema: answerForm }),
         ])
-        if (gate) await ctx.app.gates.wait(gate, ctx.signal)
+        if (gate) await ctx.deps.gates.wait(gate, ctx.signal)
         const show = (x: typeof a) => (x.action === 'accept' ? x.content.answer : x.action)
         return text(`a=${show(a)} b=${show(b)}`)
       },
@@ -190,7 +190,7 @@ const server = compileServer<TestApp>({
       async run(_args, ctx) {
         const answer = await ctx.elicit('who', { message: 'Who?', schema: answerForm })
         await ctx.startTask()
-        started(ctx.app, 'ask_then_task')
+        started(ctx.deps, 'ask_then_task')
         return text(answer.action === 'accept' ? `hello ${answer.content.answer}` : answer.action)
       },
     }),
@@ -201,9 +201,9 @@ const server = compileServer<TestApp>({
       task: 'required',
       async run({ gate }, ctx) {
         await ctx.startTask()
-        started(ctx.app, 'effect_once')
-        const effect = await ctx.once('effect', () => ++ctx.app.effects)
-        await ctx.app.gates.wait(gate, ctx.signal)
+        started(ctx.deps, 'effect_once')
+        const effect = await ctx.once('effect', () => ++ctx.deps.effects)
+        await ctx.deps.gates.wait(gate, ctx.signal)
         return text(`effect ${effect}`)
       },
     }),
@@ -239,7 +239,7 @@ const logger: McpLogger = {
   error: (message) => logged.push(message),
 }
 
-let app: TestApp
+let app: TestDeps
 beforeEach(() => {
   app = { gates: new Gates(), effects: 0, starts: new Map(), aborted: new Set() }
   path = join(dir, `tasks-${++files}.db`)
@@ -257,7 +257,7 @@ async function replica(
   shutdowns.push(shutdown)
   return createMcpHandler({
     server,
-    app,
+    deps: app,
     sealer,
     logger,
     shutdown: shutdown.signal,
@@ -706,7 +706,7 @@ describe('task status transitions', () => {
     const store = await openStore()
     const runner = new TaskRunner({
       server,
-      app,
+      deps: app,
       store,
       owner: 'solo',
       logger,
@@ -817,7 +817,7 @@ describe('tasks across replicas', () => {
     const shutdown = new AbortController()
     const a = createMcpHandler({
       server,
-      app,
+      deps: app,
       sealer,
       logger,
       shutdown: shutdown.signal,

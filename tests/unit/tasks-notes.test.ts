@@ -19,7 +19,7 @@ import { createApp } from '../../src/app.ts'
 import { LOCAL_PRINCIPAL, tokenPrincipal } from '../../src/auth/bearer.ts'
 import { ConfigError, parseConfig } from '../../src/config.ts'
 import type { McpLogger } from '../../src/mcp/dispatch.ts'
-import { InProcessEventBus } from '../../src/mcp/events.ts'
+import { InProcessEventBus } from '../../src/mcp/event-bus.ts'
 import { generateKey, importKeyRing } from '../../src/mcp/key-ring.ts'
 import { StateSealer } from '../../src/mcp/sealed-state.ts'
 const DEFAULT_MAX_LIVE_TASKS = 32

@@ -46,7 +46,7 @@ const OPENTELEMETRY_FREE = [
 
 /** Each entry, and the module of it that starts telemetry when it is configured. */
 const ENTRIES = [
-  ['src/node.ts', 'src/node-server.ts'],
+  ['src/node.ts', 'src/node/server.ts'],
   ['src/worker.ts', 'src/worker.ts'],
 ] as const
 
@@ -64,13 +64,15 @@ describe.each(ENTRIES)('the entry %s with telemetry off', (entry, starter) => {
   })
 
   it('loads no telemetry module that imports OpenTelemetry', () => {
-    const telemetry = [...files].filter((file) => file.startsWith('src/telemetry/'))
+    const telemetry = [...files].filter(
+      (file) => file.startsWith('src/telemetry/') || file.endsWith('/telemetry.ts')
+    )
     expect(telemetry.filter((file) => !OPENTELEMETRY_FREE.includes(file))).toEqual([])
   })
 
   it('reaches the implementation only through a dynamic import', () => {
     expect(files).toContain(starter)
     const text = readFileSync(join(root, starter), 'utf8')
-    expect(text).toMatch(/await import\('\.\/telemetry\/(node|worker)\.ts'\)/)
+    expect(text).toMatch(/await import\('\.\/(workers\/)?telemetry\.ts'\)/)
   })
 })

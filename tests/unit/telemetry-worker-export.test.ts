@@ -7,7 +7,7 @@ import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, expect, it, vi } from 'vitest'
 import { parseTelemetryEnv } from '../../src/telemetry/env.ts'
-import { startWorkerTelemetry } from '../../src/telemetry/worker.ts'
+import { startWorkerTelemetry } from '../../src/workers/telemetry.ts'
 
 let collector: Server
 let endpoint: string

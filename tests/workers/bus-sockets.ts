@@ -7,7 +7,7 @@
  * waiting for one published after it that must arrive on the same socket.
  */
 import { env } from 'cloudflare:test'
-import type { ServerEvent } from '../../src/mcp/events.ts'
+import type { ServerEvent } from '../../src/mcp/event-bus.ts'
 import {
   EVENT_BUS_BINDING,
   publishUrl,
@@ -15,7 +15,7 @@ import {
   type BusChannel,
   type BusNamespace,
   type BusSocket,
-} from '../../src/workers/event-bus.ts'
+} from '../../src/workers/durable-object-event-bus.ts'
 import { stubOf } from '../../src/workers/durable-objects.ts'
 
 export const namespace = env[EVENT_BUS_BINDING] as BusNamespace

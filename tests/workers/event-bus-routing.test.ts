@@ -7,7 +7,7 @@
  * that must arrive on the same socket arrives first instead.
  */
 import { describe, expect, it } from 'vitest'
-import type { EventInterest, ServerEvent } from '../../src/mcp/events.ts'
+import type { EventInterest, ServerEvent } from '../../src/mcp/event-bus.ts'
 import {
   DEFAULT_SHARDS,
   DurableObjectEventBus,
@@ -16,7 +16,7 @@ import {
   subscribeUrl,
   type BusChannel,
   type BusNamespace,
-} from '../../src/workers/event-bus.ts'
+} from '../../src/workers/durable-object-event-bus.ts'
 import { stubOf } from '../../src/workers/durable-objects.ts'
 import { Heard, namespace, publishTo, rawSubscriber } from './bus-sockets.ts'
 

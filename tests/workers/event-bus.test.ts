@@ -24,7 +24,7 @@ import {
   shardName,
   subscribeUrl,
   type BusNamespace,
-} from '../../src/workers/event-bus.ts'
+} from '../../src/workers/durable-object-event-bus.ts'
 import { stubOf } from '../../src/workers/durable-objects.ts'
 import { namespace, publishTo, rawSubscriber } from './bus-sockets.ts'
 import { fixtureA, fixtureB, notesA, notesB, type Fetcher } from './isolates.ts'
@@ -41,7 +41,7 @@ import {
   type JsonObject,
   type McpRequestOptions,
 } from '../support/mcp-request.ts'
-import type { ServerEvent } from '../../src/mcp/events.ts'
+import type { ServerEvent } from '../../src/mcp/event-bus.ts'
 import { within } from '../support/within.ts'
 
 /**

@@ -14,7 +14,7 @@ import {
   eventStream,
   type EventStreamOptions,
 } from '../../src/mcp/event-stream.ts'
-import { InProcessEventBus } from '../../src/mcp/events.ts'
+import { InProcessEventBus } from '../../src/mcp/event-bus.ts'
 import { parseSse } from '../support/mcp-request.ts'
 import { within } from '../support/within.ts'
 

@@ -27,12 +27,12 @@ import {
   DurableObjectEventBus,
   EVENT_BUS_BINDING,
   isBusNamespace,
-} from '../../src/workers/event-bus.ts'
+} from '../../src/workers/durable-object-event-bus.ts'
 import {
   DurableObjectTaskScheduler,
   TASK_RUNNER_BINDING,
   isTaskRunnerNamespace,
-} from '../../src/workers/task-runner.ts'
+} from '../../src/workers/task-scheduler.ts'
 import { defineTaskRunnerObject } from '../../src/workers/task-runner-object.ts'
 import { createFixtureApp, fixtureServer } from '../conformance/fixture-app.ts'
 
@@ -52,7 +52,7 @@ function eventBus(env: Env): DurableObjectEventBus {
 export const TaskRunnerObject = defineTaskRunnerObject(async (env: Env) => {
   const store = new D1NotesStore({ db: env.DB as D1Like })
   await store.migrate()
-  return { server: fixtureServer, app: { bus: eventBus(env) }, store }
+  return { server: fixtureServer, deps: { bus: eventBus(env) }, store }
 })
 
 async function build(env: Env): Promise<Hono> {

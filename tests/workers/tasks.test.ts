@@ -28,13 +28,16 @@ import { newTaskId } from '../../src/mcp/tasks/wire.ts'
 import { createNotesServer } from '../../src/notes/server.ts'
 import { D1NotesStore, type D1Like, type D1PreparedLike } from '../../src/storage/d1.ts'
 import worker from '../../src/worker.ts'
-import { DurableObjectEventBus, type BusNamespace } from '../../src/workers/event-bus.ts'
+import {
+  DurableObjectEventBus,
+  type BusNamespace,
+} from '../../src/workers/durable-object-event-bus.ts'
 import {
   DurableObjectTaskScheduler,
   TASK_RUNNER_BINDING,
   taskObjectName,
   type TaskRunnerNamespace,
-} from '../../src/workers/task-runner.ts'
+} from '../../src/workers/task-scheduler.ts'
 import { MCP_URL, expectResult, mcpInit, type JsonObject } from '../support/mcp-request.ts'
 import { storeTask } from '../support/store-contract.ts'
 import { TASKS, TASKS_AND_FORMS, isTerminal, waitForTask } from '../support/tasks.ts'
@@ -296,7 +299,7 @@ describe('a run in slices', () => {
     const engine = new TaskEngine(
       {
         server: createNotesServer(),
-        app: { notes: store, bus, baseUrl: 'http://127.0.0.1', now: Date.now },
+        deps: { notes: store, bus, baseUrl: 'http://127.0.0.1', now: Date.now },
         logger: consoleLogger,
       },
       { store, replicaId: 'sliced', maxRunning: 1, takeoverIntervalMs: 0 }

@@ -67,7 +67,7 @@ import {
   MAX_EVENT_URI_CHARS,
   type EventBus,
   type ServerEvent,
-} from '../events.ts'
+} from '../event-bus.ts'
 import { positiveWholeNumber } from '../options.ts'
 import {
   HEADER_PROTOCOL_VERSION,
@@ -109,9 +109,9 @@ import { SessionCodec, type LegacySession } from './session.ts'
 import type { RequestObservation, ServerTelemetry } from '../../telemetry/observer.ts'
 import { z } from 'zod'
 
-export interface LegacyEraOptions<App> {
-  server: CompiledServer<App>
-  app: App
+export interface LegacyEraOptions<Deps> {
+  server: CompiledServer<Deps>
+  deps: Deps
   /** Seals `requestState` (the journal of interactive flows). */
   sealer: StateSealer
   /** Seals session ids: the same key ring with the session lifetime. */
@@ -287,9 +287,9 @@ function withoutFlowFields({
   return params
 }
 
-export function createLegacyEra<App>(options: LegacyEraOptions<App>): LegacyEra {
-  const { server, app, sealer, sessions, bus, logger, shutdown, streamLimits } = options
-  const base = { server, app, sealer, logger }
+export function createLegacyEra<Deps>(options: LegacyEraOptions<Deps>): LegacyEra {
+  const { server, deps, sealer, sessions, bus, logger, shutdown, streamLimits } = options
+  const base = { server, deps, sealer, logger }
   const now = options.now ?? Date.now
   validateStreamBounds(options.stream, 'stream')
   const maxSessions = positiveWholeNumber(

@@ -23,7 +23,7 @@
 import { canonicalJson, sha256Base64url } from '../canonical-json.ts'
 import { DEFAULT_KEEPALIVE_MS } from '../event-stream.ts'
 import type { DispatchResult } from '../dispatch.ts'
-import type { EventBus } from '../events.ts'
+import type { EventBus } from '../event-bus.ts'
 import type { SessionStore } from '../session-store.ts'
 import type { InputRequest, InputRequiredResult, JsonObject } from '../wire.ts'
 import { LEGACY_NOTIFICATIONS } from './protocol.ts'

@@ -16,7 +16,7 @@
  * a lookup. The name is trusted only because the slot matches the whole id: an id edited to name
  * another call fills no slot.
  */
-import { MAX_EVENT_ID_CHARS, type EventBus } from '../events.ts'
+import { MAX_EVENT_ID_CHARS, type EventBus } from '../event-bus.ts'
 import { METHODS } from '../protocol.ts'
 import { randomBase64url } from '../random.ts'
 import type { SessionStore } from '../session-store.ts'

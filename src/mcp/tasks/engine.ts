@@ -46,7 +46,7 @@
  *
  * Where runs happen: on this replica (its `TaskRunner`, the takeover loop picking up what others left),
  * or, with a `scheduler`, nowhere here: a runtime whose requests cannot outlive their response (a
- * Worker) hands each runnable task to a runner of its own (`workers/task-runner.ts`: the task's
+ * Worker) hands each runnable task to a runner of its own (`workers/task-scheduler.ts`: the task's
  * Durable Object). The engine then leases nothing to itself: it hands a task over before answering
  * `CreateTaskResult` and when `tasks/update` makes it runnable, tells the runner of a cancel it
  * flagged, and hands over again a task `tasks/get` finds working with no live lease (its hand-off was
@@ -226,10 +226,10 @@ interface TaskCaller {
   grant: Pick<ScopeGrant, 'grantedScopes' | 'baseScopes'>
 }
 
-export class TaskEngine<App> {
-  readonly #server: CompiledServer<App>
+export class TaskEngine<Deps> {
+  readonly #server: CompiledServer<Deps>
   readonly #store: TaskStore
-  readonly #runner: TaskRunner<App>
+  readonly #runner: TaskRunner<Deps>
   readonly #scheduler: TaskScheduler | undefined
   readonly #logger: McpLogger
   readonly #ttlMs: number
@@ -241,7 +241,7 @@ export class TaskEngine<App> {
   readonly #now: () => number
 
   constructor(
-    { server, app, logger }: { server: CompiledServer<App>; app: App; logger: McpLogger },
+    { server, deps, logger }: { server: CompiledServer<Deps>; deps: Deps; logger: McpLogger },
     options: TaskOptions
   ) {
     if (
@@ -282,7 +282,7 @@ export class TaskEngine<App> {
     const replica = options.replicaId ?? 'replica'
     this.#runner = new TaskRunner({
       server,
-      app,
+      deps,
       store: options.store,
       owner: `${replica}-${randomBase64url(6)}`,
       logger,
@@ -328,7 +328,7 @@ export class TaskEngine<App> {
    * tasks already gets the -32602 of {@link tooManyTasks} instead, and nothing is stored or run.
    */
   async create(
-    env: DispatchEnv<App>,
+    env: DispatchEnv<Deps>,
     binding: StateBinding,
     journal: Journal
   ): Promise<DispatchResult> {
@@ -364,7 +364,7 @@ export class TaskEngine<App> {
   }
 
   /** `tasks/get`, `tasks/update` and `tasks/cancel`. */
-  async serve(request: McpRequest, env: DispatchEnv<App>): Promise<DispatchResult> {
+  async serve(request: McpRequest, env: DispatchEnv<Deps>): Promise<DispatchResult> {
     if (!declaresTasks(request.clientCapabilities)) throw tasksCapabilityMissing(request.method)
     const caller = { owner: callerBinding(env.principal, env.client), grant: env }
     switch (request.method) {

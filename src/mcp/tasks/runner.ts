@@ -58,9 +58,9 @@ import {
 /** Compare-and-set attempts of one write before the run gives up (the record kept changing). */
 const MAX_WRITE_ATTEMPTS = 8
 
-export interface TaskRunnerOptions<App> {
-  server: CompiledServer<App>
-  app: App
+export interface TaskRunnerOptions<Deps> {
+  server: CompiledServer<Deps>
+  deps: Deps
   store: TaskStore
   /** This replica's name in leases; unique per process. */
   owner: string
@@ -90,10 +90,10 @@ const JOURNAL_FULL =
   'Internal error: this task has gathered more input than the server allows; start it again with valid answers.'
 
 /** A handler's context inside its task; see `ToolContext` for what changes. */
-class TaskHandlerContext<App> extends ReplayHandlerContext<App> {
-  readonly #run: TaskRun<App>
+class TaskHandlerContext<Deps> extends ReplayHandlerContext<Deps> {
+  readonly #run: TaskRun<Deps>
 
-  constructor(run: TaskRun<App>, input: ContextInput<App>, replay: Replay) {
+  constructor(run: TaskRun<Deps>, input: ContextInput<Deps>, replay: Replay) {
     super(input, replay, `task:${run.id}`, 'running')
     this.#run = run
   }
@@ -114,9 +114,9 @@ class TaskHandlerContext<App> extends ReplayHandlerContext<App> {
 }
 
 /** One run of one task on this replica, from the lease it was given to its last write. */
-class TaskRun<App> {
+class TaskRun<Deps> {
   readonly id: string
-  readonly #options: TaskRunnerOptions<App>
+  readonly #options: TaskRunnerOptions<Deps>
   /** The record's expiry, which only the run's last write (the end) changes. */
   readonly #expiry: Pick<TaskRecord, 'expiresAt'>
   readonly #abort = new AbortController()
@@ -138,7 +138,7 @@ class TaskRun<App> {
     this.#ended.resolve()
   }
 
-  constructor(options: TaskRunnerOptions<App>, record: TaskRecord) {
+  constructor(options: TaskRunnerOptions<Deps>, record: TaskRecord) {
     this.#options = options
     this.id = record.id
     this.#expiry = { expiresAt: record.expiresAt }
@@ -172,7 +172,7 @@ class TaskRun<App> {
 
   /** Runs the handler and settles the task; never rejects. */
   async execute(record: TaskRecord): Promise<void> {
-    const { server, app, logger, now } = this.#options
+    const { server, deps, logger, now } = this.#options
     if (record.cancelRequested) this.stop('cancel')
     // Cancelled (or released) between the lease and the start: the handler never runs.
     if (this.#stop) return this.#settleStopped()
@@ -197,7 +197,7 @@ class TaskRun<App> {
     }
     const cancellation = new Cancellation(this.#abort.signal)
     const input = {
-      app,
+      deps,
       principal: call.principal,
       request,
       cancellation,
@@ -338,12 +338,12 @@ class TaskRun<App> {
 }
 
 /** The tasks this replica runs, and the takeover of tasks whose runner is gone. */
-export class TaskRunner<App> {
-  readonly #options: TaskRunnerOptions<App>
-  readonly #runs = new Map<string, TaskRun<App>>()
+export class TaskRunner<Deps> {
+  readonly #options: TaskRunnerOptions<Deps>
+  readonly #runs = new Map<string, TaskRun<Deps>>()
   #stopped = false
 
-  constructor(options: TaskRunnerOptions<App>) {
+  constructor(options: TaskRunnerOptions<Deps>) {
     this.#options = options
   }
 
@@ -446,14 +446,14 @@ export class TaskRunner<App> {
   }
 
   /** A run of `record` (whose lease this replica holds), known to this replica until it ends. */
-  #register(record: TaskRecord): TaskRun<App> {
+  #register(record: TaskRecord): TaskRun<Deps> {
     const run = new TaskRun(this.#options, record)
     this.#runs.set(record.id, run)
     return run
   }
 
   /** Runs the handler of a registered run to the run's end; never rejects. */
-  async #drive(run: TaskRun<App>, record: TaskRecord): Promise<void> {
+  async #drive(run: TaskRun<Deps>, record: TaskRecord): Promise<void> {
     try {
       await run.execute(record)
     } catch (error) {

@@ -1,5 +1,5 @@
 /**
- * @module storage/postgres-events
+ * @module node/postgres-event-bus
  * An `EventBus` that fans events out across every replica sharing one PostgreSQL database, with
  * LISTEN/NOTIFY: `publish` sends a NOTIFY, and every replica (this one included) delivers what it
  * hears on the channel to its own listeners: list changes and resource updates for listen and GET
@@ -20,7 +20,7 @@ import {
   type EventBus,
   type EventListener,
   type ServerEvent,
-} from '../mcp/events.ts'
+} from '../mcp/event-bus.ts'
 
 export const DEFAULT_EVENT_CHANNEL = 'notes_mcp_events'
 

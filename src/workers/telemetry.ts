@@ -1,5 +1,5 @@
 /**
- * @module telemetry/worker
+ * @module workers/telemetry
  * Telemetry of the Workers entry, loaded (dynamic import) only when an `OTEL_*` binding is set:
  * spans and metrics over `fetch` (`fetch-exporter.ts`), since a Worker has neither Node's `http` nor
  * timers that outlive a request. After each request the entry hands `afterRequest()` to
@@ -12,9 +12,14 @@
  */
 import { describeError } from '../mcp/errors.ts'
 import { consoleLogger } from '../mcp/handler.ts'
-import type { TelemetryConfig } from './env.ts'
-import { FetchMetricReader, FetchSpanExporter } from './fetch-exporter.ts'
-import { spanScope, startTelemetry, type ContextStorage, type Telemetry } from './otel.ts'
+import type { TelemetryConfig } from '../telemetry/env.ts'
+import { FetchMetricReader, FetchSpanExporter } from '../telemetry/fetch-exporter.ts'
+import {
+  spanScope,
+  startTelemetry,
+  type ContextStorage,
+  type Telemetry,
+} from '../telemetry/otel.ts'
 
 export interface WorkerTelemetry extends Telemetry {
   /** What to `waitUntil` after a request: its spans, and the metrics when an export is due. */

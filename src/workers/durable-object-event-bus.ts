@@ -1,5 +1,5 @@
 /**
- * @module workers/event-bus
+ * @module workers/durable-object-event-bus
  * The `EventBus` of the Workers runtime: `DurableObjectEventBus` carries an event published by any
  * isolate of any Worker bound to the `EventBusObject` namespace (binding {@link EVENT_BUS_BINDING}) to
  * the subscribers, in any such isolate, that need it — `subscriptions/listen` streams, 2025-era GET
@@ -50,7 +50,7 @@
  *   every listener still keeps only what is its own.
  *
  * Events are validated where they enter an object and again where a subscriber receives them
- * (`ServerEventSchema` of `mcp/events.ts`: strict shapes, bounded ids). Runtime-neutral: structural
+ * (`ServerEventSchema` of `mcp/event-bus.ts`: strict shapes, bounded ids). Runtime-neutral: structural
  * types of the Workers APIs it uses, nothing from `node:*` or from workers-types.
  */
 import { base64url } from 'jose'
@@ -66,7 +66,7 @@ import {
   type EventListener,
   type EventScope,
   type ServerEvent,
-} from '../mcp/events.ts'
+} from '../mcp/event-bus.ts'
 import { isDurableNamespace, stubOf, type DurableNamespace } from './durable-objects.ts'
 
 /** The binding name of the `EventBusObject` namespace, in every Worker's configuration. */

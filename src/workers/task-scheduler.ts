@@ -1,5 +1,5 @@
 /**
- * @module workers/task-runner
+ * @module workers/task-scheduler
  * Tasks on Workers, the isolate's half: the `TaskScheduler` (`mcp/tasks/engine.ts`) of a Worker,
  * which hands every runnable task to its own Durable Object (`TaskRunnerObject`, built by
  * `task-runner-object.ts`, bound as {@link TASK_RUNNER_BINDING}), the wire both halves share, and the

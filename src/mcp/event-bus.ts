@@ -1,5 +1,5 @@
 /**
- * @module mcp/events
+ * @module mcp/event-bus
  * The event bus behind `subscriptions/listen` and the 2025-era GET streams: applications publish list
  * changes and resource updates, and every open stream on this replica hears them. The same bus carries
  * the engine's signals for 2025 sessions: an answer to a server→client request was delivered to the

@@ -1,5 +1,5 @@
 /**
- * @module node-server
+ * @module node/server
  * The Node server that `npm start` runs (`node.ts` is its entry). `runNodeServer` reads the
  * environment, opens the store (SQLite under DATA_DIR, or PostgreSQL when DATABASE_URL is set, with a
  * LISTEN/NOTIFY event bus so notifications reach every replica), loads (or on first start generates)
@@ -7,7 +7,7 @@
  * without auth it refuses any HOST that is not loopback unless ALLOW_UNAUTHENTICATED=1
  * (`assertSafeExposure`). It purges expired store rows on a timer (`storage/purge.ts`) and serves
  * tasks from the store, taking over those of replicas that died (`mcp/tasks/`). With an `OTEL_*`
- * variable or METRICS_PORT set it loads telemetry (`telemetry/node.ts`, a dynamic import: without
+ * variable or METRICS_PORT set it loads telemetry (`node/telemetry.ts`, a dynamic import: without
  * them nothing of OpenTelemetry is loaded) and prints where it exports. On SIGINT/SIGTERM it ends
  * listen streams gracefully, releases its tasks' leases, flushes telemetry and closes the store.
  * Importing it starts nothing: each entry calls {@link runNodeServer}, `node.ts` as it is, and the
@@ -17,21 +17,21 @@
 import { serve } from '@hono/node-server'
 import { join } from 'node:path'
 import type { Duplex } from 'node:stream'
-import { createApp } from './app.ts'
-import { ConfigError, assertSafeExposure, parseConfig, type Config } from './config.ts'
-import { jsonRpcErrorBody } from './http/errors.ts'
-import { ErrorCode } from './mcp/errors.ts'
-import type { NodeTelemetry } from './telemetry/node.ts'
-import { consoleLogger } from './mcp/handler.ts'
-import { InProcessEventBus } from './mcp/events.ts'
-import { parseKeyRing } from './mcp/key-ring.ts'
-import { loadOrCreateKeyRing } from './storage/key-file.ts'
-import type { NotesStore } from './notes/store.ts'
-import { PostgresNotesStore } from './storage/postgres.ts'
-import { PostgresEventBus } from './storage/postgres-events.ts'
-import { startExpirySweeps } from './storage/purge.ts'
-import { SqliteNotesStore } from './storage/sqlite.ts'
-import { createNodeSealer } from './node-crypto.ts'
+import { createApp } from '../app.ts'
+import { ConfigError, assertSafeExposure, parseConfig, type Config } from '../config.ts'
+import { jsonRpcErrorBody } from '../http/errors.ts'
+import { ErrorCode } from '../mcp/errors.ts'
+import type { NodeTelemetry } from './telemetry.ts'
+import { consoleLogger } from '../mcp/handler.ts'
+import { InProcessEventBus } from '../mcp/event-bus.ts'
+import { parseKeyRing } from '../mcp/key-ring.ts'
+import { loadOrCreateKeyRing } from './key-file.ts'
+import type { NotesStore } from '../notes/store.ts'
+import { PostgresNotesStore } from '../storage/postgres.ts'
+import { PostgresEventBus } from './postgres-event-bus.ts'
+import { startExpirySweeps } from '../storage/purge.ts'
+import { SqliteNotesStore } from '../storage/sqlite.ts'
+import { createNodeSealer } from './crypto.ts'
 
 /**
  * Requests Node's HTTP parser refuses (control characters in a header, oversized headers) never reach
@@ -56,7 +56,7 @@ function answerMalformedHttp(error: NodeJS.ErrnoException, socket: Duplex): void
 /** Telemetry when configured, loaded only then; prints where it exports (never a header value). */
 async function startTelemetry(config: Config): Promise<NodeTelemetry | undefined> {
   if (!config.telemetry && config.metricsPort === undefined) return undefined
-  const { startNodeTelemetry } = await import('./telemetry/node.ts')
+  const { startNodeTelemetry } = await import('./telemetry.ts')
   const telemetry = await startNodeTelemetry({
     config: config.telemetry,
     replicaId: config.replicaId,

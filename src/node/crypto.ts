@@ -1,15 +1,15 @@
 /**
- * @module node-crypto
+ * @module node/crypto
  * Node-only fast paths the runtime-neutral engine accepts as options: a synchronous SHA-256 and
  * AES-256-GCM from `node:crypto`, and base64url through `Buffer`, for the sealer (each Web Crypto call
  * costs a thread-pool round trip on Node, and jose's base64url goes through `btoa` there). Same
  * digests and the same compact JWE as the defaults, so Node and Workers replicas agree.
  */
 import { createCipheriv, createDecipheriv, createSecretKey, hash } from 'node:crypto'
-import type { Base64urlCodec } from './mcp/base64url.ts'
-import type { AesGcm } from './mcp/compact-jwe.ts'
-import { importKeyRing, type RawKey } from './mcp/key-ring.ts'
-import { StateSealer } from './mcp/sealed-state.ts'
+import type { Base64urlCodec } from '../mcp/base64url.ts'
+import type { AesGcm } from '../mcp/compact-jwe.ts'
+import { importKeyRing, type RawKey } from '../mcp/key-ring.ts'
+import { StateSealer } from '../mcp/sealed-state.ts'
 
 const TAG_BYTES = 16
 

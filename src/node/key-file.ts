@@ -1,5 +1,5 @@
 /**
- * @module storage/key-file
+ * @module node/key-file
  * Zero-configuration key ring for Node: when `STATE_KEYS` is not set, the ring is read from
  * `<DATA_DIR>/state-keys`, or generated and written there once with file mode 0600. Every replica that
  * shares the data directory (or is given the same `STATE_KEYS`) can then open every other's states.

@@ -1,13 +1,13 @@
 /**
- * @module notes/app
- * `NotesApp`: what the notes application hands every handler as `ctx.app` (the store, the event bus,
+ * @module notes/deps
+ * `NotesDeps`: what the notes application hands every handler as `ctx.deps` (the store, the event bus,
  * the public base URL and the clock). Built per deployment by `src/app.ts`; the tools, resources,
  * prompts and completions next to this module only read it.
  */
-import type { EventBus } from '../mcp/events.ts'
+import type { EventBus } from '../mcp/event-bus.ts'
 import type { NotesStore } from './store.ts'
 
-export interface NotesApp {
+export interface NotesDeps {
   notes: NotesStore
   bus: EventBus
   /** Public base URL of this server, without a trailing slash (links to the share pages). */

@@ -1,5 +1,5 @@
 /**
- * @module telemetry/node
+ * @module node/telemetry
  * Telemetry of the Node entry, loaded (dynamic import) only when an `OTEL_*` variable or
  * METRICS_PORT is set: spans through the official OTLP/HTTP exporter (`http/protobuf` or
  * `http/json`, batched), metrics through the official OTLP metric exporter on a periodic reader
@@ -20,8 +20,8 @@ import { OTLPTraceExporter as JsonTraceExporter } from '@opentelemetry/exporter-
 import { OTLPTraceExporter as ProtobufTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto'
 import type { OTLPExporterNodeConfigBase } from '@opentelemetry/otlp-exporter-base/node-http'
 import { PeriodicExportingMetricReader, type MetricReader } from '@opentelemetry/sdk-metrics'
-import type { OtlpTarget, Temporality, TelemetryConfig } from './env.ts'
-import { spanScope, startTelemetry, type Telemetry } from './otel.ts'
+import type { OtlpTarget, Temporality, TelemetryConfig } from '../telemetry/env.ts'
+import { spanScope, startTelemetry, type Telemetry } from '../telemetry/otel.ts'
 
 export interface NodeTelemetryOptions {
   /** `config.telemetry`: the OTLP side; absent with METRICS_PORT alone (Prometheus only). */
