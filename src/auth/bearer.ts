@@ -15,7 +15,7 @@
  * app.use('/mcp', bearerAuth({ auth: { verifier, challenges, requiredScopes: [] } }))
  */
 import type { MiddlewareHandler } from 'hono'
-import type { McpLogger } from '../mcp/dispatch.ts'
+import type { McpLogger } from '../mcp/logger.ts'
 import type { RequestId } from '../mcp/wire.ts'
 import { peekRequestId } from '../http/errors.ts'
 import type { Challenges } from './challenges.ts'

@@ -8,7 +8,7 @@
  */
 import type { JWTVerifyGetKey } from 'jose'
 import type { AuthConfig } from '../config.ts'
-import type { McpLogger } from '../mcp/dispatch.ts'
+import type { McpLogger } from '../mcp/logger.ts'
 import { RemoteJwks } from './jwks.ts'
 import { OidcClient } from './oidc-client.ts'
 

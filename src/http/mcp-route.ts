@@ -8,7 +8,7 @@
  */
 import { Hono, type Context, type MiddlewareHandler } from 'hono'
 import { ErrorCode } from '../mcp/errors.ts'
-import type { McpHandler, McpHttpInput } from '../mcp/handler.ts'
+import type { McpHandler, McpHttpInput } from '../mcp/http-input.ts'
 import { limitBody } from './body-limit.ts'
 import { jsonRpcError, peekRequestId } from './errors.ts'
 

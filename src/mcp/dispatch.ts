@@ -12,6 +12,7 @@
  * every request of a flow is known; with telemetry on, `runReplayable` tells the request's
  * observation that round, a refused state's reason, and runs opening and sealing as its steps.
  */
+import type { McpLogger } from './logger.ts'
 import type { z } from 'zod'
 import { canonicalJson } from './canonical-json.ts'
 import {
@@ -42,7 +43,7 @@ import { ResponseChannel, type Cancellation } from './streaming.ts'
 import { canListen } from './subscriptions.ts'
 import type { TaskEngine } from './tasks/engine.ts'
 import { declaresTasks, tasksCapabilityMissing } from './tasks/wire.ts'
-import type { RequestObservation } from '../telemetry/observer.ts'
+import type { RequestObservation } from './observer.ts'
 import {
   CallToolParamsSchema,
   CompleteParamsSchema,
@@ -55,12 +56,6 @@ import {
   type JsonObject,
   type Resource,
 } from './wire.ts'
-
-/** Where a failure is reported (never to the client): the real reason of a rejected state, handler crashes. */
-export interface McpLogger {
-  warn(message: string, fields?: Record<string, unknown>): void
-  error(message: string, fields?: Record<string, unknown>): void
-}
 
 export interface DispatchEnv<Deps> extends ContextInput<Deps> {
   /** The OAuth client the caller used, if known: sealed states are bound to it too. */
@@ -78,7 +73,7 @@ export interface DispatchEnv<Deps> extends ContextInput<Deps> {
    */
   grantedScopes?: ReadonlySet<string>
   baseScopes?: readonly string[]
-  /** This request's telemetry (`telemetry/observer.ts`), when telemetry is on. */
+  /** This request's telemetry (`mcp/observer.ts`), when telemetry is on. */
   observation?: RequestObservation
 }
 

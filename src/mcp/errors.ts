@@ -18,7 +18,7 @@
  * stream or lets a call or task end, which the server cannot time (any delay it named would be a
  * guess, inviting a retry into the same refusal), and the SDKs' client transports read none.
  */
-import type { McpLogger } from './dispatch.ts'
+import { describeError, type McpLogger } from './logger.ts'
 import type { FinalMessage } from './streaming.ts'
 import type { RequestId } from './wire.ts'
 
@@ -121,11 +121,6 @@ export class InvalidRequestStateError extends Error {
     super(INVALID_REQUEST_STATE_MESSAGE)
     this.reason = reason
   }
-}
-
-/** A failure as the server log shows it: its class and message, never its stack or cause. */
-export function describeError(error: unknown): string {
-  return error instanceof Error ? `${error.name}: ${error.message}` : String(error)
 }
 
 /**

@@ -28,7 +28,7 @@
  *   the stream closes once the client has read all of it. A client that has not within `endGraceMs`
  *   is not reading: that is logged and the stream errored as above. No timer outlives the end.
  */
-import type { McpLogger } from './dispatch.ts'
+import type { McpLogger } from './logger.ts'
 import { concerns, type EventBus, type EventInterest, type ServerEvent } from './event-bus.ts'
 import { positiveWholeNumber } from './options.ts'
 import { SSE_HEADERS, SSE_KEEPALIVE, closeQuietly, sseEvent, sseRetry } from './streaming.ts'

@@ -18,12 +18,13 @@
  * handler is answered by `http/app.ts`. Results that depend only on the compiled server (discover, and
  * the pages the server cuts of its static lists) are serialised once: one cache entry per such page,
  * whatever cursors clients send. With `telemetry`, every message read is observed (its span, parented
- * on the client's trace context, and its duration: `telemetry/observer.ts`) and settles it where
+ * on the client's trace context, and its duration: `mcp/observer.ts`) and settles it where
  * the answer is decided; without, each hook is an optional call on `undefined`. Held-open streams
  * (listen here, GET and waiting interactive POSTs of 2025 sessions) count against one
  * `StreamLimits` for both eras: over a caller's cap a listen or GET stream is refused with 429
  * before it opens, a call that would wait with 200 (the cap rule of `errors.ts`).
  */
+import type { McpHandler, McpHttpInput } from './http-input.ts'
 import {
   dispatch,
   dispatchEnv,
@@ -32,10 +33,10 @@ import {
   staticResultKey,
   type DispatchEnv,
   type DispatchResult,
-  type McpLogger,
 } from './dispatch.ts'
+import { consoleLogger, describeError, type McpLogger } from './logger.ts'
 import { EnvelopeError, parseJson, parseMessage, type McpRequest } from './envelope.ts'
-import { ErrorCode, McpError, describeError, errorMessage } from './errors.ts'
+import { ErrorCode, McpError, errorMessage } from './errors.ts'
 import { validateStreamBounds, type EventStreamBounds } from './event-stream.ts'
 import type { EventBus } from './event-bus.ts'
 import { META_SERVER_INFO, METHODS, TASKS_EXTENSION } from './protocol.ts'
@@ -51,7 +52,7 @@ import { DEFAULT_SESSION_TTL_SECONDS, HEADER_SESSION_ID } from './legacy/protoco
 import { createLegacyEra, type LegacyEra, type LegacyEraOptions } from './legacy/handler.ts'
 import type { SessionStore } from './session-store.ts'
 import { DEFAULT_TASK_TAKEOVER_INTERVAL_MS, TaskEngine, type TaskOptions } from './tasks/engine.ts'
-import type { McpTelemetry, RequestObservation } from '../telemetry/observer.ts'
+import type { McpTelemetry, RequestObservation } from './observer.ts'
 
 export interface McpHandlerOptions<Deps> {
   server: CompiledServer<Deps>
@@ -92,46 +93,10 @@ export interface McpHandlerOptions<Deps> {
    */
   tasks?: TaskOptions
   /**
-   * Traces and metrics of every request (`telemetry/observer.ts`); absent, the handler records
+   * Traces and metrics of every request (`mcp/observer.ts`); absent, the handler records
    * nothing and allocates nothing for telemetry.
    */
   telemetry?: McpTelemetry
-}
-
-export interface McpHttpInput {
-  /** The HTTP method; `POST` when absent. GET and DELETE are served for 2025-era sessions only. */
-  method?: string
-  /** The POSTed body (empty for other methods). */
-  body: string
-  headers: Headers
-  /** The caller, as authenticated by the HTTP layer (or the single local principal). */
-  principal: string
-  /** The OAuth client the caller authenticated through, if any (sealed states are bound to it). */
-  client?: string
-  /** Aborted when the client goes away. */
-  signal?: AbortSignal
-  /**
-   * The scopes the caller's token grants (hierarchy already applied), when auth is configured; without
-   * it every operation is allowed. An operation needing more than `baseScopes` (which every operation
-   * needs) plus its own (`scopes.ts`) is answered by `insufficientScope`, the HTTP layer's 403 step-up
-   * challenge naming all of them, before anything runs.
-   */
-  grantedScopes?: ReadonlySet<string>
-  baseScopes?: readonly string[]
-  insufficientScope?: (required: readonly string[], id: RequestId | null) => Response
-}
-
-export type McpHandler = (input: McpHttpInput) => Promise<Response>
-
-/** Logs as one JSON line per event on stderr; never includes request bodies or credentials. */
-export const consoleLogger: McpLogger = {
-  warn: (message, fields) => console.warn(JSON.stringify({ level: 'warn', message, ...fields })),
-  error: (message, fields) => console.error(JSON.stringify({ level: 'error', message, ...fields })),
-}
-
-/** Logs a failure no request answers for (a relay, an alarm, setup) by its description alone. */
-export function logError(message: string, error: unknown): void {
-  consoleLogger.error(message, { reason: describeError(error) })
 }
 
 /** The JSON-RPC response of request `id` around a result already serialised as JSON text. */

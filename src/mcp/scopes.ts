@@ -12,12 +12,12 @@
  * Verifying tokens and expanding scope hierarchies is the HTTP layer's job (`src/auth/`).
  */
 import { ErrorCode, McpError } from './errors.ts'
-import type { McpHttpInput } from './handler.ts'
+import type { McpHttpInput } from './http-input.ts'
 import { METHODS } from './protocol.ts'
 import type { CompiledServer } from './server.ts'
 import { jsonText } from './streaming.ts'
 import type { JsonObject, RequestId } from './wire.ts'
-import type { RequestObservation } from '../telemetry/observer.ts'
+import type { RequestObservation } from './observer.ts'
 
 const NO_SCOPES: readonly string[] = Object.freeze([])
 

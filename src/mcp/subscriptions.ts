@@ -10,7 +10,7 @@
  * number of streams a caller holds by the handler (`stream-limits.ts`). Nothing about a subscription
  * outlives its stream.
  */
-import type { McpLogger } from './dispatch.ts'
+import type { McpLogger } from './logger.ts'
 import { eventStream, type EventStreamBounds } from './event-stream.ts'
 import type { EventBus, ServerEvent } from './event-bus.ts'
 import { META_SERVER_INFO, META_SUBSCRIPTION_ID } from './protocol.ts'

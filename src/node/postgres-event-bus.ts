@@ -12,7 +12,7 @@
  * `postgres` driver).
  */
 import postgres, { type Sql } from 'postgres'
-import type { McpLogger } from '../mcp/dispatch.ts'
+import type { McpLogger } from '../mcp/logger.ts'
 import {
   InProcessEventBus,
   parseServerEvent,

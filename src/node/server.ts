@@ -22,7 +22,7 @@ import { ConfigError, assertSafeExposure, parseConfig, type Config } from '../co
 import { jsonRpcErrorBody } from '../http/errors.ts'
 import { ErrorCode } from '../mcp/errors.ts'
 import type { NodeTelemetry } from './telemetry.ts'
-import { consoleLogger } from '../mcp/handler.ts'
+import { consoleLogger } from '../mcp/logger.ts'
 import { InProcessEventBus } from '../mcp/event-bus.ts'
 import { parseKeyRing } from '../mcp/key-ring.ts'
 import { loadOrCreateKeyRing } from './key-file.ts'

@@ -7,7 +7,7 @@
  * handler on the cron trigger of `wrangler.toml`. Several replicas sweeping at once is safe (every
  * adapter's purge is idempotent and never touches live rows). Runtime-neutral: no `node:*` import.
  */
-import type { McpLogger } from '../mcp/dispatch.ts'
+import type { McpLogger } from '../mcp/logger.ts'
 import type { NotesStore } from '../notes/store.ts'
 
 /** Rows one `purgeExpired` call removes at most. */

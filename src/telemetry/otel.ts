@@ -81,7 +81,7 @@ import type {
   RequestObservation,
   ServerTelemetry,
   StreamKind,
-} from './observer.ts'
+} from '../mcp/observer.ts'
 
 const INSTRUMENTATION = 'notes-mcp'
 const MAX_URI_CHARS = 2048

@@ -55,7 +55,7 @@
  */
 import { base64url } from 'jose'
 import { canonicalJson, sha256Base64url } from '../mcp/canonical-json.ts'
-import type { McpLogger } from '../mcp/dispatch.ts'
+import type { McpLogger } from '../mcp/logger.ts'
 import {
   concerns,
   eventScope,

@@ -17,7 +17,7 @@
  * the object (its name is a digest, and stays out of them anyway).
  */
 import { parseServerEvent } from '../mcp/event-bus.ts'
-import { logError } from '../mcp/handler.ts'
+import { logError } from '../mcp/logger.ts'
 import {
   BUS_CHANNELS,
   CLOCK_SKEW_MS,

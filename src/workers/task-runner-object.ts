@@ -42,8 +42,7 @@
  * Runtime-neutral: structural types of the Workers APIs it uses, nothing from `node:*` or from
  * workers-types.
  */
-import type { McpLogger } from '../mcp/dispatch.ts'
-import { consoleLogger, logError } from '../mcp/handler.ts'
+import { consoleLogger, logError, type McpLogger } from '../mcp/logger.ts'
 import type { CompiledServer } from '../mcp/server.ts'
 import { TERMINAL_TASK_STATUSES, type TaskRecord, type TaskStore } from '../mcp/task-store.ts'
 import { DEFAULT_TASK_LEASE_MS, TaskEngine, type TaskOptions } from '../mcp/tasks/engine.ts'

@@ -10,8 +10,7 @@
  * runtime provides AsyncLocalStorage (`process.getBuiltinModule`, where Node compatibility is on);
  * without it they get no span, the request and its sealing steps still do. Web standards only.
  */
-import { describeError } from '../mcp/errors.ts'
-import { consoleLogger } from '../mcp/handler.ts'
+import { consoleLogger, describeError } from '../mcp/logger.ts'
 import type { TelemetryConfig } from '../telemetry/env.ts'
 import { FetchMetricReader, FetchSpanExporter } from '../telemetry/fetch-exporter.ts'
 import {

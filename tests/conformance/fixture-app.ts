@@ -19,7 +19,7 @@ import {
   toolError,
   type ReplayContext,
 } from '../../src/mcp/definitions.ts'
-import type { McpLogger } from '../../src/mcp/dispatch.ts'
+import type { McpLogger } from '../../src/mcp/logger.ts'
 import type { EventBus, ServerEvent } from '../../src/mcp/event-bus.ts'
 import { createMcpHandler } from '../../src/mcp/handler.ts'
 import type { StateSealer } from '../../src/mcp/sealed-state.ts'

@@ -12,7 +12,7 @@
  */
 import type { Hono } from 'hono'
 import { expect } from 'vitest'
-import type { McpHandler, McpHttpInput } from '../../src/mcp/handler.ts'
+import type { McpHandler, McpHttpInput } from '../../src/mcp/http-input.ts'
 import {
   HEADER_METHOD,
   HEADER_NAME,

@@ -3,7 +3,7 @@
  * An `McpLogger` that keeps every warning (message and fields) as the JSON logger would print it,
  * for tests that check what the engine logged; errors are ignored.
  */
-import type { McpLogger } from '../../src/mcp/dispatch.ts'
+import type { McpLogger } from '../../src/mcp/logger.ts'
 
 export class RecordingLogger implements McpLogger {
   readonly warnings: Array<{ message: string; fields?: Record<string, unknown> }> = []

@@ -27,8 +27,9 @@ import {
 } from '../../src/client/index.ts'
 import { MAX_RETRY_DELAY_MS, RETRY_DELAY_MS } from '../../src/client/rounds.ts'
 import { definitions, text } from '../../src/mcp/definitions.ts'
-import type { McpLogger } from '../../src/mcp/dispatch.ts'
-import { createMcpHandler, type McpHandler } from '../../src/mcp/handler.ts'
+import type { McpLogger } from '../../src/mcp/logger.ts'
+import { createMcpHandler } from '../../src/mcp/handler.ts'
+import { type McpHandler } from '../../src/mcp/http-input.ts'
 import { generateKey, importKeyRing } from '../../src/mcp/key-ring.ts'
 import {
   META_CLIENT_CAPABILITIES,

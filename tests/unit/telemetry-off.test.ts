@@ -38,11 +38,7 @@ function loadedAtStart(entry: string): { files: Set<string>; packages: Set<strin
   return { files, packages }
 }
 
-const OPENTELEMETRY_FREE = [
-  'src/telemetry/env.ts',
-  'src/telemetry/observer.ts',
-  'src/telemetry/conventions.ts',
-]
+const OPENTELEMETRY_FREE = ['src/telemetry/env.ts', 'src/telemetry/conventions.ts']
 
 /** Each entry, and the module of it that starts telemetry when it is configured. */
 const ENTRIES = [

@@ -19,7 +19,7 @@
  */
 import type { Hono } from 'hono'
 import { parseConfig } from '../../src/config.ts'
-import { consoleLogger } from '../../src/mcp/handler.ts'
+import { consoleLogger } from '../../src/mcp/logger.ts'
 import { importKeyRing, parseKeyRing } from '../../src/mcp/key-ring.ts'
 import { StateSealer } from '../../src/mcp/sealed-state.ts'
 import { D1NotesStore, type D1Like } from '../../src/storage/d1.ts'

@@ -19,7 +19,7 @@ import { abortAllDurableObjects, env, runInDurableObject } from 'cloudflare:test
 import { afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { createApp } from '../../src/app.ts'
 import { parseConfig } from '../../src/config.ts'
-import { consoleLogger } from '../../src/mcp/handler.ts'
+import { consoleLogger } from '../../src/mcp/logger.ts'
 import { importKeyRing, parseKeyRing } from '../../src/mcp/key-ring.ts'
 import { StateSealer } from '../../src/mcp/sealed-state.ts'
 import { DEFAULT_TASK_RESULT_TTL_MS, TaskEngine } from '../../src/mcp/tasks/engine.ts'

@@ -55,10 +55,10 @@ import {
   isAdvertised,
   parseParams,
   type DispatchResult,
-  type McpLogger,
 } from '../dispatch.ts'
+import { type McpLogger } from '../logger.ts'
 import type { McpRequest } from '../envelope.ts'
-import type { McpHttpInput } from '../handler.ts'
+import type { McpHttpInput } from '../http-input.ts'
 import { scopeChallenge } from '../scopes.ts'
 import { CapExceededError, ErrorCode, McpError, errorMessage } from '../errors.ts'
 import { eventStream, validateStreamBounds, type EventStreamBounds } from '../event-stream.ts'
@@ -106,7 +106,7 @@ import {
 } from './protocol.ts'
 import { MAX_ANSWER_ID_CHARS, askingCall, type AskingCall } from './rendezvous.ts'
 import { SessionCodec, type LegacySession } from './session.ts'
-import type { RequestObservation, ServerTelemetry } from '../../telemetry/observer.ts'
+import type { RequestObservation, ServerTelemetry } from '../observer.ts'
 import { z } from 'zod'
 
 export interface LegacyEraOptions<Deps> {

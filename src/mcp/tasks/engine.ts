@@ -54,13 +54,8 @@
  * is logged, never answered: the record is what counts, and the next poll hands it over again. The
  * runner side is `run(id, slice)`, one task at a time, with no loop (`takeoverIntervalMs: 0`).
  */
-import {
-  callerBinding,
-  parseParams,
-  type DispatchEnv,
-  type DispatchResult,
-  type McpLogger,
-} from '../dispatch.ts'
+import { callerBinding, parseParams, type DispatchEnv, type DispatchResult } from '../dispatch.ts'
+import { type McpLogger } from '../logger.ts'
 import type { McpRequest } from '../envelope.ts'
 import { CapExceededError, ErrorCode, McpError } from '../errors.ts'
 import { positiveWholeNumber } from '../options.ts'

@@ -31,7 +31,8 @@
  * The wire methods are `engine.ts`'s; what the record's JSON fields hold is `record.ts`'s.
  */
 import { ReplayHandlerContext, type ContextInput } from '../context.ts'
-import { runTool, type McpLogger } from '../dispatch.ts'
+import { runTool } from '../dispatch.ts'
+import { type McpLogger } from '../logger.ts'
 import { ErrorCode, INTERNAL_ERROR_MESSAGE, McpError } from '../errors.ts'
 import { METHODS, PROTOCOL_VERSION } from '../protocol.ts'
 import { Replay } from '../replay.ts'

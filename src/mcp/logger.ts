@@ -1,0 +1,28 @@
+/**
+ * @module mcp/logger
+ * Where the server reports what no client is told (the real reason of a rejected state, a handler's
+ * crash, a relay or an alarm that failed): the `McpLogger` port every layer logs through, the default
+ * that writes one JSON line per event on stderr, and the one way a failure is described in a log line.
+ */
+
+/** Where a failure is reported (never to the client): the real reason of a rejected state, handler crashes. */
+export interface McpLogger {
+  warn(message: string, fields?: Record<string, unknown>): void
+  error(message: string, fields?: Record<string, unknown>): void
+}
+
+/** Logs as one JSON line per event on stderr; never includes request bodies or credentials. */
+export const consoleLogger: McpLogger = {
+  warn: (message, fields) => console.warn(JSON.stringify({ level: 'warn', message, ...fields })),
+  error: (message, fields) => console.error(JSON.stringify({ level: 'error', message, ...fields })),
+}
+
+/** A failure as the server log shows it: its class and message, never its stack or cause. */
+export function describeError(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error)
+}
+
+/** Logs a failure no request answers for (a relay, an alarm, setup) by its description alone. */
+export function logError(message: string, error: unknown): void {
+  consoleLogger.error(message, { reason: describeError(error) })
+}
