@@ -1,13 +1,14 @@
 /**
  * @module http/errors
- * The one builder of JSON-RPC error bodies the HTTP layer answers with before (or instead of) the
- * engine: 403 for a foreign Origin/Host, 405, 413, 415, 401/403 from auth, 500 from `app.onError`, the
- * Workers entry's 500/503 when it cannot set up, and the Node entry's raw 400/431 for requests its
- * HTTP parser refuses. Every 4xx carries a JSON-RPC error body, and echoes the request id when the
- * body is small enough to read it cheaply (`peekRequestId`).
+ * The JSON-RPC error responses the HTTP layer answers with before (or instead of) the engine, their
+ * text written by the engine's one writer (`mcp/errors.ts`, `errorResponseText`): 403 for a foreign
+ * Origin/Host, 405, 413, 415, 401/403 from auth, 500 from `app.onError`, the Workers entry's 500/503
+ * when it cannot set up, and the Node entry's raw 400/431 for requests its HTTP parser refuses. Every
+ * 4xx carries a JSON-RPC error body, and echoes the request id when the body is small enough to read
+ * it cheaply (`peekRequestId`).
  */
 import type { Context } from 'hono'
-import { ErrorCode, type ErrorCode as Code } from '../mcp/errors.ts'
+import { ErrorCode, errorResponseText, type ErrorCode as Code } from '../mcp/errors.ts'
 import { isRequestId, type RequestId } from '../mcp/wire.ts'
 
 /** Best-effort id of a JSON-RPC request body (`null` when it cannot be read). */
@@ -23,11 +24,6 @@ export async function peekRequestId(c: Context, maxBytes: number): Promise<Reque
   }
 }
 
-/** The JSON text of a JSON-RPC error response (no `data`: nothing internal reaches a client). */
-export function jsonRpcErrorBody(id: RequestId | null, code: Code, message: string): string {
-  return JSON.stringify({ jsonrpc: '2.0', id, error: { code, message } })
-}
-
 /** A JSON-RPC error response with `status`; `headers` are added to its `content-type`. */
 export function jsonRpcError(
   id: RequestId | null,
@@ -36,7 +32,7 @@ export function jsonRpcError(
   headers: Record<string, string> = {},
   code: Code = ErrorCode.InvalidRequest
 ): Response {
-  return new Response(jsonRpcErrorBody(id, code, message), {
+  return new Response(errorResponseText(id, { code, message }), {
     status,
     headers: { 'content-type': 'application/json', ...headers },
   })

@@ -53,11 +53,26 @@ export class McpError extends Error {
     this.data = data
   }
 
-  toJSON(): { code: number; message: string; data?: unknown } {
+  toJSON(): JsonRpcErrorObject {
     return this.data === undefined
       ? { code: this.code, message: this.message }
       : { code: this.code, message: this.message, data: this.data }
   }
+}
+
+/** The JSON-RPC error object of the wire: a code, a message and, only when there is one, `data`. */
+export interface JsonRpcErrorObject {
+  code: number
+  message: string
+  data?: unknown
+}
+
+/**
+ * The JSON text of the JSON-RPC error response to request `id` (`null` when it could not be read): the
+ * one writer of error responses, for the engine of both eras, the HTTP layer and the runtime entries.
+ */
+export function errorResponseText(id: RequestId | null, error: JsonRpcErrorObject): string {
+  return JSON.stringify({ jsonrpc: '2.0', id, error })
 }
 
 /** What a cap refusal's `data` says: which cap, counted over what, its limit and what is held now. */
@@ -136,7 +151,7 @@ export function errorMessage(
 ): FinalMessage {
   if (error instanceof McpError) {
     try {
-      const text = JSON.stringify({ jsonrpc: '2.0', id, error: error.toJSON() })
+      const text = errorResponseText(id, error.toJSON())
       return { text, status: httpStatusFor(error, stage) }
     } catch (unserialisable) {
       error = unserialisable
@@ -145,7 +160,7 @@ export function errorMessage(
   logger.error('request failed', { error: describeError(error) })
   const internal = new McpError(ErrorCode.InternalError, INTERNAL_ERROR_MESSAGE)
   return {
-    text: JSON.stringify({ jsonrpc: '2.0', id, error: internal.toJSON() }),
+    text: errorResponseText(id, internal.toJSON()),
     status: httpStatusFor(internal, stage),
   }
 }

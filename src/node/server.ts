@@ -19,8 +19,7 @@ import { join } from 'node:path'
 import type { Duplex } from 'node:stream'
 import { createApp } from '../app.ts'
 import { ConfigError, assertSafeExposure, parseConfig, type Config } from '../config.ts'
-import { jsonRpcErrorBody } from '../http/errors.ts'
-import { ErrorCode } from '../mcp/errors.ts'
+import { ErrorCode, errorResponseText } from '../mcp/errors.ts'
 import type { NodeTelemetry } from './telemetry.ts'
 import { consoleLogger } from '../mcp/logger.ts'
 import { InProcessEventBus } from '../mcp/event-bus.ts'
@@ -47,7 +46,7 @@ function answerMalformedHttp(error: NodeJS.ErrnoException, socket: Duplex): void
   const message = tooLarge
     ? 'Request Header Fields Too Large: the request headers exceed the server limit.'
     : 'Bad Request: the HTTP request is malformed (e.g. a control character in a header).'
-  const body = jsonRpcErrorBody(null, ErrorCode.InvalidRequest, message)
+  const body = errorResponseText(null, { code: ErrorCode.InvalidRequest, message })
   socket.end(
     `HTTP/1.1 ${status}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`
   )
