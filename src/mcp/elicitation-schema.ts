@@ -43,10 +43,12 @@
  *   strings; a multi select's answer is an array of its option values. Zod's own messages are used,
  *   so a custom `error` on a field shows up here.
  *
- * Runtime-neutral: zod only, no `node:*` imports (runs on Cloudflare Workers).
+ * Runtime-neutral: zod and the engine's JSON object guard (`wire.ts`) only, no `node:*` imports (runs
+ * on Cloudflare Workers).
  */
 
 import { z } from 'zod'
+import { isObject } from './wire.ts'
 
 /** The string formats an elicitation form may request. */
 export type StringFormat = 'email' | 'uri' | 'date' | 'date-time'
@@ -299,7 +301,7 @@ export function parseElicitationContent(
   content: unknown
 ): ElicitationParseResult {
   assertConvertible(schema)
-  if (content !== undefined && !isPlainObject(content)) {
+  if (content !== undefined && !isObject(content)) {
     return { ok: false, issues: 'content must be an object of field values' }
   }
   const shape = defOf(schema).shape ?? {}
@@ -325,10 +327,6 @@ function assertConvertible(schema: z.ZodObject<any>): void {
   if (convertible.has(schema)) return
   toElicitationSchema(schema)
   convertible.add(schema)
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
 
 function summarize(issues: readonly z.core.$ZodIssue[], supplied: ReadonlySet<string>): string {

@@ -19,12 +19,9 @@ import {
   META_PROTOCOL_VERSION,
   SUPPORTED_PROTOCOL_VERSIONS,
 } from '../protocol.ts'
+import { isObject } from '../wire.ts'
 
 export type Era = 'modern' | 'legacy'
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
-}
 
 export function classifyMessage(message: unknown, headers: Headers): Era {
   if (Array.isArray(message)) {
@@ -37,13 +34,13 @@ export function classifyMessage(message: unknown, headers: Headers): Era {
 
 /** The era of one value that should be a single JSON-RPC message (an array is not one). */
 function classifyOne(message: unknown, headers: Headers): Era {
-  if (!isRecord(message)) return 'modern'
+  if (!isObject(message)) return 'modern'
   if (typeof message.method !== 'string') {
     // A reply to a server→client request: only 2025 sessions have that channel.
     return 'id' in message && ('result' in message || 'error' in message) ? 'legacy' : 'modern'
   }
-  const meta = isRecord(message.params) ? message.params._meta : undefined
-  if (isRecord(meta) && META_PROTOCOL_VERSION in meta) return 'modern'
+  const meta = isObject(message.params) ? message.params._meta : undefined
+  if (isObject(meta) && META_PROTOCOL_VERSION in meta) return 'modern'
   if (message.method === 'initialize') return 'legacy'
   return headerEra(headers)
 }
