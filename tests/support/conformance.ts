@@ -13,9 +13,8 @@ import { describe, expect, it } from 'vitest'
 
 export type RequirementSet = '2026-07-28' | '2025-11-25'
 
-/** The scored scenarios of requirement set 2026-07-28 (all 37), on every runtime. */
-const SCORED_2026: readonly string[] = [
-  'server-stateless',
+/** Scored in both requirement sets, in this order: completion, listing tools, the content kinds. */
+const COMPLETION_AND_TOOLS: readonly string[] = [
   'completion-complete',
   'tools-list',
   'tools-call-simple-text',
@@ -23,6 +22,22 @@ const SCORED_2026: readonly string[] = [
   'tools-call-audio',
   'tools-call-embedded-resource',
   'tools-call-mixed-content',
+]
+
+/** Scored in both requirement sets, in this order: the prompts, then DNS rebinding protection. */
+const PROMPTS_AND_DNS_REBINDING: readonly string[] = [
+  'prompts-list',
+  'prompts-get-simple',
+  'prompts-get-with-args',
+  'prompts-get-embedded-resource',
+  'prompts-get-with-image',
+  'dns-rebinding-protection',
+]
+
+/** The scored scenarios of requirement set 2026-07-28 (all 37), on every runtime. */
+const SCORED_2026: readonly string[] = [
+  'server-stateless',
+  ...COMPLETION_AND_TOOLS,
   'tools-call-error',
   'tools-call-with-progress',
   'server-sse-multiple-streams',
@@ -31,12 +46,7 @@ const SCORED_2026: readonly string[] = [
   'resources-read-binary',
   'resources-templates-read',
   'sep-2164-resource-not-found',
-  'prompts-list',
-  'prompts-get-simple',
-  'prompts-get-with-args',
-  'prompts-get-embedded-resource',
-  'prompts-get-with-image',
-  'dns-rebinding-protection',
+  ...PROMPTS_AND_DNS_REBINDING,
   'caching',
   'input-required-result-basic-elicitation',
   'input-required-result-basic-sampling',
@@ -59,13 +69,7 @@ const SCORED_2025: readonly string[] = [
   'server-initialize',
   'logging-set-level',
   'ping',
-  'completion-complete',
-  'tools-list',
-  'tools-call-simple-text',
-  'tools-call-image',
-  'tools-call-audio',
-  'tools-call-embedded-resource',
-  'tools-call-mixed-content',
+  ...COMPLETION_AND_TOOLS,
   'tools-call-with-logging',
   'tools-call-error',
   'tools-call-with-progress',
@@ -80,12 +84,7 @@ const SCORED_2025: readonly string[] = [
   'resources-templates-read',
   'resources-subscribe',
   'resources-unsubscribe',
-  'prompts-list',
-  'prompts-get-simple',
-  'prompts-get-with-args',
-  'prompts-get-embedded-resource',
-  'prompts-get-with-image',
-  'dns-rebinding-protection',
+  ...PROMPTS_AND_DNS_REBINDING,
 ]
 
 export const SCORED_SCENARIOS: Readonly<Record<RequirementSet, readonly string[]>> = {
@@ -183,27 +182,21 @@ export function describeRefereeRun(
   run: () => RefereeRun | undefined
 ): void {
   describe(title, () => {
-    const result = (scenario: string) => run()?.summary.get(scenario)
+    const expectPassed = (scenario: string) => {
+      const result = run()?.summary.get(scenario)
+      expect(result?.ok, result?.line ?? `${scenario} did not run`).toBe(true)
+    }
 
     it('exits 0: no scored scenario fails', () => {
       expect(run()?.exitCode, run()?.stdout.slice(-4000)).toBe(0)
     })
 
-    it.each(SCORED_SCENARIOS[requirements])('passes the scored scenario %s', (scenario) => {
-      expect(result(scenario)?.ok, result(scenario)?.line ?? `${scenario} did not run`).toBe(true)
-    })
+    it.each(SCORED_SCENARIOS[requirements])('passes the scored scenario %s', expectPassed)
 
-    it.each(NOT_SCORED_BUT_PASSING[requirements])(
-      'passes the not-scored scenario %s',
-      (scenario) => {
-        expect(result(scenario)?.ok, result(scenario)?.line ?? `${scenario} did not run`).toBe(true)
-      }
-    )
+    it.each(NOT_SCORED_BUT_PASSING[requirements])('passes the not-scored scenario %s', expectPassed)
 
     if (requirements === '2026-07-28') {
-      it.each(TASKS_SCENARIOS)('passes the tasks-extension scenario %s', (scenario) => {
-        expect(result(scenario)?.ok, result(scenario)?.line ?? `${scenario} did not run`).toBe(true)
-      })
+      it.each(TASKS_SCENARIOS)('passes the tasks-extension scenario %s', expectPassed)
     }
   })
 }
