@@ -380,12 +380,16 @@ describe('toElicitationSchema: rejected shapes throw TypeError naming the proper
   })
 })
 
+/** `schema` parses `key` as itself, refuses `title` (a title is not a value) and has `keys` as options. */
+function expectKeysOnly(schema: z.ZodEnum, key: string, title: string, keys: string[]): void {
+  expect(schema.parse(key)).toBe(key)
+  expect(schema.safeParse(title).success).toBe(false)
+  expect(schema.options).toEqual(keys)
+}
+
 describe('titledEnum', () => {
   it('accepts exactly its keys as values', () => {
-    const schema = titledEnum({ a: 'A', b: 'B' })
-    expect(schema.parse('a')).toBe('a')
-    expect(schema.safeParse('A').success).toBe(false)
-    expect(schema.options).toEqual(['a', 'b'])
+    expectKeysOnly(titledEnum({ a: 'A', b: 'B' }), 'a', 'A', ['a', 'b'])
   })
 
   it('rejects an empty map and empty or non-string titles with TypeError', () => {
@@ -405,10 +409,12 @@ describe('titledEnum', () => {
 
 describe('legacyTitledEnum', () => {
   it('accepts exactly its keys as values', () => {
-    const schema = legacyTitledEnum({ opt1: 'Option One', opt2: 'Option Two' })
-    expect(schema.parse('opt2')).toBe('opt2')
-    expect(schema.safeParse('Option Two').success).toBe(false)
-    expect(schema.options).toEqual(['opt1', 'opt2'])
+    expectKeysOnly(
+      legacyTitledEnum({ opt1: 'Option One', opt2: 'Option Two' }),
+      'opt2',
+      'Option Two',
+      ['opt1', 'opt2']
+    )
   })
 
   it('rejects an empty map and empty or non-string titles with TypeError naming itself', () => {
@@ -433,7 +439,7 @@ describe('parseElicitationContent', () => {
   })
 
   it('a valid answer is accepted and dates stay strings', () => {
-    const result = parseElicitationContent(form, {
+    const answer = {
       title: 'Plan',
       due: '2026-07-28',
       priority: 5,
@@ -441,18 +447,10 @@ describe('parseElicitationContent', () => {
       tags: ['work', 'home'],
       notify: false,
       email: 'a@example.com',
-    })
-    expect(result).toEqual({
+    }
+    expect(parseElicitationContent(form, structuredClone(answer))).toEqual({
       ok: true,
-      value: {
-        title: 'Plan',
-        due: '2026-07-28',
-        priority: 5,
-        color: 'blue',
-        tags: ['work', 'home'],
-        notify: false,
-        email: 'a@example.com',
-      },
+      value: answer,
     })
   })
 
