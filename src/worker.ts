@@ -59,6 +59,8 @@ import { createApp, notesServer, type AppDeps } from './app.ts'
 import { createAuthServices } from './auth/services.ts'
 import { ConfigError, assertSafeExposure, parseConfig, type Config } from './config.ts'
 import { publicBaseUrl } from './http/app.ts'
+import { jsonRpcError } from './http/errors.ts'
+import { ErrorCode } from './mcp/errors.ts'
 import { consoleLogger, logError } from './mcp/logger.ts'
 import { importKeyRing, parseKeyRing } from './mcp/key-ring.ts'
 import { StateSealer } from './mcp/sealed-state.ts'
@@ -236,9 +238,12 @@ function appFor({ config, deps }: Setup, request: Request): Hono {
 }
 
 function unavailable(status: 500 | 503, message: string): Response {
-  return Response.json(
-    { jsonrpc: '2.0', id: null, error: { code: -32603, message } },
-    { status, headers: { 'cache-control': 'no-store' } }
+  return jsonRpcError(
+    null,
+    status,
+    message,
+    { 'cache-control': 'no-store' },
+    ErrorCode.InternalError
   )
 }
 

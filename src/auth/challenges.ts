@@ -1,9 +1,10 @@
 /**
  * @module auth/challenges
- * The answers of the MCP endpoint when authorization fails, each a JSON-RPC error body (echoing the
- * request id when known) with `Cache-Control: no-store` and, for 401 and 403, a `WWW-Authenticate:
- * Bearer` challenge naming the protected-resource metadata (RFC 9728) so a client can find the
- * authorization server:
+ * What the MCP endpoint answers when authorization fails, as an `AuthRefusal`: the HTTP status, the
+ * JSON-RPC error code and message, and the headers, `Cache-Control: no-store` and, for 401 and 403, a
+ * `WWW-Authenticate: Bearer` challenge naming the protected-resource metadata (RFC 9728) so a client
+ * can find the authorization server (`http/bearer-auth.ts` writes it as a JSON-RPC error response,
+ * echoing the request id when known):
  * - no credentials (no `Authorization`, or another scheme): 401 with `resource_metadata` and the
  *   baseline `scope`, and no `error` (RFC 6750 §3.1);
  * - malformed credentials (a `Bearer` header without exactly one token, a token in the URL): 400
@@ -16,9 +17,15 @@
  * `offline_access` never appears in a challenge: it is not this server's to ask for (SEP-2207).
  */
 import { ErrorCode } from '../mcp/errors.ts'
-import type { RequestId } from '../mcp/wire.ts'
-import { jsonRpcError } from '../http/errors.ts'
 import { mergeScopes } from './scopes.ts'
+
+/** One refusal of an authorization failure: the HTTP status, the JSON-RPC error and the headers. */
+export interface AuthRefusal {
+  status: 400 | 401 | 403 | 503
+  code: ErrorCode
+  message: string
+  headers: Record<string, string>
+}
 
 export interface ChallengesOptions {
   /** URL of this server's protected-resource metadata. */
@@ -45,12 +52,10 @@ export class Challenges {
     this.#baseline = challengeScopes(baseline)
   }
 
-  #answer(id: RequestId | null, status: number, message: string, params: string[]): Response {
+  #challenge(status: 400 | 401 | 403, message: string, params: string[]): AuthRefusal {
     params.push(param('resource_metadata', this.#metadata))
-    return jsonRpcError(id, status, message, {
-      ...NO_STORE,
-      'www-authenticate': `Bearer ${params.join(', ')}`,
-    })
+    const headers = { ...NO_STORE, 'www-authenticate': `Bearer ${params.join(', ')}` }
+    return { status, code: ErrorCode.InvalidRequest, message, headers }
   }
 
   #scopeParam(scopes: string): string[] {
@@ -58,9 +63,8 @@ export class Challenges {
   }
 
   /** 401 for a request without a bearer token. */
-  missingToken(id: RequestId | null): Response {
-    return this.#answer(
-      id,
+  missingToken(): AuthRefusal {
+    return this.#challenge(
       401,
       'Unauthorized: send an OAuth access token for this server in the Authorization header.',
       this.#scopeParam(this.#baseline)
@@ -68,16 +72,16 @@ export class Challenges {
   }
 
   /** 400 for malformed bearer credentials. */
-  invalidRequest(id: RequestId | null, description: string): Response {
-    return this.#answer(id, 400, `Bad Request: ${description}`, [
+  invalidRequest(description: string): AuthRefusal {
+    return this.#challenge(400, `Bad Request: ${description}`, [
       param('error', 'invalid_request'),
       param('error_description', description),
     ])
   }
 
   /** 401 for a token this server does not accept. */
-  invalidToken(id: RequestId | null, description: string): Response {
-    return this.#answer(id, 401, `Unauthorized: ${description}`, [
+  invalidToken(description: string): AuthRefusal {
+    return this.#challenge(401, `Unauthorized: ${description}`, [
       param('error', 'invalid_token'),
       param('error_description', description),
       ...this.#scopeParam(this.#baseline),
@@ -85,10 +89,10 @@ export class Challenges {
   }
 
   /** 403 naming every scope the operation needs. */
-  insufficientScope(id: RequestId | null, needed: readonly string[]): Response {
+  insufficientScope(needed: readonly string[]): AuthRefusal {
     const scopes = challengeScopes(needed)
     const description = `This operation needs the scope(s) ${scopes}.`
-    return this.#answer(id, 403, `Forbidden: ${description}`, [
+    return this.#challenge(403, `Forbidden: ${description}`, [
       param('error', 'insufficient_scope'),
       ...this.#scopeParam(scopes),
       param('error_description', description),
@@ -96,13 +100,13 @@ export class Challenges {
   }
 
   /** 503 when the authorization server's keys cannot be had. */
-  unavailable(id: RequestId | null): Response {
-    return jsonRpcError(
-      id,
-      503,
-      'Service Unavailable: the authorization server cannot be reached to check the token; try again shortly.',
-      { ...NO_STORE, 'retry-after': '5' },
-      ErrorCode.InternalError
-    )
+  unavailable(): AuthRefusal {
+    return {
+      status: 503,
+      code: ErrorCode.InternalError,
+      message:
+        'Service Unavailable: the authorization server cannot be reached to check the token; try again shortly.',
+      headers: { ...NO_STORE, 'retry-after': '5' },
+    }
   }
 }

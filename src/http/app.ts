@@ -11,7 +11,6 @@
  * thrown past them all still gets a JSON-RPC answer: 500 with -32603 and no detail (the cause is logged).
  */
 import { Hono } from 'hono'
-import { bearerAuth } from '../auth/bearer.ts'
 import { Challenges } from '../auth/challenges.ts'
 import { mergeScopes, type ScopeImplications } from '../auth/scopes.ts'
 import { createAuthServices, type AuthServices } from '../auth/services.ts'
@@ -20,6 +19,7 @@ import type { Config } from '../config.ts'
 import { ErrorCode, INTERNAL_ERROR_MESSAGE } from '../mcp/errors.ts'
 import { consoleLogger, describeError } from '../mcp/logger.ts'
 import { type McpHandler } from '../mcp/http-input.ts'
+import { bearerAuth } from './bearer-auth.ts'
 import { jsonRpcError } from './errors.ts'
 import { healthRoute } from './health-route.ts'
 import { mcpRoute } from './mcp-route.ts'

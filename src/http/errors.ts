@@ -2,10 +2,10 @@
  * @module http/errors
  * The JSON-RPC error responses the HTTP layer answers with before (or instead of) the engine, their
  * text written by the engine's one writer (`mcp/errors.ts`, `errorResponseText`): 403 for a foreign
- * Origin/Host, 405, 413, 415, 401/403 from auth, 500 from `app.onError`, the Workers entry's 500/503
- * when it cannot set up, and the Node entry's raw 400/431 for requests its HTTP parser refuses. Every
- * 4xx carries a JSON-RPC error body, and echoes the request id when the body is small enough to read
- * it cheaply (`peekRequestId`).
+ * Origin/Host, 405, 413, 415, the 400/401/403/503 of auth (`bearer-auth.ts`), 500 from
+ * `app.onError`, the Workers entry's 500/503 when it cannot set up, and the Node entry's raw 400/431
+ * for requests its HTTP parser refuses. Every 4xx carries a JSON-RPC error body, and echoes the
+ * request id when the body is small enough to read it cheaply (`peekRequestId`).
  */
 import type { Context } from 'hono'
 import { ErrorCode, errorResponseText, type ErrorCode as Code } from '../mcp/errors.ts'

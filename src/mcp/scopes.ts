@@ -11,7 +11,7 @@
  * requests need the scopes of the call that asked (`legacy/rendezvous.ts` names it in the id).
  * Verifying tokens and expanding scope hierarchies is the HTTP layer's job (`src/auth/`).
  */
-import { ErrorCode, McpError } from './errors.ts'
+import { ErrorCode, errorResponseText } from './errors.ts'
 import type { McpHttpInput } from './http-input.ts'
 import { METHODS } from './protocol.ts'
 import type { CompiledServer } from './server.ts'
@@ -76,8 +76,7 @@ export function scopeRefusal(
   grant: Pick<ScopeGrant, 'insufficientScope'>
 ): Response {
   if (grant.insufficientScope) return grant.insufficientScope(refused.required, id)
-  const body = { jsonrpc: '2.0', id, error: new McpError(refused.code, refused.message).toJSON() }
-  return jsonText(JSON.stringify(body), 403)
+  return jsonText(errorResponseText(id, { code: refused.code, message: refused.message }), 403)
 }
 
 /**
