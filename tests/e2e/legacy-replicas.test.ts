@@ -10,7 +10,6 @@
  */
 import type { ClientCapabilities, ElicitResult } from '@modelcontextprotocol/sdk/types.js'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { formatKeyRing, generateKey } from '../../src/mcp/key-ring.ts'
 import {
   startAlternatingProxy,
   type AlternatingProxy,
@@ -26,31 +25,26 @@ import {
   resultText,
   type LegacyHost,
 } from '../support/legacy-host.ts'
+import { testDatabaseUrl } from '../support/postgres.ts'
 import {
-  createScratchDatabase,
-  testDatabaseUrl,
-  type ScratchDatabase,
-} from '../support/postgres.ts'
-import { startServer, tempDataDir, type ServerProcess } from '../support/server-process.ts'
+  startPostgresReplicas,
+  type PostgresReplicas,
+  type ServerProcess,
+} from '../support/server-process.ts'
 
 const REPLICAS = ['legacy-pg-a', 'legacy-pg-b']
 const FORMS = { elicitation: {} }
 
 const serverUrl = await testDatabaseUrl()
-let database: ScratchDatabase | undefined
+let deployment: PostgresReplicas | undefined
 let replicas: ServerProcess[] = []
 let proxy: AlternatingProxy | undefined
 const hosts = new OpenHosts()
 
 beforeAll(async () => {
   if (!serverUrl) return
-  database = await createScratchDatabase(serverUrl)
-  const env = {
-    DATABASE_URL: database.url,
-    DATA_DIR: await tempDataDir(),
-    STATE_KEYS: formatKeyRing([generateKey()]),
-  }
-  for (const id of REPLICAS) replicas.push(await startServer('notes', { ...env, REPLICA_ID: id }))
+  deployment = await startPostgresReplicas(serverUrl, REPLICAS)
+  replicas = deployment.servers
   proxy = await startAlternatingProxy(replicas.map((replica) => replica.baseUrl))
 })
 
@@ -58,8 +52,7 @@ afterEach(() => hosts.closeAll())
 
 afterAll(async () => {
   await proxy?.close()
-  await Promise.all(replicas.map((replica) => replica.stop()))
-  await database?.drop()
+  await deployment?.stop()
 })
 
 function balancer(): AlternatingProxy {

@@ -5,34 +5,24 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { McpClient, type JsonRpcNotification } from '../../src/client/index.ts'
-import { formatKeyRing, generateKey } from '../../src/mcp/key-ring.ts'
+import { testDatabaseUrl } from '../support/postgres.ts'
 import {
-  createScratchDatabase,
-  testDatabaseUrl,
-  type ScratchDatabase,
-} from '../support/postgres.ts'
-import { startServer, tempDataDir, type ServerProcess } from '../support/server-process.ts'
+  startPostgresReplicas,
+  type PostgresReplicas,
+  type ServerProcess,
+} from '../support/server-process.ts'
 
 const serverUrl = await testDatabaseUrl()
-let database: ScratchDatabase | undefined
+let deployment: PostgresReplicas | undefined
 let replicas: ServerProcess[] = []
 
 beforeAll(async () => {
   if (!serverUrl) return
-  database = await createScratchDatabase(serverUrl)
-  const env = {
-    DATABASE_URL: database.url,
-    DATA_DIR: await tempDataDir(),
-    STATE_KEYS: formatKeyRing([generateKey()]),
-  }
-  replicas = [await startServer('notes', { ...env, REPLICA_ID: 'pg-a' })]
-  replicas.push(await startServer('notes', { ...env, REPLICA_ID: 'pg-b' }))
+  deployment = await startPostgresReplicas(serverUrl, ['pg-a', 'pg-b'])
+  replicas = deployment.servers
 })
 
-afterAll(async () => {
-  await Promise.all(replicas.map((replica) => replica.stop()))
-  await database?.drop()
-})
+afterAll(() => deployment?.stop())
 
 describe.skipIf(!serverUrl)('two Node replicas on one PostgreSQL database', () => {
   it('serves the rounds of delete_note on alternating replicas', async () => {

@@ -6,6 +6,8 @@
  * 127.0.0.1 and a free port (or the `PORT` the environment names, to restart a server where its
  * clients expect it), with the environment a test gives (data directory, key ring, replica id).
  * Resolves once the process prints its URL; `stop()` ends it.
+ * `startPostgresReplicas` starts notes servers that share one scratch PostgreSQL database, one data
+ * directory and one key ring, as replicas of one deployment do.
  * The tests' one import for local resources too: `freePort` and `tempDataDir` are the scripts'
  * (`scripts/support/local-resources.ts`), re-exported so tests never reach into `scripts/` for them.
  */
@@ -13,7 +15,9 @@ import { spawn, type ChildProcess, type ChildProcessByStdio } from 'node:child_p
 import type { Readable } from 'node:stream'
 import { join } from 'node:path'
 import { IPC_STDIO, ImportHold } from '../../scripts/support/import-hold.ts'
-import { freePort } from '../../scripts/support/local-resources.ts'
+import { freePort, tempDataDir } from '../../scripts/support/local-resources.ts'
+import { formatKeyRing, generateKey } from '../../src/mcp/key-ring.ts'
+import { createScratchDatabase } from './postgres.ts'
 
 export { freePort, tempDataDir } from '../../scripts/support/local-resources.ts'
 
@@ -84,4 +88,42 @@ export async function startServer(
         setTimeout(() => child.kill('SIGKILL'), 3000).unref()
       }),
   }
+}
+
+/** Notes servers sharing one scratch PostgreSQL database. */
+export interface PostgresReplicas {
+  /** One server a replica id, in the order of the ids. */
+  servers: ServerProcess[]
+  /** Stops every server, then drops the database. */
+  stop(): Promise<void>
+}
+
+/**
+ * Starts one notes server a replica id (`REPLICA_ID`) on a scratch database of the PostgreSQL server
+ * behind `serverUrl`, all with one data directory and one key ring. Should one fail to start, those
+ * already started are stopped and the database dropped before the error is thrown again.
+ */
+export async function startPostgresReplicas(
+  serverUrl: string,
+  replicaIds: readonly string[]
+): Promise<PostgresReplicas> {
+  const database = await createScratchDatabase(serverUrl)
+  const env = {
+    DATABASE_URL: database.url,
+    DATA_DIR: await tempDataDir(),
+    STATE_KEYS: formatKeyRing([generateKey()]),
+  }
+  const servers: ServerProcess[] = []
+  const stop = async () => {
+    await Promise.all(servers.map((server) => server.stop()))
+    await database.drop()
+  }
+  try {
+    for (const id of replicaIds)
+      servers.push(await startServer('notes', { ...env, REPLICA_ID: id }))
+  } catch (error) {
+    await stop()
+    throw error
+  }
+  return { servers, stop }
 }
