@@ -1,14 +1,19 @@
 /**
  * @module http/app
  * `createHttpApp` assembles the HTTP face shared by every server built on the engine (the notes server
- * and the conformance fixture): Origin/Host guard → 405/413/415 → bearer auth → the engine, plus the
- * health and protected-resource-metadata routes (`mcp-route`, `health-route`, `well-known-route`), and
- * an `X-Replica` header naming the replica that answered. With auth configured, the token audience is
- * the canonical URL of the endpoint (`<base>/mcp`, unless AUTH_AUDIENCE overrides it), the scopes of
- * basic use (`scopes.baseline`, plus AUTH_REQUIRED_SCOPE) are what the metadata lists and every 401
- * asks for, and `scopes.implies` is the application's hierarchy. An application's own pages (`routes/`) are
+ * and the conformance fixture). A request meets, in this order: the `X-Replica` header naming the
+ * replica that answered (set on the way out, when REPLICA_ID is configured); on `/mcp`, the Origin/Host
+ * guard (403, `origin-guard.ts`); then the MCP route (`mcp-route.ts`): for POST the body size (413),
+ * bearer auth (400/401/403/503, `bearer-auth.ts`), Content-Type (415) and strict UTF-8 (-32700), then
+ * the engine; for GET and DELETE bearer auth, then the engine; any other method goes to the engine
+ * unauthenticated, which answers it 405. Besides `/mcp`: the health route and the protected-resource
+ * metadata (`health-route.ts`, `well-known-route.ts`). With auth configured, the token audience is the
+ * canonical URL of the endpoint (`<base>/mcp`, unless AUTH_AUDIENCE overrides it), the scopes of basic
+ * use (`scopes.baseline`, plus AUTH_REQUIRED_SCOPE) are what the metadata lists and every 401 asks for,
+ * and `scopes.implies` is the application's hierarchy. An application's own pages (`routes/`) are
  * mounted by its composition root (`src/app.ts`); nothing under `src/http/` imports `routes/`. Anything
- * thrown past them all still gets a JSON-RPC answer: 500 with -32603 and no detail (the cause is logged).
+ * thrown past them all still gets a JSON-RPC answer: 500 with -32603 and no detail (`app.onError`;
+ * the cause is logged).
  */
 import { Hono } from 'hono'
 import { Challenges } from '../auth/challenges.ts'
