@@ -1,7 +1,7 @@
 /**
  * @module http/mcp-route
- * The MCP endpoint: `POST /mcp` hands one message to the engine. Before the engine, in the order of
- * design §3: body size (413), authentication (401/403), Content-Type (415), strict UTF-8 (-32700).
+ * The MCP endpoint: `POST /mcp` hands one message to the engine. Before the engine, in this order:
+ * body size (413), authentication (401/403), Content-Type (415), strict UTF-8 (-32700).
  * `GET` and `DELETE` (authenticated) and any other method go to the engine too, which serves the first
  * two for 2025-era sessions and answers 405 otherwise (2026-07-28 has no sessions and no standalone
  * stream). The Origin/Host guard is applied by `createHttpApp` in front of this route.

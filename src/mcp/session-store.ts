@@ -1,6 +1,6 @@
 /**
  * @module mcp/session-store
- * What the engine keeps in the shared store for 2025-era clients (design §9). A 2025 session itself is
+ * What the engine keeps in the shared store for 2025-era clients. A 2025 session itself is
  * a sealed token (`Mcp-Session-Id`) that every replica opens without a lookup of its contents; the
  * store keeps, keyed by the session's random id (`sid`, never the token):
  * - the session's record, written by `initialize` with the session's principal, its creation time

@@ -1,7 +1,7 @@
 /**
  * @module mcp/task-store
- * What the engine keeps in the shared store for tasks (extension `io.modelcontextprotocol/tasks`,
- * design §10): one record per task, readable on every replica before `CreateTaskResult` is sent. The
+ * What the engine keeps in the shared store for tasks (extension `io.modelcontextprotocol/tasks`):
+ * one record per task, readable on every replica before `CreateTaskResult` is sent. The
  * record holds everything a replica needs to answer `tasks/get`, apply `tasks/update` and
  * `tasks/cancel`, and take over a task whose runner died: the owner, the tool and its arguments, the
  * status and its payload, the replay journal (`ctx.once` results and answers, so a re-run repeats no

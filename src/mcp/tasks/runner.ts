@@ -1,7 +1,7 @@
 /**
  * @module mcp/tasks/runner
  * Runs tasks on this replica, under a lease in the shared store, so that any replica can finish a
- * task whose runner died (design §10):
+ * task whose runner died:
  * - a run holds the record's lease (`leaseOwner`, `leaseExpiresAt`) and renews it every third of
  *   the lease; every write is a compare-and-set on the record's version and renews the lease too.
  *   A miss re-reads the record: if another replica holds the lease, or the task is terminal or gone,
