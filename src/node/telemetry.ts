@@ -6,7 +6,7 @@
  * (`OTEL_METRIC_EXPORT_INTERVAL`), and, with METRICS_PORT, the Prometheus text exposition served by a
  * server of its own on HOST:METRICS_PORT at `/metrics` (GET or HEAD; any other path 404, any other
  * method 405) — never on the MCP port. Store calls nest under their request through Node's
- * AsyncLocalStorage. Node-only: the Worker has `worker.ts`.
+ * AsyncLocalStorage. Node-only: the Worker has `workers/telemetry.ts`.
  */
 import { AsyncLocalStorage } from 'node:async_hooks'
 import { createServer, type Server } from 'node:http'

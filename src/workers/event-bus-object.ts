@@ -1,9 +1,9 @@
 /**
  * @module workers/event-bus-object
- * `EventBusObject`, the Durable Object behind `DurableObjectEventBus` (`event-bus.ts`, which explains
- * the design): one object of the Workers event bus — a shard, or the object of one principal or one
- * session (the same class; what it carries depends only on what is sent to it), SQLite-backed and
- * storing nothing. It
+ * `EventBusObject`, the Durable Object behind `DurableObjectEventBus`
+ * (`durable-object-event-bus.ts`, which explains the design): one object of the Workers event bus — a
+ * shard, or the object of one principal or one session (the same class; what it carries depends only
+ * on what is sent to it), SQLite-backed and storing nothing. It
  * - accepts subscriptions (`GET /subscribe?since=…&hear=…`, a WebSocket upgrade) with the
  *   hibernation API, tagging each socket with the channels it hears (`broadcast`, `keyed`), so it
  *   sleeps, unbilled, between events however many sockets are open, and first replays to the new
