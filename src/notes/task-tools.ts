@@ -25,7 +25,6 @@
 import { z } from 'zod'
 import { definitions, structured, toolError, type ToolContext } from '../mcp/definitions.ts'
 import { titledEnum } from '../mcp/elicitation-schema.ts'
-import { newNoteId } from '../storage/shared.ts'
 import type { NotesDeps } from './deps.ts'
 import { publishNoteChange } from './changes.ts'
 import { NOTE_MIME_TYPE, renderNoteMarkdown } from './format.ts'
@@ -37,6 +36,7 @@ import {
   MAX_IMPORTED_NOTES,
   MAX_SYNC_IMPORT_NOTES,
 } from './limits.ts'
+import { newNoteId } from './note-id.ts'
 import { tagField, tagsField, titleField } from './schemas.ts'
 import { READ, WRITE } from './scopes.ts'
 import type { NewNote, Note } from './store.ts'

@@ -60,6 +60,7 @@ import {
   type ShareRequest,
   type UpdateOutcome,
 } from '../notes/store.ts'
+import { newNoteId } from '../notes/note-id.ts'
 import {
   assertPublishable,
   capParam,
@@ -69,7 +70,6 @@ import {
   checkSweep,
   deletedInOrder,
   NEW_TASK_FIELDS,
-  newNoteId,
   newTaskValues,
   notMigrated,
   oneDeleted,

@@ -1,7 +1,7 @@
 /**
  * @module storage/shared
  * What the three `NotesStore` adapters (`sql-store.ts` under node:sqlite and D1, `postgres.ts`) have in
- * common, written once so that they cannot drift apart: the note-id format and random tokens, tag
+ * common, written once so that they cannot drift apart: the check of imported note ids, tag
  * normalisation, paging checks, the budget of a purge, page building, which words of a search text
  * reach the query ({@link MAX_SEARCH_WORDS}), the mapping of a share-request row, the columns of the
  * `tasks` table with the mapping of a task record and of a patch onto them, the check of the cap on
@@ -13,13 +13,12 @@
  * threw.
  *
  * Runtime-neutral: it is bundled into the Cloudflare Worker with the D1 adapter, so it imports nothing
- * from `node:*`, from a driver or from workers-types, only Web standards (random bytes from
- * `mcp/random.ts`), the store contracts and the note-id pattern of `notes/limits.ts`. The SQLite
+ * from `node:*`, from a driver or from workers-types, only the store contracts and the note-id
+ * pattern of `notes/limits.ts`. The SQLite
  * dialect (schema, statements) is `sql-store.ts`'s; PostgreSQL's is `postgres*.ts`'s.
  */
 
 import type { LogLevel } from '../mcp/protocol.ts'
-import { randomBase64url } from '../mcp/random.ts'
 import {
   MAX_SUBSCRIPTIONS_PER_SESSION,
   type SessionRecord,
@@ -44,14 +43,9 @@ import {
 /** Upper bound on the number of distinct words of a search text that reach the query. */
 export const MAX_SEARCH_WORDS = 64
 
-/** `n_` + 16 base64url characters (96 random bits): the note ids every adapter mints. */
-export function newNoteId(): string {
-  return `n_${randomBase64url(12)}`
-}
-
 /**
  * `importNotes`'s precondition on every adapter: throws `RangeError` for more than
- * `MAX_IMPORT_NOTES` notes or an id that is not of the form {@link newNoteId} mints.
+ * `MAX_IMPORT_NOTES` notes or an id that is not of the form `newNoteId` (`notes/note-id.ts`) mints.
  */
 export function checkImport(notes: ReadonlyArray<NewNote & { id: string }>): void {
   if (notes.length > MAX_IMPORT_NOTES) {

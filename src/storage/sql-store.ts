@@ -67,6 +67,7 @@ import {
   type ShareStatus,
   type UpdateOutcome,
 } from '../notes/store.ts'
+import { newNoteId } from '../notes/note-id.ts'
 import {
   assertPublishable,
   capParam,
@@ -75,7 +76,6 @@ import {
   checkPaging,
   checkSweep,
   deletedInOrder,
-  newNoteId,
   newTaskValues,
   notMigrated,
   oneDeleted,

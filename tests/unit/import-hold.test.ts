@@ -15,7 +15,7 @@ import {
   type HoldReport,
 } from '../../scripts/support/import-hold.ts'
 import type { NotesStore } from '../../src/notes/store.ts'
-import { newNoteId } from '../../src/storage/shared.ts'
+import { newNoteId } from '../../src/notes/note-id.ts'
 import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
 import { tempDataDir } from '../support/server-process.ts'
 
