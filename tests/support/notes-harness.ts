@@ -324,6 +324,20 @@ export function useNotesHarness(): () => NotesHarness {
 /** An accepted form answer. */
 export const accept = (content: Record<string, unknown>) => ({ action: 'accept', content })
 
+/** The text of a round that answered 200 with a complete result. */
+export function completedText(response: RpcResponse): string {
+  expect(response.status).toBe(200)
+  expect(response.result.resultType).toBe('complete')
+  return response.result.content[0].text
+}
+
+/** The message of a call that answered 200 with a tool error (an `isError` result). */
+export function toolErrorText(response: RpcResponse): string {
+  expect(response.status).toBe(200)
+  expect(response.result.isError).toBe(true)
+  return response.result.content[0].text
+}
+
 /** The round asked exactly these keys and handed back a requestState to echo. */
 export function expectInputRequired(response: RpcResponse, keys: string[]): void {
   expect(response.status).toBe(200)

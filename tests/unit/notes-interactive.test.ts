@@ -10,20 +10,14 @@ import { describe, expect, it } from 'vitest'
 import { SHARE_REQUEST_TTL_MS } from '../../src/notes/limits.ts'
 import { ShareNotApprovedError } from '../../src/notes/store.ts'
 import {
-  createNotesHarness,
-  type RpcResponse,
-  useNotesHarness,
-  expectInputRequired,
   accept,
+  completedText,
+  createNotesHarness,
+  expectInputRequired,
+  useNotesHarness,
 } from '../support/notes-harness.ts'
 
 const h = useNotesHarness()
-
-function textOf(response: RpcResponse): string {
-  expect(response.status).toBe(200)
-  expect(response.result.resultType).toBe('complete')
-  return response.result.content[0].text
-}
 
 describe('delete_note', () => {
   async function askToDelete(title = 'Old plan') {
@@ -56,7 +50,7 @@ describe('delete_note', () => {
   ])('keeps the note on %s', async (_case, answer, expected) => {
     const { id, first } = await askToDelete()
     const second = await h().retry(first, 'delete_note', { id }, { confirm: answer })
-    expect(textOf(second)).toBe(expected)
+    expect(completedText(second)).toBe(expected)
     expect(second.result.isError).toBeUndefined()
     expect(await h().store.get('local', id)).toBeDefined()
   })
@@ -70,7 +64,7 @@ describe('delete_note', () => {
       { id },
       { confirm: accept({ confirm: true }) }
     )
-    expect(textOf(second)).toBe('Deleted the note "Old plan".')
+    expect(completedText(second)).toBe('Deleted the note "Old plan".')
     expect(await h().store.get('local', id)).toBeUndefined()
     expect(h().events).toEqual([
       { kind: 'resources_list_changed', principal: 'local' },
@@ -84,8 +78,8 @@ describe('delete_note', () => {
     const answers = { confirm: accept({ confirm: true }) }
     const once = await h().retry(first, 'delete_note', { id }, answers)
     const again = await h().retry(first, 'delete_note', { id }, answers)
-    expect(textOf(once)).toBe('Deleted the note "Old plan".')
-    expect(textOf(again)).toBe('Deleted the note "Old plan".')
+    expect(completedText(once)).toBe('Deleted the note "Old plan".')
+    expect(completedText(again)).toBe('Deleted the note "Old plan".')
     expect(again.result.isError).toBeUndefined()
     expect(await h().store.get('local', survivor)).toMatchObject({ title: 'Keep me' })
     expect((await h().store.list('local', 0, 10)).items.map((n) => n.id)).toEqual([survivor])
@@ -102,7 +96,7 @@ describe('delete_note', () => {
     )
     expect(await h().store.get('local', id)).toMatchObject({ title: 'Old plan' })
     const second = await h().retry(first, 'delete_note', { id }, confirmed)
-    expect(textOf(second)).toBe('Deleted the note "Old plan".')
+    expect(completedText(second)).toBe('Deleted the note "Old plan".')
     expect(await h().store.get('local', id)).toBeUndefined()
   })
 
@@ -152,6 +146,14 @@ describe('delete_note', () => {
 })
 
 describe('create_note_from_template', () => {
+  /** Calls the tool for `template`, then answers its form round with `inputResponses`. */
+  async function answerTemplate(template: string, inputResponses: Record<string, unknown>) {
+    const args = { template }
+    const first = await h().tool('create_note_from_template', args)
+    const second = await h().retry(first, 'create_note_from_template', args, inputResponses)
+    return { first, second }
+  }
+
   const details = { title: 'Weekly sync' }
 
   it('asks every field in one form round, with the priority default and the suggested tags', async () => {
@@ -205,13 +207,7 @@ describe('create_note_from_template', () => {
   })
 
   it('creates the note from the answers, with the template tag and the defaults applied', async () => {
-    const first = await h().tool('create_note_from_template', { template: 'meeting' })
-    const second = await h().retry(
-      first,
-      'create_note_from_template',
-      { template: 'meeting' },
-      { details: accept(details) }
-    )
+    const { second } = await answerTemplate('meeting', { details: accept(details) })
     const { note } = second.result.structuredContent
     const today = new Date(h().clock.now).toISOString().slice(0, 10)
     expect(note).toMatchObject({ title: 'Weekly sync', tags: ['meeting'], version: 1 })
@@ -221,20 +217,14 @@ describe('create_note_from_template', () => {
   })
 
   it('uses the chosen date, tags and priority', async () => {
-    const first = await h().tool('create_note_from_template', { template: 'todo' })
-    const second = await h().retry(
-      first,
-      'create_note_from_template',
-      { template: 'todo' },
-      {
-        details: accept({
-          title: '  Saturday  ',
-          date: '2026-08-01',
-          tags: ['home', 'urgent'],
-          priority: 'high',
-        }),
-      }
-    )
+    const { second } = await answerTemplate('todo', {
+      details: accept({
+        title: '  Saturday  ',
+        date: '2026-08-01',
+        tags: ['home', 'urgent'],
+        priority: 'high',
+      }),
+    })
     const { note } = second.result.structuredContent
     expect(note.title).toBe('Saturday')
     expect(note.tags).toEqual(['home', 'todo', 'urgent'])
@@ -250,13 +240,7 @@ describe('create_note_from_template', () => {
     ['a title of spaces only', { details: accept({ title: '   ' }) }],
     ['a title with a line break', { details: accept({ title: 'one\ntwo' }) }],
   ])('asks the same form again, creating nothing, on %s', async (_case, inputResponses) => {
-    const first = await h().tool('create_note_from_template', { template: 'journal' })
-    const second = await h().retry(
-      first,
-      'create_note_from_template',
-      { template: 'journal' },
-      inputResponses
-    )
+    const { first, second } = await answerTemplate('journal', inputResponses)
     expectInputRequired(second, ['details'])
     expect(second.result.inputRequests).toEqual(first.result.inputRequests)
     expect((await h().store.list('local', 0, 10)).items).toEqual([])
@@ -266,14 +250,8 @@ describe('create_note_from_template', () => {
     ['decline', 'No note created: the form was declined.'],
     ['cancel', 'No note created: the form was dismissed; call the tool again when ready.'],
   ])('creates nothing on %s, with its own message', async (action, expected) => {
-    const first = await h().tool('create_note_from_template', { template: 'meeting' })
-    const second = await h().retry(
-      first,
-      'create_note_from_template',
-      { template: 'meeting' },
-      { details: { action } }
-    )
-    expect(textOf(second)).toBe(expected)
+    const { second } = await answerTemplate('meeting', { details: { action } })
+    expect(completedText(second)).toBe(expected)
     expect((await h().store.list('local', 0, 10)).items).toEqual([])
   })
 
@@ -412,14 +390,14 @@ describe('share_note', () => {
     expect((await h().submitDecision(url, 'approve', page)).status).toBe(200)
 
     const second = await h().retry(first, 'share_note', { id }, accepted)
-    const text = textOf(second)
+    const text = completedText(second)
     const link = /read-only at (\S+)$/.exec(text)?.[1] as string
     expect(link).toMatch(/^http:\/\/127\.0\.0\.1:8787\/shared\/[A-Za-z0-9_-]{43}$/)
     expect(text).toBe(`Shared "Recipe <b>&</b>" read-only at ${link}`)
     expect(second.result.content[1]).toMatchObject({ type: 'resource_link', uri: link })
 
     const again = await h().retry(first, 'share_note', { id }, accepted)
-    expect(textOf(again)).toBe(text)
+    expect(completedText(again)).toBe(text)
     expect((await h().store.getShareRequest(shareId))?.linkId).toBe(
       new URL(link).pathname.split('/')[2]
     )
@@ -436,7 +414,7 @@ describe('share_note', () => {
     const page = await h().openSharePage(url)
     await h().submitDecision(url, 'refuse', page)
     const second = await h().retry(first, 'share_note', { id }, accepted)
-    expect(textOf(second)).toBe(
+    expect(completedText(second)).toBe(
       'Sharing "Recipe <b>&</b>" was refused on the approval page; nothing was shared.'
     )
     expect((await h().store.getShareRequest(shareId))?.linkId).toBeUndefined()
@@ -451,13 +429,13 @@ describe('share_note', () => {
     const page = await h().openSharePage(url)
     await h().submitDecision(url, 'approve', page)
     const third = await h().retry(second, 'share_note', { id }, accepted)
-    expect(textOf(third)).toMatch(/^Shared "Recipe <b>&<\/b>" read-only at /)
+    expect(completedText(third)).toMatch(/^Shared "Recipe <b>&<\/b>" read-only at /)
   })
 
   it.each(['decline', 'cancel'])('shares nothing on %s', async (action) => {
     const { id, first, shareId } = await startShare()
     const second = await h().retry(first, 'share_note', { id }, { approve: { action } })
-    expect(textOf(second)).toBe('Not shared.')
+    expect(completedText(second)).toBe('Not shared.')
     expect((await h().store.getShareRequest(shareId))?.status).toBe('pending')
   })
 
@@ -471,7 +449,7 @@ describe('share_note', () => {
       const page = await h().openSharePage(url)
       await h().submitDecision(url, 'approve', page)
       const second = await h().retry(first, 'share_note', { id }, accepted)
-      expect(textOf(second)).toMatch(/^Shared "Recipe" read-only at /)
+      expect(completedText(second)).toMatch(/^Shared "Recipe" read-only at /)
     }
   )
 
@@ -517,7 +495,7 @@ describe('share_note', () => {
       expect((await auth.store.getShareRequest(shareId))?.linkId).toBeUndefined()
 
       const asAlice = await auth.retry(first, 'share_note', { id }, accepted, { as: 'alice' })
-      expect(textOf(asAlice)).toMatch(/^Shared "Alice only" read-only at /)
+      expect(completedText(asAlice)).toMatch(/^Shared "Alice only" read-only at /)
     } finally {
       await auth.close()
     }

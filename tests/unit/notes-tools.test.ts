@@ -12,15 +12,9 @@ import {
   MAX_TAGS,
   MAX_TITLE_CHARS,
 } from '../../src/notes/limits.ts'
-import { createNotesHarness, type RpcResponse, useNotesHarness } from '../support/notes-harness.ts'
+import { createNotesHarness, toolErrorText, useNotesHarness } from '../support/notes-harness.ts'
 
 const h = useNotesHarness()
-
-function errorText(response: RpcResponse): string {
-  expect(response.status).toBe(200)
-  expect(response.result.isError).toBe(true)
-  return response.result.content[0].text
-}
 
 async function createNote(args: Record<string, unknown>) {
   const response = await h().tool('create_note', args)
@@ -95,7 +89,7 @@ describe('create_note', () => {
     ['an unknown argument', { title: 't', colour: 'red' }, /Unrecognized key: "colour"/],
     ['a missing title', {}, /title/],
   ])('refuses %s with an isError result naming the field', async (_case, args, message) => {
-    const text = errorText(await h().tool('create_note', args))
+    const text = toolErrorText(await h().tool('create_note', args))
     expect(text).toMatch(/^Invalid arguments for tool create_note: /)
     expect(text).toMatch(message)
     expect(h().events).toEqual([])
@@ -110,7 +104,7 @@ describe('get_note', () => {
   })
 
   it('answers an unknown id with isError, not a protocol error', async () => {
-    expect(errorText(await h().tool('get_note', { id: 'n_AAAAAAAAAAAAAAAA' }))).toBe(
+    expect(toolErrorText(await h().tool('get_note', { id: 'n_AAAAAAAAAAAAAAAA' }))).toBe(
       'No note with id n_AAAAAAAAAAAAAAAA. Find ids with search_notes.'
     )
   })
@@ -118,7 +112,7 @@ describe('get_note', () => {
   it.each(['', 'abc', 'n_short', 'n_AAAAAAAAAAAAAAAA/', "n_AAAAAAAAAAAAAA'"])(
     'refuses the malformed id %j',
     async (id) => {
-      expect(errorText(await h().tool('get_note', { id }))).toMatch(/id: must be a note id/)
+      expect(toolErrorText(await h().tool('get_note', { id }))).toMatch(/id: must be a note id/)
     }
   )
 })
@@ -147,7 +141,7 @@ describe('update_note', () => {
   it('refuses a stale version, names the current one and says to re-read; nothing changes', async () => {
     const note = await createNote({ title: 'Shared', body: 'original' })
     await h().tool('update_note', { id: note.id, expectedVersion: 1, body: 'first writer' })
-    const text = errorText(
+    const text = toolErrorText(
       await h().tool('update_note', { id: note.id, expectedVersion: 1, body: 'second writer' })
     )
     expect(text).toContain('Version conflict')
@@ -160,7 +154,7 @@ describe('update_note', () => {
   })
 
   it('answers an unknown note with isError', async () => {
-    const text = errorText(
+    const text = toolErrorText(
       await h().tool('update_note', { id: 'n_AAAAAAAAAAAAAAAA', expectedVersion: 1, title: 'x' })
     )
     expect(text).toContain('No note with id n_AAAAAAAAAAAAAAAA')
@@ -168,13 +162,13 @@ describe('update_note', () => {
 
   it('refuses a call that changes nothing', async () => {
     const note = await createNote({ title: 'Same' })
-    const text = errorText(await h().tool('update_note', { id: note.id, expectedVersion: 1 }))
+    const text = toolErrorText(await h().tool('update_note', { id: note.id, expectedVersion: 1 }))
     expect(text).toContain('give at least one of title, body or tags to change')
   })
 
   it.each([0, -1, 1.5, '1'])('refuses the expectedVersion %j', async (expectedVersion) => {
     const note = await createNote({ title: 'Same' })
-    const text = errorText(
+    const text = toolErrorText(
       await h().tool('update_note', { id: note.id, expectedVersion, title: 'New' })
     )
     expect(text).toContain('expectedVersion')
@@ -182,7 +176,7 @@ describe('update_note', () => {
 
   it('applies the same title limits as create_note', async () => {
     const note = await createNote({ title: 'Same' })
-    const text = errorText(
+    const text = toolErrorText(
       await h().tool('update_note', {
         id: note.id,
         expectedVersion: 1,
@@ -245,7 +239,7 @@ describe('search_notes', () => {
   it.each(['not-a-cursor', '', 'eyJsIjoicmVzb3VyY2VzIiwibyI6MH0'])(
     'answers the invalid cursor %j with isError',
     async (cursor) => {
-      expect(errorText(await h().tool('search_notes', { query: '', cursor }))).toMatch(
+      expect(toolErrorText(await h().tool('search_notes', { query: '', cursor }))).toMatch(
         /^Invalid cursor/
       )
     }
@@ -261,7 +255,7 @@ describe('search_notes', () => {
     ],
     ['a missing query', {}, /query/],
   ])('refuses %s', async (_case, args, message) => {
-    expect(errorText(await h().tool('search_notes', args))).toMatch(message)
+    expect(toolErrorText(await h().tool('search_notes', args))).toMatch(message)
   })
 
   it('answers plain JSON with no notification when the request asked for neither logs nor progress', async () => {
@@ -318,7 +312,7 @@ describe('list_tags', () => {
   })
 
   it('refuses arguments it does not define', async () => {
-    expect(errorText(await h().tool('list_tags', { tag: 'x' }))).toContain('Unrecognized key')
+    expect(toolErrorText(await h().tool('list_tags', { tag: 'x' }))).toContain('Unrecognized key')
   })
 })
 
