@@ -6,7 +6,8 @@
  * standard headers present and equal to the body, including the Base64 sentinel (-32020) → protocol
  * version (-32022). What needs the server's registry comes after, elsewhere: whether the method is
  * advertised (`isAdvertised`, called by `handler.ts`), then params and `Mcp-Param-*` headers, checked
- * by `dispatch.ts` with `readParamHeader` from here. This module knows nothing about tools.
+ * by `dispatch.ts` and `tool-call.ts`, with `readParamHeader` from here. This module knows nothing
+ * about tools.
  *
  * `parseJson` is the one gate every POSTed body passes, before the era is decided, so the bound it
  * sets holds for both eras and for every walk of a client's value after it (the era classifier, the

@@ -25,15 +25,8 @@
  * before it opens, a call that would wait with 200 (the cap rule of `errors.ts`).
  */
 import type { McpHandler, McpHttpInput } from './http-input.ts'
-import {
-  dispatch,
-  dispatchEnv,
-  isAdvertised,
-  parseParams,
-  staticResultKey,
-  type DispatchEnv,
-  type DispatchResult,
-} from './dispatch.ts'
+import { dispatch, dispatchEnv, isAdvertised, staticResultKey } from './dispatch.ts'
+import type { DispatchEnv, DispatchResult } from './dispatch-env.ts'
 import { consoleLogger, describeError, type McpLogger } from './logger.ts'
 import { EnvelopeError, parseJson, parseMessage, type McpRequest } from './envelope.ts'
 import { ErrorCode, McpError, errorMessage } from './errors.ts'
@@ -46,6 +39,7 @@ import { InsufficientScopeError, scopeChallenge, scopeRefusal } from './scopes.t
 import { StreamLimits, type StreamSlot } from './stream-limits.ts'
 import { Cancellation, finalMessageOf, jsonText, type FinalMessage } from './streaming.ts'
 import { listen } from './subscriptions.ts'
+import { parseParams } from './params.ts'
 import { ListenParamsSchema, type JsonObject, type RequestId } from './wire.ts'
 import { classifyMessage, headerEra } from './legacy/classify.ts'
 import { DEFAULT_SESSION_TTL_SECONDS, HEADER_SESSION_ID } from './legacy/protocol.ts'

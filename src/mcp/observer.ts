@@ -1,10 +1,10 @@
 /**
  * @module mcp/observer
- * The engine's side of telemetry: what `mcp/handler.ts`, `mcp/legacy/handler.ts` and `mcp/dispatch.ts`
- * report, as interfaces only (no OpenTelemetry import, nothing at run time). An engine built without
- * telemetry holds `undefined` where these would be, and every hook is an optional call on it: with
- * telemetry off no request allocates anything for it. The implementation is `telemetry/otel.ts`, loaded by the
- * runtime entries only when telemetry is configured.
+ * The engine's side of telemetry: what `mcp/handler.ts`, `mcp/legacy/handler.ts` and
+ * `mcp/replayable.ts` report, as interfaces only (no OpenTelemetry import, nothing at run time). An
+ * engine built without telemetry holds `undefined` where these would be, and every hook is an
+ * optional call on it: with telemetry off no request allocates anything for it. The implementation
+ * is `telemetry/otel.ts`, loaded by the runtime entries only when telemetry is configured.
  *
  * What the engine reports is what only it knows: the message it read (method, id, target, the trace
  * context in `params._meta`), how the request ended (its result or JSON-RPC error), the 2025-era

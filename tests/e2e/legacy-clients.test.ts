@@ -19,6 +19,7 @@ import { CSRF_COOKIE, CSRF_FIELD } from '../../routes/share.ts'
 import { formatKeyRing, generateKey } from '../../src/mcp/key-ring.ts'
 import {
   OpenHosts,
+  acceptingWith,
   createNote,
   modelReplying,
   noteExists,
@@ -164,9 +165,7 @@ describe('the v1 SDK client (1.32.2) with default settings', () => {
   it('deletes a note only after the person accepts the confirmation form', async () => {
     const host = await connect(FORMS)
     const id = await createNote(host, 'Delete me v1')
-    host.person = {
-      elicit: () => ({ action: 'accept', content: { confirm: true } }),
-    }
+    host.person = { elicit: acceptingWith({ confirm: true }) }
     const result = await host.callTool('delete_note', { id })
     expect(result.isError).toBeFalsy()
     expect(resultText(result)).toBe('Deleted the note "Delete me v1".')
@@ -193,9 +192,11 @@ describe('the v1 SDK client (1.32.2) with default settings', () => {
   it('creates a note from a template with the form the person filled in', async () => {
     const host = await connect(FORMS)
     host.person = {
-      elicit: () => ({
-        action: 'accept',
-        content: { title: 'Standup v1', date: '2026-01-05', tags: ['team'], priority: 'high' },
+      elicit: acceptingWith({
+        title: 'Standup v1',
+        date: '2026-01-05',
+        tags: ['team'],
+        priority: 'high',
       }),
     }
     const result = await host.callTool('create_note_from_template', { template: 'meeting' })
@@ -452,9 +453,7 @@ describe('the v1 SDK client (1.32.2) with default settings', () => {
     server = await startServer('notes', { ...env, PORT: port })
 
     expect(await noteExists(host, id)).toBe(true)
-    host.person = {
-      elicit: () => ({ action: 'accept', content: { confirm: true } }),
-    }
+    host.person = { elicit: acceptingWith({ confirm: true }) }
     expect(resultText(await host.callTool('delete_note', { id }))).toBe(
       'Deleted the note "Survives restarts v1".'
     )

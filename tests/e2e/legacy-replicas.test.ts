@@ -17,6 +17,7 @@ import {
 } from '../support/alternating-proxy.ts'
 import {
   OpenHosts,
+  acceptingWith,
   cancelWhileAsked,
   createNote,
   modelReplying,
@@ -124,10 +125,7 @@ describe.skipIf(!serverUrl)('a 2025-era host behind a proxy alternating two repl
   it('creates a note from the template form filled in on the other replica', async () => {
     const host = await connectBalanced(FORMS)
     host.person = {
-      elicit: () => ({
-        action: 'accept',
-        content: { title: 'Replicated standup', tags: ['team'], priority: 'low' },
-      }),
+      elicit: acceptingWith({ title: 'Replicated standup', tags: ['team'], priority: 'low' }),
     }
     const result = await callAcrossReplicas(host, 'create_note_from_template', {
       template: 'meeting',

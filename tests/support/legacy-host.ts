@@ -156,6 +156,11 @@ export class OpenHosts {
   }
 }
 
+/** The person: accepts every form, answering `content`. */
+export function acceptingWith(content: ElicitResult['content']): Person['elicit'] {
+  return () => ({ action: 'accept', content })
+}
+
 /** The host's model: answers every sampling request with `text`, as `model`. */
 export function modelReplying(model: string, text: string): Person['sample'] {
   return () => ({ role: 'assistant', model, content: { type: 'text', text } })

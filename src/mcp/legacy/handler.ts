@@ -48,14 +48,9 @@
  * streams are counted while open.
  */
 import { sha256Base64url } from '../canonical-json.ts'
-import {
-  callerBinding,
-  dispatch,
-  dispatchEnv,
-  isAdvertised,
-  parseParams,
-  type DispatchResult,
-} from '../dispatch.ts'
+import { dispatch, dispatchEnv, isAdvertised } from '../dispatch.ts'
+import { callerBinding, type DispatchResult } from '../dispatch-env.ts'
+import { parseParams } from '../params.ts'
 import { type McpLogger } from '../logger.ts'
 import type { McpRequest } from '../envelope.ts'
 import type { McpHttpInput } from '../http-input.ts'

@@ -22,7 +22,7 @@
  */
 import { canonicalJson, sha256Base64url } from '../canonical-json.ts'
 import { DEFAULT_KEEPALIVE_MS } from '../event-stream.ts'
-import type { DispatchResult } from '../dispatch.ts'
+import type { DispatchResult } from '../dispatch-env.ts'
 import type { EventBus } from '../event-bus.ts'
 import type { SessionStore } from '../session-store.ts'
 import type { InputRequest, InputRequiredResult, JsonObject } from '../wire.ts'

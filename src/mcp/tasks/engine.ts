@@ -54,11 +54,17 @@
  * is logged, never answered: the record is what counts, and the next poll hands it over again. The
  * runner side is `run(id, slice)`, one task at a time, with no loop (`takeoverIntervalMs: 0`).
  */
-import { callerBinding, parseParams, type DispatchEnv, type DispatchResult } from '../dispatch.ts'
+import {
+  callerBinding,
+  type DispatchEnv,
+  type DispatchResult,
+  type TaskService,
+} from '../dispatch-env.ts'
 import { type McpLogger } from '../logger.ts'
 import type { McpRequest } from '../envelope.ts'
 import { CapExceededError, ErrorCode, McpError } from '../errors.ts'
 import { positiveWholeNumber } from '../options.ts'
+import { parseParams } from '../params.ts'
 import { METHODS } from '../protocol.ts'
 import { randomBase64url } from '../random.ts'
 import type { Journal } from '../replay.ts'
@@ -221,7 +227,7 @@ interface TaskCaller {
   grant: Pick<ScopeGrant, 'grantedScopes' | 'baseScopes'>
 }
 
-export class TaskEngine<Deps> {
+export class TaskEngine<Deps> implements TaskService<Deps> {
   readonly #server: CompiledServer<Deps>
   readonly #store: TaskStore
   readonly #runner: TaskRunner<Deps>

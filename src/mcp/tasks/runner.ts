@@ -31,7 +31,6 @@
  * The wire methods are `engine.ts`'s; what the record's JSON fields hold is `record.ts`'s.
  */
 import { ReplayHandlerContext, type ContextInput } from '../context.ts'
-import { runTool } from '../dispatch.ts'
 import { type McpLogger } from '../logger.ts'
 import { ErrorCode, INTERNAL_ERROR_MESSAGE, McpError } from '../errors.ts'
 import { METHODS, PROTOCOL_VERSION } from '../protocol.ts'
@@ -44,6 +43,7 @@ import {
   type TaskRecord,
   type TaskStore,
 } from '../task-store.ts'
+import { runTool } from '../tool-call.ts'
 import type { CallToolResult } from '../wire.ts'
 import {
   cancelledPatch,
