@@ -7,7 +7,8 @@
  * makes a uniquely named database, or a schema when the role may not create databases.
  *
  * Policy is the caller's: which variable names a server, whether a missing server is an error (the
- * tests under `CI=true`, the load test with `--store postgres`) or a reason to use SQLite.
+ * tests under `CI=true`, `tests/support/postgres.ts`; the load test with `--store postgres`) or a
+ * reason to use SQLite.
  */
 import postgres from 'postgres'
 

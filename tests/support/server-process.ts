@@ -16,8 +16,8 @@ import type { Readable } from 'node:stream'
 import { join } from 'node:path'
 import { IPC_STDIO, ImportHold } from '../../scripts/support/import-hold.ts'
 import { freePort, tempDataDir } from '../../scripts/support/local-resources.ts'
+import { createScratchDatabase } from '../../scripts/support/postgres.ts'
 import { formatKeyRing, generateKey } from '../../src/mcp/key-ring.ts'
-import { createScratchDatabase } from './postgres.ts'
 
 export { freePort, tempDataDir } from '../../scripts/support/local-resources.ts'
 

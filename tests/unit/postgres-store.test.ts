@@ -51,7 +51,7 @@ describe.skipIf(serverUrl === undefined)('PostgresNotesStore', () => {
   let shared: ScratchDatabase
 
   async function scratch(options?: Parameters<typeof createScratchDatabase>[1]) {
-    const db = await createScratchDatabase(serverUrl as string, options)
+    const db = await createScratchDatabase(serverUrl, options)
     scratches.push(db)
     return db
   }
@@ -152,7 +152,7 @@ describe.skipIf(serverUrl === undefined)('PostgresNotesStore', () => {
       const key = `${p}-key`
       const outcomes = await Promise.all(stores.map((s, i) => s.delete(p, notes[i]!.id, key)))
       expect(outcomes.filter((o) => o.kind === 'done')).toEqual([{ kind: 'done', value: true }])
-      expect((await stores[0]!.list(p, 0, 10)).items).toHaveLength(3)
+      expect((await stores[0].list(p, 0, 10)).items).toHaveLength(3)
     })
 
     it('concurrent bulk deletes with the same once-key on two stores: one deletes every note, once', async () => {
@@ -188,7 +188,7 @@ describe.skipIf(serverUrl === undefined)('PostgresNotesStore', () => {
         body: '',
         tags: [],
       }))
-      await stores[0]!.importNotes(p, notes, T0)
+      await stores[0].importNotes(p, notes, T0)
       const ids = notes.map((note) => note.id)
       // Each store lists the notes in its own order, so the transactions meet in different places.
       const outcomes = await Promise.all(
@@ -198,7 +198,7 @@ describe.skipIf(serverUrl === undefined)('PostgresNotesStore', () => {
       )
       const deleted = outcomes.flatMap((o) => (o.kind === 'done' ? o.value : []))
       expect(deleted.sort()).toEqual([...ids].sort())
-      expect(await stores[0]!.list(p, 0, 10)).toEqual({ items: [] })
+      expect(await stores[0].list(p, 0, 10)).toEqual({ items: [] })
     })
 
     it('concurrent publications of one share on two stores create exactly one link', async () => {
@@ -235,9 +235,9 @@ describe.skipIf(serverUrl === undefined)('PostgresNotesStore', () => {
     it('concurrent decisions on several stores: exactly one is recorded', async () => {
       const stores = await Promise.all([open(), open(), open()])
       const p = `p-${crypto.randomUUID()}`
-      const target = await stores[0]!.create(p, { title: 't', body: '', tags: [] }, T0)
+      const target = await stores[0].create(p, { title: 't', body: '', tags: [] }, T0)
       const share = `${p}-share`
-      await stores[0]!.createShareRequest({
+      await stores[0].createShareRequest({
         id: share,
         principal: p,
         noteId: target.id,
@@ -297,7 +297,7 @@ describe.skipIf(serverUrl === undefined)('PostgresNotesStore', () => {
         )
       )
       expect(outcomes.filter((task) => task !== undefined)).toHaveLength(cap)
-      expect(await stores[0]!.countLiveTasks(p, T0)).toBe(cap)
+      expect(await stores[0].countLiveTasks(p, T0)).toBe(cap)
       const [row] = await asAdmin(
         shared.url,
         (admin) => admin`SELECT count(*)::integer AS n FROM tasks WHERE principal = ${p}`
@@ -328,20 +328,20 @@ describe.skipIf(serverUrl === undefined)('PostgresNotesStore', () => {
     it('concurrent answers to one input slot on several stores: exactly one is stored', async () => {
       const stores = await Promise.all([open(), open(), open(), open()])
       const sid = `sid-${crypto.randomUUID()}`
-      await stores[0]!.expectInput(sid, 'r1', T0 + 10)
+      await stores[0].expectInput(sid, 'r1', T0 + 10)
       const outcomes = await Promise.all(
         stores.map((s, i) => s.deliverInput(sid, 'r1', `answer ${i}`, T0))
       )
       expect(outcomes.filter(Boolean)).toHaveLength(1)
-      expect(await stores[1]!.takeInput(sid, 'r1')).toBe(`answer ${outcomes.indexOf(true)}`)
+      expect(await stores[1].takeInput(sid, 'r1')).toBe(`answer ${outcomes.indexOf(true)}`)
     })
 
     it('concurrent subscriptions on several stores never exceed the cap of a session', async () => {
       const stores = await Promise.all([open(), open(), open(), open()])
       const sid = `sid-${crypto.randomUUID()}`
-      await stores[0]!.createSession(sid, `p-${sid}`, T0 + 10, T0, Infinity)
+      await stores[0].createSession(sid, `p-${sid}`, T0 + 10, T0, Infinity)
       for (let i = 0; i < MAX_SUBSCRIPTIONS_PER_SESSION - 2; i++) {
-        await stores[0]!.addSubscription(sid, `note://n_${i}`, T0, Infinity)
+        await stores[0].addSubscription(sid, `note://n_${i}`, T0, Infinity)
       }
       // Four replicas race for the last two places, each with its own new URI.
       const outcomes = await Promise.all(
@@ -361,7 +361,7 @@ describe.skipIf(serverUrl === undefined)('PostgresNotesStore', () => {
       const cap = 30
       // Store k subscribes session k of the one principal to the same 20 URIs, all at once.
       const sids = stores.map((_, k) => `sid-${k}-${principal}`)
-      for (const sid of sids) await stores[0]!.createSession(sid, principal, T0 + 10, T0, 10)
+      for (const sid of sids) await stores[0].createSession(sid, principal, T0 + 10, T0, 10)
       const outcomes = await Promise.all(
         stores.flatMap((s, k) =>
           Array.from({ length: 20 }, (_, i) =>
@@ -385,8 +385,8 @@ describe.skipIf(serverUrl === undefined)('PostgresNotesStore', () => {
       // The principal is at its cap with sessions older than any the stores open, each subscribed.
       for (let i = 0; i < cap; i++) {
         const sid = `old-${i}-${principal}`
-        expect(await stores[0]!.createSession(sid, principal, T0 + 10, T0, cap)).toBe(0)
-        expect(await stores[0]!.addSubscription(sid, 'note://n_1', T0, Infinity)).toBe('subscribed')
+        expect(await stores[0].createSession(sid, principal, T0 + 10, T0, cap)).toBe(0)
+        expect(await stores[0].addSubscription(sid, 'note://n_1', T0, Infinity)).toBe('subscribed')
       }
       const evicted = await Promise.all(
         stores.flatMap((s, k) =>
@@ -413,12 +413,12 @@ describe.skipIf(serverUrl === undefined)('PostgresNotesStore', () => {
       // Each round: one store subscribes the principal's one session while the other opens the next,
       // which ends it; whichever runs first, no subscription outlives its session.
       let sid = `sid-0-${principal}`
-      await stores[0]!.createSession(sid, principal, T0 + 10, T0, cap)
+      await stores[0].createSession(sid, principal, T0 + 10, T0, cap)
       for (let round = 1; round <= 20; round++) {
         const next = `sid-${round}-${principal}`
         await Promise.all([
-          stores[0]!.addSubscription(sid, `note://n_${round}`, T0 + round, Infinity),
-          stores[1]!.createSession(next, principal, T0 + 10, T0 + round, cap),
+          stores[0].addSubscription(sid, `note://n_${round}`, T0 + round, Infinity),
+          stores[1].createSession(next, principal, T0 + 10, T0 + round, cap),
         ])
         sid = next
       }
