@@ -14,14 +14,20 @@ import { MCP_URL, mcpInit } from '../support/mcp-request.ts'
 
 const request = () => new Request(MCP_URL, mcpInit('tools/list'))
 const vars = { ALLOWED_HOSTS: '127.0.0.1,localhost' }
+type WorkerEnv = Parameters<typeof worker.fetch>[1]
 
 describe('the Worker entry builds its app once per isolate, and only once it can', () => {
-  it('answers 500 without detail while STATE_KEYS is missing', async () => {
-    const response = await worker.fetch(request(), { ...vars, DB: env.DB })
+  /** With the vars and `bindings`, the entry answers 500 -32603 saying nothing that matches `detail`. */
+  async function expectInternalErrorWithout(detail: RegExp, bindings: WorkerEnv) {
+    const response = await worker.fetch(request(), { ...vars, ...bindings })
     expect(response.status).toBe(500)
     const body = (await response.json()) as { error: { code: number; message: string } }
     expect(body.error.code).toBe(-32603)
-    expect(body.error.message).not.toMatch(/STATE_KEYS/)
+    expect(body.error.message).not.toMatch(detail)
+  }
+
+  it('answers 500 without detail while STATE_KEYS is missing', async () => {
+    await expectInternalErrorWithout(/STATE_KEYS/, { DB: env.DB })
   })
 
   /** A D1 binding whose every query fails with `message`. */
@@ -38,51 +44,42 @@ describe('the Worker entry builds its app once per isolate, and only once it can
     return db as never
   }
 
-  it('answers 503 while the D1 schema is not migrated', async () => {
+  /** With every D1 query failing with `failure`, the entry answers 503: the message it gives. */
+  async function unavailableMessage(failure: string): Promise<string> {
     const response = await worker.fetch(request(), {
       ...vars,
       STATE_KEYS: env.STATE_KEYS,
-      DB: failingDb('D1_ERROR: no such table: d1_migrations: SQLITE_ERROR'),
+      DB: failingDb(failure),
     })
     expect(response.status).toBe(503)
-    const body = (await response.json()) as { error: { message: string } }
-    expect(body.error.message).toMatch(/not migrated/)
+    return ((await response.json()) as { error: { message: string } }).error.message
+  }
+
+  it('answers 503 while the D1 schema is not migrated', async () => {
+    expect(
+      await unavailableMessage('D1_ERROR: no such table: d1_migrations: SQLITE_ERROR')
+    ).toMatch(/not migrated/)
   })
 
   it('answers 503 while D1 cannot be reached', async () => {
-    const response = await worker.fetch(request(), {
-      ...vars,
-      STATE_KEYS: env.STATE_KEYS,
-      DB: failingDb('D1_ERROR: Network connection lost.'),
-    })
-    expect(response.status).toBe(503)
-    const body = (await response.json()) as { error: { message: string } }
-    expect(body.error.message).not.toMatch(/not migrated|Network/)
+    expect(await unavailableMessage('D1_ERROR: Network connection lost.')).not.toMatch(
+      /not migrated|Network/
+    )
   })
 
   it('answers 500 without detail while the EVENT_BUS Durable Object binding is missing', async () => {
-    const response = await worker.fetch(request(), {
-      ...vars,
+    await expectInternalErrorWithout(/EVENT_BUS|Durable/, {
       STATE_KEYS: env.STATE_KEYS,
       DB: env.DB,
     })
-    expect(response.status).toBe(500)
-    const body = (await response.json()) as { error: { code: number; message: string } }
-    expect(body.error.code).toBe(-32603)
-    expect(body.error.message).not.toMatch(/EVENT_BUS|Durable/)
   })
 
   it('answers 500 without detail while the TASK_RUNNER Durable Object binding is missing', async () => {
-    const response = await worker.fetch(request(), {
-      ...vars,
+    await expectInternalErrorWithout(/TASK_RUNNER|Durable/, {
       STATE_KEYS: env.STATE_KEYS,
       DB: env.DB,
       EVENT_BUS: env.EVENT_BUS,
     })
-    expect(response.status).toBe(500)
-    const body = (await response.json()) as { error: { code: number; message: string } }
-    expect(body.error.code).toBe(-32603)
-    expect(body.error.message).not.toMatch(/TASK_RUNNER|Durable/)
   })
 
   it('serves once the deployment is fixed, without a restart', async () => {
