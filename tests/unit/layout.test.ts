@@ -34,8 +34,14 @@ function modules(dir: string): string[] {
  * line (so an example inside a doc comment, whose lines start with `*`, is not read as one), or of a
  * dynamic `import('…')`.
  */
-const SPECIFIER =
-  /^[ \t]*(?:import|export)\b[^'"`]*?\bfrom\s*['"]([^'"]+)['"]|^[ \t]*import\s*['"]([^'"]+)['"]|\bimport\(\s*['"]([^'"]+)['"]\s*\)/gm
+const SPECIFIER = new RegExp(
+  [
+    String.raw`^[ \t]*(?:import|export)\b[^'"\`]*?\bfrom\s*['"]([^'"]+)['"]`,
+    String.raw`^[ \t]*import\s*['"]([^'"]+)['"]`,
+    String.raw`\bimport\(\s*['"]([^'"]+)['"]\s*\)`,
+  ].join('|'),
+  'gm'
+)
 
 /** What a module's text imports, in order. */
 function specifiers(text: string): string[] {
