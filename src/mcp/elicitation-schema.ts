@@ -401,6 +401,23 @@ function collectLabels(schema: ZodSchema, labels: Labels): void {
   }
 }
 
+const TRANSFORMED =
+  'has a transform or pipe; elicitation answers are validated as sent, without transforms'
+
+/** Why a field of one of these zod types is refused, and what to use instead. */
+const REFUSED_TYPES: ReadonlyMap<string, string> = new Map([
+  ['object', 'is an object; elicitation forms allow only flat primitive fields'],
+  ['nullable', 'is nullable; elicitation answers never carry null, use .optional() instead'],
+  ['pipe', TRANSFORMED],
+  ['transform', TRANSFORMED],
+  ['literal', 'is a literal; use z.enum([...]) for a fixed choice'],
+  ['union', 'is a union; elicitation fields have exactly one type'],
+  ['date', 'is a Date; use z.iso.date() or z.iso.datetime(), the wire carries strings'],
+  ['bigint', 'is a bigint; use z.number().int()'],
+  ['prefault', 'uses .prefault(); use .default()'],
+  ['catch', 'uses .catch(), which would silently replace an invalid answer'],
+])
+
 function convertBase(name: string, schema: ZodSchema): PrimitiveSchema {
   const def = defOf(schema)
   switch (def.type) {
@@ -426,35 +443,11 @@ function convertBase(name: string, schema: ZodSchema): PrimitiveSchema {
     }
     case 'array':
       return convertArray(name, def)
-    case 'object':
-      return fail(name, 'is an object; elicitation forms allow only flat primitive fields')
-    case 'nullable':
-      return fail(
-        name,
-        'is nullable; elicitation answers never carry null, use .optional() instead'
-      )
-    case 'pipe':
-    case 'transform':
-      return fail(
-        name,
-        'has a transform or pipe; elicitation answers are validated as sent, without transforms'
-      )
-    case 'literal':
-      return fail(name, 'is a literal; use z.enum([...]) for a fixed choice')
-    case 'union':
-      return fail(name, 'is a union; elicitation fields have exactly one type')
-    case 'date':
-      return fail(name, 'is a Date; use z.iso.date() or z.iso.datetime(), the wire carries strings')
-    case 'bigint':
-      return fail(name, 'is a bigint; use z.number().int()')
-    case 'prefault':
-      return fail(name, 'uses .prefault(); use .default()')
-    case 'catch':
-      return fail(name, 'uses .catch(), which would silently replace an invalid answer')
     default:
       return fail(
         name,
-        `is a ${def.type} schema; elicitation forms allow only string, number, integer, boolean, enum and enum-array fields`
+        REFUSED_TYPES.get(def.type) ??
+          `is a ${def.type} schema; elicitation forms allow only string, number, integer, boolean, enum and enum-array fields`
       )
   }
 }
