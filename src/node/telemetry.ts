@@ -21,7 +21,8 @@ import { OTLPTraceExporter as ProtobufTraceExporter } from '@opentelemetry/expor
 import type { OTLPExporterNodeConfigBase } from '@opentelemetry/otlp-exporter-base/node-http'
 import { PeriodicExportingMetricReader, type MetricReader } from '@opentelemetry/sdk-metrics'
 import type { OtlpTarget, Temporality, TelemetryConfig } from '../telemetry/env.ts'
-import { spanScope, startTelemetry, type Telemetry } from '../telemetry/otel.ts'
+import { startTelemetry, type Telemetry } from '../telemetry/otel.ts'
+import { spanScope } from '../telemetry/spans.ts'
 
 export interface NodeTelemetryOptions {
   /** `config.telemetry`: the OTLP side; absent with METRICS_PORT alone (Prometheus only). */

@@ -4,10 +4,18 @@
  * OpenTelemetry semantic conventions for MCP (development status; `gen_ai.*`, `mcp.*`, `jsonrpc.*`,
  * `rpc.*`, `error.type`, `network.*`), the database attributes of store spans, and the few names of
  * our own under `notes_mcp.` (the conventions define nothing for them; a namespace they own is never
- * borrowed). Also the conventions' rule for which JSON-RPC codes a server counts as failures.
- * Constants only; `otel.ts` applies them. README "Observability" lists them for operators.
+ * borrowed), the values of client-chosen attributes recorded as they are (known methods and protocol
+ * versions: bounded cardinality), and the conventions' rule for which JSON-RPC codes a server counts
+ * as failures. Constants only; the other `telemetry/` modules apply them. README "Observability" lists
+ * them for operators.
  */
 import { ErrorCode } from '../mcp/errors.ts'
+import {
+  LEGACY_METHODS,
+  LEGACY_NOTIFICATIONS,
+  LEGACY_PROTOCOL_VERSIONS,
+} from '../mcp/legacy/protocol.ts'
+import { METHODS, SUPPORTED_PROTOCOL_VERSIONS } from '../mcp/protocol.ts'
 
 export const ATTR = {
   mcpMethodName: 'mcp.method.name',
@@ -54,6 +62,19 @@ export const ROUND_BUCKETS = [1, 2, 3, 4, 5, 6, 8, 10, 15, 20]
 export const TOOL_ERROR = 'tool_error'
 /** `mcp.method.name` of a method outside the conventions' and this server's list (bounded cardinality). */
 export const OTHER_METHOD = '_OTHER'
+/** Method names recorded as they are; anything else is `OTHER_METHOD`. */
+export const KNOWN_METHODS: ReadonlySet<string> = new Set<string>([
+  ...Object.values(METHODS),
+  ...Object.values(LEGACY_METHODS),
+  ...Object.values(LEGACY_NOTIFICATIONS),
+  'notifications/progress',
+  'notifications/roots/list_changed',
+])
+/** Protocol versions recorded (`mcp.protocol.version`): only those of either era this server speaks. */
+export const KNOWN_VERSIONS: ReadonlySet<string> = new Set([
+  ...SUPPORTED_PROTOCOL_VERSIONS,
+  ...LEGACY_PROTOCOL_VERSIONS,
+])
 export const GEN_AI_EXECUTE_TOOL = 'execute_tool'
 
 /** The MCP "resource not found" code of 2025-era servers, named in the conventions' list below. */

@@ -13,12 +13,8 @@
 import { consoleLogger, describeError } from '../mcp/logger.ts'
 import type { TelemetryConfig } from '../telemetry/env.ts'
 import { FetchMetricReader, FetchSpanExporter } from '../telemetry/fetch-exporter.ts'
-import {
-  spanScope,
-  startTelemetry,
-  type ContextStorage,
-  type Telemetry,
-} from '../telemetry/otel.ts'
+import { startTelemetry, type Telemetry } from '../telemetry/otel.ts'
+import { spanScope, type ContextStorage } from '../telemetry/spans.ts'
 
 export interface WorkerTelemetry extends Telemetry {
   /** What to `waitUntil` after a request: its spans, and the metrics when an export is due. */
