@@ -34,7 +34,7 @@
  * the engine's, in `src/http/`). They use `src/`; the app's composition root `src/app.ts` mounts them
  * and is the one module under `src/` that imports `routes/`.
  */
-import { Hono, type Context, type MiddlewareHandler } from 'hono'
+import { Hono, type Context, type Env, type MiddlewareHandler } from 'hono'
 import { bodyLimit } from 'hono/body-limit'
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie'
 import { html, raw } from 'hono/html'
@@ -152,73 +152,76 @@ function closedPage(c: Context, closed: Closed) {
   return notice(c, status, title, text)
 }
 
-export function shareRoute({
-  notes,
-  now = Date.now,
-  guard,
-  baseUrl,
-  auth,
-}: ShareRouteOptions): Hono {
-  const route = new Hono()
-  const cookies = cookieScheme(baseUrl)
-  const csrfCookie = (id: string) => ({
+/** The path of a share request's page and of its decision. */
+type SharePath = '/share/:id'
+
+/** What every page works with, resolved once when the route is built. */
+interface SharePages {
+  notes: NotesStore
+  now: () => number
+  auth: ShareRouteOptions['auth']
+  cookies: CookieScheme
+}
+
+/** The CSRF cookie of share `id`'s page: its name and the attributes it is set and deleted with. */
+function csrfCookie(cookies: CookieScheme, id: string) {
+  return {
     name: csrfCookieName(cookies, id),
     options: { path: '/', secure: cookies.secure, httpOnly: true, sameSite: 'Strict' as const },
-  })
-
-  /** The pending request and its note, or why it cannot be decided. */
-  async function openShare(id: string): Promise<Closed | { share: ShareRequest; note: Note }> {
-    const share = isToken(id) ? await notes.getShareRequest(id) : undefined
-    const note = share && (await notes.get(share.principal, share.noteId))
-    if (!share || !note) return 'not_found'
-    if (share.status !== 'pending') return 'already_decided'
-    return now() >= share.expiresAt ? 'expired' : { share, note }
   }
+}
 
-  /**
-   * Why this person may not act on `share` (a page to answer, or `sign-in` when nobody is signed in
-   * yet), or `undefined` when they may: always without auth, else when signed in as its principal.
-   */
-  async function refusal(
-    c: Context,
-    share: ShareRequest
-  ): Promise<Response | 'sign-in' | undefined> {
-    if (!auth) return undefined
-    if (!auth.login) {
-      return notice(
-        c,
-        503,
-        'Sign-in unavailable',
-        'This server cannot check who you are (its web sign-in is not configured), so nobody can decide here. Nothing was shared.'
-      )
-    }
-    const identity = await auth.login.identity(c)
-    if (identity === undefined) return 'sign-in'
-    if (tokenPrincipal(identity.issuer, identity.subject) === share.principal) return undefined
+/** The pending request and its note, or why it cannot be decided. */
+async function openShare(
+  { notes, now }: SharePages,
+  id: string
+): Promise<Closed | { share: ShareRequest; note: Note }> {
+  const share = isToken(id) ? await notes.getShareRequest(id) : undefined
+  const note = share && (await notes.get(share.principal, share.noteId))
+  if (!share || !note) return 'not_found'
+  if (share.status !== 'pending') return 'already_decided'
+  return now() >= share.expiresAt ? 'expired' : { share, note }
+}
+
+/**
+ * Why this person may not act on `share` (a page to answer, or `sign-in` when nobody is signed in
+ * yet), or `undefined` when they may: always without auth, else when signed in as its principal.
+ */
+async function refusal(
+  { auth }: SharePages,
+  c: Context,
+  share: ShareRequest
+): Promise<Response | 'sign-in' | undefined> {
+  if (!auth) return undefined
+  if (!auth.login) {
     return notice(
       c,
-      403,
-      'Not your request',
-      'You are signed in with another account than the one that asked to share this note, so you cannot decide here. Nothing was decided: sign in with that account to decide.'
+      503,
+      'Sign-in unavailable',
+      'This server cannot check who you are (its web sign-in is not configured), so nobody can decide here. Nothing was shared.'
     )
   }
+  const identity = await auth.login.identity(c)
+  if (identity === undefined) return 'sign-in'
+  if (tokenPrincipal(identity.issuer, identity.subject) === share.principal) return undefined
+  return notice(
+    c,
+    403,
+    'Not your request',
+    'You are signed in with another account than the one that asked to share this note, so you cannot decide here. Nothing was decided: sign in with that account to decide.'
+  )
+}
 
-  const securePage: MiddlewareHandler = async function securePage(c, next) {
-    await next()
-    for (const [name, value] of Object.entries(PAGE_HEADERS)) c.res.headers.set(name, value)
-  }
-  for (const path of ['/share/:id', '/shared/:linkId', CALLBACK_PATH]) {
-    route.use(path, securePage, guard)
-  }
-
-  route.get('/share/:id', async function showApproval(c) {
+/** `GET /share/:id`: the approval page (its CSRF cookie set), a sign-in, or why not. */
+function showApproval(pages: SharePages) {
+  return async function showApproval(c: Context<Env, SharePath>): Promise<Response> {
     const id = c.req.param('id')
-    const opened = await openShare(id)
+    const opened = await openShare(pages, id)
     if (typeof opened === 'string') return closedPage(c, opened)
-    const refused = await refusal(c, opened.share)
+    const refused = await refusal(pages, c, opened.share)
     if (refused === 'sign-in') {
       try {
-        return await (auth?.login as WebLogin).signIn(c, `/share/${id}`)
+        return await (pages.auth?.login as WebLogin).signIn(c, `/share/${id}`)
       } catch (error) {
         if (!(error instanceof LoginError)) throw error
         return notice(c, 503, 'Sign-in unavailable', error.message)
@@ -226,7 +229,7 @@ export function shareRoute({
     }
     if (refused) return refused
     const token = randomToken()
-    const csrf = csrfCookie(id)
+    const csrf = csrfCookie(pages.cookies, id)
     setCookie(c, csrf.name, token, { ...csrf.options, maxAge: SHARE_REQUEST_TTL_MS / 1000 })
     return page(
       c,
@@ -242,65 +245,68 @@ export function shareRoute({
           <button type="submit" name="decision" value="refuse">Refuse</button>
         </form>`
     )
-  })
+  }
+}
 
-  route.post(
-    '/share/:id',
-    bodyLimit({
-      maxSize: MAX_FORM_BYTES,
-      onError: (c) => notice(c, 413, 'Too large', 'The form is too large.'),
-    }),
-    async function decide(c) {
-      if (!isSameOriginPost(c))
-        return notice(c, 403, 'Forbidden', 'This form can only be sent from its own page.')
-      const id = c.req.param('id')
-      if (!isToken(id)) return closedPage(c, 'not_found')
-      const form = await c.req.parseBody()
-      const csrf = csrfCookie(id)
-      const cookie = getCookie(c, csrf.name)
-      const token = form[CSRF_FIELD]
-      if (cookie === undefined || typeof token !== 'string' || !constantTimeEqual(cookie, token)) {
-        return notice(
-          c,
-          403,
-          'Forbidden',
-          'The form expired or did not come from its page. Reload the page and decide again.'
-        )
-      }
-      const decision =
-        form.decision === 'approve'
-          ? 'approved'
-          : form.decision === 'refuse'
-            ? 'refused'
-            : undefined
-      if (decision === undefined) return notice(c, 400, 'Bad request', 'Choose Approve or Refuse.')
-      const share = await notes.getShareRequest(id)
-      if (share === undefined) return closedPage(c, 'not_found')
-      const refused = await refusal(c, share)
-      if (refused === 'sign-in') {
-        return notice(
-          c,
-          403,
-          'Signed out',
-          'Your sign-in expired. Reload the page and decide again.'
-        )
-      }
-      if (refused) return refused
-      const outcome = await notes.decideShareRequest(id, decision, now())
-      deleteCookie(c, csrf.name, csrf.options)
-      if (outcome !== 'decided') return closedPage(c, outcome)
-      return decision === 'approved'
-        ? notice(
-            c,
-            200,
-            'Approved',
-            'Go back to your assistant and continue: it will publish the link.'
-          )
-        : notice(c, 200, 'Refused', 'Nothing was shared. You can close this page.')
+/**
+ * The decision a form for share `id` carries, once it passed both CSRF checks (the browser's
+ * same-origin headers, the token of its page's cookie), or the page refusing it.
+ */
+async function readDecision(
+  c: Context,
+  cookies: CookieScheme,
+  id: string
+): Promise<'approved' | 'refused' | Response> {
+  if (!isSameOriginPost(c))
+    return notice(c, 403, 'Forbidden', 'This form can only be sent from its own page.')
+  if (!isToken(id)) return closedPage(c, 'not_found')
+  const form = await c.req.parseBody()
+  const cookie = getCookie(c, csrfCookieName(cookies, id))
+  const token = form[CSRF_FIELD]
+  if (cookie === undefined || typeof token !== 'string' || !constantTimeEqual(cookie, token)) {
+    return notice(
+      c,
+      403,
+      'Forbidden',
+      'The form expired or did not come from its page. Reload the page and decide again.'
+    )
+  }
+  if (form.decision === 'approve') return 'approved'
+  if (form.decision === 'refuse') return 'refused'
+  return notice(c, 400, 'Bad request', 'Choose Approve or Refuse.')
+}
+
+/** `POST /share/:id`: records the decision once, for the share's own principal. */
+function decide(pages: SharePages) {
+  return async function decide(c: Context<Env, SharePath>): Promise<Response> {
+    const id = c.req.param('id')
+    const decision = await readDecision(c, pages.cookies, id)
+    if (typeof decision !== 'string') return decision
+    const share = await pages.notes.getShareRequest(id)
+    if (share === undefined) return closedPage(c, 'not_found')
+    const refused = await refusal(pages, c, share)
+    if (refused === 'sign-in') {
+      return notice(c, 403, 'Signed out', 'Your sign-in expired. Reload the page and decide again.')
     }
-  )
+    if (refused) return refused
+    const outcome = await pages.notes.decideShareRequest(id, decision, pages.now())
+    const csrf = csrfCookie(pages.cookies, id)
+    deleteCookie(c, csrf.name, csrf.options)
+    if (outcome !== 'decided') return closedPage(c, outcome)
+    return decision === 'approved'
+      ? notice(
+          c,
+          200,
+          'Approved',
+          'Go back to your assistant and continue: it will publish the link.'
+        )
+      : notice(c, 200, 'Refused', 'Nothing was shared. You can close this page.')
+  }
+}
 
-  route.get(CALLBACK_PATH, async function finishSignIn(c) {
+/** `GET /auth/callback`: ends a sign-in and goes back to the page that asked for it. */
+function finishSignIn({ auth }: SharePages) {
+  return async function finishSignIn(c: Context): Promise<Response> {
     if (!auth?.login) return notice(c, 404, 'Not found', 'There is no sign-in here.')
     try {
       return c.redirect(await auth.login.callback(c), 303)
@@ -310,9 +316,12 @@ export function shareRoute({
         ? notice(c, 503, 'Sign-in unavailable', error.message)
         : notice(c, 400, 'Sign-in failed', error.message)
     }
-  })
+  }
+}
 
-  route.get('/shared/:linkId', async function showShared(c) {
+/** `GET /shared/:linkId`: a published note, read-only. */
+function showShared({ notes }: SharePages) {
+  return async function showShared(c: Context<Env, '/shared/:linkId'>): Promise<Response> {
     const linkId = c.req.param('linkId')
     const note = isToken(linkId) ? await notes.getSharedNote(linkId) : undefined
     if (!note) return notice(c, 404, 'Not found', 'There is no shared note at this address.')
@@ -325,7 +334,37 @@ export function shareRoute({
         <p class="muted">${tags}Updated ${isoTime(note.updatedAt).slice(0, 10)} · read-only</p>
         <pre>${note.body}</pre>`
     )
-  })
+  }
+}
 
+/** Every page's headers: no framing, no scripts, no cross-site referrer, no caching. */
+const securePage: MiddlewareHandler = async function securePage(c, next) {
+  await next()
+  for (const [name, value] of Object.entries(PAGE_HEADERS)) c.res.headers.set(name, value)
+}
+
+export function shareRoute({
+  notes,
+  now = Date.now,
+  guard,
+  baseUrl,
+  auth,
+}: ShareRouteOptions): Hono {
+  const pages: SharePages = { notes, now, auth, cookies: cookieScheme(baseUrl) }
+  const route = new Hono()
+  for (const path of ['/share/:id', '/shared/:linkId', CALLBACK_PATH]) {
+    route.use(path, securePage, guard)
+  }
+  route.get('/share/:id', showApproval(pages))
+  route.post(
+    '/share/:id',
+    bodyLimit({
+      maxSize: MAX_FORM_BYTES,
+      onError: (c) => notice(c, 413, 'Too large', 'The form is too large.'),
+    }),
+    decide(pages)
+  )
+  route.get(CALLBACK_PATH, finishSignIn(pages))
+  route.get('/shared/:linkId', showShared(pages))
   return route
 }
