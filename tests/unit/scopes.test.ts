@@ -83,6 +83,16 @@ function modern(method: string, params: Record<string, unknown>, extra: HandlerC
   return callMcp(handler, method, { id: 7, params, insufficientScope: challenge, ...extra })
 }
 
+/** Opens a 2025 session for principal `p` (no scopes reported) and answers its id. */
+async function openSession(): Promise<string> {
+  const init = await handler({
+    body: JSON.stringify(initializeMessage()),
+    headers: new Headers({ 'content-type': 'application/json' }),
+    principal: 'p',
+  })
+  return init.headers.get('mcp-session-id') as string
+}
+
 describe('per-operation scopes', () => {
   it('answers the challenge with the tool’s scopes, before the tool runs, for a call lacking them', async () => {
     const before = ran
@@ -121,12 +131,7 @@ describe('per-operation scopes', () => {
   })
 
   it('checks 2025-era requests the same way', async () => {
-    const init = await handler({
-      body: JSON.stringify(initializeMessage()),
-      headers: new Headers({ 'content-type': 'application/json' }),
-      principal: 'p',
-    })
-    const session = init.headers.get('mcp-session-id') as string
+    const session = await openSession()
     const call = await handler({
       body: JSON.stringify({
         jsonrpc: '2.0',
@@ -144,12 +149,7 @@ describe('per-operation scopes', () => {
   })
 
   it('checks the 2025 GET stream and DELETE against the base scopes; a refused DELETE ends nothing', async () => {
-    const init = await handler({
-      body: JSON.stringify(initializeMessage()),
-      headers: new Headers({ 'content-type': 'application/json' }),
-      principal: 'p',
-    })
-    const session = init.headers.get('mcp-session-id') as string
+    const session = await openSession()
     const headers = () => new Headers({ accept: 'text/event-stream', 'mcp-session-id': session })
     const scoped = (method: 'GET' | 'DELETE', granted: string[]) =>
       handler({
