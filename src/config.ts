@@ -23,7 +23,7 @@ import {
   MAX_LIVE_TASKS_CAP,
   MAX_TASK_TTL_MS,
   type TaskOptions,
-} from './mcp/tasks/engine.ts'
+} from './mcp/tasks/options.ts'
 import { TelemetryEnvError, parseTelemetryEnv, type TelemetryConfig } from './telemetry/env.ts'
 
 const list = z.string().transform((value) =>

@@ -25,7 +25,7 @@
 import {
   DEFAULT_TASK_LEASE_MS,
   DEFAULT_TASK_TAKEOVER_INTERVAL_MS,
-} from '../../src/mcp/tasks/engine.ts'
+} from '../../src/mcp/tasks/options.ts'
 import type { TaskInfo } from '../../src/client/index.ts'
 import type { JsonObject } from '../../src/mcp/wire.ts'
 import { CALL_TIMEOUT_MS } from './routing.ts'

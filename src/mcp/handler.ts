@@ -45,7 +45,8 @@ import { classifyMessage, headerEra } from './legacy/classify.ts'
 import { DEFAULT_SESSION_TTL_SECONDS, HEADER_SESSION_ID } from './legacy/protocol.ts'
 import { createLegacyEra, type LegacyEra, type LegacyEraOptions } from './legacy/handler.ts'
 import type { SessionStore } from './session-store.ts'
-import { DEFAULT_TASK_TAKEOVER_INTERVAL_MS, TaskEngine, type TaskOptions } from './tasks/engine.ts'
+import { TaskEngine } from './tasks/engine.ts'
+import { DEFAULT_TASK_TAKEOVER_INTERVAL_MS, type TaskOptions } from './tasks/options.ts'
 import type { McpTelemetry, RequestObservation } from './observer.ts'
 
 export interface McpHandlerOptions<Deps> {

@@ -45,7 +45,8 @@
 import { consoleLogger, logError, type McpLogger } from '../mcp/logger.ts'
 import type { CompiledServer } from '../mcp/server.ts'
 import { TERMINAL_TASK_STATUSES, type TaskRecord, type TaskStore } from '../mcp/task-store.ts'
-import { DEFAULT_TASK_LEASE_MS, TaskEngine, type TaskOptions } from '../mcp/tasks/engine.ts'
+import { TaskEngine } from '../mcp/tasks/engine.ts'
+import { DEFAULT_TASK_LEASE_MS, type TaskOptions } from '../mcp/tasks/options.ts'
 import { leaseHeld } from '../mcp/tasks/record.ts'
 import { CANCEL_PATH, SCHEDULE_PATH, isTaskId } from './task-scheduler.ts'
 

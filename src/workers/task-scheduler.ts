@@ -32,7 +32,7 @@
  * workers-types.
  */
 import { canonicalJson, sha256Base64url } from '../mcp/canonical-json.ts'
-import type { TaskScheduler } from '../mcp/tasks/engine.ts'
+import type { TaskScheduler } from '../mcp/tasks/options.ts'
 import type { TaskStore } from '../mcp/task-store.ts'
 import { isDurableNamespace, stubOf, type DurableNamespace } from './durable-objects.ts'
 

@@ -25,7 +25,7 @@ import {
   DEFAULT_MAX_TASK_JOURNAL_CHARS,
   DEFAULT_TASK_RESULT_TTL_MS,
   type TaskOptions,
-} from '../../src/mcp/tasks/engine.ts'
+} from '../../src/mcp/tasks/options.ts'
 import { issueKeys } from '../../src/mcp/tasks/record.ts'
 import { TaskRunner } from '../../src/mcp/tasks/runner.ts'
 import type { TaskStore } from '../../src/mcp/task-store.ts'

@@ -19,7 +19,8 @@
  *   are (the ack is the same).
  * Every change is a compare-and-set on the record's version, retried on a miss from a fresh read,
  * and terminal records are never written. Running tasks is `runner.ts`'s job; the wire shapes are
- * `wire.ts`'s. Expired records are purged by the store's sweep.
+ * `wire.ts`'s, the options, their defaults and bounds `options.ts`'s. Expired records are purged by
+ * the store's sweep.
  *
  * What one principal can make the store keep is bounded. Each record is: its arguments by the
  * request body limit, its journal and the answers `tasks/update` stores by `maxJournalChars` (an
@@ -92,6 +93,7 @@ import {
   writeCall,
   writeJournal,
 } from './record.ts'
+import { taskSettings, type TaskOptions, type TaskScheduler, type TaskSettings } from './options.ts'
 import { TaskRunner } from './runner.ts'
 import {
   TaskIdParamsSchema,
@@ -104,93 +106,8 @@ import {
   tasksCapabilityMissing,
 } from './wire.ts'
 
-export const DEFAULT_TASK_TTL_MS = 3_600_000
-export const DEFAULT_TASK_POLL_INTERVAL_MS = 1_000
-export const DEFAULT_TASK_LEASE_MS = 10_000
-export const DEFAULT_TASK_TAKEOVER_INTERVAL_MS = 2_000
-export const DEFAULT_MAX_RUNNING_TASKS = 16
-/**
- * Largest journal a task may gather (the answers it was given and the keys of every ask it sent), in
- * characters: a client answering invalidly without end makes the task ask again without end.
- */
-export const DEFAULT_MAX_TASK_JOURNAL_CHARS = 256 * 1024
-/**
- * Most live tasks one principal may hold, across all its clients (see the module header): twice what
- * one replica runs at once (`maxRunning`), so a host can keep a replica busy and still have as many
- * ended tasks' outcomes waiting to be read, while the records a principal can make the store keep
- * stay few.
- */
-export const DEFAULT_MAX_LIVE_TASKS = 32
-/**
- * How long an ended task's record (its result, error or cancellation) is kept: ten minutes, what a
- * client is given to come back with the next round of a flow (`STATE_TTL_SECONDS`' default). A client
- * polling at `pollIntervalMs` reads it within seconds; one whose connection dropped has time to
- * reconnect and read it.
- */
-export const DEFAULT_TASK_RESULT_TTL_MS = 600_000
-/** Longest lifetime a task may be given: a week. */
-export const MAX_TASK_TTL_MS = 7 * 86_400_000
-/** Largest `maxLiveTasks` accepted. */
-export const MAX_LIVE_TASKS_CAP = 100_000
 /** Compare-and-set attempts of one `tasks/update` or `tasks/cancel` before it answers -32603. */
 const MAX_CHANGE_ATTEMPTS = 8
-
-export interface TaskOptions {
-  /** Where task records live; every replica that should answer for a task shares it. */
-  store: TaskStore
-  /** Names this replica in leases and logs; a random suffix keeps two processes apart. */
-  replicaId?: string
-  /** Lifetime of a task from its creation (`ttlMs`), after which it is purged. Default 1 h. */
-  ttlMs?: number
-  /** The `pollIntervalMs` suggested to clients. Default 1 s. */
-  pollIntervalMs?: number
-  /** How long a runner's lease holds without renewal (it renews every third). Default 10 s. */
-  leaseMs?: number
-  /**
-   * How often this replica looks for tasks to take over (default 2 s); 0 runs no loop, for a
-   * runtime whose runners are started otherwise (`scheduler`, the Durable Object that calls `run`).
-   */
-  takeoverIntervalMs?: number
-  /** Most tasks this replica runs at once. Default 16. */
-  maxRunning?: number
-  /**
-   * Told, when the handler's `shutdown` aborts, of the promise that settles once every run of this
-   * replica has stopped and released its lease: what a process awaits before it closes the store.
-   */
-  onStopped?: (stopped: Promise<void>) => void
-  /**
-   * Largest journal of one task, in characters (default 256 KiB); a task that would park with more
-   * fails with -32603 instead. Also bounds the answers `tasks/update` stores for a task.
-   */
-  maxJournalChars?: number
-  /**
-   * Most live tasks (running, waiting for input, or ended and kept) one principal may hold, across
-   * all its clients; a creation past it answers -32602. Default {@link DEFAULT_MAX_LIVE_TASKS}.
-   */
-  maxLiveTasks?: number
-  /**
-   * How long a task's record is kept once it has ended, never past its `ttlMs`. Default
-   * {@link DEFAULT_TASK_RESULT_TTL_MS}.
-   */
-  resultTtlMs?: number
-  /**
-   * Runs this engine's tasks elsewhere (see the module header): the engine runs none itself. Needs
-   * `takeoverIntervalMs: 0`.
-   */
-  scheduler?: TaskScheduler
-  now?: () => number
-}
-
-/** Where an engine with a `scheduler` sends its runnable tasks. */
-export interface TaskScheduler {
-  /**
-   * Makes sure a runner will look at task `id` soon (and again until it has ended), and resolves once
-   * that is durable. Called for a task that is working with no live lease; cheap to repeat.
-   */
-  schedule(id: string): Promise<void>
-  /** Tells the runner of task `id` that `tasks/cancel` flagged it, so its run stops at once. */
-  cancel(id: string): Promise<void>
-}
 
 /** The -32602 of a `tasks/update` whose answers would make the task hold more than `max` characters. */
 function answersTooLarge(max: number): McpError {
@@ -233,53 +150,18 @@ export class TaskEngine<Deps> implements TaskService<Deps> {
   readonly #runner: TaskRunner<Deps>
   readonly #scheduler: TaskScheduler | undefined
   readonly #logger: McpLogger
-  readonly #ttlMs: number
-  readonly #pollIntervalMs: number
-  readonly #leaseMs: number
-  readonly #maxJournalChars: number
-  readonly #maxLiveTasks: number
-  readonly #resultTtlMs: number
-  readonly #now: () => number
+  readonly #settings: TaskSettings
 
   constructor(
     { server, deps, logger }: { server: CompiledServer<Deps>; deps: Deps; logger: McpLogger },
     options: TaskOptions
   ) {
-    if (
-      options.scheduler &&
-      (options.takeoverIntervalMs ?? DEFAULT_TASK_TAKEOVER_INTERVAL_MS) !== 0
-    ) {
-      throw new TypeError(
-        'takeoverIntervalMs must be 0 with a scheduler: its runners take tasks over'
-      )
-    }
+    const settings = taskSettings(options)
     this.#server = server
     this.#store = options.store
     this.#scheduler = options.scheduler
     this.#logger = logger
-    this.#ttlMs = positiveWholeNumber('ttlMs', options.ttlMs ?? DEFAULT_TASK_TTL_MS, {
-      max: MAX_TASK_TTL_MS,
-    })
-    this.#pollIntervalMs = positiveWholeNumber(
-      'pollIntervalMs',
-      options.pollIntervalMs ?? DEFAULT_TASK_POLL_INTERVAL_MS
-    )
-    this.#leaseMs = positiveWholeNumber('leaseMs', options.leaseMs ?? DEFAULT_TASK_LEASE_MS)
-    this.#maxJournalChars = positiveWholeNumber(
-      'maxJournalChars',
-      options.maxJournalChars ?? DEFAULT_MAX_TASK_JOURNAL_CHARS
-    )
-    this.#maxLiveTasks = positiveWholeNumber(
-      'maxLiveTasks',
-      options.maxLiveTasks ?? DEFAULT_MAX_LIVE_TASKS,
-      { max: MAX_LIVE_TASKS_CAP }
-    )
-    this.#resultTtlMs = positiveWholeNumber(
-      'resultTtlMs',
-      options.resultTtlMs ?? DEFAULT_TASK_RESULT_TTL_MS,
-      { max: MAX_TASK_TTL_MS }
-    )
-    this.#now = options.now ?? Date.now
+    this.#settings = settings
     const replica = options.replicaId ?? 'replica'
     this.#runner = new TaskRunner({
       server,
@@ -287,14 +169,11 @@ export class TaskEngine<Deps> implements TaskService<Deps> {
       store: options.store,
       owner: `${replica}-${randomBase64url(6)}`,
       logger,
-      leaseMs: this.#leaseMs,
-      maxRunning: positiveWholeNumber(
-        'maxRunning',
-        options.maxRunning ?? DEFAULT_MAX_RUNNING_TASKS
-      ),
-      maxJournalChars: this.#maxJournalChars,
-      resultTtlMs: this.#resultTtlMs,
-      now: this.#now,
+      leaseMs: settings.leaseMs,
+      maxRunning: settings.maxRunning,
+      maxJournalChars: settings.maxJournalChars,
+      resultTtlMs: settings.resultTtlMs,
+      now: settings.now,
     })
   }
 
@@ -333,7 +212,7 @@ export class TaskEngine<Deps> implements TaskService<Deps> {
     binding: StateBinding,
     journal: Journal
   ): Promise<DispatchResult> {
-    const now = this.#now()
+    const now = this.#settings.now()
     const leased = this.#leasesHere()
     const task: NewTask = {
       id: newTaskId(),
@@ -348,16 +227,16 @@ export class TaskEngine<Deps> implements TaskService<Deps> {
       status: 'working',
       createdAt: now,
       updatedAt: now,
-      expiresAt: now + this.#ttlMs,
-      pollIntervalMs: this.#pollIntervalMs,
+      expiresAt: now + this.#settings.ttlMs,
+      pollIntervalMs: this.#settings.pollIntervalMs,
       journal: writeJournal({ replay: journal, issued: {} }),
       leaseOwner: leased ? this.#runner.owner : undefined,
-      leaseExpiresAt: leased ? now + this.#leaseMs : undefined,
+      leaseExpiresAt: leased ? now + this.#settings.leaseMs : undefined,
     }
-    const record = await this.#store.createTask(task, this.#maxLiveTasks)
+    const record = await this.#store.createTask(task, this.#settings.maxLiveTasks)
     if (!record) {
       const live = await this.#store.countLiveTasks(env.principal, now)
-      throw tooManyTasks(live, this.#maxLiveTasks, this.#resultTtlMs)
+      throw tooManyTasks(live, this.#settings.maxLiveTasks, this.#settings.resultTtlMs)
     }
     if (leased) this.#runner.launch(record)
     else await this.#handOver(record.id)
@@ -372,7 +251,8 @@ export class TaskEngine<Deps> implements TaskService<Deps> {
       case METHODS.tasksGet: {
         const { taskId } = parseParams(TaskIdParamsSchema, request.params)
         const record = await this.#find(taskId, caller)
-        if (this.#scheduler && needsRunner(record, this.#now())) await this.#handOver(taskId)
+        if (this.#scheduler && needsRunner(record, this.#settings.now()))
+          await this.#handOver(taskId)
         return { result: detailedTask(record) }
       }
       case METHODS.tasksUpdate: {
@@ -400,7 +280,7 @@ export class TaskEngine<Deps> implements TaskService<Deps> {
    */
   async #find(id: string, caller: TaskCaller): Promise<TaskRecord> {
     const record = await this.#store.getTask(id)
-    if (!record || record.owner !== caller.owner || record.expiresAt <= this.#now())
+    if (!record || record.owner !== caller.owner || record.expiresAt <= this.#settings.now())
       throw taskNotFound()
     const own = requiredScopes(this.#server, METHODS.toolsCall, { name: record.tool })
     const required = missingScopes(own, caller.grant)
@@ -427,7 +307,8 @@ export class TaskEngine<Deps> implements TaskService<Deps> {
       const updated = await this.#store.updateTask(id, record.version, patch)
       if (!updated) continue
       if (patch.leaseOwner === this.#runner.owner) this.#runner.launch(updated)
-      else if (this.#scheduler && needsRunner(updated, this.#now())) await this.#handOver(id)
+      else if (this.#scheduler && needsRunner(updated, this.#settings.now()))
+        await this.#handOver(id)
       return updated
     }
     throw new McpError(
@@ -455,8 +336,9 @@ export class TaskEngine<Deps> implements TaskService<Deps> {
       delete outstanding[key]
     }
     const answers = JSON.stringify(responses)
-    if (answers.length > this.#maxJournalChars) throw answersTooLarge(this.#maxJournalChars)
-    const now = this.#now()
+    if (answers.length > this.#settings.maxJournalChars)
+      throw answersTooLarge(this.#settings.maxJournalChars)
+    const now = this.#settings.now()
     if (Object.keys(outstanding).length > 0) {
       return {
         inputRequests: JSON.stringify(outstanding),
@@ -472,7 +354,7 @@ export class TaskEngine<Deps> implements TaskService<Deps> {
       inputResponses: answers,
       updatedAt: now,
       leaseOwner: leased ? this.#runner.owner : null,
-      leaseExpiresAt: leased ? now + this.#leaseMs : null,
+      leaseExpiresAt: leased ? now + this.#settings.leaseMs : null,
     }
   }
 
@@ -505,9 +387,9 @@ export class TaskEngine<Deps> implements TaskService<Deps> {
 
   /** Ends a task nothing runs at once; flags a running one for its runner. */
   #cancel(record: TaskRecord): TaskPatch | undefined {
-    const now = this.#now()
+    const now = this.#settings.now()
     if (record.status === 'working' && leaseHeld(record, now))
       return record.cancelRequested ? undefined : { cancelRequested: true }
-    return cancelledPatch(record, { now, resultTtlMs: this.#resultTtlMs })
+    return cancelledPatch(record, { now, resultTtlMs: this.#settings.resultTtlMs })
   }
 }
