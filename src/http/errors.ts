@@ -9,16 +9,15 @@
  */
 import type { Context } from 'hono'
 import { ErrorCode, errorResponseText, type ErrorCode as Code } from '../mcp/errors.ts'
-import { isRequestId, type RequestId } from '../mcp/wire.ts'
+import { requestIdOf } from '../mcp/envelope.ts'
+import type { RequestId } from '../mcp/wire.ts'
 
-/** Best-effort id of a JSON-RPC request body (`null` when it cannot be read). */
+/** Best-effort id of a JSON-RPC request body, read as the envelope reads it (`null` when it cannot be). */
 export async function peekRequestId(c: Context, maxBytes: number): Promise<RequestId | null> {
   const length = Number(c.req.header('content-length'))
   if (c.req.method !== 'POST' || !Number.isFinite(length) || length > maxBytes) return null
   try {
-    const message = JSON.parse(await c.req.text()) as { id?: unknown }
-    const id = message?.id
-    return isRequestId(id) ? id : null
+    return requestIdOf(JSON.parse(await c.req.text()))
   } catch {
     return null
   }

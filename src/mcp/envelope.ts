@@ -123,6 +123,15 @@ function nestsDeeperThan(value: unknown, max: number): boolean {
   return false
 }
 
+/**
+ * The id a parsed JSON-RPC message carries, when it is one this revision allows (a string or an
+ * integer); `null` when it has none, another, or is no message object at all. Every reader of a
+ * message's id uses it: the envelope below, and the HTTP layer echoing the id in a refusal.
+ */
+export function requestIdOf(message: unknown): RequestId | null {
+  return isObject(message) && isRequestId(message.id) ? message.id : null
+}
+
 /** Validates a parsed 2026-07-28 message: everything that does not depend on the server's registry. */
 export function parseMessage(message: unknown, headers: Headers): ParsedMessage {
   if (Array.isArray(message)) {
@@ -140,7 +149,7 @@ export function parseMessage(message: unknown, headers: Headers): ParsedMessage 
     )
   }
   const hasId = 'id' in message
-  const id = hasId && isRequestId(message.id) ? message.id : null
+  const id = requestIdOf(message)
   if (message.jsonrpc !== '2.0') {
     fail(id, ErrorCode.InvalidRequest, 'Invalid Request: "jsonrpc" must be "2.0".')
   }
