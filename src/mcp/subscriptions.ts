@@ -12,10 +12,11 @@
  */
 import type { McpLogger } from './logger.ts'
 import { eventStream, type EventStreamBounds } from './event-stream.ts'
-import type { EventBus, ServerEvent } from './event-bus.ts'
+import type { EventBus } from './event-bus.ts'
+import { eventNotification, type NotificationFilter } from './event-notification.ts'
 import { META_SERVER_INFO, META_SUBSCRIPTION_ID } from './protocol.ts'
 import type { CompiledServer } from './server.ts'
-import type { RequestId } from './wire.ts'
+import type { JsonObject, RequestId } from './wire.ts'
 
 export interface ListenFilter {
   toolsListChanged?: boolean
@@ -60,24 +61,20 @@ function honouredFilter<Deps>(server: CompiledServer<Deps>, requested: ListenFil
   return honoured
 }
 
-function notificationFor(
-  event: ServerEvent,
+/** What a listen stream hears (`event-notification.ts`): its honoured filter, each heard tagged. */
+function notificationFilter(
   filter: ListenFilter,
-  principal: string
-): string | undefined {
-  switch (event.kind) {
-    case 'tools_list_changed':
-      return filter.toolsListChanged ? 'notifications/tools/list_changed' : undefined
-    case 'prompts_list_changed':
-      return filter.promptsListChanged ? 'notifications/prompts/list_changed' : undefined
-    case 'resources_list_changed':
-      if (event.principal !== undefined && event.principal !== principal) return undefined
-      return filter.resourcesListChanged ? 'notifications/resources/list_changed' : undefined
-    case 'resource_updated':
-      if (event.principal !== undefined && event.principal !== principal) return undefined
-      return filter.resourceSubscriptions?.includes(event.uri)
-        ? 'notifications/resources/updated'
-        : undefined
+  principal: string,
+  tag: JsonObject
+): NotificationFilter {
+  const { resourceSubscriptions } = filter
+  return {
+    principal,
+    toolsListChanged: filter.toolsListChanged,
+    promptsListChanged: filter.promptsListChanged,
+    resourcesListChanged: filter.resourcesListChanged,
+    subscribed: resourceSubscriptions && ((uri) => resourceSubscriptions.includes(uri)),
+    meta: tag,
   }
 }
 
@@ -85,6 +82,7 @@ export function listen<Deps>(server: CompiledServer<Deps>, options: ListenOption
   const { id, principal } = options
   const filter = honouredFilter(server, options.requested)
   const tag = { [META_SUBSCRIPTION_ID]: id }
+  const heard = notificationFilter(filter, principal, tag)
   return eventStream({
     bus: options.bus,
     // The principal events carry is the caller's, as handlers publish it (`ctx.principal`).
@@ -106,13 +104,7 @@ export function listen<Deps>(server: CompiledServer<Deps>, options: ListenOption
         params: { notifications: filter, _meta: tag },
       },
     ],
-    map(event) {
-      const method = notificationFor(event, filter, principal)
-      if (!method) return undefined
-      const params =
-        event.kind === 'resource_updated' ? { uri: event.uri, _meta: tag } : { _meta: tag }
-      return { jsonrpc: '2.0', method, params }
-    },
+    map: (event) => eventNotification(event, heard),
     closing: () => ({
       jsonrpc: '2.0',
       id,

@@ -1,0 +1,67 @@
+/**
+ * @module mcp/legacy/message
+ * The POSTed 2025-era messages that are not requests, each answered 202 with no body once its scopes
+ * are granted (the 403 challenge otherwise, nothing done or stored):
+ * - a notification; `notifications/cancelled` reaches the replica running the request it names
+ *   through the bus (`request_cancelled`), the others change nothing;
+ * - a JSON-RPC response, the client's answer to a server→client request of an interactive flow: it
+ *   needs the scopes of the call that asked (named in its id: `rendezvous.ts`) and is stored in its
+ *   slot for the replica holding the flow, which the bus wakes (`input_delivered`); an answer no slot
+ *   expects is logged and changes nothing.
+ */
+import type { RequestObservation } from '../observer.ts'
+import { scopeChallenge } from '../scopes.ts'
+import { z } from 'zod'
+import { LEGACY_NOTIFICATIONS } from './protocol.ts'
+import type { LegacySession } from './session.ts'
+import { cancelKey, type LegacyEraContext, type LegacyInput, type Message } from './transport.ts'
+
+const CancelledParamsSchema = z.looseObject({ requestId: z.union([z.string(), z.number()]) })
+
+export async function notification<Deps>(
+  era: LegacyEraContext<Deps>,
+  message: Extract<Message, { kind: 'notification' }>,
+  session: LegacySession,
+  input: LegacyInput,
+  observation: RequestObservation | undefined
+): Promise<Response> {
+  const denied = scopeChallenge(era.server, { id: null, ...message }, input, observation)
+  if (denied) return denied
+  if (message.method === LEGACY_NOTIFICATIONS.cancelled) {
+    const parsed = CancelledParamsSchema.safeParse(message.params)
+    if (parsed.success) {
+      await era.bus.publish({
+        kind: 'request_cancelled',
+        session: session.sid,
+        requestId: await cancelKey(parsed.data.requestId),
+      })
+    }
+  }
+  observation?.succeeded()
+  return new Response(null, { status: 202 })
+}
+
+/**
+ * Stores an answer in its slot for the replica holding the flow. It needs the scopes of the call
+ * that asked (named in its id); refused, it stores nothing.
+ */
+export async function answer<Deps>(
+  era: LegacyEraContext<Deps>,
+  message: Extract<Message, { kind: 'response' }>,
+  session: LegacySession,
+  input: LegacyInput,
+  observation: RequestObservation | undefined
+): Promise<Response> {
+  const denied = scopeChallenge(era.server, { id: null, ...message.call }, input, observation)
+  if (denied) return denied
+  const delivered = await era.sessions.deliverInput(
+    session.sid,
+    message.id,
+    JSON.stringify(message.raw),
+    era.now()
+  )
+  if (delivered)
+    await era.bus.publish({ kind: 'input_delivered', session: session.sid, requestId: message.id })
+  else era.logger.warn('answer for no pending request', { session: session.sid.slice(0, 8) })
+  return new Response(null, { status: 202 })
+}

@@ -1,0 +1,444 @@
+/**
+ * @module mcp/legacy/request
+ * The POSTed 2025-era requests, each first needing its method's or tool's scopes (`scopes.ts`; the
+ * 403 challenge before anything is done or stored):
+ * - `initialize` negotiates a 2025 revision (echoes a supported one, else offers the newest; never
+ *   2026-07-28), answers with a sealed `Mcp-Session-Id` (`session.ts`) and records the session in
+ *   the store until the expiry sealed in it; a principal holding `maxSessions` live sessions has its
+ *   oldest-created one ended to make room (logged; that id then answers 404 like any ended session);
+ * - `ping`, `logging/setLevel` and `resources/(un)subscribe` change or read only the store, except
+ *   that a subscription is accepted only for a URI the caller can read (the engine's
+ *   `resources/read` answers, and its -32602 with `data.uri` is the refusal), and within the caps
+ *   per session and per principal (`session-store.ts`; over them the `CapExceededError` of
+ *   `errors.ts`); a session found gone by then answers the 404 of any session not found;
+ * - everything else goes through the engine's `dispatch`, the one set of handlers, with the
+ *   session's version, capabilities and log level, so tools, resources, prompts and completions are
+ *   the modern path's; the answer is JSON, or an SSE stream once the request sends progress or logs
+ *   first. A suspendable request's `input_required` is served by server→client requests on that
+ *   stream (`input-shim.ts`), the POST then held open against the caps of `stream-limits.ts` (over
+ *   them, the -32602 at 200 before anything is asked); a flow ended early is a tool error for
+ *   `tools/call`, a JSON-RPC error otherwise. `notifications/cancelled` of the session, heard on the
+ *   bus, cancels the request.
+ * JSON-RPC errors about a request's content answer HTTP 200, as 2025 clients expect.
+ */
+import { dispatch, dispatchEnv, isAdvertised } from '../dispatch.ts'
+import { callerBinding, type DispatchEnv, type DispatchResult } from '../dispatch-env.ts'
+import type { McpRequest } from '../envelope.ts'
+import {
+  CapExceededError,
+  ErrorCode,
+  McpError,
+  errorMessage,
+  errorResponseText,
+} from '../errors.ts'
+import { MAX_EVENT_URI_CHARS } from '../event-bus.ts'
+import type { RequestObservation } from '../observer.ts'
+import { parseParams } from '../params.ts'
+import { LOG_LEVELS, METHODS, SUSPENDABLE_METHODS } from '../protocol.ts'
+import { scopeChallenge } from '../scopes.ts'
+import { StateTooLargeError } from '../sealed-state.ts'
+import type { CompiledServer } from '../server.ts'
+import { MAX_SUBSCRIPTIONS_PER_SESSION, type SubscriptionsFull } from '../session-store.ts'
+import type { StreamSlot } from '../stream-limits.ts'
+import { Cancellation, jsonResponse, jsonText, type FinalMessage } from '../streaming.ts'
+import {
+  isObject,
+  isRequestId,
+  type ClientCapabilities,
+  type Implementation,
+  type JsonObject,
+  type RequestId,
+} from '../wire.ts'
+import { z } from 'zod'
+import { FlowEndedError, runWithClientInput } from './input-shim.ts'
+import {
+  HEADER_SESSION_ID,
+  LATEST_LEGACY_VERSION,
+  LEGACY_METHODS,
+  SESSION_NOT_FOUND_CODE,
+  isLegacyVersion,
+} from './protocol.ts'
+import type { LegacySession } from './session.ts'
+import {
+  SESSION_NOT_FOUND_MESSAGE,
+  TransportError,
+  cancelKey,
+  type LegacyEraContext,
+  type LegacyInput,
+  type Message,
+  type OpenedSession,
+} from './transport.ts'
+
+type Request = Extract<Message, { kind: 'request' }>
+
+const InitializeParamsSchema = z.looseObject({
+  protocolVersion: z.string().min(1).max(64),
+  capabilities: z.looseObject({
+    experimental: z.record(z.string(), z.looseObject({})).optional(),
+    roots: z.looseObject({}).optional(),
+    sampling: z.looseObject({}).optional(),
+    elicitation: z.looseObject({}).optional(),
+  }),
+  clientInfo: z.looseObject({ name: z.string(), version: z.string() }),
+})
+const SetLevelParamsSchema = z.looseObject({ level: z.enum(LOG_LEVELS) })
+const SubscribeParamsSchema = z.looseObject({
+  // Longest URI accepted: what a change event of the resource can carry.
+  uri: z.string().min(1).max(MAX_EVENT_URI_CHARS),
+})
+
+/** A JSON-RPC error response to `id` with its HTTP status. */
+function errorResponse(id: RequestId, code: number, message: string, status: number): Response {
+  return jsonText(errorResponseText(id, { code, message }), status)
+}
+
+/** An `initialize` refused for its params: -32602 at 400, its observation settled so. */
+function initializeRefused(
+  id: RequestId,
+  message: string,
+  observation: RequestObservation | undefined
+): Response {
+  observation?.failed({ code: ErrorCode.InvalidParams })
+  return errorResponse(id, ErrorCode.InvalidParams, message, 400)
+}
+
+/** Negotiates a revision and opens a new session (module header). */
+export async function initialize<Deps>(
+  era: LegacyEraContext<Deps>,
+  id: RequestId,
+  params: JsonObject,
+  input: LegacyInput,
+  observation: RequestObservation | undefined
+): Promise<Response> {
+  const { server } = era
+  const message = { id, method: LEGACY_METHODS.initialize, params }
+  const denied = scopeChallenge(server, message, input, observation)
+  if (denied) return denied
+  const parsed = InitializeParamsSchema.safeParse(params)
+  if (!parsed.success) {
+    return initializeRefused(
+      id,
+      'Invalid params: initialize needs protocolVersion, capabilities and clientInfo {name, version}.',
+      observation
+    )
+  }
+  const requested = parsed.data.protocolVersion
+  const protocolVersion = isLegacyVersion(requested) ? requested : LATEST_LEGACY_VERSION
+  let session: LegacySession
+  try {
+    session = await era.codec.issue(callerBinding(input.principal, input.client), {
+      protocolVersion,
+      capabilities: parsed.data.capabilities as ClientCapabilities,
+      clientInfo: parsed.data.clientInfo as Implementation,
+    })
+  } catch (error) {
+    if (!(error instanceof StateTooLargeError)) throw error
+    return initializeRefused(
+      id,
+      'Invalid params: the client capabilities and info are too large for a session.',
+      observation
+    )
+  }
+  const { maxSessions } = era
+  const evicted = await era.sessions.createSession(
+    session.sid,
+    input.principal,
+    session.expiresAt,
+    era.now(),
+    maxSessions
+  )
+  if (evicted > 0) {
+    era.logger.warn('initialize ended the oldest sessions of a principal at its session cap', {
+      session: session.sid.slice(0, 8),
+      evicted,
+      maxSessions,
+    })
+  }
+  observation?.session(session.sid, protocolVersion)
+  observation?.succeeded()
+  const result: JsonObject = {
+    protocolVersion,
+    capabilities: { ...server.capabilities },
+    serverInfo: server.info,
+  }
+  if (server.instructions) result.instructions = server.instructions
+  const response = jsonResponse({ jsonrpc: '2.0', id, result })
+  response.headers.set(HEADER_SESSION_ID, session.token)
+  return response
+}
+
+/** Any request but `initialize`, in the session `opened` (module header). */
+export async function request<Deps>(
+  era: LegacyEraContext<Deps>,
+  message: Request,
+  opened: OpenedSession,
+  input: LegacyInput,
+  observation: RequestObservation | undefined
+): Promise<Response> {
+  const { id, method } = message
+  const denied = scopeChallenge(era.server, message, input, observation)
+  if (denied) return denied
+  try {
+    const result = await sessionMethod(era, message, opened.session, input)
+    if (result !== undefined) {
+      observation?.succeeded()
+      return jsonResponse({ jsonrpc: '2.0', id, result })
+    }
+  } catch (error) {
+    // A session found gone is answered as `post` answers every transport failure.
+    if (error instanceof TransportError) throw error
+    observation?.failed(error)
+    const { text, status } = failure(era, id, error)
+    return jsonText(text, status)
+  }
+  if (!isDispatched(era.server, method)) {
+    observation?.failed({ code: ErrorCode.MethodNotFound })
+    return errorResponse(id, ErrorCode.MethodNotFound, `Method not found: ${method}`, 200)
+  }
+  const engine = engineRequest(era.server, message, opened)
+  return dispatched(era, message, engine, opened.session, input, observation)
+}
+
+/** Methods that only touch the store; `undefined` when the request's method is not one of them. */
+async function sessionMethod<Deps>(
+  era: LegacyEraContext<Deps>,
+  { id, method, params }: Request,
+  session: LegacySession,
+  input: LegacyInput
+): Promise<JsonObject | undefined> {
+  const { server, sessions } = era
+  switch (method) {
+    case LEGACY_METHODS.ping:
+      return {}
+    case LEGACY_METHODS.setLogLevel: {
+      if (!server.capabilities.logging)
+        throw new McpError(ErrorCode.MethodNotFound, `Method not found: ${method}`)
+      const { level } = parseParams(SetLevelParamsSchema, params)
+      await sessions.setSessionLogLevel(session.sid, level)
+      return {}
+    }
+    case LEGACY_METHODS.subscribe:
+    case LEGACY_METHODS.unsubscribe: {
+      if (!server.capabilities.resources?.subscribe)
+        throw new McpError(ErrorCode.MethodNotFound, `Method not found: ${method}`)
+      const { uri } = parseParams(SubscribeParamsSchema, params)
+      if (method === LEGACY_METHODS.unsubscribe) {
+        await sessions.removeSubscription(session.sid, uri)
+        return {}
+      }
+      await assertReadable(era, uri, session, input)
+      const outcome = await sessions.addSubscription(
+        session.sid,
+        uri,
+        era.now(),
+        era.maxSubscriptions
+      )
+      if (outcome === 'no_session') {
+        throw new TransportError(404, SESSION_NOT_FOUND_CODE, SESSION_NOT_FOUND_MESSAGE, id)
+      }
+      if (outcome !== 'subscribed') throw subscriptionsFull(outcome, era.maxSubscriptions)
+      return {}
+    }
+    default:
+      return undefined
+  }
+}
+
+/**
+ * Returns when the caller can read `uri`: the engine's `resources/read` finds it through the
+ * server's resources and templates and the app's read answers (a read that would first ask the
+ * user counts). Otherwise throws what that read answers, -32602 with `data.uri` for a resource
+ * the server does not have or the app does not find (a note that does not exist, or another's).
+ */
+async function assertReadable<Deps>(
+  era: LegacyEraContext<Deps>,
+  uri: string,
+  session: LegacySession,
+  input: LegacyInput
+): Promise<void> {
+  const request: McpRequest = {
+    id: 0,
+    method: METHODS.resourcesRead,
+    params: { uri },
+    protocolVersion: session.protocolVersion,
+    clientCapabilities: session.clientCapabilities,
+  }
+  await dispatch(request, dispatchEnv(era.base, request, input, new Cancellation(input.signal)))
+}
+
+/** The error a `resources/subscribe` refused at a cap answers: what the caller can do about it. */
+function subscriptionsFull(
+  { full, held }: SubscriptionsFull,
+  maxSubscriptions: number
+): CapExceededError {
+  if (full === 'session') {
+    return new CapExceededError(
+      { cap: 'subscriptions', scope: 'session', limit: MAX_SUBSCRIPTIONS_PER_SESSION, held },
+      `Too many subscriptions: this session holds ${held} resource subscriptions, and at most ${MAX_SUBSCRIPTIONS_PER_SESSION} are allowed per session; unsubscribe from some first.`
+    )
+  }
+  return new CapExceededError(
+    { cap: 'subscriptions', scope: 'principal', limit: maxSubscriptions, held },
+    `Too many subscriptions: your sessions hold ${held} resource subscriptions together, and at most ${maxSubscriptions} are allowed; unsubscribe from some, or end sessions you no longer use (DELETE /mcp with their Mcp-Session-Id).`
+  )
+}
+
+/** Whether `method` is served in the 2025 era through the engine's dispatch. */
+function isDispatched<Deps>(server: CompiledServer<Deps>, method: string): boolean {
+  return method !== METHODS.discover && method !== METHODS.listen && isAdvertised(server, method)
+}
+
+/**
+ * In-request failures answer HTTP 200 in this era: the JSON-RPC error is the response (a call
+ * refused its stream slot included: it is an operation refused, not a stream's opening).
+ */
+function failure<Deps>(era: LegacyEraContext<Deps>, id: RequestId, error: unknown): FinalMessage {
+  return { ...errorMessage(id, error, era.logger), status: 200 }
+}
+
+/** Params as a 2025 client sends them, without the fields only the shim may set. */
+function withoutFlowFields({
+  inputResponses: _i,
+  requestState: _s,
+  ...params
+}: JsonObject): JsonObject {
+  return params
+}
+
+/** The engine's request for a 2025 one: the session's version, capabilities and log level. */
+function engineRequest<Deps>(
+  server: CompiledServer<Deps>,
+  { id, method, params }: Request,
+  { session, record }: OpenedSession
+): McpRequest {
+  const bare = withoutFlowFields(params)
+  const meta = isObject(bare._meta) ? bare._meta : undefined
+  const request: McpRequest = {
+    id,
+    method,
+    params: bare,
+    protocolVersion: session.protocolVersion,
+    clientCapabilities: session.clientCapabilities,
+  }
+  if (server.capabilities.logging && record.logLevel) request.logLevel = record.logLevel
+  if (isRequestId(meta?.progressToken)) request.progressToken = meta.progressToken
+  return request
+}
+
+/**
+ * Serves a request through the engine's dispatch on its response channel (JSON, or SSE once it
+ * sends something first), cancelled by the session's `notifications/cancelled` for its id.
+ */
+async function dispatched<Deps>(
+  era: LegacyEraContext<Deps>,
+  call: Request,
+  request: McpRequest,
+  session: LegacySession,
+  input: LegacyInput,
+  observation: RequestObservation | undefined
+): Promise<Response> {
+  const { id } = request
+  const { sid } = session
+  const cancellation = new Cancellation(input.signal)
+  const env = dispatchEnv(era.base, request, input, cancellation, { observation })
+  const key = await cancelKey(id)
+  const unsubscribe = era.bus.subscribe(
+    (event) => {
+      if (event.kind === 'request_cancelled' && event.session === sid && event.requestId === key) {
+        cancellation.cancel()
+      }
+    },
+    { session: sid }
+  )
+  /** Settles into the final message, serialisation included; never rejects. */
+  const settle = async (): Promise<FinalMessage> => {
+    try {
+      const { result } = SUSPENDABLE_METHODS.has(request.method)
+        ? await interactive(era, call, request, env, session, input)
+        : await dispatch(request, env)
+      const text = JSON.stringify({ jsonrpc: '2.0', id, result })
+      if (typeof text !== 'string') throw new TypeError('The result has no JSON form.')
+      observation?.succeeded(result)
+      return { text, status: 200 }
+    } catch (error) {
+      observation?.failed(error)
+      return failure(era, id, error)
+    } finally {
+      unsubscribe()
+    }
+  }
+  return env.channel.respond(observation ? observation.run(settle) : settle())
+}
+
+/**
+ * Runs a suspendable request to its end, each `input_required` served by server→client requests on
+ * its stream (`input-shim.ts`). From the first one (before any question is sent) the POST is held
+ * open for the client, and counts against the caps, until the flow ends.
+ */
+async function interactive<Deps>(
+  era: LegacyEraContext<Deps>,
+  call: Request,
+  request: McpRequest,
+  env: DispatchEnv<Deps>,
+  session: LegacySession,
+  input: LegacyInput
+): Promise<DispatchResult> {
+  const { channel, cancellation } = env
+  let slot: StreamSlot | undefined
+  try {
+    return await runWithClientInput(
+      async (inputResponses, requestState) => {
+        const outcome = await dispatch(
+          inputResponses === undefined
+            ? request
+            : { ...request, params: { ...request.params, inputResponses, requestState } },
+          env
+        )
+        if (!slot && outcome.result.resultType === 'input_required') {
+          slot = era.streamLimits.acquire(
+            { principal: input.principal, session: session.sid },
+            'interactive'
+          )
+        }
+        return outcome
+      },
+      {
+        session,
+        call,
+        sessions: era.sessions,
+        bus: era.bus,
+        send: (outgoing) => channel.notify(outgoing),
+        signal: cancellation.signal,
+        now: era.now,
+        inputTimeoutMs: era.input?.timeoutMs,
+        maxRounds: era.input?.maxRounds,
+        urlPollMs: era.input?.urlPollMs,
+        answerPollMs: era.input?.answerPollMs,
+        keepAlive: () => channel.keepAlive(),
+        keepAliveMs: era.stream?.keepAliveMs,
+      }
+    )
+  } catch (error) {
+    return endedFlow(request.method, error)
+  } finally {
+    slot?.release()
+  }
+}
+
+/**
+ * A flow ended early (`FlowEndedError`, or an ask the client's capabilities cannot serve): a tool
+ * error `tools/call` answers, else the JSON-RPC error thrown (-32603, and -32600 for a missing
+ * capability); anything else is thrown as it is.
+ */
+function endedFlow(method: string, error: unknown): DispatchResult {
+  const missingCapability =
+    error instanceof McpError && error.code === ErrorCode.MissingRequiredClientCapability
+  if (!(error instanceof FlowEndedError) && !missingCapability) throw error
+  if (method === METHODS.toolsCall) {
+    return { result: { content: [{ type: 'text', text: error.message }], isError: true } }
+  }
+  throw new McpError(
+    error instanceof FlowEndedError ? ErrorCode.InternalError : ErrorCode.InvalidRequest,
+    error.message
+  )
+}

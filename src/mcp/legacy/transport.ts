@@ -1,0 +1,205 @@
+/**
+ * @module mcp/legacy/transport
+ * What the parts of the 2025-era face share (`handler.ts` builds it, `message.ts`, `request.ts` and
+ * `stream.ts` serve with it): the era's context (`LegacyEraContext`: the server, the store, the bus
+ * and the bounds, resolved once), the JSON-RPC shape of one POSTed message (`readMessage`), the live
+ * session a message names with its store record (`openSession`: read once per message), the
+ * transport failures answered 4xx (`TransportError`, `transportFailure`), and how a request id
+ * travels in `request_cancelled` (`cancelKey`).
+ */
+import { sha256Base64url } from '../canonical-json.ts'
+import type { DispatchBase } from '../dispatch.ts'
+import { callerBinding } from '../dispatch-env.ts'
+import { ErrorCode, errorResponseText } from '../errors.ts'
+import type { EventStreamBounds } from '../event-stream.ts'
+import { MAX_EVENT_ID_CHARS, type EventBus } from '../event-bus.ts'
+import type { McpHttpInput } from '../http-input.ts'
+import type { McpLogger } from '../logger.ts'
+import type { ServerTelemetry } from '../observer.ts'
+import { HEADER_PROTOCOL_VERSION } from '../protocol.ts'
+import type { CompiledServer } from '../server.ts'
+import type { SessionRecord, SessionStore } from '../session-store.ts'
+import type { StreamLimits } from '../stream-limits.ts'
+import { jsonText } from '../streaming.ts'
+import { isObject, isRequestId, type JsonObject, type RequestId } from '../wire.ts'
+import { HEADER_SESSION_ID, SESSION_NOT_FOUND_CODE, isLegacyVersion } from './protocol.ts'
+import { MAX_ANSWER_ID_CHARS, askingCall, type AskingCall } from './rendezvous.ts'
+import type { LegacySession, SessionCodec } from './session.ts'
+
+/** What the HTTP layer hands over for a 2025-era message (its body is already parsed). */
+export type LegacyInput = Omit<McpHttpInput, 'body' | 'method'>
+
+/** Bounds of interactive flows (`input-shim.ts`). */
+export interface InteractiveFlowBounds {
+  timeoutMs?: number
+  maxRounds?: number
+  urlPollMs?: number
+  answerPollMs?: number
+}
+
+/** What every part of the 2025-era face serves with, resolved once when the era is built. */
+export interface LegacyEraContext<Deps> {
+  readonly server: CompiledServer<Deps>
+  /** What every request of the era is dispatched with (server, deps, `requestState` sealer, logger). */
+  readonly base: DispatchBase<Deps>
+  readonly codec: SessionCodec
+  readonly sessions: SessionStore
+  readonly bus: EventBus
+  readonly logger: McpLogger
+  readonly now: () => number
+  readonly streamLimits: StreamLimits
+  /** Live sessions one principal may hold (`Infinity`: no cap). */
+  readonly maxSessions: number
+  /** Subscriptions one principal's sessions may hold together (`Infinity`: no cap). */
+  readonly maxSubscriptions: number
+  readonly input: InteractiveFlowBounds | undefined
+  readonly stream: EventStreamBounds | undefined
+  readonly shutdown: AbortSignal | undefined
+  readonly telemetry: ServerTelemetry | undefined
+}
+
+/** A live session and its record in the store, as read once for the message naming it. */
+export interface OpenedSession {
+  readonly session: LegacySession
+  readonly record: SessionRecord
+}
+
+export type Message =
+  | { kind: 'request'; id: RequestId; method: string; params: JsonObject }
+  | { kind: 'notification'; method: string; params: JsonObject }
+  | { kind: 'response'; id: string; raw: JsonObject; call: AskingCall }
+
+/** What a request naming a session that is not live here is told (404 -32001). */
+export const SESSION_NOT_FOUND_MESSAGE =
+  'Session not found: it ended or is not valid here; send initialize to start a new one.'
+
+/** A failure of the transport (parse, shape, session, headers), answered with its 4xx status. */
+export class TransportError extends Error {
+  override name = 'TransportError'
+  readonly status: 400 | 404 | 405 | 406
+  readonly code: number
+  readonly id: RequestId | null
+
+  constructor(
+    status: 400 | 404 | 405 | 406,
+    code: number,
+    message: string,
+    id: RequestId | null = null
+  ) {
+    super(message)
+    this.status = status
+    this.code = code
+    this.id = id
+  }
+}
+
+/** The JSON-RPC error response a transport failure is answered with. */
+export function transportFailure({ id, code, message, status }: TransportError): Response {
+  return jsonText(errorResponseText(id, { code, message }), status)
+}
+
+/** The JSON-RPC shape of one 2025-era message (-32600 for anything else). */
+export function readMessage(message: unknown): Message {
+  if (Array.isArray(message)) {
+    throw new TransportError(
+      400,
+      ErrorCode.InvalidRequest,
+      'Invalid Request: batches are not supported; send one JSON-RPC message per POST.'
+    )
+  }
+  if (!isObject(message) || message.jsonrpc !== '2.0') {
+    throw new TransportError(
+      400,
+      ErrorCode.InvalidRequest,
+      'Invalid Request: "jsonrpc" must be "2.0".'
+    )
+  }
+  const id = 'id' in message && isRequestId(message.id) ? message.id : null
+  if (typeof message.method !== 'string') {
+    if ('result' in message || 'error' in message) {
+      const call =
+        typeof message.id === 'string' && message.id.length <= MAX_ANSWER_ID_CHARS
+          ? askingCall(message.id)
+          : undefined
+      if (!call) {
+        throw new TransportError(
+          400,
+          ErrorCode.InvalidRequest,
+          'Invalid Request: this response answers no request the server sent.'
+        )
+      }
+      return { kind: 'response', id: message.id as string, raw: message, call }
+    }
+    throw new TransportError(
+      400,
+      ErrorCode.InvalidRequest,
+      'Invalid Request: "method" must be a string.',
+      id
+    )
+  }
+  if ('params' in message && message.params !== undefined && !isObject(message.params)) {
+    throw new TransportError(
+      400,
+      ErrorCode.InvalidRequest,
+      'Invalid Request: "params" must be an object.',
+      id
+    )
+  }
+  const params = (message.params as JsonObject | undefined) ?? {}
+  if (!('id' in message)) return { kind: 'notification', method: message.method, params }
+  if (id === null) {
+    throw new TransportError(
+      400,
+      ErrorCode.InvalidRequest,
+      'Invalid Request: "id" must be a string or an integer.'
+    )
+  }
+  return { kind: 'request', id, method: message.method, params }
+}
+
+/**
+ * The live session a message names, with its record (one store read), or the transport error to
+ * answer: 400 without an id, 404 for one that is unknown, tampered with, expired, another
+ * principal's or ended, 400 for an `MCP-Protocol-Version` that is not the negotiated one.
+ */
+export async function openSession(
+  era: Pick<LegacyEraContext<unknown>, 'codec' | 'sessions'>,
+  input: LegacyInput,
+  id: RequestId | null
+): Promise<OpenedSession> {
+  const token = input.headers.get(HEADER_SESSION_ID)
+  if (token === null) {
+    throw new TransportError(
+      400,
+      ErrorCode.InvalidRequest,
+      'Bad Request: the Mcp-Session-Id header is required; send initialize first.',
+      id
+    )
+  }
+  const session = await era.codec.open(token.trim(), callerBinding(input.principal, input.client))
+  const record = session && (await era.sessions.getSession(session.sid))
+  if (!session || record === undefined) {
+    throw new TransportError(404, SESSION_NOT_FOUND_CODE, SESSION_NOT_FOUND_MESSAGE, id)
+  }
+  const header = input.headers.get(HEADER_PROTOCOL_VERSION)?.trim()
+  if (header !== undefined && header !== session.protocolVersion) {
+    throw new TransportError(
+      400,
+      ErrorCode.InvalidRequest,
+      isLegacyVersion(header)
+        ? `Bad Request: MCP-Protocol-Version ${header} is not the version this session negotiated (${session.protocolVersion}).`
+        : `Bad Request: unsupported MCP-Protocol-Version ${JSON.stringify(header.slice(0, 64))}; this session uses ${session.protocolVersion}.`,
+      id
+    )
+  }
+  return { session, record }
+}
+
+/**
+ * How a request id travels in `request_cancelled`: its JSON text (so 7 and "7" stay apart), or a
+ * digest of it when that is longer than the bus carries.
+ */
+export async function cancelKey(id: RequestId): Promise<string> {
+  const text = JSON.stringify(id)
+  return text.length <= MAX_EVENT_ID_CHARS ? text : `#${await sha256Base64url(text)}`
+}
