@@ -54,6 +54,8 @@ export default defineConfig(
           ignoreRestSiblings: true,
         },
       ],
+      // A `let` read by a closure before its one assignment (a handler wired both ways) stays `let`.
+      'prefer-const': ['error', { ignoreReadBeforeAssign: true }],
       // Forwarding an AbortSignal's reason (typed `any` by the DOM lib) unchanged is the platform's way.
       '@typescript-eslint/prefer-promise-reject-errors': ['error', { allowThrowingAny: true }],
       // Off: an `async` method without `await` implements a promise-returning port and turns a throw into

@@ -615,7 +615,7 @@ async function benchmark(tool: string | undefined, pinned: boolean): Promise<num
       skipped,
     }
 
-    const out = resolve(root, values.out as string)
+    const out = resolve(root, values.out)
     mkdirSync(dirname(out), { recursive: true })
     writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`)
     console.log(`\n${formatTable(report)}\n`)

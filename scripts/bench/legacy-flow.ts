@@ -105,7 +105,6 @@ export async function runLegacyFlows(options: DriveOptions): Promise<LoadResult>
     } else errors += 1
   }
 
-  let started = 0
   let deadline = 0
   const more = () => performance.now() < deadline && responses < options.maxRequests
 
@@ -193,10 +192,10 @@ export async function runLegacyFlows(options: DriveOptions): Promise<LoadResult>
     // Sessions first, so the window holds flows only.
     const sessions = await Promise.all(Array.from({ length: options.connections }, open))
     const cpuBefore = process.cpuUsage()
-    started = performance.now()
+    const started = performance.now()
     deadline = started + options.durationSeconds * 1000
     await Promise.all(
-      sessions.map((opened, index) => (opened ? client(opened.session, index) : undefined))
+      sessions.flatMap((opened, index) => (opened ? [client(opened.session, index)] : []))
     )
     seconds = (performance.now() - started) / 1000
     cpu = process.cpuUsage(cpuBefore)

@@ -60,7 +60,7 @@ function taskRow(row: Record<string, unknown>): TaskRow {
   return {
     id: String(row.id),
     status: String(row.status) as TaskStatus,
-    leaseOwner: row.lease_owner === null ? null : String(row.lease_owner),
+    leaseOwner: typeof row.lease_owner === 'string' ? row.lease_owner : null,
     leaseExpiresAt: expires === null ? null : Number(expires),
   }
 }

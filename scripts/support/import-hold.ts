@@ -80,7 +80,7 @@ export function holdImports(store: NotesStore, channel: HoldChannel): NotesStore
   }
 
   return new Proxy(store, {
-    get(target, key) {
+    get(target, key): unknown {
       if (key === 'importNotes') return importNotes
       const value: unknown = Reflect.get(target, key, target)
       return typeof value === 'function' ? value.bind(target) : value

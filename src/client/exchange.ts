@@ -156,6 +156,11 @@ function parseMessage(text: string): JsonObject {
   return message
 }
 
+/** The error for an answer that carries another request's id. */
+function answeredAnother(id: unknown): McpDriverError {
+  return protocolError(`the server answered another request (id ${String(id)})`)
+}
+
 function finalMessage(message: JsonObject, id: RequestId): FinalMessage {
   if (typeof message.method === 'string') {
     throw protocolError(
@@ -167,7 +172,7 @@ function finalMessage(message: JsonObject, id: RequestId): FinalMessage {
   if ('error' in message) {
     const { error } = message
     if (message.id !== id && message.id !== null) {
-      throw protocolError(`the server answered another request (id ${String(message.id)})`)
+      throw answeredAnother(message.id)
     }
     if (!isObject(error) || !Number.isInteger(error.code) || typeof error.message !== 'string') {
       throw protocolError('the server sent a malformed JSON-RPC error')
@@ -175,7 +180,7 @@ function finalMessage(message: JsonObject, id: RequestId): FinalMessage {
     return { error: { code: error.code as number, message: error.message, data: error.data } }
   }
   if (message.id !== id) {
-    throw protocolError(`the server answered another request (id ${String(message.id)})`)
+    throw answeredAnother(message.id)
   }
   if (!isObject(message.result)) {
     throw protocolError('the server sent a response without a result object')

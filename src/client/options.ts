@@ -167,8 +167,10 @@ export function resolveClientOptions(options: McpClientOptions): ClientSettings 
     throw new TypeError('headers must be an object or a function returning one')
   }
 
+  if (options.handlers !== undefined && !isObject(options.handlers)) {
+    throw new TypeError('handlers must be an object')
+  }
   const given: InputHandlers = options.handlers ?? {}
-  if (!isObject(given as unknown)) throw new TypeError('handlers must be an object')
   for (const name of ['elicit', 'sample', 'roots'] as const) {
     optionalFunction(`handlers.${name}`, given[name])
   }

@@ -255,7 +255,7 @@ function inputJob(
     case 'sampling/createMessage': {
       const sample = handlers.sample
       if (!sample) throw missing('sample')
-      return (ctx) => sample(params as unknown as CreateMessageParams, ctx)
+      return (ctx) => sample(params as CreateMessageParams, ctx)
     }
     case 'roots/list': {
       const roots = handlers.roots

@@ -7,7 +7,7 @@
  * nothing — only the structure of the report and zero verification errors. Takes about three
  * minutes.
  */
-import { spawnSync } from 'node:child_process'
+import { spawnSync, type SpawnSyncReturns } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -76,7 +76,7 @@ interface Report {
 
 describe('npm run bench -- --quick', () => {
   let directory: string
-  let run: ReturnType<typeof spawnSync>
+  let run: SpawnSyncReturns<string>
   let report: Report
 
   beforeAll(() => {

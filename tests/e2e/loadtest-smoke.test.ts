@@ -77,14 +77,11 @@ function loadtest(
       setTimeout(() => child.kill('SIGKILL'), 10_000).unref()
     }, RUN_TIMEOUT_MS)
     child.once('error', reject)
-    child.once('exit', async (code) => {
+    child.once('exit', (code) => {
       clearTimeout(stop)
-      try {
-        const summary = JSON.parse(await readFile(out, 'utf8')) as LoadtestSummary
-        resolve({ code, output, summary })
-      } catch {
-        reject(new Error(`the load test wrote no summary (exit ${code}):\n${output}`))
-      }
+      readFile(out, 'utf8')
+        .then((text) => resolve({ code, output, summary: JSON.parse(text) as LoadtestSummary }))
+        .catch(() => reject(new Error(`the load test wrote no summary (exit ${code}):\n${output}`)))
     })
   })
 }

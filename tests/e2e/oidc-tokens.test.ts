@@ -254,21 +254,21 @@ describe.skipIf(!RUN)('the notes server with a real authorization server', () =>
     expect(read).toBeInstanceOf(McpClientError)
     const found = await theirs.callTool('search_notes', { query: 'secret plans' })
     expect(found.structuredContent).toEqual({ notes: [] })
-    const completed = await theirs.complete(
+    const completed: JsonObject = await theirs.complete(
       { type: 'ref/resource', uri: 'note://{id}' },
       { name: 'id', value: id.slice(0, 4) }
     )
-    expect((completed as JsonObject).completion.values).not.toContain(id)
+    expect(completed.completion.values).not.toContain(id)
     // The same four through alice's own token.
     expect((await mine.callTool('get_note', { id })).isError).toBeFalsy()
     expect(JSON.stringify((await mine.readResource(`note://${id}`)).contents)).toContain(
       'Alice secret plans'
     )
-    const own = await mine.complete(
+    const own: JsonObject = await mine.complete(
       { type: 'ref/resource', uri: 'note://{id}' },
       { name: 'id', value: id.slice(0, 4) }
     )
-    expect((own as JsonObject).completion.values).toContain(id)
+    expect(own.completion.values).toContain(id)
   })
 
   it("refuses bob's replay of alice's requestState", async () => {

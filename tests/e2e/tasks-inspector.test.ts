@@ -12,6 +12,7 @@ import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { JsonObject } from '../support/mcp-request.ts'
 import { startServer, tempDataDir, type ServerProcess } from '../support/server-process.ts'
 import { TASKS, rpcAt } from '../support/tasks.ts'
 
@@ -47,7 +48,7 @@ afterAll(async () => {
 })
 
 /** Runs the CLI against the server in the modern era and answers its JSON output. */
-async function cli(...args: string[]): Promise<Record<string, any>> {
+async function cli(...args: string[]): Promise<JsonObject> {
   const { stdout } = await run(
     process.execPath,
     [
@@ -63,7 +64,7 @@ async function cli(...args: string[]): Promise<Record<string, any>> {
     ],
     { env: { ...process.env, HOME: home }, timeout: 40_000 }
   )
-  return JSON.parse(stdout) as Record<string, any>
+  return JSON.parse(stdout) as JsonObject
 }
 
 describe('the MCP Inspector (2.12) CLI and tasks', () => {

@@ -12,7 +12,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { formatKeyRing, generateKey } from '../../src/mcp/key-ring.ts'
 import { LEGACY_VERSION, initializeMessage } from '../support/legacy-request.ts'
-import { mcpInit } from '../support/mcp-request.ts'
+import { mcpInit, type JsonObject } from '../support/mcp-request.ts'
 import {
   startOtlpReceiver,
   type OtlpReceiver,
@@ -55,7 +55,7 @@ async function post(
   replica: 'a' | 'b',
   method: string,
   options: Parameters<typeof mcpInit>[1]
-): Promise<{ response: Response; body: Record<string, any> }> {
+): Promise<{ response: Response; body: JsonObject }> {
   const response = await fetch(replicas[replica].url, mcpInit(method, options))
   const text = await response.text()
   expect(response.status, text).toBe(200)

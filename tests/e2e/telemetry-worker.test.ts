@@ -11,7 +11,7 @@
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { formatKeyRing, generateKey } from '../../src/mcp/key-ring.ts'
-import { mcpInit } from '../support/mcp-request.ts'
+import { mcpInit, type JsonObject } from '../support/mcp-request.ts'
 import { startOtlpReceiver, type OtlpReceiver } from '../support/otlp-receiver.ts'
 import { startWorker, type WorkerProcess } from '../workers/wrangler-dev.ts'
 
@@ -60,7 +60,7 @@ async function call(name: string, args: Record<string, unknown>, meta = {}) {
   )
   const text = await response.text()
   expect(response.status, text).toBe(200)
-  return JSON.parse(text) as { result: Record<string, any> }
+  return JSON.parse(text) as { result: JsonObject }
 }
 
 describe('telemetry of the Worker in workerd, exported over fetch', () => {

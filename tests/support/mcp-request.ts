@@ -24,8 +24,10 @@ import {
   PROTOCOL_VERSION,
 } from '../../src/mcp/protocol.ts'
 
-// Test code reads arbitrary JSON answers; `any` keeps the assertions readable.
-export type JsonObject = Record<string, any>
+/** A JSON value a test reads: `any` keeps the assertions readable. The tests' one explicit `any`. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- see the line above
+export type JsonValue = any
+export type JsonObject = Record<string, JsonValue>
 
 /** The engine's in-process base URL; its host is on the default Host allow-list. */
 export const MCP_URL = 'http://127.0.0.1/mcp'
@@ -198,7 +200,7 @@ export interface ExpectedError {
 export async function expectError(
   response: Response,
   expected: ExpectedError
-): Promise<{ code: number; message: string; data?: any }> {
+): Promise<{ code: number; message: string; data?: JsonValue }> {
   expect(response.status).toBe(expected.status)
   expect(response.headers.get('content-type')).toMatch(/^application\/json\b/)
   const body = (await response.json()) as JsonObject

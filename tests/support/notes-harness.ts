@@ -26,7 +26,7 @@ import { META_LOG_LEVEL, type LogLevel } from '../../src/mcp/protocol.ts'
 import { StateSealer } from '../../src/mcp/sealed-state.ts'
 import type { ClientCapabilities } from '../../src/mcp/wire.ts'
 import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
-import { postMcp, readMessages, requestApp } from './mcp-request.ts'
+import { postMcp, readMessages, requestApp, type JsonValue } from './mcp-request.ts'
 import { TEST_AUTH_ENV, bearer } from './test-tokens.ts'
 
 export const ORIGIN = 'http://127.0.0.1'
@@ -59,13 +59,13 @@ export interface RpcResponse {
   status: number
   headers: Headers
   /** The parsed JSON body, or the parsed messages of every SSE event in order. */
-  body: any
+  body: JsonValue
   /** The final JSON-RPC message: the JSON body, or the last SSE event. */
-  message: any
+  message: JsonValue
   /** Notifications sent before the final message (SSE only). */
-  notifications: any[]
-  result: any
-  error: any
+  notifications: JsonValue[]
+  result: JsonValue
+  error: JsonValue
 }
 
 export interface SharePage {

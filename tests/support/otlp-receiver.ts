@@ -12,6 +12,7 @@
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { gunzipSync } from 'node:zlib'
+import type { JsonObject } from './mcp-request.ts'
 
 export type AttributeValue =
   string | number | boolean | AttributeValue[] | { [key: string]: AttributeValue }
@@ -236,7 +237,7 @@ function protoPoints(body: Uint8Array): ReceivedPoint[] {
 
 // ---- OTLP/JSON --------------------------------------------------------------------------------
 
-type Json = Record<string, any>
+type Json = JsonObject
 
 function jsonAnyValue(value: Json): AttributeValue {
   if ('stringValue' in value) return value.stringValue

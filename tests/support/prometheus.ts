@@ -12,6 +12,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { serviceTestsRun } from './ci.ts'
+import type { JsonValue } from './mcp-request.ts'
 import { freePort } from './server-process.ts'
 
 /** `PROMETHEUS_PATH`, else `prometheus` on PATH, when it runs (`--version`). */
@@ -96,7 +97,7 @@ export async function startPrometheus(targets: string[]): Promise<PrometheusServ
 
   const api = async (path: string) => {
     const response = await fetch(`${url}${path}`, { signal: AbortSignal.timeout(5000) })
-    const body = (await response.json()) as { status: string; data: any; error?: string }
+    const body = (await response.json()) as { status: string; data: JsonValue; error?: string }
     if (body.status !== 'success') throw new Error(`Prometheus ${path}: ${body.error}`)
     return body.data
   }
@@ -131,9 +132,8 @@ export async function startPrometheus(targets: string[]): Promise<PrometheusServ
     query,
     async waitForQuery(expr, ready, deadlineMs = 30_000) {
       const until = Date.now() + deadlineMs
-      let last: Sample[] = []
       for (;;) {
-        last = await query(expr)
+        const last = await query(expr)
         if (ready(last)) return last
         if (Date.now() > until)
           throw new Error(`${expr} never answered as expected; last: ${JSON.stringify(last)}`)

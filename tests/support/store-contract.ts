@@ -1586,19 +1586,19 @@ export function describeNotesStoreContract(
 
       it("an id naming another principal's note is skipped: that note is untouched and stays invisible", async () => {
         const [bobs] = [imported('bob secret', 'bob body', ['mine'])]
-        expect(await store.importNotes(bob, [bobs!], T0)).toBe(1)
-        const bobsNote = await store.get(bob, bobs!.id)
+        expect(await store.importNotes(bob, [bobs], T0)).toBe(1)
+        const bobsNote = await store.get(bob, bobs.id)
         const created = await store.create(bob, note('created by bob'), T0)
 
         const forged = [
-          { ...bobs!, title: 'alice overwrite' },
+          { ...bobs, title: 'alice overwrite' },
           { ...imported('alice overwrite'), id: created.id },
           imported('alice own'),
         ]
         expect(await store.importNotes(alice, forged, T0 + 1)).toBe(1)
-        expect(await store.get(bob, bobs!.id)).toEqual(bobsNote)
+        expect(await store.get(bob, bobs.id)).toEqual(bobsNote)
         expect(await store.get(bob, created.id)).toEqual(created)
-        expect(await store.get(alice, bobs!.id)).toBeUndefined()
+        expect(await store.get(alice, bobs.id)).toBeUndefined()
         expect(await store.get(alice, created.id)).toBeUndefined()
         expect(titles((await store.list(alice, 0, 10)).items)).toEqual(['alice own'])
         expect(titles((await store.list(bob, 0, 10)).items).sort()).toEqual([
@@ -1721,7 +1721,7 @@ export function describeNotesStoreContract(
           store.importNotes(alice, notes, T0),
           store.importNotes(alice, notes, T0),
         ])
-        expect(counts[0]! + counts[1]!).toBe(notes.length)
+        expect(counts[0] + counts[1]).toBe(notes.length)
         const listed = (await store.list(alice, 0, 50)).items
         expect(listed.map((n) => n.id).sort()).toEqual(notes.map((n) => n.id).sort())
       })

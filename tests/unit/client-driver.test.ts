@@ -70,7 +70,7 @@ function fakeServer(answer: Answer): { fetch: typeof fetch; seen: Seen[] } {
     seen.push(entry)
     return answer(entry, seen.length - 1)
   }
-  return { fetch: fetchFn as typeof fetch, seen }
+  return { fetch: fetchFn, seen }
 }
 
 function json(message: unknown, status = 200): Response {
@@ -966,7 +966,7 @@ async function engine(
     if (!handler) throw new TypeError(`fetch failed: no replica at ${request.url}`)
     return handler({ body, headers: request.headers, principal: 'local', signal: request.signal })
   }
-  return { fetch: fetchFn as typeof fetch, sent }
+  return { fetch: fetchFn, sent }
 }
 
 const ENGINE_A = 'http://127.0.0.1/mcp'

@@ -136,7 +136,7 @@ describe('CompactJwe', () => {
         keyRing,
         maxTokenChars: MAX_TOKEN_CHARS,
         ...options,
-      } as CompactJweOptions)
+      })
     expect(create({ keyRing: undefined })).toThrow(TypeError)
     expect(create({ keyRing: { sealingKid: 'x', kids: ['x'], get: () => undefined } })).toThrow(
       TypeError

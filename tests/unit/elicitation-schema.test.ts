@@ -370,13 +370,15 @@ describe('toElicitationSchema: rejected shapes throw TypeError naming the proper
 
   it('an object-level refinement is rejected', () => {
     const schema = z.object({ a: z.string(), b: z.string() }).refine((v) => v.a !== v.b)
-    expect(() => toElicitationSchema(schema as unknown as z.ZodObject<any>)).toThrow(TypeError)
+    expect(() =>
+      toElicitationSchema(schema as unknown as Parameters<typeof toElicitationSchema>[0])
+    ).toThrow(TypeError)
   })
 
   it('a schema that is not an object is rejected', () => {
-    expect(() => toElicitationSchema(z.string() as unknown as z.ZodObject<any>)).toThrow(
-      /expected a z\.object/
-    )
+    expect(() =>
+      toElicitationSchema(z.string() as unknown as Parameters<typeof toElicitationSchema>[0])
+    ).toThrow(/expected a z\.object/)
   })
 })
 

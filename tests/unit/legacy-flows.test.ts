@@ -42,7 +42,7 @@ import {
   startSession,
   type SseReader,
 } from '../support/legacy-request.ts'
-import { expectError, expectResult, readMessages, type JsonObject } from '../support/mcp-request.ts'
+import { expectError, readMessages, type JsonObject } from '../support/mcp-request.ts'
 import { expectInsufficientScope, signTestToken } from '../support/test-tokens.ts'
 
 const INVALID_REQUEST = -32600
@@ -218,7 +218,7 @@ describe('delete_note through server→client requests', () => {
 
   it("never lets another session's answer fill the slot: alone, the flow times out", async () => {
     const { session: intruder } = await startSession(impatientApp, { capabilities: FORM_CLIENT })
-    const { noteId, session, stream, ask } = await deleteFlow('Hijacked', impatientApp)
+    const { noteId, stream, ask } = await deleteFlow('Hijacked', impatientApp)
     await expectAccepted(intruder.answer(ask.id, ACCEPT))
     expect(await finalText(stream, 'del', true)).toMatch(/did not answer/)
     expect(await exists(noteId)).toBe(true)

@@ -169,8 +169,8 @@ describe('the GET notification stream', () => {
   it('sends no tools or prompts list changes when the server does not advertise them', async () => {
     const { session } = await startSession(app)
     const stream = streams.open(await session.get())
-    await bus.publish({ kind: 'tools_list_changed' })
-    await bus.publish({ kind: 'prompts_list_changed' })
+    bus.publish({ kind: 'tools_list_changed' })
+    bus.publish({ kind: 'prompts_list_changed' })
     await create(session, 'Sentinel')
     expect(await stream.next()).toStrictEqual(listChanged('resources'))
   })

@@ -268,7 +268,7 @@ describe.skipIf(serverUrl === undefined)('PostgresNotesStore', () => {
       const p = `p-${crypto.randomUUID()}`
       const rounds = 40
       const outcomes = await Promise.all(
-        Array.from({ length: rounds }, async (_, i) => {
+        Array.from({ length: rounds }, async () => {
           const task = await storeTask(a, newTask(p, T0))
           const pair = await Promise.all([
             a.updateTask(task.id, 1, { status: 'completed', result: '{"by":"a"}' }),

@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest'
 import { BASE64URL_ALPHABET as ALPHABET } from '../../src/mcp/base64url.ts'
 import { canonicalJson, sha256Base64url } from '../../src/mcp/canonical-json.ts'
 import { INVALID_REQUEST_STATE_MESSAGE, InvalidRequestStateError } from '../../src/mcp/errors.ts'
-import { importKeyRing, type KeyRing, type RawKey } from '../../src/mcp/key-ring.ts'
+import { importKeyRing, type RawKey } from '../../src/mcp/key-ring.ts'
 import { nodeAesGcm, nodeSha256 } from '../../src/node/crypto.ts'
 import {
   type OpenFailureReason,
@@ -139,7 +139,7 @@ describe('StateSealer.create', () => {
     expect(() => StateSealer.create({} as StateSealerOptions)).toThrow(TypeError)
     expect(() =>
       StateSealer.create({
-        keyRing: { sealingKid: 'x', kids: ['x'], get: () => undefined } as KeyRing,
+        keyRing: { sealingKid: 'x', kids: ['x'], get: () => undefined },
       })
     ).toThrow(TypeError)
   })

@@ -166,7 +166,7 @@ async function startReplicasTogether(files: string[], replicas: number): Promise
         stdio: ['pipe', 'pipe', 'inherit'],
       })
       children.push(child)
-      return createInterface({ input: child.stdout! })[Symbol.asyncIterator]()
+      return createInterface({ input: child.stdout })[Symbol.asyncIterator]()
     })
     for (const line of lines) expect((await line.next()).value).toBe('ready')
     const start = Date.now() + 50

@@ -94,7 +94,7 @@ export default {
     } catch (error) {
       app = undefined
       console.error(
-        `fixture worker setup failed: ${error instanceof Error ? error.message : error}`
+        `fixture worker setup failed: ${error instanceof Error ? error.message : String(error)}`
       )
       return Response.json(
         { jsonrpc: '2.0', id: null, error: { code: -32603, message: 'Internal error' } },
