@@ -38,7 +38,7 @@ import {
   type JsonObject,
 } from '../support/mcp-request.ts'
 import { tempDataDir } from '../support/server-process.ts'
-import { storeTask } from '../support/store-contract.ts'
+import { newTask, storeTask } from '../support/store-contract.ts'
 import { TASKS, TASKS_AND_FORMS, isTerminal, waitForTask } from '../support/tasks.ts'
 
 /** Named gates a tool waits at until the test opens them; a run that is stopped stops waiting. */
@@ -718,21 +718,18 @@ describe('task status transitions', () => {
       now: Date.now,
     })
     const now = Date.now()
-    const record = await storeTask(store, {
-      id: 'cancelled-before-start-0123456789ab',
-      owner: 'local',
-      principal: 'local',
-      tool: 'work',
-      args: JSON.stringify({ a: { gate: 'unopened' }, p: 'local', c: TASKS }),
-      status: 'working',
-      createdAt: now,
-      updatedAt: now,
-      expiresAt: now + 60_000,
-      pollIntervalMs: 1000,
-      journal: JSON.stringify({ r: {}, i: {} }),
-      leaseOwner: 'solo',
-      leaseExpiresAt: now + 10_000,
-    })
+    const record = await storeTask(
+      store,
+      newTask('local', now, {
+        id: 'cancelled-before-start-0123456789ab',
+        tool: 'work',
+        args: JSON.stringify({ a: { gate: 'unopened' }, p: 'local', c: TASKS }),
+        expiresAt: now + 60_000,
+        journal: JSON.stringify({ r: {}, i: {} }),
+        leaseOwner: 'solo',
+        leaseExpiresAt: now + 10_000,
+      })
+    )
     runner.launch(record)
     runner.cancel(record.id)
     const done = await waitForTask(

@@ -20,7 +20,7 @@ import { parseTelemetryEnv } from '../../src/telemetry/env.ts'
 import { startNodeTelemetry, type NodeTelemetry } from '../../src/node/telemetry.ts'
 import { LEGACY_VERSION, initializeMessage } from '../support/legacy-request.ts'
 import { postMcp, readMessages, requestApp } from '../support/mcp-request.ts'
-import { storeTask } from '../support/store-contract.ts'
+import { newTask, storeTask } from '../support/store-contract.ts'
 import {
   startOtlpReceiver,
   type OtlpReceiver,
@@ -263,19 +263,16 @@ describe("operators' metrics", () => {
   it('counts the status every task record is written into', async () => {
     const tasks = telemetry.telemetry.instrumentStore(store)
     const now = Date.now()
-    const record = await storeTask(tasks, {
-      id: 'task-telemetry-1',
-      owner: 'local',
-      principal: 'local',
-      tool: 'export_notes',
-      args: '{}',
-      status: 'working',
-      createdAt: now,
-      updatedAt: now,
-      expiresAt: now + 60_000,
-      pollIntervalMs: 1000,
-      journal: '{}',
-    })
+    const record = await storeTask(
+      tasks,
+      newTask('local', now, {
+        id: 'task-telemetry-1',
+        tool: 'export_notes',
+        args: '{}',
+        expiresAt: now + 60_000,
+        journal: '{}',
+      })
+    )
     expect(await tasks.updateTask(record.id, record.version, { status: 'completed' })).toBeDefined()
     // A compare-and-set that misses writes nothing, so it counts nothing.
     expect(await tasks.updateTask(record.id, record.version, { status: 'failed' })).toBeUndefined()
