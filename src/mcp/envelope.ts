@@ -185,7 +185,31 @@ function validateRequest(
   params: JsonObject | undefined,
   headers: Headers
 ): McpRequest {
-  // 1. Required `_meta` fields (-32602, HTTP 400).
+  const request = requestWithMeta(id, method, params)
+  checkStandardHeaders(request, headers)
+
+  // 3. Protocol version (-32022, HTTP 400).
+  const { protocolVersion } = request
+  if (!SUPPORTED_PROTOCOL_VERSIONS.includes(protocolVersion)) {
+    fail(
+      id,
+      ErrorCode.UnsupportedProtocolVersion,
+      `Unsupported protocol version: ${protocolVersion}`,
+      {
+        supported: [...SUPPORTED_PROTOCOL_VERSIONS],
+        requested: protocolVersion,
+      }
+    )
+  }
+  return request
+}
+
+/** 1. The request with what its required `_meta` fields say, each checked (-32602, HTTP 400). */
+function requestWithMeta(
+  id: RequestId,
+  method: string,
+  params: JsonObject | undefined
+): McpRequest {
   const meta = params?._meta
   if (!isObject(meta)) {
     fail(id, ErrorCode.InvalidParams, 'Invalid params: params._meta is required.', {
@@ -240,8 +264,23 @@ function validateRequest(
       'Invalid params: _meta.progressToken must be a string or an integer.'
     )
   }
+  const request: McpRequest = {
+    id,
+    method,
+    params: params as JsonObject,
+    protocolVersion,
+    clientCapabilities,
+  }
+  if (logLevel !== undefined) request.logLevel = logLevel as LogLevel
+  if (progressToken !== undefined) request.progressToken = progressToken
+  return request
+}
 
-  // 2. Standard headers present and equal to the body (-32020, HTTP 400).
+/** 2. The standard headers present and equal to the body (-32020, HTTP 400). */
+function checkStandardHeaders(
+  { id, method, params, protocolVersion }: McpRequest,
+  headers: Headers
+): void {
   const versionHeader = readHeader(id, headers, HEADER_PROTOCOL_VERSION, 'MCP-Protocol-Version')
   if (versionHeader !== protocolVersion) {
     mismatch(
@@ -265,35 +304,11 @@ function validateRequest(
       'Mcp-Name',
       readHeader(id, headers, HEADER_NAME, 'Mcp-Name')
     )
-    const bodyValue = params?.[nameField]
+    const bodyValue = params[nameField]
     if (typeof bodyValue === 'string' && nameHeader !== bodyValue) {
       mismatch(id, 'Mcp-Name', `the header does not equal params.${nameField}`)
     }
   }
-
-  // 3. Protocol version (-32022, HTTP 400).
-  if (!SUPPORTED_PROTOCOL_VERSIONS.includes(protocolVersion)) {
-    fail(
-      id,
-      ErrorCode.UnsupportedProtocolVersion,
-      `Unsupported protocol version: ${protocolVersion}`,
-      {
-        supported: [...SUPPORTED_PROTOCOL_VERSIONS],
-        requested: protocolVersion,
-      }
-    )
-  }
-
-  const request: McpRequest = {
-    id,
-    method,
-    params: params as JsonObject,
-    protocolVersion,
-    clientCapabilities,
-  }
-  if (logLevel !== undefined) request.logLevel = logLevel as LogLevel
-  if (progressToken !== undefined) request.progressToken = progressToken
-  return request
 }
 
 function mismatch(id: RequestId, header: string, detail: string): never {
