@@ -6,11 +6,11 @@
  * baseline), and the share-approval pages behind the url-mode elicitation, behind the same Host/Origin
  * guard as `/mcp` and, with auth, the web sign-in (`auth/web-login.ts`). The long-lived auth parts
  * (JWKS cache, OIDC client) come from `deps.auth` when the runtime shares them across apps (a Worker
- * builds one app per origin), else they are built here. This is the notes
- * app's composition root: the one module under `src/` that imports `routes/` (the app's own pages);
- * the engine, HTTP, notes and storage modules never do. The runtime entry (`node.ts`, `worker.ts`)
- * chooses the store, the key ring and telemetry (whose store wrapper is applied here, once); nothing
- * here imports `node:*`.
+ * builds one app per origin), else they are built here. This is the notes app's composition root:
+ * the one module under `src/` that imports `routes/` (the app's own pages); the engine, HTTP, notes
+ * and storage modules never do. The runtime entry (`node/server.ts`, `worker.ts`) chooses the store,
+ * the key ring and telemetry (whose store wrapper is applied here, once); nothing here imports
+ * `node:*`.
  */
 import type { Hono } from 'hono'
 import { shareRoute } from '../routes/share.ts'
