@@ -7,22 +7,21 @@
  * share stays pending; alice's browser approves and her retried call publishes the link. The session
  * cookie is sealed and HttpOnly, and the login answers a forged callback without deciding anything.
  */
-import type { Browser, BrowserContext } from 'playwright-core'
+import type { BrowserContext } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { McpClient } from '../../src/client/index.ts'
-import type { CallToolResult } from '../../src/mcp/wire.ts'
 import {
   signIn,
   signingKey,
   startDeployment,
   type AuthorizationServer,
 } from '../support/authorization-server.ts'
-import { browserTestsRun, launchChromium } from '../support/chromium.ts'
+import { useChromium } from '../support/chromium.ts'
+import { toolResultText } from '../support/mcp-request.ts'
 import type { ServerProcess } from '../support/server-process.ts'
 
-const RUN = browserTestsRun('OIDC approval-page tests')
+const chromium = useChromium('OIDC approval-page tests')
 
-let browser: Browser
 let as: AuthorizationServer
 let server: ServerProcess
 let alice: BrowserContext
@@ -30,25 +29,19 @@ let bob: BrowserContext
 let aliceToken: string
 
 beforeAll(async () => {
-  if (!RUN) return
-  browser = await launchChromium()
-  alice = await browser.newContext()
-  bob = await browser.newContext()
+  if (!chromium.run) return
+  alice = await chromium.browser().newContext()
+  bob = await chromium.browser().newContext()
   ;({ as, server } = await startDeployment([await signingKey('k1')], { webLogin: true }))
   aliceToken = await as.accessToken(alice, 'alice', 'notes:read notes:write')
 })
 
 afterAll(async () => {
-  await browser?.close()
   await server?.stop()
   await as?.close()
 })
 
-function textOf(result: CallToolResult): string {
-  return result.content.map((block) => (block.type === 'text' ? block.text : '')).join('\n')
-}
-
-describe.skipIf(!RUN)('the approval page behind a sign-in', () => {
+describe.skipIf(!chromium.run)('the approval page behind a sign-in', () => {
   it("refuses bob on alice's share (403, still pending), then lets alice approve it", async () => {
     const mcp = new McpClient({
       url: server.url,
@@ -98,7 +91,7 @@ describe.skipIf(!RUN)('the approval page behind a sign-in', () => {
       },
     }).callTool('share_note', { id })
     expect(opened).toHaveLength(2)
-    expect(textOf(outcome)).toMatch(/^Shared "Alice holiday plans" read-only at /)
+    expect(toolResultText(outcome)).toMatch(/^Shared "Alice holiday plans" read-only at /)
   })
 
   it('keeps the session in a sealed HttpOnly cookie bound to this server', async () => {
@@ -111,7 +104,7 @@ describe.skipIf(!RUN)('the approval page behind a sign-in', () => {
   })
 
   it('refuses a callback this browser did not start, and signs nobody in', async () => {
-    const context = await browser.newContext()
+    const context = await chromium.browser().newContext()
     try {
       const page = await context.newPage()
       const response = await page.goto(

@@ -19,7 +19,7 @@ import {
   importJWK,
   type JWTPayload,
 } from 'jose'
-import type { Browser, BrowserContext } from 'playwright-core'
+import type { BrowserContext } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { McpClient, McpClientError } from '../../src/client/index.ts'
 import {
@@ -29,26 +29,20 @@ import {
   type AuthorizationServer,
   type SigningKey,
 } from '../support/authorization-server.ts'
-import { browserTestsRun, launchChromium } from '../support/chromium.ts'
+import { useChromium } from '../support/chromium.ts'
 import { initializeMessage } from '../support/legacy-request.ts'
 import { mcpInit, type JsonObject } from '../support/mcp-request.ts'
 import type { ServerProcess } from '../support/server-process.ts'
 
-const RUN = browserTestsRun('OIDC token tests')
+const chromium = useChromium('OIDC token tests')
 
-let browser: Browser
 let alice: BrowserContext
 let bob: BrowserContext
 
 beforeAll(async () => {
-  if (!RUN) return
-  browser = await launchChromium()
-  alice = await browser.newContext()
-  bob = await browser.newContext()
-})
-
-afterAll(async () => {
-  await browser?.close()
+  if (!chromium.run) return
+  alice = await chromium.browser().newContext()
+  bob = await chromium.browser().newContext()
 })
 
 function client(server: ServerProcess, token: string, capabilities?: JsonObject) {
@@ -94,7 +88,7 @@ async function noteId(result: JsonObject): Promise<string> {
   return (result.structuredContent as { note: { id: string } }).note.id
 }
 
-describe.skipIf(!RUN)('the notes server with a real authorization server', () => {
+describe.skipIf(!chromium.run)('the notes server with a real authorization server', () => {
   let as: AuthorizationServer
   let server: ServerProcess
   let otherResource: string
@@ -312,7 +306,7 @@ describe.skipIf(!RUN)('the notes server with a real authorization server', () =>
   })
 })
 
-describe.skipIf(!RUN)('the provider rotating its signing keys', () => {
+describe.skipIf(!chromium.run)('the provider rotating its signing keys', () => {
   let as: AuthorizationServer
   let server: ServerProcess
 

@@ -7,7 +7,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { McpClient, type InputHandlers, type RoundInfo } from '../../src/client/index.ts'
 import { formatKeyRing, generateKey } from '../../src/mcp/key-ring.ts'
-import type { CallToolResult, ClientCapabilities } from '../../src/mcp/wire.ts'
+import type { ClientCapabilities } from '../../src/mcp/wire.ts'
+import { toolResultText } from '../support/mcp-request.ts'
 import { startServer, tempDataDir, type ServerProcess } from '../support/server-process.ts'
 
 let replicas: ServerProcess[] = []
@@ -37,10 +38,6 @@ function alternatingClient(handlers: InputHandlers, capabilities?: ClientCapabil
   return { client, served }
 }
 
-function textOf(result: CallToolResult): string {
-  return result.content.map((block) => (block.type === 'text' ? block.text : '')).join('\n')
-}
-
 function expectAlternating(served: string[], rounds: number) {
   expect(served).toHaveLength(rounds)
   for (let i = 1; i < served.length; i++) expect(served[i]).not.toBe(served[i - 1])
@@ -63,7 +60,7 @@ describe('two Node replicas sharing one key ring and one SQLite file', () => {
       elicit: async () => ({ action: 'accept', content: { confirm: true } }),
     })
     const result = await client.callTool('delete_note', { id })
-    expect(textOf(result)).toContain('Deleted')
+    expect(toolResultText(result)).toContain('Deleted')
     expectAlternating(served, 2)
     const check = new McpClient({ url: replicas[1]!.url })
     expect((await check.callTool('get_note', { id })).isError).toBe(true)
@@ -95,7 +92,7 @@ describe('two Node replicas sharing one key ring and one SQLite file', () => {
       }),
     })
     const result = await client.callTool('summarize_notes', { tags: ['summary'] })
-    expect(textOf(result)).toContain('A fine summary.')
+    expect(toolResultText(result)).toContain('A fine summary.')
     expectAlternating(served, 2)
   })
 
@@ -130,8 +127,8 @@ describe('two Node replicas sharing one key ring and one SQLite file', () => {
       { elicitation: { url: {} } }
     )
     const result = await client.callTool('share_note', { id })
-    const link = /https?:\/\/\S+\/shared\/[A-Za-z0-9_-]+/.exec(textOf(result))?.[0]
-    expect(link, textOf(result)).toBeDefined()
+    const link = /https?:\/\/\S+\/shared\/[A-Za-z0-9_-]+/.exec(toolResultText(result))?.[0]
+    expect(link, toolResultText(result)).toBeDefined()
     expectAlternating(served, 2)
     const shared = await fetch(link!)
     expect(await shared.text()).toContain('Share across replicas')

@@ -14,11 +14,10 @@
  * the signed-in approval of a deployment with auth is `oidc-share-login.test.ts`'s.
  */
 import { createServer, type Server } from 'node:http'
-import type { Browser } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { McpClient } from '../../src/client/index.ts'
-import type { CallToolResult } from '../../src/mcp/wire.ts'
-import { browserTestsRun, launchChromium } from '../support/chromium.ts'
+import { useChromium } from '../support/chromium.ts'
+import { toolResultText } from '../support/mcp-request.ts'
 import {
   freePort,
   startServer,
@@ -26,16 +25,14 @@ import {
   type ServerProcess,
 } from '../support/server-process.ts'
 
-const RUN = browserTestsRun('Share page browser tests')
+const chromium = useChromium('Share page browser tests')
 
 let server: ServerProcess
 /** A server whose public URL is https (as behind a TLS-terminating proxy), reached over http. */
 let behindTls: ServerProcess
-let browser: Browser
 
 beforeAll(async () => {
-  if (!RUN) return
-  browser = await launchChromium()
+  if (!chromium.run) return
   server = await startServer('notes', { DATA_DIR: await tempDataDir() })
   const port = await freePort()
   behindTls = await startServer('notes', {
@@ -46,7 +43,6 @@ beforeAll(async () => {
 })
 
 afterAll(async () => {
-  await browser?.close()
   await server?.stop()
   await behindTls?.stop()
 })
@@ -57,10 +53,6 @@ async function createNote(title: string, target = server): Promise<string> {
     body: 'Shared body.',
   })
   return (result.structuredContent as { note: { id: string } }).note.id
-}
-
-function textOf(result: CallToolResult): string {
-  return result.content.map((block) => (block.type === 'text' ? block.text : '')).join('\n')
 }
 
 /**
@@ -84,13 +76,13 @@ async function shareWith(
       },
     },
   })
-  return textOf(await client.callTool('share_note', { id }))
+  return toolResultText(await client.callTool('share_note', { id }))
 }
 
-describe.skipIf(!RUN)('the share approval page in headless Chromium', () => {
+describe.skipIf(!chromium.run)('the share approval page in headless Chromium', () => {
   it('publishes a read-only link after the person clicks Approve', async () => {
     const id = await createNote('Browser approved note')
-    const page = await browser.newPage()
+    const page = await chromium.browser().newPage()
     const outcome = await shareWith(id, async (url) => {
       await page.goto(url)
       expect(await page.textContent('body')).toContain('Browser approved note')
@@ -107,7 +99,7 @@ describe.skipIf(!RUN)('the share approval page in headless Chromium', () => {
 
   it('publishes nothing after the person clicks Refuse', async () => {
     const id = await createNote('Browser refused note')
-    const page = await browser.newPage()
+    const page = await chromium.browser().newPage()
     const outcome = await shareWith(id, async (url) => {
       await page.goto(url)
       await page.click('button[value="refuse"]')
@@ -122,7 +114,7 @@ describe.skipIf(!RUN)('the share approval page in headless Chromium', () => {
   it('refuses a decision forged by a page on another origin, and the share stays pending', async () => {
     const id = await createNote('Browser forged note')
     let shareUrl = ''
-    const page = await browser.newPage()
+    const page = await chromium.browser().newPage()
     // A hostile site on another port (another origin) that auto-submits "approve" to the share URL.
     let evil: Server | undefined
     try {
@@ -153,7 +145,7 @@ describe.skipIf(!RUN)('the share approval page in headless Chromium', () => {
         },
       }).callTool('share_note', { id })
       // The share is still pending, so the server asks again; the person then declines.
-      expect(textOf(outcome)).toMatch(/not shared/i)
+      expect(toolResultText(outcome)).toMatch(/not shared/i)
       await page.goto(shareUrl)
       expect(await page.textContent('h1')).toBe('Share a note?')
     } finally {
@@ -165,7 +157,7 @@ describe.skipIf(!RUN)('the share approval page in headless Chromium', () => {
   it('keeps the token of each of two pages open side by side in one browser', async () => {
     const first = await createNote('Side by side, first')
     const second = await createNote('Side by side, second')
-    const context = await browser.newContext()
+    const context = await chromium.browser().newContext()
     try {
       const [firstPage, secondPage] = [await context.newPage(), await context.newPage()]
       const outcome = await shareWith(first, async (firstUrl) => {
@@ -190,7 +182,7 @@ describe.skipIf(!RUN)('the share approval page in headless Chromium', () => {
 
   it('under an https PUBLIC_URL, decides with the Secure __Host- cookie Chromium keeps', async () => {
     const id = await createNote('Behind TLS note', behindTls)
-    const context = await browser.newContext()
+    const context = await chromium.browser().newContext()
     try {
       const page = await context.newPage()
       const outcome = await shareWith(

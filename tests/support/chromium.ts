@@ -3,11 +3,13 @@
  * Headless Chromium for the browser tests, driven by playwright-core: the browser is `CHROMIUM_PATH`
  * when set, else `chromium` or `chromium-browser` on `PATH` (`.ci/run` installs Debian's; never a
  * downloaded build). Without one, browser tests are skipped visibly; under `CI=true` they fail
- * instead (`launchChromium` throws in `beforeAll`).
+ * instead (`launchChromium` throws in `beforeAll`). `useChromium` is both for one test file: whether
+ * its browser tests run, and the browser it launches before them and closes after them.
  */
 import { accessSync, constants } from 'node:fs'
 import { delimiter, join } from 'node:path'
 import { chromium, type Browser } from 'playwright-core'
+import { afterAll, beforeAll } from 'vitest'
 import { serviceTestsRun } from './ci.ts'
 
 /** `CHROMIUM_PATH` as given (a wrong one fails at launch), else the first Chromium on `PATH`. */
@@ -50,4 +52,34 @@ export async function launchChromium(): Promise<Browser> {
       '--disable-sync',
     ],
   })
+}
+
+/** A test file's Chromium: whether its browser tests run, and the browser they drive. */
+export interface ChromiumForTests {
+  /** {@link browserTestsRun} of the file's suite. */
+  run: boolean
+  /** The browser, launched in the file's first `beforeAll` when `run` (read it in a test or hook). */
+  browser(): Browser
+}
+
+/**
+ * For the calling test file, named `suite` in the skip message: launches headless Chromium before its
+ * tests when they run (see {@link launchChromium}) and closes it after them.
+ */
+export function useChromium(suite: string): ChromiumForTests {
+  const run = browserTestsRun(suite)
+  let browser: Browser | undefined
+  beforeAll(async () => {
+    if (run) browser = await launchChromium()
+  })
+  afterAll(async () => {
+    await browser?.close()
+  })
+  return {
+    run,
+    browser: () => {
+      if (!browser) throw new Error('useChromium: the browser exists only once the tests run')
+      return browser
+    },
+  }
 }

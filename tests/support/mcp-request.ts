@@ -6,7 +6,7 @@
  * sends them either through a Hono app (`postMcp`, the whole HTTP pipeline) or straight to an engine
  * handler (`callMcp`). Both fail the test on any 5xx: no request may ever make the server answer 5xx.
  * Also reads answers back: plain JSON or SSE (`readMessages`), and asserts JSON-RPC errors and results
- * exactly (`expectError`, `expectResult`).
+ * exactly (`expectError`, `expectResult`); `toolResultText` is a tool result's text.
  *
  * Leaves to the suites: which server answers, and what the answers should contain.
  */
@@ -23,6 +23,7 @@ import {
   NAMED_METHODS,
   PROTOCOL_VERSION,
 } from '../../src/mcp/protocol.ts'
+import type { CallToolResult } from '../../src/mcp/wire.ts'
 
 /** A JSON value a test reads: `any` keeps the assertions readable. The tests' one explicit `any`. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- see the line above
@@ -224,4 +225,9 @@ export async function expectResult(
   expect(typeof body.id).toBe(typeof id)
   expect(body, JSON.stringify(body.error)).not.toHaveProperty('error')
   return body.result
+}
+
+/** The text blocks of a tool result, one a line (other blocks as empty lines). */
+export function toolResultText(result: CallToolResult): string {
+  return result.content.map((block) => (block.type === 'text' ? block.text : '')).join('\n')
 }
