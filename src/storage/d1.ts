@@ -1,10 +1,10 @@
 /**
  * @module storage/d1
- * The Cloudflare D1 `NotesStore` adapter, for the Worker: the shared SQLite-dialect store
- * (`sql-store.ts`, which owns statements, search and atomicity) over a driver that sends each statement
- * to the D1 binding. D1 is SQLite behind an RPC: a statement is atomic, `batch()` runs its statements
- * as one transaction, and there is no interactive transaction, which is the model the shared store is
- * written for.
+ * The Cloudflare D1 `NotesStore` adapter, for the Worker: the SQLite-dialect store
+ * (`sqlite/store.ts`, which owns statements, search and atomicity) over a driver that sends each
+ * statement to the D1 binding. D1 is SQLite behind an RPC: a statement is atomic, `batch()` runs its
+ * statements as one transaction, and there is no interactive transaction, which is the model the
+ * SQLite-dialect store is written for.
  *
  * Migrations belong to wrangler: `wrangler d1 migrations apply DB --local|--remote` applies the files
  * under `migrations/` and records them in `d1_migrations` (the workerd tests apply the same files with
@@ -14,19 +14,14 @@
  * loudly instead of half-working. Schema changes are a reviewed deploy step, not something each isolate
  * races to do on a cold start.
  *
- * Leaves to others: the binding itself (`worker.ts`), everything the shared store owns. Runtime-neutral:
- * it talks to a structural {@link D1Like} binding and imports nothing from `node:*` or from
- * workers-types.
+ * Leaves to others: the binding itself (`worker.ts`), everything the SQLite-dialect store owns.
+ * Runtime-neutral: it talks to a structural {@link D1Like} binding and imports nothing from `node:*`
+ * or from workers-types.
  */
 
-import {
-  SqlNotesStore,
-  type SqlDriver,
-  type SqlRow,
-  type SqlStatement,
-  type SqlValue,
-} from './sql-store.ts'
-import { SQLITE_MIGRATIONS } from './sql-statements.ts'
+import type { SqliteDriver, SqliteRow, SqliteStatement, SqliteValue } from './sqlite/driver.ts'
+import { SQLITE_MIGRATIONS } from './sqlite/statements.ts'
+import { SqliteDialectStore } from './sqlite/store.ts'
 
 /** Migration files (under `migrations/`) this code needs, in order: the shared SQLite schema's. */
 export const D1_MIGRATIONS: readonly string[] = SQLITE_MIGRATIONS
@@ -58,13 +53,13 @@ export class D1SchemaMissingError extends Error {
   override name = 'D1SchemaMissingError'
 }
 
-export class D1NotesStore extends SqlNotesStore {
+export class D1NotesStore extends SqliteDialectStore {
   constructor(options: D1NotesStoreOptions) {
     super(new D1Driver(options))
   }
 }
 
-class D1Driver implements SqlDriver {
+class D1Driver implements SqliteDriver {
   readonly #db: D1Like
   readonly #migrationsTable: string
 
@@ -80,20 +75,20 @@ class D1Driver implements SqlDriver {
     this.#migrationsTable = table
   }
 
-  async all(sql: string, params: readonly SqlValue[]): Promise<SqlRow[]> {
-    return (await this.#statement(sql, params).all<SqlRow>()).results
+  async all(sql: string, params: readonly SqliteValue[]): Promise<SqliteRow[]> {
+    return (await this.#statement(sql, params).all<SqliteRow>()).results
   }
 
-  async get(sql: string, params: readonly SqlValue[]): Promise<SqlRow | undefined> {
-    return (await this.#statement(sql, params).first<SqlRow>()) ?? undefined
+  async get(sql: string, params: readonly SqliteValue[]): Promise<SqliteRow | undefined> {
+    return (await this.#statement(sql, params).first<SqliteRow>()) ?? undefined
   }
 
-  async run(sql: string, params: readonly SqlValue[]): Promise<number> {
+  async run(sql: string, params: readonly SqliteValue[]): Promise<number> {
     return (await this.#statement(sql, params).run()).meta.changes
   }
 
-  async batch(statements: readonly SqlStatement[]): Promise<SqlRow[][]> {
-    const results = await this.#db.batch<SqlRow>(
+  async batch(statements: readonly SqliteStatement[]): Promise<SqliteRow[][]> {
+    const results = await this.#db.batch<SqliteRow>(
       statements.map(({ sql, params }) => this.#statement(sql, params))
     )
     return results.map((result) => result.results)
@@ -124,7 +119,7 @@ class D1Driver implements SqlDriver {
   /** Nothing to release: the binding belongs to the runtime. */
   async close(): Promise<void> {}
 
-  #statement(sql: string, params: readonly SqlValue[]): D1PreparedLike {
+  #statement(sql: string, params: readonly SqliteValue[]): D1PreparedLike {
     return this.#db.prepare(sql).bind(...params)
   }
 }

@@ -1,7 +1,7 @@
 /**
  * @module storage/sqlite
- * The embedded `NotesStore` adapter on `node:sqlite` (Node 24, no native addon): the shared SQLite-
- * dialect store (`sql-store.ts`, which owns statements, search and atomicity) over a driver that calls
+ * The embedded `NotesStore` adapter on `node:sqlite` (Node 24, no native addon): the SQLite-dialect
+ * store (`sqlite/store.ts`, which owns statements, search and atomicity) over a driver that calls
  * node:sqlite synchronously. Node-only; the Worker never imports it.
  *
  * The driver owns the file and the schema. It applies the files under `migrations/` that wrangler
@@ -20,21 +20,16 @@
  * pauses that leave the event loop free, until the busy timeout has passed. Once the file is in WAL
  * mode the switch is a no-op that takes no lock.
  *
- * It leaves to others: where the file lives (configuration), everything the shared store owns.
+ * It leaves to others: where the file lives (configuration), everything the SQLite-dialect store owns.
  */
 
 import { DatabaseSync, type StatementSync } from 'node:sqlite'
 import { mkdirSync, readFileSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import {
-  SqlNotesStore,
-  type SqlDriver,
-  type SqlRow,
-  type SqlStatement,
-  type SqlValue,
-} from './sql-store.ts'
-import { SQLITE_MIGRATIONS } from './sql-statements.ts'
+import type { SqliteDriver, SqliteRow, SqliteStatement, SqliteValue } from './sqlite/driver.ts'
+import { SQLITE_MIGRATIONS } from './sqlite/statements.ts'
+import { SqliteDialectStore } from './sqlite/store.ts'
 
 /** Milliseconds a writer waits for another process's lock before failing with SQLITE_BUSY. */
 export const DEFAULT_BUSY_TIMEOUT_MS = 5000
@@ -55,13 +50,13 @@ export interface SqliteNotesStoreOptions {
   busyTimeoutMs?: number
 }
 
-export class SqliteNotesStore extends SqlNotesStore {
+export class SqliteNotesStore extends SqliteDialectStore {
   constructor(options: SqliteNotesStoreOptions) {
     super(new NodeSqliteDriver(options))
   }
 }
 
-class NodeSqliteDriver implements SqlDriver {
+class NodeSqliteDriver implements SqliteDriver {
   readonly #db: DatabaseSync
   readonly #busyTimeoutMs: number
   readonly #statements = new Map<string, StatementSync>()
@@ -82,21 +77,21 @@ class NodeSqliteDriver implements SqlDriver {
     this.#db.exec('PRAGMA foreign_keys = ON')
   }
 
-  async all(sql: string, params: readonly SqlValue[]): Promise<SqlRow[]> {
-    return this.#prepare(sql).all(...params) as SqlRow[]
+  async all(sql: string, params: readonly SqliteValue[]): Promise<SqliteRow[]> {
+    return this.#prepare(sql).all(...params) as SqliteRow[]
   }
 
-  async get(sql: string, params: readonly SqlValue[]): Promise<SqlRow | undefined> {
-    return this.#prepare(sql).get(...params) as SqlRow | undefined
+  async get(sql: string, params: readonly SqliteValue[]): Promise<SqliteRow | undefined> {
+    return this.#prepare(sql).get(...params) as SqliteRow | undefined
   }
 
-  async run(sql: string, params: readonly SqlValue[]): Promise<number> {
+  async run(sql: string, params: readonly SqliteValue[]): Promise<number> {
     return Number(this.#prepare(sql).run(...params).changes)
   }
 
-  async batch(statements: readonly SqlStatement[]): Promise<SqlRow[][]> {
+  async batch(statements: readonly SqliteStatement[]): Promise<SqliteRow[][]> {
     return this.#transaction(() =>
-      statements.map(({ sql, params }) => this.#prepare(sql).all(...params) as SqlRow[])
+      statements.map(({ sql, params }) => this.#prepare(sql).all(...params) as SqliteRow[])
     )
   }
 

@@ -13,9 +13,10 @@
 
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import postgres from 'postgres'
+import { createScratchDatabase, type ScratchDatabase } from '../../scripts/support/postgres.ts'
 import { PostgresNotesStore } from '../../src/storage/postgres.ts'
 import { MAX_SUBSCRIPTIONS_PER_SESSION } from '../../src/mcp/session-store.ts'
-import { POSTGRES_SCHEMA_VERSION } from '../../src/storage/postgres-schema.ts'
+import { POSTGRES_SCHEMA_VERSION } from '../../src/storage/postgres/schema.ts'
 import { ShareNotApprovedError, StoreNotMigratedError } from '../../src/notes/store.ts'
 import {
   describeNotesStoreContract,
@@ -25,11 +26,7 @@ import {
   storeTask,
   type RefuseInDatabase,
 } from '../support/store-contract.ts'
-import {
-  createScratchDatabase,
-  testDatabaseUrl,
-  type ScratchDatabase,
-} from '../support/postgres.ts'
+import { testDatabaseUrl } from '../support/postgres.ts'
 
 const T0 = 1_750_000_000_000
 const serverUrl = await testDatabaseUrl()
@@ -51,7 +48,7 @@ describe.skipIf(serverUrl === undefined)('PostgresNotesStore', () => {
   let shared: ScratchDatabase
 
   async function scratch(options?: Parameters<typeof createScratchDatabase>[1]) {
-    const db = await createScratchDatabase(serverUrl, options)
+    const db = await createScratchDatabase(serverUrl as string, options)
     scratches.push(db)
     return db
   }

@@ -25,7 +25,7 @@ import {
   StoreNotMigratedError,
 } from '../../src/notes/store.ts'
 import { startExpirySweeps, sweepExpired } from '../../src/storage/purge.ts'
-import { SQL, SQLITE_MIGRATIONS } from '../../src/storage/sql-statements.ts'
+import { SQL, SQLITE_MIGRATIONS } from '../../src/storage/sqlite/statements.ts'
 import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
 import {
   describeNotesStoreContract,

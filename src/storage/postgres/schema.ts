@@ -1,11 +1,12 @@
 /**
- * @module storage/postgres-schema
+ * @module storage/postgres/schema
  * The PostgreSQL schema of the notes store: its numbered migrations and the one function that applies
  * them. Replicas starting together are safe: `migrateSchema` runs in one transaction under a
  * transaction-scoped advisory lock, so each step is applied once, with its row in `schema_migrations`.
  * Identifiers and tags compare and sort bytewise (`COLLATE "C"`), as in SQLite; times are BIGINT
- * milliseconds. The `*_tsv` columns hold the `tsvector` literals `postgres-search.ts` builds.
- * Node-only (the `postgres` driver); the statements that use the schema are `postgres.ts`'s.
+ * milliseconds. The `*_tsv` columns hold the `tsvector` literals `search.ts` builds. Node-only (the
+ * `postgres` driver); the statements that use the schema are the port modules' (`notes.ts`,
+ * `shares.ts`, `sessions.ts`, `tasks.ts`) and the purge's (`storage/postgres.ts`).
  */
 import type { Sql } from 'postgres'
 

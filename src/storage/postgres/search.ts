@@ -1,17 +1,17 @@
 /**
- * @module storage/postgres-search
+ * @module storage/postgres/search
  * Full-text search text for the PostgreSQL store, built in the adapter rather than by the database, so
  * matching is the same whatever the database's locale and needs no extension. Words are runs of
- * letters, digits and private-use characters (as on SQLite: `shared.ts`), lower-cased, with the
- * diacritics of Latin letters removed (as SQLite's `unicode61 remove_diacritics`). A field becomes a
- * `tsvector` literal ({@link tsvectorLiteral}: its words with positions, one weight); free text becomes
- * a `tsquery` literal of quoted lexemes ({@link tsqueryLiteral}: every word must match, the last as a
- * prefix), so no character of user input can reach the query syntax. At most `MAX_SEARCH_WORDS`
- * distinct words are used (the first ones and the last, chosen as on every adapter). Words longer than
- * PostgreSQL's lexeme limit ({@link MAX_LEXEME_BYTES}) are not indexed, and a query containing one
- * matches nothing. Pure functions; the statements are `postgres.ts`'s.
+ * letters, digits and private-use characters (as on SQLite: `common/search-words.ts`), lower-cased,
+ * with the diacritics of Latin letters removed (as SQLite's `unicode61 remove_diacritics`). A field
+ * becomes a `tsvector` literal ({@link tsvectorLiteral}: its words with positions, one weight); free
+ * text becomes a `tsquery` literal of quoted lexemes ({@link tsqueryLiteral}: every word must match,
+ * the last as a prefix), so no character of user input can reach the query syntax. At most
+ * `MAX_SEARCH_WORDS` distinct words are used (the first ones and the last, chosen as on every
+ * adapter). Words longer than PostgreSQL's lexeme limit ({@link MAX_LEXEME_BYTES}) are not indexed,
+ * and a query containing one matches nothing. Pure functions; the statements are `notes.ts`'s.
  */
-import { searchTerms, wordsOf } from './shared.ts'
+import { searchTerms, wordsOf } from '../common/search-words.ts'
 
 /** Longest lexeme PostgreSQL accepts in a `tsvector` or `tsquery`, in bytes of UTF-8. */
 export const MAX_LEXEME_BYTES = 2046

@@ -1,15 +1,18 @@
 /**
- * @module storage/sql-statements
+ * @module storage/sqlite/statements
  * The SQLite dialect of the notes store, shared by node:sqlite and D1: the list of schema migration
- * files under `migrations/` (the one source of truth for the schema) and every statement
- * `sql-store.ts` runs. Statements use numbered parameters (`?1`, `?2`…), which both drivers bind
- * positionally; each statement's comment lists them, and a statement that decides a check-and-set
- * returns a row (or changes one) only when it applied. The task statements are built, once, from the
- * column lists of `shared.ts` (the order `createTask` and `updateTask` bind their values in).
- * Runtime-neutral text; no imports but the retention rule of the store contract and those lists.
+ * files under `migrations/` (the one source of truth for the schema) and every statement the port
+ * modules of this folder run. Statements use numbered parameters (`?1`, `?2`…), which both drivers
+ * bind positionally; each statement's comment lists them, and a statement that decides a
+ * check-and-set returns a row (or changes one) only when it applied. The task statements are built,
+ * once, from the column lists of `common/tasks.ts` (the order `createTask` and `updateTask` bind their
+ * values in). Runtime-neutral text, and the fresh claim the once-key statements bind
+ * ({@link newClaim}); no imports but the retention rule of the store contract, those lists and random
+ * bytes.
  */
-import { REPLAY_RETENTION_MS } from '../notes/store.ts'
-import { NEW_TASK_FIELDS, TASK_COLUMNS, TASK_PATCH_COLUMNS } from './shared.ts'
+import { randomBase64url } from '../../mcp/random.ts'
+import { REPLAY_RETENTION_MS } from '../../notes/store.ts'
+import { NEW_TASK_FIELDS, TASK_COLUMNS, TASK_PATCH_COLUMNS } from '../common/tasks.ts'
 
 /**
  * The schema's migration files under `migrations/`, in order; the number before `_` is the step's
@@ -63,6 +66,11 @@ const SESSIONS_OVER_CAP = `
 const CLAIMED = (key: string, claim: string) =>
   `EXISTS (SELECT 1 FROM used_keys WHERE once_key = ${key} AND claim = ${claim})`
 
+/** A fresh claim: 128 random bits proving which call spent a once-key (see {@link CLAIMED}). */
+export function newClaim(): string {
+  return randomBase64url(16)
+}
+
 /** Every statement. A statement that decides a check-and-set returns a row only when it applied. */
 export const SQL = {
   /** ?1 id, ?2 principal, ?3 title, ?4 body, ?5 tags JSON, ?6 now. */
@@ -114,7 +122,7 @@ export const SQL = {
   filterNotes: `
     SELECT ${NOTE_COLUMNS} FROM notes AS n WHERE n.principal = ?1 AND ${TAG_FILTER}
     ORDER BY n.updated_at DESC, n.seq DESC LIMIT ?4 OFFSET ?5`,
-  /** As `filterNotes`, plus ?6 the FTS5 match expression (`ftsMatch` of sql-store.ts). */
+  /** As `filterNotes`, plus ?6 the FTS5 match expression (`ftsMatch` of notes.ts). */
   searchNotes: `
     SELECT ${NOTE_COLUMNS} FROM notes_fts JOIN notes AS n ON n.seq = notes_fts.rowid
     WHERE notes_fts MATCH ?6 AND n.principal = ?1 AND ${TAG_FILTER}
@@ -132,7 +140,7 @@ export const SQL = {
     SELECT n.id FROM notes AS n
     WHERE n.principal = ?1 AND substr(n.id, 1, length(?2)) = ?2
     ORDER BY n.id LIMIT ?3`,
-  /** ?1 principal, ?2 `likePrefix` pattern (sql-store.ts), ?3 limit. */
+  /** ?1 principal, ?2 `likePrefix` pattern (notes.ts), ?3 limit. */
   completeTags: `
     SELECT DISTINCT t.value AS tag FROM notes AS n, json_each(n.tags) AS t
     WHERE n.principal = ?1 AND t.value LIKE ?2 ESCAPE '\\'
@@ -211,7 +219,7 @@ export const SQL = {
         ) < ?5)))
     ON CONFLICT (sid, uri) DO UPDATE SET expires_at = excluded.expires_at
     RETURNING 1 AS held`,
-  /** ?1 sid, ?2 now: why `addSubscription` added nothing (see `subscribeRefusal` of shared.ts). */
+  /** ?1 sid, ?2 now: why `addSubscription` added nothing (see `subscribeRefusal`, common/sessions.ts). */
   explainSubscription: `
     SELECT (SELECT count(*) FROM session_subscriptions WHERE sid = ?1) AS session,
       (SELECT count(*) FROM session_subscriptions AS held

@@ -1,0 +1,85 @@
+/**
+ * @module storage/sqlite/sessions
+ * The `SessionStore` methods of the SQLite-dialect store ({@link sessionMethods}): sessions with
+ * their principal, creation time and log level, subscriptions and input slots. Each cap is decided by
+ * the database, the way D1 allows: `createSession` at the cap is one batch (end the sessions beyond
+ * the newest cap - 1, their subscriptions first, then insert), so no two creations both take the last
+ * place; `addSubscription` is one conditional insert, and a read after a miss only explains it.
+ */
+import { MAX_SUBSCRIPTIONS_PER_SESSION, type SessionStore } from '../../mcp/session-store.ts'
+import { capParam, sessionRecord, subscribeRefusal } from '../common/sessions.ts'
+import type { PortMethods } from '../common/store-class.ts'
+import type { SqliteDriver } from './driver.ts'
+import { SQL } from './statements.ts'
+
+export const sessionMethods: PortMethods<SessionStore, SqliteDriver> = {
+  async createSession(sid, principal, expiresAt, now, maxPerPrincipal) {
+    const db = this.db
+    const create = { sql: SQL.createSession, params: [sid, principal, now, expiresAt] }
+    const cap = capParam(maxPerPrincipal)
+    if (cap === null) {
+      await db.run(create.sql, create.params)
+      return 0
+    }
+    const overCap = [principal, now, cap]
+    const [, evicted] = await db.batch([
+      { sql: SQL.evictSubscriptions, params: overCap },
+      { sql: SQL.evictSessions, params: overCap },
+      create,
+    ])
+    return evicted?.length ?? 0
+  },
+
+  async getSession(sid) {
+    const row = await this.db.get(SQL.getSession, [sid])
+    return sessionRecord(row === undefined ? undefined : { logLevel: row.log_level })
+  },
+
+  async setSessionLogLevel(sid, level) {
+    await this.db.run(SQL.setLogLevel, [sid, level])
+  },
+
+  async endSession(sid) {
+    await this.db.batch([
+      { sql: SQL.endSession, params: [sid] },
+      { sql: SQL.endSubscriptions, params: [sid] },
+    ])
+  },
+
+  async addSubscription(sid, uri, now, maxPerPrincipal) {
+    const db = this.db
+    const params = [sid, uri, now, MAX_SUBSCRIPTIONS_PER_SESSION, capParam(maxPerPrincipal)]
+    if ((await db.get(SQL.addSubscription, params)) !== undefined) return 'subscribed'
+    const row = await db.get(SQL.explainSubscription, [sid, now])
+    return subscribeRefusal(
+      row === undefined
+        ? undefined
+        : { session: Number(row.session), principal: Number(row.principal) }
+    )
+  },
+
+  async removeSubscription(sid, uri) {
+    await this.db.run(SQL.removeSubscription, [sid, uri])
+  },
+
+  async isSubscribed(sid, uri) {
+    return (await this.db.get(SQL.isSubscribed, [sid, uri])) !== undefined
+  },
+
+  async expectInput(sid, requestId, expiresAt) {
+    await this.db.run(SQL.expectInput, [sid, requestId, expiresAt])
+  },
+
+  async deliverInput(sid, requestId, payload, now) {
+    return (await this.db.run(SQL.deliverInput, [sid, requestId, payload, now])) === 1
+  },
+
+  async takeInput(sid, requestId) {
+    const row = await this.db.get(SQL.takeInput, [sid, requestId])
+    return row === undefined ? undefined : String(row.payload)
+  },
+
+  async forgetInput(sid, requestId) {
+    await this.db.run(SQL.forgetInput, [sid, requestId])
+  },
+}
