@@ -4,7 +4,7 @@
  * and the conformance fixture). A request meets, in this order: the `X-Replica` header naming the
  * replica that answered (set on the way out, when REPLICA_ID is configured); on `/mcp`, the Origin/Host
  * guard (403, `origin-guard.ts`); then the MCP route (`mcp-route.ts`): for POST the body size (413),
- * bearer auth (400/401/403/503, `bearer-auth.ts`), Content-Type (415) and strict UTF-8 (-32700), then
+ * bearer auth (400/401/503, `bearer-auth.ts`), Content-Type (415) and strict UTF-8 (-32700), then
  * the engine; for GET and DELETE bearer auth, then the engine; any other method goes to the engine
  * unauthenticated, which answers it 405. Besides `/mcp`: the health route and the protected-resource
  * metadata (`health-route.ts`, `well-known-route.ts`). With auth configured, the token audience is the

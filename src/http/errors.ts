@@ -2,10 +2,10 @@
  * @module http/errors
  * The JSON-RPC error responses the HTTP layer answers with before (or instead of) the engine, their
  * text written by the engine's one writer (`mcp/errors.ts`, `errorResponseText`): 403 for a foreign
- * Origin/Host, 405, 413, 415, the 400/401/403/503 of auth (`bearer-auth.ts`), 500 from
- * `app.onError`, the Workers entry's 500/503 when it cannot set up, and the Node entry's raw 400/431
- * for requests its HTTP parser refuses. Every 4xx carries a JSON-RPC error body, and echoes the
- * request id when the body is small enough to read it cheaply (`peekRequestId`).
+ * Origin/Host, 413, 415 and the -32700 of a body that is not UTF-8, the refusals of auth
+ * (`bearer-auth.ts`: 400/401/503, and the 403 step-up the engine asks for), 500 from `app.onError`,
+ * and the Workers entry's 500/503 when it cannot set up. Every 4xx carries a JSON-RPC error body, and
+ * echoes the request id when the body is small enough to read it cheaply (`peekRequestId`).
  */
 import type { Context } from 'hono'
 import { ErrorCode, errorResponseText, type ErrorCode as Code } from '../mcp/errors.ts'

@@ -1,7 +1,7 @@
 /**
  * @module http/mcp-route
  * The MCP endpoint: `POST /mcp` hands one message to the engine. Before the engine, in this order:
- * body size (413), authentication (401/403), Content-Type (415), strict UTF-8 (-32700).
+ * body size (413), authentication (400/401/503), Content-Type (415), strict UTF-8 (-32700).
  * `GET` and `DELETE` (authenticated) and any other method go to the engine too, which serves the first
  * two for 2025-era sessions and answers 405 otherwise (2026-07-28 has no sessions and no standalone
  * stream). The Origin/Host guard is applied by `createHttpApp` in front of this route.
@@ -17,7 +17,7 @@ export interface McpRouteOptions {
   maxBodyBytes: number
   /**
    * Sets the `principal`, `client`, `grantedScopes`, `baseScopes` and `insufficientScope` context
-   * variables (the last three only with auth) or answers 400/401; runs after the body-size check.
+   * variables (the last three only with auth) or answers 400/401/503; runs after the body-size check.
    */
   authenticate: MiddlewareHandler
 }
