@@ -7,9 +7,9 @@
  * all. Both eras use it. Most operations are checked before anything runs (`scopeChallenge`); the
  * tasks extension's methods learn which tool's scopes apply only from the task record, so the engine
  * checks them once it has read it (`missingScopes`) and throws `InsufficientScopeError`, which
- * `handler.ts` answers with the same challenge (`scopeRefusal`). 2025-era answers to server→client
+ * `modern-era.ts` answers with the same challenge (`scopeRefusal`). 2025-era answers to server→client
  * requests need the scopes of the call that asked (`legacy/rendezvous.ts` names it in the id).
- * Verifying tokens and expanding scope hierarchies is the HTTP layer's job (`src/auth/`).
+ * Verifying tokens and expanding scope hierarchies is `src/auth/`'s job, applied by the HTTP layer.
  */
 import { ErrorCode, errorResponseText } from './errors.ts'
 import type { McpHttpInput } from './http-input.ts'
