@@ -3,7 +3,7 @@
  * The Durable Object event bus seen from outside, for the workerd tests: a raw subscriber socket on
  * one named object (what it hears, and a wait for one event with what came before it on that socket),
  * a raw publication to one object, and a listener of a `DurableObjectEventBus` subscription that
- * records what it hears. Every wait is for an event; a test shows that something was *not* heard by
+ * records what it hears; and a namespace whose object cannot be reached. Every wait is for an event; a test shows that something was *not* heard by
  * waiting for one published after it that must arrive on the same socket.
  */
 import { env } from 'cloudflare:test'
@@ -19,6 +19,16 @@ import {
 import { stubOf } from '../../src/workers/durable-objects.ts'
 
 export const namespace = env[EVENT_BUS_BINDING] as BusNamespace
+
+/** A namespace whose object cannot be reached: every fetch of it throws, as when it is overloaded. */
+export const unreachableNamespace: BusNamespace = {
+  idFromName: (name) => name,
+  get: () => ({
+    fetch: async () => {
+      throw new Error('Durable Object is overloaded')
+    },
+  }),
+}
 
 const same = (a: unknown) => (b: unknown) => JSON.stringify(a) === JSON.stringify(b)
 

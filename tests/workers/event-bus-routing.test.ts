@@ -15,10 +15,9 @@ import {
   shardName,
   subscribeUrl,
   type BusChannel,
-  type BusNamespace,
 } from '../../src/workers/durable-object-event-bus.ts'
 import { stubOf } from '../../src/workers/durable-objects.ts'
-import { Heard, namespace, publishTo, rawSubscriber } from './bus-sockets.ts'
+import { Heard, namespace, publishTo, rawSubscriber, unreachableNamespace } from './bus-sockets.ts'
 
 const fresh = () => crypto.randomUUID()
 
@@ -234,15 +233,7 @@ describe('routing by key', () => {
 
 describe('when the object cannot be reached', () => {
   it('delivers on this isolate to the subscribers that need the event', async () => {
-    const unreachable: BusNamespace = {
-      idFromName: (name) => name,
-      get: () => ({
-        fetch: async () => {
-          throw new Error('Durable Object is overloaded')
-        },
-      }),
-    }
-    const bus = new DurableObjectEventBus({ namespace: unreachable })
+    const bus = new DurableObjectEventBus({ namespace: unreachableNamespace })
     const alice = listener(bus, { principal: 'alice' })
     const waiting = listener(bus, { session: 's-1' })
     const everything = listener(bus)

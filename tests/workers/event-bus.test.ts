@@ -26,7 +26,7 @@ import {
   type BusNamespace,
 } from '../../src/workers/durable-object-event-bus.ts'
 import { stubOf } from '../../src/workers/durable-objects.ts'
-import { namespace, publishTo, rawSubscriber } from './bus-sockets.ts'
+import { namespace, publishTo, rawSubscriber, unreachableNamespace } from './bus-sockets.ts'
 import { fixtureA, fixtureB, notesA, notesB, type Fetcher } from './isolates.ts'
 import {
   LegacySession,
@@ -110,37 +110,39 @@ const streams = new SseReaders()
 afterEach(() => streams.cancelAll())
 
 describe('events cross isolates through the EventBusObject', () => {
-  it('a listen stream held by one isolate hears a note changed through another', async () => {
-    const note = await createNote(notesA, 'Changed on the replica')
-    const after = await createNote(notesA, 'Changed here, afterwards')
-    const listen = await listenFor(notesA, 'listen', [noteUri(note.id), noteUri(after.id)])
+  it.each([
+    {
+      test: 'a listen stream held by one isolate hears a note changed through another',
+      streamOn: notesA,
+      elsewhere: notesB,
+      createdOn: [notesA, notesA],
+      listenId: 'listen',
+      subscribedLocalFirst: false,
+    },
+    {
+      test: 'a listen stream hears changes made through its own isolate and another, in their order',
+      streamOn: notesB,
+      elsewhere: notesA,
+      createdOn: [notesA, notesB],
+      listenId: 'both',
+      subscribedLocalFirst: true,
+    },
+  ])('$test', async ({ streamOn, elsewhere, createdOn, listenId, subscribedLocalFirst }) => {
+    const crossing = await createNote(createdOn[0]!, 'Changed first, elsewhere')
+    const local = await createNote(createdOn[1]!, 'Changed second, where the stream is')
+    const uris = [noteUri(crossing.id), noteUri(local.id)]
+    const listen = await listenFor(streamOn, listenId, subscribedLocalFirst ? uris.reverse() : uris)
 
-    await updateNote(notesB, note, 'changed on the replica')
+    await updateNote(elsewhere, crossing, 'changed through the other isolate')
     // Changed later through the stream's own isolate: had the first change not crossed, this
     // one would be heard first.
-    await updateNote(notesA, after, 'changed where the stream is')
-
-    expect(await nextOf(listen, 'the change made through notes-replica')).toEqual(
-      updatedOf(noteUri(note.id), 'listen')
-    )
-    expect(await nextOf(listen, 'the change made here')).toEqual(
-      updatedOf(noteUri(after.id), 'listen')
-    )
-  })
-
-  it('a listen stream hears changes made through its own isolate and another, in their order', async () => {
-    const first = await createNote(notesA, 'Changed first, elsewhere')
-    const second = await createNote(notesB, 'Changed second, here')
-    const listen = await listenFor(notesB, 'both', [noteUri(second.id), noteUri(first.id)])
-
-    await updateNote(notesA, first, 'changed through the other isolate')
-    await updateNote(notesB, second, 'changed where the stream is')
+    await updateNote(streamOn, local, 'changed where the stream is')
 
     expect(await nextOf(listen, 'the change made through the other isolate')).toEqual(
-      updatedOf(noteUri(first.id), 'both')
+      updatedOf(noteUri(crossing.id), listenId)
     )
     expect(await nextOf(listen, 'the change made here')).toEqual(
-      updatedOf(noteUri(second.id), 'both')
+      updatedOf(noteUri(local.id), listenId)
     )
   })
 
@@ -329,17 +331,9 @@ describe('DurableObjectEventBus', () => {
   })
 
   it('delivers on this isolate and logs when the object cannot be reached', async () => {
-    const unreachable: BusNamespace = {
-      idFromName: (name) => name,
-      get: () => ({
-        fetch: async () => {
-          throw new Error('Durable Object is overloaded')
-        },
-      }),
-    }
     const warnings: string[] = []
     const bus = new DurableObjectEventBus({
-      namespace: unreachable,
+      namespace: unreachableNamespace,
       logger: { warn: (message) => warnings.push(message), error: () => {} },
     })
     const heard: ServerEvent[] = []
