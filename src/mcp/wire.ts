@@ -156,29 +156,26 @@ export interface Root {
 // Params schemas (client → server). `_meta` is checked by the envelope; here it is passed through.
 
 const cursor = z.string().optional()
-const inputResponses = z.record(z.string(), z.unknown()).nullish()
-const requestState = z.unknown().optional()
+/** What a round of a multi round-trip request carries besides its own params. */
+const roundParams = {
+  inputResponses: z.record(z.string(), z.unknown()).nullish(),
+  requestState: z.unknown().optional(),
+}
 
 export const ListParamsSchema = z.looseObject({ cursor })
 
 export const CallToolParamsSchema = z.looseObject({
   name: z.string().min(1),
   arguments: z.record(z.string(), z.unknown()).nullish(),
-  inputResponses,
-  requestState,
+  ...roundParams,
 })
 
-export const ReadResourceParamsSchema = z.looseObject({
-  uri: z.string().min(1),
-  inputResponses,
-  requestState,
-})
+export const ReadResourceParamsSchema = z.looseObject({ uri: z.string().min(1), ...roundParams })
 
 export const GetPromptParamsSchema = z.looseObject({
   name: z.string().min(1),
   arguments: z.record(z.string(), z.string()).nullish(),
-  inputResponses,
-  requestState,
+  ...roundParams,
 })
 
 export const CompleteParamsSchema = z.looseObject({
