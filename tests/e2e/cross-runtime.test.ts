@@ -75,42 +75,51 @@ function routedClient(route: Array<{ url: string }>) {
   }
 }
 
+/** A runtime by the replica id it answers with. */
+type Runtime = 'workerd' | 'node'
+const serverOf = (runtime: Runtime) => (runtime === 'workerd' ? worker : node)
+
 function text(result: { content?: unknown }): string {
   const [first] = result.content as Array<{ type: string; text: string }>
   return first?.text ?? ''
 }
 
 describe('a flow started on one runtime finishes on the other', () => {
-  it('round 1 on the Worker, round 2 on Node', async () => {
-    const { client, replicas, resultTypes } = routedClient([worker, node])
-    const result = await client.callTool('test_input_required_result_elicitation')
-    expect(text(result)).toBe('Hello, Ada!')
-    expect(replicas()).toEqual(['workerd', 'node'])
-    expect(resultTypes()).toEqual(['input_required', 'complete'])
-  })
-
-  it('round 1 on Node, round 2 on the Worker', async () => {
-    const { client, replicas, resultTypes } = routedClient([node, worker])
-    const result = await client.callTool('test_input_required_result_elicitation')
-    expect(text(result)).toBe('Hello, Ada!')
-    expect(replicas()).toEqual(['node', 'workerd'])
-    expect(resultTypes()).toEqual(['input_required', 'complete'])
-  })
-
-  it('a three-round chain alternating Worker, Node, Worker', async () => {
-    const { client, replicas, resultTypes } = routedClient([worker, node, worker])
-    const result = await client.callTool('test_input_required_result_multi_round')
-    expect(text(result)).toBe('Ada likes teal.')
-    expect(replicas()).toEqual(['workerd', 'node', 'workerd'])
-    expect(resultTypes()).toEqual(['input_required', 'input_required', 'complete'])
-  })
-
-  it('a three-round chain alternating Node, Worker, Node', async () => {
-    const { client, replicas, resultTypes } = routedClient([node, worker, node])
-    const result = await client.callTool('test_input_required_result_multi_round')
-    expect(text(result)).toBe('Ada likes teal.')
-    expect(replicas()).toEqual(['node', 'workerd', 'node'])
-    expect(resultTypes()).toEqual(['input_required', 'input_required', 'complete'])
+  it.each<[string, Runtime[], string, string, string[]]>([
+    [
+      'round 1 on the Worker, round 2 on Node',
+      ['workerd', 'node'],
+      'test_input_required_result_elicitation',
+      'Hello, Ada!',
+      ['input_required', 'complete'],
+    ],
+    [
+      'round 1 on Node, round 2 on the Worker',
+      ['node', 'workerd'],
+      'test_input_required_result_elicitation',
+      'Hello, Ada!',
+      ['input_required', 'complete'],
+    ],
+    [
+      'a three-round chain alternating Worker, Node, Worker',
+      ['workerd', 'node', 'workerd'],
+      'test_input_required_result_multi_round',
+      'Ada likes teal.',
+      ['input_required', 'input_required', 'complete'],
+    ],
+    [
+      'a three-round chain alternating Node, Worker, Node',
+      ['node', 'workerd', 'node'],
+      'test_input_required_result_multi_round',
+      'Ada likes teal.',
+      ['input_required', 'input_required', 'complete'],
+    ],
+  ])('%s', async (_test, route, tool, answer, expectedResultTypes) => {
+    const { client, replicas, resultTypes } = routedClient(route.map(serverOf))
+    const result = await client.callTool(tool)
+    expect(text(result)).toBe(answer)
+    expect(replicas()).toEqual(route)
+    expect(resultTypes()).toEqual(expectedResultTypes)
   })
 
   it('elicitation, sampling and roots asked in one round on the Worker, answered on Node', async () => {
