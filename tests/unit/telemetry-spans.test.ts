@@ -262,17 +262,7 @@ describe("operators' metrics", () => {
 
   it('counts the status every task record is written into', async () => {
     const tasks = telemetry.telemetry.instrumentStore(store)
-    const now = Date.now()
-    const record = await storeTask(
-      tasks,
-      newTask('local', now, {
-        id: 'task-telemetry-1',
-        tool: 'export_notes',
-        args: '{}',
-        expiresAt: now + 60_000,
-        journal: '{}',
-      })
-    )
+    const record = await storeTask(tasks, newTask('local', Date.now()))
     expect(await tasks.updateTask(record.id, record.version, { status: 'completed' })).toBeDefined()
     // A compare-and-set that misses writes nothing, so it counts nothing.
     expect(await tasks.updateTask(record.id, record.version, { status: 'failed' })).toBeUndefined()
