@@ -1,14 +1,16 @@
 /**
  * @module mcp/dispatch
  * The method table of revision 2026-07-28 (except `subscriptions/listen`, which streams: see
- * `subscriptions.ts`), which the 2025 era dispatches through too. `dispatch` takes a request that
- * passed the envelope, validates its params (-32602), finds the tool, resource or prompt, and returns
- * the bare result; `handler.ts` stamps `resultType`, `_meta` and cache hints and chooses JSON or SSE.
+ * `subscriptions.ts`), which the 2025 era dispatches through too. `routeOf` is the one question the
+ * 2026-07-28 face (`modern-era.ts`) asks of it before anything runs: whether the server advertises
+ * the method (`isAdvertised`, 404 + -32601 otherwise), whether it streams, and whether its result
+ * depends only on the compiled server (discover, a page of a static list: its cursor decoded once
+ * and its cache key). `dispatch` takes a request that passed the envelope, validates its params
+ * (-32602), finds the tool, resource or prompt, and returns the bare result, which the era stamps.
  * `tools/call` is `tool-call.ts`'s; `resources/read` and `prompts/get` run as replayable rounds
  * (`replayable.ts`); the tasks extension's methods are `tasks/engine.ts`'s, reached through
- * `env.tasks` when the handler serves tasks. Also here: whether the server advertises a method
- * (`isAdvertised`), the key of a result that depends only on the compiled server
- * (`staticResultKey`), and `dispatchEnv`, the env both eras dispatch a caller's request in.
+ * `env.tasks` when the handler serves tasks. `dispatchEnv` builds the env both eras dispatch a
+ * caller's request in.
  */
 import { HandlerContext } from './context.ts'
 import type { ReplayContext } from './definitions.ts'
@@ -81,29 +83,67 @@ const STATIC_LISTS: Readonly<Record<string, StaticList>> = {
 }
 
 /**
- * The key under which the result of `request` may be kept once serialised, when it depends only on
- * the compiled server: `server/discover`, and the pages of the static lists that the server itself
- * cuts (the first page, and every later page at a multiple of the page size within the list). So at
- * most one entry per page the server defines, whatever cursors clients invent: a forged cursor that
- * decodes to another offset is answered, but not kept. Throws the -32602 of an invalid or oversized
- * cursor, before any other work.
+ * How the 2026-07-28 face answers a request, as the method table decides it before anything runs
+ * (`routeOf`): not at all (`unadvertised`: 404 + -32601), with a held-open stream (`listen`:
+ * `subscriptions.ts`), with a result that depends only on the compiled server (`static`), with the
+ * -32602 of a static list's invalid cursor (`refused`, answered once the caller's scopes are known),
+ * or by dispatching it (`dispatch`).
  */
-export function staticResultKey<Deps>(
-  server: CompiledServer<Deps>,
-  request: McpRequest
-): string | undefined {
+export type MethodRoute =
+  | { readonly kind: 'unadvertised' | 'listen' | 'dispatch' }
+  | StaticPage
+  | { readonly kind: 'refused'; readonly error: unknown }
+
+/**
+ * A result that depends only on the compiled server: `server/discover`, or a page of a static list,
+ * where the page starts (its cursor decoded once, here, and passed on to `dispatch`) and the key its
+ * serialised result may be kept under. Only the pages the server itself cuts have one (the first,
+ * and every later page at a multiple of the page size within the list): at most one entry per page
+ * the server defines, whatever cursors clients invent; a forged cursor that decodes to another
+ * offset is answered, but not kept.
+ */
+export interface StaticPage {
+  readonly kind: 'static'
+  readonly key: string | undefined
+  readonly offset: number
+}
+
+const UNADVERTISED: MethodRoute = Object.freeze({ kind: 'unadvertised' })
+const LISTEN: MethodRoute = Object.freeze({ kind: 'listen' })
+const DISPATCH: MethodRoute = Object.freeze({ kind: 'dispatch' })
+/** The first page of each static result, the same for every request. */
+const FIRST_PAGES: Readonly<Record<string, StaticPage>> = Object.fromEntries(
+  [METHODS.discover, ...Object.keys(STATIC_LISTS)].map((method) => [
+    method,
+    Object.freeze({ kind: 'static', key: method, offset: 0 } as const),
+  ])
+)
+
+/**
+ * How `request` is answered, from the method table alone: the one question the 2026-07-28 face asks
+ * of it before it dispatches (or answers from its cache, or streams). A static list's cursor is
+ * decoded here, its failure kept for after the scopes check; one that is not even a string is left
+ * to the params check of `dispatch`.
+ */
+export function routeOf<Deps>(server: CompiledServer<Deps>, request: McpRequest): MethodRoute {
   const { method } = request
-  if (method === METHODS.discover) return method
+  if (!isAdvertised(server, method)) return UNADVERTISED
+  if (method === METHODS.listen) return LISTEN
+  if (method === METHODS.discover) return FIRST_PAGES[method]!
   const list = STATIC_LISTS[method]
-  if (!list) return undefined
+  if (!list) return DISPATCH
   const { cursor } = request.params
-  if (cursor === undefined) return method
-  if (typeof cursor !== 'string') return undefined // refused by the params check
-  const offset = decodeCursor(list.kind, cursor)
-  if (offset === 0) return method
-  return offset % server.pageSize === 0 && offset < list.items(server).length
-    ? `${method} ${offset}`
-    : undefined
+  if (cursor === undefined) return FIRST_PAGES[method]!
+  if (typeof cursor !== 'string') return DISPATCH // refused by the params check
+  let offset: number
+  try {
+    offset = decodeCursor(list.kind, cursor)
+  } catch (error) {
+    return { kind: 'refused', error }
+  }
+  if (offset === 0) return FIRST_PAGES[method]!
+  const kept = offset % server.pageSize === 0 && offset < list.items(server).length
+  return { kind: 'static', key: kept ? `${method} ${offset}` : undefined, offset }
 }
 
 /** Whether the server implements and advertises `method` (otherwise: 404 + -32601). */
@@ -135,9 +175,14 @@ export function isAdvertised<Deps>(server: CompiledServer<Deps>, method: string)
   }
 }
 
+/**
+ * Runs `request`'s method and answers its bare result. `offset`, when the caller decoded a static
+ * list's cursor already (`routeOf`), is where its page starts.
+ */
 export async function dispatch<Deps>(
   request: McpRequest,
-  env: DispatchEnv<Deps>
+  env: DispatchEnv<Deps>,
+  offset?: number
 ): Promise<DispatchResult> {
   const { server } = env
   switch (request.method) {
@@ -152,7 +197,7 @@ export async function dispatch<Deps>(
     case METHODS.toolsList:
     case METHODS.promptsList:
     case METHODS.resourceTemplatesList:
-      return list(request, STATIC_LISTS[request.method] as StaticList, server)
+      return list(request, STATIC_LISTS[request.method] as StaticList, server, offset)
     case METHODS.resourcesList:
       return listResources(request, env)
     case METHODS.toolsCall:
@@ -176,10 +221,11 @@ export async function dispatch<Deps>(
 function list<Deps>(
   request: McpRequest,
   { kind, items }: StaticList,
-  server: CompiledServer<Deps>
+  server: CompiledServer<Deps>,
+  offset?: number
 ): DispatchResult {
-  const { cursor } = parseParams(ListParamsSchema, request.params)
-  const { page, nextCursor } = paginate(kind, items(server), cursor, server.pageSize)
+  const start = offset ?? decodeCursor(kind, parseParams(ListParamsSchema, request.params).cursor)
+  const { page, nextCursor } = paginate(kind, items(server), start, server.pageSize)
   const result: JsonObject = { [kind]: page }
   if (nextCursor !== undefined) result.nextCursor = nextCursor
   return { result, cache: kind }

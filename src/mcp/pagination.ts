@@ -45,14 +45,8 @@ export function decodeCursor(list: string, cursor: string | undefined): number {
   )
 }
 
-/** One page of an in-memory list, with the next cursor when more items follow. */
-export function paginate<T>(
-  list: string,
-  items: readonly T[],
-  cursor: string | undefined,
-  pageSize: number
-) {
-  const offset = decodeCursor(list, cursor)
+/** The page of an in-memory list that starts at `offset`, with the next cursor when more items follow. */
+export function paginate<T>(list: string, items: readonly T[], offset: number, pageSize: number) {
   const page = items.slice(offset, offset + pageSize)
   const next = offset + pageSize < items.length ? encodeCursor(list, offset + pageSize) : undefined
   return { page, nextCursor: next }

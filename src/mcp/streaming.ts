@@ -8,7 +8,7 @@
  *
  * Nothing here can fail once a request is answered: notifications are serialised when they are sent
  * (a value JSON cannot express throws at the handler's `ctx.progress`/`ctx.log` call), and the final
- * message arrives as text from `handler.ts`, which settles every failure into a JSON-RPC error
+ * message arrives as text from `modern-era.ts`, which settles every failure into a JSON-RPC error
  * before it gets here (`respond` is given a promise that never rejects).
  */
 

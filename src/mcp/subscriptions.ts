@@ -7,16 +7,23 @@
  * server shutdown or the maximum duration end it gracefully with the listen result, and a client
  * fallen too far behind has its stream dropped (the stream itself, its bounded queue and how it ends
  * are `event-stream.ts`'s). The filter's size is bounded by `ListenParamsSchema` (`wire.ts`), the
- * number of streams a caller holds by the handler (`stream-limits.ts`). Nothing about a subscription
- * outlives its stream.
+ * number of streams a caller holds by `stream-limits.ts`. Nothing about a subscription outlives its
+ * stream. `serveListen` serves a listen request: its filter read, a stream slot of the caller's
+ * taken, the stream opened and, with telemetry on, counted while open.
  */
 import type { McpLogger } from './logger.ts'
+import type { McpRequest } from './envelope.ts'
 import { eventStream, type EventStreamBounds } from './event-stream.ts'
 import type { EventBus } from './event-bus.ts'
 import { eventNotification, type NotificationFilter } from './event-notification.ts'
+import type { McpHttpInput } from './http-input.ts'
+import type { RequestObservation, ServerTelemetry } from './observer.ts'
+import { parseParams } from './params.ts'
 import { META_SERVER_INFO, META_SUBSCRIPTION_ID } from './protocol.ts'
 import type { CompiledServer } from './server.ts'
-import type { JsonObject, RequestId } from './wire.ts'
+import type { StreamLimits, StreamSlot } from './stream-limits.ts'
+import { Cancellation } from './streaming.ts'
+import { ListenParamsSchema, type JsonObject, type RequestId } from './wire.ts'
 
 export interface ListenFilter {
   toolsListChanged?: boolean
@@ -111,4 +118,57 @@ export function listen<Deps>(server: CompiledServer<Deps>, options: ListenOption
       result: { resultType: 'complete', _meta: { ...tag, [META_SERVER_INFO]: server.info } },
     }),
   })
+}
+
+/** What serving `subscriptions/listen` needs of its handler: the same for each of its streams. */
+export interface ListenService<Deps> {
+  server: CompiledServer<Deps>
+  bus: EventBus
+  /** Bounds of every stream (`event-stream.ts` defaults). */
+  bounds?: EventStreamBounds
+  /** The streams each caller holds open, counted with the 2025 era's. */
+  streamLimits: StreamLimits
+  /** Aborted when the process shuts down: open streams then end gracefully. */
+  shutdown?: AbortSignal
+  logger: McpLogger
+  /** Counts the open streams, when telemetry is on. */
+  observer?: ServerTelemetry
+}
+
+/**
+ * Serves a `subscriptions/listen` request that passed the envelope and its scopes: reads its filter
+ * (-32602), takes one of the caller's stream slots (over a cap, the `CapExceededError` answered
+ * 429) and opens the stream, which gives the slot back when its connection is done. Throws what
+ * refuses it, the slot given back first: nothing holds a stream that failed to open.
+ */
+export function serveListen<Deps>(
+  service: ListenService<Deps>,
+  request: McpRequest,
+  caller: Pick<McpHttpInput, 'principal' | 'signal'>,
+  observation: RequestObservation | undefined
+): Response {
+  const { principal } = caller
+  const cancellation = new Cancellation(caller.signal)
+  let slot: StreamSlot | undefined
+  try {
+    const { notifications } = parseParams(ListenParamsSchema, request.params)
+    slot = service.streamLimits.acquire({ principal }, 'listen')
+    const stream = listen(service.server, {
+      ...service.bounds,
+      id: request.id,
+      requested: notifications,
+      principal,
+      bus: service.bus,
+      signal: cancellation.signal,
+      shutdown: service.shutdown,
+      logger: service.logger,
+      onEnd: slot.release,
+    })
+    if (!service.observer) return stream
+    observation?.succeeded()
+    return service.observer.stream('listen', request.protocolVersion, stream)
+  } catch (error) {
+    slot?.release()
+    throw error
+  }
 }

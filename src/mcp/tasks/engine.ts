@@ -8,7 +8,7 @@
  * task of the caller: an unknown, expired, or other principal's id answers the same -32602. Then,
  * with auth, the scopes of the tool that created the task (the base scopes and the tool's own: what
  * it needs to act, so also to answer its questions, read its result or cancel it): too few throw
- * `InsufficientScopeError`, which `handler.ts` answers with the 403 challenge, nothing changed.
+ * `InsufficientScopeError`, which `modern-era.ts` answers with the 403 challenge, nothing changed.
  * - `tasks/update` keeps the answers to outstanding keys only (others are ignored, values unread),
  *   removes those keys from `inputRequests` before it acknowledges, and once none is left makes the
  *   task runnable, claiming it for this replica when it has room (else any replica's takeover

@@ -20,10 +20,10 @@ export const DEFAULT_MAX_RUNNING_TASKS = 16
  */
 export const DEFAULT_MAX_TASK_JOURNAL_CHARS = 256 * 1024
 /**
- * Most live tasks one principal may hold, across all its clients (see `engine.ts`'s header): twice what
- * one replica runs at once (`maxRunning`), so a host can keep a replica busy and still have as many
- * ended tasks' outcomes waiting to be read, while the records a principal can make the store keep
- * stay few.
+ * Most live tasks one principal may hold, across all its clients (see `engine.ts`'s header): twice
+ * what one replica runs at once (`maxRunning`), so a host can keep a replica busy and still have as
+ * many ended tasks' outcomes waiting to be read, while the records a principal can make the store
+ * keep stay few.
  */
 export const DEFAULT_MAX_LIVE_TASKS = 32
 /**
