@@ -144,6 +144,13 @@ async function expectRejected(response: Response, entriesBefore: number): Promis
 
 const handler = await replica([K1])
 
+/** A state sealed in a first round for `sealed` and retried as `replayed` is rejected unread. */
+async function expectRetryRejected(sealed: Target, replayed: Target): Promise<void> {
+  const token = await firstRound(handler, sealed)
+  const before = counter.entries
+  await expectRejected(await retry(handler, token, replayed), before)
+}
+
 function segmentsWithHeader(token: string, header: JsonObject): string {
   const encoded = btoa(JSON.stringify(header)).replaceAll('+', '-').replaceAll('/', '_')
   return [encoded.replace(/=+$/, ''), ...token.split('.').slice(1)].join('.')
@@ -237,15 +244,11 @@ describe('rejects a genuine requestState out of its context', () => {
   })
 
   it('rejects a state sealed for another principal', async () => {
-    const token = await firstRound(handler, { principal: 'alice' })
-    const before = counter.entries
-    await expectRejected(await retry(handler, token, { principal: 'mallory' }), before)
+    await expectRetryRejected({ principal: 'alice' }, { principal: 'mallory' })
   })
 
   it('rejects a state sealed for another tool', async () => {
-    const token = await firstRound(handler, { name: 'delete_note' })
-    const before = counter.entries
-    await expectRejected(await retry(handler, token, { name: 'archive_note' }), before)
+    await expectRetryRejected({ name: 'delete_note' }, { name: 'archive_note' })
   })
 
   it.each<[string, JsonObject]>([
@@ -253,21 +256,15 @@ describe('rejects a genuine requestState out of its context', () => {
     ['an extra argument', { id: 'n1', force: true }],
     ['no arguments', {}],
   ])('rejects a state sealed for other arguments (%s)', async (_case, args) => {
-    const token = await firstRound(handler, { args: { id: 'n1' } })
-    const before = counter.entries
-    await expectRejected(await retry(handler, token, { args }), before)
+    await expectRetryRejected({ args: { id: 'n1' } }, { args })
   })
 
   it('rejects a prompt state replayed on tools/call with the same name and arguments', async () => {
-    const token = await firstRound(handler, { method: 'prompts/get' })
-    const before = counter.entries
-    await expectRejected(await retry(handler, token, { method: 'tools/call' }), before)
+    await expectRetryRejected({ method: 'prompts/get' }, { method: 'tools/call' })
   })
 
   it('rejects a tool state replayed on prompts/get with the same name and arguments', async () => {
-    const token = await firstRound(handler, { method: 'tools/call' })
-    const before = counter.entries
-    await expectRejected(await retry(handler, token, { method: 'prompts/get' }), before)
+    await expectRetryRejected({ method: 'tools/call' }, { method: 'prompts/get' })
   })
 })
 
