@@ -14,7 +14,7 @@ import type { McpRequest } from './envelope.ts'
 import type { McpLogger } from './logger.ts'
 import type { RequestObservation } from './observer.ts'
 import type { Journal } from './replay.ts'
-import type { StateBinding, StateSealer } from './sealed-state.ts'
+import type { OpenedState, StateBinding, StateSealer } from './sealed-state.ts'
 import type { CacheableResult, CompiledServer } from './server.ts'
 import type { JsonObject } from './wire.ts'
 
@@ -36,6 +36,13 @@ export interface DispatchEnv<Deps> extends ContextInput<Deps> {
   baseScopes?: readonly string[]
   /** This request's telemetry (`mcp/observer.ts`), when telemetry is on. */
   observation?: RequestObservation
+  /**
+   * Set when every round of this request's flow runs in this process (a 2025-era call: its shim,
+   * `legacy/input-shim.ts`, asks the client and dispatches again itself): each round leaves its
+   * state here (`StateSealer.hold`) for the next instead of sealing a `requestState`
+   * (`replayable.ts`).
+   */
+  heldState?: { state?: OpenedState }
 }
 
 /** A result before stamping: the cache hint to attach, if the method's results are cacheable. */

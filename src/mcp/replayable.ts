@@ -6,7 +6,9 @@
  * started its task, create it through `env.tasks`). The sealed journal carries the round that sealed
  * it (`r`), so the round of every request of a flow is known; with telemetry on, `runReplayable`
  * tells the request's observation that round, a refused state's reason, and runs opening and sealing
- * as its steps. What a state is bound to is `bindingFor`'s.
+ * as its steps. A flow whose rounds all run in this process (a 2025-era call: `env.heldState`)
+ * holds its state there between rounds instead (`StateSealer.hold`): nothing sealed, nothing opened.
+ * What a state is bound to is `bindingFor`'s.
  */
 import { ReplayHandlerContext, type TaskAvailability } from './context.ts'
 import type { ToolContext } from './definitions.ts'
@@ -56,8 +58,9 @@ interface ReplayableParams {
  * Runs a suspendable handler for one round: opens the sealed state (any failure → the frozen -32602,
  * before the handler runs), re-runs the handler with the journal and this round's answers, then either
  * returns its result, throws the -32021 of an ask the client cannot serve, seals the merged journal
- * into a new `requestState` and answers `input_required`, or, when the handler started its task (and
- * no ask is pending: rounds resolve first), creates the task with that journal and answers it.
+ * into a new `requestState` (or holds it in `env.heldState`) and answers `input_required`, or, when
+ * the handler started its task (and no ask is pending: rounds resolve first), creates the task with
+ * that journal and answers it.
  */
 export async function runReplayable<Deps>(
   request: McpRequest,
@@ -67,15 +70,19 @@ export async function runReplayable<Deps>(
   run: (ctx: ToolContext<Deps>) => Promise<JsonObject | CallToolResult>,
   tasks?: TaskAvailability
 ): Promise<DispatchResult> {
-  const { observation } = env
+  const { observation, heldState } = env
   let journal: Journal | undefined
   let nonce: string | undefined
   let round = 1
-  if (params.requestState !== undefined) {
+  const held = heldState?.state
+  // A flow held in this process never opens a `requestState` (its shim sends none).
+  if (held !== undefined || (!heldState && params.requestState !== undefined)) {
     try {
-      const opened = await (observation
-        ? observation.step(OPEN_STATE_SPAN, () => env.sealer.open(params.requestState, binding))
-        : env.sealer.open(params.requestState, binding))
+      const opened = held
+        ? env.sealer.openHeld(held)
+        : await (observation
+            ? observation.step(OPEN_STATE_SPAN, () => env.sealer.open(params.requestState, binding))
+            : env.sealer.open(params.requestState, binding))
       journal = opened.journal as Journal
       nonce = opened.nonce
       round = sealedRound(opened.journal) + 1
@@ -114,16 +121,19 @@ export async function runReplayable<Deps>(
       )
     return { result: result as JsonObject, interactive }
   }
-  let token: string
+  let token: string | undefined
   try {
     // The round travels with the journal (`r`), so the round that completes the flow knows its count.
     const sealed = replay.journal() as RoundJournal
     sealed.r = round
-    token = (
-      await (observation
-        ? observation.step(SEAL_STATE_SPAN, () => env.sealer.seal(binding, sealed))
-        : env.sealer.seal(binding, sealed))
-    ).token
+    if (heldState) heldState.state = env.sealer.hold(binding, sealed)
+    else {
+      token = (
+        await (observation
+          ? observation.step(SEAL_STATE_SPAN, () => env.sealer.seal(binding, sealed))
+          : env.sealer.seal(binding, sealed))
+      ).token
+    }
   } catch (error) {
     if (!(error instanceof StateTooLargeError)) throw error
     env.logger.error('requestState too large', { method: request.method, target: binding.target })
@@ -135,7 +145,7 @@ export async function runReplayable<Deps>(
   const inputRequired: InputRequiredResult = {
     resultType: 'input_required',
     inputRequests: replay.inputRequests(),
-    requestState: token,
   }
+  if (token !== undefined) inputRequired.requestState = token
   return { result: inputRequired as unknown as JsonObject, interactive: true }
 }

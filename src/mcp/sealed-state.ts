@@ -21,6 +21,10 @@
  *   unknown kid never reaches the cipher), then every claim is verified.
  * - Rotation works by construction: a token opens while its kid is in the ring; a retired kid is
  *   `unknown_kid`.
+ * - A state that never leaves the process (the rounds of a 2025-era flow) is not sealed: `hold`
+ *   answers what `open` would answer for the token `seal` would make (the same checks, bound and
+ *   lifetime, the journal a copy through its JSON form), without the cipher, and `openHeld` refuses
+ *   it once expired, as `open` would.
  *
  * Left to others: composing the principal string (issuer, subject, client — the auth layer), choosing
  * which request fields form `args`, merging journals across rounds and single-use nonce bookkeeping
@@ -61,6 +65,9 @@ const NONCE_BYTES = 16
 const PRINCIPAL_TAG_BYTES = 16
 const TAG_22 = /^[A-Za-z0-9_-]{22}$/
 const DIGEST_43 = /^[A-Za-z0-9_-]{43}$/
+/** Stand-ins of a principal tag and an arguments digest, of their lengths (`hold` sizes a plaintext). */
+const SIZED_PRINCIPAL_TAG = 'p'.repeat(22)
+const SIZED_ARGS_DIGEST = 'a'.repeat(43)
 /** The claims' keys, in the order `seal` writes them; `open` admits exactly these. */
 const CLAIM_KEYS = ['v', 'iat', 'exp', 'p', 'm', 't', 'a', 'j', 'n'] as const
 
@@ -298,6 +305,49 @@ export class StateSealer {
 
   /** Seals `journal` for exactly this request, with the ring's first key. */
   async seal(binding: StateBinding, journal: unknown): Promise<SealedState> {
+    const claims = this.#claims(binding, journal)
+    const key = this.#jwe.sealingKey
+    const digests = this.#bindingDigests(key, binding)
+    const { principalTag, argsDigest } = digests instanceof Promise ? await digests : digests
+    const plaintext = encoder.encode(claims.text(principalTag, argsDigest))
+    if (plaintext.byteLength > this.maxPayloadBytes) {
+      throw new StateTooLargeError(plaintext.byteLength, this.maxPayloadBytes)
+    }
+    const token = this.#jwe.encrypt(plaintext)
+    return {
+      token: token instanceof Promise ? await token : token,
+      nonce: claims.nonce,
+      expiresAt: claims.exp,
+    }
+  }
+
+  /**
+   * What `open` would answer, now, for the token `seal` would make of `journal`, without sealing it:
+   * for a state that never leaves this process (the rounds of a 2025-era flow). The same checks
+   * and bounds as `seal` (`TypeError`, `StateTooLargeError` for a plaintext `seal` would refuse) and
+   * the same lifetime (`openHeld`); the journal is a copy through its JSON form, as `open` gives.
+   */
+  hold(binding: StateBinding, journal: unknown): OpenedState {
+    const claims = this.#claims(binding, journal)
+    // The principal tag and the arguments digest have fixed lengths: this is the plaintext's size.
+    const bytes = encoder.encode(claims.text(SIZED_PRINCIPAL_TAG, SIZED_ARGS_DIGEST)).byteLength
+    if (bytes > this.maxPayloadBytes) throw new StateTooLargeError(bytes, this.maxPayloadBytes)
+    return {
+      journal: JSON.parse(claims.journalText) as unknown,
+      nonce: claims.nonce,
+      issuedAt: claims.iat,
+      expiresAt: claims.exp,
+    }
+  }
+
+  /** A held state (`hold`) while it lives, as `open` would answer it; else `InvalidRequestStateError`. */
+  openHeld(held: OpenedState): OpenedState {
+    if (!(held.expiresAt * 1000 > this.#now())) return reject('expired')
+    return held
+  }
+
+  /** The claims of a new state for `binding`, checked, their text awaiting the binding's digests. */
+  #claims(binding: StateBinding, journal: unknown) {
     if (!isBinding(binding)) {
       throw new TypeError('seal: binding needs string principal, method and target')
     }
@@ -306,24 +356,16 @@ export class StateSealer {
     if (typeof journalText !== 'string') {
       throw new TypeError('seal: the journal must be a JSON value')
     }
-    const key = this.#jwe.sealingKey
     const iat = Math.floor(this.#now() / 1000)
     const exp = iat + this.ttlSeconds
     const nonce = this.#base64url.encode(randomBytes(NONCE_BYTES))
-    const digests = this.#bindingDigests(key, binding)
-    const { principalTag, argsDigest } = digests instanceof Promise ? await digests : digests
     // What JSON.stringify writes for the claims object (keys in `CLAIM_KEYS` order); the tags, the
     // digest and the nonce are base64url and the times integers, so none of them needs escaping.
-    const plaintext = encoder.encode(
+    const text = (principalTag: string, argsDigest: string) =>
       `{"v":${STATE_VERSION},"iat":${iat},"exp":${exp},"p":"${principalTag}",` +
-        `"m":${JSON.stringify(binding.method)},"t":${JSON.stringify(binding.target)},` +
-        `"a":"${argsDigest}","j":${journalText},"n":"${nonce}"}`
-    )
-    if (plaintext.byteLength > this.maxPayloadBytes) {
-      throw new StateTooLargeError(plaintext.byteLength, this.maxPayloadBytes)
-    }
-    const token = this.#jwe.encrypt(plaintext)
-    return { token: token instanceof Promise ? await token : token, nonce, expiresAt: exp }
+      `"m":${JSON.stringify(binding.method)},"t":${JSON.stringify(binding.target)},` +
+      `"a":"${argsDigest}","j":${journalText},"n":"${nonce}"}`
+    return { journalText, iat, exp, nonce, text }
   }
 
   /** Opens a `requestState` from the wire for this request, or throws `InvalidRequestStateError`. */

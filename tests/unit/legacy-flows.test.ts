@@ -11,7 +11,7 @@
  * (or must find an answer by polling the store) run on a handler built with short `legacy.input`
  * bounds, since `createApp` has no such option; `notesReplica` composes it as `createApp` does.
  */
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { createApp } from '../../src/app.ts'
 import { parseConfig } from '../../src/config.ts'
 import { createHttpApp } from '../../src/http/app.ts'
@@ -159,6 +159,22 @@ describe('delete_note through server→client requests', () => {
     await expectAccepted(session.answer(ask.id, ACCEPT))
     expect(await finalText(stream)).toBe('Deleted the note "Old draft".')
     expect(await exists(noteId)).toBe(false)
+  })
+
+  it('holds the flow between its rounds in the process: no requestState is sealed or opened', async () => {
+    const seal = vi.spyOn(sealer, 'seal')
+    const open = vi.spyOn(sealer, 'open')
+    try {
+      const { noteId, session, stream, ask } = await deleteFlow('Held draft')
+      await expectAccepted(session.answer(ask.id, ACCEPT))
+      expect(await finalText(stream)).toBe('Deleted the note "Held draft".')
+      expect(await exists(noteId)).toBe(false)
+      expect(seal).not.toHaveBeenCalled()
+      expect(open).not.toHaveBeenCalled()
+    } finally {
+      seal.mockRestore()
+      open.mockRestore()
+    }
   })
 
   it.each([

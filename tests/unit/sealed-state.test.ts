@@ -740,3 +740,53 @@ describe('StateSealer with a runtime-provided AES-256-GCM', () => {
     await expectReason(retired.open(token, BINDING), 'unknown_kid')
   })
 })
+
+describe('StateSealer.hold (a state that never leaves the process)', () => {
+  it('answers what open answers for the token seal would make, without any Web Crypto call', async () => {
+    const s = await sealer([OLD])
+    const journal = { ...JOURNAL, o: { at: new Date(T0), skipped: undefined } }
+    const opened = await s.open((await s.seal(BINDING, journal)).token, BINDING)
+    const calls = (['encrypt', 'sign', 'digest'] as const).map((name) =>
+      vi.spyOn(crypto.subtle, name)
+    )
+    const held = s.hold(BINDING, journal)
+    for (const call of calls) expect(call).not.toHaveBeenCalled()
+    expect(held.journal).toEqual(opened.journal)
+    expect(held.journal).not.toBe(journal)
+    expect(held.nonce).toMatch(/^[A-Za-z0-9_-]{22}$/)
+    expect(held.nonce).not.toBe(s.hold(BINDING, journal).nonce)
+    expect(held).toMatchObject({ issuedAt: T0 / 1000, expiresAt: T0 / 1000 + 600 })
+  })
+
+  it('refuses what seal refuses: a plaintext over the cap, counted the same, or no exact JSON form', async () => {
+    const journal = { ...JOURNAL, notes: 'é'.repeat(300) }
+    const size = await payloadBytes((await (await sealer([OLD])).seal(BINDING, journal)).token, OLD)
+    expect((await sealer([OLD], { maxPayloadBytes: size })).hold(BINDING, journal).journal).toEqual(
+      journal
+    )
+    const under = await sealer([OLD], { maxPayloadBytes: size - 1 })
+    expect(() => under.hold(BINDING, journal)).toThrow(StateTooLargeError)
+    const s = await sealer([OLD])
+    expect(() => s.hold(BINDING, undefined)).toThrow(TypeError)
+    expect(() => s.hold(BINDING, { n: NaN })).toThrow(TypeError)
+    expect(() => s.hold({ ...BINDING, target: 7 } as unknown as StateBinding, {})).toThrow(
+      TypeError
+    )
+  })
+
+  it('opens a held state until its expiry, then refuses it as expired, as open would', async () => {
+    const s = await sealer([OLD], { ttlSeconds: 60 })
+    const held = s.hold(BINDING, JOURNAL)
+    clock = T0 + 59_999
+    expect(s.openHeld(held)).toBe(held)
+    clock = T0 + 60_000
+    let refused: unknown
+    try {
+      s.openHeld(held)
+    } catch (error) {
+      refused = error
+    }
+    expect(refused).toBeInstanceOf(InvalidRequestStateError)
+    expect(refused).toMatchObject({ reason: 'expired', message: INVALID_REQUEST_STATE_MESSAGE })
+  })
+})

@@ -4,9 +4,11 @@
  * (`tools/call`, `prompts/get`, `resources/read`) runs through the same `dispatch` as on the modern
  * path; when it answers `input_required`, this loop sends each ask to the client as a real
  * server→client request on the request's own SSE stream (`rendezvous.ts`), waits for the answers
- * (which may reach any replica), and dispatches again with them and the sealed `requestState`, exactly
- * as a 2026-07-28 client would retry. Everything a flow remembers still travels in `requestState`; the
- * loop only holds the current round, inside the lifetime of the client's POST. Each request it sends
+ * (which may reach any replica), and dispatches again with them, exactly as a 2026-07-28 client would
+ * retry. What the flow remembers between rounds is the state a round leaves in this process
+ * (`DispatchEnv.heldState`: the journal a 2026-07-28 round would seal into `requestState`, held
+ * instead, since these rounds never leave the process), inside the lifetime of the client's POST;
+ * only the answers travel between replicas, through the store. Each request it sends
  * names the call it asks for (`rendezvous.ts`), so an answer reaching any replica needs that call's
  * scopes.
  *
@@ -87,11 +89,12 @@ function describe(ask: InputRequest): string {
 }
 
 /**
- * Runs `round` (one dispatch with this round's `inputResponses` and `requestState`) until it completes,
- * serving each `input_required` through server→client requests. Returns the final result.
+ * Runs `round` (one dispatch with this round's `inputResponses`, in the state the previous round
+ * left) until it completes, serving each `input_required` through server→client requests. Returns
+ * the final result.
  */
 export async function runWithClientInput(
-  round: (inputResponses?: JsonObject, requestState?: string) => Promise<DispatchResult>,
+  round: (inputResponses?: JsonObject) => Promise<DispatchResult>,
   options: InputShimOptions
 ): Promise<DispatchResult> {
   const { session, signal } = options
@@ -114,7 +117,7 @@ export async function runWithClientInput(
 
     while (isInputRequired(outcome.result)) {
       if (signal.aborted) throw new FlowEndedError('The client went away; nothing more was done.')
-      const { inputRequests = {}, requestState } = outcome.result
+      const { inputRequests = {} } = outcome.result
       const inputResponses: JsonObject = {}
       const toSend = new Map<string, InputRequest>()
       for (const [key, ask] of Object.entries(inputRequests)) {
@@ -176,7 +179,7 @@ export async function runWithClientInput(
           }
         }
       }
-      outcome = await round(inputResponses, requestState)
+      outcome = await round(inputResponses)
     }
 
     for (const elicitationId of openedPages.keys()) {

@@ -15,10 +15,10 @@
  *   session's version, capabilities and log level, so tools, resources, prompts and completions are
  *   the modern path's; the answer is JSON, or an SSE stream once the request sends progress or logs
  *   first. A suspendable request's `input_required` is served by server→client requests on that
- *   stream (`input-shim.ts`), the POST then held open against the caps of `stream-limits.ts` (over
- *   them, the -32602 at 200 before anything is asked); a flow ended early is a tool error for
- *   `tools/call`, a JSON-RPC error otherwise. `notifications/cancelled` of the session, heard on the
- *   bus, cancels the request.
+ *   stream (`input-shim.ts`; its state held in the process between rounds, never sealed), the POST
+ *   then held open against the caps of `stream-limits.ts` (over them, the -32602 at 200 before
+ *   anything is asked); a flow ended early is a tool error for `tools/call`, a JSON-RPC error
+ *   otherwise. `notifications/cancelled` of the session, heard on the bus, cancels the request.
  * JSON-RPC errors about a request's content answer HTTP 200, as 2025 clients expect.
  */
 import { dispatch, dispatchEnv, isAdvertised } from '../dispatch.ts'
@@ -41,14 +41,7 @@ import type { CompiledServer } from '../server.ts'
 import { MAX_SUBSCRIPTIONS_PER_SESSION, type SubscriptionsFull } from '../session-store.ts'
 import type { StreamSlot } from '../stream-limits.ts'
 import { Cancellation, jsonResponse, jsonText, type FinalMessage } from '../streaming.ts'
-import {
-  isObject,
-  isRequestId,
-  type ClientCapabilities,
-  type Implementation,
-  type JsonObject,
-  type RequestId,
-} from '../wire.ts'
+import { isObject, isRequestId, type JsonObject, type RequestId } from '../wire.ts'
 import { z } from 'zod'
 import { FlowEndedError, runWithClientInput } from './input-shim.ts'
 import {
@@ -128,8 +121,8 @@ export async function initialize<Deps>(
   try {
     session = await era.codec.issue(callerBinding(input.principal, input.client), {
       protocolVersion,
-      capabilities: parsed.data.capabilities as ClientCapabilities,
-      clientInfo: parsed.data.clientInfo as Implementation,
+      capabilities: parsed.data.capabilities,
+      clientInfo: parsed.data.clientInfo,
     })
   } catch (error) {
     if (!(error instanceof StateTooLargeError)) throw error
@@ -263,7 +256,9 @@ async function assertReadable<Deps>(
     protocolVersion: session.protocolVersion,
     clientCapabilities: session.clientCapabilities,
   }
-  await dispatch(request, dispatchEnv(era.base, request, input, new Cancellation(input.signal)))
+  const env = dispatchEnv(era.base, request, input, new Cancellation(input.signal))
+  // A read that would ask first is answered `input_required`, its state held, never sealed.
+  await dispatch(request, { ...env, heldState: {} })
 }
 
 /** The error a `resources/subscribe` refused at a cap answers: what the caller can do about it. */
@@ -372,8 +367,9 @@ async function dispatched<Deps>(
 
 /**
  * Runs a suspendable request to its end, each `input_required` served by server→client requests on
- * its stream (`input-shim.ts`). From the first one (before any question is sent) the POST is held
- * open for the client, and counts against the caps, until the flow ends.
+ * its stream (`input-shim.ts`), each round's state held in this process for the next (`heldState`:
+ * never sealed, since it never leaves). From the first one (before any question is sent) the POST is
+ * held open for the client, and counts against the caps, until the flow ends.
  */
 async function interactive<Deps>(
   era: LegacyEraContext<Deps>,
@@ -384,15 +380,16 @@ async function interactive<Deps>(
   input: LegacyInput
 ): Promise<DispatchResult> {
   const { channel, cancellation } = env
+  const rounds: DispatchEnv<Deps> = { ...env, heldState: {} }
   let slot: StreamSlot | undefined
   try {
     return await runWithClientInput(
-      async (inputResponses, requestState) => {
+      async (inputResponses) => {
         const outcome = await dispatch(
           inputResponses === undefined
             ? request
-            : { ...request, params: { ...request.params, inputResponses, requestState } },
-          env
+            : { ...request, params: { ...request.params, inputResponses } },
+          rounds
         )
         if (!slot && outcome.result.resultType === 'input_required') {
           slot = era.streamLimits.acquire(

@@ -72,7 +72,7 @@ export function notificationStream<Deps>(
       retryMs: GET_STREAM_RETRY_MS,
       logger: era.logger,
       logFields: { stream: 'get', session: session.sid.slice(0, 8) },
-      onEnd: slot.release,
+      onEnd: () => slot.release(),
       map: (event) => eventNotification(event, filter),
     })
     return era.telemetry ? era.telemetry.stream('get', session.protocolVersion, stream) : stream
