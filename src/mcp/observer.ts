@@ -1,6 +1,6 @@
 /**
  * @module mcp/observer
- * The engine's side of telemetry: what `mcp/handler.ts`, `mcp/legacy/handler.ts` and
+ * The engine's side of telemetry: what `mcp/handler.ts`, the 2025-era face (`mcp/legacy/`) and
  * `mcp/replayable.ts` report, as interfaces only (no OpenTelemetry import, nothing at run time). An
  * engine built without telemetry holds `undefined` where these would be, and every hook is an
  * optional call on it: with telemetry off no request allocates anything for it. The implementation
