@@ -37,6 +37,12 @@ async function pendingShare(
   return { id, url: `${ORIGIN}/share/${id}` }
 }
 
+/** A pending share request of a fresh note, its approval page opened: its id, URL and page. */
+async function openedShare() {
+  const share = await pendingShare()
+  return { ...share, page: await h().openSharePage(share.url) }
+}
+
 async function statusOf(id: string) {
   return (await h().store.getShareRequest(id))?.status
 }
@@ -54,8 +60,7 @@ function expectPageHeaders(page: SharePage, { html = true } = {}) {
 
 describe('GET /share/:id', () => {
   it('shows the escaped note title, Approve and Refuse, and a CSRF token matching its cookie', async () => {
-    const { id, url } = await pendingShare()
-    const page = await h().openSharePage(url)
+    const { id, page } = await openedShare()
     expect(page.status).toBe(200)
     expectPageHeaders(page)
     expect(page.html).toContain(
@@ -122,8 +127,7 @@ describe('POST /share/:id', () => {
     ['approve', 'approved', 'Approved'],
     ['refuse', 'refused', 'Refused'],
   ])('records %s with the token of its page', async (decision, status, heading) => {
-    const { id, url } = await pendingShare()
-    const page = await h().openSharePage(url)
+    const { id, url, page } = await openedShare()
     const answer = await h().submitDecision(url, decision, {
       ...page,
       secFetchSite: 'same-origin',
@@ -160,8 +164,7 @@ describe('POST /share/:id', () => {
     ],
     ['Sec-Fetch-Site: same-site', (page: SharePage) => ({ ...page, secFetchSite: 'same-site' })],
   ])('refuses %s with 403 and decides nothing', async (name, options) => {
-    const { id, url } = await pendingShare()
-    const page = await h().openSharePage(url)
+    const { id, url, page } = await openedShare()
     const answer = await h().submitDecision(url, 'approve', options(page))
     expect(answer.status).toBe(403)
     expectPageHeaders(answer, { html: !name.includes('guard') })
@@ -169,16 +172,14 @@ describe('POST /share/:id', () => {
   })
 
   it('accepts a form post without Origin or Sec-Fetch-Site when the token matches', async () => {
-    const { id, url } = await pendingShare()
-    const page = await h().openSharePage(url)
+    const { id, url, page } = await openedShare()
     const answer = await h().submitDecision(url, 'approve', { ...page, origin: '' })
     expect(answer.status).toBe(200)
     expect(await statusOf(id)).toBe('approved')
   })
 
   it('refuses a second decision: the first one stands', async () => {
-    const { id, url } = await pendingShare()
-    const page = await h().openSharePage(url)
+    const { id, url, page } = await openedShare()
     expect((await h().submitDecision(url, 'refuse', page)).status).toBe(200)
     const second = await h().submitDecision(url, 'approve', page)
     expect(second.status).toBe(409)
@@ -187,8 +188,7 @@ describe('POST /share/:id', () => {
   })
 
   it('refuses a decision after the request expired', async () => {
-    const { id, url } = await pendingShare()
-    const page = await h().openSharePage(url)
+    const { id, url, page } = await openedShare()
     h().clock.advance(SHARE_REQUEST_TTL_MS)
     const answer = await h().submitDecision(url, 'approve', page)
     expect(answer.status).toBe(410)
@@ -196,15 +196,13 @@ describe('POST /share/:id', () => {
   })
 
   it('answers an unknown decision with 400 and decides nothing', async () => {
-    const { id, url } = await pendingShare()
-    const page = await h().openSharePage(url)
+    const { id, url, page } = await openedShare()
     expect((await h().submitDecision(url, 'maybe', page)).status).toBe(400)
     expect(await statusOf(id)).toBe('pending')
   })
 
   it('answers an unknown share id with 404', async () => {
-    const { url } = await pendingShare()
-    const page = await h().openSharePage(url)
+    const { page } = await openedShare()
     const unknown = randomToken()
     const answer = await h().submitDecision(`${ORIGIN}/share/${unknown}`, 'approve', {
       ...page,
