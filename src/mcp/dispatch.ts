@@ -70,7 +70,7 @@ const SECTION_SPAN = 2 ** 32
 /** A list whose pages depend only on the compiled server: its cursor name and its items. */
 interface StaticList {
   kind: 'tools' | 'prompts' | 'resourceTemplates'
-  items<Deps>(server: CompiledServer<Deps>): readonly unknown[]
+  items: <Deps>(server: CompiledServer<Deps>) => readonly unknown[]
 }
 
 const STATIC_LISTS: Readonly<Record<string, StaticList>> = {
@@ -238,7 +238,7 @@ async function listResources<Deps>(
   const { server } = env
   const { cursor } = parseParams(ListParamsSchema, request.params)
   const position = decodeCursor('resources', cursor)
-  const sources = [undefined, ...server.templates.filter((t) => t.definition.list)]
+  const sources = [undefined, ...server.templates.filter((t) => t.definition.list !== undefined)]
   let section = Math.floor(position / SECTION_SPAN)
   let offset = position % SECTION_SPAN
   const resources: Resource[] = []

@@ -58,9 +58,12 @@ export interface StreamHolder {
   session?: string
 }
 
-/** A held stream's place in the counts; `release` gives it back (once; later calls do nothing). */
+/**
+ * A held stream's place in the counts; `release` gives it back (once; later calls do nothing), and
+ * may be handed on alone (a stream's `onEnd`).
+ */
 export interface StreamSlot {
-  release(): void
+  readonly release: () => void
 }
 
 export class StreamLimits {

@@ -186,7 +186,9 @@ class TaskRun<Deps> {
     const journal = readJournal(record.journal)
     this.#issued = journal.issued
     const responses =
-      record.inputResponses === undefined ? undefined : JSON.parse(record.inputResponses)
+      record.inputResponses === undefined
+        ? undefined
+        : (JSON.parse(record.inputResponses) as Record<string, unknown>)
     const replay = new Replay(journal.replay, responses, call.capabilities)
     this.#replay = replay
     const request = {
