@@ -153,12 +153,23 @@ async function expectAccepted(response: Promise<Response>) {
   expect(await answered.text()).toBe('')
 }
 
+/** The call on `stream` ends with `text`, and the note `noteId` (of `principal`) was kept or deleted. */
+async function expectOutcome(
+  stream: SseReader,
+  text: string,
+  noteId: string,
+  outcome: 'kept' | 'deleted',
+  principal = LOCAL_PRINCIPAL
+) {
+  expect(await finalText(stream)).toBe(text)
+  expect(await exists(noteId, principal)).toBe(outcome === 'kept')
+}
+
 describe('delete_note through server→client requests', () => {
   it('deletes the note once the confirmation is accepted (answer 202, result on the stream)', async () => {
     const { noteId, session, stream, ask } = await deleteFlow('Old draft')
     await expectAccepted(session.answer(ask.id, ACCEPT))
-    expect(await finalText(stream)).toBe('Deleted the note "Old draft".')
-    expect(await exists(noteId)).toBe(false)
+    await expectOutcome(stream, 'Deleted the note "Old draft".', noteId, 'deleted')
   })
 
   it('holds the flow between its rounds in the process: no requestState is sealed or opened', async () => {
@@ -167,8 +178,7 @@ describe('delete_note through server→client requests', () => {
     try {
       const { noteId, session, stream, ask } = await deleteFlow('Held draft')
       await expectAccepted(session.answer(ask.id, ACCEPT))
-      expect(await finalText(stream)).toBe('Deleted the note "Held draft".')
-      expect(await exists(noteId)).toBe(false)
+      await expectOutcome(stream, 'Deleted the note "Held draft".', noteId, 'deleted')
       expect(seal).not.toHaveBeenCalled()
       expect(open).not.toHaveBeenCalled()
     } finally {
@@ -211,8 +221,7 @@ describe('delete_note through server→client requests', () => {
     // The first question's id is spent: an accept for it changes nothing.
     await expectAccepted(session.answer(ask.id, ACCEPT))
     await expectAccepted(session.answer(again.id, DECLINE))
-    expect(await finalText(stream)).toBe('Kept the note.')
-    expect(await exists(noteId)).toBe(true)
+    await expectOutcome(stream, 'Kept the note.', noteId, 'kept')
   })
 
   it('ends with a tool error and keeps the note when nobody answers in time; a late answer changes nothing', async () => {
@@ -228,8 +237,7 @@ describe('delete_note through server→client requests', () => {
     const { noteId, session, stream, ask } = await deleteFlow('Contested')
     await expectAccepted(intruder.answer(ask.id, ACCEPT))
     await expectAccepted(session.answer(ask.id, DECLINE))
-    expect(await finalText(stream)).toBe('Kept the note.')
-    expect(await exists(noteId)).toBe(true)
+    await expectOutcome(stream, 'Kept the note.', noteId, 'kept')
   })
 
   it("never lets another session's answer fill the slot: alone, the flow times out", async () => {
@@ -257,8 +265,7 @@ describe('delete_note through server→client requests', () => {
     const stolen = await session.answer(ask.id, ACCEPT, await bearer('mallory'))
     await expectError(stolen, { status: 404, code: -32001, id: null })
     await expectAccepted(session.answer(ask.id, DECLINE))
-    expect(await finalText(stream)).toBe('Kept the note.')
-    expect(await exists(noteId, principal)).toBe(true)
+    await expectOutcome(stream, 'Kept the note.', noteId, 'kept', principal)
   })
 
   it('ignores an answer for an id nobody asked (202) and still takes the real one', async () => {
@@ -266,16 +273,14 @@ describe('delete_note through server→client requests', () => {
     await expectAccepted(session.answer('s2c-AAAAAAAAAAAAAAAA.tools/call.delete_note', ACCEPT))
     await expectAccepted(session.answer(`${ask.id}x`, ACCEPT))
     await expectAccepted(session.answer(ask.id, DECLINE))
-    expect(await finalText(stream)).toBe('Kept the note.')
-    expect(await exists(noteId)).toBe(true)
+    await expectOutcome(stream, 'Kept the note.', noteId, 'kept')
   })
 
   it('counts an answer posted twice once: the first one decides', async () => {
     const { noteId, session, stream, ask } = await deleteFlow('Twice')
     await expectAccepted(session.answer(ask.id, DECLINE))
     await expectAccepted(session.answer(ask.id, ACCEPT))
-    expect(await finalText(stream)).toBe('Kept the note.')
-    expect(await exists(noteId)).toBe(true)
+    await expectOutcome(stream, 'Kept the note.', noteId, 'kept')
   })
 
   it('deletes once when the accept is posted twice', async () => {
@@ -296,8 +301,7 @@ describe('delete_note through server→client requests', () => {
     const tooLarge = await session.answer(ask.id, huge)
     await expectError(tooLarge, { status: 413, code: INVALID_REQUEST, id: null })
     await expectAccepted(session.answer(ask.id, DECLINE))
-    expect(await finalText(stream)).toBe('Kept the note.')
-    expect(await exists(noteId)).toBe(true)
+    await expectOutcome(stream, 'Kept the note.', noteId, 'kept')
   })
 
   it.each<[string, (id: string) => JsonObject]>([
@@ -538,8 +542,7 @@ describe('scopes of answers, notifications and initialize', () => {
       )
     // Had a refused accept been stored, it would decide: the first answer counts.
     await expectAccepted(session.answer(ask.id, DECLINE))
-    expect(await finalText(stream)).toBe('Kept the note.')
-    expect(await exists(noteId, alice)).toBe(true)
+    await expectOutcome(stream, 'Kept the note.', noteId, 'kept', alice)
   })
 
   it('refuses a base-only or scopeless answer naming the base scope and the tool’s; the writer’s answer then deletes', async () => {
@@ -552,8 +555,7 @@ describe('scopes of answers, notifications and initialize', () => {
       )
     expect(await exists(noteId, alice)).toBe(true)
     await expectAccepted(session.answer(ask.id, ACCEPT))
-    expect(await finalText(stream)).toBe('Deleted the note "Base".')
-    expect(await exists(noteId, alice)).toBe(false)
+    await expectOutcome(stream, 'Deleted the note "Base".', noteId, 'deleted', alice)
   })
 
   it('refuses an answer whose id was changed to name an operation without scopes: nothing is stored', async () => {
@@ -565,8 +567,7 @@ describe('scopes of answers, notifications and initialize', () => {
     expect(renamed).not.toBe(ask.id)
     await expectAccepted(session.answer(renamed, ACCEPT, await aliceWith('notes:read')))
     await expectAccepted(session.answer(ask.id, DECLINE))
-    expect(await finalText(stream)).toBe('Kept the note.')
-    expect(await exists(noteId, alice)).toBe(true)
+    await expectOutcome(stream, 'Kept the note.', noteId, 'kept', alice)
   })
 
   it('refuses initialize without the base scope (403, no session)', async () => {
@@ -596,8 +597,7 @@ describe('scopes of answers, notifications and initialize', () => {
       null
     )
     await expectAccepted(session.answer(ask.id, ACCEPT))
-    expect(await finalText(stream)).toBe('Deleted the note "Not cancelled".')
-    expect(await exists(noteId, alice)).toBe(false)
+    await expectOutcome(stream, 'Deleted the note "Not cancelled".', noteId, 'deleted', alice)
   })
 
   it('refuses ping, logging/setLevel and resources/subscribe without the base scope', async () => {
@@ -631,8 +631,7 @@ describe('answers on another replica', () => {
     const { noteId, session, stream, ask } = await deleteFlow('Lost signal', holder)
     const elsewhere = new LegacySession(app, session.id, session.protocolVersion)
     await expectAccepted(elsewhere.answer(ask.id, ACCEPT))
-    expect(await finalText(stream)).toBe('Deleted the note "Lost signal".')
-    expect(await exists(noteId)).toBe(false)
+    await expectOutcome(stream, 'Deleted the note "Lost signal".', noteId, 'deleted')
   })
 })
 
