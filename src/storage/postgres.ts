@@ -1,9 +1,9 @@
 /**
  * @module storage/postgres
  * The `NotesStore` adapter on PostgreSQL (the pure-JS `postgres` driver), for replicas on many machines
- * sharing one database. It owns every statement of the store: the single-use keys that make deletes
- * (of one note, or of a chosen set in one transaction) and share publications happen at most once
- * across every replica, the optimistic concurrency of updates, what 2025-era sessions keep
+ * sharing one database. It holds: the single-use keys that make deletes (of one note, or of a chosen
+ * set in one transaction) and share publications happen at most once across every replica, the
+ * optimistic concurrency of updates, what 2025-era sessions keep
  * (`SessionStore`: live sessions, their creation times and log levels, subscriptions, input slots),
  * the records of tasks (`TaskStore`), the idempotent import of notes, and the purge of expired rows.
  * It has the semantics of the SQLite-dialect store (`sqlite/store.ts`). Made of one module per port
@@ -21,20 +21,20 @@
  * with their subscriptions, under that lock and in the same transaction as its insert. A purge takes
  * its rows with `FOR UPDATE SKIP LOCKED`, so replicas sweeping at once never wait on each other.
  *
- * Text: PostgreSQL `text` cannot hold U+0000, so every string crosses the boundary through a reversible,
- * order- and prefix-preserving escape (U+0000 ⇄ U+0001 U+0001, U+0001 ⇄ U+0001 U+0002; `postgres/text.ts`);
- * stored values are escaped, everything returned is exactly what was given. The database must be
- * UTF8-encoded.
+ * Text: PostgreSQL `text` cannot hold U+0000, so every string crosses the boundary through a
+ * reversible, order- and prefix-preserving escape (U+0000 ⇄ U+0001 U+0001, U+0001 ⇄ U+0001 U+0002;
+ * `postgres/text.ts`); stored values are escaped, everything returned is exactly what was given. The
+ * database must be UTF8-encoded.
  *
  * It leaves to others: validation and limits of titles, bodies, tags and query text, tag normalisation,
  * wording of errors, generation of share-request, link and single-use key ids (the notes application),
  * and the connection URL (configuration, `DATABASE_URL`). It generates note ids itself (imported notes
  * come with theirs), never task ids.
  *
- * Shared with the other adapters (`storage/common/`): the lifecycle, tag normalisation, paging, the
- * choice of search words, share-request mapping and outcomes, the task columns and the mapping of
- * records and patches onto them (the task statements are built from those lists, once); note ids
- * come from `notes/note-id.ts`.
+ * Shared with the other adapters (`storage/common/`): the lifecycle, `delete` as the `deleteMany` of
+ * one id, note and share-request mapping and outcomes, tag normalisation, paging, the choice of
+ * search words, the task columns and the mapping of records and patches onto them (the task
+ * statements are built from those lists, once); note ids come from `notes/note-id.ts`.
  *
  * Errors: `ShareNotApprovedError` when `publishShare` is asked to publish a share that is missing,
  * belongs to another principal or is not approved; `StoreNotMigratedError` when a method runs

@@ -1,8 +1,10 @@
 /**
  * @module storage/common/notes
- * What every adapter's note methods ({@link NoteMethods}) decide the same way: the checks of an
- * import and of a bulk delete, what `deleteMany` and `delete` answer from the rows deleted, tag
- * normalisation, the paging check and the page built from a `LIMIT limit + 1` read. Runtime-neutral:
+ * What every adapter's note methods ({@link NoteMethods}) decide the same way: the note a row maps
+ * to ({@link noteOf}), the checks of an
+ * import and of a bulk delete, what `deleteMany` answers from the rows deleted, `delete` itself
+ * ({@link deleteOne}), what a missed `update` answers, tag normalisation, the paging check and the
+ * page built from a `LIMIT limit + 1` read. Runtime-neutral:
  * only the store contract and the note-id pattern of `notes/limits.ts`.
  */
 import { NOTE_ID_PATTERN } from '../../notes/limits.ts'
@@ -12,8 +14,8 @@ import {
   type NewNote,
   type Note,
   type NotesStore,
-  type OnceOutcome,
   type Page,
+  type UpdateOutcome,
 } from '../../notes/store.ts'
 
 /** The note methods of the store contract: one port module per dialect implements them. */
@@ -31,6 +33,37 @@ export type NoteMethods = Pick<
   | 'completeIds'
   | 'completeTags'
 >
+
+/** A note row as every adapter selects it: `tags` as the adapter stores them, integers as the driver returns them. */
+export type NoteRow<Tags> = {
+  id: string
+  title: string
+  body: string
+  tags: Tags
+  created_at: number | string
+  updated_at: number | string
+  version: number | string
+}
+
+/**
+ * A stored note: `tags` reads its stored tags, `text` undoes the adapter's escaping of stored
+ * strings, if any.
+ */
+export function noteOf<Tags>(
+  row: NoteRow<Tags>,
+  tags: (stored: Tags) => string[],
+  text: (stored: string) => string = (stored) => stored
+): Note {
+  return {
+    id: text(row.id),
+    title: text(row.title),
+    body: text(row.body),
+    tags: tags(row.tags),
+    createdAt: Number(row.created_at),
+    updatedAt: Number(row.updated_at),
+    version: Number(row.version),
+  }
+}
 
 /**
  * `importNotes`'s precondition on every adapter: throws `RangeError` for more than
@@ -60,9 +93,23 @@ export function deletedInOrder(ids: readonly string[], deleted: readonly string[
   return [...new Set(ids)].filter((id) => gone.has(id))
 }
 
-/** `delete` on every adapter: the `deleteMany` of its one id, answering whether it deleted it. */
-export function oneDeleted(outcome: OnceOutcome<string[]>): OnceOutcome<boolean> {
-  return outcome.kind === 'done' ? { kind: 'done', value: outcome.value.length > 0 } : outcome
+/**
+ * `delete` on every adapter, which each dialect's note methods take in: the `deleteMany` of its one
+ * id (the store's, so its transaction and once-key), answering whether it deleted it.
+ */
+export const deleteOne: Pick<NoteMethods, 'delete'> & ThisType<NotesStore> = {
+  async delete(principal, id, onceKey) {
+    const outcome = await this.deleteMany(principal, [id], onceKey)
+    return outcome.kind === 'done' ? { kind: 'done', value: outcome.value.length > 0 } : outcome
+  },
+}
+
+/**
+ * What `update` answers when its conditional write did not apply, from the note read after it:
+ * `not_found` without one, else a version conflict with the note as it is.
+ */
+export function updateMissed(current: Note | undefined): UpdateOutcome {
+  return current === undefined ? { kind: 'not_found' } : { kind: 'conflict', current }
 }
 
 /** Tags as stored: each once, sorted by code unit. */

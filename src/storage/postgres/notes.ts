@@ -14,30 +14,24 @@ import {
   checkImport,
   checkPaging,
   deletedInOrder,
-  oneDeleted,
+  deleteOne,
+  noteOf,
   sortedTags,
   toPage,
+  updateMissed,
   type NoteMethods,
+  type NoteRow,
 } from '../common/notes.ts'
 import type { PortMethods } from '../common/store-class.ts'
 import { RANK_WEIGHTS, tsqueryLiteral, tsvectorLiteral } from './search.ts'
 import { dec, enc } from './text.ts'
 
-/** A note row as every note statement selects it (integers as the driver returns them). */
-export interface NoteRow {
-  id: string
-  title: string
-  body: string
-  tags: string[]
-  created_at: string
-  updated_at: string
-  version: string
-}
-
 export const noteMethods: PortMethods<NoteMethods, Sql> = {
+  ...deleteOne,
+
   async create(principal, note, now) {
     const sql = this.db
-    const [row] = await sql<NoteRow[]>`
+    const [row] = await sql<Array<NoteRow<string[]>>>`
       ${insertNote(sql, newNoteId(), principal, note, now)}
       RETURNING id, title, body, tags, created_at, updated_at, version`
     if (row === undefined) throw new Error('INSERT … RETURNING produced no row')
@@ -74,7 +68,7 @@ export const noteMethods: PortMethods<NoteMethods, Sql> = {
     // A version that is not an integer matches no stored version; it must not reach the bigint column.
     if (Number.isSafeInteger(expectedVersion)) {
       const tags = patch.tags === undefined ? undefined : sortedTags(patch.tags)
-      const [row] = await sql<NoteRow[]>`
+      const [row] = await sql<Array<NoteRow<string[]>>>`
         UPDATE notes SET
           title = coalesce(${nullable(patch.title, enc)}::text, title),
           title_tsv = coalesce(${nullable(patch.title, (t) => tsvectorLiteral(t, 'A'))}::tsvector,
@@ -91,12 +85,7 @@ export const noteMethods: PortMethods<NoteMethods, Sql> = {
         RETURNING id, title, body, tags, created_at, updated_at, version`
       if (row !== undefined) return { kind: 'updated', note: toNote(row) }
     }
-    const current = await getNote(sql, principal, id)
-    return current === undefined ? { kind: 'not_found' } : { kind: 'conflict', current }
-  },
-
-  async delete(principal, id, onceKey) {
-    return oneDeleted(await this.deleteMany(principal, [id], onceKey))
+    return updateMissed(await getNote(sql, principal, id))
   },
 
   async deleteMany(principal, ids, onceKey) {
@@ -127,7 +116,7 @@ export const noteMethods: PortMethods<NoteMethods, Sql> = {
   async list(principal, offset, limit) {
     const sql = this.db
     checkPaging(offset, limit)
-    const rows = await sql<NoteRow[]>`
+    const rows = await sql<Array<NoteRow<string[]>>>`
       SELECT id, title, body, tags, created_at, updated_at, version FROM notes
       WHERE principal = ${enc(principal)}
       ORDER BY updated_at DESC, seq DESC LIMIT ${limit + 1} OFFSET ${offset}`
@@ -143,11 +132,11 @@ export const noteMethods: PortMethods<NoteMethods, Sql> = {
     if (match === null) return { items: [] }
     const rows =
       match === undefined
-        ? await sql<NoteRow[]>`
+        ? await sql<Array<NoteRow<string[]>>>`
             SELECT id, title, body, tags, created_at, updated_at, version FROM notes
             WHERE principal = ${enc(principal)} AND tags @> ${tags}::text[]
             ORDER BY updated_at DESC, seq DESC LIMIT ${limit + 1} OFFSET ${offset}`
-        : await sql<NoteRow[]>`
+        : await sql<Array<NoteRow<string[]>>>`
             SELECT id, title, body, tags, created_at, updated_at, version FROM notes
             WHERE principal = ${enc(principal)} AND tags @> ${tags}::text[]
               AND search @@ ${match}::tsquery
@@ -188,20 +177,13 @@ export const noteMethods: PortMethods<NoteMethods, Sql> = {
   },
 }
 
-export function toNote(row: NoteRow): Note {
-  return {
-    id: dec(row.id),
-    title: dec(row.title),
-    body: dec(row.body),
-    tags: row.tags.map(dec),
-    createdAt: Number(row.created_at),
-    updatedAt: Number(row.updated_at),
-    version: Number(row.version),
-  }
+/** A note of the store from its row (strings unescaped). */
+export function toNote(row: NoteRow<string[]>): Note {
+  return noteOf(row, (tags) => tags.map(dec), dec)
 }
 
 async function getNote(sql: Sql, principal: string, id: string): Promise<Note | undefined> {
-  const [row] = await sql<NoteRow[]>`
+  const [row] = await sql<Array<NoteRow<string[]>>>`
     SELECT id, title, body, tags, created_at, updated_at, version FROM notes
     WHERE principal = ${enc(principal)} AND id = ${enc(id)}`
   return row === undefined ? undefined : toNote(row)

@@ -16,7 +16,8 @@ import {
   type ShareRow,
 } from '../common/shares.ts'
 import type { PortMethods } from '../common/store-class.ts'
-import { toNote, type NoteRow } from './notes.ts'
+import type { NoteRow } from '../common/notes.ts'
+import { toNote } from './notes.ts'
 import { dec, enc } from './text.ts'
 
 /** Thrown inside a transaction to roll it back and answer `already_done`. */
@@ -77,7 +78,7 @@ export const shareMethods: PortMethods<ShareMethods, Sql> = {
   },
 
   async getSharedNote(linkId) {
-    const [row] = await this.db<NoteRow[]>`
+    const [row] = await this.db<Array<NoteRow<string[]>>>`
       SELECT n.id, n.title, n.body, n.tags, n.created_at, n.updated_at, n.version
       FROM shared_links AS l JOIN notes AS n ON n.principal = l.principal AND n.id = l.note_id
       WHERE l.id = ${enc(linkId)}`

@@ -16,10 +16,13 @@ import {
   checkImport,
   checkPaging,
   deletedInOrder,
-  oneDeleted,
+  deleteOne,
+  noteOf,
   sortedTags,
   toPage,
+  updateMissed,
   type NoteMethods,
+  type NoteRow,
 } from '../common/notes.ts'
 import { searchTerms, wordsOf } from '../common/search-words.ts'
 import type { PortMethods } from '../common/store-class.ts'
@@ -27,6 +30,8 @@ import type { SqliteDriver, SqliteRow } from './driver.ts'
 import { newClaim, SQL } from './statements.ts'
 
 export const noteMethods: PortMethods<NoteMethods, SqliteDriver> = {
+  ...deleteOne,
+
   async create(principal, note, now) {
     const row = await this.db.get(SQL.insertNote, [
       newNoteId(),
@@ -69,12 +74,7 @@ export const noteMethods: PortMethods<NoteMethods, SqliteDriver> = {
       now,
     ])
     if (row !== undefined) return { kind: 'updated', note: toNote(row) }
-    const current = await this.get(principal, id)
-    return current === undefined ? { kind: 'not_found' } : { kind: 'conflict', current }
-  },
-
-  async delete(principal, id, onceKey) {
-    return oneDeleted(await this.deleteMany(principal, [id], onceKey))
+    return updateMissed(await this.get(principal, id))
   },
 
   async deleteMany(principal, ids, onceKey) {
@@ -131,17 +131,9 @@ export const noteMethods: PortMethods<NoteMethods, SqliteDriver> = {
   },
 }
 
-/** A note row as every note statement selects it. */
+/** A note of the store from its row, as every note statement selects it (tags as a JSON array). */
 export function toNote(row: SqliteRow): Note {
-  return {
-    id: String(row.id),
-    title: String(row.title),
-    body: String(row.body),
-    tags: JSON.parse(String(row.tags)) as string[],
-    createdAt: Number(row.created_at),
-    updatedAt: Number(row.updated_at),
-    version: Number(row.version),
-  }
+  return noteOf(row as NoteRow<string>, (tags) => JSON.parse(tags) as string[])
 }
 
 /** Tags as stored in the `tags` column: a JSON array, each tag once, sorted. */
