@@ -33,6 +33,7 @@ import { useChromium } from '../support/chromium.ts'
 import { initializeMessage } from '../support/legacy-request.ts'
 import { mcpInit, type JsonObject } from '../support/mcp-request.ts'
 import type { ServerProcess } from '../support/server-process.ts'
+import { claimRefusals } from '../support/test-tokens.ts'
 
 const chromium = useChromium('OIDC token tests')
 
@@ -162,17 +163,7 @@ describe.skipIf(!chromium.run)('the notes server with a real authorization serve
   })
 
   it.each<[string, () => Promise<string>, RegExp]>([
-    ['an expired token', () => forged({ iat: 1_000_000, exp: 1_000_300 }), /expired/],
-    [
-      'a token not valid yet',
-      () => forged({ nbf: Math.floor(Date.now() / 1000) + 3600 }),
-      /not valid yet/,
-    ],
-    [
-      'a token of another issuer',
-      () => forged({ iss: 'http://127.0.0.1:1' }),
-      /another authorization server/,
-    ],
+    ...claimRefusals(forged, 'http://127.0.0.1:1'),
     [
       'a token the real server issued for another resource',
       () => as.accessToken(alice, 'alice', 'notes:read', otherResource),

@@ -4,11 +4,12 @@
  * (issuer, audience, shared secret), `signTestToken` signs one for a subject with the scope and OAuth
  * client (`azp`) a test asks for, valid for five minutes, and `bearer` is the `Authorization` header
  * of a caller allowed every notes operation. `expectInsufficientScope` asserts the 403 step-up such
- * an app answers a token with too few scopes.
+ * an app answers a token with too few scopes. `claimRefusals` are the claims every verifier of access
+ * tokens refuses alike (too old, too young, another issuer's), for the suites of RS256 tokens.
  *
  * Leaves to the suites: which app they configure with it, and what each token should be allowed.
  */
-import { SignJWT } from 'jose'
+import { SignJWT, type JWTPayload } from 'jose'
 import { expect } from 'vitest'
 
 /** Configuration of an app that verifies the tokens of `signTestToken`. */
@@ -75,4 +76,27 @@ export async function expectInsufficientScope(
     error: { code: -32600, message: `Forbidden: ${description}` },
   })
   return body
+}
+
+/**
+ * The tokens every verifier refuses for a claim, as `it.each` rows: the case, the token `forge` signs
+ * with the claim changed (`otherIssuer` as the issuer of the third), and what the refusal says.
+ */
+export function claimRefusals(
+  forge: (claims: JWTPayload) => Promise<string>,
+  otherIssuer: string
+): Array<[string, () => Promise<string>, RegExp]> {
+  return [
+    ['an expired token', () => forge({ iat: 1_000_000, exp: 1_000_300 }), /expired/],
+    [
+      'a token not valid yet',
+      () => forge({ nbf: Math.floor(Date.now() / 1000) + 3600 }),
+      /not valid yet/,
+    ],
+    [
+      'a token of another issuer',
+      () => forge({ iss: otherIssuer }),
+      /another authorization server/,
+    ],
+  ]
 }

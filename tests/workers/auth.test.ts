@@ -32,6 +32,7 @@ import { StateSealer } from '../../src/mcp/sealed-state.ts'
 import worker from '../../src/worker.ts'
 import { mcpInit, type JsonObject } from '../support/mcp-request.ts'
 import { TASKS, isTerminal, waitForTask } from '../support/tasks.ts'
+import { claimRefusals } from '../support/test-tokens.ts'
 
 const ORIGIN = 'http://127.0.0.1'
 const ISSUER = 'https://as.test'
@@ -158,17 +159,7 @@ describe('authorization inside workerd', () => {
   })
 
   it.each<[string, () => Promise<string>, RegExp]>([
-    ['an expired token', () => token({ iat: 1_000_000, exp: 1_000_300 }), /expired/],
-    [
-      'a token not valid yet',
-      () => token({ nbf: Math.floor(Date.now() / 1000) + 3600 }),
-      /not valid yet/,
-    ],
-    [
-      'a token of another issuer',
-      () => token({ iss: 'https://evil.test' }),
-      /another authorization server/,
-    ],
+    ...claimRefusals(token, 'https://evil.test'),
     [
       'a token for another resource',
       () => token({ aud: 'https://other.test/mcp' }),
