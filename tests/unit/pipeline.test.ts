@@ -19,6 +19,7 @@ import { ErrorCode, INTERNAL_ERROR_MESSAGE, McpError } from '../../src/mcp/error
 import { InProcessEventBus } from '../../src/mcp/event-bus.ts'
 import { createMcpHandler } from '../../src/mcp/handler.ts'
 import { generateKey, importKeyRing } from '../../src/mcp/key-ring.ts'
+import type { McpLogger } from '../../src/mcp/logger.ts'
 import { MAX_CURSOR_LENGTH, encodeCursor } from '../../src/mcp/pagination.ts'
 import {
   META_CLIENT_CAPABILITIES,
@@ -29,7 +30,7 @@ import {
   PROTOCOL_VERSION,
 } from '../../src/mcp/protocol.ts'
 import { StateSealer } from '../../src/mcp/sealed-state.ts'
-import { compileServer } from '../../src/mcp/server.ts'
+import { compileServer, type ServerDefinition } from '../../src/mcp/server.ts'
 import {
   base64Sentinel,
   expectError,
@@ -64,9 +65,18 @@ const INTERNAL_ERROR = -32603
 const HEADER_MISMATCH = -32020
 const UNSUPPORTED_VERSION = -32022
 
+/** The HTTP app (default configuration) over the engine serving `definition`, with `logger`. */
+function appServing(definition: ServerDefinition<null>, logger?: McpLogger) {
+  const server = compileServer(definition)
+  return createHttpApp({
+    config: parseConfig({}),
+    handler: createMcpHandler({ server, deps: null, sealer, ...(logger ? { logger } : {}) }),
+  })
+}
+
 // A tools-only server with two items per page, and tools whose x-mcp-header params are typed.
 const { tool, prompt } = definitions<null>()
-const pagedServer = compileServer<null>({
+const pagedApp = appServing({
   info: { name: 'paged', version: '1.0.0' },
   pageSize: 2,
   tools: [
@@ -84,13 +94,9 @@ const pagedServer = compileServer<null>({
     }),
   ],
 })
-const pagedApp = createHttpApp({
-  config: parseConfig({}),
-  handler: createMcpHandler({ server: pagedServer, deps: null, sealer }),
-})
 
 const WORDS = Array.from({ length: 150 }, (_, index) => `word${index}`)
-const completionServer = compileServer<null>({
+const completionApp = appServing({
   info: { name: 'completions', version: '1.0.0' },
   prompts: [
     prompt({
@@ -104,10 +110,6 @@ const completionServer = compileServer<null>({
     }),
   ],
 })
-const completionApp = createHttpApp({
-  config: parseConfig({}),
-  handler: createMcpHandler({ server: completionServer, deps: null, sealer }),
-})
 
 // Tools whose results (or error data) JSON cannot express; each reports progress first when asked to.
 const selfReferencing: Record<string, unknown> = { note: 'contains itself' }
@@ -117,41 +119,35 @@ const unserialisable: Record<string, unknown> = {
   bigint: { count: 10n },
 }
 const brokenLogs: string[] = []
-const brokenServer = compileServer<null>({
-  info: { name: 'broken', version: '1.0.0' },
-  tools: [
-    ...Object.entries(unserialisable).map(([name, structuredContent]) =>
+const brokenApp = appServing(
+  {
+    info: { name: 'broken', version: '1.0.0' },
+    tools: [
+      ...Object.entries(unserialisable).map(([name, structuredContent]) =>
+        tool({
+          name,
+          description: `Returns a ${name} structuredContent.`,
+          input: z.object({}),
+          run: (_args, ctx) => {
+            ctx.progress(1)
+            return { content: [{ type: 'text', text: name }], structuredContent }
+          },
+        })
+      ),
       tool({
-        name,
-        description: `Returns a ${name} structuredContent.`,
+        name: 'bigint_error_data',
+        description: 'Throws an McpError whose data holds a BigInt.',
         input: z.object({}),
         run: (_args, ctx) => {
           ctx.progress(1)
-          return { content: [{ type: 'text', text: name }], structuredContent }
+          throw new McpError(ErrorCode.InvalidParams, 'Invalid params: too many.', { limit: 10n })
         },
-      })
-    ),
-    tool({
-      name: 'bigint_error_data',
-      description: 'Throws an McpError whose data holds a BigInt.',
-      input: z.object({}),
-      run: (_args, ctx) => {
-        ctx.progress(1)
-        throw new McpError(ErrorCode.InvalidParams, 'Invalid params: too many.', { limit: 10n })
-      },
-    }),
-    tool({ name: 'fine', description: 'Works.', input: z.object({}), run: () => text('fine') }),
-  ],
-})
-const brokenApp = createHttpApp({
-  config: parseConfig({}),
-  handler: createMcpHandler({
-    server: brokenServer,
-    deps: null,
-    sealer,
-    logger: { warn: () => {}, error: (message) => void brokenLogs.push(message) },
-  }),
-})
+      }),
+      tool({ name: 'fine', description: 'Works.', input: z.object({}), run: () => text('fine') }),
+    ],
+  },
+  { warn: () => {}, error: (message) => void brokenLogs.push(message) }
+)
 
 describe('JSON-RPC framing', () => {
   it('answers malformed JSON with 400 and -32700 and a null id', async () => {
@@ -942,7 +938,7 @@ describe('pagination', () => {
         return { type: 'object' }
       },
     }
-    const server = compileServer<null>({
+    const onePerPage = appServing({
       info: { name: 'one-per-page', version: '1.0.0' },
       pageSize: 1,
       tools: [
@@ -955,10 +951,6 @@ describe('pagination', () => {
           run: () => text('2'),
         }),
       ],
-    })
-    const onePerPage = createHttpApp({
-      config: parseConfig({}),
-      handler: createMcpHandler({ server, deps: null, sealer }),
     })
     const list = (cursor?: string) =>
       postMcp(onePerPage, 'tools/list', { params: cursor === undefined ? {} : { cursor } })
