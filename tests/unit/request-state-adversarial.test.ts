@@ -42,18 +42,15 @@ const noteId = z.object({ id: z.string() })
 const server = compileServer<Counter>({
   info: { name: 'state-adversary', version: '1.0.0' },
   tools: [
-    tool({
-      name: 'delete_note',
-      description: 'Deletes a note after confirmation.',
-      input: noteId,
-      run: async ({ id }, ctx) => text(await confirmDelete(id, ctx)),
-    }),
-    tool({
-      name: 'archive_note',
-      description: 'Same question, another tool.',
-      input: noteId,
-      run: async ({ id }, ctx) => text(await confirmDelete(id, ctx)),
-    }),
+    // Two tools asking the same question: a state sealed for one must not serve the other.
+    ...['delete_note', 'archive_note'].map((name) =>
+      tool({
+        name,
+        description: 'Deletes a note after confirmation.',
+        input: noteId,
+        run: async ({ id }, ctx) => text(await confirmDelete(id, ctx)),
+      })
+    ),
     tool({
       name: 'chain3',
       description: 'Asks three questions, one per round.',
