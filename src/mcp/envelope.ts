@@ -5,7 +5,7 @@
  * JSON parse (-32700) → single JSON-RPC request (-32600) → notification → required `_meta` (-32602) →
  * standard headers present and equal to the body, including the Base64 sentinel (-32020) → protocol
  * version (-32022). What needs the server's registry comes after, elsewhere: whether the method is
- * advertised (`isAdvertised`, called by `handler.ts`), then params and `Mcp-Param-*` headers, checked
+ * advertised (`routeOf`, asked by `modern-era.ts`), then params and `Mcp-Param-*` headers, checked
  * by `dispatch.ts` and `tool-call.ts`, with `readParamHeader` from here. This module knows nothing
  * about tools.
  *
