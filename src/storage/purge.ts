@@ -3,8 +3,8 @@
  * Sweeps of expired store rows (`NotesStore.purgeExpired`), the same on every runtime: one sweep runs
  * bounded batches until nothing more has expired or its batch budget is spent, and leaves the rest to
  * the next sweep, so no sweep holds the database for long however much piled up. Node replicas sweep
- * on a timer ({@link startExpirySweeps}, started by `node.ts`); the Worker sweeps from its `scheduled`
- * handler on the cron trigger of `wrangler.toml`. Several replicas sweeping at once is safe (every
+ * on a timer ({@link startExpirySweeps}, started by `node/server.ts`); the Worker sweeps from its
+ * `scheduled` handler on the cron trigger of `wrangler.toml`. Several replicas sweeping at once is safe (every
  * adapter's purge is idempotent and never touches live rows). Runtime-neutral: no `node:*` import.
  */
 import type { McpLogger } from '../mcp/logger.ts'
