@@ -24,6 +24,7 @@ const { tool, prompt } = definitions<null>()
 const okForm = z.object({ ok: z.boolean() })
 const server = compileServer<null>({
   info: { name: 'scoped', version: '1.0.0' },
+  scopes: { 'tools/list': ['things:list'], 'prompts/get': ['things:read'] },
   tools: [
     tool({
       name: 'write_thing',
@@ -59,7 +60,6 @@ const server = compileServer<null>({
       },
     }),
   ],
-  scopes: { 'tools/list': ['things:list'], 'prompts/get': ['things:read'] },
 })
 const sealer = StateSealer.create({ keyRing: await importKeyRing([generateKey()]) })
 const sessions = new SqliteNotesStore({ path: ':memory:' })

@@ -12,7 +12,7 @@
 import { join } from 'node:path'
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { definitions, text, toolError } from '../../src/mcp/definitions.ts'
+import { definitions, text, toolError, type ToolContext } from '../../src/mcp/definitions.ts'
 import { ErrorCode, McpError } from '../../src/mcp/errors.ts'
 import { createMcpHandler } from '../../src/mcp/handler.ts'
 import { type McpHandler } from '../../src/mcp/http-input.ts'
@@ -29,6 +29,7 @@ import {
 import { issueKeys } from '../../src/mcp/tasks/record.ts'
 import { TaskRunner } from '../../src/mcp/tasks/runner.ts'
 import type { TaskStore } from '../../src/mcp/task-store.ts'
+import type { CallToolResult } from '../../src/mcp/wire.ts'
 import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
 import {
   callMcp,
@@ -80,6 +81,7 @@ interface TestDeps {
 }
 
 const { tool } = definitions<TestDeps>()
+const noArgs = z.object({})
 const gateArg = z.object({ gate: z.string() })
 const answerForm = z.object({ answer: z.string() })
 const numberForm = z.object({ n: z.int() })
@@ -88,13 +90,32 @@ function started(app: TestDeps, name: string) {
   app.starts.set(name, (app.starts.get(name) ?? 0) + 1)
 }
 
+/** A tool that runs only as a task, started on its first line: `body` runs once it started. */
+function startedTask<S extends z.ZodObject>(
+  name: string,
+  description: string,
+  input: S,
+  body: (args: z.output<S>, ctx: ToolContext<TestDeps>) => Promise<CallToolResult> | CallToolResult
+) {
+  return tool({
+    name,
+    description,
+    input,
+    task: 'required',
+    async run(args, ctx) {
+      await ctx.startTask()
+      return body(args, ctx)
+    },
+  })
+}
+
 const server = compileServer<TestDeps>({
   info: { name: 'tasks-test', version: '0.0.0' },
   tools: [
     tool({
       name: 'plain',
       description: 'No task.',
-      input: z.object({}),
+      input: noArgs,
       run: () => text('plain'),
     }),
     tool({
@@ -115,43 +136,20 @@ const server = compileServer<TestDeps>({
         return text(`passed ${gate}`)
       },
     }),
-    tool({
-      name: 'tool_error',
-      description: 'A task ending in an isError result.',
-      input: z.object({}),
-      task: 'required',
-      async run(_args, ctx) {
-        await ctx.startTask()
-        return toolError('it went wrong')
-      },
+    startedTask('tool_error', 'A task ending in an isError result.', noArgs, () =>
+      toolError('it went wrong')
+    ),
+    startedTask('protocol_error', 'A task ending in a JSON-RPC error.', noArgs, () => {
+      throw new McpError(ErrorCode.InvalidParams, 'Invalid params: no such thing')
     }),
-    tool({
-      name: 'protocol_error',
-      description: 'A task ending in a JSON-RPC error.',
-      input: z.object({}),
-      task: 'required',
-      async run(_args, ctx) {
-        await ctx.startTask()
-        throw new McpError(ErrorCode.InvalidParams, 'Invalid params: no such thing')
-      },
+    startedTask('crash', 'A task whose handler throws.', noArgs, () => {
+      throw new Error('boom')
     }),
-    tool({
-      name: 'crash',
-      description: 'A task whose handler throws.',
-      input: z.object({}),
-      task: 'required',
-      async run(_args, ctx) {
-        await ctx.startTask()
-        throw new Error('boom')
-      },
-    }),
-    tool({
-      name: 'two_questions',
-      description: 'A task that asks two questions at once (then waits at its gate, if any).',
-      input: z.object({ gate: z.string().optional() }),
-      task: 'required',
-      async run({ gate }, ctx) {
-        await ctx.startTask()
+    startedTask(
+      'two_questions',
+      'A task that asks two questions at once (then waits at its gate, if any).',
+      z.object({ gate: z.string().optional() }),
+      async ({ gate }, ctx) => {
         const [a, b] = await Promise.all([
           ctx.elicit('a', { message: 'First?', schema: answerForm }),
           ctx.elicit('b', { message: 'Second?', schema: answerForm }),
@@ -159,34 +157,25 @@ const server = compileServer<TestDeps>({
         if (gate) await ctx.deps.gates.wait(gate, ctx.signal)
         const show = (x: typeof a) => (x.action === 'accept' ? x.content.answer : x.action)
         return text(`a=${show(a)} b=${show(b)}`)
-      },
-    }),
-    tool({
-      name: 'number',
-      description: 'A task that asks for a number until it gets one.',
-      input: z.object({}),
-      task: 'required',
-      async run(_args, ctx) {
-        await ctx.startTask()
+      }
+    ),
+    startedTask(
+      'number',
+      'A task that asks for a number until it gets one.',
+      noArgs,
+      async (_, ctx) => {
         const answer = await ctx.elicit('n', { message: 'A number?', schema: numberForm })
         return text(answer.action === 'accept' ? `n=${answer.content.n}` : answer.action)
-      },
-    }),
-    tool({
-      name: 'sample_in_task',
-      description: "A task that asks the host's model.",
-      input: z.object({}),
-      task: 'required',
-      async run(_args, ctx) {
-        await ctx.startTask()
-        await ctx.sample('llm', { messages: [], maxTokens: 10 })
-        return text('sampled')
-      },
+      }
+    ),
+    startedTask('sample_in_task', "A task that asks the host's model.", noArgs, async (_, ctx) => {
+      await ctx.sample('llm', { messages: [], maxTokens: 10 })
+      return text('sampled')
     }),
     tool({
       name: 'ask_then_task',
       description: 'Asks in the request, then runs as a task.',
-      input: z.object({}),
+      input: noArgs,
       task: 'required',
       async run(_args, ctx) {
         const answer = await ctx.elicit('who', { message: 'Who?', schema: answerForm })
@@ -195,19 +184,17 @@ const server = compileServer<TestDeps>({
         return text(answer.action === 'accept' ? `hello ${answer.content.answer}` : answer.action)
       },
     }),
-    tool({
-      name: 'effect_once',
-      description: 'A side effect in a ctx.once step, then a gate.',
-      input: gateArg,
-      task: 'required',
-      async run({ gate }, ctx) {
-        await ctx.startTask()
+    startedTask(
+      'effect_once',
+      'A side effect in a ctx.once step, then a gate.',
+      gateArg,
+      async ({ gate }, ctx) => {
         started(ctx.deps, 'effect_once')
         const effect = await ctx.once('effect', () => ++ctx.deps.effects)
         await ctx.deps.gates.wait(gate, ctx.signal)
         return text(`effect ${effect}`)
-      },
-    }),
+      }
+    ),
   ],
 })
 
