@@ -320,9 +320,7 @@ export class Replay {
       acceptUnsolicited,
       (raw) => {
         const result = CreateMessageResultSchema.safeParse(raw)
-        return result.success
-          ? { ok: true, value: result.data as CreateMessageResult }
-          : { ok: false }
+        return result.success ? { ok: true, value: result.data } : { ok: false }
       }
     )
   }
@@ -331,7 +329,7 @@ export class Replay {
     const request: InputRequest = { method: 'roots/list', params: {} }
     return this.#ask<Root[]>(key, 'roots', request, 'roots', acceptUnsolicited, (raw) => {
       const result = ListRootsResultSchema.safeParse(raw)
-      return result.success ? { ok: true, value: result.data.roots as Root[] } : { ok: false }
+      return result.success ? { ok: true, value: result.data.roots } : { ok: false }
     })
   }
 
@@ -339,7 +337,7 @@ export class Replay {
     if (Object.hasOwn(this.#once, key)) return this.#once[key] as T
     const value = await step()
     // Keep exactly what later rounds will replay: the JSON form of the value.
-    const replayable = value === undefined ? null : JSON.parse(JSON.stringify(value))
+    const replayable: unknown = value === undefined ? null : JSON.parse(JSON.stringify(value))
     this.#once[key] = replayable
     return replayable as T
   }

@@ -142,7 +142,8 @@ export class ResponseChannel {
         resolve(this.#stream(final))
       }
       if (this.#buffered?.length) return this.#openStream()
-      final.then(({ text, status, headers }) => {
+      // `final` never rejects (see above).
+      void final.then(({ text, status, headers }) => {
         if (!this.#openStream) return // already streaming: the stream sends it
         this.#openStream = undefined
         this.#buffered = undefined
@@ -159,7 +160,7 @@ export class ResponseChannel {
       start: (controller) => {
         for (const event of buffered) controller.enqueue(event)
         this.#controller = controller
-        final.then(({ text }) => {
+        void final.then(({ text }) => {
           this.#controller = undefined
           if (cancellation.cancelled) {
             closeQuietly(controller)
