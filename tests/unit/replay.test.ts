@@ -9,13 +9,14 @@
  */
 import { beforeEach, describe, expect, it, vi } from 'vitest'
 import { z } from 'zod'
-import { definitions, structured, text } from '../../src/mcp/definitions.ts'
+import { definitions, structured, text, type ToolContext } from '../../src/mcp/definitions.ts'
 import { createMcpHandler } from '../../src/mcp/handler.ts'
 import { generateKey, importKeyRing } from '../../src/mcp/key-ring.ts'
 import { META_LOG_LEVEL, META_SERVER_INFO } from '../../src/mcp/protocol.ts'
 import { defineForm } from '../../src/mcp/replay.ts'
 import { StateSealer } from '../../src/mcp/sealed-state.ts'
 import { compileServer, type ServerDefinition } from '../../src/mcp/server.ts'
+import type { CallToolResult } from '../../src/mcp/wire.ts'
 import {
   callMcp,
   expectError,
@@ -51,6 +52,14 @@ beforeEach(() => {
 
 const { tool, resourceTemplate, prompt } = definitions<Probe>()
 const noArgs = z.object({})
+/** A tool without arguments: `run` is what it does with its context. */
+function noArgsTool(
+  name: string,
+  description: string,
+  run: (ctx: ToolContext<Probe>) => Promise<CallToolResult> | CallToolResult
+) {
+  return tool({ name, description, input: noArgs, run: (_args, ctx) => run(ctx) })
+}
 const nameForm = z.object({ name: z.string() })
 const okForm = z.object({ ok: z.boolean() })
 const SAMPLING = {
@@ -59,145 +68,90 @@ const SAMPLING = {
 }
 
 const tools = [
-  tool({
-    name: 'pair',
-    description: 'Asks for two names at once.',
-    input: noArgs,
-    async run(_args, ctx) {
-      const [first, last] = await Promise.all([
-        ctx.elicit('first', { message: 'First name?', schema: nameForm }),
-        ctx.elicit('last', { message: 'Last name?', schema: nameForm }),
-      ])
-      const name = (answer: typeof first) => (answer.action === 'accept' ? answer.content.name : '')
-      return text(`${name(first)} ${name(last)}`)
-    },
+  noArgsTool('pair', 'Asks for two names at once.', async (ctx) => {
+    const [first, last] = await Promise.all([
+      ctx.elicit('first', { message: 'First name?', schema: nameForm }),
+      ctx.elicit('last', { message: 'Last name?', schema: nameForm }),
+    ])
+    const name = (answer: typeof first) => (answer.action === 'accept' ? answer.content.name : '')
+    return text(`${name(first)} ${name(last)}`)
   }),
-  tool({
-    name: 'chain4',
-    description: 'Asks four questions, one per round.',
-    input: noArgs,
-    async run(_args, ctx) {
-      const values: string[] = []
-      for (const key of ['r1', 'r2', 'r3', 'r4']) {
-        const answer = await ctx.elicit(key, {
-          message: `Value for ${key}?`,
-          schema: z.object({ value: z.string() }),
-        })
-        values.push(answer.action === 'accept' ? answer.content.value : answer.action)
-      }
-      return text(values.join(','))
-    },
-  }),
-  tool({
-    name: 'greet',
-    description: 'Asks for a name.',
-    input: noArgs,
-    async run(_args, ctx) {
-      const answer = await ctx.elicit('user_name', {
-        message: 'What is your name?',
-        schema: nameForm,
+  noArgsTool('chain4', 'Asks four questions, one per round.', async (ctx) => {
+    const values: string[] = []
+    for (const key of ['r1', 'r2', 'r3', 'r4']) {
+      const answer = await ctx.elicit(key, {
+        message: `Value for ${key}?`,
+        schema: z.object({ value: z.string() }),
       })
-      ctx.deps.greeted += 1
-      if (answer.action === 'decline') return text('declined')
-      if (answer.action === 'cancel') return text('cancelled')
-      return text(`Hello, ${answer.content.name}!`)
-    },
+      values.push(answer.action === 'accept' ? answer.content.value : answer.action)
+    }
+    return text(values.join(','))
   }),
-  tool({
-    name: 'revised',
-    description: 'Asks to confirm the current revision, then for a note.',
-    input: noArgs,
-    async run(_args, ctx) {
-      const revision = ctx.deps.revision
-      const confirm = await ctx.elicit('confirm', {
-        message: `Apply revision ${revision}?`,
-        schema: okForm,
-      })
-      const note = await ctx.elicit('note', {
-        message: 'A note for the log?',
-        schema: z.object({ note: z.string() }),
-      })
-      const ok = confirm.action === 'accept' && confirm.content.ok
-      return text(`revision ${revision} ok=${ok} note=${note.action}`)
-    },
+  noArgsTool('greet', 'Asks for a name.', async (ctx) => {
+    const answer = await ctx.elicit('user_name', {
+      message: 'What is your name?',
+      schema: nameForm,
+    })
+    ctx.deps.greeted += 1
+    if (answer.action === 'decline') return text('declined')
+    if (answer.action === 'cancel') return text('cancelled')
+    return text(`Hello, ${answer.content.name}!`)
   }),
-  tool({
-    name: 'once_flow',
-    description: 'Mints an id once, then asks about it.',
-    input: noArgs,
-    async run(_args, ctx) {
-      const id = await ctx.once('id', () => {
-        ctx.deps.onceSteps += 1
-        return `id-${crypto.randomUUID()}`
-      })
-      await ctx.elicit('keep', { message: `Keep ${id}?`, schema: okForm })
-      return text(id)
-    },
+  noArgsTool('revised', 'Asks to confirm the current revision, then for a note.', async (ctx) => {
+    const revision = ctx.deps.revision
+    const confirm = await ctx.elicit('confirm', {
+      message: `Apply revision ${revision}?`,
+      schema: okForm,
+    })
+    const note = await ctx.elicit('note', {
+      message: 'A note for the log?',
+      schema: z.object({ note: z.string() }),
+    })
+    const ok = confirm.action === 'accept' && confirm.content.ok
+    return text(`revision ${revision} ok=${ok} note=${note.action}`)
   }),
-  tool({
-    name: 'until_even',
-    description: 'Asks for a number until it is even.',
-    input: noArgs,
-    async run(_args, ctx) {
-      const answer = await ctx.elicit('number', {
-        message: 'An even number?',
-        schema: z.object({ n: z.int() }),
-      })
-      if (answer.action !== 'accept') return text(answer.action)
-      if (answer.content.n % 2 !== 0) await ctx.askAgain('number')
-      return text(`even ${answer.content.n}`)
-    },
+  noArgsTool('once_flow', 'Mints an id once, then asks about it.', async (ctx) => {
+    const id = await ctx.once('id', () => {
+      ctx.deps.onceSteps += 1
+      return `id-${crypto.randomUUID()}`
+    })
+    await ctx.elicit('keep', { message: `Keep ${id}?`, schema: okForm })
+    return text(id)
   }),
-  tool({
-    name: 'form_ask',
-    description: 'Asks through a form.',
-    input: noArgs,
-    async run(_args, ctx) {
-      const answer = await ctx.elicit('form', { message: 'Name?', schema: nameForm })
-      return text(`form ${answer.action}`)
-    },
+  noArgsTool('until_even', 'Asks for a number until it is even.', async (ctx) => {
+    const answer = await ctx.elicit('number', {
+      message: 'An even number?',
+      schema: z.object({ n: z.int() }),
+    })
+    if (answer.action !== 'accept') return text(answer.action)
+    if (answer.content.n % 2 !== 0) await ctx.askAgain('number')
+    return text(`even ${answer.content.n}`)
   }),
-  tool({
-    name: 'url_ask',
-    description: 'Asks the user to open a page.',
-    input: noArgs,
-    async run(_args, ctx) {
-      const answer = await ctx.elicitUrl('page', {
-        message: 'Approve in the browser.',
-        url: 'https://example.com/approve',
-      })
-      return text(`url ${answer.action}`)
-    },
+  noArgsTool('form_ask', 'Asks through a form.', async (ctx) => {
+    const answer = await ctx.elicit('form', { message: 'Name?', schema: nameForm })
+    return text(`form ${answer.action}`)
   }),
-  tool({
-    name: 'sample_ask',
-    description: "Asks the host's model.",
-    input: noArgs,
-    async run(_args, ctx) {
-      const answer = await ctx.sample('llm', SAMPLING)
-      return text(`model ${answer.model}`)
-    },
+  noArgsTool('url_ask', 'Asks the user to open a page.', async (ctx) => {
+    const answer = await ctx.elicitUrl('page', {
+      message: 'Approve in the browser.',
+      url: 'https://example.com/approve',
+    })
+    return text(`url ${answer.action}`)
   }),
-  tool({
-    name: 'sample_tools_ask',
-    description: "Asks the host's model with tools.",
-    input: noArgs,
-    async run(_args, ctx) {
-      const answer = await ctx.sample('llm', {
-        ...SAMPLING,
-        tools: [{ name: 'lookup', inputSchema: { type: 'object' } }],
-      })
-      return text(`model ${answer.model}`)
-    },
+  noArgsTool('sample_ask', "Asks the host's model.", async (ctx) => {
+    const answer = await ctx.sample('llm', SAMPLING)
+    return text(`model ${answer.model}`)
   }),
-  tool({
-    name: 'roots_ask',
-    description: "Asks for the client's roots.",
-    input: noArgs,
-    async run(_args, ctx) {
-      const roots = await ctx.roots('roots')
-      return text(`roots ${roots.map((root) => root.uri).join(',')}`)
-    },
+  noArgsTool('sample_tools_ask', "Asks the host's model with tools.", async (ctx) => {
+    const answer = await ctx.sample('llm', {
+      ...SAMPLING,
+      tools: [{ name: 'lookup', inputSchema: { type: 'object' } }],
+    })
+    return text(`model ${answer.model}`)
+  }),
+  noArgsTool('roots_ask', "Asks for the client's roots.", async (ctx) => {
+    const roots = await ctx.roots('roots')
+    return text(`roots ${roots.map((root) => root.uri).join(',')}`)
   }),
   tool({
     name: 'in_advance',
@@ -232,19 +186,18 @@ const tools = [
       }
     },
   }),
-  tool({
-    name: 'revised_in_advance',
-    description: 'Asks to confirm the current revision, taking an answer given in advance.',
-    input: noArgs,
-    async run(_args, ctx) {
+  noArgsTool(
+    'revised_in_advance',
+    'Asks to confirm the current revision, taking an answer given in advance.',
+    async (ctx) => {
       const answer = await ctx.elicit('confirm', {
         message: `Apply revision ${ctx.deps.revision}?`,
         schema: okForm,
         acceptUnsolicited: true,
       })
       return text(`revision ${ctx.deps.revision} ${answer.action}`)
-    },
-  }),
+    }
+  ),
   tool({
     name: 'can_probe',
     description: 'Reports what ctx.can answers.',
@@ -258,60 +211,47 @@ const tools = [
         roots: ctx.can('roots'),
       }),
   }),
-  tool({
-    name: 'swallow',
-    description: 'Catches the suspension of its ask and returns anyway.',
-    input: noArgs,
-    async run(_args, ctx) {
-      try {
-        await ctx.elicit('ignored', { message: 'Anything?', schema: nameForm })
-      } catch {
-        // A handler must not be able to skip the question by catching the suspension.
-      }
-      return text('returned anyway')
-    },
+  noArgsTool('swallow', 'Catches the suspension of its ask and returns anyway.', async (ctx) => {
+    try {
+      await ctx.elicit('ignored', { message: 'Anything?', schema: nameForm })
+    } catch {
+      // A handler must not be able to skip the question by catching the suspension.
+    }
+    return text('returned anyway')
   }),
-  tool({
-    name: 'progress',
-    description: 'Reports progress, including a repeated and a decreasing value.',
-    input: noArgs,
-    run(_args, ctx) {
+  noArgsTool(
+    'progress',
+    'Reports progress, including a repeated and a decreasing value.',
+    (ctx) => {
       ctx.progress(1, 3, 'one')
       ctx.progress(1, 3, 'one again')
       ctx.progress(0.5, 3, 'backwards')
       ctx.progress(2, 3)
       ctx.progress(3, 3)
       return text('done')
-    },
+    }
+  ),
+  noArgsTool('logs', 'Logs at four levels.', (ctx) => {
+    ctx.log('debug', 'd')
+    ctx.log('info', 'i', 'test-logger')
+    ctx.log('warning', 'w')
+    ctx.log('error', 'e')
+    return text('logged')
   }),
-  tool({
-    name: 'logs',
-    description: 'Logs at four levels.',
-    input: noArgs,
-    run(_args, ctx) {
-      ctx.log('debug', 'd')
-      ctx.log('info', 'i', 'test-logger')
-      ctx.log('warning', 'w')
-      ctx.log('error', 'e')
-      return text('logged')
-    },
-  }),
-  tool({
-    name: 'report_then_wait',
-    description: 'Reports progress at once, then works until the test lets it finish.',
-    input: noArgs,
-    async run(_args, ctx) {
+  noArgsTool(
+    'report_then_wait',
+    'Reports progress at once, then works until the test lets it finish.',
+    async (ctx) => {
       ctx.progress(0, 1, 'started')
       await ctx.deps.gate
       ctx.progress(1, 1, 'finished')
       return text('worked')
-    },
-  }),
-  tool({
-    name: 'wait_for_abort',
-    description: 'Reports progress, then waits until the client goes away.',
-    input: noArgs,
-    async run(_args, ctx) {
+    }
+  ),
+  noArgsTool(
+    'wait_for_abort',
+    'Reports progress, then waits until the client goes away.',
+    async (ctx) => {
       // Yields before the first notification; notifying before the first await is pinned separately.
       await new Promise((resolve) => setTimeout(resolve, 0))
       ctx.progress(1)
@@ -323,8 +263,8 @@ const tools = [
       ctx.log('emergency', 'after abort')
       ctx.deps.afterAbort = { aborted: ctx.signal.aborted }
       return text('finished after abort')
-    },
-  }),
+    }
+  ),
 ]
 
 const resourceTemplates = [
