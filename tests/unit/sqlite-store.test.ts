@@ -201,6 +201,14 @@ describe('SqliteNotesStore on a file', () => {
     return onFile(path, read)
   }
 
+  /** How many subscriptions the file holds that match the SQL condition `where`. */
+  function subscriptionsWhere(where: string): number {
+    const counted = inspect((db) =>
+      db.prepare(`SELECT count(*) AS n FROM session_subscriptions WHERE ${where}`).get()
+    )
+    return Number(counted?.n)
+  }
+
   it('creates the missing parent directory and runs the file in WAL mode', async () => {
     expect(existsSync(join(path, '..'))).toBe(false)
     const store = await open()
@@ -311,7 +319,7 @@ describe('SqliteNotesStore on a file', () => {
 
   /**
    * Runs `op` of the script below in `threads` worker threads, each with its own connection to the
-   * file, released together from a barrier; answers how many times `op` succeeded in each thread.
+   * file, released together from a barrier; answers how many times `op` succeeded in all of them.
    */
   async function race(op: keyof typeof RACES, ids: string[], threads = 4) {
     const storeUrl = new URL('../../src/storage/sqlite.ts', import.meta.url).href
@@ -338,7 +346,8 @@ describe('SqliteNotesStore on a file', () => {
         worker.once('message', resolve)
         worker.once('error', reject)
       })
-    return Promise.all(Array.from({ length: threads }, (_, i) => run(i + 1)))
+    const wins = await Promise.all(Array.from({ length: threads }, (_, i) => run(i + 1)))
+    return wins.reduce((a, b) => a + b, 0)
   }
 
   async function seedNotes(store: SqliteNotesStore, count: number): Promise<string[]> {
@@ -353,8 +362,7 @@ describe('SqliteNotesStore on a file', () => {
     const store = await open()
     // Every thread deletes note i with once-key i: each key is spent, and its note deleted, once.
     const ids = await seedNotes(store, 60)
-    const wins = await race('delete', ids)
-    expect(wins.reduce((a, b) => a + b, 0)).toBe(ids.length)
+    expect(await race('delete', ids)).toBe(ids.length)
     expect((await store.list('p', 0, 100)).items).toEqual([])
   })
 
@@ -363,16 +371,14 @@ describe('SqliteNotesStore on a file', () => {
     const ids = await seedNotes(store, 60)
     // Twenty sets of three notes, each deleted by every thread with the set's own once-key.
     const groups = Array.from({ length: 20 }, (_, i) => ids.slice(3 * i, 3 * i + 3).join(' '))
-    const deleted = await race('deleteMany', groups)
-    expect(deleted.reduce((a, b) => a + b, 0)).toBe(ids.length)
+    expect(await race('deleteMany', groups)).toBe(ids.length)
     expect((await store.list('p', 0, 100)).items).toEqual([])
   })
 
   it('threads racing to update one note with the same expected version: exactly one wins', async () => {
     const store = await open()
     const ids = await seedNotes(store, 60)
-    const wins = await race('update', ids)
-    expect(wins.reduce((a, b) => a + b, 0)).toBe(ids.length)
+    expect(await race('update', ids)).toBe(ids.length)
     for (const id of ids) expect((await store.get('p', id))?.version).toBe(2)
   })
 
@@ -384,8 +390,7 @@ describe('SqliteNotesStore on a file', () => {
       const share = { id: `s${i}`, principal: 'p', noteId: noteId!, expiresAt: T0 }
       ids.push((await store.createShareRequest(share)).id)
     }
-    const wins = await race('decide', ids)
-    expect(wins.reduce((a, b) => a + b, 0)).toBe(ids.length)
+    expect(await race('decide', ids)).toBe(ids.length)
     for (const id of ids) expect((await store.getShareRequest(id))?.status).not.toBe('pending')
   })
 
@@ -393,8 +398,7 @@ describe('SqliteNotesStore on a file', () => {
     const store = await open()
     const ids = Array.from({ length: 60 }, (_, i) => `r${i}`)
     for (const id of ids) await store.expectInput('sid', id, 10)
-    const wins = await race('deliver', ids)
-    expect(wins.reduce((a, b) => a + b, 0)).toBe(ids.length)
+    expect(await race('deliver', ids)).toBe(ids.length)
     for (const id of ids) expect(await store.takeInput('sid', id)).toMatch(/^answer from [1-4]$/)
   })
 
@@ -402,12 +406,8 @@ describe('SqliteNotesStore on a file', () => {
     const store = await open()
     await store.createSession('sid', 'p', 10, 1, Infinity)
     const ids = Array.from({ length: 60 }, (_, i) => `note://n_${i}`)
-    const wins = await race('subscribe', ids)
-    expect(wins.reduce((a, b) => a + b, 0)).toBe(MAX_SUBSCRIPTIONS_PER_SESSION)
-    const held = inspect((db) =>
-      db.prepare(`SELECT count(*) AS n FROM session_subscriptions WHERE sid = 'sid'`).get()
-    )
-    expect(held).toEqual({ n: MAX_SUBSCRIPTIONS_PER_SESSION })
+    expect(await race('subscribe', ids)).toBe(MAX_SUBSCRIPTIONS_PER_SESSION)
+    expect(subscriptionsWhere(`sid = 'sid'`)).toBe(MAX_SUBSCRIPTIONS_PER_SESSION)
   })
 
   it("threads racing to subscribe a principal's sessions never exceed the principal's cap", async () => {
@@ -415,12 +415,8 @@ describe('SqliteNotesStore on a file', () => {
     // Thread k subscribes session sid-k, all four of principal p, to the same 60 URIs.
     for (let seed = 1; seed <= 4; seed++) await store.createSession(`sid-${seed}`, 'p', 10, 1, 4)
     const ids = Array.from({ length: 60 }, (_, i) => `note://n_${i}`)
-    const wins = await race('subscribeAcross', ids)
-    expect(wins.reduce((a, b) => a + b, 0)).toBe(PRINCIPAL_SUBSCRIPTIONS)
-    const held = inspect((db) =>
-      db.prepare(`SELECT count(*) AS n FROM session_subscriptions WHERE principal = 'p'`).get()
-    )
-    expect(held).toEqual({ n: PRINCIPAL_SUBSCRIPTIONS })
+    expect(await race('subscribeAcross', ids)).toBe(PRINCIPAL_SUBSCRIPTIONS)
+    expect(subscriptionsWhere(`principal = 'p'`)).toBe(PRINCIPAL_SUBSCRIPTIONS)
   })
 
   it("threads racing to open sessions of one principal never exceed the principal's cap, ending the oldest", async () => {
@@ -433,7 +429,7 @@ describe('SqliteNotesStore on a file', () => {
     // Each thread adds how many sessions its creations ended.
     const evicted = await race('openSession', ids)
     const opened = 4 * ids.length
-    expect(evicted.reduce((a, b) => a + b, 0)).toBe(opened)
+    expect(evicted).toBe(opened)
     const recorded = inspect((db) =>
       db
         .prepare(
@@ -451,8 +447,7 @@ describe('SqliteNotesStore on a file', () => {
     for (const id of ids) {
       await storeTask(store, newTask('p', T0, { id }))
     }
-    const wins = await race('task', ids)
-    expect(wins.reduce((a, b) => a + b, 0)).toBe(ids.length)
+    expect(await race('task', ids)).toBe(ids.length)
     for (const id of ids) {
       expect(await store.getTask(id)).toMatchObject({ statusMessage: /^by [1-4]$/, version: 2 })
     }
@@ -461,8 +456,7 @@ describe('SqliteNotesStore on a file', () => {
   it('threads racing to create tasks of one principal never exceed its cap on live tasks', async () => {
     const store = await open()
     const ids = Array.from({ length: 20 }, (_, i) => `task-${i}`)
-    const wins = await race('createTask', ids)
-    expect(wins.reduce((a, b) => a + b, 0)).toBe(RACED_TASK_CAP)
+    expect(await race('createTask', ids)).toBe(RACED_TASK_CAP)
     expect(await store.countLiveTasks('p', 1)).toBe(RACED_TASK_CAP)
     const held = inspect((db) => db.prepare(`SELECT count(*) AS n FROM tasks`).get())
     expect(held).toEqual({ n: RACED_TASK_CAP })
@@ -488,8 +482,7 @@ describe('SqliteNotesStore on a file', () => {
   it('threads racing to import the same notes: each note is created once', async () => {
     const store = await open()
     const ids = Array.from({ length: 60 }, () => noteId())
-    const wins = await race('import', ids)
-    expect(wins.reduce((a, b) => a + b, 0)).toBe(ids.length)
+    expect(await race('import', ids)).toBe(ids.length)
     const listed = (await store.list('p', 0, 100)).items.map((note) => note.id)
     expect(listed.sort()).toEqual([...ids].sort())
   })
