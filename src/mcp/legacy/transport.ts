@@ -10,6 +10,7 @@
 import { sha256Base64url } from '../canonical-json.ts'
 import type { DispatchBase } from '../dispatch.ts'
 import { callerBinding } from '../dispatch-env.ts'
+import { requestIdOf } from '../envelope.ts'
 import { ErrorCode, errorResponseText } from '../errors.ts'
 import type { EventStreamBounds } from '../event-stream.ts'
 import { MAX_EVENT_ID_CHARS, type EventBus } from '../event-bus.ts'
@@ -21,7 +22,7 @@ import type { CompiledServer } from '../server.ts'
 import type { SessionRecord, SessionStore } from '../session-store.ts'
 import type { StreamLimits } from '../stream-limits.ts'
 import { jsonText } from '../streaming.ts'
-import { isObject, isRequestId, type JsonObject, type RequestId } from '../wire.ts'
+import { isObject, type JsonObject, type RequestId } from '../wire.ts'
 import { HEADER_SESSION_ID, SESSION_NOT_FOUND_CODE, isLegacyVersion } from './protocol.ts'
 import { MAX_ANSWER_ID_CHARS, askingCall, type AskingCall } from './rendezvous.ts'
 import type { LegacySession, SessionCodec } from './session.ts'
@@ -114,7 +115,7 @@ export function readMessage(message: unknown): Message {
       'Invalid Request: "jsonrpc" must be "2.0".'
     )
   }
-  const id = 'id' in message && isRequestId(message.id) ? message.id : null
+  const id = requestIdOf(message)
   if (typeof message.method !== 'string') {
     if ('result' in message || 'error' in message) {
       const call =
