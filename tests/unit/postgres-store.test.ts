@@ -96,10 +96,25 @@ describe.skipIf(serverUrl === undefined)('PostgresNotesStore', () => {
   })
 
   describe('replicas on one database', () => {
+    /** Of two racing calls with one once-key, one was done (answering `value`), the other already. */
+    function expectOneDone(pair: unknown[], value: unknown) {
+      expect(pair).toContainEqual({ kind: 'done', value })
+      expect(pair).toContainEqual({ kind: 'already_done' })
+    }
+
+    /** Two stores on the shared database, as two replicas, and a principal no other test uses. */
+    async function twoReplicas() {
+      return { a: await open(), b: await open(), p: `p-${crypto.randomUUID()}` }
+    }
+
+    /** Four stores on the shared database and a principal no other test uses. */
+    async function fourReplicas() {
+      const stores = await Promise.all([open(), open(), open(), open()])
+      return { stores, p: `p-${crypto.randomUUID()}` }
+    }
+
     it('a once-key spent through one store answers already_done through another', async () => {
-      const a = await open()
-      const b = await open()
-      const p = `p-${crypto.randomUUID()}`
+      const { a, b, p } = await twoReplicas()
       const key = (n: number) => `${p}-key-${n}`
       const first = await a.create(p, { title: 'one', body: '', tags: [] }, T0)
       const second = await a.create(p, { title: 'two', body: '', tags: [] }, T0 + 1)
@@ -122,9 +137,7 @@ describe.skipIf(serverUrl === undefined)('PostgresNotesStore', () => {
     })
 
     it('concurrent deletes with the same once-key on two stores: exactly one is done', async () => {
-      const a = await open()
-      const b = await open()
-      const p = `p-${crypto.randomUUID()}`
+      const { a, b, p } = await twoReplicas()
       const rounds = 40
       const outcomes = await Promise.all(
         Array.from({ length: rounds }, async (_, i) => {
@@ -133,16 +146,12 @@ describe.skipIf(serverUrl === undefined)('PostgresNotesStore', () => {
           return Promise.all([a.delete(p, target.id, key), b.delete(p, target.id, key)])
         })
       )
-      for (const pair of outcomes) {
-        expect(pair).toContainEqual({ kind: 'done', value: true })
-        expect(pair).toContainEqual({ kind: 'already_done' })
-      }
+      for (const pair of outcomes) expectOneDone(pair, true)
       expect(await a.list(p, 0, 10)).toEqual({ items: [] })
     })
 
     it('concurrent deletes of different notes with one once-key on several stores delete one note', async () => {
-      const stores = await Promise.all([open(), open(), open(), open()])
-      const p = `p-${crypto.randomUUID()}`
+      const { stores, p } = await fourReplicas()
       const notes = await Promise.all(
         stores.map((s, i) => s.create(p, { title: `n${i}`, body: '', tags: [] }, T0 + i))
       )
@@ -153,9 +162,7 @@ describe.skipIf(serverUrl === undefined)('PostgresNotesStore', () => {
     })
 
     it('concurrent bulk deletes with the same once-key on two stores: one deletes every note, once', async () => {
-      const a = await open()
-      const b = await open()
-      const p = `p-${crypto.randomUUID()}`
+      const { a, b, p } = await twoReplicas()
       const outcomes = await Promise.all(
         Array.from({ length: 20 }, async (_, i) => {
           const notes = await Promise.all(
@@ -169,16 +176,12 @@ describe.skipIf(serverUrl === undefined)('PostgresNotesStore', () => {
           }
         })
       )
-      for (const { ids, pair } of outcomes) {
-        expect(pair).toContainEqual({ kind: 'done', value: ids })
-        expect(pair).toContainEqual({ kind: 'already_done' })
-      }
+      for (const { ids, pair } of outcomes) expectOneDone(pair, ids)
       expect(await a.list(p, 0, 10)).toEqual({ items: [] })
     })
 
     it('concurrent bulk deletes of the same notes with their own once-keys on several stores delete each note once', async () => {
-      const stores = await Promise.all([open(), open(), open(), open()])
-      const p = `p-${crypto.randomUUID()}`
+      const { stores, p } = await fourReplicas()
       const notes = Array.from({ length: 200 }, (_, i) => ({
         id: noteId(),
         title: `n${i}`,
@@ -199,9 +202,7 @@ describe.skipIf(serverUrl === undefined)('PostgresNotesStore', () => {
     })
 
     it('concurrent publications of one share on two stores create exactly one link', async () => {
-      const a = await open()
-      const b = await open()
-      const p = `p-${crypto.randomUUID()}`
+      const { a, b, p } = await twoReplicas()
       const target = await a.create(p, { title: 't', body: '', tags: [] }, T0)
       for (const sameKey of [true, false]) {
         const share = `${p}-share-${sameKey}`
@@ -247,9 +248,7 @@ describe.skipIf(serverUrl === undefined)('PostgresNotesStore', () => {
     })
 
     it('concurrent updates with one expected version on two stores: exactly one wins', async () => {
-      const a = await open()
-      const b = await open()
-      const p = `p-${crypto.randomUUID()}`
+      const { a, b, p } = await twoReplicas()
       const target = await a.create(p, { title: 'race', body: '', tags: [] }, T0)
       const outcomes = await Promise.all([
         a.update(p, target.id, 1, { title: 'a' }, T0 + 1),
@@ -260,9 +259,7 @@ describe.skipIf(serverUrl === undefined)('PostgresNotesStore', () => {
     })
 
     it('concurrent updates of one task with one expected version on two stores: exactly one wins', async () => {
-      const a = await open()
-      const b = await open()
-      const p = `p-${crypto.randomUUID()}`
+      const { a, b, p } = await twoReplicas()
       const rounds = 40
       const outcomes = await Promise.all(
         Array.from({ length: rounds }, async () => {
@@ -283,8 +280,7 @@ describe.skipIf(serverUrl === undefined)('PostgresNotesStore', () => {
     })
 
     it('concurrent creations of one principal’s tasks on several stores never exceed its cap', async () => {
-      const stores = await Promise.all([open(), open(), open(), open()])
-      const p = `p-${crypto.randomUUID()}`
+      const { stores, p } = await fourReplicas()
       const cap = 25
       const outcomes = await Promise.all(
         stores.flatMap((store, s) =>
@@ -303,8 +299,7 @@ describe.skipIf(serverUrl === undefined)('PostgresNotesStore', () => {
     })
 
     it('concurrent imports of the same notes on several stores create each note once', async () => {
-      const stores = await Promise.all([open(), open(), open(), open()])
-      const p = `p-${crypto.randomUUID()}`
+      const { stores, p } = await fourReplicas()
       const notes = Array.from({ length: 300 }, (_, i) => ({
         id: noteId(),
         title: `note ${i}`,
