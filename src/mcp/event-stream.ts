@@ -74,7 +74,7 @@ export interface EventStreamBounds {
  * under `where`.
  */
 export function validateStreamBounds(bounds: EventStreamBounds | undefined, where: string): void {
-  for (const [name, value] of Object.entries(bounds ?? {})) {
+  for (const [name, value] of Object.entries<number | undefined>({ ...bounds })) {
     if (value !== undefined) positiveWholeNumber(`${where}.${name}`, value, { max: MAX_BOUND })
   }
 }
@@ -89,8 +89,8 @@ export interface EventStreamOptions extends EventStreamBounds {
   shutdown?: AbortSignal
   /** Messages sent as soon as the stream opens. */
   opening?: readonly unknown[]
-  /** The message to send for an event, or `undefined` to skip it. */
-  map(event: ServerEvent): unknown | Promise<unknown>
+  /** The message to send for an event, or `undefined` to skip it (or a promise of either). */
+  map(event: ServerEvent): unknown
   /** The last message of a graceful end, if any. */
   closing?: () => unknown
   /** Sent as the SSE `retry` field at a graceful end: when a reconnecting client should come back. */
@@ -119,150 +119,197 @@ class StreamDroppedError extends Error {
   }
 }
 
+/** The held-open SSE response of one stream (see the module header). */
 export function eventStream(options: EventStreamOptions): Response {
-  const { bus, signal, shutdown } = options
-  const maxQueuedBytes = options.maxQueuedBytes ?? DEFAULT_MAX_QUEUED_BYTES
-  const maxBacklogEvents = options.maxBacklogEvents ?? DEFAULT_MAX_BACKLOG_EVENTS
-  const endGraceMs = options.endGraceMs ?? DEFAULT_END_GRACE_MS
-  let controller!: ReadableStreamDefaultController<Uint8Array>
+  const source = new EventStreamSource(options)
+  const body = new ReadableStream<Uint8Array>(source, {
+    highWaterMark: source.maxQueuedBytes,
+    size: (chunk) => chunk.byteLength,
+  })
+  return new Response(body, { status: 200, headers: SSE_HEADERS })
+}
+
+/**
+ * What one stream holds and does: it is fed (the bus, the keep-alive, the maximum duration,
+ * shutdown) while open, maps its backlog into the queue while the queue has room, and ends in one of
+ * the ways the module header lists. The `ReadableStream` calls `start`, `pull` and `cancel`.
+ */
+class EventStreamSource implements UnderlyingDefaultSource<Uint8Array> {
+  /** The queue's high-water mark, in bytes. */
+  readonly maxQueuedBytes: number
+  readonly #options: EventStreamOptions
+  readonly #maxBacklogEvents: number
+  readonly #endGraceMs: number
+  #controller!: ReadableStreamDefaultController<Uint8Array>
   /**
    * `open` while events are sent; `ending` once the server ended it and its last messages wait to
    * be read; `done` once its connection is (then `onEnd` has run).
    */
-  let state: 'open' | 'ending' | 'done' = 'open'
+  #state: 'open' | 'ending' | 'done' = 'open'
   /** Events not mapped yet, oldest first: waiting for room in the queue or for `map`. */
-  const backlog: ServerEvent[] = []
-  let draining = false
+  readonly #backlog: ServerEvent[] = []
+  #draining = false
   /** Stops what feeds an open stream: the bus, the keep-alive, the maximum duration, shutdown. */
-  let stopFeeding = () => {}
-  let endGrace: ReturnType<typeof setTimeout> | undefined
+  #stopFeeding = () => {}
+  #endGrace: ReturnType<typeof setTimeout> | undefined
 
-  const queuedBytes = () => maxQueuedBytes - (controller.desiredSize ?? 0)
-  const hasRoom = () => (controller.desiredSize ?? 0) > 0
-  const send = (chunk: Uint8Array) => {
-    try {
-      controller.enqueue(chunk)
-    } catch {
-      clientGone() // the reader cancelled the stream
+  constructor(options: EventStreamOptions) {
+    this.#options = options
+    this.maxQueuedBytes = options.maxQueuedBytes ?? DEFAULT_MAX_QUEUED_BYTES
+    this.#maxBacklogEvents = options.maxBacklogEvents ?? DEFAULT_MAX_BACKLOG_EVENTS
+    this.#endGraceMs = options.endGraceMs ?? DEFAULT_END_GRACE_MS
+  }
+
+  /** Sends the opening messages, then starts feeding the stream (unless it is already over). */
+  start(controller: ReadableStreamDefaultController<Uint8Array>): void {
+    const { signal, shutdown } = this.#options
+    this.#controller = controller
+    for (const message of this.#options.opening ?? []) this.#send(sseEvent(message))
+    this.#stopFeeding = this.#feed()
+    signal.addEventListener('abort', this.#clientGone)
+    if (signal.aborted) this.#clientGone()
+    else if (shutdown?.aborted) this.#endGracefully()
+  }
+
+  /** The client read: the queue has room again, so the backlog moves on, or an end is read. */
+  pull(): void {
+    if (this.#state === 'open') void this.#drain()
+    else this.#closeIfRead()
+  }
+
+  cancel(): void {
+    this.#clientGone()
+  }
+
+  /** Starts what feeds the open stream: the bus, the keep-alive, the maximum duration, shutdown. */
+  #feed(): () => void {
+    const { bus, interest, shutdown } = this.#options
+    const unsubscribe = bus.subscribe(this.#accept, interest)
+    // A keep-alive goes out only when nothing else waits: an unread queue needs none.
+    const keepAlive = setInterval(() => {
+      if (this.#controller.desiredSize === this.maxQueuedBytes) this.#send(SSE_KEEPALIVE)
+    }, this.#options.keepAliveMs ?? DEFAULT_KEEPALIVE_MS)
+    const maxDuration = setTimeout(
+      this.#endGracefully,
+      this.#options.maxDurationMs ?? DEFAULT_MAX_STREAM_MS
+    )
+    shutdown?.addEventListener('abort', this.#endGracefully)
+    return () => {
+      unsubscribe()
+      clearInterval(keepAlive)
+      clearTimeout(maxDuration)
+      shutdown?.removeEventListener('abort', this.#endGracefully)
     }
   }
-  /** The connection is done: nothing of the stream is left running, and `onEnd` runs. */
-  const finish = () => {
-    if (state === 'done') return
-    state = 'done'
-    backlog.length = 0
-    stopFeeding()
-    clearTimeout(endGrace)
-    signal.removeEventListener('abort', clientGone)
-    options.onEnd?.()
+
+  /** A bus event: into the backlog if the stream listens for it, or the end of a stream too far behind. */
+  readonly #accept = (event: ServerEvent): void => {
+    if (this.#state !== 'open' || !concerns(this.#options.interest, event)) return
+    if (this.#backlog.length >= this.#maxBacklogEvents) return this.#fellBehind()
+    this.#backlog.push(event)
+    void this.#drain()
   }
-  /** The client went away (or cancelled the stream): nothing more is sent. */
-  const clientGone = () => {
-    if (state === 'done') return
-    closeQuietly(controller)
-    finish()
-  }
-  /** Drops the queue and has the runtime reset the connection; `why` and `fields` logged first. */
-  const drop = (why: string, fields: Record<string, unknown>) => {
-    if (state === 'done') return
-    options.logger.warn(`stream ended: ${why}`, { ...options.logFields, ...fields })
-    controller.error(new StreamDroppedError(why))
-    finish()
-  }
-  /** Closes an ending stream once its client has read everything queued; true if it did. */
-  const closeIfRead = () => {
-    if (state !== 'ending' || controller.desiredSize !== maxQueuedBytes) return false
-    controller.close()
-    finish()
-    return true
-  }
-  const endGracefully = () => {
-    if (state !== 'open') return
-    state = 'ending'
-    backlog.length = 0
-    stopFeeding()
-    const last = options.closing?.()
-    if (last !== undefined) send(sseEvent(last))
-    if (options.retryMs !== undefined) send(sseRetry(options.retryMs))
-    if (state !== 'ending' || closeIfRead()) return
-    endGrace = setTimeout(
-      () =>
-        drop('the client did not read the end of its stream', {
-          reason: 'end_unread',
-          queuedBytes: queuedBytes(),
-          endGraceMs,
-        }),
-      endGraceMs
-    )
-  }
+
   /** Maps the backlog in order while the queue has room; one `map` at a time. */
-  const drain = async () => {
-    if (draining) return
-    draining = true
+  async #drain(): Promise<void> {
+    if (this.#draining) return
+    this.#draining = true
     try {
-      while (state === 'open' && backlog.length > 0 && hasRoom()) {
-        const event = backlog.shift() as ServerEvent
+      while (this.#state === 'open' && this.#backlog.length > 0 && this.#hasRoom()) {
+        const event = this.#backlog.shift() as ServerEvent
         try {
-          const mapped = options.map(event)
+          const mapped = this.#options.map(event)
           const message = isPromise(mapped) ? await mapped : mapped
-          if (message !== undefined && state === 'open') send(sseEvent(message))
+          if (message !== undefined && this.#state === 'open') this.#send(sseEvent(message))
         } catch {
           // A failed lookup drops this one notification, never the stream.
         }
       }
     } finally {
-      draining = false
+      this.#draining = false
     }
   }
-  const fellBehind = () =>
-    drop('the client fell too far behind', {
-      reason: 'backlog_full',
-      backlogEvents: backlog.length,
-      queuedBytes: queuedBytes(),
-      maxBacklogEvents,
-      maxQueuedBytes,
-    })
 
-  const body = new ReadableStream<Uint8Array>(
-    {
-      start(streamController) {
-        controller = streamController
-        for (const message of options.opening ?? []) send(sseEvent(message))
-        const unsubscribe = bus.subscribe((event) => {
-          if (state !== 'open' || !concerns(options.interest, event)) return
-          if (backlog.length >= maxBacklogEvents) return fellBehind()
-          backlog.push(event)
-          void drain()
-        }, options.interest)
-        // A keep-alive goes out only when nothing else waits: an unread queue needs none.
-        const keepAlive = setInterval(() => {
-          if (controller.desiredSize === maxQueuedBytes) send(SSE_KEEPALIVE)
-        }, options.keepAliveMs ?? DEFAULT_KEEPALIVE_MS)
-        const maxDuration = setTimeout(
-          endGracefully,
-          options.maxDurationMs ?? DEFAULT_MAX_STREAM_MS
-        )
-        shutdown?.addEventListener('abort', endGracefully)
-        signal.addEventListener('abort', clientGone)
-        stopFeeding = () => {
-          unsubscribe()
-          clearInterval(keepAlive)
-          clearTimeout(maxDuration)
-          shutdown?.removeEventListener('abort', endGracefully)
-        }
-        if (signal.aborted) clientGone()
-        else if (shutdown?.aborted) endGracefully()
-      },
-      /** The client read: the queue has room again, so the backlog moves on, or an end is read. */
-      pull() {
-        if (state === 'open') void drain()
-        else closeIfRead()
-      },
-      cancel() {
-        clientGone()
-      },
-    },
-    { highWaterMark: maxQueuedBytes, size: (chunk) => chunk.byteLength }
-  )
-  return new Response(body, { status: 200, headers: SSE_HEADERS })
+  #queuedBytes(): number {
+    return this.maxQueuedBytes - (this.#controller.desiredSize ?? 0)
+  }
+
+  #hasRoom(): boolean {
+    return (this.#controller.desiredSize ?? 0) > 0
+  }
+
+  #send(chunk: Uint8Array): void {
+    try {
+      this.#controller.enqueue(chunk)
+    } catch {
+      this.#clientGone() // the reader cancelled the stream
+    }
+  }
+
+  /** The server ends the stream: its last messages join the queue, and it closes once they are read. */
+  readonly #endGracefully = (): void => {
+    if (this.#state !== 'open') return
+    this.#state = 'ending'
+    this.#backlog.length = 0
+    this.#stopFeeding()
+    const last = this.#options.closing?.()
+    if (last !== undefined) this.#send(sseEvent(last))
+    if (this.#options.retryMs !== undefined) this.#send(sseRetry(this.#options.retryMs))
+    if (this.#state !== 'ending' || this.#closeIfRead()) return
+    this.#endGrace = setTimeout(
+      () =>
+        this.#drop('the client did not read the end of its stream', {
+          reason: 'end_unread',
+          queuedBytes: this.#queuedBytes(),
+          endGraceMs: this.#endGraceMs,
+        }),
+      this.#endGraceMs
+    )
+  }
+
+  /** Closes an ending stream once its client has read everything queued; true if it did. */
+  #closeIfRead(): boolean {
+    if (this.#state !== 'ending' || this.#controller.desiredSize !== this.maxQueuedBytes) {
+      return false
+    }
+    this.#controller.close()
+    this.#finish()
+    return true
+  }
+
+  #fellBehind(): void {
+    this.#drop('the client fell too far behind', {
+      reason: 'backlog_full',
+      backlogEvents: this.#backlog.length,
+      queuedBytes: this.#queuedBytes(),
+      maxBacklogEvents: this.#maxBacklogEvents,
+      maxQueuedBytes: this.maxQueuedBytes,
+    })
+  }
+
+  /** Drops the queue and has the runtime reset the connection; `why` and `fields` logged first. */
+  #drop(why: string, fields: Record<string, unknown>): void {
+    if (this.#state === 'done') return
+    this.#options.logger.warn(`stream ended: ${why}`, { ...this.#options.logFields, ...fields })
+    this.#controller.error(new StreamDroppedError(why))
+    this.#finish()
+  }
+
+  /** The client went away (or cancelled the stream): nothing more is sent. */
+  readonly #clientGone = (): void => {
+    if (this.#state === 'done') return
+    closeQuietly(this.#controller)
+    this.#finish()
+  }
+
+  /** The connection is done: nothing of the stream is left running, and `onEnd` runs. */
+  #finish(): void {
+    if (this.#state === 'done') return
+    this.#state = 'done'
+    this.#backlog.length = 0
+    this.#stopFeeding()
+    clearTimeout(this.#endGrace)
+    this.#options.signal.removeEventListener('abort', this.#clientGone)
+    this.#options.onEnd?.()
+  }
 }
