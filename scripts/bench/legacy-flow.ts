@@ -81,32 +81,28 @@ async function exchange(agent: Agent, origin: string, request: HttpRequest): Pro
 export async function runLegacyFlows(options: DriveOptions): Promise<LoadResult> {
   const agent = new Agent({ keepAlive: true, maxSockets: options.connections * 2 })
   const latencies = new Latencies()
-  let responses = 0
-  let verified = 0
-  let mismatches = 0
-  let errors = 0
-  let timeouts = 0
-  let flows = 0
+  /** What the flows counted, as the result reports it. */
+  const counts = { responses: 0, verified: 0, mismatches: 0, errors: 0, timeouts: 0, flows: 0 }
   let firstMismatch: string | undefined
   const record = (ok: boolean, started: number, what: string) => {
-    responses += 1
+    counts.responses += 1
     latencies.record(performance.now() - started)
-    if (ok) verified += 1
+    if (ok) counts.verified += 1
     else {
-      mismatches += 1
+      counts.mismatches += 1
       firstMismatch ??= what
     }
   }
   const fail = (error: unknown) => {
-    if (error instanceof FlowTimeout) timeouts += 1
+    if (error instanceof FlowTimeout) counts.timeouts += 1
     else if (error instanceof Mismatch) {
-      mismatches += 1
+      counts.mismatches += 1
       firstMismatch ??= error.message
-    } else errors += 1
+    } else counts.errors += 1
   }
 
   let deadline = 0
-  const more = () => performance.now() < deadline && responses < options.maxRequests
+  const more = () => performance.now() < deadline && counts.responses < options.maxRequests
 
   /** One flow on an open session: the call's stream, the answer, the result. */
   async function flow(session: string | undefined, id: number): Promise<void> {
@@ -148,7 +144,7 @@ export async function runLegacyFlows(options: DriveOptions): Promise<LoadResult>
           )
         } else if (isLegacyEchoMessage(message, id)) {
           record(answered, callStarted, 'a result without the confirmation asked first')
-          if (answered) flows += 1
+          if (answered) counts.flows += 1
           done = true
         }
       }
@@ -204,12 +200,7 @@ export async function runLegacyFlows(options: DriveOptions): Promise<LoadResult>
   }
   return {
     seconds,
-    responses,
-    verified,
-    mismatches,
-    errors,
-    timeouts,
-    flows,
+    ...counts,
     latencyMs: latencies.summary(),
     loadgenCores: (cpu.user + cpu.system) / 1e6 / seconds,
     ...(firstMismatch !== undefined && { firstMismatch }),
