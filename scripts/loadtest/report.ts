@@ -83,9 +83,9 @@ export interface TasksSummary {
   /** Creating calls that lost their answer (each may have made a task nobody knows the id of). */
   creations_unanswered: number
   /** Tasks whose id a flow learned, by their last status in `tasks/get`. */
-  statuses: Record<string, number>
+  statuses: TaskVerification['statuses']
   /** Every task record in the store at the end, by status. */
-  store_census: { total: number; statuses: Record<string, number> }
+  store_census: TaskVerification['census']
   polls: number
   updates: number
   answers: number
