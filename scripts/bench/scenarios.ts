@@ -147,6 +147,13 @@ async function openSession(url: string, kind: ServerKind): Promise<string | unde
   return init.sessionId
 }
 
+/** A tools/call echo in a session opened on `url` by hand, checked once; answers the request. */
+async function legacyEchoInSession(url: string, kind: ServerKind): Promise<HttpRequest> {
+  const request = legacyRequests.echo(await openSession(url, kind))
+  await probe(url, request, isLegacyEcho)
+  return request
+}
+
 export const SCENARIOS: Scenario[] = [
   {
     name: 'tools_call',
@@ -224,11 +231,13 @@ export const SCENARIOS: Scenario[] = [
     unit: 'request',
     servers: ['ours', 'sdk'],
     needsNotes: true,
-    async prepare(url, kind) {
-      const request = legacyRequests.echo(await openSession(url, kind))
-      await probe(url, request, isLegacyEcho)
-      return [{ request, check: (response) => isLegacyEcho(response), deterministic: true }]
-    },
+    prepare: async (url, kind) => [
+      {
+        request: await legacyEchoInSession(url, kind),
+        check: (response) => isLegacyEcho(response),
+        deterministic: true,
+      },
+    ],
   },
   {
     name: 'legacy_session',
@@ -238,7 +247,7 @@ export const SCENARIOS: Scenario[] = [
     servers: ['ours', 'sdk'],
     needsNotes: true,
     async prepare(url, kind) {
-      await probe(url, legacyRequests.echo(await openSession(url, kind)), isLegacyEcho)
+      await legacyEchoInSession(url, kind)
       const session = (context: FlowContext) =>
         typeof context.session === 'string' ? context.session : undefined
       return [
