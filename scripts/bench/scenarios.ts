@@ -278,8 +278,8 @@ export const SCENARIOS: Scenario[] = [
       '2025-11-25 interactive flow: tools/call confirm_echo, elicitation/create on its SSE stream, the answer POSTed, the result (SDK: sessionful legacy shim, sticky)',
     unit: 'flow',
     servers: ['ours', 'sdk'],
-    needsNotes: true,
     sdkEnv: { BENCH_SDK_LEGACY: 'sessions' },
+    needsNotes: true,
     async prepare(url, kind) {
       await openSession(url, kind)
       return runLegacyFlows

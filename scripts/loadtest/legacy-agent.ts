@@ -35,22 +35,10 @@ import {
 import { ElicitRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js'
 import { sseData } from '../../src/client/sse.ts'
 import { isObject, type JsonObject } from '../../src/mcp/wire.ts'
-import {
-  CallError,
-  WrongOutcome,
-  questionOf,
-  type Agent,
-  type Answerer,
-  type CallLabel,
-  type ToolResult,
-} from './flows.ts'
-import {
-  CALL_TIMEOUT_MS,
-  claimRequest,
-  Rotation,
-  type AgentSetup,
-  type Endpoint,
-} from './routing.ts'
+import { CallError, WrongOutcome, questionOf } from './flows.ts'
+import type { Agent, Answerer, CallLabel, ToolResult } from './flows.ts'
+import { CALL_TIMEOUT_MS, claimRequest, Rotation } from './routing.ts'
+import type { AgentSetup, Endpoint } from './routing.ts'
 
 /** Bound on one POST or DELETE, its response stream included (GET streams end with the client). */
 const REQUEST_TIMEOUT_MS = CALL_TIMEOUT_MS + 5_000

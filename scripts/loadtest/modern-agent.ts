@@ -30,23 +30,11 @@ import {
 } from '../../src/client/index.ts'
 import { METHODS } from '../../src/mcp/protocol.ts'
 import type { JsonObject } from '../../src/mcp/wire.ts'
-import {
-  CallError,
-  WrongOutcome,
-  questionOf,
-  type Agent,
-  type Answerer,
-  type CallLabel,
-  type ToolResult,
-} from './flows.ts'
+import { CallError, WrongOutcome, questionOf } from './flows.ts'
+import type { Agent, Answerer, CallLabel, ToolResult } from './flows.ts'
 import type { LatencyLabel } from './metrics.ts'
-import {
-  CALL_TIMEOUT_MS,
-  claimRequest,
-  Rotation,
-  type AgentSetup,
-  type Endpoint,
-} from './routing.ts'
+import { CALL_TIMEOUT_MS, claimRequest, Rotation } from './routing.ts'
+import type { AgentSetup, Endpoint } from './routing.ts'
 import { TASK_WAIT_MS, type TaskAgent, type TaskCall } from './task-flow.ts'
 
 /**
