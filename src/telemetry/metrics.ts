@@ -1,8 +1,9 @@
 /**
  * @module telemetry/metrics
  * The instruments of this server's metrics (`Instruments`: the conventions' operation duration, and
- * open streams, rounds per completed flow, refused states by reason, task status changes), created
- * on a meter (a no-op one when metrics are off), and the open-stream count (`countOpenStream`): a
+ * open streams, rounds per completed flow, refused states by reason, task status changes), each
+ * defined once in one table (kind, name, unit, description, a histogram's buckets) and created on a
+ * meter (a no-op one when metrics are off), and the open-stream count (`countOpenStream`): a
  * held-open response's body counted in `open_streams` until it ends. What each observation records
  * into them is `request-observation.ts`' and `store-spans.ts`'.
  */
@@ -10,41 +11,74 @@ import type { Attributes, Counter, Histogram, Meter, UpDownCounter } from '@open
 import type { StreamKind } from '../mcp/observer.ts'
 import { ATTR, DURATION_BUCKETS, KNOWN_VERSIONS, METRIC, ROUND_BUCKETS } from './conventions.ts'
 
+/** What each instrument is: its kind, its name in the conventions, its unit and description. */
+const DEFINITIONS = {
+  duration: {
+    kind: 'histogram',
+    name: METRIC.operationDuration,
+    unit: 's',
+    description:
+      'MCP request or notification duration as observed on the receiver from the time it was received until the result or ack is sent.',
+    buckets: DURATION_BUCKETS,
+  },
+  openStreams: {
+    kind: 'upDownCounter',
+    name: METRIC.openStreams,
+    unit: '{stream}',
+    description: 'Listen and 2025-era GET streams this replica holds open.',
+  },
+  rounds: {
+    kind: 'histogram',
+    name: METRIC.flowRounds,
+    unit: '{round}',
+    description: 'Rounds (requests) a multi round-trip flow took, counted when it completes.',
+    buckets: ROUND_BUCKETS,
+  },
+  rejections: {
+    kind: 'counter',
+    name: METRIC.stateRejections,
+    unit: '{rejection}',
+    description: 'requestState tokens refused, by the reason only the server log otherwise sees.',
+  },
+  taskStatus: {
+    kind: 'counter',
+    name: METRIC.taskStatusChanges,
+    unit: '{change}',
+    description: 'Task records written into a status by this replica (working when created).',
+  },
+} satisfies Record<string, InstrumentDefinition>
+
+interface InstrumentDefinition {
+  kind: keyof InstrumentKinds
+  name: string
+  unit: string
+  description: string
+  /** A histogram's explicit bucket boundaries. */
+  buckets?: number[]
+}
+
+/** The instrument each kind creates. */
+interface InstrumentKinds {
+  histogram: Histogram
+  counter: Counter
+  upDownCounter: UpDownCounter
+}
+
 /** The instruments every observation records into. */
-export interface Instruments {
-  duration: Histogram
-  openStreams: UpDownCounter
-  rounds: Histogram
-  rejections: Counter
-  taskStatus: Counter
+export type Instruments = {
+  readonly [Name in keyof typeof DEFINITIONS]: InstrumentKinds[(typeof DEFINITIONS)[Name]['kind']]
 }
 
 export function createInstruments(meter: Meter): Instruments {
-  return {
-    duration: meter.createHistogram(METRIC.operationDuration, {
-      unit: 's',
-      description:
-        'MCP request or notification duration as observed on the receiver from the time it was received until the result or ack is sent.',
-      advice: { explicitBucketBoundaries: DURATION_BUCKETS },
-    }),
-    openStreams: meter.createUpDownCounter(METRIC.openStreams, {
-      unit: '{stream}',
-      description: 'Listen and 2025-era GET streams this replica holds open.',
-    }),
-    rounds: meter.createHistogram(METRIC.flowRounds, {
-      unit: '{round}',
-      description: 'Rounds (requests) a multi round-trip flow took, counted when it completes.',
-      advice: { explicitBucketBoundaries: ROUND_BUCKETS },
-    }),
-    rejections: meter.createCounter(METRIC.stateRejections, {
-      unit: '{rejection}',
-      description: 'requestState tokens refused, by the reason only the server log otherwise sees.',
-    }),
-    taskStatus: meter.createCounter(METRIC.taskStatusChanges, {
-      unit: '{change}',
-      description: 'Task records written into a status by this replica (working when created).',
-    }),
+  const create = ({ kind, name, unit, description, buckets }: InstrumentDefinition) => {
+    if (kind === 'counter') return meter.createCounter(name, { unit, description })
+    if (kind === 'upDownCounter') return meter.createUpDownCounter(name, { unit, description })
+    const advice = buckets && { explicitBucketBoundaries: buckets }
+    return meter.createHistogram(name, { unit, description, ...(advice && { advice }) })
   }
+  return Object.fromEntries(
+    Object.entries(DEFINITIONS).map(([key, definition]) => [key, create(definition)])
+  ) as Instruments
 }
 
 /**
