@@ -217,8 +217,8 @@ describe('the v1 SDK client (1.32.2) with default settings', () => {
 
   it("summarises notes with the host's model through sampling, and says so", async () => {
     const host = await connect({ sampling: {} })
-    await createNote(host, 'Sampled alpha', ['sampled-v1'])
-    await createNote(host, 'Sampled beta', ['sampled-v1'])
+    for (const title of ['Sampled alpha', 'Sampled beta'])
+      await createNote(host, title, ['sampled-v1'])
     host.person = { sample: modelReplying('e2e-model-1', '- Alpha and beta are on track.') }
     const result = await host.callTool('summarize_notes', { tags: ['sampled-v1'] })
     expect(result.isError).toBeFalsy()

@@ -140,8 +140,9 @@ describe.skipIf(!serverUrl)('a 2025-era host behind a proxy alternating two repl
 
   it("summarises with the host's model, the sampled answer reaching the other replica", async () => {
     const host = await connectBalanced({ sampling: {} })
-    await createNote(host, 'Replicated alpha', ['replicated-summary'])
-    await createNote(host, 'Replicated beta', ['replicated-summary'])
+    for (const title of ['Replicated alpha', 'Replicated beta']) {
+      await createNote(host, title, ['replicated-summary'])
+    }
     host.person = { sample: modelReplying('e2e-replica-model', '- Both replicas agree.') }
     const result = await callAcrossReplicas(host, 'summarize_notes', {
       tags: ['replicated-summary'],
