@@ -6,7 +6,8 @@
  * (notes, shares, sessions, tasks, the purge) put on its prototype by {@link storeClass}. The methods
  * are object literals typed by their port ({@link PortMethods}), so their signatures are the
  * contract's, written once, and they run with the store as `this` (its handle is `this.db`). On the
- * prototype, as a class's own methods would be: a subclass may override one and call `super`.
+ * prototype, as a class's own methods would be: a subclass may override one and call `super`. Also
+ * what a port method asks of an insert's answer ({@link insertedRow}).
  *
  * Runtime-neutral (the Worker bundles it with the D1 adapter): it imports only the store contract.
  */
@@ -75,6 +76,12 @@ export function storeClass<Args extends unknown[], Handle>(
     })
   }
   return Connection as new (...args: Args) => StoreConnection<Handle> & StoreMethods
+}
+
+/** The row an `INSERT … RETURNING` answered: a port method's insert always answers one (none is a fault). */
+export function insertedRow<Row>(row: Row | undefined): Row {
+  if (row === undefined) throw new Error('INSERT … RETURNING produced no row')
+  return row
 }
 
 /** The error of a store method called before `migrate()` or, when `closed`, after `close()`. */

@@ -9,38 +9,25 @@
 import type { PendingQuery, Row, Sql, TransactionSql } from 'postgres'
 import { newNoteId } from '../../notes/note-id.ts'
 import type { NewNote, Note, OnceOutcome } from '../../notes/store.ts'
-import {
-  checkDeleteMany,
-  checkImport,
-  checkPaging,
-  deletedInOrder,
-  deleteOne,
-  noteOf,
-  sortedTags,
-  toPage,
-  updateMissed,
-  type NoteMethods,
-  type NoteRow,
-} from '../common/notes.ts'
-import type { PortMethods } from '../common/store-class.ts'
+import * as common from '../common/notes.ts'
+import { insertedRow, type PortMethods } from '../common/store-class.ts'
 import { RANK_WEIGHTS, tsqueryLiteral, tsvectorLiteral } from './search.ts'
 import { dec, enc } from './text.ts'
 
-export const noteMethods: PortMethods<NoteMethods, Sql> = {
-  ...deleteOne,
+export const noteMethods: PortMethods<common.NoteMethods, Sql> = {
+  ...common.deleteOne,
 
   async create(principal, note, now) {
     const sql = this.db
-    const [row] = await sql<Array<NoteRow<string[]>>>`
+    const [row] = await sql<Array<common.NoteRow<string[]>>>`
       ${insertNote(sql, newNoteId(), principal, note, now)}
       RETURNING id, title, body, tags, created_at, updated_at, version`
-    if (row === undefined) throw new Error('INSERT … RETURNING produced no row')
-    return toNote(row)
+    return toNote(insertedRow(row))
   },
 
   async importNotes(principal, notes, now) {
     const sql = this.db
-    checkImport(notes)
+    common.checkImport(notes)
     if (notes.length === 0) return 0
     // Pipelined on the transaction's connection. An id another transaction is inserting for this
     // principal makes the insert wait for its commit, then skip; NOT EXISTS skips committed ids of
@@ -67,8 +54,8 @@ export const noteMethods: PortMethods<NoteMethods, Sql> = {
     const sql = this.db
     // A version that is not an integer matches no stored version; it must not reach the bigint column.
     if (Number.isSafeInteger(expectedVersion)) {
-      const tags = patch.tags === undefined ? undefined : sortedTags(patch.tags)
-      const [row] = await sql<Array<NoteRow<string[]>>>`
+      const tags = patch.tags === undefined ? undefined : common.sortedTags(patch.tags)
+      const [row] = await sql<Array<common.NoteRow<string[]>>>`
         UPDATE notes SET
           title = coalesce(${nullable(patch.title, enc)}::text, title),
           title_tsv = coalesce(${nullable(patch.title, (t) => tsvectorLiteral(t, 'A'))}::tsvector,
@@ -85,12 +72,12 @@ export const noteMethods: PortMethods<NoteMethods, Sql> = {
         RETURNING id, title, body, tags, created_at, updated_at, version`
       if (row !== undefined) return { kind: 'updated', note: toNote(row) }
     }
-    return updateMissed(await getNote(sql, principal, id))
+    return common.updateMissed(await getNote(sql, principal, id))
   },
 
   async deleteMany(principal, ids, onceKey) {
     const sql = this.db
-    checkDeleteMany(ids)
+    common.checkDeleteMany(ids)
     return sql.begin(async (tx): Promise<OnceOutcome<string[]>> => {
       // A concurrent holder of the same key makes this INSERT wait for its commit (then skip) or its
       // rollback (then spend the key).
@@ -105,7 +92,7 @@ export const noteMethods: PortMethods<NoteMethods, Sql> = {
         RETURNING id`
       return {
         kind: 'done',
-        value: deletedInOrder(
+        value: common.deletedInOrder(
           ids,
           deleted.map((row) => dec(row.id))
         ),
@@ -115,35 +102,35 @@ export const noteMethods: PortMethods<NoteMethods, Sql> = {
 
   async list(principal, offset, limit) {
     const sql = this.db
-    checkPaging(offset, limit)
-    const rows = await sql<Array<NoteRow<string[]>>>`
+    common.checkPaging(offset, limit)
+    const rows = await sql<Array<common.NoteRow<string[]>>>`
       SELECT id, title, body, tags, created_at, updated_at, version FROM notes
       WHERE principal = ${enc(principal)}
       ORDER BY updated_at DESC, seq DESC LIMIT ${limit + 1} OFFSET ${offset}`
-    return toPage(rows, offset, limit, toNote)
+    return common.toPage(rows, offset, limit, toNote)
   },
 
   async search(principal, query) {
     const sql = this.db
     const { offset, limit } = query
-    checkPaging(offset, limit)
+    common.checkPaging(offset, limit)
     const tags = sql.array([...new Set(query.tags ?? [])].map(enc))
     const match = tsqueryLiteral(query.text)
     if (match === null) return { items: [] }
     const rows =
       match === undefined
-        ? await sql<Array<NoteRow<string[]>>>`
+        ? await sql<Array<common.NoteRow<string[]>>>`
             SELECT id, title, body, tags, created_at, updated_at, version FROM notes
             WHERE principal = ${enc(principal)} AND tags @> ${tags}::text[]
             ORDER BY updated_at DESC, seq DESC LIMIT ${limit + 1} OFFSET ${offset}`
-        : await sql<Array<NoteRow<string[]>>>`
+        : await sql<Array<common.NoteRow<string[]>>>`
             SELECT id, title, body, tags, created_at, updated_at, version FROM notes
             WHERE principal = ${enc(principal)} AND tags @> ${tags}::text[]
               AND search @@ ${match}::tsquery
             ORDER BY ts_rank(${RANK_WEIGHTS}::float4[], search, ${match}::tsquery, 1) DESC,
               updated_at DESC, seq DESC
             LIMIT ${limit + 1} OFFSET ${offset}`
-    return toPage(rows, offset, limit, toNote)
+    return common.toPage(rows, offset, limit, toNote)
   },
 
   async listTags(principal) {
@@ -178,12 +165,12 @@ export const noteMethods: PortMethods<NoteMethods, Sql> = {
 }
 
 /** A note of the store from its row (strings unescaped). */
-export function toNote(row: NoteRow<string[]>): Note {
-  return noteOf(row, (tags) => tags.map(dec), dec)
+export function toNote(row: common.NoteRow<string[]>): Note {
+  return common.noteOf(row, (tags) => tags.map(dec), dec)
 }
 
 async function getNote(sql: Sql, principal: string, id: string): Promise<Note | undefined> {
-  const [row] = await sql<Array<NoteRow<string[]>>>`
+  const [row] = await sql<Array<common.NoteRow<string[]>>>`
     SELECT id, title, body, tags, created_at, updated_at, version FROM notes
     WHERE principal = ${enc(principal)} AND id = ${enc(id)}`
   return row === undefined ? undefined : toNote(row)
@@ -200,7 +187,7 @@ function insertNote(
   note: NewNote,
   now: number
 ): PendingQuery<Row[]> {
-  const tags = sortedTags(note.tags)
+  const tags = common.sortedTags(note.tags)
   return sql`
     INSERT INTO notes (id, principal, title, body, tags, created_at, updated_at, version,
       title_tsv, tags_tsv, body_tsv)

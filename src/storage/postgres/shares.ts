@@ -7,14 +7,7 @@
  */
 import type { Sql, TransactionSql } from 'postgres'
 import type { OnceOutcome } from '../../notes/store.ts'
-import {
-  assertPublishable,
-  pendingShareRequest,
-  toShareRequest,
-  undecidedOutcome,
-  type ShareMethods,
-  type ShareRow,
-} from '../common/shares.ts'
+import * as common from '../common/shares.ts'
 import type { PortMethods } from '../common/store-class.ts'
 import type { NoteRow } from '../common/notes.ts'
 import { toNote } from './notes.ts'
@@ -23,18 +16,18 @@ import { dec, enc } from './text.ts'
 /** Thrown inside a transaction to roll it back and answer `already_done`. */
 class AlreadyDone extends Error {}
 
-export const shareMethods: PortMethods<ShareMethods, Sql> = {
+export const shareMethods: PortMethods<common.ShareMethods, Sql> = {
   async createShareRequest(request) {
     await this.db`
       INSERT INTO share_requests (id, principal, note_id, status, expires_at)
       VALUES (${enc(request.id)}, ${enc(request.principal)}, ${enc(request.noteId)}, 'pending',
         ${request.expiresAt})`
-    return pendingShareRequest(request)
+    return common.pendingShareRequest(request)
   },
 
   async getShareRequest(id) {
     const row = await getShare(this.db, id)
-    return row === undefined ? undefined : toShareRequest(row, dec)
+    return row === undefined ? undefined : common.toShareRequest(row, dec)
   },
 
   async decideShareRequest(id, decision, now) {
@@ -45,7 +38,7 @@ export const shareMethods: PortMethods<ShareMethods, Sql> = {
       RETURNING id`
     if (decided.count > 0) return 'decided'
     const row = await getShare(sql, id)
-    return undecidedOutcome(row?.status)
+    return common.undecidedOutcome(row?.status)
   },
 
   async publishShare(principal, shareId, linkId, onceKey) {
@@ -57,7 +50,7 @@ export const shareMethods: PortMethods<ShareMethods, Sql> = {
         // The row lock orders concurrent publications of one share: a later one sees the link.
         const share = await getShare(tx, shareId, true)
         // The row holds escaped strings: compare with the escaped principal (the escape is one-to-one).
-        assertPublishable(share, enc(principal))
+        common.assertPublishable(share, enc(principal))
         if (share.link_id !== null) return { kind: 'already_done' }
         const now = Date.now()
         const used = await tx`
@@ -91,8 +84,8 @@ async function getShare(
   sql: Sql | TransactionSql,
   id: string,
   forUpdate = false
-): Promise<ShareRow | undefined> {
-  const [row] = await sql<ShareRow[]>`
+): Promise<common.ShareRow | undefined> {
+  const [row] = await sql<common.ShareRow[]>`
     SELECT id, principal, note_id, status, expires_at, link_id FROM share_requests
     WHERE id = ${enc(id)} ${forUpdate ? sql`FOR UPDATE` : sql``}`
   return row

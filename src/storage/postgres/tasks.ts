@@ -8,7 +8,7 @@
 import type { Sql, TransactionSql } from 'postgres'
 import { positiveWholeNumber } from '../../mcp/options.ts'
 import type { TaskStore } from '../../mcp/task-store.ts'
-import type { PortMethods } from '../common/store-class.ts'
+import { insertedRow, type PortMethods } from '../common/store-class.ts'
 import { checkSweep } from '../common/sweeps.ts'
 import {
   NEW_TASK_FIELDS,
@@ -62,8 +62,7 @@ export const taskMethods: PortMethods<TaskStore, Sql> = {
       await tx`SELECT pg_advisory_xact_lock(${TASK_CAP_LOCK_CLASS}, hashtext(${principal}))`
       if ((await countLive(tx, principal, task.createdAt)) >= maxLive) return undefined
       const [row] = await tx.unsafe<TaskRow[]>(TASK_INSERT, values, { prepare: true })
-      if (row === undefined) throw new Error('INSERT … RETURNING produced no row')
-      return toTaskRecord(row, dec)
+      return toTaskRecord(insertedRow(row), dec)
     })
   },
 

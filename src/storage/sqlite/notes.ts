@@ -11,26 +11,14 @@
  */
 import { newNoteId } from '../../notes/note-id.ts'
 import type { Note } from '../../notes/store.ts'
-import {
-  checkDeleteMany,
-  checkImport,
-  checkPaging,
-  deletedInOrder,
-  deleteOne,
-  noteOf,
-  sortedTags,
-  toPage,
-  updateMissed,
-  type NoteMethods,
-  type NoteRow,
-} from '../common/notes.ts'
+import * as common from '../common/notes.ts'
 import { searchTerms, wordsOf } from '../common/search-words.ts'
-import type { PortMethods } from '../common/store-class.ts'
+import { insertedRow, type PortMethods } from '../common/store-class.ts'
 import type { SqliteDriver, SqliteRow } from './driver.ts'
 import { newClaim, SQL } from './statements.ts'
 
-export const noteMethods: PortMethods<NoteMethods, SqliteDriver> = {
-  ...deleteOne,
+export const noteMethods: PortMethods<common.NoteMethods, SqliteDriver> = {
+  ...common.deleteOne,
 
   async create(principal, note, now) {
     const row = await this.db.get(SQL.insertNote, [
@@ -41,13 +29,12 @@ export const noteMethods: PortMethods<NoteMethods, SqliteDriver> = {
       tagsJson(note.tags),
       now,
     ])
-    if (row === undefined) throw new Error('INSERT … RETURNING produced no row')
-    return toNote(row)
+    return toNote(insertedRow(row))
   },
 
   async importNotes(principal, notes, now) {
     const db = this.db
-    checkImport(notes)
+    common.checkImport(notes)
     if (notes.length === 0) return 0
     const results = await db.batch(
       notes.map((note) => ({
@@ -74,12 +61,12 @@ export const noteMethods: PortMethods<NoteMethods, SqliteDriver> = {
       now,
     ])
     if (row !== undefined) return { kind: 'updated', note: toNote(row) }
-    return updateMissed(await this.get(principal, id))
+    return common.updateMissed(await this.get(principal, id))
   },
 
   async deleteMany(principal, ids, onceKey) {
     const db = this.db
-    checkDeleteMany(ids)
+    common.checkDeleteMany(ids)
     const claim = newClaim()
     // Two statements whatever the number of ids (they travel as one JSON array): D1 caps a
     // statement's parameters, not the length of one.
@@ -89,18 +76,18 @@ export const noteMethods: PortMethods<NoteMethods, SqliteDriver> = {
     ])
     if ((spent?.length ?? 0) === 0) return { kind: 'already_done' }
     const rows = (deleted ?? []).map((row) => String(row.id))
-    return { kind: 'done', value: deletedInOrder(ids, rows) }
+    return { kind: 'done', value: common.deletedInOrder(ids, rows) }
   },
 
   async list(principal, offset, limit) {
-    checkPaging(offset, limit)
+    common.checkPaging(offset, limit)
     const rows = await this.db.all(SQL.listNotes, [principal, limit + 1, offset])
-    return toPage(rows, offset, limit, toNote)
+    return common.toPage(rows, offset, limit, toNote)
   },
 
   async search(principal, query) {
     const { offset, limit } = query
-    checkPaging(offset, limit)
+    common.checkPaging(offset, limit)
     const tags = [...new Set(query.tags ?? [])]
     const params = [principal, JSON.stringify(tags), tags.length, limit + 1, offset]
     const match = ftsMatch(query.text)
@@ -108,7 +95,7 @@ export const noteMethods: PortMethods<NoteMethods, SqliteDriver> = {
       match === undefined
         ? await this.db.all(SQL.filterNotes, params)
         : await this.db.all(SQL.searchNotes, [...params, match])
-    return toPage(rows, offset, limit, toNote)
+    return common.toPage(rows, offset, limit, toNote)
   },
 
   async listTags(principal) {
@@ -133,12 +120,12 @@ export const noteMethods: PortMethods<NoteMethods, SqliteDriver> = {
 
 /** A note of the store from its row, as every note statement selects it (tags as a JSON array). */
 export function toNote(row: SqliteRow): Note {
-  return noteOf(row as NoteRow<string>, (tags) => JSON.parse(tags) as string[])
+  return common.noteOf(row as common.NoteRow<string>, (tags) => JSON.parse(tags) as string[])
 }
 
 /** Tags as stored in the `tags` column: a JSON array, each tag once, sorted. */
 function tagsJson(tags: readonly string[]): string {
-  return JSON.stringify(sortedTags(tags))
+  return JSON.stringify(common.sortedTags(tags))
 }
 
 /** A `LIKE … ESCAPE '\'` pattern matching the strings that start with `prefix`, wildcards inert. */

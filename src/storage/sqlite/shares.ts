@@ -8,14 +8,7 @@
  * {@link PUBLISH_ATTEMPTS} times.
  */
 import type { ShareStatus } from '../../notes/store.ts'
-import {
-  assertPublishable,
-  pendingShareRequest,
-  toShareRequest,
-  undecidedOutcome,
-  type ShareMethods,
-  type ShareRow,
-} from '../common/shares.ts'
+import * as common from '../common/shares.ts'
 import type { PortMethods } from '../common/store-class.ts'
 import type { SqliteDriver, SqliteRow } from './driver.ts'
 import { toNote } from './notes.ts'
@@ -24,7 +17,7 @@ import { newClaim, SQL } from './statements.ts'
 /** How often `publishShare` re-runs when its explanation contradicts its batch (a racing decision). */
 const PUBLISH_ATTEMPTS = 3
 
-export const shareMethods: PortMethods<ShareMethods, SqliteDriver> = {
+export const shareMethods: PortMethods<common.ShareMethods, SqliteDriver> = {
   async createShareRequest(request) {
     await this.db.run(SQL.insertShare, [
       request.id,
@@ -32,17 +25,17 @@ export const shareMethods: PortMethods<ShareMethods, SqliteDriver> = {
       request.noteId,
       request.expiresAt,
     ])
-    return pendingShareRequest(request)
+    return common.pendingShareRequest(request)
   },
 
   async getShareRequest(id) {
     const row = await getShare(this.db, id)
-    return row === undefined ? undefined : toShareRequest(row)
+    return row === undefined ? undefined : common.toShareRequest(row)
   },
 
   async decideShareRequest(id, decision, now) {
     if ((await this.db.get(SQL.decideShare, [id, decision, now])) !== undefined) return 'decided'
-    return undecidedOutcome((await getShare(this.db, id))?.status)
+    return common.undecidedOutcome((await getShare(this.db, id))?.status)
   },
 
   async publishShare(principal, shareId, linkId, onceKey) {
@@ -60,7 +53,7 @@ export const shareMethods: PortMethods<ShareMethods, SqliteDriver> = {
       // Nothing was written; explain why: a spent key first, then the share's state.
       if ((await db.get(SQL.keyUsed, [onceKey])) !== undefined) return { kind: 'already_done' }
       const share = await getShare(db, shareId)
-      assertPublishable(share, principal)
+      common.assertPublishable(share, principal)
       if (share.link_id !== null) return { kind: 'already_done' }
       // Publishable now but not when the batch ran (approved in between): run the batch again.
     }
@@ -73,12 +66,12 @@ export const shareMethods: PortMethods<ShareMethods, SqliteDriver> = {
   },
 }
 
-async function getShare(db: SqliteDriver, id: string): Promise<ShareRow | undefined> {
+async function getShare(db: SqliteDriver, id: string): Promise<common.ShareRow | undefined> {
   const row = await db.get(SQL.getShare, [id])
   return row === undefined ? undefined : toShareRow(row)
 }
 
-function toShareRow(row: SqliteRow): ShareRow {
+function toShareRow(row: SqliteRow): common.ShareRow {
   return {
     id: String(row.id),
     principal: String(row.principal),
