@@ -120,103 +120,132 @@ export function defineTaskRunnerObject<Deps, Env>(
   setup: TaskRunnerSetup<Deps, Env>,
   options: TaskRunnerObjectOptions = {}
 ) {
-  const leaseMs = options.leaseMs ?? DEFAULT_TASK_LEASE_MS
-  const sliceMs = options.sliceMs ?? TASK_SLICE_MS
-
-  return class TaskRunnerObject {
-    readonly #storage: TaskObjectStorage
-    readonly #env: Env
-    #runner: Promise<Runner<Deps>> | undefined
-    /** Whether the alarm is running the task. */
-    #running = false
-    /** Whether a `/schedule` arrived since the running alarm started. */
-    #woken = false
-
+  const settings: TaskObjectSettings<Deps, Env> = {
+    setup,
+    leaseMs: options.leaseMs ?? DEFAULT_TASK_LEASE_MS,
+    sliceMs: options.sliceMs ?? TASK_SLICE_MS,
+  }
+  return class TaskRunnerObject extends TaskObject<Deps, Env> {
     constructor(state: TaskObjectState, env: Env) {
-      this.#storage = state.storage
-      this.#env = env
+      super(state, env, settings)
     }
+  }
+}
 
-    async fetch(request: Request): Promise<Response> {
-      const { pathname } = new URL(request.url)
-      if (request.method !== 'POST' || (pathname !== SCHEDULE_PATH && pathname !== CANCEL_PATH))
-        return new Response(null, { status: 404 })
-      const id = await request.text()
-      if (!isTaskId(id)) return new Response('not a task id', { status: 400 })
-      const stored = await this.#storage.get<string>(TASK_KEY)
-      if (pathname === CANCEL_PATH) {
-        if (stored === id && this.#running) await this.#stopIfCancelled(id)
-        return new Response(null, { status: 204 })
-      }
-      if (stored === undefined) await this.#storage.put(TASK_KEY, id)
-      else if (stored !== id) return new Response('this object runs another task', { status: 409 })
-      this.#woken = true
-      await this.#storage.setAlarm(Date.now())
+/** What every object of one Worker's class shares: how it builds its host, its lease and slice. */
+interface TaskObjectSettings<Deps, Env> {
+  setup: TaskRunnerSetup<Deps, Env>
+  leaseMs: number
+  sliceMs: number
+}
+
+/** One object's life (see the module header); `defineTaskRunnerObject` binds its settings. */
+class TaskObject<Deps, Env> {
+  readonly #storage: TaskObjectStorage
+  readonly #env: Env
+  readonly #settings: TaskObjectSettings<Deps, Env>
+  #runner: Promise<Runner<Deps>> | undefined
+  /** Whether the alarm is running the task. */
+  #running = false
+  /** Whether a `/schedule` arrived since the running alarm started. */
+  #woken = false
+
+  constructor(state: TaskObjectState, env: Env, settings: TaskObjectSettings<Deps, Env>) {
+    this.#storage = state.storage
+    this.#env = env
+    this.#settings = settings
+  }
+
+  async fetch(request: Request): Promise<Response> {
+    const { pathname } = new URL(request.url)
+    if (request.method !== 'POST' || (pathname !== SCHEDULE_PATH && pathname !== CANCEL_PATH))
+      return new Response(null, { status: 404 })
+    const id = await request.text()
+    if (!isTaskId(id)) return new Response('not a task id', { status: 400 })
+    const stored = await this.#storage.get<string>(TASK_KEY)
+    if (pathname === CANCEL_PATH) {
+      if (stored === id && this.#running) await this.#stopIfCancelled(id)
       return new Response(null, { status: 204 })
     }
+    if (stored === undefined) await this.#storage.put(TASK_KEY, id)
+    else if (stored !== id) return new Response('this object runs another task', { status: 409 })
+    this.#woken = true
+    await this.#storage.setAlarm(Date.now())
+    return new Response(null, { status: 204 })
+  }
 
-    async alarm(): Promise<void> {
-      // The running alarm decides the next one when it ends.
-      if (this.#running) return
-      this.#running = true
-      this.#woken = false
-      try {
-        const id = await this.#storage.get<string>(TASK_KEY)
-        if (id === undefined) return
-        const { engine } = await this.#ready()
-        // Should this object die mid-run, this alarm takes the task over once the lease lapses.
-        await this.#storage.setAlarm(Date.now() + leaseMs + LEASE_GRACE_MS)
-        const slice = new AbortController()
-        const timer = setTimeout(() => slice.abort(), sliceMs)
-        let record: TaskRecord | undefined
-        try {
-          record = await engine.run(id, slice.signal)
-        } finally {
-          clearTimeout(timer)
-        }
-        const now = Date.now()
-        const next = this.#woken ? now : nextLook(record, now)
-        if (next !== undefined) {
-          await this.#storage.setAlarm(next)
-        } else {
-          await this.#storage.deleteAlarm()
-          await this.#storage.deleteAll()
-        }
-      } catch (error) {
-        // Thrown on: the runtime retries the alarm (and the one set above still stands).
-        logError('task object alarm failed', error)
-        throw error
-      } finally {
-        this.#running = false
+  async alarm(): Promise<void> {
+    // The running alarm decides the next one when it ends.
+    if (this.#running) return
+    this.#running = true
+    this.#woken = false
+    try {
+      const id = await this.#storage.get<string>(TASK_KEY)
+      if (id === undefined) return
+      const record = await this.#runSlice(id)
+      const now = Date.now()
+      const next = this.#woken ? now : nextLook(record, now)
+      if (next !== undefined) {
+        await this.#storage.setAlarm(next)
+      } else {
+        await this.#storage.deleteAlarm()
+        await this.#storage.deleteAll()
       }
+    } catch (error) {
+      // Thrown on: the runtime retries the alarm (and the one set by #runSlice still stands).
+      logError('task object alarm failed', error)
+      throw error
+    } finally {
+      this.#running = false
     }
+  }
 
-    async #stopIfCancelled(id: string): Promise<void> {
-      const { engine, store } = await this.#ready()
-      if ((await store.getTask(id))?.cancelRequested) engine.stopCancelled(id)
+  /** Runs the task for at most one slice, under an alarm that takes it over should the object die. */
+  async #runSlice(id: string): Promise<TaskRecord | undefined> {
+    const { leaseMs, sliceMs } = this.#settings
+    const { engine } = await this.#ready()
+    // Should this object die mid-run, this alarm takes the task over once the lease lapses.
+    await this.#storage.setAlarm(Date.now() + leaseMs + LEASE_GRACE_MS)
+    const slice = new AbortController()
+    const timer = setTimeout(() => slice.abort(), sliceMs)
+    try {
+      return await engine.run(id, slice.signal)
+    } finally {
+      clearTimeout(timer)
     }
+  }
 
-    /** The runner, built on first use; a failed build is not kept, so the next event tries again. */
-    #ready(): Promise<Runner<Deps>> {
-      this.#runner ??= (async () => {
-        const { server, deps, store, logger = consoleLogger, tasks } = await setup(this.#env)
-        const engine = new TaskEngine(
-          { server, deps, logger },
-          {
-            resultTtlMs: tasks?.resultTtlMs,
-            store,
-            replicaId: RUNNER_NAME,
-            leaseMs,
-            maxRunning: 1,
-            takeoverIntervalMs: 0,
-          }
-        )
-        return { engine, store }
-      })().catch((error: unknown) => {
-        this.#runner = undefined
-        throw error
-      })
-      return this.#runner
-    }
+  async #stopIfCancelled(id: string): Promise<void> {
+    const { engine, store } = await this.#ready()
+    if ((await store.getTask(id))?.cancelRequested) engine.stopCancelled(id)
+  }
+
+  /** The runner, built on first use; a failed build is not kept, so the next event tries again. */
+  #ready(): Promise<Runner<Deps>> {
+    this.#runner ??= (async () => {
+      const {
+        server,
+        deps,
+        store,
+        logger = consoleLogger,
+        tasks,
+      } = await this.#settings.setup(this.#env)
+      const engine = new TaskEngine(
+        { server, deps, logger },
+        {
+          resultTtlMs: tasks?.resultTtlMs,
+          store,
+          replicaId: RUNNER_NAME,
+          leaseMs: this.#settings.leaseMs,
+          maxRunning: 1,
+          takeoverIntervalMs: 0,
+        }
+      )
+      return { engine, store }
+    })().catch((error: unknown) => {
+      this.#runner = undefined
+      throw error
+    })
+    return this.#runner
   }
 }
