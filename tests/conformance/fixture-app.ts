@@ -28,6 +28,7 @@ import type { TaskScheduler } from '../../src/mcp/tasks/options.ts'
 import { compileServer } from '../../src/mcp/server.ts'
 import type { TaskStore } from '../../src/mcp/task-store.ts'
 import type { CreateMessageParams } from '../../src/mcp/wire.ts'
+import { noArgsTools } from '../support/no-args-tool.ts'
 import { legacyConformanceTools, pause } from './fixture-2025-tools.ts'
 import { tasksConformanceTools } from './fixture-tasks-tools.ts'
 
@@ -41,7 +42,7 @@ export const PNG_1X1 =
   'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=='
 export const WAV_TINY = 'UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA='
 
-const noArgs = z.object({})
+const noArgsTool = noArgsTools<FixtureHandlerDeps>()
 // Forms are module-level constants: their wire schema is derived once per schema object, not per request.
 const nameForm = z.object({ name: z.string() })
 const okForm = z.object({ ok: z.boolean() })
@@ -59,7 +60,7 @@ const askName = (ctx: FixtureContext, key = 'user_name', acceptUnsolicited = fal
  * first request, and a greeting can do no harm. Every other ask counts only answers to the question
  * it sealed into an earlier round, the engine's default.
  */
-async function greetByName(_args: unknown, ctx: FixtureContext) {
+async function greetByName(ctx: FixtureContext) {
   const answer = await askName(ctx, 'user_name', true)
   return text(
     answer.action === 'accept'
@@ -75,129 +76,92 @@ const SAY_HELLO: CreateMessageParams = {
 
 /** A tool that publishes one list change to open listen streams. */
 function trigger(name: string, event: ServerEvent, notification: string) {
-  return tool({
-    name,
-    description: `Publishes ${notification} to open listen streams.`,
-    input: noArgs,
-    async run(_args, ctx) {
-      await ctx.deps.bus.publish(event)
-      return text(`Published ${notification}.`)
-    },
+  return noArgsTool(name, `Publishes ${notification} to open listen streams.`, async (ctx) => {
+    await ctx.deps.bus.publish(event)
+    return text(`Published ${notification}.`)
   })
 }
 
 const tools = [
-  tool({
-    name: 'test_simple_text',
-    description: 'Returns a simple text response.',
-    input: noArgs,
-    run: () => text('This is a simple text response for testing.'),
-  }),
-  tool({
-    name: 'test_image_content',
-    description: 'Returns an image.',
-    input: noArgs,
-    run: () => ({ content: [{ type: 'image', data: PNG_1X1, mimeType: 'image/png' }] }),
-  }),
-  tool({
-    name: 'test_audio_content',
-    description: 'Returns audio.',
-    input: noArgs,
-    run: () => ({ content: [{ type: 'audio', data: WAV_TINY, mimeType: 'audio/wav' }] }),
-  }),
-  tool({
-    name: 'test_embedded_resource',
-    description: 'Returns an embedded resource.',
-    input: noArgs,
-    run: () => ({
-      content: [
-        {
-          type: 'resource',
-          resource: {
-            uri: 'test://embedded-resource',
-            mimeType: 'text/plain',
-            text: 'This is an embedded resource content.',
-          },
+  noArgsTool('test_simple_text', 'Returns a simple text response.', () =>
+    text('This is a simple text response for testing.')
+  ),
+  noArgsTool('test_image_content', 'Returns an image.', () => ({
+    content: [{ type: 'image', data: PNG_1X1, mimeType: 'image/png' }],
+  })),
+  noArgsTool('test_audio_content', 'Returns audio.', () => ({
+    content: [{ type: 'audio', data: WAV_TINY, mimeType: 'audio/wav' }],
+  })),
+  noArgsTool('test_embedded_resource', 'Returns an embedded resource.', () => ({
+    content: [
+      {
+        type: 'resource',
+        resource: {
+          uri: 'test://embedded-resource',
+          mimeType: 'text/plain',
+          text: 'This is an embedded resource content.',
         },
-      ],
-    }),
-  }),
-  tool({
-    name: 'test_multiple_content_types',
-    description: 'Returns text, an image and a resource.',
-    input: noArgs,
-    run: () => ({
-      content: [
-        { type: 'text', text: 'Multiple content types test:' },
-        { type: 'image', data: PNG_1X1, mimeType: 'image/png' },
-        {
-          type: 'resource',
-          resource: {
-            uri: 'test://mixed-content-resource',
-            mimeType: 'application/json',
-            text: '{"test":"data","value":123}',
-          },
+      },
+    ],
+  })),
+  noArgsTool('test_multiple_content_types', 'Returns text, an image and a resource.', () => ({
+    content: [
+      { type: 'text', text: 'Multiple content types test:' },
+      { type: 'image', data: PNG_1X1, mimeType: 'image/png' },
+      {
+        type: 'resource',
+        resource: {
+          uri: 'test://mixed-content-resource',
+          mimeType: 'application/json',
+          text: '{"test":"data","value":123}',
         },
-      ],
-    }),
-  }),
-  tool({
-    name: 'test_error_handling',
-    description: 'Always fails as a tool execution error.',
-    input: noArgs,
-    run: () => toolError('This tool intentionally returns an error for testing'),
-  }),
-  tool({
-    name: 'test_tool_with_progress',
-    description: 'Reports progress three times, then answers.',
-    input: noArgs,
-    async run(_args, ctx) {
+      },
+    ],
+  })),
+  noArgsTool('test_error_handling', 'Always fails as a tool execution error.', () =>
+    toolError('This tool intentionally returns an error for testing')
+  ),
+  noArgsTool(
+    'test_tool_with_progress',
+    'Reports progress three times, then answers.',
+    async (ctx) => {
       for (const step of [0, 50, 100]) {
         ctx.progress(step, 100, `Completed step ${step} of 100`)
         if (step < 100) await pause(50, ctx.signal)
       }
       return text('Progress complete.')
-    },
-  }),
-  tool({
-    name: 'test_logging_tool',
-    description: 'Logs three messages (sent only when the request asks for a log level).',
-    input: noArgs,
-    async run(_args, ctx) {
+    }
+  ),
+  noArgsTool(
+    'test_logging_tool',
+    'Logs three messages (sent only when the request asks for a log level).',
+    async (ctx) => {
       ctx.log('info', 'Tool execution started', 'fixture')
       ctx.log('info', 'Tool processing data', 'fixture')
       ctx.log('info', 'Tool execution completed', 'fixture')
       return text('Logging complete.')
-    },
+    }
+  ),
+  noArgsTool('test_missing_capability', 'Needs the sampling capability.', async (ctx) => {
+    const answer = await ctx.sample('llm_answer', SAY_HELLO)
+    return text(`LLM response: ${sampledText(answer.content)}`)
   }),
-  tool({
-    name: 'test_missing_capability',
-    description: 'Needs the sampling capability.',
-    input: noArgs,
-    async run(_args, ctx) {
-      const answer = await ctx.sample('llm_answer', SAY_HELLO)
-      return text(`LLM response: ${sampledText(answer.content)}`)
-    },
-  }),
-  tool({
-    name: 'test_streaming_elicitation',
-    description: 'Asks for a name through a form (never as a server-to-client request).',
-    input: noArgs,
-    run: greetByName,
-  }),
+  noArgsTool(
+    'test_streaming_elicitation',
+    'Asks for a name through a form (never as a server-to-client request).',
+    greetByName
+  ),
   trigger('test_trigger_tool_change', { kind: 'tools_list_changed' }, 'tools/list_changed'),
   trigger('test_trigger_prompt_change', { kind: 'prompts_list_changed' }, 'prompts/list_changed'),
-  tool({
-    name: 'test_input_required_result_elicitation',
-    description: 'Asks for the user name (multi round-trip).',
-    input: noArgs,
-    run: greetByName,
-  }),
-  tool({
-    name: 'test_input_required_result_sampling',
-    description: "Asks the host's model a question (multi round-trip).",
-    input: noArgs,
-    async run(_args, ctx) {
+  noArgsTool(
+    'test_input_required_result_elicitation',
+    'Asks for the user name (multi round-trip).',
+    greetByName
+  ),
+  noArgsTool(
+    'test_input_required_result_sampling',
+    "Asks the host's model a question (multi round-trip).",
+    async (ctx) => {
       const answer = await ctx.sample('capital_question', {
         messages: [
           { role: 'user', content: { type: 'text', text: 'What is the capital of France?' } },
@@ -205,22 +169,20 @@ const tools = [
         maxTokens: 100,
       })
       return text(`LLM response: ${sampledText(answer.content)}`)
-    },
-  }),
-  tool({
-    name: 'test_input_required_result_list_roots',
-    description: "Asks for the client's roots (multi round-trip).",
-    input: noArgs,
-    async run(_args, ctx) {
+    }
+  ),
+  noArgsTool(
+    'test_input_required_result_list_roots',
+    "Asks for the client's roots (multi round-trip).",
+    async (ctx) => {
       const roots = await ctx.roots('client_roots')
       return text(`Roots: ${roots.map((root) => root.uri).join(', ') || '(none)'}`)
-    },
-  }),
-  tool({
-    name: 'test_input_required_result_request_state',
-    description: 'Asks for confirmation and carries sealed state between rounds.',
-    input: noArgs,
-    async run(_args, ctx) {
+    }
+  ),
+  noArgsTool(
+    'test_input_required_result_request_state',
+    'Asks for confirmation and carries sealed state between rounds.',
+    async (ctx) => {
       const answer = await ctx.elicit('confirm', {
         message: 'Continue?',
         schema: okForm,
@@ -230,13 +192,12 @@ const tools = [
           ? 'state-ok: confirmed'
           : 'state-ok: not confirmed'
       )
-    },
-  }),
-  tool({
-    name: 'test_input_required_result_multiple_inputs',
-    description: 'Asks for an elicitation, a sampling and the roots in one round.',
-    input: noArgs,
-    async run(_args, ctx) {
+    }
+  ),
+  noArgsTool(
+    'test_input_required_result_multiple_inputs',
+    'Asks for an elicitation, a sampling and the roots in one round.',
+    async (ctx) => {
       const [name, greeting, roots] = await Promise.all([
         askName(ctx),
         ctx.sample('greeting', {
@@ -247,13 +208,12 @@ const tools = [
       ])
       const who = name.action === 'accept' ? name.content.name : name.action
       return text(`name=${who}; greeting=${sampledText(greeting.content)}; roots=${roots.length}`)
-    },
-  }),
-  tool({
-    name: 'test_input_required_result_multi_round',
-    description: 'Asks two questions in two successive rounds.',
-    input: noArgs,
-    async run(_args, ctx) {
+    }
+  ),
+  noArgsTool(
+    'test_input_required_result_multi_round',
+    'Asks two questions in two successive rounds.',
+    async (ctx) => {
       const name = await askName(ctx, 'step1')
       const color = await ctx.elicit('step2', {
         message: 'What is your favourite colour?',
@@ -262,25 +222,23 @@ const tools = [
       const who = name.action === 'accept' ? name.content.name : name.action
       const what = color.action === 'accept' ? color.content.color : color.action
       return text(`${who} likes ${what}.`)
-    },
-  }),
-  tool({
-    name: 'test_input_required_result_tampered_state',
-    description: 'Asks for confirmation; a tampered requestState is rejected.',
-    input: noArgs,
-    async run(_args, ctx) {
+    }
+  ),
+  noArgsTool(
+    'test_input_required_result_tampered_state',
+    'Asks for confirmation; a tampered requestState is rejected.',
+    async (ctx) => {
       const answer = await ctx.elicit('confirm', {
         message: 'Confirm?',
         schema: okForm,
       })
       return text(`Confirmed: ${answer.action === 'accept' && answer.content.ok}`)
-    },
-  }),
-  tool({
-    name: 'test_input_required_result_capabilities',
-    description: 'Asks only for what the request declares it can answer.',
-    input: noArgs,
-    async run(_args, ctx) {
+    }
+  ),
+  noArgsTool(
+    'test_input_required_result_capabilities',
+    'Asks only for what the request declares it can answer.',
+    async (ctx) => {
       if (ctx.can('elicitation.form')) {
         return text(`Asked by form: ${(await askName(ctx)).action}`)
       }
@@ -290,8 +248,8 @@ const tools = [
       }
       if (ctx.can('roots')) return text(`Roots: ${(await ctx.roots('client_roots')).length}`)
       return toolError('The client declared no capability this tool can use.')
-    },
-  }),
+    }
+  ),
   tool({
     name: 'test_x_mcp_header',
     description: 'Mirrors the region argument into the Mcp-Param-Region header.',

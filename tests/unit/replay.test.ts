@@ -9,14 +9,13 @@
  */
 import { beforeEach, describe, expect, it, vi } from 'vitest'
 import { z } from 'zod'
-import { definitions, structured, text, type ToolContext } from '../../src/mcp/definitions.ts'
+import { definitions, structured, text } from '../../src/mcp/definitions.ts'
 import { createMcpHandler } from '../../src/mcp/handler.ts'
 import { generateKey, importKeyRing } from '../../src/mcp/key-ring.ts'
 import { META_LOG_LEVEL, META_SERVER_INFO } from '../../src/mcp/protocol.ts'
 import { defineForm } from '../../src/mcp/replay.ts'
 import { StateSealer } from '../../src/mcp/sealed-state.ts'
 import { compileServer, type ServerDefinition } from '../../src/mcp/server.ts'
-import type { CallToolResult } from '../../src/mcp/wire.ts'
 import {
   callMcp,
   expectError,
@@ -26,6 +25,7 @@ import {
   type HandlerCallOptions,
   type JsonObject,
 } from '../support/mcp-request.ts'
+import { noArgsTools } from '../support/no-args-tool.ts'
 
 interface Probe {
   /** Times `greet` ran past its ask. */
@@ -52,14 +52,7 @@ beforeEach(() => {
 
 const { tool, resourceTemplate, prompt } = definitions<Probe>()
 const noArgs = z.object({})
-/** A tool without arguments: `run` is what it does with its context. */
-function noArgsTool(
-  name: string,
-  description: string,
-  run: (ctx: ToolContext<Probe>) => Promise<CallToolResult> | CallToolResult
-) {
-  return tool({ name, description, input: noArgs, run: (_args, ctx) => run(ctx) })
-}
+const noArgsTool = noArgsTools<Probe>()
 const nameForm = z.object({ name: z.string() })
 const okForm = z.object({ ok: z.boolean() })
 const SAMPLING = {
@@ -661,37 +654,41 @@ describe('capability gating', () => {
 })
 
 describe('where input_required may appear', () => {
-  it('suspends and resumes a resource template read', async () => {
-    const read = (params: JsonObject) =>
-      callMcp(handler, 'resources/read', {
-        capabilities: FORM,
-        params: { uri: 'ask://item/7', ...params },
-      })
-    const first = await expectResult(await read({}))
-    expectAsks(first, ['confirm_read'])
-    expect(first).not.toHaveProperty('ttlMs')
+  /** Sends `method` with `params`, which must ask `key` alone, then answers `answer`: both results. */
+  async function answeredRound(
+    method: string,
+    params: JsonObject,
+    key: string,
+    answer: JsonObject
+  ) {
+    const send = (round: JsonObject) =>
+      callMcp(handler, method, { capabilities: FORM, params: { ...params, ...round } })
+    const first = await expectResult(await send({}))
+    expectAsks(first, [key])
+    const inputResponses = { [key]: answer }
     const done = await expectResult(
-      await read({
-        requestState: first.requestState,
-        inputResponses: { confirm_read: accept({ ok: true }) },
-      })
+      await send({ requestState: first.requestState, inputResponses })
     )
+    return { first, done }
+  }
+
+  it('suspends and resumes a resource template read', async () => {
+    const { first, done } = await answeredRound(
+      'resources/read',
+      { uri: 'ask://item/7' },
+      'confirm_read',
+      accept({ ok: true })
+    )
+    expect(first).not.toHaveProperty('ttlMs')
     expect(done).toMatchObject({ resultType: 'complete', contents: [{ text: 'item 7 ok=true' }] })
   })
 
   it('suspends and resumes a prompt', async () => {
-    const get = (params: JsonObject) =>
-      callMcp(handler, 'prompts/get', {
-        capabilities: FORM,
-        params: { name: 'ask_prompt', ...params },
-      })
-    const first = await expectResult(await get({}))
-    expectAsks(first, ['topic'])
-    const done = await expectResult(
-      await get({
-        requestState: first.requestState,
-        inputResponses: { topic: accept({ topic: 'tea' }) },
-      })
+    const { done } = await answeredRound(
+      'prompts/get',
+      { name: 'ask_prompt' },
+      'topic',
+      accept({ topic: 'tea' })
     )
     expect(done.messages[0].content.text).toBe('Topic: tea')
   })
