@@ -5,11 +5,11 @@
  * journal, or rejects it. Any replica holding the same key ring opens what any other sealed.
  *
  * Token: the key ring's compact JWE (`mcp/compact-jwe`: `dir` + `A256GCM`, kid in the protected
- * header, caps and header checked before decrypting). Plaintext: JSON claims, in this order
- *   `v` version (1) · `iat`/`exp` seconds since the epoch · `p` principal tag (HMAC-SHA256 under the
- *   kid's principal key, first 16 bytes, base64url; never the raw principal) · `m` method ·
- *   `t` target (tool/prompt name or resource URI) · `a` base64url SHA-256 of the canonical JSON of the
- *   arguments (`{}` when absent or null) · `j` the journal · `n` a 16-byte random nonce.
+ * header, caps and header checked before decrypting). Plaintext: the JSON claims `state-claims.ts`
+ * writes and reads (version, times, principal tag, method, target, arguments digest, journal, nonce);
+ * here the principal tag (HMAC-SHA256 under the kid's principal key, first 16 bytes, base64url; never
+ * the raw principal), the arguments digest (base64url SHA-256 of the canonical JSON of the arguments,
+ * `{}` when absent or null) and the 16-byte random nonce are made.
  *
  * Contract:
  * - `seal` refuses a plaintext over `maxPayloadBytes` with `StateTooLargeError` (never truncates), and
@@ -46,8 +46,16 @@ import { constantTimeEqual } from './constant-time.ts'
 import { InvalidRequestStateError } from './errors.ts'
 import type { KeyRing, RingKey } from './key-ring.ts'
 import { randomBytes } from './random.ts'
+import {
+  claimsText,
+  journalText,
+  readClaims,
+  SIZED_ARGS_DIGEST,
+  SIZED_PRINCIPAL_TAG,
+  type Claims,
+  type ClaimsDraft,
+} from './state-claims.ts'
 
-const STATE_VERSION = 1
 const DEFAULT_STATE_TTL_SECONDS = 600
 const MAX_STATE_TTL_SECONDS = 86_400
 /** Longest lifetime `withTtl` admits: 2025-era session ids are sealed with the same ring for days. */
@@ -63,13 +71,6 @@ const MAX_STATE_CLOCK_SKEW_SECONDS = 3_600
 
 const NONCE_BYTES = 16
 const PRINCIPAL_TAG_BYTES = 16
-const TAG_22 = /^[A-Za-z0-9_-]{22}$/
-const DIGEST_43 = /^[A-Za-z0-9_-]{43}$/
-/** Stand-ins of a principal tag and an arguments digest, of their lengths (`hold` sizes a plaintext). */
-const SIZED_PRINCIPAL_TAG = 'p'.repeat(22)
-const SIZED_ARGS_DIGEST = 'a'.repeat(43)
-/** The claims' keys, in the order `seal` writes them; `open` admits exactly these. */
-const CLAIM_KEYS = ['v', 'iat', 'exp', 'p', 'm', 't', 'a', 'j', 'n'] as const
 
 const encoder = new TextEncoder()
 const strictDecoder = new TextDecoder('utf-8', { fatal: true })
@@ -161,43 +162,6 @@ export class StateTooLargeError extends Error {
     this.bytes = bytes
     this.limit = limit
   }
-}
-
-interface Claims {
-  v: typeof STATE_VERSION
-  iat: number
-  exp: number
-  p: string
-  m: string
-  t: string
-  a: string
-  j: unknown
-  n: string
-}
-
-/** The claims in `value`, when it is exactly a claims object (no other key, each of its type). */
-function readClaims(value: unknown): Claims | undefined {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined
-  const claims = value as Record<string, unknown>
-  const keys = Object.keys(claims)
-  if (keys.length !== CLAIM_KEYS.length || !CLAIM_KEYS.every((key) => Object.hasOwn(claims, key)))
-    return undefined
-  const { v, iat, exp, p, m, t, a, n } = claims
-  return v === STATE_VERSION &&
-    Number.isSafeInteger(iat) &&
-    (iat as number) >= 0 &&
-    Number.isSafeInteger(exp) &&
-    (exp as number) > (iat as number) &&
-    typeof p === 'string' &&
-    TAG_22.test(p) &&
-    typeof m === 'string' &&
-    typeof t === 'string' &&
-    typeof a === 'string' &&
-    DIGEST_43.test(a) &&
-    typeof n === 'string' &&
-    TAG_22.test(n)
-    ? (claims as unknown as Claims)
-    : undefined
 }
 
 export class StateSealer {
@@ -309,7 +273,7 @@ export class StateSealer {
     const key = this.#jwe.sealingKey
     const digests = this.#bindingDigests(key, binding)
     const { principalTag, argsDigest } = digests instanceof Promise ? await digests : digests
-    const plaintext = encoder.encode(claims.text(principalTag, argsDigest))
+    const plaintext = encoder.encode(claimsText(claims, principalTag, argsDigest))
     if (plaintext.byteLength > this.maxPayloadBytes) {
       throw new StateTooLargeError(plaintext.byteLength, this.maxPayloadBytes)
     }
@@ -330,7 +294,9 @@ export class StateSealer {
   hold(binding: StateBinding, journal: unknown): OpenedState {
     const claims = this.#claims(binding, journal)
     // The principal tag and the arguments digest have fixed lengths: this is the plaintext's size.
-    const bytes = encoder.encode(claims.text(SIZED_PRINCIPAL_TAG, SIZED_ARGS_DIGEST)).byteLength
+    const bytes = encoder.encode(
+      claimsText(claims, SIZED_PRINCIPAL_TAG, SIZED_ARGS_DIGEST)
+    ).byteLength
     if (bytes > this.maxPayloadBytes) throw new StateTooLargeError(bytes, this.maxPayloadBytes)
     return {
       journal: JSON.parse(claims.journalText) as unknown,
@@ -346,26 +312,21 @@ export class StateSealer {
     return held
   }
 
-  /** The claims of a new state for `binding`, checked, their text awaiting the binding's digests. */
-  #claims(binding: StateBinding, journal: unknown) {
+  /** The claims of a new state for `binding`, checked, awaiting the binding's digests. */
+  #claims(binding: StateBinding, journal: unknown): ClaimsDraft {
     if (!isBinding(binding)) {
       throw new TypeError('seal: binding needs string principal, method and target')
     }
-    // Plain JSON (only the arguments digest needs a canonical form), refusing what JSON would alter.
-    const journalText: unknown = JSON.stringify(journal, exactJson)
-    if (typeof journalText !== 'string') {
-      throw new TypeError('seal: the journal must be a JSON value')
-    }
+    const text = journalText(journal)
     const iat = Math.floor(this.#now() / 1000)
-    const exp = iat + this.ttlSeconds
-    const nonce = this.#base64url.encode(randomBytes(NONCE_BYTES))
-    // What JSON.stringify writes for the claims object (keys in `CLAIM_KEYS` order); the tags, the
-    // digest and the nonce are base64url and the times integers, so none of them needs escaping.
-    const text = (principalTag: string, argsDigest: string) =>
-      `{"v":${STATE_VERSION},"iat":${iat},"exp":${exp},"p":"${principalTag}",` +
-      `"m":${JSON.stringify(binding.method)},"t":${JSON.stringify(binding.target)},` +
-      `"a":"${argsDigest}","j":${journalText},"n":"${nonce}"}`
-    return { journalText, iat, exp, nonce, text }
+    return {
+      iat,
+      exp: iat + this.ttlSeconds,
+      method: binding.method,
+      target: binding.target,
+      journalText: text,
+      nonce: this.#base64url.encode(randomBytes(NONCE_BYTES)),
+    }
   }
 
   /** Opens a `requestState` from the wire for this request, or throws `InvalidRequestStateError`. */
@@ -487,12 +448,4 @@ function isBinding(binding: StateBinding): boolean {
     typeof binding.method === 'string' &&
     typeof binding.target === 'string'
   )
-}
-
-/** A `JSON.stringify` replacer that refuses values JSON would silently change (NaN, ±Infinity). */
-function exactJson(_key: string, value: unknown): unknown {
-  if (typeof value === 'number' && !Number.isFinite(value)) {
-    throw new TypeError('seal: the journal holds a number JSON cannot represent')
-  }
-  return value
 }
