@@ -18,12 +18,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { McpClient } from '../../src/client/index.ts'
 import { useChromium } from '../support/chromium.ts'
 import { toolResultText } from '../support/mcp-request.ts'
-import {
-  freePort,
-  startServer,
-  tempDataDir,
-  type ServerProcess,
-} from '../support/server-process.ts'
+import { freePort, startServer, tempDataDir } from '../support/server-process.ts'
+import type { ServerProcess } from '../support/server-process.ts'
 
 const chromium = useChromium('Share page browser tests')
 
