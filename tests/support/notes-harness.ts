@@ -6,7 +6,8 @@
  * capabilities, log level and progress token asked for, and reads the answer, JSON or SSE. `tool` /
  * `retry` drive multi round-trip tool calls (`prefilled` sends answers with the first call);
  * `openSharePage` / `submitDecision` act as the browser on the share approval page (its CSRF cookie
- * named as the page names it, `csrfCookieName`). `env` adds configuration (e.g. an https
+ * named as the page names it, `csrfCookieName`); `completedText`, `toolErrorText` and
+ * `expectInputRequired` read a round's answer. `env` adds configuration (e.g. an https
  * `PUBLIC_URL`). With `auth: true` the app verifies the HS256 bearer tokens of `test-tokens.ts`
  * (granting every notes scope) and `as` picks the caller, on the MCP endpoint and signed in on the
  * share pages.

@@ -2,9 +2,10 @@
  * @module tests/workers/bus-sockets
  * The Durable Object event bus seen from outside, for the workerd tests: a raw subscriber socket on
  * one named object (what it hears, and a wait for one event with what came before it on that socket),
- * a raw publication to one object, and a listener of a `DurableObjectEventBus` subscription that
- * records what it hears; and a namespace whose object cannot be reached. Every wait is for an event; a test shows that something was *not* heard by
- * waiting for one published after it that must arrive on the same socket.
+ * a raw publication to one object, a listener of a `DurableObjectEventBus` subscription that
+ * records what it hears, and a namespace whose object cannot be reached. Every wait is for an event;
+ * a test shows that something was *not* heard by waiting for one published after it that must
+ * arrive on the same socket.
  */
 import { env } from 'cloudflare:test'
 import type { ServerEvent } from '../../src/mcp/event-bus.ts'
