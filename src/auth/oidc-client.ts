@@ -90,7 +90,7 @@ function isMetadata(value: unknown): value is ServerMetadata {
   const methods = m.token_endpoint_auth_methods_supported
   return (
     ['issuer', 'authorization_endpoint', 'token_endpoint', 'jwks_uri'].every(
-      (field) => typeof m[field] === 'string' && URL.canParse(m[field] as string)
+      (field) => typeof m[field] === 'string' && URL.canParse(m[field])
     ) &&
     (methods === undefined ||
       (Array.isArray(methods) && methods.every((method) => typeof method === 'string')))

@@ -174,7 +174,7 @@ export class CompactJwe {
       typeof keyRing.sealingKid !== 'string' ||
       !Array.isArray(keyRing.kids) ||
       !keyRing.kids.includes(keyRing.sealingKid) ||
-      !keyRing.kids.every((kid) => keyRing.get(kid) !== undefined)
+      !keyRing.kids.every((kid: string) => keyRing.get(kid) !== undefined)
     ) {
       throw new TypeError('keyRing must be an imported KeyRing that holds its sealing key')
     }

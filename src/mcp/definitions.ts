@@ -175,7 +175,7 @@ export interface ToolDefinition<Deps, S extends z.ZodObject = z.ZodObject> {
 }
 
 export interface ResourceDefinition<Deps> extends Resource {
-  read(ctx: ReplayContext<Deps>): Promise<ReadResourceResult> | ReadResourceResult
+  read: (ctx: ReplayContext<Deps>) => Promise<ReadResourceResult> | ReadResourceResult
 }
 
 export interface ResourceTemplateDefinition<Deps> {
@@ -186,16 +186,16 @@ export interface ResourceTemplateDefinition<Deps> {
   description?: string
   mimeType?: string
   /** Lists the concrete resources of this template (for `resources/list`), page by page. */
-  list?(
+  list?: (
     ctx: RequestContext<Deps>,
     offset: number,
     limit: number
-  ): Promise<{ items: Resource[]; nextOffset?: number }>
-  read(
+  ) => Promise<{ items: Resource[]; nextOffset?: number }>
+  read: (
     variables: Record<string, string>,
     uri: string,
     ctx: ReplayContext<Deps>
-  ): Promise<ReadResourceResult | undefined> | ReadResourceResult | undefined
+  ) => Promise<ReadResourceResult | undefined> | ReadResourceResult | undefined
   complete?: Record<string, Completer<Deps>>
 }
 
@@ -211,10 +211,10 @@ export interface PromptDefinition<Deps> {
   title?: string
   description: string
   arguments?: PromptArgument[]
-  get(
+  get: (
     args: Record<string, string>,
     ctx: ReplayContext<Deps>
-  ): Promise<GetPromptResult> | GetPromptResult
+  ) => Promise<GetPromptResult> | GetPromptResult
   complete?: Record<string, Completer<Deps>>
 }
 

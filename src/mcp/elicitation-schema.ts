@@ -163,6 +163,8 @@ const INTEGER_FORMATS: ReadonlySet<string> = new Set(['safeint', 'int32', 'uint3
 const PLAIN_NUMBER_FORMATS: ReadonlySet<string> = new Set(['float32', 'float64'])
 
 type ZodSchema = z.core.$ZodType
+/** A `z.object(...)` of any shape and strictness. */
+type AnyZodObject = z.ZodObject<z.core.$ZodLooseShape, z.core.$ZodObjectConfig>
 
 /** The parts of a zod schema definition this module reads (zod's own types are per schema kind). */
 type LooseDef = {
@@ -209,7 +211,7 @@ const titledEnumRegistry = z.registry<{
 }>()
 
 function defOf(schema: ZodSchema): LooseDef {
-  return schema._zod.def as unknown as LooseDef
+  return schema._zod.def
 }
 
 function checksOf(def: LooseDef): LooseCheckDef[] {
@@ -269,7 +271,7 @@ function registerTitledEnum<const T extends Readonly<Record<string, string>>>(
  * The elicitation `requestedSchema` for a flat zod object. Throws `TypeError` naming the property for
  * any field the restricted schema cannot express exactly.
  */
-export function toElicitationSchema(schema: z.ZodObject<any>): ElicitationSchema {
+export function toElicitationSchema(schema: AnyZodObject): ElicitationSchema {
   const def = defOf(schema)
   if (def.type !== 'object' || def.shape === undefined) {
     throw new TypeError(`toElicitationSchema: expected a z.object(...), got a ${def.type} schema`)
@@ -297,7 +299,7 @@ export function toElicitationSchema(schema: z.ZodObject<any>): ElicitationSchema
  * a valid elicitation schema.
  */
 export function parseElicitationContent(
-  schema: z.ZodObject<any>,
+  schema: AnyZodObject,
   content: unknown
 ): ElicitationParseResult {
   assertConvertible(schema)
@@ -317,13 +319,13 @@ export function parseElicitationContent(
   }
   const picked = Object.fromEntries(entries)
   const result = schema.safeParse(picked)
-  if (result.success) return { ok: true, value: result.data as Record<string, unknown> }
+  if (result.success) return { ok: true, value: result.data }
   return { ok: false, issues: summarize(result.error.issues, supplied) }
 }
 
 const convertible = new WeakSet<object>()
 
-function assertConvertible(schema: z.ZodObject<any>): void {
+function assertConvertible(schema: AnyZodObject): void {
   if (convertible.has(schema)) return
   toElicitationSchema(schema)
   convertible.add(schema)
@@ -386,7 +388,9 @@ function convertField(
     if (!check.success) {
       fail(name, `has a default that does not satisfy the field: ${check.error.issues[0]?.message}`)
     }
-    schema.default = Array.isArray(defaulted.value) ? [...defaulted.value] : defaulted.value
+    schema.default = Array.isArray(defaulted.value)
+      ? [...(defaulted.value as unknown[])]
+      : defaulted.value
   }
   return { schema: schema as PrimitiveSchema, required: !optional && defaulted === undefined }
 }

@@ -148,7 +148,7 @@ function validateRawKeys(keys: readonly RawKey[]): void {
     throw new RangeError('A state key ring must hold at least one key')
   }
   const seen = new Set<string>()
-  keys.forEach((key, index) => {
+  keys.forEach((key: RawKey, index) => {
     const label = `State key ${index + 1}`
     if (typeof key?.kid !== 'string' || !KID_PATTERN.test(key.kid)) {
       throw new TypeError(`${label} has an invalid kid (${KID_RULE})`)

@@ -203,7 +203,7 @@ function compileTool<Deps>(definition: ToolDefinition<Deps>): CompiledTool<Deps>
   }
   const inputSchema =
     definition.inputJsonSchema ??
-    (z.toJSONSchema(definition.input, { target: 'draft-2020-12', io: 'input' }) as JsonObject)
+    z.toJSONSchema(definition.input, { target: 'draft-2020-12', io: 'input' })
   if (inputSchema.type !== 'object')
     throw new TypeError(
       `Tool '${definition.name}': inputSchema must have "type": "object" at the root`

@@ -137,7 +137,8 @@ function checkHeaderParams<Deps>(
       param.type === 'integer'
         ? DECIMAL_NUMBER.test(header) && Number(header) === value
         : param.type === 'boolean'
-          ? header === String(value)
+          ? // eslint-disable-next-line @typescript-eslint/no-base-to-string -- unvalidated JSON, compared as String shows it
+            header === String(value)
           : header === value
     if (!equal) {
       throw new McpError(
