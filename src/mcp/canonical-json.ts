@@ -8,8 +8,10 @@
  * `TypeError` instead: non-finite numbers, bigints, functions and symbols, cycles, and a top-level
  * value with no JSON form.
  *
- * Used for the argument digest and the claims of a sealed `requestState`; deciding *which* fields of a
- * request are digested belongs to the caller. It recurses once per level of nesting: what a client
+ * Used wherever a value needs one text: the arguments digest a sealed `requestState` is bound to
+ * (its claims are plain JSON, `state-claims.ts`), the caller binding, the questions of a replay
+ * journal, and the names derived from ids (Durable Objects, rendezvous keys); deciding *which* fields
+ * of a request are digested belongs to the caller. It recurses once per level of nesting: what a client
  * sends reaches it only through `parseJson` (`envelope.ts`), which refuses bodies nested deeper than
  * `MAX_JSON_DEPTH`, so the stack it needs stays small. Runtime-neutral: Web Crypto and jose only.
  */
