@@ -1,8 +1,9 @@
 /**
- * The LISTEN/NOTIFY event bus: an event published on one bus reaches the listeners of every bus on the
- * same database (its own included), the 2025-era session signals too; a malformed payload on the
- * channel is dropped, and an event outside the bus's bounds is delivered on its own replica only; a channel name that is not a plain identifier is refused. Without a PostgreSQL
- * server: fails under `CI=true`, skipped (visibly) elsewhere.
+ * The LISTEN/NOTIFY event bus (`src/node/postgres-event-bus.ts`): an event published on one bus
+ * reaches the listeners of every bus on the same database (its own included), the 2025-era session
+ * signals too; a malformed payload on the channel is dropped, and an event outside the bus's bounds is
+ * delivered on its own replica only; a channel name that is not a plain identifier is refused.
+ * Without a PostgreSQL server: fails under `CI=true`, skipped (visibly) elsewhere.
  */
 import postgres from 'postgres'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
