@@ -1,0 +1,96 @@
+/**
+ * @module mcp/stream-store
+ * What the engine keeps in the shared store so that a 2025-era SSE stream outlives its connection and
+ * its replica: every stream of a session that carries stored events has a record, keyed by the
+ * session's `sid` and the stream's id, and its events, numbered from 1 within the stream.
+ * - An event is one SSE message as its JSON text (a server→client request, a notification, or the
+ *   final JSON-RPC response of the call that opened the stream), stored before it is written to any
+ *   connection, so a client that resumes with `Last-Event-ID` on any replica is sent what followed it
+ *   on that stream, and only that stream (`legacy/resumable.ts`).
+ * - A stream whose call is waiting for the client (an interactive `tools/call`, `prompts/get` or
+ *   `resources/read`) also holds that call: what a replica needs to re-drive its handler from the top
+ *   (the request, the state its last round left, the server→client requests it is waiting for), and
+ *   the lease of the replica driving it — the task engine's lease (`task-store.ts`): an owner and an
+ *   expiry, renewed while the owner lives, every change a compare-and-set on the record's version, so
+ *   that when the owner dies exactly one other replica takes the call over.
+ *
+ * Bounded: events and records carry an expiry (milliseconds since the epoch) and are removed by the
+ * adapters' purge of expired rows; an expired row counts for nothing before that. Ending a session
+ * (`SessionStore.endSession`) removes its streams and their events. Adapters (node:sqlite,
+ * PostgreSQL, D1) pass one contract suite (`tests/support/store-contract.ts`).
+ */
+
+/** One stored event of a stream. */
+export interface StoredEvent {
+  /** Its number in the stream: 1, 2, … in the order written. */
+  readonly seq: number
+  /** The SSE message as JSON text. */
+  readonly payload: string
+}
+
+export interface StreamRecord {
+  readonly sid: string
+  readonly stream: string
+  /** What a replica needs to re-drive the stream's suspended call (JSON text); absent for none. */
+  readonly call?: string
+  /**
+   * The replica driving the call and until when its lease holds (ms since the epoch). Always set and
+   * cleared together; a lease is held while `leaseExpiresAt` is in the future.
+   */
+  readonly leaseOwner?: string
+  readonly leaseExpiresAt?: number
+  /** Whether the stream's last event (the call's final response) is stored: nothing follows it. */
+  readonly ended: boolean
+  /** When the record may be purged. */
+  readonly expiresAt: number
+  /** Starts at 1; every successful `updateStream` adds 1. */
+  readonly version: number
+}
+
+export type NewStream = Pick<StreamRecord, 'sid' | 'stream' | 'expiresAt'> &
+  Partial<Pick<StreamRecord, 'call' | 'leaseOwner' | 'leaseExpiresAt'>>
+
+/** Fields `updateStream` may change; `null` clears an optional field, `undefined` leaves it. */
+export interface StreamPatch {
+  call?: string | null
+  leaseOwner?: string | null
+  leaseExpiresAt?: number | null
+  ended?: boolean
+  expiresAt?: number
+}
+
+export interface StreamStore {
+  /** Stores a new stream record (version 1, not ended); throws if `(sid, stream)` exists. */
+  createStream(stream: NewStream): Promise<StreamRecord>
+  /** The record of `stream` in session `sid`, expired or not (the caller checks), or `undefined`. */
+  getStream(sid: string, stream: string): Promise<StreamRecord | undefined>
+  /**
+   * Applies `patch` only if the stored version is `expectedVersion`, adding 1 to it. Answers the
+   * record as it is after the update, or `undefined` when the version (or the record) did not match.
+   */
+  updateStream(
+    sid: string,
+    stream: string,
+    expectedVersion: number,
+    patch: StreamPatch
+  ): Promise<StreamRecord | undefined>
+  /**
+   * Stores event `seq` of the stream, kept until `expiresAt`. Answers false, storing nothing, when
+   * the stream already has an event `seq` (two writers raced: the loser learns it lost).
+   */
+  appendEvent(
+    sid: string,
+    stream: string,
+    seq: number,
+    payload: string,
+    expiresAt: number
+  ): Promise<boolean>
+  /** Events of the stream numbered after `afterSeq` and unexpired at `now`, in order, at most `limit`. */
+  readEvents(
+    sid: string,
+    stream: string,
+    afterSeq: number,
+    limit: number,
+    now: number
+  ): Promise<StoredEvent[]>
+}
