@@ -3,11 +3,13 @@
  * The `tasks` table as both dialects see it, written once so that their statements cannot drift
  * apart: every field of a task record and its column ({@link TASK_COLUMNS}), the columns `updateTask`
  * may change ({@link TASK_PATCH_COLUMNS}, in the order its statement binds them), the fields
- * `createTask` binds ({@link NEW_TASK_FIELDS}), and the mapping of a record, a new task and a patch
- * onto them. Each dialect builds its task statements from these lists, once (`sqlite/statements.ts`,
+ * `createTask` binds ({@link NEW_TASK_FIELDS}), and a record read from its row ({@link toTaskRecord});
+ * what a new task and a patch bind is `columns.ts`'s `fieldValues` and `patchValues` over these
+ * lists. Each dialect builds its task statements from them, once (`sqlite/statements.ts`,
  * `postgres/tasks.ts`). Runtime-neutral: only the engine's `TaskStore` contract.
  */
 import type { NewTask, TaskPatch, TaskRecord, TaskStatus } from '../../mcp/task-store.ts'
+import { columnReaders, withoutAbsent, type ColumnValue } from './columns.ts'
 
 /** The columns of `tasks` that `createTask` writes and `updateTask` never changes. */
 const TASK_FIXED_COLUMNS = {
@@ -46,65 +48,39 @@ export const TASK_COLUMNS = {
 export type TaskColumn = (typeof TASK_COLUMNS)[keyof TaskRecord]
 
 /** A `tasks` row as selected (integers and flags as the driver returns them). */
-export type TaskRow = Record<TaskColumn, string | number | boolean | null>
+export type TaskRow = Record<TaskColumn, ColumnValue>
 
 /** The fields `createTask` binds, in order; a new record starts at version 1, not cancelled. */
 export const NEW_TASK_FIELDS = (Object.keys(TASK_COLUMNS) as Array<keyof TaskRecord>).filter(
   (field): field is keyof NewTask => field !== 'version' && field !== 'cancelRequested'
 )
 
-/** What `createTask` binds for {@link NEW_TASK_FIELDS}: an absent optional field is NULL. */
-export function newTaskValues(task: NewTask): Array<string | number | null> {
-  return NEW_TASK_FIELDS.map((field) => task[field] ?? null)
-}
-
-/**
- * What `updateTask` binds for each of {@link TASK_PATCH_COLUMNS}, in order: whether the patch sets
- * the column (a field left `undefined` keeps it), and the value (`null` clears an optional field).
- */
-export function taskPatchValues(
-  patch: TaskPatch
-): Array<[set: boolean, value: string | number | boolean | null]> {
-  return (Object.keys(TASK_PATCH_COLUMNS) as Array<keyof TaskPatch>).map((field) => {
-    const value = patch[field]
-    return [value !== undefined, value ?? null]
-  })
-}
-
 /**
  * A stored task record; `text` undoes the adapter's escaping of stored strings, if any. NULL columns
  * are absent fields.
  */
-export function toTaskRecord(
-  row: TaskRow,
-  text: (stored: string) => string = (stored) => stored
-): TaskRecord {
-  const str = (value: TaskRow[TaskColumn]) => text(String(value))
-  const optionalStr = (value: TaskRow[TaskColumn]) => (value === null ? undefined : str(value))
-  const record: TaskRecord = {
-    id: str(row.id),
-    owner: str(row.owner),
-    principal: str(row.principal),
-    tool: str(row.tool),
-    args: str(row.args),
+export function toTaskRecord(row: TaskRow, text?: (stored: string) => string): TaskRecord {
+  const read = columnReaders(text)
+  return withoutAbsent<TaskRecord>({
+    id: read.text(row.id),
+    owner: read.text(row.owner),
+    principal: read.text(row.principal),
+    tool: read.text(row.tool),
+    args: read.text(row.args),
     status: row.status as TaskStatus,
-    statusMessage: optionalStr(row.status_message),
+    statusMessage: read.optionalText(row.status_message),
     createdAt: Number(row.created_at),
     updatedAt: Number(row.updated_at),
     expiresAt: Number(row.expires_at),
     pollIntervalMs: Number(row.poll_interval_ms),
-    journal: str(row.journal),
-    inputRequests: optionalStr(row.input_requests),
-    inputResponses: optionalStr(row.input_responses),
-    result: optionalStr(row.result),
-    error: optionalStr(row.error),
-    cancelRequested: row.cancel_requested === true || row.cancel_requested === 1,
-    leaseOwner: optionalStr(row.lease_owner),
-    leaseExpiresAt: row.lease_expires_at === null ? undefined : Number(row.lease_expires_at),
+    journal: read.text(row.journal),
+    inputRequests: read.optionalText(row.input_requests),
+    inputResponses: read.optionalText(row.input_responses),
+    result: read.optionalText(row.result),
+    error: read.optionalText(row.error),
+    cancelRequested: read.flag(row.cancel_requested),
+    leaseOwner: read.optionalText(row.lease_owner),
+    leaseExpiresAt: read.optionalNumber(row.lease_expires_at),
     version: Number(row.version),
-  }
-  // Absent, not present as `undefined`: the record compares equal to the one the engine built.
-  return Object.fromEntries(
-    Object.entries(record).filter(([, value]) => value !== undefined)
-  ) as TaskRecord
+  })
 }

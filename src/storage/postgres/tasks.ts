@@ -10,15 +10,15 @@ import { positiveWholeNumber } from '../../mcp/options.ts'
 import type { TaskStore } from '../../mcp/task-store.ts'
 import { insertedRow, type PortMethods } from '../common/store-class.ts'
 import { checkSweep } from '../common/sweeps.ts'
+import { fieldValues, patchAssignments, patchValues } from '../common/columns.ts'
 import {
   NEW_TASK_FIELDS,
-  newTaskValues,
   TASK_COLUMNS,
   TASK_PATCH_COLUMNS,
-  taskPatchValues,
   toTaskRecord,
   type TaskRow,
 } from '../common/tasks.ts'
+import { patchParams, pgPlaceholder } from './patch.ts'
 import { dec, enc, encValue } from './text.ts'
 
 /** First key of the lock that serialises `createTask`s of one principal (the second: its hash). */
@@ -37,12 +37,7 @@ const TASK_INSERT = `
   RETURNING ${TASK_SELECT}`
 const TASK_UPDATE = `
   UPDATE tasks SET
-    ${Object.values(TASK_PATCH_COLUMNS)
-      .map(
-        (column, i) =>
-          `${column} = CASE WHEN $${3 + 2 * i}::boolean THEN $${4 + 2 * i} ELSE ${column} END`
-      )
-      .join(',\n    ')},
+    ${patchAssignments(Object.values(TASK_PATCH_COLUMNS), 3, pgPlaceholder)},
     version = version + 1
   WHERE id = $1 AND version = $2
   RETURNING ${TASK_SELECT}`
@@ -53,7 +48,7 @@ export const taskMethods: PortMethods<TaskStore, Sql> = {
   async createTask(task, maxLive) {
     const sql = this.db
     positiveWholeNumber('maxLive', maxLive)
-    const values = newTaskValues(task).map(encValue)
+    const values = fieldValues(NEW_TASK_FIELDS, task).map(encValue)
     const principal = enc(task.principal)
     return sql.begin(async (tx) => {
       // Creations of one principal are serialised, and the count runs after the lock is held (its
@@ -79,7 +74,7 @@ export const taskMethods: PortMethods<TaskStore, Sql> = {
     const sql = this.db
     // A version that is not an integer matches no stored version; it must not reach the bigint column.
     if (!Number.isSafeInteger(expectedVersion)) return undefined
-    const values = taskPatchValues(patch).flatMap(([set, value]) => [set, encValue(value)])
+    const values = patchParams(patchValues(TASK_PATCH_COLUMNS, patch))
     const [row] = await sql.unsafe<TaskRow[]>(TASK_UPDATE, [enc(id), expectedVersion, ...values], {
       prepare: true,
     })

@@ -6,13 +6,15 @@
  * bind positionally; each statement's comment lists them, and a statement that decides a
  * check-and-set returns a row (or changes one) only when it applied. The task statements are built,
  * once, from the column lists of `common/tasks.ts` (the order `createTask` and `updateTask` bind their
- * values in). Runtime-neutral text, and the fresh claim the once-key statements bind
- * ({@link newClaim}); no imports but the retention rule of the store contract, those lists and random
- * bytes.
+ * values in). Runtime-neutral text, the fresh claim the once-key statements bind ({@link newClaim})
+ * and the parameters of a patch ({@link patchParams}); no imports but the retention rule of the store
+ * contract, those lists and random bytes.
  */
 import { randomBase64url } from '../../mcp/random.ts'
 import { REPLAY_RETENTION_MS } from '../../notes/store.ts'
+import { patchAssignments, type PatchValue } from '../common/columns.ts'
 import { NEW_TASK_FIELDS, TASK_COLUMNS, TASK_PATCH_COLUMNS } from '../common/tasks.ts'
+import type { SqliteValue } from './driver.ts'
 
 /**
  * The schema's migration files under `migrations/`, in order; the number before `_` is the step's
@@ -46,10 +48,23 @@ const NEW_TASK_PARAM = {
   principal: NEW_TASK_FIELDS.indexOf('principal') + 1,
   createdAt: NEW_TASK_FIELDS.indexOf('createdAt') + 1,
 }
+/** How the patch assignments of this dialect name their parameters: `?n`. */
+const numbered = (position: number) => `?${position}`
+
+/**
+ * The parameters a patch's assignments (`patchAssignments`, from `patchValues`) bind on this
+ * dialect, which has no boolean: each flag and boolean value as 1 or 0.
+ */
+export function patchParams(
+  pairs: ReadonlyArray<[set: boolean, value: PatchValue]>
+): SqliteValue[] {
+  return pairs.flatMap(([set, value]) => [
+    set ? 1 : 0,
+    typeof value === 'boolean' ? Number(value) : value,
+  ])
+}
 /** `column = CASE WHEN ?set THEN ?value ELSE column END` for each patchable column, from `?3` on. */
-const TASK_ASSIGNMENTS = Object.values(TASK_PATCH_COLUMNS)
-  .map((column, i) => `${column} = CASE WHEN ?${3 + 2 * i} THEN ?${4 + 2 * i} ELSE ${column} END`)
-  .join(',\n      ')
+const TASK_ASSIGNMENTS = patchAssignments(Object.values(TASK_PATCH_COLUMNS), 3, numbered)
 /** The key of the `tasks_runnable` index: 0 for a task without a lease. */
 const LEASE_KEY = 'coalesce(lease_expires_at, 0)'
 

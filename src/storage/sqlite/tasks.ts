@@ -9,15 +9,16 @@ import { positiveWholeNumber } from '../../mcp/options.ts'
 import type { TaskStore } from '../../mcp/task-store.ts'
 import type { PortMethods } from '../common/store-class.ts'
 import { checkSweep } from '../common/sweeps.ts'
-import { newTaskValues, taskPatchValues, toTaskRecord, type TaskRow } from '../common/tasks.ts'
-import type { SqliteDriver, SqliteValue } from './driver.ts'
-import { SQL } from './statements.ts'
+import { fieldValues, patchValues } from '../common/columns.ts'
+import { NEW_TASK_FIELDS, TASK_PATCH_COLUMNS, toTaskRecord, type TaskRow } from '../common/tasks.ts'
+import type { SqliteDriver } from './driver.ts'
+import { patchParams, SQL } from './statements.ts'
 
 export const taskMethods: PortMethods<TaskStore, SqliteDriver> = {
   async createTask(task, maxLive) {
     const db = this.db
     positiveWholeNumber('maxLive', maxLive)
-    const row = await db.get(SQL.insertTask, [...newTaskValues(task), maxLive])
+    const row = await db.get(SQL.insertTask, [...fieldValues(NEW_TASK_FIELDS, task), maxLive])
     return row === undefined ? undefined : toTaskRecord(row as TaskRow)
   },
 
@@ -32,10 +33,7 @@ export const taskMethods: PortMethods<TaskStore, SqliteDriver> = {
   },
 
   async updateTask(id, expectedVersion, patch) {
-    const params: SqliteValue[] = [id, expectedVersion]
-    for (const [set, value] of taskPatchValues(patch)) {
-      params.push(set ? 1 : 0, typeof value === 'boolean' ? Number(value) : value)
-    }
+    const params = [id, expectedVersion, ...patchParams(patchValues(TASK_PATCH_COLUMNS, patch))]
     const row = await this.db.get(SQL.updateTask, params)
     return row === undefined ? undefined : toTaskRecord(row as TaskRow)
   },
