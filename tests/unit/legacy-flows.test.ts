@@ -326,12 +326,20 @@ describe('delete_note through server→client requests', () => {
     expect(await finalText(stream)).toBe('Kept the note.')
   })
 
-  it('refuses an answer sent with another MCP-Protocol-Version (400), and the flow waits on', async () => {
+  it('refuses an answer sent with MCP-Protocol-Version 2026-07-28 (400), and the flow waits on', async () => {
     const { session, stream, ask } = await deleteFlow('Wrong version')
-    const wrong = await session.answer(ask.id, ACCEPT, { [HEADER_PROTOCOL_VERSION]: '2025-03-26' })
+    const wrong = await session.answer(ask.id, ACCEPT, { [HEADER_PROTOCOL_VERSION]: '2026-07-28' })
     await expectError(wrong, { status: 400, code: INVALID_REQUEST, id: null })
     await expectAccepted(session.answer(ask.id, DECLINE))
     expect(await finalText(stream)).toBe('Kept the note.')
+  })
+
+  it('takes an answer sent with another supported MCP-Protocol-Version than the negotiated one', async () => {
+    const { noteId, session, stream, ask } = await deleteFlow('Other version')
+    await expectAccepted(
+      session.answer(ask.id, ACCEPT, { [HEADER_PROTOCOL_VERSION]: '2025-03-26' })
+    )
+    await expectOutcome(stream, 'Deleted the note "Other version".', noteId, 'deleted')
   })
 
   it('answers a client without the elicitation capability with a tool error naming it, asking nothing', async () => {
@@ -351,17 +359,19 @@ describe('delete_note through server→client requests', () => {
   })
 
   it.each([
-    ['2025-03-26', FORM_CLIENT, 'delete_note'],
-    ['2025-06-18', { elicitation: { url: {} } }, 'share_note'],
+    ['2025-03-26', FORM_CLIENT, 'delete_note', '2025-03-26'],
+    ['2025-06-18', { elicitation: { url: {} } }, 'share_note', '2025-06-18'],
+    ['2025-03-26', FORM_CLIENT, 'delete_note', '2025-11-25'],
+    ['2025-06-18', { elicitation: { url: {} } }, 'share_note', '2025-11-25'],
   ])(
-    'never asks a %s session what its revision does not define, whatever it declared',
-    async (protocolVersion, capabilities, name) => {
+    'never asks a %s session what its revision does not define, whatever it declared (header %4$s)',
+    async (protocolVersion, capabilities, name, header) => {
       const noteId = await seed(`Revision ${protocolVersion}`)
       const { session } = await startSession(app, { protocolVersion, capabilities })
       const response = await session.request(
         'tools/call',
         { name, arguments: { id: noteId } },
-        { id: 'rev' }
+        { id: 'rev', headers: { [HEADER_PROTOCOL_VERSION]: header } }
       )
       const messages = await readMessages(response)
       expect(messages).toHaveLength(1)

@@ -421,32 +421,51 @@ describe('session ids', () => {
 })
 
 describe('MCP-Protocol-Version on a session', () => {
-  it.each([
-    ['absent', undefined],
-    ['the negotiated version', '2025-06-18'],
-  ])('serves a request with the header %s', async (_case, header) => {
-    const { session } = await startSession(app, { protocolVersion: '2025-06-18' })
-    const response = await ping(session, { [HEADER_PROTOCOL_VERSION]: header })
-    expect(await expectResult(response)).toStrictEqual({})
-  })
+  const revisions = ['2025-11-25', '2025-06-18', '2025-03-26']
+  /** Every negotiated revision with every header a 2025 client may send (or none). */
+  const everyPair = revisions.flatMap((negotiated) =>
+    [...revisions, undefined].map((header) => [negotiated, header] as const)
+  )
 
-  it.each(['2025-11-25', '2025-03-26', '2024-11-05', 'garbage', '2025-06-18x'])(
-    'answers a request with MCP-Protocol-Version %s on a 2025-06-18 session with 400 -32600',
-    async (header) => {
-      const { session } = await startSession(app, { protocolVersion: '2025-06-18' })
-      const response = await ping(session, { [HEADER_PROTOCOL_VERSION]: header })
-      await expectError(response, { status: 400, code: INVALID_REQUEST, id: 1 })
+  it.each(everyPair)(
+    'serves a %s session whatever supported header it sends (%s): POST, GET and DELETE',
+    async (negotiated, header) => {
+      const { session } = await startSession(app, { protocolVersion: negotiated })
+      const headers = { [HEADER_PROTOCOL_VERSION]: header }
+      expect(await expectResult(await ping(session, headers))).toStrictEqual({})
+      const stream = await session.get(headers)
+      expect(stream.status).toBe(200)
+      expect(stream.headers.get('content-type')).toMatch(/^text\/event-stream\b/)
+      await stream.body?.cancel()
+      expect((await session.delete(headers)).status).toBe(204)
     }
   )
 
-  it('refuses a GET stream and a DELETE with another version, and the session survives', async () => {
-    const { session } = await startSession(app, { protocolVersion: '2025-06-18' })
-    const wrong = { [HEADER_PROTOCOL_VERSION]: '2025-11-25' }
-    for (const response of [await session.get(wrong), await session.delete(wrong)]) {
-      await expectError(response, { status: 400, code: INVALID_REQUEST, id: null })
+  // A request with 2026-07-28 is the modern era's (classify.ts); GET, DELETE and answers reach the session.
+  it.each(['2024-11-05', 'garbage', '2025-06-18x', ''])(
+    'answers a request with MCP-Protocol-Version %j on a 2025-06-18 session with 400 -32600 naming what to send',
+    async (header) => {
+      const { session } = await startSession(app, { protocolVersion: '2025-06-18' })
+      const response = await ping(session, { [HEADER_PROTOCOL_VERSION]: header })
+      const error = await expectError(response, { status: 400, code: INVALID_REQUEST, id: 1 })
+      expect(error.message).toBe(
+        `Bad Request: unsupported MCP-Protocol-Version ${JSON.stringify(header)} in a 2025-era session; send the version it negotiated (2025-06-18), another of 2025-11-25, 2025-06-18, 2025-03-26, or none.`
+      )
     }
-    expect(await expectResult(await ping(session))).toStrictEqual({})
-  })
+  )
+
+  it.each([PROTOCOL_VERSION, '2024-11-05'])(
+    'refuses a GET stream and a DELETE with MCP-Protocol-Version %s, and the session survives',
+    async (header) => {
+      const { session } = await startSession(app, { protocolVersion: '2025-06-18' })
+      const wrong = { [HEADER_PROTOCOL_VERSION]: header }
+      for (const response of [await session.get(wrong), await session.delete(wrong)]) {
+        const error = await expectError(response, { status: 400, code: INVALID_REQUEST, id: null })
+        expect(error.message).toMatch(/^Bad Request: unsupported MCP-Protocol-Version/)
+      }
+      expect(await expectResult(await ping(session))).toStrictEqual({})
+    }
+  )
 })
 
 describe('session methods', () => {

@@ -11,8 +11,9 @@
  * - GET (the session's notification stream) and DELETE (ending the session) to `stream.ts`.
  * Every message but `initialize` needs its session's id, recorded (400 without, 404 when unknown,
  * tampered, expired, another principal's or ended) and a `MCP-Protocol-Version` that is absent or
- * the negotiated one (400): `openSession` reads the session's record once per message. Batches are
- * refused (-32600) in every revision: send one message per POST.
+ * any 2025 revision (400 otherwise; the session speaks the one it negotiated whatever the header
+ * says): `openSession` reads the session's record once per message. Batches are refused (-32600) in
+ * every revision: send one message per POST.
  *
  * Every message needs the base scopes, `initialize`, notifications and answers included, and its
  * own (`scopes.ts`); too few are refused with the 403 challenge before anything is done or stored,

@@ -23,7 +23,12 @@ import type { SessionRecord, SessionStore } from '../session-store.ts'
 import type { StreamLimits } from '../stream-limits.ts'
 import { jsonText } from '../streaming.ts'
 import { isObject, type JsonObject, type RequestId } from '../wire.ts'
-import { HEADER_SESSION_ID, SESSION_NOT_FOUND_CODE, isLegacyVersion } from './protocol.ts'
+import {
+  HEADER_SESSION_ID,
+  LEGACY_PROTOCOL_VERSIONS,
+  SESSION_NOT_FOUND_CODE,
+  isLegacyVersion,
+} from './protocol.ts'
 import { MAX_ANSWER_ID_CHARS, askingCall, type AskingCall } from './rendezvous.ts'
 import type { LegacySession, SessionCodec } from './session.ts'
 
@@ -161,7 +166,9 @@ export function readMessage(message: unknown): Message {
 /**
  * The live session a message names, with its record (one store read), or the transport error to
  * answer: 400 without an id, 404 for one that is unknown, tampered with, expired, another
- * principal's or ended, 400 for an `MCP-Protocol-Version` that is not the negotiated one.
+ * principal's or ended, 400 for an `MCP-Protocol-Version` that names no 2025 revision (2026-07-28
+ * included: it is never negotiated in a session). Any 2025 revision, or none, is accepted whatever
+ * the session negotiated; the session speaks its negotiated one.
  */
 export async function openSession(
   era: Pick<LegacyEraContext<unknown>, 'codec' | 'sessions'>,
@@ -183,13 +190,11 @@ export async function openSession(
     throw new TransportError(404, SESSION_NOT_FOUND_CODE, SESSION_NOT_FOUND_MESSAGE, id)
   }
   const header = input.headers.get(HEADER_PROTOCOL_VERSION)?.trim()
-  if (header !== undefined && header !== session.protocolVersion) {
+  if (header !== undefined && !isLegacyVersion(header)) {
     throw new TransportError(
       400,
       ErrorCode.InvalidRequest,
-      isLegacyVersion(header)
-        ? `Bad Request: MCP-Protocol-Version ${header} is not the version this session negotiated (${session.protocolVersion}).`
-        : `Bad Request: unsupported MCP-Protocol-Version ${JSON.stringify(header.slice(0, 64))}; this session uses ${session.protocolVersion}.`,
+      `Bad Request: unsupported MCP-Protocol-Version ${JSON.stringify(header.slice(0, 64))} in a 2025-era session; send the version it negotiated (${session.protocolVersion}), another of ${LEGACY_PROTOCOL_VERSIONS.join(', ')}, or none.`,
       id
     )
   }
