@@ -4,7 +4,8 @@
  * a sealed token (`Mcp-Session-Id`) that every replica opens without a lookup of its contents; the
  * store keeps, keyed by the session's random id (`sid`, never the token):
  * - the session's record, written by `initialize` with the session's principal, its creation time
- *   and the expiry sealed in its id: a session is live only while its record is there, so `DELETE`
+ *   and the expiry sealed in its id, moved later when its id is renewed (`renewSession`, which only
+ *   updates a live record): a session is live only while its record is there, so `DELETE`
  *   (which removes it) ends the session on every replica for good — nothing expires sooner than the
  *   id and lets it back in;
  * - the log level set by `logging/setLevel`, in that record;
@@ -98,6 +99,12 @@ export interface SessionStore {
   setSessionLogLevel(sid: string, level: LogLevel): Promise<void>
   /** Ends the session: removes its record and its subscriptions. Idempotent. */
   endSession(sid: string): Promise<void>
+  /**
+   * Keeps the session live at `now` until at least `expiresAt` (the expiry sealed in its renewed id),
+   * with its subscriptions, in one atomic step: never shortens, and never brings back a session that
+   * ended or expired. Answers whether the session is live (so recorded until `expiresAt`) after it.
+   */
+  renewSession(sid: string, expiresAt: number, now: number): Promise<boolean>
 
   /**
    * Subscribes the session live at `now` to `uri` (idempotent), for as long as the session lives;

@@ -1409,6 +1409,40 @@ export function describeNotesStoreContract(
         expect(await recordedOf(burst)).toHaveLength(cap)
       })
 
+      it('renewSession keeps a live session and its subscriptions until the later expiry; never shortens, never brings back an ended, expired or unknown session', async () => {
+        const RENEWED = LIVE + HOUR
+        await open(sid)
+        expect(await subscribe(sid, 'note://n_1')).toBe('subscribed')
+        expect(await store.renewSession(sid, RENEWED, T0 + 1)).toBe(true)
+        // An earlier expiry (a replica with a shorter lifetime) shortens nothing.
+        expect(await store.renewSession(sid, LIVE - 1, T0 + 2)).toBe(true)
+        expect(await subscribe(sid, 'note://n_2', T0 + 3)).toBe('subscribed')
+        // Past the expiry it was created with, purged: the session and both subscriptions remain.
+        await store.purgeExpired(LIVE + 1, 1000)
+        expect(await store.getSession(sid)).toStrictEqual({})
+        expect(await subscribe(sid, 'note://n_3', LIVE + 1)).toBe('subscribed')
+        for (const uri of ['note://n_1', 'note://n_2', 'note://n_3']) {
+          expect(await store.isSubscribed(sid, uri)).toBe(true)
+        }
+        // Past the renewed expiry everything goes.
+        await store.purgeExpired(RENEWED, 1000)
+        expect(await store.getSession(sid)).toBeUndefined()
+        expect(await store.isSubscribed(sid, 'note://n_1')).toBe(false)
+
+        // A session ended (DELETE) stays ended.
+        await open(other)
+        await store.endSession(other)
+        expect(await store.renewSession(other, RENEWED, T0 + 1)).toBe(false)
+        expect(await store.getSession(other)).toBeUndefined()
+        // One expired at `now`, purged or not, is not renewed either.
+        const expired = unique('sid')
+        await open(expired, alice, T0 + 10)
+        expect(await store.renewSession(expired, RENEWED, T0 + 10)).toBe(false)
+        await store.purgeExpired(T0 + 10, 1000)
+        expect(await store.getSession(expired)).toBeUndefined()
+        expect(await store.renewSession(unique('sid'), RENEWED, T0)).toBe(false)
+      })
+
       it("of subscriptions issued together across a principal's sessions, never more than its cap", async () => {
         const cap = 25
         const sids = [sid, other, unique('sid')]

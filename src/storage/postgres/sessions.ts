@@ -69,6 +69,26 @@ export const sessionMethods: PortMethods<SessionStore, Sql> = {
     })
   },
 
+  async renewSession(sid, expiresAt, now) {
+    return this.db.begin(async (tx) => {
+      const [session] = await tx<Array<{ principal: string }>>`
+        SELECT principal FROM sessions WHERE sid = ${enc(sid)} AND expires_at > ${now}`
+      if (session === undefined) return false
+      // Serialised with the principal's addSubscriptions, so a subscription added meanwhile is
+      // either renewed here or copies the renewed expiry.
+      await tx`SELECT pg_advisory_xact_lock(
+        ${PRINCIPAL_SESSIONS_LOCK_CLASS}, hashtext(${session.principal}))`
+      const renewed = await tx`
+        UPDATE sessions SET expires_at = greatest(expires_at, ${expiresAt})
+        WHERE sid = ${enc(sid)} AND expires_at > ${now}`
+      if (renewed.count === 0) return false
+      await tx`
+        UPDATE session_subscriptions SET expires_at = ${expiresAt}
+        WHERE sid = ${enc(sid)} AND expires_at < ${expiresAt}`
+      return true
+    })
+  },
+
   async addSubscription(sid, uri, now, maxPerPrincipal) {
     const cap = capParam(maxPerPrincipal)
     return this.db.begin(async (tx) => {

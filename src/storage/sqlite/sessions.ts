@@ -46,6 +46,15 @@ export const sessionMethods: PortMethods<SessionStore, SqliteDriver> = {
     ])
   },
 
+  async renewSession(sid, expiresAt, now) {
+    const params = [sid, expiresAt, now]
+    const [, live] = await this.db.batch([
+      { sql: SQL.renewSubscriptions, params },
+      { sql: SQL.renewSession, params },
+    ])
+    return (live?.length ?? 0) > 0
+  },
+
   async addSubscription(sid, uri, now, maxPerPrincipal) {
     const db = this.db
     const params = [sid, uri, now, MAX_SUBSCRIPTIONS_PER_SESSION, capParam(maxPerPrincipal)]

@@ -217,6 +217,17 @@ export const SQL = {
   endSession: `DELETE FROM sessions WHERE sid = ?1`,
   endSubscriptions: `DELETE FROM session_subscriptions WHERE sid = ?1`,
   /**
+   * ?1 sid, ?2 expires at, ?3 now (this and the next, run as one batch): a session live at ?3, and its
+   * subscriptions, kept until at least ?2; `renewSession` returns a row when the session is live.
+   */
+  renewSubscriptions: `
+    UPDATE session_subscriptions SET expires_at = ?2
+    WHERE sid = ?1 AND expires_at < ?2
+      AND EXISTS (SELECT 1 FROM sessions WHERE sid = ?1 AND expires_at > ?3)`,
+  renewSession: `
+    UPDATE sessions SET expires_at = max(expires_at, ?2) WHERE sid = ?1 AND expires_at > ?3
+    RETURNING 1 AS live`,
+  /**
    * ?1 sid, ?2 uri, ?3 now, ?4 most subscriptions per session, ?5 most subscriptions of the
    * principal's live sessions (NULL: no cap). Returns a row when the session is live and holds the
    * subscription afterwards: it did already, or it held fewer than ?4 and its principal fewer than
