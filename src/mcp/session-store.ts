@@ -29,6 +29,7 @@
  * D1) pass one contract suite (`tests/support/store-contract.ts`).
  */
 import type { LogLevel } from './protocol.ts'
+import type { StreamStore } from './stream-store.ts'
 
 /** Most resource subscriptions one session may hold; `addSubscription` refuses more. */
 export const MAX_SUBSCRIPTIONS_PER_SESSION = 100
@@ -78,13 +79,15 @@ export interface SubscriptionsFull {
   held: number
 }
 
-export interface SessionStore {
+/** What a 2025 session keeps; its resumable streams (`StreamStore`) are every session store's too. */
+export interface SessionStore extends StreamStore {
   /**
    * Records the new session `sid` of `principal`, created at `now` and live until `expiresAt` (the
    * expiry sealed in its id). When `principal` holds `maxPerPrincipal` or more sessions live at `now`
    * (`Infinity`: no cap), it first ends as many of them as leave room for this one, the oldest created
-   * first (ties by sid), with their subscriptions, in one atomic step with the insert: the principal
-   * never holds more than the cap, however many creations race. Answers how many sessions it ended.
+   * first (ties by sid), with their subscriptions and streams, in one atomic step with the insert:
+   * the principal never holds more than the cap, however many creations race. Answers how many
+   * sessions it ended.
    */
   createSession(
     sid: string,
@@ -97,7 +100,7 @@ export interface SessionStore {
   getSession(sid: string): Promise<SessionRecord | undefined>
   /** Records the session's log level (last write wins); nothing for a session not recorded. */
   setSessionLogLevel(sid: string, level: LogLevel): Promise<void>
-  /** Ends the session: removes its record and its subscriptions. Idempotent. */
+  /** Ends the session: removes its record, its subscriptions and its streams. Idempotent. */
   endSession(sid: string): Promise<void>
   /**
    * Keeps the session live at `now` until at least `expiresAt` (the expiry sealed in its renewed id),

@@ -4,13 +4,14 @@
  * sharing one database. It holds: the single-use keys that make deletes (of one note, or of a chosen
  * set in one transaction) and share publications happen at most once across every replica, the
  * optimistic concurrency of updates, what 2025-era sessions keep
- * (`SessionStore`: live sessions, their creation times and log levels, subscriptions, input slots),
- * the records of tasks (`TaskStore`), the idempotent import of notes, and the purge of expired rows.
+ * (`SessionStore`: live sessions, their creation times and log levels, subscriptions, input slots,
+ * and their resumable streams, `StreamStore`), the records of tasks (`TaskStore`), the idempotent
+ * import of notes, and the purge of expired rows.
  * It has the semantics of the SQLite-dialect store (`sqlite/store.ts`). Made of one module per port
  * (`common/store-class.ts`): `postgres/notes.ts`, `postgres/shares.ts`, `postgres/sessions.ts`,
- * `postgres/tasks.ts`, and here the connection, its lifecycle and the purge, which sweeps every
- * table. The schema and its migrations are `postgres/schema.ts`'s, the search text builders
- * `postgres/search.ts`'s, the escape of text `postgres/text.ts`'s.
+ * `postgres/streams.ts`, `postgres/tasks.ts`, and here the connection, its lifecycle and the purge,
+ * which sweeps every table. The schema and its migrations are `postgres/schema.ts`'s, the search
+ * text builders `postgres/search.ts`'s, the escape of text `postgres/text.ts`'s.
  *
  * Concurrency: every check-and-set (note or task version, share status, single-use key, published
  * link, input slot, imported note) is decided by PostgreSQL — a conditional `UPDATE`, an
@@ -18,8 +19,9 @@
  * writes run in one transaction. The caps on a principal's sessions, subscriptions and live tasks
  * are each counted under a per-principal advisory lock (READ COMMITTED alone would let two replicas
  * both take the last place); a session created at the cap ends the principal's oldest-created ones,
- * with their subscriptions, under that lock and in the same transaction as its insert. A purge takes
- * its rows with `FOR UPDATE SKIP LOCKED`, so replicas sweeping at once never wait on each other.
+ * with their subscriptions and streams, under that lock and in the same transaction as its insert.
+ * A purge takes its rows with `FOR UPDATE SKIP LOCKED`, so replicas sweeping at once never wait on
+ * each other.
  *
  * Text: PostgreSQL `text` cannot hold U+0000, so every string crosses the boundary through a
  * reversible, order- and prefix-preserving escape (U+0000 ⇄ U+0001 U+0001, U+0001 ⇄ U+0001 U+0002;
@@ -51,6 +53,7 @@ import { noteMethods } from './postgres/notes.ts'
 import { migrateSchema } from './postgres/schema.ts'
 import { sessionMethods } from './postgres/sessions.ts'
 import { shareMethods } from './postgres/shares.ts'
+import { streamMethods } from './postgres/streams.ts'
 import { taskMethods } from './postgres/tasks.ts'
 
 export interface PostgresNotesStoreOptions {
@@ -63,8 +66,8 @@ export interface PostgresNotesStoreOptions {
 /**
  * The tables `purgeExpired` sweeps, in the order it spends its budget, each with the condition its
  * rows meet once their lifetime ended at `now`: once-keys and unpublished shares are kept
- * `REPLAY_RETENTION_MS` past their last use (published shares stay with their links), session rows go
- * at their own expiry.
+ * `REPLAY_RETENTION_MS` past their last use (published shares stay with their links), session rows,
+ * tasks, stream records and events go at their own expiry.
  */
 const PURGES: ReadonlyArray<{
   table: string
@@ -79,6 +82,8 @@ const PURGES: ReadonlyArray<{
   { table: 'session_subscriptions', expired: (sql, now) => sql`expires_at <= ${now}` },
   { table: 'input_slots', expired: (sql, now) => sql`expires_at <= ${now}` },
   { table: 'tasks', expired: (sql, now) => sql`expires_at <= ${now}` },
+  { table: 'session_streams', expired: (sql, now) => sql`expires_at <= ${now}` },
+  { table: 'stream_events', expired: (sql, now) => sql`expires_at <= ${now}` },
 ]
 
 /** The pool and its lifecycle: `migrate` checks the encoding and migrates, `close` ends the pool. */
@@ -122,6 +127,7 @@ export class PostgresNotesStore extends storeClass(PostgresConnection, {
   ...noteMethods,
   ...shareMethods,
   ...sessionMethods,
+  ...streamMethods,
   ...taskMethods,
   ...sweepMethods,
 }) {}

@@ -6,8 +6,9 @@
  * with their subscriptions, also under creations issued together; the adversarial cases of the
  * answer rendezvous), the `TaskStore` of tasks (compare-and-set, clearing fields, large payloads,
  * which tasks are runnable, the cap on a principal's live tasks, also under creations issued
- * together), the idempotent `importNotes` and the all-or-nothing `deleteMany`, and the purge of
- * expired rows. Each test takes a
+ * together), the `StreamStore` of resumable 2025-era streams (compare-and-set records, each event
+ * stored once, reads bound to their session and stream, removed with their session), the
+ * idempotent `importNotes` and the all-or-nothing `deleteMany`, and the purge of expired rows. Each test takes a
  * store from `makeStore` (already migrated) and invents its own principals,
  * note contents, share ids, session ids and once-keys with random suffixes, so adapters may hand out
  * a fresh database per test or one shared database.
@@ -27,6 +28,7 @@
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { MAX_SUBSCRIPTIONS_PER_SESSION } from '../../src/mcp/session-store.ts'
+import type { NewStream, StreamRecord } from '../../src/mcp/stream-store.ts'
 import type { NewTask, TaskRecord, TaskStore } from '../../src/mcp/task-store.ts'
 import {
   MAX_DELETE_NOTES,
@@ -101,13 +103,13 @@ function utf8Bytes(text: string): number {
 }
 
 /**
- * A JSON text of exactly 1 MiB of UTF-8: `shape` wraps a string that starts with non-ASCII and
+ * A JSON text of exactly `bytes` of UTF-8: `shape` wraps a string that starts with non-ASCII and
  * control characters and is padded to size.
  */
-function jsonOfMib(shape: (text: string) => unknown): string {
+function jsonOfSize(bytes: number, shape: (text: string) => unknown): string {
   const frame = (text: string) => JSON.stringify(shape(text))
   const head = 'é🎉日本語 \u0000 \u0001 '
-  return frame(head + 'x'.repeat(MIB - utf8Bytes(frame(head))))
+  return frame(head + 'x'.repeat(bytes - utf8Bytes(frame(head))))
 }
 
 /**
@@ -1553,7 +1555,11 @@ export function describeNotesStoreContract(
         })
 
         it('an answer of 1 MiB round-trips exactly', async () => {
-          const payload = jsonOfMib((text) => ({ jsonrpc: '2.0', id: 'big', result: { text } }))
+          const payload = jsonOfSize(MIB, (text) => ({
+            jsonrpc: '2.0',
+            id: 'big',
+            result: { text },
+          }))
           expect(utf8Bytes(payload)).toBe(MIB)
           await store.expectInput(sid, 'big', LIVE)
           expect(await store.deliverInput(sid, 'big', payload, T0)).toBe(true)
@@ -1568,6 +1574,255 @@ export function describeNotesStoreContract(
           expect(await store.deliverInput(sid, id, payload, T0)).toBe(true)
           expect(await store.takeInput(sid, id)).toBe(payload)
         })
+      })
+    })
+
+    describe('streams (2025 era)', () => {
+      let sid: string
+      let other: string
+      const LIVE = T0 + HOUR
+
+      beforeEach(() => {
+        sid = unique('sid')
+        other = unique('sid')
+      })
+
+      /** A new stream of session `id`, kept until LIVE, without any optional field unless given. */
+      function newStream(id: string, stream: string, fields: Partial<NewStream> = {}): NewStream {
+        return { sid: id, stream, expiresAt: LIVE, ...fields }
+      }
+
+      const stored = (stream: NewStream): StreamRecord => ({ ...stream, ended: false, version: 1 })
+      const event = (seq: number) =>
+        JSON.stringify({ jsonrpc: '2.0', method: 'n', params: { seq } })
+      /** Stores events `seqs` of the stream, in that order, each kept until `expiresAt`. */
+      async function append(id: string, stream: string, seqs: number[], expiresAt = LIVE) {
+        for (const seq of seqs) {
+          expect(await store.appendEvent(id, stream, seq, event(seq), expiresAt)).toBe(true)
+        }
+      }
+      /** The seqs `readEvents` answers, checking each payload is the one stored for it. */
+      async function seqsAfter(id: string, stream: string, afterSeq = 0, limit = 100, now = T0) {
+        const events = await store.readEvents(id, stream, afterSeq, limit, now)
+        for (const { seq, payload } of events) expect(payload).toBe(event(seq))
+        return events.map(({ seq }) => seq)
+      }
+
+      it('a stream never created is unknown and has no events', async () => {
+        expect(await store.getStream(sid, 's1')).toBeUndefined()
+        expect(await store.readEvents(sid, 's1', 0, 10, T0)).toStrictEqual([])
+      })
+
+      it('createStream stores every field as given, at version 1 and not ended; getStream answers the same, expired or not', async () => {
+        const bare = newStream(sid, 'bare')
+        const full = newStream(sid, 'full', {
+          call: '{"request":{"method":"tools/call"},"rounds":[]}',
+          leaseOwner: 'replica-a',
+          leaseExpiresAt: T0 + 30_000,
+        })
+        for (const stream of [bare, full]) {
+          const created = await store.createStream(stream)
+          expect(created).toStrictEqual(stored(stream))
+          expect(await store.getStream(sid, stream.stream)).toStrictEqual(created)
+        }
+        // Optional fields given as undefined are absent from the record.
+        const given = newStream(sid, 'undefined', { call: undefined, leaseOwner: undefined })
+        expect(await store.createStream(given)).toStrictEqual(stored(newStream(sid, 'undefined')))
+        // The record is answered past its expiry until purged: the caller checks.
+        await store.createStream(newStream(other, 'old', { expiresAt: T0 }))
+        expect(await store.getStream(other, 'old')).toMatchObject({ expiresAt: T0 })
+      })
+
+      it('createStream of a (sid, stream) that exists throws and leaves the stored record unchanged; the same stream id in another session is another record', async () => {
+        const first = await store.createStream(newStream(sid, 's1', { call: '{"first":true}' }))
+        const attempt = store.createStream(newStream(sid, 's1', { call: '{"second":true}' }))
+        await expect(attempt).rejects.toThrow()
+        expect(await store.getStream(sid, 's1')).toStrictEqual(first)
+        const theirs = await store.createStream(newStream(other, 's1'))
+        expect(theirs).toStrictEqual(stored(newStream(other, 's1')))
+        expect(await store.getStream(sid, 's1')).toStrictEqual(first)
+      })
+
+      it('updateStream applies a patch only at the expected version, adding 1; a field left undefined is kept, null clears it', async () => {
+        const created = await store.createStream(
+          newStream(sid, 's1', { call: '{"round":1}', leaseOwner: 'a', leaseExpiresAt: T0 + 1 })
+        )
+        expect(await store.updateStream(sid, 's1', 2, { call: '{"round":2}' })).toBeUndefined()
+        expect(await store.updateStream(sid, 's1', 0, { ended: true })).toBeUndefined()
+        expect(await store.getStream(sid, 's1')).toStrictEqual(created)
+
+        const taken = await store.updateStream(sid, 's1', 1, {
+          leaseOwner: 'b',
+          leaseExpiresAt: T0 + 2,
+        })
+        expect(taken).toStrictEqual({
+          ...created,
+          leaseOwner: 'b',
+          leaseExpiresAt: T0 + 2,
+          version: 2,
+        })
+        // The version it was taken at is spent: a second writer of version 1 loses.
+        expect(await store.updateStream(sid, 's1', 1, { leaseOwner: 'c' })).toBeUndefined()
+
+        const finished = await store.updateStream(sid, 's1', 2, {
+          call: null,
+          leaseOwner: null,
+          leaseExpiresAt: null,
+          ended: true,
+          expiresAt: LIVE + HOUR,
+        })
+        const expected: StreamRecord = {
+          sid,
+          stream: 's1',
+          ended: true,
+          expiresAt: LIVE + HOUR,
+          version: 3,
+        }
+        expect(finished).toStrictEqual(expected)
+        expect(await store.getStream(sid, 's1')).toStrictEqual(expected)
+        // An empty patch still moves the version; a record never created matches nothing.
+        expect(await store.updateStream(sid, 's1', 3, {})).toStrictEqual({
+          ...expected,
+          version: 4,
+        })
+        expect(await store.updateStream(sid, 'never', 1, { ended: true })).toBeUndefined()
+        expect(await store.updateStream(other, 's1', 1, { ended: true })).toBeUndefined()
+        expect(await store.getStream(sid, 'never')).toBeUndefined()
+      })
+
+      it('of updates issued together at one version exactly one applies', async () => {
+        await store.createStream(newStream(sid, 's1'))
+        const owners = ['a', 'b', 'c', 'd']
+        const outcomes = await Promise.all(
+          owners.map((owner) =>
+            store.updateStream(sid, 's1', 1, { leaseOwner: owner, leaseExpiresAt: T0 + 1 })
+          )
+        )
+        const won = outcomes.filter((outcome) => outcome !== undefined)
+        expect(won).toHaveLength(1)
+        expect(await store.getStream(sid, 's1')).toStrictEqual(won[0])
+        expect(won[0]).toMatchObject({ version: 2 })
+      })
+
+      it('appendEvent stores each seq once: a duplicate is refused and overwrites nothing', async () => {
+        expect(await store.appendEvent(sid, 's1', 1, event(1), LIVE)).toBe(true)
+        expect(await store.appendEvent(sid, 's1', 1, '{"forged":true}', LIVE + HOUR)).toBe(false)
+        expect(await store.readEvents(sid, 's1', 0, 10, T0)).toStrictEqual([
+          { seq: 1, payload: event(1) },
+        ])
+        // Its expiry was not moved by the refused duplicate either.
+        expect(await store.readEvents(sid, 's1', 0, 10, LIVE)).toStrictEqual([])
+      })
+
+      it('of appends of one seq issued together exactly one is stored', async () => {
+        const outcomes = await Promise.all(
+          ['one', 'two', 'three'].map((writer) => store.appendEvent(sid, 's1', 1, writer, LIVE))
+        )
+        expect(outcomes.filter(Boolean)).toHaveLength(1)
+        const [kept] = await store.readEvents(sid, 's1', 0, 10, T0)
+        expect(kept?.payload).toBe(['one', 'two', 'three'][outcomes.indexOf(true)])
+      })
+
+      it('readEvents answers the events after afterSeq in order, at most limit, and skips expired ones', async () => {
+        await append(sid, 's1', [3, 1, 2, 5])
+        await append(sid, 's1', [4], T0 + 10)
+        expect(await seqsAfter(sid, 's1')).toStrictEqual([1, 2, 3, 4, 5])
+        expect(await seqsAfter(sid, 's1', 2)).toStrictEqual([3, 4, 5])
+        expect(await seqsAfter(sid, 's1', 0, 2)).toStrictEqual([1, 2])
+        expect(await seqsAfter(sid, 's1', 2, 2)).toStrictEqual([3, 4])
+        expect(await seqsAfter(sid, 's1', 5)).toStrictEqual([])
+        // Expired at `now` (purged or not): skipped, and what follows it is still answered.
+        expect(await seqsAfter(sid, 's1', 2, 2, T0 + 10)).toStrictEqual([3, 5])
+        expect(await seqsAfter(sid, 's1', 0, 100, LIVE)).toStrictEqual([])
+      })
+
+      it("another session's or another stream's events are never answered, for the same stream id in two sessions", async () => {
+        await append(sid, 's1', [1, 2])
+        await append(sid, 's2', [3])
+        await append(other, 's1', [4, 5, 6])
+        expect(await seqsAfter(sid, 's1')).toStrictEqual([1, 2])
+        expect(await seqsAfter(sid, 's2')).toStrictEqual([3])
+        expect(await seqsAfter(other, 's1')).toStrictEqual([4, 5, 6])
+        expect(await seqsAfter(other, 's2')).toStrictEqual([])
+        // Each stream numbers its own events: seq 1 of another stream is free.
+        expect(await store.appendEvent(other, 's2', 1, event(1), LIVE)).toBe(true)
+        expect(await seqsAfter(sid, 's1')).toStrictEqual([1, 2])
+      })
+
+      it('rejects a limit or afterSeq that is not a whole number, and a seq that is not positive', async () => {
+        for (const limit of [0, -1, 1.5, Number.NaN]) {
+          await expect(store.readEvents(sid, 's1', 0, limit, T0)).rejects.toBeInstanceOf(RangeError)
+        }
+        for (const afterSeq of [-1, 0.5, Number.NaN]) {
+          await expect(store.readEvents(sid, 's1', afterSeq, 10, T0)).rejects.toBeInstanceOf(
+            RangeError
+          )
+        }
+        for (const seq of [0, -1, 1.5]) {
+          await expect(store.appendEvent(sid, 's1', seq, '{}', LIVE)).rejects.toBeInstanceOf(
+            RangeError
+          )
+        }
+      })
+
+      it("endSession removes the session's streams and their events, and no other session's", async () => {
+        for (const id of [sid, other]) {
+          expect(await store.createSession(id, alice, LIVE, T0, 1_000)).toBe(0)
+          await store.createStream(newStream(id, 's1', { call: '{}' }))
+          await append(id, 's1', [1, 2])
+        }
+        await store.endSession(sid)
+        expect(await store.getStream(sid, 's1')).toBeUndefined()
+        expect(await seqsAfter(sid, 's1')).toStrictEqual([])
+        expect(await store.getStream(other, 's1')).toMatchObject({ call: '{}' })
+        expect(await seqsAfter(other, 's1')).toStrictEqual([1, 2])
+        // The ids are free again (a session id is never reused, but nothing lingers under it).
+        expect(await store.appendEvent(sid, 's1', 1, event(1), LIVE)).toBe(true)
+      })
+
+      it("a session ended at its principal's cap loses its streams and their events with it", async () => {
+        const cap = 2
+        const third = unique('sid')
+        for (const [i, id] of [sid, other].entries()) {
+          expect(await store.createSession(id, alice, LIVE, T0 + i, cap)).toBe(0)
+          await store.createStream(newStream(id, 's1'))
+          await append(id, 's1', [1])
+        }
+        expect(await store.createSession(third, alice, LIVE, T0 + 2, cap)).toBe(1)
+        expect(await store.getStream(sid, 's1')).toBeUndefined()
+        expect(await seqsAfter(sid, 's1')).toStrictEqual([])
+        expect(await store.getStream(other, 's1')).toBeDefined()
+        expect(await seqsAfter(other, 's1')).toStrictEqual([1])
+      })
+
+      it('an event payload of 256 KiB round-trips byte-exact, unicode and control characters included', async () => {
+        const payload = jsonOfSize(256 * 1024, (text) => ({
+          jsonrpc: '2.0',
+          method: 'notifications/message',
+          params: { data: text },
+        }))
+        expect(utf8Bytes(payload)).toBe(256 * 1024)
+        const raw = `raw \u0000 \u0001 \u0001\u0002 'quotes' "q" \\ ✓ 🎉 日本語 é`
+        expect(await store.appendEvent(sid, 's1', 1, payload, LIVE)).toBe(true)
+        expect(await store.appendEvent(sid, 's1', 2, raw, LIVE)).toBe(true)
+        expect(await store.readEvents(sid, 's1', 0, 10, T0)).toStrictEqual([
+          { seq: 1, payload },
+          { seq: 2, payload: raw },
+        ])
+        const call = jsonOfSize(256 * 1024, (text) => ({ request: { text } }))
+        await store.createStream(newStream(sid, 's1', { call, leaseOwner: raw }))
+        expect(await store.getStream(sid, 's1')).toMatchObject({ call, leaseOwner: raw })
+      })
+
+      it('ids with quotes, unicode and control characters are kept apart exactly', async () => {
+        const [id, stream] = [`${sid} it's "x" \u0000 ✓`, `s \u0001 🎉`]
+        await store.createStream(newStream(id, stream))
+        await append(id, stream, [1])
+        expect(await store.getStream(id, stream)).toStrictEqual(stored(newStream(id, stream)))
+        expect(await store.getStream(id, `${stream}\u0000`)).toBeUndefined()
+        expect(await store.getStream(sid, stream)).toBeUndefined()
+        expect(await seqsAfter(id, stream)).toStrictEqual([1])
+        expect(await seqsAfter(id, `${stream} `)).toStrictEqual([])
       })
     })
 
@@ -1964,7 +2219,9 @@ export function describeNotesStoreContract(
           'error',
         ] as const
         for (const field of fields) {
-          const [first, second] = ['1', '2'].map((n) => jsonOfMib((text) => ({ field, n, text })))
+          const [first, second] = ['1', '2'].map((n) =>
+            jsonOfSize(MIB, (text) => ({ field, n, text }))
+          )
           const task = newTask(alice, now, { [field]: first })
           expect((await createTask(task))[field]).toBe(first)
           expect((await store.getTask(task.id))?.[field]).toBe(first)
@@ -2270,6 +2527,39 @@ export function describeNotesStoreContract(
         const now = Date.now() + REPLAY_RETENTION_MS + 1
         expect(await store.purgeExpired(now, 3)).toBe(3)
         expect(await store.purgeExpired(now, 3)).toBe(1)
+      })
+
+      it('stream records and their events go at their own expiry; live ones stay', async () => {
+        const now = T0 + 10 * HOUR
+        await drain(now)
+        const sid = unique('sid')
+        await store.createStream({ sid, stream: 'gone', expiresAt: now })
+        await store.createStream({ sid, stream: 'kept', expiresAt: now + 1 })
+        await store.appendEvent(sid, 'gone', 1, '{}', now - 1)
+        await store.appendEvent(sid, 'kept', 1, '{"seq":1}', now)
+        await store.appendEvent(sid, 'kept', 2, '{"seq":2}', now + 1)
+
+        expect(await store.purgeExpired(now - 2, 1000)).toBe(0)
+        expect(await store.purgeExpired(now, 1000)).toBe(3)
+        expect(await store.getStream(sid, 'gone')).toBeUndefined()
+        expect(await store.getStream(sid, 'kept')).toMatchObject({ expiresAt: now + 1 })
+        // Read at a time before any expiry: only what the purge left is there.
+        expect(await store.readEvents(sid, 'gone', 0, 10, T0)).toStrictEqual([])
+        expect(await store.readEvents(sid, 'kept', 0, 10, T0)).toStrictEqual([
+          { seq: 2, payload: '{"seq":2}' },
+        ])
+      })
+
+      it('counts expired stream records and events in the budget it spends across tables', async () => {
+        const now = T0 + 10 * HOUR
+        await drain(now)
+        const sid = unique('sid')
+        await store.createStream({ sid, stream: 's1', expiresAt: now })
+        await store.appendEvent(sid, 's1', 1, '{}', now)
+        await store.appendEvent(sid, 's1', 2, '{}', now)
+        expect(await store.purgeExpired(now, 2)).toBe(2)
+        expect(await store.purgeExpired(now, 2)).toBe(1)
+        expect(await store.purgeExpired(now, 2)).toBe(0)
       })
 
       it('rejects a limit that is not a positive integer', async () => {

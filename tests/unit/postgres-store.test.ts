@@ -441,10 +441,12 @@ describe.skipIf(serverUrl === undefined)('PostgresNotesStore', () => {
           'input_slots',
           'notes',
           'schema_migrations',
+          'session_streams',
           'session_subscriptions',
           'sessions',
           'share_requests',
           'shared_links',
+          'stream_events',
           'tasks',
           'used_keys',
         ])

@@ -110,6 +110,10 @@ const RACES = {
       id: id + '-' + seed, owner: 'p via ' + seed, principal: 'p', tool: 't', args: '{}',
       status: 'working', createdAt: 1, updatedAt: 1, expiresAt: 10, pollIntervalMs: 1, journal: '{}',
     }, ${RACED_TASK_CAP}).then((task) => task !== undefined)`,
+  stream: `(store, id, i, seed) =>
+    store.updateStream('sid', id, 1, { leaseOwner: 'by ' + seed, leaseExpiresAt: 5 })
+      .then((stream) => stream !== undefined)`,
+  appendEvent: `(store, id, i, seed) => store.appendEvent('sid', id, 1, 'by ' + seed, 10)`,
 } as const
 
 /** Processes of `startReplicasTogether`, and the new files each of them opens. */
@@ -451,6 +455,54 @@ describe('SqliteNotesStore on a file', () => {
     for (const id of ids) {
       expect(await store.getTask(id)).toMatchObject({ statusMessage: /^by [1-4]$/, version: 2 })
     }
+  })
+
+  it('threads racing to take over one stream with the same expected version: exactly one wins', async () => {
+    const store = await open()
+    const streams = Array.from({ length: 60 }, (_, i) => `stream-${i}`)
+    for (const stream of streams) await store.createStream({ sid: 'sid', stream, expiresAt: 10 })
+    expect(await race('stream', streams)).toBe(streams.length)
+    for (const stream of streams) {
+      expect(await store.getStream('sid', stream)).toMatchObject({
+        leaseOwner: /^by [1-4]$/,
+        version: 2,
+      })
+    }
+  })
+
+  it('threads racing to append one event of a stream: exactly one stores it, and it is the one read', async () => {
+    const store = await open()
+    const streams = Array.from({ length: 60 }, (_, i) => `stream-${i}`)
+    expect(await race('appendEvent', streams)).toBe(streams.length)
+    for (const stream of streams) {
+      const events = await store.readEvents('sid', stream, 0, 10, 1)
+      expect(events).toStrictEqual([{ seq: 1, payload: expect.stringMatching(/^by [1-4]$/) }])
+    }
+  })
+
+  it("reads a stream's events through the primary key in order, and purges streams and events by their expiry indexes", async () => {
+    await open()
+    const plans = inspect((db) =>
+      [SQL.readEvents, SQL.purgeStreams, SQL.purgeStreamEvents].map((sql) =>
+        db
+          .prepare(`EXPLAIN QUERY PLAN ${sql}`)
+          .all()
+          .map((row) => String(row.detail))
+      )
+    )
+    const [read, purgeStreams, purgeEvents] = plans as [string[], string[], string[]]
+    // No sort step: the primary key (sid, stream, seq) answers the order.
+    expect(read).toEqual([
+      expect.stringMatching(
+        /^SEARCH stream_events USING INDEX sqlite_autoindex_stream_events_1 \(sid=\? AND stream=\? AND seq>\?\)$/
+      ),
+    ])
+    expect(purgeStreams).toContainEqual(
+      expect.stringMatching(/USING COVERING INDEX session_streams_by_expiry/)
+    )
+    expect(purgeEvents).toContainEqual(
+      expect.stringMatching(/USING COVERING INDEX stream_events_by_expiry/)
+    )
   })
 
   it('threads racing to create tasks of one principal never exceed its cap on live tasks', async () => {

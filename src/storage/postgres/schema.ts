@@ -6,7 +6,7 @@
  * Identifiers and tags compare and sort bytewise (`COLLATE "C"`), as in SQLite; times are BIGINT
  * milliseconds. The `*_tsv` columns hold the `tsvector` literals `search.ts` builds. Node-only (the
  * `postgres` driver); the statements that use the schema are the port modules' (`notes.ts`,
- * `shares.ts`, `sessions.ts`, `tasks.ts`) and the purge's (`storage/postgres.ts`).
+ * `shares.ts`, `sessions.ts`, `streams.ts`, `tasks.ts`) and the purge's (`storage/postgres.ts`).
  */
 import type { Sql } from 'postgres'
 
@@ -179,6 +179,38 @@ const MIGRATIONS: ReadonlyArray<{ version: number; statements: readonly string[]
     statements: [
       `ALTER TABLE tasks ADD COLUMN principal text COLLATE "C" NOT NULL DEFAULT ''`,
       `CREATE INDEX tasks_live_by_principal ON tasks (principal, expires_at)`,
+    ],
+  },
+  {
+    // The resumable SSE streams of 2025-era sessions (mcp/stream-store.ts): a record per stream of a
+    // session (its suspended call, NULL for none; the lease of the replica driving it; whether its
+    // last event is stored; the version of its compare-and-set) and its events numbered from 1. Both
+    // keyed by sid first, so that ending a session removes its streams through the primary keys; a
+    // resuming read (sid, stream, seq > n, in order) walks the events' primary key, which also
+    // refuses a second writer of one seq. Purged at expires_at.
+    version: 7,
+    statements: [
+      `CREATE TABLE session_streams (
+        sid text COLLATE "C" NOT NULL,
+        stream text COLLATE "C" NOT NULL,
+        call text,
+        lease_owner text,
+        lease_expires_at bigint,
+        ended boolean NOT NULL DEFAULT false,
+        expires_at bigint NOT NULL,
+        version bigint NOT NULL DEFAULT 1,
+        PRIMARY KEY (sid, stream)
+      )`,
+      `CREATE INDEX session_streams_by_expiry ON session_streams (expires_at)`,
+      `CREATE TABLE stream_events (
+        sid text COLLATE "C" NOT NULL,
+        stream text COLLATE "C" NOT NULL,
+        seq bigint NOT NULL,
+        payload text NOT NULL,
+        expires_at bigint NOT NULL,
+        PRIMARY KEY (sid, stream, seq)
+      )`,
+      `CREATE INDEX stream_events_by_expiry ON stream_events (expires_at)`,
     ],
   },
 ]

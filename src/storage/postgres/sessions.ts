@@ -4,12 +4,13 @@
  * principal, creation time and log level, subscriptions and input slots. The caps on a principal's
  * sessions and subscriptions are counted under one per-principal advisory lock
  * ({@link PRINCIPAL_SESSIONS_LOCK_CLASS}): a session created at the cap ends the principal's
- * oldest-created ones, with their subscriptions, under that lock and in the same transaction as its
- * insert.
+ * oldest-created ones, with their subscriptions and streams, under that lock and in the same
+ * transaction as its insert. The streams' own methods are `streams.ts`'s.
  */
 import type { Sql } from 'postgres'
 import { MAX_SUBSCRIPTIONS_PER_SESSION, type SessionStore } from '../../mcp/session-store.ts'
 import { capParam, sessionRecord, subscribeRefusal } from '../common/sessions.ts'
+import type { StreamStore } from '../../mcp/stream-store.ts'
 import type { PortMethods } from '../common/store-class.ts'
 import { dec, enc } from './text.ts'
 
@@ -22,7 +23,7 @@ import { dec, enc } from './text.ts'
  */
 const PRINCIPAL_SESSIONS_LOCK_CLASS = 0x6e6d7365 // "nmse"
 
-export const sessionMethods: PortMethods<SessionStore, Sql> = {
+export const sessionMethods: PortMethods<Omit<SessionStore, keyof StreamStore>, Sql> = {
   async createSession(sid, principal, expiresAt, now, maxPerPrincipal) {
     const owner = enc(principal)
     const cap = capParam(maxPerPrincipal)
@@ -31,7 +32,7 @@ export const sessionMethods: PortMethods<SessionStore, Sql> = {
       if (cap !== null) {
         await tx`SELECT pg_advisory_xact_lock(${PRINCIPAL_SESSIONS_LOCK_CLASS}, hashtext(${owner}))`
         // The principal's live sessions beyond the newest cap - 1, oldest created first (ties by
-        // sid), end with their subscriptions to make room for this one.
+        // sid), end with their subscriptions, streams and stream events to make room for this one.
         const [row] = await tx<Array<{ evicted: number }>>`
           WITH ended AS (
             DELETE FROM sessions WHERE sid IN (
@@ -41,6 +42,10 @@ export const sessionMethods: PortMethods<SessionStore, Sql> = {
             RETURNING sid
           ), unsubscribed AS (
             DELETE FROM session_subscriptions WHERE sid IN (SELECT sid FROM ended)
+          ), unstreamed AS (
+            DELETE FROM session_streams WHERE sid IN (SELECT sid FROM ended)
+          ), unevented AS (
+            DELETE FROM stream_events WHERE sid IN (SELECT sid FROM ended)
           )
           SELECT count(*)::int AS evicted FROM ended`
         evicted = row?.evicted ?? 0
@@ -66,6 +71,8 @@ export const sessionMethods: PortMethods<SessionStore, Sql> = {
     await this.db.begin(async (tx) => {
       await tx`DELETE FROM sessions WHERE sid = ${enc(sid)}`
       await tx`DELETE FROM session_subscriptions WHERE sid = ${enc(sid)}`
+      await tx`DELETE FROM session_streams WHERE sid = ${enc(sid)}`
+      await tx`DELETE FROM stream_events WHERE sid = ${enc(sid)}`
     })
   },
 

@@ -3,16 +3,18 @@
  * The `SessionStore` methods of the SQLite-dialect store ({@link sessionMethods}): sessions with
  * their principal, creation time and log level, subscriptions and input slots. Each cap is decided by
  * the database, the way D1 allows: `createSession` at the cap is one batch (end the sessions beyond
- * the newest cap - 1, their subscriptions first, then insert), so no two creations both take the last
- * place; `addSubscription` is one conditional insert, and a read after a miss only explains it.
+ * the newest cap - 1, their subscriptions, streams and stream events first, then insert), so no two
+ * creations both take the last place; `addSubscription` is one conditional insert, and a read after
+ * a miss only explains it. The streams' own methods are `streams.ts`'s.
  */
 import { MAX_SUBSCRIPTIONS_PER_SESSION, type SessionStore } from '../../mcp/session-store.ts'
 import { capParam, sessionRecord, subscribeRefusal } from '../common/sessions.ts'
+import type { StreamStore } from '../../mcp/stream-store.ts'
 import type { PortMethods } from '../common/store-class.ts'
 import type { SqliteDriver } from './driver.ts'
 import { SQL } from './statements.ts'
 
-export const sessionMethods: PortMethods<SessionStore, SqliteDriver> = {
+export const sessionMethods: PortMethods<Omit<SessionStore, keyof StreamStore>, SqliteDriver> = {
   async createSession(sid, principal, expiresAt, now, maxPerPrincipal) {
     const db = this.db
     const create = { sql: SQL.createSession, params: [sid, principal, now, expiresAt] }
@@ -22,12 +24,13 @@ export const sessionMethods: PortMethods<SessionStore, SqliteDriver> = {
       return 0
     }
     const overCap = [principal, now, cap]
-    const [, evicted] = await db.batch([
-      { sql: SQL.evictSubscriptions, params: overCap },
+    const evictions = [SQL.evictSubscriptions, SQL.evictStreams, SQL.evictStreamEvents]
+    const rows = await db.batch([
+      ...evictions.map((sql) => ({ sql, params: overCap })),
       { sql: SQL.evictSessions, params: overCap },
       create,
     ])
-    return evicted?.length ?? 0
+    return rows[evictions.length]?.length ?? 0
   },
 
   async getSession(sid) {
@@ -43,6 +46,8 @@ export const sessionMethods: PortMethods<SessionStore, SqliteDriver> = {
     await this.db.batch([
       { sql: SQL.endSession, params: [sid] },
       { sql: SQL.endSubscriptions, params: [sid] },
+      { sql: SQL.endStreams, params: [sid] },
+      { sql: SQL.endStreamEvents, params: [sid] },
     ])
   },
 

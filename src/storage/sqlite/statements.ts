@@ -4,15 +4,17 @@
  * files under `migrations/` (the one source of truth for the schema) and every statement the port
  * modules of this folder run. Statements use numbered parameters (`?1`, `?2`…), which both drivers
  * bind positionally; each statement's comment lists them, and a statement that decides a
- * check-and-set returns a row (or changes one) only when it applied. The task statements are built,
- * once, from the column lists of `common/tasks.ts` (the order `createTask` and `updateTask` bind their
- * values in). Runtime-neutral text, the fresh claim the once-key statements bind ({@link newClaim})
- * and the parameters of a patch ({@link patchParams}); no imports but the retention rule of the store
+ * check-and-set returns a row (or changes one) only when it applied. The task and stream statements
+ * are built, once, from the column lists of `common/tasks.ts` and `common/streams.ts` (the order
+ * `createTask`, `updateTask`, `createStream` and `updateStream` bind their values in).
+ * Runtime-neutral text, the fresh claim the once-key statements bind ({@link newClaim}) and the
+ * parameters of a patch ({@link patchParams}); no imports but the retention rule of the store
  * contract, those lists and random bytes.
  */
 import { randomBase64url } from '../../mcp/random.ts'
 import { REPLAY_RETENTION_MS } from '../../notes/store.ts'
 import { patchAssignments, type PatchValue } from '../common/columns.ts'
+import { NEW_STREAM_FIELDS, STREAM_COLUMNS, STREAM_PATCH_COLUMNS } from '../common/streams.ts'
 import { NEW_TASK_FIELDS, TASK_COLUMNS, TASK_PATCH_COLUMNS } from '../common/tasks.ts'
 import type { SqliteValue } from './driver.ts'
 
@@ -28,6 +30,7 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
   '0004_tasks.sql',
   '0005_session_principals.sql',
   '0006_task_cap.sql',
+  '0007_streams.sql',
 ]
 
 /** Weights of the FTS columns (title, body, tags) in bm25 ranking: title above tags above body. */
@@ -65,6 +68,12 @@ export function patchParams(
 }
 /** `column = CASE WHEN ?set THEN ?value ELSE column END` for each patchable column, from `?3` on. */
 const TASK_ASSIGNMENTS = patchAssignments(Object.values(TASK_PATCH_COLUMNS), 3, numbered)
+
+const STREAM_SELECT = Object.values(STREAM_COLUMNS).join(', ')
+const NEW_STREAM_COLUMNS = NEW_STREAM_FIELDS.map((field) => STREAM_COLUMNS[field])
+/** `column = CASE WHEN ?set THEN ?value ELSE column END` for each patchable column, from `?4` on. */
+const STREAM_ASSIGNMENTS = patchAssignments(Object.values(STREAM_PATCH_COLUMNS), 4, numbered)
+
 /** The key of the `tasks_runnable` index: 0 for a task without a lease. */
 const LEASE_KEY = 'coalesce(lease_expires_at, 0)'
 
@@ -76,6 +85,14 @@ const LEASE_KEY = 'coalesce(lease_expires_at, 0)'
 const SESSIONS_OVER_CAP = `
   SELECT sid FROM sessions WHERE principal = ?1 AND expires_at > ?2
   ORDER BY created_at DESC, sid DESC LIMIT -1 OFFSET ?3 - 1`
+
+/** ?1 now, ?2 limit: removes at most ?2 rows of the rowid table `table` expired at ?1. */
+function purgeRowidTable(table: string): string {
+  return `
+    DELETE FROM ${table} WHERE rowid IN (
+      SELECT rowid FROM ${table} WHERE expires_at <= ?1 LIMIT ?2
+    )`
+}
 
 /** The condition that the once-key bound at placeholder `key` carries this call's claim (at `claim`). */
 const CLAIMED = (key: string, claim: string) =>
@@ -199,12 +216,14 @@ export const SQL = {
       SELECT once_key FROM used_keys WHERE used_at <= ?1 LIMIT ?2
     )`,
   /**
-   * ?1 principal, ?2 now, ?3 most live sessions of the principal (this and the next, then
-   * `createSession`, run as one batch, so that the principal never holds more than ?3): end the
-   * principal's sessions beyond the newest ?3 - 1, their subscriptions first; the second returns a
-   * row per session it ended.
+   * ?1 principal, ?2 now, ?3 most live sessions of the principal (these four, then `createSession`,
+   * run as one batch, so that the principal never holds more than ?3): end the
+   * principal's sessions beyond the newest ?3 - 1, their subscriptions, streams and stream events
+   * first; `evictSessions` returns a row per session it ended.
    */
   evictSubscriptions: `DELETE FROM session_subscriptions WHERE sid IN (${SESSIONS_OVER_CAP})`,
+  evictStreams: `DELETE FROM session_streams WHERE sid IN (${SESSIONS_OVER_CAP})`,
+  evictStreamEvents: `DELETE FROM stream_events WHERE sid IN (${SESSIONS_OVER_CAP})`,
   evictSessions: `DELETE FROM sessions WHERE sid IN (${SESSIONS_OVER_CAP}) RETURNING sid`,
   /** ?1 sid, ?2 principal, ?3 now (its creation), ?4 expires at. */
   createSession: `
@@ -213,9 +232,11 @@ export const SQL = {
   getSession: `SELECT log_level FROM sessions WHERE sid = ?1`,
   /** ?1 sid, ?2 level. */
   setLogLevel: `UPDATE sessions SET log_level = ?2 WHERE sid = ?1`,
-  /** ?1 sid (this and the next, run as one batch). */
+  /** ?1 sid (this and the next three, run as one batch). */
   endSession: `DELETE FROM sessions WHERE sid = ?1`,
   endSubscriptions: `DELETE FROM session_subscriptions WHERE sid = ?1`,
+  endStreams: `DELETE FROM session_streams WHERE sid = ?1`,
+  endStreamEvents: `DELETE FROM stream_events WHERE sid = ?1`,
   /**
    * ?1 sid, ?2 expires at, ?3 now (this and the next, run as one batch): a session live at ?3, and its
    * subscriptions, kept until at least ?2; `renewSession` returns a row when the session is live.
@@ -302,12 +323,38 @@ export const SQL = {
     SELECT id FROM tasks
     WHERE status = 'working' AND ${LEASE_KEY} <= ?1 AND expires_at > ?1
     ORDER BY ${LEASE_KEY}, expires_at, id LIMIT ?2`,
+  /** The fields of {@link NEW_STREAM_FIELDS}, in order, as ?1, ?2…; fails if (sid, stream) exists. */
+  insertStream: `
+    INSERT INTO session_streams (${NEW_STREAM_COLUMNS.join(', ')})
+    VALUES (${NEW_STREAM_COLUMNS.map((_, i) => `?${i + 1}`).join(', ')})
+    RETURNING ${STREAM_SELECT}`,
+  /** ?1 sid, ?2 stream. */
+  getStream: `SELECT ${STREAM_SELECT} FROM session_streams WHERE sid = ?1 AND stream = ?2`,
+  /**
+   * ?1 sid, ?2 stream, ?3 expected version, then for each column of `STREAM_PATCH_COLUMNS` in order
+   * a flag (1: set it) and the value. Returns the row only when the version matched.
+   */
+  updateStream: `
+    UPDATE session_streams SET
+      ${STREAM_ASSIGNMENTS},
+      version = version + 1
+    WHERE sid = ?1 AND stream = ?2 AND version = ?3
+    RETURNING ${STREAM_SELECT}`,
+  /** ?1 sid, ?2 stream, ?3 seq, ?4 payload, ?5 expires at. Changes no row when the seq is held. */
+  appendEvent: `
+    INSERT INTO stream_events (sid, stream, seq, payload, expires_at) VALUES (?1, ?2, ?3, ?4, ?5)
+    ON CONFLICT (sid, stream, seq) DO NOTHING`,
+  /** ?1 sid, ?2 stream, ?3 after seq, ?4 now, ?5 limit. Walks the primary key in order. */
+  readEvents: `
+    SELECT seq, payload FROM stream_events
+    WHERE sid = ?1 AND stream = ?2 AND seq > ?3 AND expires_at > ?4
+    ORDER BY seq LIMIT ?5`,
   /** ?1 cutoff (expired at or before it), ?2 limit. Published shares stay with their links. */
   purgeShares: `
     DELETE FROM share_requests WHERE id IN (
       SELECT id FROM share_requests WHERE link_id IS NULL AND expires_at <= ?1 LIMIT ?2
     )`,
-  /** ?1 now, ?2 limit (this and the next three). */
+  /** ?1 now, ?2 limit (this and the next five). */
   purgeSessions: `
     DELETE FROM sessions WHERE sid IN (
       SELECT sid FROM sessions WHERE expires_at <= ?1 LIMIT ?2
@@ -316,20 +363,16 @@ export const SQL = {
     DELETE FROM session_subscriptions WHERE (sid, uri) IN (
       SELECT sid, uri FROM session_subscriptions WHERE expires_at <= ?1 LIMIT ?2
     )`,
-  purgeInputSlots: `
-    DELETE FROM input_slots WHERE rowid IN (
-      SELECT rowid FROM input_slots WHERE expires_at <= ?1 LIMIT ?2
-    )`,
-  purgeTasks: `
-    DELETE FROM tasks WHERE rowid IN (
-      SELECT rowid FROM tasks WHERE expires_at <= ?1 LIMIT ?2
-    )`,
+  purgeInputSlots: purgeRowidTable('input_slots'),
+  purgeTasks: purgeRowidTable('tasks'),
+  purgeStreams: purgeRowidTable('session_streams'),
+  purgeStreamEvents: purgeRowidTable('stream_events'),
 } as const
 
 /**
  * Purge statements, in the order a purge spends its budget, each with the cutoff it compares with
  * (`?1`) for a given `now`: once-keys and unpublished shares are kept {@link REPLAY_RETENTION_MS}
- * past their last use, session rows and tasks go at their own expiry.
+ * past their last use, session rows, tasks, stream records and events go at their own expiry.
  */
 export const PURGES: ReadonlyArray<{ sql: string; cutoff: (now: number) => number }> = [
   { sql: SQL.purgeUsedKeys, cutoff: (now) => now - REPLAY_RETENTION_MS },
@@ -338,4 +381,6 @@ export const PURGES: ReadonlyArray<{ sql: string; cutoff: (now: number) => numbe
   { sql: SQL.purgeSubscriptions, cutoff: (now) => now },
   { sql: SQL.purgeInputSlots, cutoff: (now) => now },
   { sql: SQL.purgeTasks, cutoff: (now) => now },
+  { sql: SQL.purgeStreams, cutoff: (now) => now },
+  { sql: SQL.purgeStreamEvents, cutoff: (now) => now },
 ]

@@ -8,9 +8,10 @@
  * it, so it imports no `node:*` module and no driver.
  *
  * Made of one module per port (`storage/common/store-class.ts`): `notes.ts`, `shares.ts`,
- * `sessions.ts` (what 2025-era sessions need, `SessionStore`), `tasks.ts` (`TaskStore`), and here the
- * purge of expired rows, which sweeps every table (spent once-keys and unpublished share requests
- * `REPLAY_RETENTION_MS` after their last use, session rows and tasks at their own expiry). Schema, one
+ * `sessions.ts` (what 2025-era sessions need, `SessionStore`), `streams.ts` (their resumable streams,
+ * `StreamStore`), `tasks.ts` (`TaskStore`), and here the purge of expired rows, which sweeps every
+ * table (spent once-keys and unpublished share requests `REPLAY_RETENTION_MS` after their last use,
+ * session rows, tasks, stream records and events at their own expiry). Schema, one
  * source of truth: the SQL files under `migrations/` (`SQLITE_MIGRATIONS`), which wrangler applies to
  * D1 and the node:sqlite driver reads and applies (files, not a TypeScript module, because wrangler
  * needs them on disk anyway); every statement is `statements.ts`'s.
@@ -38,6 +39,7 @@ import type { SqliteDriver } from './driver.ts'
 import { noteMethods } from './notes.ts'
 import { sessionMethods } from './sessions.ts'
 import { shareMethods } from './shares.ts'
+import { streamMethods } from './streams.ts'
 import { PURGES } from './statements.ts'
 import { taskMethods } from './tasks.ts'
 
@@ -66,6 +68,7 @@ export const SqliteDialectStore = storeClass(SqliteConnection, {
   ...noteMethods,
   ...shareMethods,
   ...sessionMethods,
+  ...streamMethods,
   ...taskMethods,
   ...sweepMethods,
 })

@@ -1,0 +1,95 @@
+/**
+ * @module storage/postgres/streams
+ * The `StreamStore` methods of the PostgreSQL store ({@link streamMethods}): the records of a
+ * session's resumable streams, changed by compare-and-set on their version, and their numbered
+ * events, each seq stored once (`ON CONFLICT DO NOTHING` on the primary key: of two replicas writing
+ * one seq, exactly one stores it). The statements are built once from the column lists of
+ * `common/streams.ts`; ending a session removes its streams (`sessions.ts`).
+ */
+import type { Sql } from 'postgres'
+import { positiveWholeNumber } from '../../mcp/options.ts'
+import type { StreamStore } from '../../mcp/stream-store.ts'
+import { fieldValues, patchAssignments, patchValues } from '../common/columns.ts'
+import { insertedRow, type PortMethods } from '../common/store-class.ts'
+import {
+  checkEventsRead,
+  NEW_STREAM_FIELDS,
+  STREAM_COLUMNS,
+  STREAM_PATCH_COLUMNS,
+  toStoredEvents,
+  toStreamRecord,
+  type EventRow,
+  type StreamRow,
+} from '../common/streams.ts'
+import { patchParams, pgPlaceholder } from './patch.ts'
+import { dec, enc, encValue } from './text.ts'
+
+/**
+ * The stream statements, built once from the column lists of `common/streams.ts` (run with
+ * `unsafe`: the text is these constants only, every value is a bound parameter). `STREAM_INSERT`
+ * binds `NEW_STREAM_FIELDS` as $1, $2…; `STREAM_GET` the sid and stream; `STREAM_UPDATE` the sid
+ * ($1), the stream ($2), the expected version ($3), then for each column of `STREAM_PATCH_COLUMNS`
+ * whether to set it and the value.
+ */
+const STREAM_SELECT = Object.values(STREAM_COLUMNS).join(', ')
+const STREAM_INSERT = `
+  INSERT INTO session_streams (${NEW_STREAM_FIELDS.map((field) => STREAM_COLUMNS[field]).join(', ')})
+  VALUES (${NEW_STREAM_FIELDS.map((_, i) => `$${i + 1}`).join(', ')})
+  RETURNING ${STREAM_SELECT}`
+const STREAM_GET = `SELECT ${STREAM_SELECT} FROM session_streams WHERE sid = $1 AND stream = $2`
+const STREAM_UPDATE = `
+  UPDATE session_streams SET
+    ${patchAssignments(Object.values(STREAM_PATCH_COLUMNS), 4, pgPlaceholder)},
+    version = version + 1
+  WHERE sid = $1 AND stream = $2 AND version = $3
+  RETURNING ${STREAM_SELECT}`
+
+export const streamMethods: PortMethods<StreamStore, Sql> = {
+  async createStream(stream) {
+    const values = fieldValues(NEW_STREAM_FIELDS, stream).map(encValue)
+    const [row] = await this.db.unsafe<StreamRow[]>(STREAM_INSERT, values, { prepare: true })
+    return toStreamRecord(insertedRow(row), dec)
+  },
+
+  async getStream(sid, stream) {
+    const [row] = await this.db.unsafe<StreamRow[]>(STREAM_GET, [enc(sid), enc(stream)], {
+      prepare: true,
+    })
+    return row === undefined ? undefined : toStreamRecord(row, dec)
+  },
+
+  async updateStream(sid, stream, expectedVersion, patch) {
+    const sql = this.db
+    // A version that is not an integer matches no stored version; it must not reach the bigint column.
+    if (!Number.isSafeInteger(expectedVersion)) return undefined
+    const params = [
+      enc(sid),
+      enc(stream),
+      expectedVersion,
+      ...patchParams(patchValues(STREAM_PATCH_COLUMNS, patch)),
+    ]
+    const [row] = await sql.unsafe<StreamRow[]>(STREAM_UPDATE, params, { prepare: true })
+    return row === undefined ? undefined : toStreamRecord(row, dec)
+  },
+
+  async appendEvent(sid, stream, seq, payload, expiresAt) {
+    const sql = this.db
+    positiveWholeNumber('seq', seq)
+    const stored = await sql`
+      INSERT INTO stream_events (sid, stream, seq, payload, expires_at)
+      VALUES (${enc(sid)}, ${enc(stream)}, ${seq}, ${enc(payload)}, ${expiresAt})
+      ON CONFLICT (sid, stream, seq) DO NOTHING`
+    return stored.count === 1
+  },
+
+  async readEvents(sid, stream, afterSeq, limit, now) {
+    const sql = this.db
+    checkEventsRead(afterSeq, limit)
+    const rows = await sql<EventRow[]>`
+      SELECT seq, payload FROM stream_events
+      WHERE sid = ${enc(sid)} AND stream = ${enc(stream)} AND seq > ${afterSeq}
+        AND expires_at > ${now}
+      ORDER BY seq LIMIT ${limit}`
+    return toStoredEvents(rows, dec)
+  },
+}

@@ -1,0 +1,54 @@
+/**
+ * @module storage/sqlite/streams
+ * The `StreamStore` methods of the SQLite-dialect store ({@link streamMethods}): the records of a
+ * session's resumable streams, changed by compare-and-set on their version, and their numbered
+ * events, each seq stored once (the primary key refuses a second writer). The statements are built
+ * from the column lists of `common/streams.ts` (`statements.ts`); ending a session removes its
+ * streams (`sessions.ts`).
+ */
+import { positiveWholeNumber } from '../../mcp/options.ts'
+import type { StreamStore } from '../../mcp/stream-store.ts'
+import { fieldValues, patchValues } from '../common/columns.ts'
+import { insertedRow, type PortMethods } from '../common/store-class.ts'
+import {
+  checkEventsRead,
+  NEW_STREAM_FIELDS,
+  STREAM_PATCH_COLUMNS,
+  toStoredEvents,
+  toStreamRecord,
+  type EventRow,
+  type StreamRow,
+} from '../common/streams.ts'
+import type { SqliteDriver } from './driver.ts'
+import { patchParams, SQL } from './statements.ts'
+
+export const streamMethods: PortMethods<StreamStore, SqliteDriver> = {
+  async createStream(stream) {
+    const row = await this.db.get(SQL.insertStream, fieldValues(NEW_STREAM_FIELDS, stream))
+    return toStreamRecord(insertedRow(row) as StreamRow)
+  },
+
+  async getStream(sid, stream) {
+    const row = await this.db.get(SQL.getStream, [sid, stream])
+    return row === undefined ? undefined : toStreamRecord(row as StreamRow)
+  },
+
+  async updateStream(sid, stream, expectedVersion, patch) {
+    const values = patchParams(patchValues(STREAM_PATCH_COLUMNS, patch))
+    const row = await this.db.get(SQL.updateStream, [sid, stream, expectedVersion, ...values])
+    return row === undefined ? undefined : toStreamRecord(row as StreamRow)
+  },
+
+  async appendEvent(sid, stream, seq, payload, expiresAt) {
+    const db = this.db
+    positiveWholeNumber('seq', seq)
+    return (await db.run(SQL.appendEvent, [sid, stream, seq, payload, expiresAt])) === 1
+  },
+
+  async readEvents(sid, stream, afterSeq, limit, now) {
+    const db = this.db
+    checkEventsRead(afterSeq, limit)
+    const rows = await db.all(SQL.readEvents, [sid, stream, afterSeq, now, limit])
+    return toStoredEvents(rows as EventRow[])
+  },
+}
