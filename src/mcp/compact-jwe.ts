@@ -204,6 +204,14 @@ export class CompactJwe {
   }
 
   /**
+   * Whether `token` names the sealing key in the header `encrypt` writes (says nothing of whether it
+   * opens): a token of another key, or another spelling of the header, is not.
+   */
+  namesSealingKey(token: string): boolean {
+    return token.startsWith(`${this.#sealing.header}.`)
+  }
+
+  /**
    * `plaintext` as a compact JWE under the sealing key (its kid in the protected header): at once with
    * a synchronous cipher, else a promise.
    */

@@ -267,9 +267,12 @@ export class StateSealer {
     })
   }
 
-  /** Seals `journal` for exactly this request, with the ring's first key. */
-  async seal(binding: StateBinding, journal: unknown): Promise<SealedState> {
-    const claims = this.#claims(binding, journal)
+  /**
+   * Seals `journal` for exactly this request, with the ring's first key. `nonce` is for re-sealing a
+   * state under its identity (a renewed session id keeps its `sid`); a new state gets a random one.
+   */
+  async seal(binding: StateBinding, journal: unknown, nonce?: string): Promise<SealedState> {
+    const claims = this.#claims(binding, journal, nonce)
     const key = this.#jwe.sealingKey
     const digests = this.#bindingDigests(key, binding)
     const { principalTag, argsDigest } = digests instanceof Promise ? await digests : digests
@@ -312,8 +315,25 @@ export class StateSealer {
     return held
   }
 
+  /** This sealer's clock, in milliseconds since the epoch: what a state's age is judged by. */
+  now(): number {
+    return this.#now()
+  }
+
+  /**
+   * Whether `token` is sealed with the ring's first key, the one `seal` uses now (says nothing of
+   * whether it opens): a state sealed before a rotation is not.
+   */
+  sealedWithSealingKey(token: string): boolean {
+    return this.#jwe.namesSealingKey(token)
+  }
+
   /** The claims of a new state for `binding`, checked, awaiting the binding's digests. */
-  #claims(binding: StateBinding, journal: unknown): ClaimsDraft {
+  #claims(
+    binding: StateBinding,
+    journal: unknown,
+    nonce = this.#base64url.encode(randomBytes(NONCE_BYTES))
+  ): ClaimsDraft {
     if (!isBinding(binding)) {
       throw new TypeError('seal: binding needs string principal, method and target')
     }
@@ -325,7 +345,7 @@ export class StateSealer {
       method: binding.method,
       target: binding.target,
       journalText: text,
-      nonce: this.#base64url.encode(randomBytes(NONCE_BYTES)),
+      nonce,
     }
   }
 

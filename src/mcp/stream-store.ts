@@ -15,9 +15,11 @@
  *   that when the owner dies exactly one other replica takes the call over.
  *
  * Bounded: events and records carry an expiry (milliseconds since the epoch) and are removed by the
- * adapters' purge of expired rows; an expired row counts for nothing before that. Ending a session
- * (`SessionStore.endSession`) removes its streams and their events. Adapters (node:sqlite,
- * PostgreSQL, D1) pass one contract suite (`tests/support/store-contract.ts`).
+ * adapters' purge of expired rows. Before that, an expired event is never read, though it still
+ * holds its seq; an expired record is still answered by `getStream`, for the caller to judge. Ending
+ * a session (`SessionStore.endSession`, or a new session at its principal's cap ending it) removes
+ * its streams and their events. Adapters (node:sqlite, PostgreSQL, D1) pass one contract suite
+ * (`tests/support/store-contract.ts`).
  */
 
 /** One stored event of a stream. */
@@ -75,8 +77,10 @@ export interface StreamStore {
     patch: StreamPatch
   ): Promise<StreamRecord | undefined>
   /**
-   * Stores event `seq` of the stream, kept until `expiresAt`. Answers false, storing nothing, when
-   * the stream already has an event `seq` (two writers raced: the loser learns it lost).
+   * Stores event `seq` (a positive whole number) of the stream, kept until `expiresAt`. Answers
+   * false, storing nothing and changing nothing, when the stream already holds an event `seq`, expired
+   * or not until it is purged (two writers raced: the loser learns it lost). Needs no record of the
+   * stream. `RangeError` for a `seq` that is not a positive whole number.
    */
   appendEvent(
     sid: string,
@@ -85,7 +89,11 @@ export interface StreamStore {
     payload: string,
     expiresAt: number
   ): Promise<boolean>
-  /** Events of the stream numbered after `afterSeq` and unexpired at `now`, in order, at most `limit`. */
+  /**
+   * Events of the stream numbered after `afterSeq` (0: from the first) and unexpired at `now`, in
+   * order, at most `limit`; never another session's or stream's. `RangeError` unless `afterSeq` is a
+   * whole number and `limit` a positive one.
+   */
   readEvents(
     sid: string,
     stream: string,

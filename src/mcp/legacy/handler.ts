@@ -12,8 +12,9 @@
  * Every message but `initialize` needs its session's id, recorded (400 without, 404 when unknown,
  * tampered, expired, another principal's or ended) and a `MCP-Protocol-Version` that is absent or
  * any 2025 revision (400 otherwise; the session speaks the one it negotiated whatever the header
- * says): `openSession` reads the session's record once per message. Batches are refused (-32600) in
- * every revision: send one message per POST.
+ * says): `openSession` reads the session's record once per message, and the answer carries the
+ * session's renewed id when it is due (`renewal.ts`). Batches are refused (-32600) in every revision:
+ * send one message per POST.
  *
  * Every message needs the base scopes, `initialize`, notifications and answers included, and its
  * own (`scopes.ts`); too few are refused with the 403 challenge before anything is done or stored,
@@ -38,6 +39,7 @@ import {
 import type { StreamLimits } from '../stream-limits.ts'
 import { answer, notification } from './message.ts'
 import { LEGACY_METHODS } from './protocol.ts'
+import { renewedSessionId, withSessionId } from './renewal.ts'
 import { initialize, request } from './request.ts'
 import { SessionCodec } from './session.ts'
 import { endSession, notificationStream } from './stream.ts'
@@ -130,11 +132,14 @@ export function createLegacyEra<Deps>(options: LegacyEraOptions<Deps>): LegacyEr
         const opened = await openSession(era, input, message.kind === 'request' ? message.id : null)
         const { session } = opened
         observation?.session(session.sid, session.protocolVersion)
-        if (message.kind === 'notification')
-          return await notification(era, message, session, input, observation)
-        if (message.kind === 'response')
-          return await answer(era, message, session, input, observation)
-        return await request(era, message, opened, input, observation)
+        const renewal = renewedSessionId(era, session, input)
+        const response =
+          message.kind === 'notification'
+            ? await notification(era, message, session, input, observation)
+            : message.kind === 'response'
+              ? await answer(era, message, session, input, observation)
+              : await request(era, message, opened, input, observation)
+        return withSessionId(response, await renewal)
       } catch (error) {
         observation?.failed(error)
         if (!(error instanceof TransportError)) throw error

@@ -10,12 +10,21 @@
  * `open` fails closed and quietly: a token that is malformed, tampered with, sealed under a retired
  * key, expired, or sealed for another principal is `undefined` (the caller answers 404, as the 2025
  * transport specifies for an unknown session). Both `issue` and `open` answer the expiry sealed in
- * the token (its `exp`), whatever lifetime the replica at hand would give a new one: what the store
+ * the token (its `exp`), whatever lifetime the replica at hand would give a new one; what the store
  * keeps of a session (`../session-store.ts`: its record, which must exist for the session to be live,
- * log level, subscriptions) lives exactly that long. Ids never rotate.
+ * log level, subscriptions) lives at least that long.
  *
- * Key rotation: a session opens while the key that sealed it is in the ring, so retire a key only
- * once every session sealed with it has expired (the session lifetime after it stopped sealing).
+ * Renewal (`renew`): a session in use outlives its lifetime and a key rotation. Once a token is past
+ * half its life, or was sealed with a key that is no longer the ring's first, `renew` re-seals it:
+ * the same `sid` and claims, a fresh expiry, the ring's first key. `renewal.ts` sends it as the
+ * `Mcp-Session-Id` of the answer to a POST; a client that adopts it (the v1 SDK takes the header from
+ * every POST answer) keeps its session while it uses it. A client that takes the id only from
+ * `initialize` (the v2 client, mcp-remote, the Python SDK) keeps the token it has, which opens for
+ * its own lifetime as before. The id a client sends never changes its `sid`, so every replica, the
+ * store and the bus see one session however often it is renewed.
+ *
+ * Key rotation: a token opens while the key that sealed it is in the ring; see the README's "Key
+ * rotation" for when a key may be retired.
  */
 import { InvalidRequestStateError } from '../errors.ts'
 import type { StateSealer } from '../sealed-state.ts'
@@ -37,6 +46,8 @@ export interface LegacySession {
   readonly clientInfo: Implementation
   /** Milliseconds since the epoch after which the token no longer opens. */
   readonly expiresAt: number
+  /** Milliseconds since the epoch (whole seconds) when the token was sealed. */
+  readonly issuedAt: number
 }
 
 interface SessionClaims {
@@ -69,20 +80,11 @@ export class SessionCodec {
       clientInfo: Implementation
     }
   ): Promise<LegacySession> {
-    const claims: SessionClaims = {
+    return this.#seal(principal, {
       v: init.protocolVersion,
       c: capabilitiesOfRevision(init.protocolVersion, init.capabilities),
       i: trimInfo(init.clientInfo),
-    }
-    const sealed = await this.#sealer.seal({ principal, ...SESSION_BINDING }, claims)
-    return {
-      token: sealed.token,
-      sid: sealed.nonce,
-      protocolVersion: claims.v,
-      clientCapabilities: claims.c,
-      clientInfo: claims.i,
-      expiresAt: sealed.expiresAt * 1000,
-    }
+    })
   }
 
   /** The session `token` names, if it is valid for `principal`; otherwise `undefined`. */
@@ -105,6 +107,46 @@ export class SessionCodec {
       clientCapabilities: claims.c,
       clientInfo: claims.i,
       expiresAt: opened.expiresAt * 1000,
+      issuedAt: opened.issuedAt * 1000,
+    }
+  }
+
+  /**
+   * Whether `session` (opened now) is due for renewal: past half the lifetime sealed in it, or sealed
+   * with a key that is not the ring's first.
+   */
+  isDue(session: LegacySession): boolean {
+    const halfLife = session.issuedAt + (session.expiresAt - session.issuedAt) / 2
+    return this.#sealer.now() >= halfLife || !this.#sealer.sealedWithSealingKey(session.token)
+  }
+
+  /**
+   * `session` of `principal` re-sealed when it is due (`isDue`): the same `sid` and claims, a fresh
+   * expiry, the ring's first key. `undefined` when it is not due, or when the new token would expire
+   * sooner (a replica with a shorter lifetime never shortens a session).
+   */
+  async renew(session: LegacySession, principal: string): Promise<LegacySession | undefined> {
+    if (!this.isDue(session)) return undefined
+    const claims: SessionClaims = {
+      v: session.protocolVersion,
+      c: session.clientCapabilities,
+      i: session.clientInfo,
+    }
+    const renewed = await this.#seal(principal, claims, session.sid)
+    return renewed.expiresAt < session.expiresAt ? undefined : renewed
+  }
+
+  async #seal(principal: string, claims: SessionClaims, sid?: string): Promise<LegacySession> {
+    const sealed = await this.#sealer.seal({ principal, ...SESSION_BINDING }, claims, sid)
+    const expiresAt = sealed.expiresAt * 1000
+    return {
+      token: sealed.token,
+      sid: sealed.nonce,
+      protocolVersion: claims.v,
+      clientCapabilities: claims.c,
+      clientInfo: claims.i,
+      expiresAt,
+      issuedAt: expiresAt - this.#sealer.ttlSeconds * 1000,
     }
   }
 }
