@@ -106,6 +106,7 @@ export interface SessionStore extends StreamStore {
    * Keeps the session live at `now` until at least `expiresAt` (the expiry sealed in its renewed id),
    * with its subscriptions, in one atomic step: never shortens, and never brings back a session that
    * ended or expired. Answers whether the session is live (so recorded until `expiresAt`) after it.
+   * Its input slots and streams keep their own bounds (a flow's, a stream's retention), not its.
    */
   renewSession(sid: string, expiresAt: number, now: number): Promise<boolean>
 
