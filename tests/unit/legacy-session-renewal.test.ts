@@ -4,12 +4,14 @@
  * which answers carry its renewed `Mcp-Session-Id` (every POST answer: JSON, SSE, 202; never GET or
  * DELETE), what the renewed id is (the same session, a fresh expiry, the ring's first key; the old
  * one still opens until its own expiry), and what the store keeps (the record and its subscriptions
- * past the old expiry; a session DELETEd meanwhile stays ended). Then the v1 SDK client with its
- * default settings, against the notes app served in-process: its session outlives
+ * past the old expiry; a session DELETEd meanwhile stays ended). Then real clients with their
+ * default settings against the notes app served in-process: the v1 SDK client's session outlives
  * SESSION_TTL_SECONDS while it is used, and a key rotation (add, promote, retire) done while it is
- * connected. Time is the sealer's injected clock, moved by the tests; nothing sleeps.
+ * connected; the v2 client, which never adopts a renewed id, keeps its own for its lifetime. Time is
+ * the sealers' injected clock, moved by the tests; nothing sleeps.
  */
 import { serve, type ServerType } from '@hono/node-server'
+import { Client as V2Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client'
 import type { Hono } from 'hono'
 import type { AddressInfo } from 'node:net'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
@@ -288,7 +290,7 @@ describe('the renewed Mcp-Session-Id on answers', () => {
   })
 })
 
-describe('a v1 SDK client with its default settings keeps its session', () => {
+describe('real clients with their default settings', () => {
   let store: SqliteNotesStore
   /** The app the in-process server serves now: a test swaps it (a restart with new settings). */
   let current: Hono
@@ -318,7 +320,7 @@ describe('a v1 SDK client with its default settings keeps its session', () => {
   const rawPing = (id: string) =>
     postLegacy(current, { jsonrpc: '2.0', id: 1, method: 'ping' }, { [HEADER_SESSION_ID]: id })
 
-  it('across many SESSION_TTL_SECONDS while it is used, expired rows purged; an idle one is not renewed', async () => {
+  it('the v1 SDK keeps its session across many SESSION_TTL_SECONDS while it is used, expired rows purged; an idle one is not renewed', async () => {
     current = await notesApp(store)
     const host = await hosts.connect(url, FORM_CLIENT)
     const idle = await hosts.connect(url)
@@ -342,7 +344,7 @@ describe('a v1 SDK client with its default settings keeps its session', () => {
     await expect(idle.client.ping()).rejects.toThrow(/Session not found/)
   })
 
-  it('across a key rotation done while it is connected: add, promote, retire', async () => {
+  it('the v1 SDK keeps its session across a key rotation done while it is connected: add, promote, retire', async () => {
     current = await notesApp(store, [keyA])
     const host = await hosts.connect(url)
     const first = idOf(host)
@@ -365,5 +367,26 @@ describe('a v1 SDK client with its default settings keeps its session', () => {
       body: 'After the rotation.',
     })
     expect(updated.isError).toBeFalsy()
+  })
+
+  it('the v2 client, which takes the id only from initialize, keeps the one it has for its own lifetime', async () => {
+    current = await notesApp(store)
+    const client = new V2Client({ name: 'renewal-v2', version: '1.0.0' })
+    const transport = new StreamableHTTPClientTransport(new URL(url))
+    await client.connect(transport)
+    try {
+      const first = transport.sessionId
+      expect(first).toMatch(/^[\x21-\x7e]+$/)
+      clock.now += HALF_LIFE + 10_000
+      // Its answers carry a renewed id, which it does not take: the one it has still opens.
+      expect((await client.callTool({ name: 'list_tags', arguments: {} })).isError).toBeFalsy()
+      expect(transport.sessionId).toBe(first)
+      clock.now += HALF_LIFE
+      await expect(client.callTool({ name: 'list_tags', arguments: {} })).rejects.toThrow(
+        /Session not found/
+      )
+    } finally {
+      await client.close()
+    }
   })
 })
