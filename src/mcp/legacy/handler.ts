@@ -8,21 +8,23 @@
  *   one), the store-only methods, and everything else through the engine's `dispatch`, interactive
  *   flows included (server→client requests on the POST's SSE stream, `input-shim.ts`);
  * - a POSTed notification or response (an answer to a server→client request) to `message.ts`;
+ * - a POSTed batch to `batch.ts`, which serves each of its messages through the same routes (only a
+ *   2025-03-26 session's: the one revision with batches; -32600 in every other);
  * - GET (the session's notification stream) and DELETE (ending the session) to `stream.ts`.
  * Every message but `initialize` needs its session's id, recorded (400 without, 404 when unknown,
  * tampered, expired, another principal's or ended) and a `MCP-Protocol-Version` that is absent or
  * any 2025 revision (400 otherwise; the session speaks the one it negotiated whatever the header
  * says): `openSession` reads the session's record once per message, and the answer carries the
- * session's renewed id when it is due (`renewal.ts`). Batches are refused (-32600) in every revision:
- * send one message per POST.
+ * session's renewed id when it is due (`renewal.ts`).
  *
  * Every message needs the base scopes, `initialize`, notifications and answers included, and its
  * own (`scopes.ts`); too few are refused with the 403 challenge before anything is done or stored,
  * as GET and DELETE are (after the session is known). JSON-RPC errors about a request's content
  * answer HTTP 200, as 2025 clients expect; 4xx are the transport failures (parse, shape, session,
  * headers: 400, 404, 405, 406), too few scopes (403) and a GET stream over a cap (429). With
- * telemetry on, each message's observation (started by `../handler.ts`) learns its session and is
- * settled where its answer is decided, and GET streams are counted while open.
+ * telemetry on, each message's observation (started by `../handler.ts`, by `batch.ts` for each
+ * message of a batch) learns its session and is settled where its answer is decided, and GET
+ * streams are counted while open.
  */
 import type { EventBus } from '../event-bus.ts'
 import { validateStreamBounds, type EventStreamBounds } from '../event-stream.ts'
@@ -37,6 +39,7 @@ import {
   type SessionStore,
 } from '../session-store.ts'
 import type { StreamLimits } from '../stream-limits.ts'
+import { batch, readBatch, type ServeMessage } from './batch.ts'
 import { answer, notification } from './message.ts'
 import { LEGACY_METHODS } from './protocol.ts'
 import { renewedSessionId, withSessionId } from './renewal.ts'
@@ -51,6 +54,8 @@ import {
   type InteractiveFlowBounds,
   type LegacyEraContext,
   type LegacyInput,
+  type Message,
+  type OpenedSession,
 } from './transport.ts'
 
 export interface LegacyEraOptions<Deps> {
@@ -120,12 +125,26 @@ function legacyEraContext<Deps>(options: LegacyEraOptions<Deps>): LegacyEraConte
   }
 }
 
+/** One message of a session (alone, or one of a batch) to the module that serves it. */
+function served<Deps>(
+  era: LegacyEraContext<Deps>,
+  message: Message,
+  opened: OpenedSession,
+  input: LegacyInput,
+  observation: RequestObservation | undefined
+): Promise<Response> {
+  if (message.kind === 'notification')
+    return notification(era, message, opened.session, input, observation)
+  if (message.kind === 'response') return answer(era, message, opened.session, input, observation)
+  return request(era, message, opened, input, observation)
+}
+
 export function createLegacyEra<Deps>(options: LegacyEraOptions<Deps>): LegacyEra {
   const era = legacyEraContext(options)
   return {
     async post(raw, input, observation) {
       try {
-        const message = readMessage(raw)
+        const message = Array.isArray(raw) ? readBatch(raw) : readMessage(raw)
         if (message.kind === 'request' && message.method === LEGACY_METHODS.initialize) {
           return await initialize(era, message.id, message.params, input, observation)
         }
@@ -133,12 +152,11 @@ export function createLegacyEra<Deps>(options: LegacyEraOptions<Deps>): LegacyEr
         const { session } = opened
         observation?.session(session.sid, session.protocolVersion)
         const renewal = renewedSessionId(era, session, input)
+        const serve: ServeMessage = (one, observed) => served(era, one, opened, input, observed)
         const response =
-          message.kind === 'notification'
-            ? await notification(era, message, session, input, observation)
-            : message.kind === 'response'
-              ? await answer(era, message, session, input, observation)
-              : await request(era, message, opened, input, observation)
+          message.kind === 'batch'
+            ? await batch(era, message, opened, input, serve)
+            : await serve(message, observation)
         return withSessionId(response, await renewal)
       } catch (error) {
         observation?.failed(error)

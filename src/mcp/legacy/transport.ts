@@ -104,15 +104,11 @@ export function transportFailure({ id, code, message, status }: TransportError):
   return jsonText(errorResponseText(id, { code, message }), status)
 }
 
-/** The JSON-RPC shape of one 2025-era message (-32600 for anything else). */
+/**
+ * The JSON-RPC shape of one 2025-era message (-32600 for anything else, an array included: a batch
+ * is `batch.ts`'s).
+ */
 export function readMessage(message: unknown): Message {
-  if (Array.isArray(message)) {
-    throw new TransportError(
-      400,
-      ErrorCode.InvalidRequest,
-      'Invalid Request: batches are not supported; send one JSON-RPC message per POST.'
-    )
-  }
   if (!isObject(message) || message.jsonrpc !== '2.0') {
     throw new TransportError(
       400,
