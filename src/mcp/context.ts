@@ -21,7 +21,7 @@ import type { McpRequest } from './envelope.ts'
 import { LOG_LEVELS, type LogLevel } from './protocol.ts'
 import { defineForm, hasCapability, type Replay } from './replay.ts'
 import { randomBase64url } from './random.ts'
-import type { Cancellation, ResponseChannel } from './streaming.ts'
+import type { Cancellation, RequestChannel } from './streaming.ts'
 import { tasksCapabilityMissing } from './tasks/wire.ts'
 import type { ClientCapabilities, CreateMessageParams } from './wire.ts'
 
@@ -29,7 +29,7 @@ export interface ContextInput<Deps> {
   deps: Deps
   principal: string
   request: McpRequest
-  channel: ResponseChannel
+  channel: RequestChannel
   cancellation: Cancellation
 }
 
@@ -39,7 +39,7 @@ export class HandlerContext<Deps> implements RequestContext<Deps> {
   readonly clientCapabilities: ClientCapabilities
   readonly #cancellation: Cancellation
   readonly #request: McpRequest
-  readonly #channel: ResponseChannel
+  readonly #channel: RequestChannel
   #lastProgress = -Infinity
 
   constructor({ deps, principal, request, channel, cancellation }: ContextInput<Deps>) {
@@ -76,6 +76,10 @@ export class HandlerContext<Deps> implements RequestContext<Deps> {
     const params: Record<string, unknown> = { level, data }
     if (logger !== undefined) params.logger = logger
     this.#channel.notify({ jsonrpc: '2.0', method: 'notifications/message', params })
+  }
+
+  closeStream(): void {
+    this.#channel.closeStream?.()
   }
 }
 

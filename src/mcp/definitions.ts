@@ -48,6 +48,14 @@ export interface RequestContext<Deps> {
   progress(progress: number, total?: number, message?: string): void
   /** Sends `notifications/message` if the request asked for this level via `_meta` logLevel. */
   log(level: LogLevel, data: unknown, logger?: string): void
+  /**
+   * Ends the connection carrying this request's answer now, with an SSE `retry` hint, while the
+   * request goes on: the client resumes the stream (a 2025-era session, with `Last-Event-ID` on any
+   * replica) and is sent everything that followed. Nothing happens where the answer cannot be
+   * resumed (2026-07-28, a plain JSON answer not yet streaming). For long waits served by polling
+   * (SEP-1699), as the SDKs' `closeSSEStream`.
+   */
+  closeStream(): void
 }
 
 /** What every ask (`elicit`, `elicitUrl`, `sample`, `roots`) takes besides its question. */

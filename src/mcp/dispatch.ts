@@ -40,14 +40,15 @@ export type DispatchBase<Deps> = Pick<DispatchEnv<Deps>, 'server' | 'deps' | 'se
 /**
  * The env `request` is dispatched in for the caller `input` describes (its principal, OAuth client
  * and granted scopes): `cancellation`, which the caller keeps to cancel the request, a new response
- * channel on it, and `extra`, what the era adds (headers, tasks, telemetry).
+ * channel on it (unless `extra` brings the era's own), and `extra`, what the era adds (headers,
+ * tasks, telemetry).
  */
 export function dispatchEnv<Deps>(
   base: DispatchBase<Deps>,
   request: McpRequest,
   input: Pick<DispatchEnv<Deps>, 'principal' | 'client' | 'grantedScopes' | 'baseScopes'>,
   cancellation: Cancellation,
-  extra: Pick<DispatchEnv<Deps>, 'headers' | 'tasks' | 'observation'> = {}
+  extra: Partial<Pick<DispatchEnv<Deps>, 'headers' | 'tasks' | 'observation' | 'channel'>> = {}
 ): DispatchEnv<Deps> {
   const { principal, client, grantedScopes, baseScopes } = input
   return {

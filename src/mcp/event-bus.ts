@@ -4,7 +4,8 @@
  * changes and resource updates, and every open stream on this replica hears them. The same bus carries
  * the engine's signals for 2025 sessions: an answer to a server→client request was delivered to the
  * store (`input_delivered`), or the client cancelled a request (`request_cancelled`); the replica
- * holding that request's stream acts on it. `InProcessEventBus` reaches streams of the same process
+ * holding that request's stream acts on it, or a resumable stream has a new event in the store
+ * (`stream_appended`), which a replica serving its resumed connection reads back. `InProcessEventBus` reaches streams of the same process
  * only; a deployment with several replicas plugs in a bus that fans out across them (same interface).
  * Events scoped to a principal reach only that principal's streams. Events are signals, never data a
  * listener trusts: an answer is read back from the store, for the session it was expected in.
@@ -26,6 +27,7 @@ export type ServerEvent =
   | { kind: 'resource_updated'; uri: string; principal?: string }
   | { kind: 'input_delivered'; session: string; requestId: string }
   | { kind: 'request_cancelled'; session: string; requestId: string }
+  | { kind: 'stream_appended'; session: string; stream: string }
 
 export type EventListener = (event: ServerEvent) => void
 
@@ -54,6 +56,7 @@ export function eventScope(event: ServerEvent): EventScope {
   switch (event.kind) {
     case 'input_delivered':
     case 'request_cancelled':
+    case 'stream_appended':
       return { session: event.session }
     case 'resources_list_changed':
     case 'resource_updated':
@@ -106,6 +109,7 @@ export const ServerEventSchema: z.ZodType<ServerEvent> = z.discriminatedUnion('k
   }),
   z.strictObject({ kind: z.literal('input_delivered'), session: EventId, requestId: EventId }),
   z.strictObject({ kind: z.literal('request_cancelled'), session: EventId, requestId: EventId }),
+  z.strictObject({ kind: z.literal('stream_appended'), session: EventId, stream: EventId }),
 ])
 
 /** The event in a JSON text, or `undefined` when it is not one a bus carries. */

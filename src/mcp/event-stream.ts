@@ -31,7 +31,14 @@
 import type { McpLogger } from './logger.ts'
 import { concerns, type EventBus, type EventInterest, type ServerEvent } from './event-bus.ts'
 import { positiveWholeNumber } from './options.ts'
-import { SSE_HEADERS, SSE_KEEPALIVE, closeQuietly, sseEvent, sseRetry } from './streaming.ts'
+import {
+  SSE_HEADERS,
+  SSE_KEEPALIVE,
+  closeQuietly,
+  sseEvent,
+  sseIdentified,
+  sseRetry,
+} from './streaming.ts'
 
 export const DEFAULT_KEEPALIVE_MS = 15_000
 export const DEFAULT_MAX_STREAM_MS = 60 * 60_000
@@ -89,6 +96,12 @@ export interface EventStreamOptions extends EventStreamBounds {
   shutdown?: AbortSignal
   /** Messages sent as soon as the stream opens. */
   opening?: readonly unknown[]
+  /**
+   * Gives every message an SSE `id`, `<stream>.<n>` with `n` counting on from `after` (a 2025-era
+   * GET stream, resumable with `Last-Event-ID`: `legacy/stream-log.ts`); without it, messages
+   * carry no id.
+   */
+  ids?: { stream: string; after: number }
   /** The message to send for an event, or `undefined` to skip it (or a promise of either). */
   map(event: ServerEvent): unknown
   /** The last message of a graceful end, if any. */
@@ -149,6 +162,8 @@ class EventStreamSource implements UnderlyingDefaultSource<Uint8Array> {
   /** Events not mapped yet, oldest first: waiting for room in the queue or for `map`. */
   readonly #backlog: ServerEvent[] = []
   #draining = false
+  /** Messages sent so far (numbered on from `ids.after`). */
+  #sent = 0
   /** Stops what feeds an open stream: the bus, the keep-alive, the maximum duration, shutdown. */
   #stopFeeding = () => {}
   #endGrace: ReturnType<typeof setTimeout> | undefined
@@ -164,7 +179,7 @@ class EventStreamSource implements UnderlyingDefaultSource<Uint8Array> {
   start(controller: ReadableStreamDefaultController<Uint8Array>): void {
     const { signal, shutdown } = this.#options
     this.#controller = controller
-    for (const message of this.#options.opening ?? []) this.#send(sseEvent(message))
+    for (const message of this.#options.opening ?? []) this.#sendMessage(message)
     this.#stopFeeding = this.#feed()
     signal.addEventListener('abort', this.#clientGone)
     if (signal.aborted) this.#clientGone()
@@ -220,7 +235,7 @@ class EventStreamSource implements UnderlyingDefaultSource<Uint8Array> {
         try {
           const mapped = this.#options.map(event)
           const message = isPromise(mapped) ? await mapped : mapped
-          if (message !== undefined && this.#state === 'open') this.#send(sseEvent(message))
+          if (message !== undefined && this.#state === 'open') this.#sendMessage(message)
         } catch {
           // A failed lookup drops this one notification, never the stream.
         }
@@ -238,6 +253,13 @@ class EventStreamSource implements UnderlyingDefaultSource<Uint8Array> {
     return (this.#controller.desiredSize ?? 0) > 0
   }
 
+  /** Sends one message, with its id when the stream numbers them. */
+  #sendMessage(message: unknown): void {
+    const ids = this.#options.ids
+    if (!ids) return this.#send(sseEvent(message))
+    this.#send(sseIdentified(`${ids.stream}.${++this.#sent + ids.after}`, JSON.stringify(message)))
+  }
+
   #send(chunk: Uint8Array): void {
     try {
       this.#controller.enqueue(chunk)
@@ -253,7 +275,7 @@ class EventStreamSource implements UnderlyingDefaultSource<Uint8Array> {
     this.#backlog.length = 0
     this.#stopFeeding()
     const last = this.#options.closing?.()
-    if (last !== undefined) this.#send(sseEvent(last))
+    if (last !== undefined) this.#sendMessage(last)
     if (this.#options.retryMs !== undefined) this.#send(sseRetry(this.#options.retryMs))
     if (this.#state !== 'ending' || this.#closeIfRead()) return
     this.#endGrace = setTimeout(

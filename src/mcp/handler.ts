@@ -65,6 +65,8 @@ export interface McpHandlerOptions<Deps> {
     /** What one principal may keep in the store (`LegacyEraOptions.limits`). */
     limits?: LegacyEraOptions<Deps>['limits']
     stream?: LegacyEraOptions<Deps>['stream']
+    /** Resumable streams and the leases of waiting calls (`LegacyEraOptions.resume`). */
+    resume?: LegacyEraOptions<Deps>['resume']
     now?: () => number
   }
   /**
@@ -181,6 +183,7 @@ function legacyEra<Deps>(
     input: legacy.input,
     limits: legacy.limits,
     stream: legacy.stream,
+    resume: legacy.resume,
     streamLimits,
     telemetry,
   })

@@ -27,7 +27,13 @@ import { META_SERVER_INFO } from './protocol.ts'
 import { InsufficientScopeError, scopeChallenge, scopeRefusal } from './scopes.ts'
 import type { CompiledServer } from './server.ts'
 import type { StateSealer } from './sealed-state.ts'
-import { Cancellation, finalMessageOf, jsonText, type FinalMessage } from './streaming.ts'
+import {
+  Cancellation,
+  ResponseChannel,
+  finalMessageOf,
+  jsonText,
+  type FinalMessage,
+} from './streaming.ts'
 import { serveListen, type ListenService } from './subscriptions.ts'
 import type { JsonObject, RequestId } from './wire.ts'
 
@@ -136,12 +142,15 @@ export class ModernEra<Deps> {
         page = route
       }
     }
-    const env = dispatchEnv(this.#dispatchBase, request, input, new Cancellation(input.signal), {
+    const cancellation = new Cancellation(input.signal)
+    const channel = new ResponseChannel(cancellation)
+    const env = dispatchEnv(this.#dispatchBase, request, input, cancellation, {
+      channel,
       headers: input.headers,
       tasks: this.#tasks,
       observation,
     })
-    return env.channel.respond(
+    return channel.respond(
       observation
         ? observation.run(() => this.#settle(request, env, input, page))
         : this.#settle(request, env, input, page)

@@ -14,7 +14,8 @@
  * - the rendezvous for answers to server→client requests: the replica holding a flow's SSE stream
  *   `expectInput`s each request it sends, the replica that receives the client's answer POST
  *   `deliverInput`s it (only into a row that is expected, unanswered and unexpired), and the waiting
- *   replica `takeInput`s it once the event bus (or its own polling) says it arrived.
+ *   replica `readInput`s it once the event bus (or its own polling) says it arrived, and
+ *   `forgetInput`s the slot once the round it answered has moved the flow on.
  *
  * Bounds: a principal holds at most a cap of live sessions and a cap of subscriptions across them, so
  * no loop of requests grows the store without bound. A new session is always recorded: at the cap it
@@ -133,8 +134,11 @@ export interface SessionStore extends StreamStore {
    * the slot exists, is unanswered and has not expired at `now`; otherwise stores nothing.
    */
   deliverInput(sid: string, requestId: string, payload: string, now: number): Promise<boolean>
-  /** The delivered answer, removing the slot; `undefined` (slot kept) while none was delivered. */
-  takeInput(sid: string, requestId: string): Promise<string | undefined>
+  /**
+   * The delivered answer, the slot kept (a replica taking the flow over reads it again, so an
+   * answer is never lost with the replica that read it); `undefined` while none was delivered.
+   */
+  readInput(sid: string, requestId: string): Promise<string | undefined>
   /** Removes a slot whatever its state (the flow gave up waiting). */
   forgetInput(sid: string, requestId: string): Promise<void>
 }

@@ -40,6 +40,14 @@ function sseText(text: string): Uint8Array {
   return encoder.encode(`data: ${text}\n\n`)
 }
 
+/**
+ * One SSE event with an `id` (a resumable stream's: `legacy/stream-log.ts`) carrying the JSON text
+ * `data`; empty `data` makes the priming event a client resumes from before any message.
+ */
+export function sseIdentified(id: string, data: string): Uint8Array {
+  return encoder.encode(`id: ${id}\ndata: ${data}\n\n`)
+}
+
 export const SSE_KEEPALIVE = encoder.encode(': keep-alive\n\n')
 
 /** The SSE `retry` field: how many milliseconds a client that reconnects should wait first. */
@@ -94,11 +102,24 @@ export class Cancellation {
   }
 }
 
+/** Where a handler's notifications for its request go (`ctx.progress`, `ctx.log`, `ctx.closeStream`). */
+export interface RequestChannel {
+  /** Sends a notification related to the request; throws when JSON cannot express it. */
+  notify(message: unknown): void
+  /** Sends an SSE comment so proxies keep a waiting stream open (nothing before SSE). */
+  keepAlive(): void
+  /**
+   * Ends the connection carrying the answer with an SSE `retry`, the request going on, where the
+   * client can resume it (a 2025-era stream); absent where it cannot.
+   */
+  closeStream?(): void
+}
+
 /**
  * Collects the notifications a handler sends and decides, on the first one, to answer with SSE.
  * Closing the stream cancels the request.
  */
-export class ResponseChannel {
+export class ResponseChannel implements RequestChannel {
   readonly #cancellation: Cancellation
   /** Notifications (as SSE events) sent before the answer was chosen; `undefined` once it was. */
   #buffered: Uint8Array[] | undefined = []

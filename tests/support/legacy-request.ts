@@ -184,13 +184,16 @@ export async function startSession(
 
 /**
  * Reads an SSE response body one message at a time while the server writes it; comments (keep-alive)
- * and events without data are skipped.
+ * and events without data are skipped. Event ids are kept: `ids` lists every id read so far (the
+ * priming event's included), in order, and `idOf` the id of a message read.
  */
 export class SseReader {
   readonly #reader: ReadableStreamDefaultReader<Uint8Array>
   readonly #decoder = new TextDecoder()
   #buffer = ''
   #queued: JsonObject[] = []
+  readonly ids: string[] = []
+  readonly #idOf = new Map<JsonObject, string>()
 
   constructor(response: Response) {
     expect(response.status).toBe(200)
@@ -204,16 +207,35 @@ export class SseReader {
       const { done, value } = await this.#reader.read()
       if (done) {
         // A last event without its blank line still counts.
-        this.#queued.push(...parseSse(this.#buffer + this.#decoder.decode()))
+        this.#read(this.#buffer + this.#decoder.decode())
         this.#buffer = ''
         return this.#queued.shift()
       }
       this.#buffer += this.#decoder.decode(value, { stream: true })
       const events = this.#buffer.split(/\r?\n\r?\n/)
       this.#buffer = events.pop() as string
-      this.#queued.push(...events.flatMap((event) => parseSse(event)))
+      for (const event of events) this.#read(event)
     }
     return this.#queued.shift()
+  }
+
+  /** The SSE id of `message` (one this reader returned), if its event had one. */
+  idOf(message: JsonObject): string | undefined {
+    return this.#idOf.get(message)
+  }
+
+  /** The raw SSE text of the stream's fields `retry:` seen so far. */
+  readonly retries: number[] = []
+
+  #read(event: string): void {
+    const id = /^id: ?(.*)$/m.exec(event)?.[1]
+    const retry = /^retry: ?(\d+)$/m.exec(event)?.[1]
+    if (retry !== undefined) this.retries.push(Number(retry))
+    if (id !== undefined) this.ids.push(id)
+    for (const message of parseSse(event)) {
+      if (id !== undefined) this.#idOf.set(message, id)
+      this.#queued.push(message)
+    }
   }
 
   /** Every message until the stream ends. */

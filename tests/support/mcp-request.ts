@@ -168,14 +168,18 @@ export async function callMcp(
   )
 }
 
-/** The JSON messages of an SSE body (`data:` lines of each event; comments and blank events skipped). */
+/**
+ * The JSON messages of an SSE body (`data:` lines of each event; comments, blank events and events
+ * with empty data, a resumable stream's priming event, skipped).
+ */
 export function parseSse(text: string): JsonObject[] {
   return text.split(/\r?\n\r?\n/).flatMap((event) => {
     const data = event
       .split(/\r?\n/)
       .filter((line) => line.startsWith('data:'))
       .map((line) => line.slice(5).replace(/^ /, ''))
-    return data.length === 0 ? [] : [JSON.parse(data.join('\n'))]
+    const joined = data.join('\n')
+    return joined === '' ? [] : [JSON.parse(joined)]
   })
 }
 

@@ -1467,43 +1467,47 @@ export function describeNotesStoreContract(
       describe('input slots', () => {
         const answer = (id: string) => JSON.stringify({ jsonrpc: '2.0', id, result: { ok: id } })
 
-        it('an answer delivered to its expected slot is taken once', async () => {
+        it('an answer delivered to its expected slot is read as often as asked, until forgotten', async () => {
           await store.expectInput(sid, 'r1', LIVE)
           expect(await store.deliverInput(sid, 'r1', answer('r1'), T0)).toBe(true)
-          expect(await store.takeInput(sid, 'r1')).toBe(answer('r1'))
-          expect(await store.takeInput(sid, 'r1')).toBeUndefined()
-          // Taking removed the slot: a late duplicate finds nothing to fill.
+          expect(await store.readInput(sid, 'r1')).toBe(answer('r1'))
+          expect(await store.readInput(sid, 'r1')).toBe(answer('r1'))
+          // A late duplicate does not replace it.
+          expect(await store.deliverInput(sid, 'r1', answer('late'), T0)).toBe(false)
+          await store.forgetInput(sid, 'r1')
+          expect(await store.readInput(sid, 'r1')).toBeUndefined()
+          // Forgetting removed the slot: a late duplicate finds nothing to fill.
           expect(await store.deliverInput(sid, 'r1', answer('late'), T0)).toBe(false)
         })
 
-        it('taking before the answer arrives finds nothing and keeps the slot open', async () => {
+        it('reading before the answer arrives finds nothing and keeps the slot open', async () => {
           await store.expectInput(sid, 'r1', LIVE)
-          expect(await store.takeInput(sid, 'r1')).toBeUndefined()
+          expect(await store.readInput(sid, 'r1')).toBeUndefined()
           expect(await store.deliverInput(sid, 'r1', answer('r1'), T0)).toBe(true)
-          expect(await store.takeInput(sid, 'r1')).toBe(answer('r1'))
+          expect(await store.readInput(sid, 'r1')).toBe(answer('r1'))
         })
 
         it('an answer for a slot nobody expected is refused and stored nowhere', async () => {
           expect(await store.deliverInput(sid, 'r1', answer('r1'), T0)).toBe(false)
-          expect(await store.takeInput(sid, 'r1')).toBeUndefined()
+          expect(await store.readInput(sid, 'r1')).toBeUndefined()
           await store.expectInput(sid, 'r1', LIVE)
-          expect(await store.takeInput(sid, 'r1')).toBeUndefined()
+          expect(await store.readInput(sid, 'r1')).toBeUndefined()
         })
 
         it("an answer sent to another session's slot is refused and leaves that slot open", async () => {
           await store.expectInput(sid, 'r1', LIVE)
           expect(await store.deliverInput(other, 'r1', answer('forged'), T0)).toBe(false)
-          expect(await store.takeInput(other, 'r1')).toBeUndefined()
-          expect(await store.takeInput(sid, 'r1')).toBeUndefined()
+          expect(await store.readInput(other, 'r1')).toBeUndefined()
+          expect(await store.readInput(sid, 'r1')).toBeUndefined()
           expect(await store.deliverInput(sid, 'r1', answer('r1'), T0)).toBe(true)
-          expect(await store.takeInput(sid, 'r1')).toBe(answer('r1'))
+          expect(await store.readInput(sid, 'r1')).toBe(answer('r1'))
         })
 
         it('a second answer to one slot is refused and the first one kept', async () => {
           await store.expectInput(sid, 'r1', LIVE)
           expect(await store.deliverInput(sid, 'r1', answer('first'), T0)).toBe(true)
           expect(await store.deliverInput(sid, 'r1', answer('second'), T0 + 1)).toBe(false)
-          expect(await store.takeInput(sid, 'r1')).toBe(answer('first'))
+          expect(await store.readInput(sid, 'r1')).toBe(answer('first'))
         })
 
         it('of two answers issued together to one slot exactly one is stored', async () => {
@@ -1513,14 +1517,14 @@ export function describeNotesStoreContract(
             store.deliverInput(sid, 'r1', answer('two'), T0),
           ])
           expect([...outcomes].sort()).toEqual([false, true])
-          expect(await store.takeInput(sid, 'r1')).toBe(answer(outcomes[0] ? 'one' : 'two'))
+          expect(await store.readInput(sid, 'r1')).toBe(answer(outcomes[0] ? 'one' : 'two'))
         })
 
         it('an answer arriving at or after the slot expiry is refused', async () => {
           await store.expectInput(sid, 'r1', LIVE)
           expect(await store.deliverInput(sid, 'r1', answer('r1'), LIVE)).toBe(false)
           expect(await store.deliverInput(sid, 'r1', answer('r1'), LIVE + HOUR)).toBe(false)
-          expect(await store.takeInput(sid, 'r1')).toBeUndefined()
+          expect(await store.readInput(sid, 'r1')).toBeUndefined()
           expect(await store.deliverInput(sid, 'r1', answer('r1'), LIVE - 1)).toBe(true)
         })
 
@@ -1530,7 +1534,7 @@ export function describeNotesStoreContract(
           await store.expectInput(sid, 'r1', T0)
           expect(await store.deliverInput(sid, 'r1', answer('r1'), LIVE + 1)).toBe(true)
           await store.expectInput(sid, 'r1', LIVE + HOUR)
-          expect(await store.takeInput(sid, 'r1')).toBe(answer('r1'))
+          expect(await store.readInput(sid, 'r1')).toBe(answer('r1'))
         })
 
         it('forgetInput removes a slot whatever its state', async () => {
@@ -1540,7 +1544,7 @@ export function describeNotesStoreContract(
           await store.forgetInput(sid, 'open')
           await store.forgetInput(sid, 'answered')
           await store.forgetInput(sid, 'never-expected')
-          expect(await store.takeInput(sid, 'answered')).toBeUndefined()
+          expect(await store.readInput(sid, 'answered')).toBeUndefined()
           expect(await store.deliverInput(sid, 'open', answer('open'), T0)).toBe(false)
         })
 
@@ -1548,10 +1552,10 @@ export function describeNotesStoreContract(
           await store.expectInput(sid, 'r1', LIVE)
           await store.expectInput(other, 'r1', LIVE)
           expect(await store.deliverInput(other, 'r1', answer('theirs'), T0)).toBe(true)
-          expect(await store.takeInput(sid, 'r1')).toBeUndefined()
+          expect(await store.readInput(sid, 'r1')).toBeUndefined()
           expect(await store.deliverInput(sid, 'r1', answer('mine'), T0)).toBe(true)
-          expect(await store.takeInput(sid, 'r1')).toBe(answer('mine'))
-          expect(await store.takeInput(other, 'r1')).toBe(answer('theirs'))
+          expect(await store.readInput(sid, 'r1')).toBe(answer('mine'))
+          expect(await store.readInput(other, 'r1')).toBe(answer('theirs'))
         })
 
         it('an answer of 1 MiB round-trips exactly', async () => {
@@ -1563,7 +1567,7 @@ export function describeNotesStoreContract(
           expect(utf8Bytes(payload)).toBe(MIB)
           await store.expectInput(sid, 'big', LIVE)
           expect(await store.deliverInput(sid, 'big', payload, T0)).toBe(true)
-          expect(await store.takeInput(sid, 'big')).toBe(payload)
+          expect(await store.readInput(sid, 'big')).toBe(payload)
         })
 
         it('ids and answers with quotes, unicode and control characters are kept apart exactly', async () => {
@@ -1572,7 +1576,7 @@ export function describeNotesStoreContract(
           await store.expectInput(sid, id, LIVE)
           expect(await store.deliverInput(sid, `${id} `, payload, T0)).toBe(false)
           expect(await store.deliverInput(sid, id, payload, T0)).toBe(true)
-          expect(await store.takeInput(sid, id)).toBe(payload)
+          expect(await store.readInput(sid, id)).toBe(payload)
         })
       })
     })

@@ -364,7 +364,7 @@ describe('session ids', () => {
     await expectRefusedEverywhere(app, session)
     for (const response of [
       await session.notify('notifications/initialized'),
-      await session.answer('s2c-AAAAAAAAAAAAAAAA.tools/call.delete_note', {
+      await session.answer('s2c-pAAAAAAAAAAAAAAAA-1.tools/call.delete_note', {
         action: 'accept',
         content: {},
       }),

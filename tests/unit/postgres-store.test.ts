@@ -325,7 +325,7 @@ describe.skipIf(serverUrl === undefined)('PostgresNotesStore', () => {
         stores.map((s, i) => s.deliverInput(sid, 'r1', `answer ${i}`, T0))
       )
       expect(outcomes.filter(Boolean)).toHaveLength(1)
-      expect(await stores[1].takeInput(sid, 'r1')).toBe(`answer ${outcomes.indexOf(true)}`)
+      expect(await stores[1].readInput(sid, 'r1')).toBe(`answer ${outcomes.indexOf(true)}`)
     })
 
     it('concurrent subscriptions on several stores never exceed the cap of a session', async () => {

@@ -403,7 +403,7 @@ describe('SqliteNotesStore on a file', () => {
     const ids = Array.from({ length: 60 }, (_, i) => `r${i}`)
     for (const id of ids) await store.expectInput('sid', id, 10)
     expect(await race('deliver', ids)).toBe(ids.length)
-    for (const id of ids) expect(await store.takeInput('sid', id)).toMatch(/^answer from [1-4]$/)
+    for (const id of ids) expect(await store.readInput('sid', id)).toMatch(/^answer from [1-4]$/)
   })
 
   it('threads racing to subscribe one session never exceed its cap', async () => {

@@ -5,12 +5,14 @@
  * module builds the era's context once (`transport.ts`: options validated, the session codec) and
  * routes each 2025 message to the module that serves it:
  * - a POSTed request to `request.ts`: `initialize` (the one message without a session: it opens
- *   one), the store-only methods, and everything else through the engine's `dispatch`, interactive
- *   flows included (server→client requests on the POST's SSE stream, `input-shim.ts`);
+ *   one), the store-only methods, and everything else through the engine's `dispatch` (`call-flow.ts`),
+ *   interactive flows included (server→client requests on the POST's resumable SSE stream,
+ *   `input-shim.ts`, `call-stream.ts`);
  * - a POSTed notification or response (an answer to a server→client request) to `message.ts`;
  * - a POSTed batch to `batch.ts`, which serves each of its messages through the same routes (only a
  *   2025-03-26 session's: the one revision with batches; -32600 in every other);
- * - GET (the session's notification stream) and DELETE (ending the session) to `stream.ts`.
+ * - GET (the session's notification stream) and DELETE (ending the session) to `stream.ts`, and a
+ *   GET with `Last-Event-ID` (a stream resumed, on any replica) to `resume.ts`.
  * Every message but `initialize` needs its session's id, recorded (400 without, 404 when unknown,
  * tampered, expired, another principal's or ended) and a `MCP-Protocol-Version` that is absent or
  * any 2025 revision (400 otherwise; the session speaks the one it negotiated whatever the header
@@ -27,7 +29,12 @@
  * streams are counted while open.
  */
 import type { EventBus } from '../event-bus.ts'
-import { validateStreamBounds, type EventStreamBounds } from '../event-stream.ts'
+import {
+  DEFAULT_KEEPALIVE_MS,
+  DEFAULT_MAX_STREAM_MS,
+  validateStreamBounds,
+  type EventStreamBounds,
+} from '../event-stream.ts'
 import type { McpLogger } from '../logger.ts'
 import type { RequestObservation, ServerTelemetry } from '../observer.ts'
 import { positiveWholeNumber } from '../options.ts'
@@ -39,12 +46,17 @@ import {
   type SessionStore,
 } from '../session-store.ts'
 import type { StreamLimits } from '../stream-limits.ts'
+import { randomBase64url } from '../random.ts'
+import { DEFAULT_TASK_LEASE_MS } from '../tasks/options.ts'
+import { DEFAULT_INPUT_TIMEOUT_MS } from './input-shim.ts'
+import { DEFAULT_RESUME_WINDOW_MS, MAX_UNREAD_STREAM_BYTES, STREAM_RETRY_MS } from './stream-log.ts'
 import { batch, readBatch, type ServeMessage } from './batch.ts'
 import { answer, notification } from './message.ts'
 import { LEGACY_METHODS } from './protocol.ts'
 import { renewedSessionId, withSessionId } from './renewal.ts'
 import { initialize, request } from './request.ts'
 import { SessionCodec } from './session.ts'
+import { resumeStream } from './resume.ts'
 import { endSession, notificationStream } from './stream.ts'
 import {
   TransportError,
@@ -84,6 +96,13 @@ export interface LegacyEraOptions<Deps> {
   limits?: { sessionsPerPrincipal?: number; subscriptionsPerPrincipal?: number }
   /** Counts GET streams while they are open, when telemetry is on (requests are observed per post). */
   telemetry?: ServerTelemetry
+  /**
+   * Resumable streams and calls that outlive their replica: how long a stream's events are kept for
+   * a client to resume from (default the answer timeout and {@link DEFAULT_RESUME_WINDOW_MS} more),
+   * the lease of a waiting call (default the task engine's, `DEFAULT_TASK_LEASE_MS`), and this
+   * replica's name in leases (default a random one).
+   */
+  resume?: { retentionMs?: number; leaseMs?: number; replica?: string }
 }
 
 export interface LegacyEra {
@@ -122,6 +141,48 @@ function legacyEraContext<Deps>(options: LegacyEraOptions<Deps>): LegacyEraConte
     stream: options.stream,
     shutdown: options.shutdown,
     telemetry: options.telemetry,
+    ...resumableStreams(options, logger),
+  }
+}
+
+/** The contexts of resumable streams and of the leases of waiting calls, validated. */
+function resumableStreams<Deps>(
+  options: LegacyEraOptions<Deps>,
+  logger: McpLogger
+): Pick<LegacyEraContext<Deps>, 'streams' | 'leases'> {
+  const { sessions, bus, shutdown, resume } = options
+  const now = options.now ?? Date.now
+  const answerMs = options.input?.timeoutMs ?? DEFAULT_INPUT_TIMEOUT_MS
+  const retentionMs = positiveWholeNumber(
+    'resume.retentionMs',
+    resume?.retentionMs ?? answerMs + DEFAULT_RESUME_WINDOW_MS
+  )
+  const leaseMs = positiveWholeNumber('resume.leaseMs', resume?.leaseMs ?? DEFAULT_TASK_LEASE_MS)
+  const { keepAliveMs = DEFAULT_KEEPALIVE_MS, maxDurationMs = DEFAULT_MAX_STREAM_MS } =
+    options.stream ?? {}
+  return {
+    streams: {
+      store: sessions,
+      bus,
+      logger,
+      now,
+      retentionMs,
+      connection: {
+        keepAliveMs,
+        maxDurationMs,
+        retryMs: STREAM_RETRY_MS,
+        maxQueuedBytes: MAX_UNREAD_STREAM_BYTES,
+        shutdown,
+      },
+    },
+    leases: {
+      store: sessions,
+      owner: resume?.replica ?? `replica-${randomBase64url(6)}`,
+      leaseMs,
+      retentionMs,
+      now,
+      logger,
+    },
   }
 }
 
@@ -168,7 +229,10 @@ export function createLegacyEra<Deps>(options: LegacyEraOptions<Deps>): LegacyEr
     async get(input) {
       try {
         const { session } = await openSession(era, input, null)
-        return notificationStream(era, session, input)
+        const lastEventId = input.headers.get('last-event-id')
+        return lastEventId === null
+          ? notificationStream(era, session, input)
+          : await resumeStream(era, session, input, lastEventId)
       } catch (error) {
         if (!(error instanceof TransportError)) throw error
         return transportFailure(error)

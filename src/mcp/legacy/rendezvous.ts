@@ -1,26 +1,30 @@
 /**
  * @module mcp/legacy/rendezvous
  * Server→client requests of a 2025-era session and the hand-off of their answers between replicas.
- * The replica holding a flow's SSE stream opens one store slot per request it sends
- * (`SessionStore.expectInput`), then waits. The client POSTs each answer to whichever replica the load
- * balancer picks; that replica writes it into its slot (`deliverInput`, which fills only an expected,
- * unanswered, unexpired slot of the caller's own session) and signals `input_delivered` on the event
- * bus. The waiting replica, subscribed for its session's signals, takes the answer from the store
- * when the signal arrives, and also checks the store on a slow timer, so an answer whose signal was
- * lost (LISTEN/NOTIFY is at-most-once, and a runtime may have no cross-replica bus) still arrives. The store is the truth; the bus is a wake-up.
+ * The replica driving a flow opens one store slot per request it sends (`SessionStore.expectInput`)
+ * and writes the request as an event of the call's stream (`stream-log.ts`), then waits. The client
+ * POSTs each answer to whichever replica the load balancer picks; that replica writes it into its
+ * slot (`deliverInput`, which fills only an expected, unanswered, unexpired slot of the caller's own
+ * session) and signals `input_delivered` on the event bus. The waiting replica, subscribed for its
+ * session's signals, reads the answer from the store when the signal arrives, and also checks the
+ * store on a slow timer, so an answer whose signal was lost (LISTEN/NOTIFY is at-most-once, and a
+ * runtime may have no cross-replica bus) still arrives. The store is the truth; the bus is a
+ * wake-up. A slot keeps its answer until the flow has moved on (`forgetInput`): a replica that takes
+ * the flow over from one that died reads it again.
  *
- * Request ids are random (96 bits) so they are unique within the session whichever replica sends them,
- * and an answer counts only in the slot of the session whose token sent it. Each id also names the
- * call that asked (`s2c-<random>.<method>`, and `.<tool>` for `tools/call`): the replica receiving
- * the answer learns from it which scopes the answer needs (those of the call: `scopes.ts`) without
- * a lookup. The name is trusted only because the slot matches the whole id: an id edited to name
- * another call fills no slot.
+ * Request ids name where they come from: `s2c-<stream>-<seq>.<method>` (and `.<tool>` for
+ * `tools/call`), the stream of the call and the number of the event that carries the request, so
+ * they are unique within the session whichever replica sends them, and the same when a replica
+ * taking the call over writes an event again. An answer counts only in the slot of the session whose
+ * token sent it. The asking call in the id (its method and tool) tells the replica receiving the
+ * answer which scopes the answer needs (those of the call: `scopes.ts`) without a lookup; the name is
+ * trusted only because the slot matches the whole id: an id edited to name another call fills no
+ * slot.
  */
 import { MAX_EVENT_ID_CHARS, type EventBus } from '../event-bus.ts'
 import { METHODS } from '../protocol.ts'
-import { randomBase64url } from '../random.ts'
 import type { SessionStore } from '../session-store.ts'
-import type { InputRequest, JsonObject } from '../wire.ts'
+import type { JsonObject } from '../wire.ts'
 
 /**
  * How often, at most, a waiting flow checks the store for answers whose bus signal it did not hear.
@@ -32,9 +36,9 @@ export const DEFAULT_ANSWER_POLL_MS = 2_000
 export const FIRST_ANSWER_POLL_MS = 50
 /**
  * Longest server→client request id accepted in an answer: what the bus carries (`input_delivered`).
- * Ours are at most 160 characters (`newRequestId`): `s2c-` and 16 random characters (12 bytes in
- * base64url), a dot and the asking method, the longest being `tools/call` (10; `resources/read`,
- * 14, names no tool), then a dot and the tool's name, at most 128 (`server.ts`): 21 + 10 + 1 + 128.
+ * Ours are at most 182 characters (`newRequestId`): `s2c-`, the stream's 17 characters, a dash and
+ * up to 9 digits, a dot and the asking method, the longest being `tools/call` (10; `resources/read`,
+ * 14, names no tool), then a dot and the tool's name, at most 128 (`server.ts`): 32 + 10 + 1 + 128.
  */
 export const MAX_ANSWER_ID_CHARS = MAX_EVENT_ID_CHARS
 
@@ -47,36 +51,34 @@ export interface AskingCall {
   params: JsonObject
 }
 
-/** `s2c-`, 16 random characters, then `.` and the asking call. */
-const REQUEST_ID = /^s2c-[A-Za-z0-9_-]{16}\.([^.]+)(?:\.(.+))?$/
+/** `s2c-`, the stream, `-` and the event's number, then `.` and the asking call. */
+const REQUEST_ID = /^s2c-[pg][A-Za-z0-9_-]{16}-\d{1,9}\.([^.]+)(?:\.(.+))?$/
 
 /** The client's answer to one server→client request: a JSON-RPC result or error. */
 export type ClientAnswer =
   | { kind: 'result'; result: JsonObject }
   | { kind: 'error'; error: { code: number; message: string } }
 
-export type ExchangeOutcome =
+export type AnswersOutcome =
   | { kind: 'answered'; answers: Map<string, ClientAnswer> }
   | { kind: 'timeout'; missing: string[] }
   | { kind: 'cancelled' }
 
-export interface ExchangeOptions {
+export interface AwaitAnswersOptions {
   sid: string
-  /** The call the asks are for, named in each request id. */
-  call: AskingCall
   sessions: SessionStore
   bus: EventBus
-  /** Writes one server→client JSON-RPC request to the flow's SSE stream. */
-  send: (message: JsonObject) => void
-  timeoutMs: number
+  /** When the answers are due (ms since the epoch). */
+  answerBy: number
   /** The longest pause between two store checks; `Infinity` checks only on bus signals. */
   pollMs?: number
   signal: AbortSignal
   now: () => number
 }
 
-function newRequestId({ method, params }: AskingCall): string {
-  const id = `s2c-${randomBase64url(12)}.${method}`
+/** The id of the server→client request carried by event `seq` of `stream`, asked for `call`. */
+export function newRequestId(stream: string, seq: number, { method, params }: AskingCall): string {
+  const id = `s2c-${stream}-${seq}.${method}`
   return method === METHODS.toolsCall && typeof params.name === 'string'
     ? `${id}.${params.name}`
     : id
@@ -114,46 +116,43 @@ function parseAnswer(payload: string): ClientAnswer {
 }
 
 /**
- * Sends `asks` (by key) as server→client requests and waits for every answer, the timeout, or the
- * signal. Slots still open at the end are removed.
+ * Waits for the answers to the requests `keyOf` names (request id → the ask's key), already sent
+ * with their slots open: every answer, the deadline, or the signal. Slots stay as they are (the
+ * caller forgets them once the round they answer has moved the flow on).
  */
-export async function exchange(
-  asks: ReadonlyMap<string, InputRequest>,
-  options: ExchangeOptions
-): Promise<ExchangeOutcome> {
+export async function awaitAnswers(
+  keyOf: ReadonlyMap<string, string>,
+  options: AwaitAnswersOptions
+): Promise<AnswersOutcome> {
   const { sid, sessions, bus, signal } = options
   if (signal.aborted) return { kind: 'cancelled' }
-  const keyOf = new Map<string, string>()
-  for (const key of asks.keys()) keyOf.set(newRequestId(options.call), key)
-  const expiresAt = options.now() + options.timeoutMs
-  await Promise.all([...keyOf.keys()].map((id) => sessions.expectInput(sid, id, expiresAt)))
-
+  const waiting = new Map(keyOf)
   const answers = new Map<string, ClientAnswer>()
-  const taking = new Set<string>()
-  let finish!: (outcome: ExchangeOutcome) => void
-  const done = new Promise<ExchangeOutcome>((resolve) => (finish = resolve))
+  const reading = new Set<string>()
+  let finish!: (outcome: AnswersOutcome) => void
+  const done = new Promise<AnswersOutcome>((resolve) => (finish = resolve))
 
-  const take = async (id: string) => {
-    if (taking.has(id) || !keyOf.has(id)) return
-    taking.add(id)
+  const read = async (id: string) => {
+    if (reading.has(id) || !waiting.has(id)) return
+    reading.add(id)
     try {
-      const payload = await sessions.takeInput(sid, id)
-      if (payload === undefined) return
-      answers.set(keyOf.get(id) as string, parseAnswer(payload))
-      keyOf.delete(id)
-      if (keyOf.size === 0) finish({ kind: 'answered', answers })
+      const payload = await sessions.readInput(sid, id)
+      if (payload === undefined || !waiting.has(id)) return
+      answers.set(waiting.get(id) as string, parseAnswer(payload))
+      waiting.delete(id)
+      if (waiting.size === 0) finish({ kind: 'answered', answers })
     } finally {
-      taking.delete(id)
+      reading.delete(id)
     }
   }
-  const takeAll = () => {
-    for (const id of keyOf.keys()) void take(id).catch(() => {})
+  const readAll = () => {
+    for (const id of waiting.keys()) void read(id).catch(() => {})
   }
 
   const unsubscribe = bus.subscribe(
     (event) => {
       if (event.kind === 'input_delivered' && event.session === sid) {
-        void take(event.requestId).catch(() => {})
+        void read(event.requestId).catch(() => {})
       }
     },
     { session: sid }
@@ -165,26 +164,23 @@ export async function exchange(
   const schedulePoll = (delay: number) => {
     if (!Number.isFinite(maxPollMs)) return
     poll = setTimeout(() => {
-      takeAll()
+      readAll()
       schedulePoll(Math.min(delay * 2, maxPollMs))
     }, delay)
   }
+  // Answers may be in already (delivered while no replica held the flow): look once at the start.
+  readAll()
   schedulePoll(Math.min(FIRST_ANSWER_POLL_MS, maxPollMs))
   const timeout = setTimeout(
-    () => finish({ kind: 'timeout', missing: [...keyOf.values()] }),
-    options.timeoutMs
+    () => finish({ kind: 'timeout', missing: [...waiting.values()] }),
+    Math.max(0, options.answerBy - options.now())
   )
   try {
-    for (const [id, key] of keyOf) {
-      const ask = asks.get(key) as InputRequest
-      options.send({ jsonrpc: '2.0', id, method: ask.method, params: ask.params ?? {} })
-    }
     return await done
   } finally {
     unsubscribe()
     signal.removeEventListener('abort', onAbort)
     clearTimeout(poll)
     clearTimeout(timeout)
-    await Promise.all([...keyOf.keys()].map((id) => sessions.forgetInput(sid, id).catch(() => {})))
   }
 }

@@ -13,37 +13,26 @@
  *   `errors.ts`); a session found gone by then answers the 404 of any session not found;
  * - everything else goes through the engine's `dispatch`, the one set of handlers, with the
  *   session's version, capabilities and log level, so tools, resources, prompts and completions are
- *   the modern path's; the answer is JSON, or an SSE stream once the request sends progress or logs
- *   first. A suspendable request's `input_required` is served by server→client requests on that
- *   stream (`input-shim.ts`; its state held in the process between rounds, never sealed), the POST
- *   then held open against the caps of `stream-limits.ts` (over them, the -32602 at 200 before
- *   anything is asked); a flow ended early is a tool error for `tools/call`, a JSON-RPC error
- *   otherwise. `notifications/cancelled` of the session, heard on the bus, cancels the request.
+ *   the modern path's; `call-flow.ts` drives it (JSON, or a resumable SSE stream once the request
+ *   sends progress, logs or server→client requests first; interactive flows; cancellation).
  * JSON-RPC errors about a request's content answer HTTP 200, as 2025 clients expect.
  */
 import { dispatch, dispatchEnv, isAdvertised } from '../dispatch.ts'
-import { callerBinding, type DispatchEnv, type DispatchResult } from '../dispatch-env.ts'
+import { callerBinding } from '../dispatch-env.ts'
 import type { McpRequest } from '../envelope.ts'
-import {
-  CapExceededError,
-  ErrorCode,
-  McpError,
-  errorMessage,
-  errorResponseText,
-} from '../errors.ts'
+import { CapExceededError, ErrorCode, McpError, errorResponseText } from '../errors.ts'
 import { MAX_EVENT_URI_CHARS } from '../event-bus.ts'
 import type { RequestObservation } from '../observer.ts'
 import { parseParams } from '../params.ts'
-import { LOG_LEVELS, METHODS, SUSPENDABLE_METHODS } from '../protocol.ts'
+import { LOG_LEVELS, METHODS } from '../protocol.ts'
 import { scopeChallenge } from '../scopes.ts'
 import { StateTooLargeError } from '../sealed-state.ts'
 import type { CompiledServer } from '../server.ts'
 import { MAX_SUBSCRIPTIONS_PER_SESSION, type SubscriptionsFull } from '../session-store.ts'
-import type { StreamSlot } from '../stream-limits.ts'
-import { Cancellation, jsonResponse, jsonText, type FinalMessage } from '../streaming.ts'
+import { Cancellation, jsonResponse, jsonText } from '../streaming.ts'
 import { isObject, isRequestId, type JsonObject, type RequestId } from '../wire.ts'
 import { z } from 'zod'
-import { FlowEndedError, runWithClientInput } from './input-shim.ts'
+import { dispatchCall, failure } from './call-flow.ts'
 import {
   HEADER_SESSION_ID,
   LATEST_LEGACY_VERSION,
@@ -55,7 +44,6 @@ import type { LegacySession } from './session.ts'
 import {
   SESSION_NOT_FOUND_MESSAGE,
   TransportError,
-  cancelKey,
   type LegacyEraContext,
   type LegacyInput,
   type Message,
@@ -189,7 +177,7 @@ export async function request<Deps>(
     return errorResponse(id, ErrorCode.MethodNotFound, `Method not found: ${method}`, 200)
   }
   const engine = engineRequest(era.server, message, opened)
-  return dispatched(era, message, engine, opened.session, input, observation)
+  return dispatchCall(era, engine, opened.session, input, observation)
 }
 
 /** Methods that only touch the store; `undefined` when the request's method is not one of them. */
@@ -283,14 +271,6 @@ function isDispatched<Deps>(server: CompiledServer<Deps>, method: string): boole
   return method !== METHODS.discover && method !== METHODS.listen && isAdvertised(server, method)
 }
 
-/**
- * In-request failures answer HTTP 200 in this era: the JSON-RPC error is the response (a call
- * refused its stream slot included: it is an operation refused, not a stream's opening).
- */
-function failure<Deps>(era: LegacyEraContext<Deps>, id: RequestId, error: unknown): FinalMessage {
-  return { ...errorMessage(id, error, era.logger), status: 200 }
-}
-
 /** Params as a 2025 client sends them, without the fields only the shim may set. */
 function withoutFlowFields({
   inputResponses: _i,
@@ -318,124 +298,4 @@ function engineRequest<Deps>(
   if (server.capabilities.logging && record.logLevel) request.logLevel = record.logLevel
   if (isRequestId(meta?.progressToken)) request.progressToken = meta.progressToken
   return request
-}
-
-/**
- * Serves a request through the engine's dispatch on its response channel (JSON, or SSE once it
- * sends something first), cancelled by the session's `notifications/cancelled` for its id.
- */
-async function dispatched<Deps>(
-  era: LegacyEraContext<Deps>,
-  call: Request,
-  request: McpRequest,
-  session: LegacySession,
-  input: LegacyInput,
-  observation: RequestObservation | undefined
-): Promise<Response> {
-  const { id } = request
-  const { sid } = session
-  const cancellation = new Cancellation(input.signal)
-  const env = dispatchEnv(era.base, request, input, cancellation, { observation })
-  const key = await cancelKey(id)
-  const unsubscribe = era.bus.subscribe(
-    (event) => {
-      if (event.kind === 'request_cancelled' && event.session === sid && event.requestId === key) {
-        cancellation.cancel()
-      }
-    },
-    { session: sid }
-  )
-  /** Settles into the final message, serialisation included; never rejects. */
-  const settle = async (): Promise<FinalMessage> => {
-    try {
-      const { result } = SUSPENDABLE_METHODS.has(request.method)
-        ? await interactive(era, call, request, env, session, input)
-        : await dispatch(request, env)
-      const text = JSON.stringify({ jsonrpc: '2.0', id, result })
-      if (typeof text !== 'string') throw new TypeError('The result has no JSON form.')
-      observation?.succeeded(result)
-      return { text, status: 200 }
-    } catch (error) {
-      observation?.failed(error)
-      return failure(era, id, error)
-    } finally {
-      unsubscribe()
-    }
-  }
-  return env.channel.respond(observation ? observation.run(settle) : settle())
-}
-
-/**
- * Runs a suspendable request to its end, each `input_required` served by server→client requests on
- * its stream (`input-shim.ts`), each round's state held in this process for the next (`heldState`:
- * never sealed, since it never leaves). From the first one (before any question is sent) the POST is
- * held open for the client, and counts against the caps, until the flow ends.
- */
-async function interactive<Deps>(
-  era: LegacyEraContext<Deps>,
-  call: Request,
-  request: McpRequest,
-  env: DispatchEnv<Deps>,
-  session: LegacySession,
-  input: LegacyInput
-): Promise<DispatchResult> {
-  const { channel, cancellation } = env
-  const rounds: DispatchEnv<Deps> = { ...env, heldState: {} }
-  let slot: StreamSlot | undefined
-  try {
-    return await runWithClientInput(
-      async (inputResponses) => {
-        const outcome = await dispatch(
-          inputResponses === undefined
-            ? request
-            : { ...request, params: { ...request.params, inputResponses } },
-          rounds
-        )
-        if (!slot && outcome.result.resultType === 'input_required') {
-          slot = era.streamLimits.acquire(
-            { principal: input.principal, session: session.sid },
-            'interactive'
-          )
-        }
-        return outcome
-      },
-      {
-        session,
-        call,
-        sessions: era.sessions,
-        bus: era.bus,
-        send: (outgoing) => channel.notify(outgoing),
-        signal: cancellation.signal,
-        now: era.now,
-        inputTimeoutMs: era.input?.timeoutMs,
-        maxRounds: era.input?.maxRounds,
-        urlPollMs: era.input?.urlPollMs,
-        answerPollMs: era.input?.answerPollMs,
-        keepAlive: () => channel.keepAlive(),
-        keepAliveMs: era.stream?.keepAliveMs,
-      }
-    )
-  } catch (error) {
-    return endedFlow(request.method, error)
-  } finally {
-    slot?.release()
-  }
-}
-
-/**
- * A flow ended early (`FlowEndedError`, or an ask the client's capabilities cannot serve): a tool
- * error `tools/call` answers, else the JSON-RPC error thrown (-32603, and -32600 for a missing
- * capability); anything else is thrown as it is.
- */
-function endedFlow(method: string, error: unknown): DispatchResult {
-  const missingCapability =
-    error instanceof McpError && error.code === ErrorCode.MissingRequiredClientCapability
-  if (!(error instanceof FlowEndedError) && !missingCapability) throw error
-  if (method === METHODS.toolsCall) {
-    return { result: { content: [{ type: 'text', text: error.message }], isError: true } }
-  }
-  throw new McpError(
-    error instanceof FlowEndedError ? ErrorCode.InternalError : ErrorCode.InvalidRequest,
-    error.message
-  )
 }

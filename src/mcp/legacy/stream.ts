@@ -6,31 +6,34 @@
  *   session subscribed to (`event-notification.ts`), from changes made through any replica. It needs
  *   an `Accept` of `text/event-stream` (406), counts against the caps of `stream-limits.ts` (429 before
  *   it opens), is bounded and ended as `event-stream.ts` says, a graceful end carrying an SSE `retry`
- *   so the client reconnects, as it does after a drop, and is counted while open with telemetry on;
+ *   so the client reconnects, as it does after a drop, and is counted while open with telemetry on.
+ *   Its messages carry ids (`g…`, `stream-log.ts`), so a client resumes it with `Last-Event-ID`;
+ *   nothing it sent is kept, so a resumed one opens with list-changed hints instead (`resume.ts`);
  * - DELETE ends the session for every replica: its record and subscriptions leave the store (204).
  */
 import { ErrorCode, errorMessage, errorResponseText } from '../errors.ts'
 import { eventNotification } from '../event-notification.ts'
+import type { ServerEvent } from '../event-bus.ts'
 import { eventStream } from '../event-stream.ts'
 import { METHODS } from '../protocol.ts'
 import { scopeChallenge } from '../scopes.ts'
 import type { StreamSlot } from '../stream-limits.ts'
 import { jsonText } from '../streaming.ts'
 import type { LegacySession } from './session.ts'
+import { STREAM_RETRY_MS, newStreamId } from './stream-log.ts'
 import type { LegacyEraContext, LegacyInput } from './transport.ts'
 
 /**
- * The SSE `retry` a GET stream the server ends (shutdown, its maximum duration, a client fallen too
- * far behind) carries last: 2025 clients reconnect a GET stream that closes, and this is the first
- * delay of the v1 SDK's own backoff, so a reconnect comes soon but not at once.
+ * The GET stream of `session`, or the refusal to answer instead. `resumed` names the stream a client
+ * resumes (`Last-Event-ID`, `resume.ts`): it goes on under the same id, numbered on, and opens with
+ * the list-changed notifications the server advertises, since what changed while the client was
+ * away was not kept (a re-read hint, as after any reconnect).
  */
-const GET_STREAM_RETRY_MS = 1_000
-
-/** The GET stream of `session`, or the refusal to answer instead. */
 export function notificationStream<Deps>(
   era: LegacyEraContext<Deps>,
   session: LegacySession,
-  input: LegacyInput
+  input: LegacyInput,
+  resumed?: { stream: string; seq: number }
 ): Response {
   const { server, sessions } = era
   const denied = scopeChallenge(server, { id: null, method: METHODS.listen, params: {} }, input)
@@ -69,7 +72,13 @@ export function notificationStream<Deps>(
       interest: { principal },
       signal: input.signal ?? new AbortController().signal,
       shutdown: era.shutdown,
-      retryMs: GET_STREAM_RETRY_MS,
+      retryMs: STREAM_RETRY_MS,
+      ids: { stream: resumed?.stream ?? newStreamId('get'), after: resumed?.seq ?? 0 },
+      opening: resumed
+        ? CATCH_UP.map((event) => eventNotification(event, filter)).filter(
+            (hint) => hint !== undefined
+          )
+        : undefined,
       logger: era.logger,
       logFields: { stream: 'get', session: session.sid.slice(0, 8) },
       onEnd: () => slot.release(),
@@ -81,6 +90,16 @@ export function notificationStream<Deps>(
     throw error
   }
 }
+
+/**
+ * What a resumed GET stream opens with: the notification of every list change, as its filter hears
+ * them (the lists the server says may change, the resources list being the caller's own).
+ */
+const CATCH_UP: readonly ServerEvent[] = [
+  { kind: 'tools_list_changed' },
+  { kind: 'prompts_list_changed' },
+  { kind: 'resources_list_changed' },
+]
 
 /** Ends `session` on every replica (204), once the caller holds the base scopes. */
 export async function endSession<Deps>(

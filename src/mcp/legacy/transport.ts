@@ -30,6 +30,8 @@ import {
   isLegacyVersion,
 } from './protocol.ts'
 import { MAX_ANSWER_ID_CHARS, askingCall, type AskingCall } from './rendezvous.ts'
+import type { CallLeaseContext } from './call-lease.ts'
+import type { CallStreamContext } from './call-stream.ts'
 import type { LegacySession, SessionCodec } from './session.ts'
 
 /** What the HTTP layer hands over for a 2025-era message (its body is already parsed). */
@@ -59,6 +61,10 @@ export interface LegacyEraContext<Deps> {
   /** Subscriptions one principal's sessions may hold together (`Infinity`: no cap). */
   readonly maxSubscriptions: number
   readonly input: InteractiveFlowBounds | undefined
+  /** What the resumable streams of calls are written with (`call-stream.ts`). */
+  readonly streams: CallStreamContext
+  /** What the leases of waiting calls are held with (`call-lease.ts`). */
+  readonly leases: CallLeaseContext
   readonly stream: EventStreamBounds | undefined
   readonly shutdown: AbortSignal | undefined
   readonly telemetry: ServerTelemetry | undefined

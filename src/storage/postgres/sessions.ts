@@ -157,11 +157,10 @@ export const sessionMethods: PortMethods<Omit<SessionStore, keyof StreamStore>, 
     return filled.count === 1
   },
 
-  async takeInput(sid, requestId) {
+  async readInput(sid, requestId) {
     const [row] = await this.db<Array<{ payload: string }>>`
-      DELETE FROM input_slots
-      WHERE sid = ${enc(sid)} AND request_id = ${enc(requestId)} AND payload IS NOT NULL
-      RETURNING payload`
+      SELECT payload FROM input_slots
+      WHERE sid = ${enc(sid)} AND request_id = ${enc(requestId)} AND payload IS NOT NULL`
     return row === undefined ? undefined : dec(row.payload)
   },
 

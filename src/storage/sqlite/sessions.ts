@@ -88,8 +88,8 @@ export const sessionMethods: PortMethods<Omit<SessionStore, keyof StreamStore>, 
     return (await this.db.run(SQL.deliverInput, [sid, requestId, payload, now])) === 1
   },
 
-  async takeInput(sid, requestId) {
-    const row = await this.db.get(SQL.takeInput, [sid, requestId])
+  async readInput(sid, requestId) {
+    const row = await this.db.get(SQL.readInput, [sid, requestId])
     return row === undefined ? undefined : String(row.payload)
   },
 

@@ -285,10 +285,9 @@ export const SQL = {
   deliverInput: `
     UPDATE input_slots SET payload = ?3
     WHERE sid = ?1 AND request_id = ?2 AND payload IS NULL AND expires_at > ?4`,
-  /** ?1 sid, ?2 request id. Removes (and returns) the slot only once it holds an answer. */
-  takeInput: `
-    DELETE FROM input_slots WHERE sid = ?1 AND request_id = ?2 AND payload IS NOT NULL
-    RETURNING payload`,
+  /** ?1 sid, ?2 request id. The slot's answer, if it holds one (the slot stays). */
+  readInput: `
+    SELECT payload FROM input_slots WHERE sid = ?1 AND request_id = ?2 AND payload IS NOT NULL`,
   /** ?1 sid, ?2 request id. */
   forgetInput: `DELETE FROM input_slots WHERE sid = ?1 AND request_id = ?2`,
   /**

@@ -1,0 +1,321 @@
+/**
+ * @module mcp/legacy/call-flow
+ * Drives one 2025-era request dispatched through the engine, on whichever replica holds it: the
+ * replica that received its POST, or one that took the call over from a replica that died
+ * (`resume.ts`). The request runs on its answer channel (`call-stream.ts`: JSON, or a resumable SSE
+ * stream once it sends something first) and is cancelled only by the session's
+ * `notifications/cancelled` for its id (heard on the bus) — never by a dropped connection, which the
+ * client resumes.
+ *
+ * A suspendable request's `input_required` is served by the shim (`input-shim.ts`), this module being
+ * its host (`CallFlow`): before a round's server→client requests go out, their answer slots are
+ * opened and the checkpoint is stored with the call's stream under this replica's lease
+ * (`call-lease.ts`: claimed with the first checkpoint, renewed while the flow waits); then the
+ * requests are written on the stream, and the previous round's slots forgotten. The final response
+ * is the stream's last event; the lease is then released with the stream marked ended, and the last
+ * slots forgotten. A flow that lost its lease (another replica holds the call now) stops without a
+ * word: the other replica answers. From its first `input_required` (before anything is asked) the
+ * call counts against the caps of `stream-limits.ts`, on the replica driving it, until it ends.
+ * A flow ended early is a tool error for `tools/call`, a JSON-RPC error otherwise. JSON-RPC errors
+ * answer HTTP 200, as 2025 clients expect.
+ */
+import { dispatch, dispatchEnv } from '../dispatch.ts'
+import type { DispatchEnv, DispatchResult } from '../dispatch-env.ts'
+import type { McpRequest } from '../envelope.ts'
+import { ErrorCode, McpError, errorMessage } from '../errors.ts'
+import type { RequestObservation } from '../observer.ts'
+import { METHODS, SUSPENDABLE_METHODS } from '../protocol.ts'
+import type { OpenedState } from '../sealed-state.ts'
+import type { StreamSlot } from '../stream-limits.ts'
+import { Cancellation, type FinalMessage } from '../streaming.ts'
+import type { InputRequest, JsonObject, RequestId } from '../wire.ts'
+import { CallLease, type StoredCall } from './call-lease.ts'
+import { CallStream } from './call-stream.ts'
+import {
+  FlowEndedError,
+  runWithClientInput,
+  type FlowCheckpoint,
+  type FlowHost,
+} from './input-shim.ts'
+import { newRequestId, type AskingCall } from './rendezvous.ts'
+import type { LegacySession } from './session.ts'
+import { cancelKey, type LegacyEraContext, type LegacyInput } from './transport.ts'
+
+/** A call another replica drove until it died, claimed here: its stream, lease and checkpoint. */
+export interface TakenCall {
+  stream: CallStream
+  lease: CallLease
+  checkpoint: FlowCheckpoint
+}
+
+/** The call a request's server→client requests are asked for (named in their ids). */
+function askingCallOf({ method, params }: McpRequest): AskingCall {
+  return { method, params: typeof params.name === 'string' ? { name: params.name } : {} }
+}
+
+/**
+ * In-request failures answer HTTP 200 in this era: the JSON-RPC error is the response (a call
+ * refused its stream slot included: it is an operation refused, not a stream's opening).
+ */
+export function failure<Deps>(
+  era: LegacyEraContext<Deps>,
+  id: RequestId,
+  error: unknown
+): FinalMessage {
+  return { ...errorMessage(id, error, era.logger), status: 200 }
+}
+
+/**
+ * Serves `request` of `session` to its end (module header): a new call, or with `taken` one claimed
+ * from another replica. Answers its response (for a taken call, its stream's connection, already
+ * the resuming GET's).
+ */
+export async function dispatchCall<Deps>(
+  era: LegacyEraContext<Deps>,
+  request: McpRequest,
+  session: LegacySession,
+  input: LegacyInput,
+  observation: RequestObservation | undefined,
+  taken?: TakenCall
+): Promise<Response> {
+  const { id } = request
+  const { sid } = session
+  const cancellation = new Cancellation()
+  const stream = taken?.stream ?? new CallStream(era.streams, session, request)
+  const env = dispatchEnv(era.base, request, input, cancellation, { observation, channel: stream })
+  const key = await cancelKey(id)
+  const unsubscribe = era.bus.subscribe(
+    (event) => {
+      if (event.kind === 'request_cancelled' && event.session === sid && event.requestId === key) {
+        cancellation.cancel()
+      }
+    },
+    { session: sid }
+  )
+  const flow = new CallFlow(era, session, input, request, stream, taken)
+  /** Settles into the final message, serialisation included; never rejects. */
+  const settle = async (): Promise<FinalMessage> => {
+    try {
+      const { result } =
+        taken || SUSPENDABLE_METHODS.has(request.method)
+          ? await flow.run(env)
+          : await dispatch(request, env)
+      const text = JSON.stringify({ jsonrpc: '2.0', id, result })
+      if (typeof text !== 'string') throw new TypeError('The result has no JSON form.')
+      observation?.succeeded(result)
+      return { text, status: 200 }
+    } catch (error) {
+      // A flow another replica drives now answers nothing here (`CallFlow.end`).
+      if (error instanceof LeaseLostError) return { text: '', status: 200 }
+      observation?.failed(error)
+      return failure(era, id, error)
+    } finally {
+      unsubscribe()
+    }
+  }
+  const final = (observation ? observation.run(settle) : settle()).then(async (message) => {
+    await flow.end(message, cancellation.cancelled)
+    return message
+  })
+  return stream.respond(final)
+}
+
+/** The host of one call's flow on this replica (module header). */
+class CallFlow<Deps> implements FlowHost {
+  readonly #era: LegacyEraContext<Deps>
+  readonly #session: LegacySession
+  readonly #input: LegacyInput
+  readonly #request: McpRequest
+  readonly #stream: CallStream
+  readonly #resumeFrom: FlowCheckpoint | undefined
+  readonly #heldState: { state?: OpenedState }
+  #lease: CallLease | undefined
+  /** The answer slots of the checkpoint stored last. */
+  #waiting: string[]
+  /** Aborted when the flow must stop: the request was cancelled, or the lease was lost. */
+  readonly #stop = new AbortController()
+  /** Set once another replica holds the call: this one writes nothing more. */
+  #lost = false
+
+  constructor(
+    era: LegacyEraContext<Deps>,
+    session: LegacySession,
+    input: LegacyInput,
+    request: McpRequest,
+    stream: CallStream,
+    taken: TakenCall | undefined
+  ) {
+    this.#era = era
+    this.#session = session
+    this.#input = input
+    this.#request = request
+    this.#stream = stream
+    this.#resumeFrom = taken?.checkpoint
+    this.#heldState = { state: taken?.checkpoint.held }
+    this.#waiting = Object.keys(taken?.checkpoint.waiting ?? {})
+    if (taken) this.#holdLease(taken.lease)
+  }
+
+  held(): OpenedState | undefined {
+    return this.#heldState.state
+  }
+
+  notify(message: JsonObject): void {
+    this.#stream.notify(message)
+  }
+
+  async ask(
+    asks: ReadonlyMap<string, InputRequest>,
+    checkpoint: Omit<FlowCheckpoint, 'waiting'>
+  ): Promise<FlowCheckpoint['waiting']> {
+    const { sessions } = this.#era
+    const { sid } = this.#session
+    const log = this.#stream.open()
+    const asking = askingCallOf(this.#request)
+    const waiting: FlowCheckpoint['waiting'] = {}
+    for (const [key, ask] of asks) {
+      const seq = log.reserve()
+      waiting[newRequestId(log.stream, seq, asking)] = { key, ask, seq }
+    }
+    const ids = Object.keys(waiting)
+    await Promise.all(ids.map((id) => sessions.expectInput(sid, id, checkpoint.answerBy)))
+    const call: StoredCall = { request: this.#request, checkpoint: { ...checkpoint, waiting } }
+    const patch = { call: JSON.stringify(call) }
+    if (this.#lease) {
+      if (!(await this.#lease.write(patch))) throw new LeaseLostError()
+    } else {
+      const record = await this.#stream.record()
+      if (!record) {
+        throw new McpError(
+          ErrorCode.InternalError,
+          'Internal error: the server could not keep this flow; try again.'
+        )
+      }
+      const lease = await CallLease.claim(this.#era.leases, record, patch)
+      if (!lease) throw new LeaseLostError()
+      this.#holdLease(lease)
+    }
+    this.#forget(this.#waiting)
+    this.#waiting = ids
+    for (const [id, { ask, seq }] of Object.entries(waiting)) {
+      const message = { jsonrpc: '2.0', id, method: ask.method, params: ask.params ?? {} }
+      void log.append(JSON.stringify(message), seq)
+    }
+    return waiting
+  }
+
+  /**
+   * Runs the suspendable request to its end, each `input_required` served by server→client
+   * requests on its stream, each round's state held for the next (`heldState`: never sealed).
+   */
+  async run(env: DispatchEnv<Deps>): Promise<DispatchResult> {
+    const era = this.#era
+    const { principal } = this.#input
+    const { sid } = this.#session
+    const request = this.#request
+    const rounds: DispatchEnv<Deps> = { ...env, heldState: this.#heldState }
+    const cancelled = env.cancellation.signal
+    cancelled.addEventListener('abort', () => this.#stop.abort(), { once: true })
+    let slot: StreamSlot | undefined
+    try {
+      // A call taken over waits for the client from the start.
+      if (this.#resumeFrom)
+        slot = era.streamLimits.acquire({ principal, session: sid }, 'interactive')
+      return await runWithClientInput(
+        async (inputResponses) => {
+          const outcome = await dispatch(
+            inputResponses === undefined
+              ? request
+              : { ...request, params: { ...request.params, inputResponses } },
+            rounds
+          )
+          if (!slot && outcome.result.resultType === 'input_required') {
+            slot = era.streamLimits.acquire({ principal, session: sid }, 'interactive')
+          }
+          return outcome
+        },
+        {
+          session: this.#session,
+          sessions: era.sessions,
+          bus: era.bus,
+          host: this,
+          signal: this.#stop.signal,
+          now: era.now,
+          resumeFrom: this.#resumeFrom,
+          inputTimeoutMs: era.input?.timeoutMs,
+          maxRounds: era.input?.maxRounds,
+          urlPollMs: era.input?.urlPollMs,
+          answerPollMs: era.input?.answerPollMs,
+        }
+      )
+    } catch (error) {
+      if (this.#lease?.signal.aborted || error instanceof LeaseLostError) {
+        this.#lost = true
+        throw new LeaseLostError()
+      }
+      return endedFlow(request.method, error)
+    } finally {
+      slot?.release()
+    }
+  }
+
+  /**
+   * After the final message: on a stream, stored as its last event (none for a cancelled request:
+   * 2025 cancellation sends no response), the stream marked ended, the lease released and the last
+   * slots forgotten. A flow that lost its lease writes nothing and lets go of its connection (the
+   * replica holding the call now answers).
+   */
+  async end(message: FinalMessage, cancelled: boolean): Promise<void> {
+    if (!this.#stream.streaming) return
+    const log = this.#stream.open()
+    if (this.#lost || this.#lease?.signal.aborted || log.lost) {
+      log.connection?.letGo()
+      return
+    }
+    const stored = cancelled || (await log.append(message.text))
+    log.connection?.close()
+    if (!stored) return
+    if (this.#lease) await this.#lease.release({ ended: true }).catch(() => {})
+    else await this.#stream.markEnded()
+    this.#forget(this.#waiting)
+  }
+
+  #holdLease(lease: CallLease): void {
+    this.#lease = lease
+    lease.signal.addEventListener('abort', () => this.#stop.abort(), { once: true })
+    this.#era.shutdown?.addEventListener('abort', () => void lease.release().catch(() => {}), {
+      once: true,
+    })
+  }
+
+  #forget(ids: readonly string[]): void {
+    const { sessions } = this.#era
+    for (const id of ids) void sessions.forgetInput(this.#session.sid, id).catch(() => {})
+  }
+}
+
+/** The flow's lease passed to another replica: it drives the call now, and this one stops. */
+class LeaseLostError extends Error {
+  override name = 'LeaseLostError'
+  constructor() {
+    super('Another replica drives this call now.')
+  }
+}
+
+/**
+ * A flow ended early (`FlowEndedError`, or an ask the client's capabilities cannot serve): a tool
+ * error `tools/call` answers, else the JSON-RPC error thrown (-32603, and -32600 for a missing
+ * capability); anything else is thrown as it is.
+ */
+function endedFlow(method: string, error: unknown): DispatchResult {
+  const missingCapability =
+    error instanceof McpError && error.code === ErrorCode.MissingRequiredClientCapability
+  if (!(error instanceof FlowEndedError) && !missingCapability) throw error
+  if (method === METHODS.toolsCall) {
+    return { result: { content: [{ type: 'text', text: error.message }], isError: true } }
+  }
+  throw new McpError(
+    error instanceof FlowEndedError ? ErrorCode.InternalError : ErrorCode.InvalidRequest,
+    error.message
+  )
+}

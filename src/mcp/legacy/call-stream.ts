@@ -1,0 +1,148 @@
+/**
+ * @module mcp/legacy/call-stream
+ * How a 2025-era request's answer goes back: the era's `RequestChannel`. Plain JSON when the answer
+ * comes before anything else; from the first message the handler or its flow sends, a resumable SSE
+ * stream (`stream-log.ts`): a record in the store naming the call (`call-lease.ts`), a priming event
+ * for a 2025-11-25 session (an id and empty data, so a client can resume before the first message;
+ * clients of older revisions are never sent an empty event), then every message as a stored event
+ * with its id, the call's final response last (written by its driver, `call-flow.ts`).
+ *
+ * The connection is only a view of the stream: its dropping cancels nothing (the client resumes on
+ * any replica with `Last-Event-ID`, `resume.ts`, and cancels with `notifications/cancelled`). The
+ * server lets go of it, with an SSE `retry`, at the connection's maximum duration, at shutdown, and
+ * when the handler calls `ctx.closeStream()` (SEP-1699 polling); the call goes on meanwhile.
+ */
+import type { McpRequest } from '../envelope.ts'
+import type { StreamRecord } from '../stream-store.ts'
+import { jsonText, type FinalMessage, type RequestChannel } from '../streaming.ts'
+import type { StoredCall } from './call-lease.ts'
+import type { LegacySession } from './session.ts'
+import {
+  SseConnection,
+  StreamLog,
+  eventId,
+  newStreamId,
+  type ConnectionBounds,
+  type StreamLogContext,
+} from './stream-log.ts'
+
+/** What a call's stream is written with. */
+export interface CallStreamContext extends StreamLogContext {
+  connection: ConnectionBounds
+}
+
+/** The answer channel of one 2025-era request (see the module header). */
+export class CallStream implements RequestChannel {
+  readonly #context: CallStreamContext
+  readonly #session: LegacySession
+  readonly #request: McpRequest
+  #log: StreamLog | undefined
+  #record: Promise<StreamRecord | undefined> | undefined
+  /** Resolves the answer while `respond` waits for its first message or its result. */
+  #answer: ((response: Response) => void) | undefined
+
+  constructor(context: CallStreamContext, session: LegacySession, request: McpRequest) {
+    this.#context = context
+    this.#session = session
+    this.#request = request
+  }
+
+  /** The channel of a call taken over from another replica: its stream goes on in `log`. */
+  static resumed(
+    context: CallStreamContext,
+    session: LegacySession,
+    request: McpRequest,
+    log: StreamLog
+  ): CallStream {
+    const stream = new CallStream(context, session, request)
+    stream.#log = log
+    return stream
+  }
+
+  /** Whether the answer is a stream (a message went before the result). */
+  get streaming(): boolean {
+    return this.#log !== undefined
+  }
+
+  /** The stream's log, the stream opened first if it is not yet (the answer becomes SSE). */
+  open(): StreamLog {
+    if (this.#log) return this.#log
+    const { store, now, retentionMs, logger } = this.#context
+    const { sid } = this.#session
+    const stream = newStreamId('post')
+    const call: StoredCall = { request: this.#request }
+    this.#record = store
+      .createStream({
+        sid,
+        stream,
+        expiresAt: now() + retentionMs,
+        call: JSON.stringify(call),
+      })
+      .catch((error: unknown) => {
+        logger.error('a stream could not be recorded; it cannot be resumed', {
+          session: sid.slice(0, 8),
+          error: error instanceof Error ? error.message : String(error),
+        })
+        return undefined
+      })
+    const log = new StreamLog(this.#context, sid, stream, 0, this.#record)
+    const connection = new SseConnection(this.#context.connection)
+    if (this.#session.protocolVersion === '2025-11-25') connection.event(eventId(stream, 0), '')
+    log.attach(connection)
+    this.#log = log
+    this.#answer?.(connection.response)
+    this.#answer = undefined
+    return log
+  }
+
+  /** The record the stream was created with (`undefined` when it could not be stored). */
+  record(): Promise<StreamRecord | undefined> {
+    this.open()
+    return this.#record ?? Promise.resolve(undefined)
+  }
+
+  /** Marks the stream of a call that held no lease ended: nothing follows its last event. */
+  async markEnded(): Promise<void> {
+    const record = await this.#record
+    if (!record) return
+    const { store, logger } = this.#context
+    await store
+      .updateStream(record.sid, record.stream, record.version, { ended: true })
+      .catch((error: unknown) =>
+        logger.warn('a stream could not be marked ended', {
+          session: record.sid.slice(0, 8),
+          error: error instanceof Error ? error.message : String(error),
+        })
+      )
+  }
+
+  notify(message: unknown): void {
+    const text = JSON.stringify(message)
+    if (typeof text !== 'string') throw new TypeError('The notification has no JSON form.')
+    void this.open().append(text)
+  }
+
+  /** The connection keeps itself alive (`SseConnection`). */
+  keepAlive(): void {}
+
+  closeStream(): void {
+    this.open().connection?.letGo()
+  }
+
+  /**
+   * The answer: plain JSON when `final` comes before any message (`final` must never reject), else
+   * the stream, as soon as its first message is sent (its driver writes the final response into it).
+   */
+  respond(final: Promise<FinalMessage>): Promise<Response> {
+    return new Promise<Response>((resolve) => {
+      const connection = this.#log?.connection
+      if (connection) return resolve(connection.response)
+      this.#answer = resolve
+      void final.then(({ text, status, headers }) => {
+        if (this.#answer !== resolve) return // streaming: the stream carries it
+        this.#answer = undefined
+        resolve(headers ? new Response(text, { status, headers }) : jsonText(text, status))
+      })
+    })
+  }
+}

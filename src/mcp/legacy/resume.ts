@@ -1,0 +1,215 @@
+/**
+ * @module mcp/legacy/resume
+ * A 2025-era `GET` with `Last-Event-ID`: the client resumes a stream it lost (a dropped connection,
+ * a replica that died, a connection the server let go of), on whichever replica the load balancer
+ * picks. The id names the stream and the last event the client has (`stream-log.ts`):
+ * - a POST stream of the session is replayed from the store from the event after it, on that stream
+ *   only, and continued live: woken by the bus (`stream_appended`) and checking the store on a slow
+ *   timer as the backstop, until the call's final response, which ends it. When the call is waiting
+ *   for the client and the replica driving it is gone (its lease absent or run out,
+ *   `call-lease.ts`), this replica claims it and drives it on from its checkpoint (`call-flow.ts`):
+ *   the resumed connection is then the stream itself. A stream that has ended with nothing left to
+ *   send answers 204 (the v1 SDK then stops reconnecting);
+ * - the session's GET notification stream is opened again with the same stream id, numbered on
+ *   (`stream.ts`), first telling the client to re-read what it lists (what changed meanwhile was
+ *   not kept).
+ * Resumption is bound to the session (and so to its principal): an id naming another session's
+ * stream, a stream whose events are past their retention, or no id this server sends is refused
+ * with 400 -32600, and the client opens a fresh stream. Resuming a call's stream needs the scopes of
+ * the call (`scopes.ts`: what reading its answer needs), and counts against the GET caps of
+ * `stream-limits.ts` (429) while open.
+ */
+import { ErrorCode, errorMessage } from '../errors.ts'
+import { scopeChallenge } from '../scopes.ts'
+import type { StreamSlot } from '../stream-limits.ts'
+import type { StoredEvent, StreamRecord } from '../stream-store.ts'
+import { jsonText } from '../streaming.ts'
+import { dispatchCall } from './call-flow.ts'
+import { CallLease, claimable, storedCall } from './call-lease.ts'
+import { CallStream } from './call-stream.ts'
+import { FIRST_ANSWER_POLL_MS } from './rendezvous.ts'
+import type { LegacySession } from './session.ts'
+import { notificationStream } from './stream.ts'
+import { SseConnection, StreamLog, eventId, isFinalEvent, parseEventId } from './stream-log.ts'
+import { TransportError, type LegacyEraContext, type LegacyInput } from './transport.ts'
+
+/** Events read from the store at a time. */
+const REPLAY_PAGE = 100
+/** The longest pause between two checks of the store while a resumed stream waits. */
+const MAX_TAIL_POLL_MS = 2_000
+
+/** The response to a `GET` of `session` with `Last-Event-ID: lastEventId` (module header). */
+export async function resumeStream<Deps>(
+  era: LegacyEraContext<Deps>,
+  session: LegacySession,
+  input: LegacyInput,
+  lastEventId: string
+): Promise<Response> {
+  const named = parseEventId(lastEventId.trim())
+  if (!named) throw unresumable('is not an event id this server sent')
+  if (named.kind === 'get') return notificationStream(era, session, input, named)
+  const { sid } = session
+  const record = await era.sessions.getStream(sid, named.stream)
+  const call = record && record.expiresAt > era.now() ? storedCall(record) : undefined
+  if (!record || !call) throw unresumable('names no stream of this session that is still kept')
+  const denied = scopeChallenge(
+    era.server,
+    { id: null, method: call.request.method, params: call.request.params },
+    input
+  )
+  if (denied) return denied
+  const first = await era.sessions.readEvents(sid, named.stream, named.seq, REPLAY_PAGE, era.now())
+  if (first.length === 0 && record.ended) return new Response(null, { status: 204 })
+  let slot: StreamSlot
+  try {
+    slot = era.streamLimits.acquire({ principal: input.principal, session: sid }, 'get')
+  } catch (error) {
+    const { text, status } = errorMessage(null, error, era.logger)
+    return jsonText(text, status)
+  }
+  const connection = new SseConnection(era.streams.connection, () => slot.release())
+  void new ResumedStream(era, session, input, record, connection)
+    .run(named.seq, first)
+    .catch((error: unknown) => {
+      era.logger.error('a resumed stream failed', {
+        session: sid.slice(0, 8),
+        error: error instanceof Error ? error.message : String(error),
+      })
+      connection.close()
+    })
+  return connection.response
+}
+
+function unresumable(why: string): TransportError {
+  return new TransportError(
+    400,
+    ErrorCode.InvalidRequest,
+    `Bad Request: the Last-Event-ID ${why}; open the stream again without it.`
+  )
+}
+
+/** One resumed connection of a call's stream, on this replica (module header). */
+class ResumedStream<Deps> {
+  readonly #era: LegacyEraContext<Deps>
+  readonly #session: LegacySession
+  readonly #input: LegacyInput
+  readonly #stream: string
+  readonly #connection: SseConnection
+  #record: StreamRecord
+  /** The number of the last event written to the connection. */
+  #seq = 0
+
+  constructor(
+    era: LegacyEraContext<Deps>,
+    session: LegacySession,
+    input: LegacyInput,
+    record: StreamRecord,
+    connection: SseConnection
+  ) {
+    this.#era = era
+    this.#session = session
+    this.#input = input
+    this.#record = record
+    this.#stream = record.stream
+    this.#connection = connection
+  }
+
+  /** Replays from after `seq` (`first`: the first page, already read), then follows the stream. */
+  async run(seq: number, first: StoredEvent[]): Promise<void> {
+    const { sessions, bus, now } = this.#era
+    const { sid } = this.#session
+    this.#seq = seq
+    let wake = () => {}
+    const unsubscribe = bus.subscribe(
+      (event) => {
+        if (event.kind === 'stream_appended' && event.session === sid) wake()
+      },
+      { session: sid }
+    )
+    try {
+      let events = first
+      let pollMs = FIRST_ANSWER_POLL_MS
+      while (this.#connection.open) {
+        if (this.#write(events)) return this.#connection.close()
+        if (events.length === REPLAY_PAGE) {
+          events = await sessions.readEvents(sid, this.#stream, this.#seq, REPLAY_PAGE, now())
+          continue
+        }
+        const record = await sessions.getStream(sid, this.#stream)
+        if (!record || record.expiresAt <= now()) return this.#connection.close()
+        this.#record = record
+        if (claimable(record, now()) && (await this.#takeOver())) return
+        if (record.ended) {
+          // Ended since the last read: what it wrote last may still be to read.
+          this.#write(await sessions.readEvents(sid, this.#stream, this.#seq, REPLAY_PAGE, now()))
+          return this.#connection.close()
+        }
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(done, pollMs)
+          wake = done
+          function done() {
+            clearTimeout(timer)
+            resolve()
+          }
+        })
+        pollMs = Math.min(pollMs * 2, MAX_TAIL_POLL_MS)
+        events = await sessions.readEvents(sid, this.#stream, this.#seq, REPLAY_PAGE, now())
+        if (events.length > 0) pollMs = FIRST_ANSWER_POLL_MS
+      }
+    } finally {
+      unsubscribe()
+    }
+  }
+
+  /** Writes `events` in order; true once the final response is among them (the stream is over). */
+  #write(events: readonly StoredEvent[]): boolean {
+    for (const { seq, payload } of events) {
+      if (seq <= this.#seq) continue
+      this.#connection.event(eventId(this.#stream, seq), payload)
+      this.#seq = seq
+      if (isFinalEvent(payload)) return true
+    }
+    return false
+  }
+
+  /**
+   * Claims the waiting call of a replica that is gone and drives it here from its checkpoint, this
+   * connection carrying its stream; false when another replica claimed it first.
+   */
+  async #takeOver(): Promise<boolean> {
+    const era = this.#era
+    const { sid } = this.#session
+    const call = storedCall(this.#record)
+    if (!call?.checkpoint) return false
+    const lease = await CallLease.claim(era.leases, this.#record)
+    if (!lease) return false
+    // What the old driver wrote before it went (its last requests, even its answer) is read first.
+    const rest = await era.sessions.readEvents(sid, this.#stream, this.#seq, REPLAY_PAGE, era.now())
+    if (this.#write(rest)) {
+      await lease.release({ ended: true })
+      this.#connection.close()
+      return true
+    }
+    era.logger.warn('a 2025 call taken over from a replica that is gone', {
+      session: sid.slice(0, 8),
+      stream: this.#stream,
+    })
+    const waiting = Object.entries(call.checkpoint.waiting)
+    const lastSeq = Math.max(this.#seq, ...waiting.map(([, { seq }]) => seq))
+    const log = new StreamLog(era.streams, sid, this.#stream, lastSeq)
+    log.attach(this.#connection)
+    // Requests the old driver named in its checkpoint but did not live to write go out now.
+    for (const [id, { ask, seq }] of waiting) {
+      if (seq <= this.#seq) continue
+      const message = { jsonrpc: '2.0', id, method: ask.method, params: ask.params ?? {} }
+      void log.append(JSON.stringify(message), seq)
+    }
+    const stream = CallStream.resumed(era.streams, this.#session, call.request, log)
+    void dispatchCall(era, call.request, this.#session, this.#input, undefined, {
+      stream,
+      lease,
+      checkpoint: call.checkpoint,
+    })
+    return true
+  }
+}

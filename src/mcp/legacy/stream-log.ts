@@ -1,0 +1,264 @@
+/**
+ * @module mcp/legacy/stream-log
+ * The resumable SSE streams of a 2025-era session (2025-11-25 "Resumability and Redelivery", and
+ * SEP-1699 polling). Every stream has an id unique within its session, `p…` for the stream of a
+ * POSTed request and `g…` for the session's GET notification stream, and every event it carries the
+ * id `<stream>.<seq>`, numbered from 1 (0 is the priming event's): any replica reads from it which
+ * stream of the session to resume, and where.
+ * - `StreamLog` writes one POST stream, on the replica driving its call: each event is stored
+ *   (`../stream-store.ts`) before it is written to the connection attached, if any, and announced on
+ *   the bus (`stream_appended`) for a replica serving a resumed connection of it, which reads it back
+ *   from the store. A number another replica stored first means that replica took the call over:
+ *   the log has lost the stream and writes nothing more.
+ * - `SseConnection` is one HTTP response carrying a stream's events: keep-alive comments, and an end
+ *   with an SSE `retry` hint when the server lets go of the connection while the stream goes on (its
+ *   maximum duration, shutdown, a handler's `ctx.closeStream()`), so the client resumes; a client
+ *   that stops reading is cut off once a bounded queue is full, and resumes from the store too.
+ */
+import type { EventBus } from '../event-bus.ts'
+import type { McpLogger } from '../logger.ts'
+import { randomBase64url } from '../random.ts'
+import type { StreamStore } from '../stream-store.ts'
+import { SSE_HEADERS, SSE_KEEPALIVE, closeQuietly, sseIdentified, sseRetry } from '../streaming.ts'
+import { isObject } from '../wire.ts'
+
+/** `p` or `g`, then 16 random characters (96 bits). */
+const STREAM_ID = /^[pg][A-Za-z0-9_-]{16}$/
+const EVENT_ID = /^([pg][A-Za-z0-9_-]{16})\.(\d{1,9})$/
+
+export type StreamKind = 'post' | 'get'
+
+/**
+ * The SSE `retry` sent when the server lets go of a connection (its maximum duration, shutdown, a
+ * handler's `closeStream`, a GET stream it ends): 2025 clients reconnect, and this is the first delay
+ * of the v1 SDK's own backoff, so a reconnect comes soon but not at once.
+ */
+export const STREAM_RETRY_MS = 1_000
+/**
+ * How much longer than a flow's answer timeout a stream's events are kept: a client that lost its
+ * connection comes back within its own reconnect backoff (seconds), and this leaves minutes.
+ */
+export const DEFAULT_RESUME_WINDOW_MS = 5 * 60_000
+/**
+ * Bytes a connection may hold unread before its client counts as not reading and is cut off: a
+ * call's stream carries a few messages, one of them possibly large (a result), which always goes
+ * out; past this much unread, nothing is lost by cutting it, since the client resumes from the store.
+ */
+export const MAX_UNREAD_STREAM_BYTES = 1024 * 1024
+
+/** A new stream id of `kind`. */
+export function newStreamId(kind: StreamKind): string {
+  return `${kind === 'post' ? 'p' : 'g'}${randomBase64url(12)}`
+}
+
+export function isStreamId(text: string): boolean {
+  return STREAM_ID.test(text)
+}
+
+/** The SSE id of event `seq` of `stream`. */
+export function eventId(stream: string, seq: number): string {
+  return `${stream}.${seq}`
+}
+
+/** What a `Last-Event-ID` names, or `undefined` when it is no id this server sends. */
+export function parseEventId(
+  text: string
+): { stream: string; seq: number; kind: StreamKind } | undefined {
+  const [, stream, seq] = EVENT_ID.exec(text) ?? []
+  if (stream === undefined || seq === undefined) return undefined
+  return { stream, seq: Number(seq), kind: stream.startsWith('p') ? 'post' : 'get' }
+}
+
+/** Whether a stored event is the final response of its stream's call (nothing follows it). */
+export function isFinalEvent(payload: string): boolean {
+  try {
+    const message: unknown = JSON.parse(payload)
+    return (
+      isObject(message) && !('method' in message) && ('result' in message || 'error' in message)
+    )
+  } catch {
+    return false
+  }
+}
+
+/** The bounds of one connection (defaults in `resumable.ts`'s caller). */
+export interface ConnectionBounds {
+  keepAliveMs: number
+  /** The connection is let go (with `retry`) after this long; the stream goes on. */
+  maxDurationMs: number
+  /** The SSE `retry` sent when the server lets go of a connection. */
+  retryMs: number
+  /** Bytes queued unread after which the client counts as not reading and is cut off. */
+  maxQueuedBytes: number
+  /** Aborted when the server shuts down: the connection is let go, with `retry`. */
+  shutdown?: AbortSignal
+}
+
+/** One HTTP response carrying a stream's events (see the module header). */
+export class SseConnection {
+  readonly response: Response
+  readonly #bounds: ConnectionBounds
+  #controller!: ReadableStreamDefaultController<Uint8Array>
+  #open = true
+  readonly #onClose: () => void
+  readonly #timers: ReturnType<typeof setTimeout>[] = []
+
+  /** `onClose` runs once, when the connection is done whichever way. */
+  constructor(bounds: ConnectionBounds, onClose: () => void = () => {}) {
+    this.#bounds = bounds
+    this.#onClose = onClose
+    const body = new ReadableStream<Uint8Array>(
+      {
+        start: (controller) => {
+          this.#controller = controller
+        },
+        cancel: () => this.#finish(),
+      },
+      { highWaterMark: bounds.maxQueuedBytes, size: (chunk) => chunk.byteLength }
+    )
+    this.response = new Response(body, { status: 200, headers: SSE_HEADERS })
+    // A keep-alive goes out only when nothing else waits: an unread queue needs none.
+    const keepAlive = setInterval(() => {
+      if (this.#controller.desiredSize === bounds.maxQueuedBytes) this.#write(SSE_KEEPALIVE)
+    }, bounds.keepAliveMs)
+    this.#timers.push(keepAlive, setTimeout(this.letGo, bounds.maxDurationMs))
+    bounds.shutdown?.addEventListener('abort', this.letGo)
+    if (bounds.shutdown?.aborted) queueMicrotask(this.letGo)
+  }
+
+  get open(): boolean {
+    return this.#open
+  }
+
+  /** Writes event `id` carrying `data` (JSON text; empty for a priming event). */
+  event(id: string, data: string): void {
+    this.#write(sseIdentified(id, data))
+  }
+
+  /** Lets go of the connection while the stream goes on: `retry` first, so the client resumes. */
+  readonly letGo = (): void => {
+    if (!this.#open) return
+    this.#write(sseRetry(this.#bounds.retryMs))
+    this.close()
+  }
+
+  /** Ends the connection (after a stream's last event, or to let go of it). */
+  close(): void {
+    if (!this.#open) return
+    closeQuietly(this.#controller)
+    this.#finish()
+  }
+
+  #write(chunk: Uint8Array): void {
+    if (!this.#open) return
+    if ((this.#controller.desiredSize ?? 0) < 0) {
+      // More than the bound waits unread: the client is not reading. Cut it off (the runtime
+      // resets the connection); it resumes from the store.
+      this.#controller.error(new Error('the client stopped reading its stream'))
+      return this.#finish()
+    }
+    try {
+      this.#controller.enqueue(chunk)
+    } catch {
+      this.#finish() // the reader went away
+    }
+  }
+
+  #finish(): void {
+    if (!this.#open) return
+    this.#open = false
+    for (const timer of this.#timers) clearTimeout(timer)
+    this.#bounds.shutdown?.removeEventListener('abort', this.letGo)
+    this.#onClose()
+  }
+}
+
+/** What a stream log writes with. */
+export interface StreamLogContext {
+  store: StreamStore
+  bus: EventBus
+  logger: McpLogger
+  now: () => number
+  /** How long a stored event is kept for a client to resume from. */
+  retentionMs: number
+}
+
+/** The writer of one POST stream on the replica driving its call (see the module header). */
+export class StreamLog {
+  readonly sid: string
+  readonly stream: string
+  readonly #context: StreamLogContext
+  #seq: number
+  #connection: SseConnection | undefined
+  /** Every append, in order: each waits for the one before it. */
+  #written: Promise<unknown>
+  #lost = false
+
+  /**
+   * `lastSeq`: the number of the last event the stream already has (0 for a new stream); `opening`,
+   * what must be done before the first event is stored (the stream's record created).
+   */
+  constructor(
+    context: StreamLogContext,
+    sid: string,
+    stream: string,
+    lastSeq = 0,
+    opening: Promise<unknown> = Promise.resolve()
+  ) {
+    this.#context = context
+    this.sid = sid
+    this.stream = stream
+    this.#seq = lastSeq
+    this.#written = opening
+  }
+
+  /** Whether another replica stored an event first: it drives the stream now, not this one. */
+  get lost(): boolean {
+    return this.#lost
+  }
+
+  get connection(): SseConnection | undefined {
+    return this.#connection
+  }
+
+  /** Writes the stream's events to `connection` from now on (none before it: it replayed them). */
+  attach(connection: SseConnection): void {
+    this.#connection = connection
+  }
+
+  /** The number the next event takes; `append` it with that number, in the same order. */
+  reserve(): number {
+    return ++this.#seq
+  }
+
+  /**
+   * Stores `text` as event `seq` (by default the next number), then writes it to the connection;
+   * resolves false, writing nothing, when the stream has lost that number to another replica. A
+   * store that fails is logged and the event still written live (only a resume would miss it).
+   */
+  append(text: string, seq = this.reserve()): Promise<boolean> {
+    const { store, bus, logger, now, retentionMs } = this.#context
+    const written = this.#written.then(async () => {
+      if (this.#lost) return false
+      try {
+        if (!(await store.appendEvent(this.sid, this.stream, seq, text, now() + retentionMs))) {
+          this.#lost = true
+          return false
+        }
+      } catch (error) {
+        logger.error('a stream event could not be stored', {
+          session: this.sid.slice(0, 8),
+          seq,
+          error: error instanceof Error ? error.message : String(error),
+        })
+      }
+      this.#connection?.event(eventId(this.stream, seq), text)
+      void Promise.resolve(
+        bus.publish({ kind: 'stream_appended', session: this.sid, stream: this.stream })
+      ).catch(() => {})
+      return true
+    })
+    this.#written = written
+    return written
+  }
+}

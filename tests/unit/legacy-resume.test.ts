@@ -1,0 +1,333 @@
+/**
+ * Resumable streams of 2025-era sessions and calls that outlive their replica, in-process on the
+ * notes app (real in-memory SQLite store shared by every replica, in-process buses), trying to break
+ * them: a POST stream opens with a priming event (2025-11-25 only) and numbers its events; a dropped
+ * connection cancels nothing, and a `GET` with `Last-Event-ID` on any replica replays what followed
+ * on that stream only and continues it; ids of another session, another principal, none of ours, or
+ * past their retention get nothing; a stream that has ended with nothing left answers 204; the GET
+ * notification stream resumes with list-changed hints; `ctx.closeStream()` lets go of a connection
+ * with `retry`. A replica that "dies" (its store calls fail from a chosen moment on, so it never
+ * writes again) leaves its waiting call to another replica, which claims it once the lease has run
+ * out and finishes it from the checkpoint: the note is deleted once, also when the dead replica had
+ * deleted it before it could store the answer.
+ *
+ * Waits are events (the next SSE message, the end of a stream), never timers: the replica taking
+ * over sees the dead one's lease run out through its own clock (`legacy.now`), set past the lease.
+ */
+import { afterEach, describe, expect, it } from 'vitest'
+import { parseConfig } from '../../src/config.ts'
+import { createHttpApp } from '../../src/http/app.ts'
+import { InProcessEventBus, type EventBus } from '../../src/mcp/event-bus.ts'
+import { createMcpHandler } from '../../src/mcp/handler.ts'
+import { generateKey, importKeyRing } from '../../src/mcp/key-ring.ts'
+import { StateSealer } from '../../src/mcp/sealed-state.ts'
+import { LOCAL_PRINCIPAL } from '../../src/auth/bearer.ts'
+import { createNotesServer } from '../../src/notes/server.ts'
+import type { NotesStore } from '../../src/notes/store.ts'
+import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
+import {
+  LegacySession,
+  SseReaders,
+  startSession,
+  type SseReader,
+} from '../support/legacy-request.ts'
+import { expectError, type JsonObject } from '../support/mcp-request.ts'
+
+const INVALID_REQUEST = -32600
+const LEASE_MS = 10_000
+/** How far ahead of real time a replica's clock runs to see another's lease as run out. */
+const PAST_THE_LEASE = LEASE_MS + 1_000
+
+const sealer = StateSealer.create({ keyRing: await importKeyRing([generateKey()]) })
+const store = new SqliteNotesStore({ path: ':memory:' })
+await store.migrate()
+const notesServer = createNotesServer()
+
+const streams = new SseReaders()
+afterEach(() => streams.cancelAll())
+const reader = (response: Response) => streams.open(response)
+
+/** Stops the replicas a test left waiting (their flows release their leases and end). */
+const shutdowns: AbortController[] = []
+afterEach(() => {
+  for (const shutdown of shutdowns.splice(0)) shutdown.abort()
+})
+
+interface ReplicaOptions {
+  /** The replica's store (default the shared one). */
+  store?: NotesStore
+  bus?: EventBus
+  /** Added to the replica's clock. */
+  skewMs?: number
+  retentionMs?: number
+  /** The server behind the replica (default the notes server). */
+  server?: ReturnType<typeof createNotesServer>
+}
+
+/** A replica of the notes app on the shared store and key ring. */
+function replica(options: ReplicaOptions = {}) {
+  const shutdown = new AbortController()
+  shutdowns.push(shutdown)
+  const notes = options.store ?? store
+  const bus = options.bus ?? new InProcessEventBus()
+  const now = () => Date.now() + (options.skewMs ?? 0)
+  return createHttpApp({
+    config: parseConfig({}),
+    handler: createMcpHandler({
+      server: options.server ?? notesServer,
+      deps: { notes, bus, baseUrl: 'http://127.0.0.1:8787', now: Date.now },
+      sealer,
+      bus,
+      shutdown: shutdown.signal,
+      legacy: {
+        sessions: notes,
+        now,
+        input: { answerPollMs: 20 },
+        resume: { leaseMs: LEASE_MS, retentionMs: options.retentionMs },
+      },
+    }),
+  })
+}
+
+/**
+ * The shared store, until `die()`: from then on every call fails, as a replica that died makes no
+ * more calls (`dieAfter` dies right after the first call of that name succeeds).
+ */
+function mortalStore(dieAfter?: keyof NotesStore) {
+  let dead = false
+  const proxy = new Proxy(store, {
+    get(target, name, receiver) {
+      const value: unknown = Reflect.get(target, name, receiver)
+      if (typeof value !== 'function') return value
+      return async (...args: unknown[]) => {
+        if (dead) throw new Error('this replica is dead')
+        const result: unknown = await (value as (...a: unknown[]) => unknown).apply(target, args)
+        if (name === dieAfter) dead = true
+        return result
+      }
+    },
+  })
+  return { store: proxy, die: () => (dead = true) }
+}
+
+const FORM_CLIENT = { elicitation: {} }
+const ACCEPT = { action: 'accept', content: { confirm: true } }
+
+async function seed(title: string): Promise<string> {
+  return (await store.create(LOCAL_PRINCIPAL, { title, body: 'body', tags: [] }, Date.now())).id
+}
+
+const exists = async (id: string) => (await store.get(LOCAL_PRINCIPAL, id)) !== undefined
+
+/** A form-capable session on `app`, and `delete_note` of a new note asking its confirmation. */
+async function deleteFlow(
+  app: ReturnType<typeof replica>,
+  title: string,
+  protocolVersion?: string
+) {
+  const noteId = await seed(title)
+  const { session } = await startSession(app, { capabilities: FORM_CLIENT, protocolVersion })
+  const stream = reader(
+    await session.request(
+      'tools/call',
+      { name: 'delete_note', arguments: { id: noteId } },
+      { id: 'del' }
+    )
+  )
+  const ask = (await stream.next()) as JsonObject
+  expect(ask).toMatchObject({ jsonrpc: '2.0', method: 'elicitation/create' })
+  return { noteId, session, stream, ask, askId: stream.idOf(ask) as string }
+}
+
+/** The same session seen through another replica. */
+function on(app: ReturnType<typeof replica>, session: LegacySession): LegacySession {
+  return new LegacySession(app, session.id, session.protocolVersion)
+}
+
+/** Resumes `session`'s stream after event `lastEventId`. */
+function resume(session: LegacySession, lastEventId: string): Promise<Response> {
+  return session.get({ 'last-event-id': lastEventId })
+}
+
+/** The stream's remaining messages end with the tool result of `del`; returns its text. */
+async function finalText(stream: SseReader): Promise<string> {
+  const rest = await stream.rest()
+  const final = rest.at(-1) as JsonObject
+  expect(final).toMatchObject({ jsonrpc: '2.0', id: 'del' })
+  return (final.result as { content: [{ text: string }] }).content[0].text
+}
+
+describe('event ids and priming', () => {
+  it('opens a 2025-11-25 POST stream with a priming event, then numbers every event of it', async () => {
+    const app = replica()
+    const { stream, ask, askId, session } = await deleteFlow(app, 'Primed')
+    const [priming] = stream.ids
+    expect(priming).toMatch(/^p[A-Za-z0-9_-]{16}\.0$/)
+    const streamId = (priming as string).slice(0, -2)
+    expect(askId).toBe(`${streamId}.1`)
+    // The request id names the stream and the event that carries it.
+    expect(ask.id).toBe(`s2c-${streamId}-1.tools/call.delete_note`)
+    expect((await session.answer(ask.id as string, ACCEPT)).status).toBe(202)
+    const rest = await stream.rest()
+    expect(stream.ids).toEqual([`${streamId}.0`, `${streamId}.1`, `${streamId}.2`])
+    expect(rest).toHaveLength(1)
+  })
+
+  it('sends no empty priming event to a 2025-06-18 session, but still numbers its events', async () => {
+    const app = replica()
+    const { stream, askId } = await deleteFlow(app, 'Not primed', '2025-06-18')
+    expect(stream.ids).toEqual([askId])
+    expect(askId).toMatch(/^p[A-Za-z0-9_-]{16}\.1$/)
+  })
+
+  it('numbers the events of the GET notification stream', async () => {
+    const app = replica()
+    const { session } = await startSession(app)
+    const get = reader(await session.get())
+    await seed('A change the stream hears')
+    await session.request('tools/call', {
+      name: 'create_note',
+      arguments: { title: 'Heard', body: 'b' },
+    })
+    const heard = (await get.next()) as JsonObject
+    expect(heard.method).toBe('notifications/resources/list_changed')
+    expect(get.idOf(heard)).toMatch(/^g[A-Za-z0-9_-]{16}\.1$/)
+  })
+})
+
+describe('resuming a POST stream', () => {
+  it('cancels nothing when the connection drops: the answer deletes, and a resume on another replica replays the result', async () => {
+    const a = replica()
+    const b = replica()
+    const { noteId, session, stream, ask, askId } = await deleteFlow(a, 'Dropped')
+    await stream.cancel()
+    expect((await on(b, session).answer(ask.id as string, ACCEPT)).status).toBe(202)
+    const resumed = reader(await resume(on(b, session), askId))
+    expect(await finalText(resumed)).toBe('Deleted the note "Dropped".')
+    expect(await exists(noteId)).toBe(false)
+    // The replayed event keeps its number.
+    expect(resumed.ids).toEqual([askId.replace(/\.1$/, '.2')])
+  })
+
+  it('replays from the priming event everything the stream carried, in order', async () => {
+    const app = replica()
+    const { session, stream, ask } = await deleteFlow(app, 'From the start')
+    const [priming] = stream.ids as [string]
+    await stream.cancel()
+    const resumed = reader(await resume(session, priming))
+    expect(await resumed.next()).toStrictEqual(ask)
+    expect((await session.answer(ask.id as string, ACCEPT)).status).toBe(202)
+    expect(await finalText(resumed)).toBe('Deleted the note "From the start".')
+  })
+
+  it('follows a stream another replica still drives (no shared bus: the store is the backstop)', async () => {
+    const a = replica()
+    const b = replica()
+    const { session, stream, ask, askId } = await deleteFlow(a, 'Followed')
+    await stream.cancel()
+    const resumed = reader(await resume(on(b, session), askId))
+    expect((await session.answer(ask.id as string, ACCEPT)).status).toBe(202)
+    expect(await finalText(resumed)).toBe('Deleted the note "Followed".')
+  })
+
+  it('answers 204 for a stream that has ended with nothing left after the id', async () => {
+    const app = replica()
+    const { session, stream, ask } = await deleteFlow(app, 'Over')
+    expect((await session.answer(ask.id as string, ACCEPT)).status).toBe(202)
+    await stream.rest()
+    const last = stream.ids.at(-1) as string
+    const response = await resume(session, last)
+    expect(response.status).toBe(204)
+    expect(await response.text()).toBe('')
+  })
+
+  it.each([
+    ['no event id this server sends', () => 'not-an-id'],
+    ['a stream id nobody made', () => `p${'A'.repeat(16)}.1`],
+    ['an event id with a sign', () => `p${'A'.repeat(16)}.-1`],
+  ])('refuses %s with 400 -32600', async (_case, lastEventId) => {
+    const app = replica()
+    const { session } = await startSession(app)
+    await expectError(await resume(session, lastEventId()), {
+      status: 400,
+      code: INVALID_REQUEST,
+      id: null,
+    })
+  })
+
+  it("refuses another session's stream: its events are never sent", async () => {
+    const app = replica()
+    const { stream, askId } = await deleteFlow(app, 'Not yours')
+    await stream.cancel()
+    const { session: other } = await startSession(app)
+    const error = await expectError(await resume(other, askId), {
+      status: 400,
+      code: INVALID_REQUEST,
+      id: null,
+    })
+    expect(error.message).toMatch(/names no stream of this session/)
+  })
+
+  it('refuses a stream whose events are past their retention', async () => {
+    const a = replica({ retentionMs: 60_000 })
+    const later = replica({ retentionMs: 60_000, skewMs: 120_000 })
+    const { session, stream, askId } = await deleteFlow(a, 'Too late')
+    await stream.cancel()
+    await expectError(await resume(on(later, session), askId), {
+      status: 400,
+      code: INVALID_REQUEST,
+      id: null,
+    })
+  })
+})
+
+describe('resuming the GET notification stream', () => {
+  it('goes on under the same id, numbered on, opening with a list-changed hint', async () => {
+    const app = replica()
+    const { session } = await startSession(app)
+    const first = `g${'B'.repeat(16)}.41`
+    const resumed = reader(await resume(session, first))
+    const hint = (await resumed.next()) as JsonObject
+    expect(hint).toStrictEqual({ jsonrpc: '2.0', method: 'notifications/resources/list_changed' })
+    expect(resumed.idOf(hint)).toBe(`g${'B'.repeat(16)}.42`)
+  })
+})
+
+describe('a call that outlives its replica', () => {
+  it('is claimed by the replica a resume reaches once the dead one’s lease ran out, and the note deleted once', async () => {
+    const mortal = mortalStore()
+    const a = replica({ store: mortal.store })
+    const b = replica({ skewMs: PAST_THE_LEASE })
+    const { noteId, session, stream, ask, askId } = await deleteFlow(a, 'Orphaned')
+    mortal.die()
+    await stream.cancel()
+    expect((await on(b, session).answer(ask.id as string, ACCEPT)).status).toBe(202)
+    const resumed = reader(await resume(on(b, session), askId))
+    expect(await finalText(resumed)).toBe('Deleted the note "Orphaned".')
+    expect(await exists(noteId)).toBe(false)
+  })
+
+  it('is not claimed while its replica holds the lease: the resume follows it instead', async () => {
+    const a = replica()
+    // Its clock is behind: the lease looks fresh for longer.
+    const b = replica({ skewMs: -PAST_THE_LEASE })
+    const { session, stream, ask, askId } = await deleteFlow(a, 'Still alive')
+    await stream.cancel()
+    const resumed = reader(await resume(on(b, session), askId))
+    expect((await session.answer(ask.id as string, ACCEPT)).status).toBe(202)
+    expect(await finalText(resumed)).toBe('Deleted the note "Still alive".')
+  })
+
+  it('deletes once when the dead replica deleted the note but never stored the answer', async () => {
+    const mortal = mortalStore('delete')
+    const a = replica({ store: mortal.store })
+    const b = replica({ skewMs: PAST_THE_LEASE })
+    const { noteId, session, stream, ask, askId } = await deleteFlow(a, 'Half done')
+    await stream.cancel()
+    expect((await session.answer(ask.id as string, ACCEPT)).status).toBe(202)
+    // `a` deletes and dies before its answer is stored: `b` re-runs the round from the checkpoint.
+    const resumed = reader(await resume(on(b, session), askId))
+    expect(await finalText(resumed)).toBe('Deleted the note "Half done".')
+    expect(await exists(noteId)).toBe(false)
+  })
+})
