@@ -36,13 +36,16 @@ const INVALID_REQUEST = -32600
 const SESSION_NOT_FOUND = -32001
 const BATCH_REVISION = '2025-03-26'
 
-const sealer = StateSealer.create({ keyRing: await importKeyRing([generateKey()]) })
+/** The notes app (without and with auth) and the fixture, on one store, key ring and bus. */
 const store = new SqliteNotesStore({ path: ':memory:' })
 await store.migrate()
-const bus = new InProcessEventBus()
-const app = createApp(parseConfig({}), { store, sealer, bus })
-const authApp = createApp(parseConfig(TEST_AUTH_ENV), { store, sealer, bus })
-const fixture = createFixtureApp(parseConfig({}), { sealer, bus, sessions: store })
+const shared = {
+  sealer: StateSealer.create({ keyRing: await importKeyRing([generateKey()]) }),
+  bus: new InProcessEventBus(),
+}
+const app = createApp(parseConfig({}), { store, ...shared })
+const authApp = createApp(parseConfig(TEST_AUTH_ENV), { store, ...shared })
+const fixture = createFixtureApp(parseConfig({}), { sessions: store, ...shared })
 
 const streams = new SseReaders()
 afterEach(() => streams.cancelAll())
