@@ -106,6 +106,16 @@ function formTool(name: string, description: string, message: string, form: Elic
 /** The tools the fixture adds for the 2025-11-25 leg (none of them is called by the 2026-07-28 leg). */
 export const legacyConformanceTools = [
   tool({
+    name: 'test_reconnection',
+    description:
+      'Lets go of the connection carrying its answer (an SSE retry hint) before it answers: the client resumes the stream with Last-Event-ID and gets the answer (SEP-1699 polling).',
+    input: noArgs,
+    run(_args, ctx) {
+      ctx.closeStream()
+      return text('Reconnection test completed: the answer came on the resumed stream.')
+    },
+  }),
+  tool({
     name: 'test_tool_with_logging',
     description: `Logs three info messages ${LOG_INTERVAL_MS} ms apart while it runs (sent only at the level the client asked for).`,
     input: noArgs,

@@ -8,6 +8,7 @@
  * or a Worker under `wrangler dev`) is each test's own business.
  */
 import { spawn } from 'node:child_process'
+import { readFileSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 
@@ -99,7 +100,24 @@ const NOT_SCORED_BUT_PASSING: Readonly<Record<RequirementSet, readonly string[]>
     'http-header-validation',
     'http-custom-header-server-validation',
   ],
-  '2025-11-25': ['server-session-lifecycle'],
+  '2025-11-25': ['server-session-lifecycle', 'server-sse-polling'],
+}
+
+/**
+ * Checks that must be SUCCESS, not merely not failing (the referee counts a WARNING as passed), by
+ * scenario: a resumable POST stream opens with a priming event, lets go with an SSE `retry`, and
+ * answers on the stream resumed with `Last-Event-ID`.
+ */
+const CHECKS_THAT_SUCCEED: Readonly<Record<RequirementSet, Readonly<Record<string, string[]>>>> = {
+  '2026-07-28': {},
+  '2025-11-25': {
+    'server-sse-polling': [
+      'server-sse-priming-event',
+      'server-sse-retry-field',
+      'server-sse-disconnect-resume',
+    ],
+    'server-sse-multiple-streams': ['server-accepts-multiple-post-streams'],
+  },
 }
 
 /**
@@ -128,6 +146,8 @@ export interface ScenarioResult {
 export interface RefereeRun {
   /** The script's exit code (`null` when it was killed). */
   exitCode: number | null
+  /** Where the results were written (absolute): `<requirement set>/server-<scenario>-<time>/`. */
+  out: string
   stdout: string
   /** Scenario name → its summary line. */
   summary: Map<string, ScenarioResult>
@@ -169,7 +189,29 @@ export async function runReferee(
   const timer = setTimeout(() => referee.kill('SIGTERM'), timeoutMs)
   const exitCode = await new Promise<number | null>((resolve) => referee.on('close', resolve))
   clearTimeout(timer)
-  return { exitCode, stdout, summary: parseRefereeSummary(stdout) }
+  return { exitCode, out: join(root, out), stdout, summary: parseRefereeSummary(stdout) }
+}
+
+/** The status of each check of `scenario` in the results of `run` (its latest run). */
+function scenarioChecks(
+  run: RefereeRun | undefined,
+  requirements: RequirementSet,
+  scenario: string
+): Map<string, string> {
+  const statuses = new Map<string, string>()
+  if (!run) return statuses
+  const dir = join(run.out, requirements)
+  const [latest] = readdirSync(dir)
+    .filter((name) => name.startsWith(`server-${scenario}-`))
+    .sort()
+    .reverse()
+  if (latest === undefined) return statuses
+  const checks = JSON.parse(readFileSync(join(dir, latest, 'checks.json'), 'utf8')) as {
+    id: string
+    status: string
+  }[]
+  for (const { id, status } of checks) statuses.set(id, status)
+  return statuses
 }
 
 /**
@@ -197,6 +239,14 @@ export function describeRefereeRun(
 
     if (requirements === '2026-07-28') {
       it.each(TASKS_SCENARIOS)('passes the tasks-extension scenario %s', expectPassed)
+    }
+
+    const mustSucceed = Object.entries(CHECKS_THAT_SUCCEED[requirements])
+    if (mustSucceed.length > 0) {
+      it.each(mustSucceed)('runs every check of %s to SUCCESS: %j', (scenario, checks) => {
+        const statuses = scenarioChecks(run(), requirements, scenario)
+        for (const check of checks) expect(statuses.get(check), check).toBe('SUCCESS')
+      })
     }
   })
 }
