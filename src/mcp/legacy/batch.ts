@@ -105,11 +105,15 @@ export async function batch<Deps>(
     })
   })
   const isRequest = (_: unknown, index: number) => messages[index]?.kind === 'request'
-  // Notifications and answers are settled first: each is a store write or a bus signal.
-  await Promise.all(answers.filter((answer, index) => !isRequest(answer, index)))
   const responses = answers.filter(isRequest)
+  // Notifications and answers settle first (each is a store write or a bus signal); one wait for
+  // both, so that whatever fails later is still handled.
+  const [streaming] = await Promise.all([
+    oneStreams(responses),
+    Promise.all(answers.filter((answer, index) => !isRequest(answer, index))),
+  ])
   if (responses.length === 0) return new Response(null, { status: 202 })
-  if (await oneStreams(responses)) return mergedStream(responses)
+  if (streaming) return mergedStream(responses)
   const texts = await Promise.all(responses.map(async (response) => (await response).text()))
   return jsonText(`[${texts.join(',')}]`)
 }
@@ -163,10 +167,11 @@ function scopeChallenge<Deps>(
 const isEventStream = (response: Response) =>
   response.headers.get('content-type')?.startsWith('text/event-stream') === true
 
-/** True as soon as one response is an SSE stream; false once all are in and none is. */
+/** True once one response is an SSE stream; false once every one (if any) is in and none is. */
 function oneStreams(responses: readonly Promise<Response>[]): Promise<boolean> {
   return new Promise((resolve, reject) => {
     let pending = responses.length
+    if (pending === 0) resolve(false)
     for (const response of responses) {
       response.then((answer) => {
         if (isEventStream(answer)) resolve(true)
