@@ -75,7 +75,9 @@ export function createApp(config: Config, deps: AppDeps): Hono {
     logger: deps.logger,
     shutdown: deps.shutdown,
     streamLimits: deps.streamLimits ?? new StreamLimits(config.streamLimits),
+    listen: { maxDurationMs: config.streamMaxMs },
     legacy: {
+      stream: { maxDurationMs: config.streamMaxMs },
       sessions: store,
       sessionTtlSeconds: config.sessionTtlSeconds,
       limits: config.sessionLimits,

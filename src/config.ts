@@ -5,6 +5,7 @@
  * naming the variable, never echoing a secret. Defaults make `npm start` work with no configuration.
  */
 import { z } from 'zod'
+import { DEFAULT_MAX_STREAM_MS } from './mcp/event-stream.ts'
 import { DEFAULT_SESSION_TTL_SECONDS, MAX_SESSION_TTL_SECONDS } from './mcp/legacy/protocol.ts'
 import {
   DEFAULT_MAX_SESSIONS_PER_PRINCIPAL,
@@ -72,6 +73,12 @@ const EnvSchema = z.object({
    * opening is refused with 429, a call that would wait with 200 (both -32602).
    */
   MAX_STREAMS_PER_SESSION: int(1, MAX_STREAM_CAP).default(DEFAULT_MAX_STREAMS_PER_SESSION),
+  /**
+   * Longest a response stays open (a listen or 2025 GET stream, a 2025 call's stream), for platforms
+   * that cut long responses: the server then ends it with an SSE `retry`, and the client reconnects
+   * (2025 clients resume where they were, `Last-Event-ID`). Default an hour.
+   */
+  STREAM_MAX_SECONDS: int(1, 86_400).default(DEFAULT_MAX_STREAM_MS / 1000),
   MAX_STREAMS_PER_PRINCIPAL: int(1, MAX_STREAM_CAP).default(DEFAULT_MAX_STREAMS_PER_PRINCIPAL),
   /**
    * Tasks one principal may hold at once, across its clients: running, waiting for input, or ended
@@ -149,6 +156,8 @@ export interface Config {
   streamLimits: Required<StreamLimitOptions>
   /** The cap on one principal's live tasks, and how long an ended task is kept. */
   tasks: Required<Pick<TaskOptions, 'maxLiveTasks' | 'resultTtlMs'>>
+  /** `STREAM_MAX_SECONDS` in milliseconds. */
+  streamMaxMs: number
   publicUrl?: string
   replicaId?: string
   metricsPort?: number
@@ -191,6 +200,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
       perSession: e.MAX_STREAMS_PER_SESSION,
       perPrincipal: e.MAX_STREAMS_PER_PRINCIPAL,
     },
+    streamMaxMs: e.STREAM_MAX_SECONDS * 1000,
     tasks: {
       maxLiveTasks: e.MAX_LIVE_TASKS_PER_PRINCIPAL,
       resultTtlMs: e.TASK_RESULT_TTL_SECONDS * 1000,

@@ -25,6 +25,7 @@ import { LOCAL_PRINCIPAL } from '../../src/auth/bearer.ts'
 import { createNotesServer } from '../../src/notes/server.ts'
 import type { NotesStore } from '../../src/notes/store.ts'
 import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
+import { createFixtureApp } from '../conformance/fixture-app.ts'
 import {
   LegacySession,
   SseReaders,
@@ -60,6 +61,8 @@ interface ReplicaOptions {
   /** Added to the replica's clock. */
   skewMs?: number
   retentionMs?: number
+  /** How long a connection stays open before the server lets go of it (`STREAM_MAX_SECONDS`). */
+  maxDurationMs?: number
   /** The server behind the replica (default the notes server). */
   server?: ReturnType<typeof createNotesServer>
 }
@@ -83,6 +86,10 @@ function replica(options: ReplicaOptions = {}) {
         sessions: notes,
         now,
         input: { answerPollMs: 20 },
+        stream:
+          options.maxDurationMs === undefined
+            ? undefined
+            : { maxDurationMs: options.maxDurationMs },
         resume: { leaseMs: LEASE_MS, retentionMs: options.retentionMs },
       },
     }),
@@ -278,6 +285,63 @@ describe('resuming a POST stream', () => {
       code: INVALID_REQUEST,
       id: null,
     })
+  })
+})
+
+describe('letting go of a connection', () => {
+  it('lets go of a POST connection at the stream bound with a retry; the resumed stream finishes the flow', async () => {
+    const app = replica({ maxDurationMs: 1 })
+    const noteId = await seed('Bounded')
+    const { session } = await startSession(app, { capabilities: FORM_CLIENT })
+    const first = reader(
+      await session.request(
+        'tools/call',
+        { name: 'delete_note', arguments: { id: noteId } },
+        { id: 'del' }
+      )
+    )
+    // Whatever the first connection carried before it was let go of, it ends with the retry hint.
+    const carried = await first.rest()
+    expect(first.retries).toEqual([1000])
+    let ask = carried.find((message) => message.method === 'elicitation/create')
+    let last = first.ids.at(-1) as string
+    // Each connection is let go of too: resume until the question has arrived.
+    for (let tries = 0; !ask && tries < 100; tries++) {
+      const again = reader(await resume(session, last))
+      ask = (await again.rest()).find((message) => message.method === 'elicitation/create')
+      last = again.ids.at(-1) ?? last
+    }
+    if (!ask) throw new Error('the question never arrived')
+    expect((await session.answer(ask.id as string, ACCEPT)).status).toBe(202)
+    let final: JsonObject | undefined
+    for (let tries = 0; !final && tries < 100; tries++) {
+      const again = reader(await resume(session, last))
+      final = (await again.rest()).find((message) => message.id === 'del')
+      last = again.ids.at(-1) ?? last
+    }
+    expect(final?.result).toMatchObject({ content: [{ text: 'Deleted the note "Bounded".' }] })
+    expect(await exists(noteId)).toBe(false)
+  })
+
+  it('lets go of the connection when the handler calls ctx.closeStream, and answers on the resumed stream', async () => {
+    const fixture = createFixtureApp(parseConfig({}), {
+      sealer,
+      bus: new InProcessEventBus(),
+      sessions: store,
+    })
+    const { session } = await startSession(fixture)
+    const first = reader(
+      await session.request(
+        'tools/call',
+        { name: 'test_reconnection', arguments: {} },
+        { id: 'del' }
+      )
+    )
+    expect(await first.rest()).toStrictEqual([])
+    expect(first.retries).toEqual([1000])
+    const [priming] = first.ids as [string]
+    const resumed = reader(await resume(session, priming))
+    expect(await finalText(resumed)).toMatch(/^Reconnection test completed/)
   })
 })
 
