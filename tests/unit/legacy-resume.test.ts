@@ -7,9 +7,10 @@
  * past their retention get nothing; a stream that has ended with nothing left answers 204; the GET
  * notification stream resumes with list-changed hints; `ctx.closeStream()` lets go of a connection
  * with `retry`. A replica that "dies" (its store calls fail from a chosen moment on, so it never
- * writes again) leaves its waiting call to another replica, which claims it once the lease has run
- * out and finishes it from the checkpoint: the note is deleted once, also when the dead replica had
- * deleted it before it could store the answer.
+ * writes again) leaves its waiting call to another replica (the one serving the resumed stream, or
+ * the one the client's answer reaches), which claims it once the lease has run out and finishes it
+ * from the checkpoint: the note is deleted once, also when the dead replica had deleted it before it
+ * could store the answer.
  *
  * Waits are events (the next SSE message, the end of a stream), never timers: the replica taking
  * over sees the dead one's lease run out through its own clock (`legacy.now`), set past the lease.
@@ -368,6 +369,21 @@ describe('a call that outlives its replica', () => {
     expect((await on(b, session).answer(ask.id as string, ACCEPT)).status).toBe(202)
     const resumed = reader(await resume(on(b, session), askId))
     expect(await finalText(resumed)).toBe('Deleted the note "Orphaned".')
+    expect(await exists(noteId)).toBe(false)
+  })
+
+  it('is taken over by the replica its answer reaches, the result kept for the resumed stream', async () => {
+    const mortal = mortalStore()
+    const a = replica({ store: mortal.store })
+    const b = replica({ skewMs: PAST_THE_LEASE })
+    // Its clock sees the dead replica's lease still held: it can only follow, never claim.
+    const c = replica()
+    const { noteId, session, stream, ask, askId } = await deleteFlow(a, 'Answered elsewhere')
+    mortal.die()
+    await stream.cancel()
+    expect((await on(b, session).answer(ask.id as string, ACCEPT)).status).toBe(202)
+    const resumed = reader(await resume(on(c, session), askId))
+    expect(await finalText(resumed)).toBe('Deleted the note "Answered elsewhere".')
     expect(await exists(noteId)).toBe(false)
   })
 

@@ -6,14 +6,16 @@
  *   through the bus (`request_cancelled`), the others change nothing;
  * - a JSON-RPC response, the client's answer to a server→client request of an interactive flow: it
  *   needs the scopes of the call that asked (named in its id: `rendezvous.ts`) and is stored in its
- *   slot for the replica holding the flow, which the bus wakes (`input_delivered`); an answer no slot
- *   expects is logged and changes nothing.
+ *   slot for the replica driving the flow, which the bus wakes (`input_delivered`); when that
+ *   replica is gone (the flow's lease ran out), this one takes the flow over (`resume.ts`); an
+ *   answer no slot expects is logged and changes nothing.
  */
 import type { RequestObservation } from '../observer.ts'
 import { scopeChallenge } from '../scopes.ts'
 import { z } from 'zod'
 import { LEGACY_NOTIFICATIONS } from './protocol.ts'
 import type { LegacySession } from './session.ts'
+import { adoptWaitingCall } from './resume.ts'
 import { cancelKey, type LegacyEraContext, type LegacyInput, type Message } from './transport.ts'
 
 const CancelledParamsSchema = z.looseObject({ requestId: z.union([z.string(), z.number()]) })
@@ -60,8 +62,15 @@ export async function answer<Deps>(
     JSON.stringify(message.raw),
     era.now()
   )
-  if (delivered)
+  if (delivered) {
     await era.bus.publish({ kind: 'input_delivered', session: session.sid, requestId: message.id })
-  else era.logger.warn('answer for no pending request', { session: session.sid.slice(0, 8) })
+    // The replica driving the flow may be gone: then this one goes on with it.
+    void adoptWaitingCall(era, session, input, message.id).catch((error: unknown) =>
+      era.logger.warn('a waiting call could not be taken over', {
+        session: session.sid.slice(0, 8),
+        error: error instanceof Error ? error.message : String(error),
+      })
+    )
+  } else era.logger.warn('answer for no pending request', { session: session.sid.slice(0, 8) })
   return new Response(null, { status: 202 })
 }

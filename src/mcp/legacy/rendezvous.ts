@@ -52,7 +52,7 @@ export interface AskingCall {
 }
 
 /** `s2c-`, the stream, `-` and the event's number, then `.` and the asking call. */
-const REQUEST_ID = /^s2c-[pg][A-Za-z0-9_-]{16}-\d{1,9}\.([^.]+)(?:\.(.+))?$/
+const REQUEST_ID = /^s2c-([pg][A-Za-z0-9_-]{16})-\d{1,9}\.([^.]+)(?:\.(.+))?$/
 
 /** The client's answer to one server→client request: a JSON-RPC result or error. */
 export type ClientAnswer =
@@ -86,9 +86,14 @@ export function newRequestId(stream: string, seq: number, { method, params }: As
 
 /** The call an answer's id names, or `undefined` when the id is none the server sends. */
 export function askingCall(id: string): AskingCall | undefined {
-  const [, method, name] = REQUEST_ID.exec(id) ?? []
+  const [, , method, name] = REQUEST_ID.exec(id) ?? []
   if (method === undefined) return undefined
   return { method, params: name === undefined ? {} : { name } }
+}
+
+/** The stream whose event carried the server→client request `id`, or `undefined` for none of ours. */
+export function streamOfRequestId(id: string): string | undefined {
+  return REQUEST_ID.exec(id)?.[1]
 }
 
 function parseAnswer(payload: string): ClientAnswer {

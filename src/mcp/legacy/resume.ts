@@ -27,7 +27,7 @@ import { jsonText } from '../streaming.ts'
 import { dispatchCall } from './call-flow.ts'
 import { CallLease, claimable, storedCall } from './call-lease.ts'
 import { CallStream } from './call-stream.ts'
-import { FIRST_ANSWER_POLL_MS } from './rendezvous.ts'
+import { FIRST_ANSWER_POLL_MS, streamOfRequestId } from './rendezvous.ts'
 import type { LegacySession } from './session.ts'
 import { notificationStream } from './stream.ts'
 import { SseConnection, StreamLog, eventId, isFinalEvent, parseEventId } from './stream-log.ts'
@@ -177,39 +177,101 @@ class ResumedStream<Deps> {
    * connection carrying its stream; false when another replica claimed it first.
    */
   async #takeOver(): Promise<boolean> {
-    const era = this.#era
-    const { sid } = this.#session
-    const call = storedCall(this.#record)
-    if (!call?.checkpoint) return false
-    const lease = await CallLease.claim(era.leases, this.#record)
+    const lease = await CallLease.claim(this.#era.leases, this.#record)
     if (!lease) return false
     // What the old driver wrote before it went (its last requests, even its answer) is read first.
-    const rest = await era.sessions.readEvents(sid, this.#stream, this.#seq, REPLAY_PAGE, era.now())
+    const { sid } = this.#session
+    const rest = await this.#era.sessions.readEvents(
+      sid,
+      this.#stream,
+      this.#seq,
+      REPLAY_PAGE,
+      this.#era.now()
+    )
     if (this.#write(rest)) {
       await lease.release({ ended: true })
       this.#connection.close()
       return true
     }
-    era.logger.warn('a 2025 call taken over from a replica that is gone', {
-      session: sid.slice(0, 8),
-      stream: this.#stream,
-    })
-    const waiting = Object.entries(call.checkpoint.waiting)
-    const lastSeq = Math.max(this.#seq, ...waiting.map(([, { seq }]) => seq))
-    const log = new StreamLog(era.streams, sid, this.#stream, lastSeq)
-    log.attach(this.#connection)
-    // Requests the old driver named in its checkpoint but did not live to write go out now.
-    for (const [id, { ask, seq }] of waiting) {
-      if (seq <= this.#seq) continue
-      const message = { jsonrpc: '2.0', id, method: ask.method, params: ask.params ?? {} }
-      void log.append(JSON.stringify(message), seq)
-    }
-    const stream = CallStream.resumed(era.streams, this.#session, call.request, log)
-    void dispatchCall(era, call.request, this.#session, this.#input, undefined, {
-      stream,
+    driveClaimed(
+      this.#era,
+      this.#session,
+      this.#input,
+      this.#record,
       lease,
-      checkpoint: call.checkpoint,
-    })
+      this.#seq,
+      this.#connection
+    )
     return true
   }
+}
+
+/**
+ * After an answer was stored for `requestId`: when the call that asked waits with its driver gone
+ * (lease absent or run out), claims it here and drives it on with no connection (its events go to
+ * the store for the client's resumed stream). Nothing when the call is driven, ended or unknown.
+ */
+export async function adoptWaitingCall<Deps>(
+  era: LegacyEraContext<Deps>,
+  session: LegacySession,
+  input: LegacyInput,
+  requestId: string
+): Promise<void> {
+  const stream = streamOfRequestId(requestId)
+  const record = stream && (await era.sessions.getStream(session.sid, stream))
+  if (!record || !claimable(record, era.now())) return
+  const lease = await CallLease.claim(era.leases, record)
+  if (!lease) return
+  let lastSeq = 0
+  for (;;) {
+    const events = await era.sessions.readEvents(
+      session.sid,
+      stream,
+      lastSeq,
+      REPLAY_PAGE,
+      era.now()
+    )
+    lastSeq = events.at(-1)?.seq ?? lastSeq
+    if (events.some(({ payload }) => isFinalEvent(payload))) return lease.release({ ended: true })
+    if (events.length < REPLAY_PAGE) break
+  }
+  driveClaimed(era, session, input, record, lease, lastSeq)
+}
+
+/**
+ * Drives a call claimed from a replica that is gone (`lease`), on from its checkpoint, its stream
+ * going on after event `lastSeq` (on `connection`, when a client is resuming it here).
+ */
+function driveClaimed<Deps>(
+  era: LegacyEraContext<Deps>,
+  session: LegacySession,
+  input: LegacyInput,
+  record: StreamRecord,
+  lease: CallLease,
+  lastSeq: number,
+  connection?: SseConnection
+): void {
+  const call = storedCall(record)
+  const checkpoint = call?.checkpoint
+  if (!call || !checkpoint) return void lease.release()
+  era.logger.warn('a 2025 call taken over from a replica that is gone', {
+    session: session.sid.slice(0, 8),
+    stream: record.stream,
+  })
+  const waiting = Object.entries(checkpoint.waiting)
+  const log = new StreamLog(
+    era.streams,
+    session.sid,
+    record.stream,
+    Math.max(lastSeq, ...waiting.map(([, { seq }]) => seq))
+  )
+  if (connection) log.attach(connection)
+  // Requests the old driver named in its checkpoint but did not live to write go out now.
+  for (const [id, { ask, seq }] of waiting) {
+    if (seq <= lastSeq) continue
+    const message = { jsonrpc: '2.0', id, method: ask.method, params: ask.params ?? {} }
+    void log.append(JSON.stringify(message), seq)
+  }
+  const stream = CallStream.resumed(era.streams, session, call.request, log)
+  void dispatchCall(era, call.request, session, input, undefined, { stream, lease, checkpoint })
 }
