@@ -22,7 +22,8 @@ import { InProcessEventBus, type EventBus } from '../../src/mcp/event-bus.ts'
 import { createMcpHandler } from '../../src/mcp/handler.ts'
 import { generateKey, importKeyRing } from '../../src/mcp/key-ring.ts'
 import { StateSealer } from '../../src/mcp/sealed-state.ts'
-import { LOCAL_PRINCIPAL } from '../../src/auth/bearer.ts'
+import { createApp } from '../../src/app.ts'
+import { LOCAL_PRINCIPAL, tokenPrincipal } from '../../src/auth/bearer.ts'
 import { createNotesServer } from '../../src/notes/server.ts'
 import type { NotesStore } from '../../src/notes/store.ts'
 import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
@@ -30,10 +31,12 @@ import { createFixtureApp } from '../conformance/fixture-app.ts'
 import {
   LegacySession,
   SseReaders,
+  TEST_AUTH_ENV,
   startSession,
   type SseReader,
 } from '../support/legacy-request.ts'
 import { expectError, type JsonObject } from '../support/mcp-request.ts'
+import { expectInsufficientScope, signTestToken } from '../support/test-tokens.ts'
 
 const INVALID_REQUEST = -32600
 const LEASE_MS = 10_000
@@ -286,6 +289,55 @@ describe('resuming a POST stream', () => {
       code: INVALID_REQUEST,
       id: null,
     })
+  })
+})
+
+describe('resuming with auth', () => {
+  const alice = tokenPrincipal(TEST_AUTH_ENV.AUTH_ISSUER, 'alice')
+  const authApp = createApp(parseConfig(TEST_AUTH_ENV), {
+    store,
+    sealer,
+    bus: new InProcessEventBus(),
+  })
+  const tokenOf = async (subject: string, scope?: string) => ({
+    authorization: `Bearer ${await signTestToken({ subject, scope })}`,
+  })
+
+  it("gives another principal nothing (404, as for any session not its own), and a token of the session's principal without the call's scopes the 403", async () => {
+    const noteId = (await store.create(alice, { title: 'Hers', body: 'b', tags: [] }, Date.now()))
+      .id
+    const { session } = await startSession(authApp, {
+      capabilities: FORM_CLIENT,
+      headers: await tokenOf('alice', 'notes:write'),
+    })
+    const stream = reader(
+      await session.request(
+        'tools/call',
+        { name: 'delete_note', arguments: { id: noteId } },
+        { id: 'del' }
+      )
+    )
+    const ask = (await stream.next()) as JsonObject
+    const askId = stream.idOf(ask) as string
+    await stream.cancel()
+    const mallory = await session.get({
+      'last-event-id': askId,
+      ...(await tokenOf('mallory', 'notes:write')),
+    })
+    await expectError(mallory, { status: 404, code: -32001, id: null })
+    await expectInsufficientScope(
+      await session.get({ 'last-event-id': askId, ...(await tokenOf('alice', 'notes:read')) }),
+      'notes:write',
+      null
+    )
+    // Her own token with the call's scopes resumes it.
+    const resumed = reader(
+      await session.get({ 'last-event-id': askId, ...(await tokenOf('alice', 'notes:write')) })
+    )
+    expect(
+      (await session.answer(ask.id as string, ACCEPT, await tokenOf('alice', 'notes:write'))).status
+    ).toBe(202)
+    expect(await finalText(resumed)).toBe('Deleted the note "Hers".')
   })
 })
 
