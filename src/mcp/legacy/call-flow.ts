@@ -31,6 +31,7 @@ import { Cancellation, type FinalMessage } from '../streaming.ts'
 import type { InputRequest, JsonObject, RequestId } from '../wire.ts'
 import { CallLease, type StoredCall } from './call-lease.ts'
 import { CallStream } from './call-stream.ts'
+import { ENDED_STREAM_RETENTION_MS } from './stream-log.ts'
 import {
   FlowEndedError,
   runWithClientInput,
@@ -275,8 +276,10 @@ class CallFlow<Deps> implements FlowHost {
     const stored = cancelled || (await log.append(message.text))
     log.connection?.close()
     if (!stored) return
-    if (this.#lease) await this.#lease.release({ ended: true }).catch(() => {})
-    else await this.#stream.markEnded()
+    // Kept a little longer, for a client whose connection dropped just before the answer.
+    const ended = { ended: true, expiresAt: this.#era.now() + ENDED_STREAM_RETENTION_MS }
+    if (this.#lease) await this.#lease.release(ended).catch(() => {})
+    else await this.#stream.markEnded(ended.expiresAt)
     this.#forget(this.#waiting)
   }
 

@@ -101,13 +101,16 @@ export class CallStream implements RequestChannel {
     return this.#record ?? Promise.resolve(undefined)
   }
 
-  /** Marks the stream of a call that held no lease ended: nothing follows its last event. */
-  async markEnded(): Promise<void> {
+  /**
+   * Marks the stream of a call that held no lease ended (nothing follows its last event), its
+   * record kept until `expiresAt`.
+   */
+  async markEnded(expiresAt: number): Promise<void> {
     const record = await this.#record
     if (!record) return
     const { store, logger } = this.#context
     await store
-      .updateStream(record.sid, record.stream, record.version, { ended: true })
+      .updateStream(record.sid, record.stream, record.version, { ended: true, expiresAt })
       .catch((error: unknown) =>
         logger.warn('a stream could not be marked ended', {
           session: record.sid.slice(0, 8),

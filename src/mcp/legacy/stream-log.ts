@@ -6,9 +6,9 @@
  * id `<stream>.<seq>`, numbered from 1 (0 is the priming event's): any replica reads from it which
  * stream of the session to resume, and where.
  * - `StreamLog` writes one POST stream, on the replica driving its call: each event is stored
- *   (`../stream-store.ts`) before it is written to the connection attached, if any, and announced on
- *   the bus (`stream_appended`) for a replica serving a resumed connection of it, which reads it back
- *   from the store. A number another replica stored first means that replica took the call over:
+ *   (`../stream-store.ts`; at most `MAX_KEPT_EVENTS_PER_STREAM` of them) before it is written to the
+ *   connection attached, if any, and announced on the bus (`stream_appended`) for a replica serving
+ *   a resumed connection of it, which reads it back from the store. A number another replica stored first means that replica took the call over:
  *   the log has lost the stream and writes nothing more.
  * - `SseConnection` is one HTTP response carrying a stream's events: keep-alive comments, and an end
  *   with an SSE `retry` hint when the server lets go of the connection while the stream goes on (its
@@ -45,6 +45,18 @@ export const DEFAULT_RESUME_WINDOW_MS = 5 * 60_000
  * out; past this much unread, nothing is lost by cutting it, since the client resumes from the store.
  */
 export const MAX_UNREAD_STREAM_BYTES = 1024 * 1024
+/**
+ * Events of one stream kept in the store: a call's stream carries its questions (at most the input
+ * shim's rounds), its final response and whatever progress and log messages the handler sends. Past
+ * this many, later events are still written live but not kept, so a handler that logs without end
+ * cannot grow the store; a client resuming after them misses what was not kept.
+ */
+export const MAX_KEPT_EVENTS_PER_STREAM = 1_000
+/**
+ * How long a stream's record is kept once it has ended: long enough for a client whose connection
+ * dropped just before the answer to come back for it (the v1 SDK's backoff waits at most 30 s).
+ */
+export const ENDED_STREAM_RETENTION_MS = 2 * 60_000
 
 /** A new stream id of `kind`. */
 export function newStreamId(kind: StreamKind): string {
@@ -240,6 +252,16 @@ export class StreamLog {
     const { store, bus, logger, now, retentionMs } = this.#context
     const written = this.#written.then(async () => {
       if (this.#lost) return false
+      if (seq > MAX_KEPT_EVENTS_PER_STREAM) {
+        if (seq === MAX_KEPT_EVENTS_PER_STREAM + 1) {
+          logger.warn('a stream sent more events than are kept; later ones are sent live only', {
+            session: this.sid.slice(0, 8),
+            kept: MAX_KEPT_EVENTS_PER_STREAM,
+          })
+        }
+        this.#connection?.event(eventId(this.stream, seq), text)
+        return true
+      }
       try {
         if (!(await store.appendEvent(this.sid, this.stream, seq, text, now() + retentionMs))) {
           this.#lost = true
