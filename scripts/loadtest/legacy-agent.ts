@@ -20,11 +20,22 @@
  * - observation: who served each request (`X-Replica`), 5xx, failed attempts, latencies (`round_N`:
  *   from the POST or answer that starts round N to the server's next question or the result) and
  *   whether each answer reached another replica than the stream's;
- * - failing fast: the SDK reports a broken response stream and an answer POST that failed only to
- *   `onerror`, and its request would then wait for its timeout. The hook reads a copy of the call's
- *   stream (`src/client/sse.ts`) and aborts the call when the stream breaks or ends without the
- *   call's response, or when an answer POST fails: a {@link CallError} with `transport: true` (the
- *   user sees an error; the SDK tells the server with `notifications/cancelled`).
+ * - resuming: every 2025 POST stream opens with a priming event and numbers its events, so when a
+ *   call's stream breaks or ends without the response the SDK resumes it by itself with a GET and
+ *   `Last-Event-ID` (its default `reconnectionOptions`: 1 s, then 1.5 s, 2 attempts). The hook knows
+ *   the call's resume GET by that id (the SDK's `onresumptiontoken`), routes it like an answer, away
+ *   from the replica that held the stream, and from then on takes the replica that answered it for
+ *   the stream's;
+ * - failing fast where the SDK cannot go on and its request would wait for its timeout: the
+ *   `tools/call` POST got no answer at all (a gateway 5xx, a connection that failed, or a stream that
+ *   ended or broke before its first event, so with no id to resume from): `call_post_unanswered`; an
+ *   answer POST that got no answer (a gateway 5xx, a connection that failed; the SDK never sends it
+ *   again): `answer_post_unanswered`; a resume the SDK gave up on (as many failed GETs as its
+ *   attempts, or a resumed stream that has nothing to send): `stream_broken_unresumed`. Each aborts
+ *   the call with a {@link CallError} with `transport: true` (the user sees an error; the SDK tells
+ *   the server with `notifications/cancelled`). The first two mean the killed replica never answered
+ *   the request ({@link UNANSWERED_KINDS}, what `report.ts` lets a 2025 flow fail with in the fault
+ *   window); the last fails the run.
  * The SDK's own request timeout stays as the backstop, and counts as an unclean failure.
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
@@ -44,18 +55,31 @@ import type { AgentSetup, Endpoint } from './routing.ts'
 const REQUEST_TIMEOUT_MS = CALL_TIMEOUT_MS + 5_000
 /** `initialize` attempts when the handshake's transport fails. */
 const CONNECT_ATTEMPTS = 3
+/** The GETs the SDK tries to resume one stream with before it gives up (its default `maxRetries`). */
+const SDK_RESUME_ATTEMPTS = 2
 const CLIENT_INFO = { name: 'notes-loadtest-2025', version: '0.1.0' }
+
+/**
+ * The clean failures that mean the killed replica never answered the request (module header): the
+ * only ones a 2025 flow may end with, and only in the fault window.
+ */
+export const UNANSWERED_KINDS: readonly string[] = [
+  'call_post_unanswered',
+  'answer_post_unanswered',
+]
 
 /** The interactive call in flight (a user runs one call at a time). */
 interface CurrentCall {
   label: CallLabel
   answer: Answerer | undefined
-  /** Aborts the SDK's request: set off by the fetch hook when the call's wire broke. */
+  /** Aborts the SDK's request: set off by the fetch hook when the call cannot go on. */
   controller: AbortController
-  /** The JSON-RPC id of the `tools/call`, once its POST went out. */
-  id?: unknown
-  /** The replica holding the call's response stream. */
+  /** The replica holding the call's response stream (the one a resume GET reached, after one). */
   streamReplica?: string
+  /** The id of the last event the SDK read on the call's streams: what it resumes from. */
+  lastEventId?: string
+  /** Resume GETs of the call that failed since the last one that opened a stream. */
+  failedResumes: number
   round: number
   roundStart: number
   /** Why the hook aborted the call, or what it saw fail. */
@@ -64,6 +88,11 @@ interface CurrentCall {
   answerError?: unknown
   settled: boolean
 }
+
+/** What a request the SDK sends is to the call in flight. */
+type Role = 'call' | 'answer' | 'resume' | 'other'
+
+const REQUEST_NAMES = { call: 'tools/call POST', answer: 'answer POST', resume: 'resume GET' }
 
 function parseMessage(body: unknown): JsonObject | undefined {
   if (typeof body !== 'string') return undefined
@@ -162,6 +191,7 @@ export class LegacyAgent implements Agent {
       label,
       answer,
       controller: new AbortController(),
+      failedResumes: 0,
       round: 1,
       roundStart: performance.now(),
       settled: false,
@@ -172,6 +202,7 @@ export class LegacyAgent implements Agent {
       const result = await client.callTool({ name, arguments: args }, undefined, {
         signal: AbortSignal.any([call.controller.signal, this.#setup.signal]),
         timeout: CALL_TIMEOUT_MS,
+        onresumptiontoken: (eventId) => (call.lastEventId = eventId),
       })
       const now = performance.now()
       if (label === 'flow') this.#setup.era.latency(`round_${call.round}`, now - call.roundStart)
@@ -201,88 +232,94 @@ export class LegacyAgent implements Agent {
     }
   }
 
-  /** Aborts `call` (if still in flight) with what broke its wire. */
+  /** Aborts `call` (if still in flight) with what keeps it from going on. */
   #break(call: CurrentCall, failure: CallError): void {
     if (call.settled || call !== this.#current) return
     call.failure ??= failure
     call.controller.abort(failure)
   }
 
-  /** Every request the SDK sends: see the module header. */
-  readonly #fetch = async (_input: string | URL | Request, init: RequestInit = {}) => {
-    const { era } = this.#setup
-    const message = parseMessage(init.body)
-    const call = this.#current
-    const isCall = call !== undefined && message?.method === 'tools/call'
-    const isAnswer = call !== undefined && isResponse(message)
-    if (isCall) call.id = message?.id
-    if (isAnswer) {
-      call.round += 1
-      call.roundStart = performance.now()
-    }
-    const avoid = isAnswer ? call.streamReplica : undefined
+  /** A resume GET of `call` failed: once the SDK has no attempt left, the call cannot go on. */
+  #resumeFailed(call: CurrentCall, reason: string): void {
+    call.failedResumes += 1
+    if (call.failedResumes < SDK_RESUME_ATTEMPTS) return
+    this.#break(
+      call,
+      new CallError(
+        'stream_broken_unresumed',
+        `the SDK gave up resuming the call's stream: ${reason}`,
+        true
+      )
+    )
+  }
+
+  /** Sends one request of the SDK's to a replica (module header: routing), away from `avoid`. */
+  async #send(init: RequestInit, avoid: string | undefined): Promise<[Response, string]> {
     const signal =
       (init.method ?? 'GET') === 'GET' || !init.signal
         ? init.signal
         : AbortSignal.any([init.signal, AbortSignal.timeout(REQUEST_TIMEOUT_MS)])
-    const started = performance.now()
-    let response: Response
-    let url: string
     for (let attempt = 1; ; attempt++) {
       claimRequest(this.#setup)
-      url = this.#rotation.next(avoid, true)
+      const url = this.#rotation.next(avoid, true)
       const headers = new Headers(init.headers)
       for (const [name, value] of Object.entries(this.#rotation.headers(avoid))) {
         headers.set(name, value)
       }
       try {
-        response = await fetch(url, { ...init, headers, signal })
+        return [await fetch(url, { ...init, headers, signal }), url]
       } catch (error) {
         if (init.signal?.aborted) throw error
         this.#rotation.settled(url, 0, undefined)
-        if (refused(error) && attempt < this.#rotation.width) continue
-        const failure = new CallError(
-          isAnswer ? 'answer_undelivered' : 'connection_failed',
-          error instanceof Error ? error.message : String(error),
-          true
-        )
-        if (isAnswer) this.#break(call, failure)
-        else if (isCall) call.failure ??= failure
-        throw error
+        if (!refused(error) || attempt >= this.#rotation.width) throw error
       }
-      break
+    }
+  }
+
+  /** Every request the SDK sends: see the module header. */
+  readonly #fetch = async (_input: string | URL | Request, init: RequestInit = {}) => {
+    const call = this.#current
+    const role = call ? roleOf(call, init) : 'other'
+    if (!call || role === 'other') return (await this.#send(init, undefined))[0]
+    if (role === 'answer') {
+      call.round += 1
+      call.roundStart = performance.now()
+    }
+    const started = performance.now()
+    let response: Response
+    let url: string
+    try {
+      ;[response, url] = await this.#send(init, role === 'call' ? undefined : call.streamReplica)
+    } catch (error) {
+      if (!init.signal?.aborted) this.#unanswered(call, role, describe(error))
+      throw error
     }
     const replica = response.headers.get('x-replica') ?? undefined
     this.#rotation.settled(url, response.status, replica)
-    if (isAnswer) {
-      era.latency('answer_post', performance.now() - started)
-      if (replica && call.streamReplica) era.laterRound(replica !== call.streamReplica)
-      if (!response.ok) {
-        this.#break(
-          call,
-          new CallError(
-            replica ? `answer_http_${response.status}` : `answer_gateway_${response.status}`,
-            `the answer POST got HTTP ${response.status}`,
-            !replica
-          )
-        )
-      }
+    if (role === 'answer') {
+      this.#setup.era.latency('answer_post', performance.now() - started)
+      if (replica && call.streamReplica) this.#setup.era.laterRound(replica !== call.streamReplica)
+    }
+    if (!response.ok) {
+      const what = `the ${REQUEST_NAMES[role]} got HTTP ${response.status}`
+      if (!replica) this.#unanswered(call, role, what)
+      else if (role === 'resume') this.#resumeFailed(call, what)
+      else this.#break(call, new CallError(`${role}_http_${response.status}`, what, false))
       return response
     }
-    if (!isCall) return response
-    if (!response.ok) {
-      // The SDK throws for it; the flow learns whether it came from the gateway or a replica.
-      call.failure ??= new CallError(
-        replica ? `http_${response.status}` : `gateway_${response.status}`,
-        `the tools/call POST got HTTP ${response.status}`,
-        !replica
-      )
-      return response
+    if (role === 'answer') return response
+    const streaming = response.headers.get('content-type')?.includes('text/event-stream')
+    if (role === 'resume') {
+      if (!response.body || !streaming) {
+        const what = `the resume GET got HTTP ${response.status} without a stream`
+        this.#break(call, new CallError('stream_broken_unresumed', what, true))
+        return response
+      }
+      call.failedResumes = 0
+      this.#setup.era.resumed()
     }
     call.streamReplica = replica
-    if (!response.body || !response.headers.get('content-type')?.includes('text/event-stream')) {
-      return response
-    }
+    if (role === 'resume' || !response.body || !streaming) return response
     const [watched, passed] = response.body.tee()
     void this.#watch(watched, call)
     return new Response(passed, {
@@ -292,22 +329,42 @@ export class LegacyAgent implements Agent {
     })
   }
 
-  /** Reads the copy of a call's stream; a stream that breaks or ends without the response breaks it. */
+  /** A request of `call` that got no replica's answer (a gateway 5xx, a failed connection). */
+  #unanswered(call: CurrentCall, role: Exclude<Role, 'other'>, reason: string): void {
+    if (role === 'resume') this.#resumeFailed(call, reason)
+    else this.#break(call, new CallError(`${role}_post_unanswered`, reason, true))
+  }
+
+  /**
+   * Reads the copy of a call's POST stream: one that ends or breaks before its first event leaves
+   * the SDK no id to resume from. (Every event of a 2025 stream has an id, the priming event first;
+   * after one, the SDK resumes by itself.)
+   */
   async #watch(body: ReadableStream<Uint8Array>, call: CurrentCall): Promise<void> {
-    let answered = false
+    let reason = 'the stream ended before its first event'
     try {
-      for await (const data of sseData(body, this.#setup.signal)) {
-        const message = parseMessage(data)
-        if (message && isResponse(message) && message.id === call.id) answered = true
-      }
-      if (!answered) {
-        this.#break(call, new CallError('stream_ended', 'the stream ended without a result', true))
-      }
+      for await (const _event of sseData(body, this.#setup.signal)) return
     } catch (error) {
-      if (!answered) {
-        const reason = error instanceof Error ? error.message : String(error)
-        this.#break(call, new CallError('stream_broken', reason, true))
-      }
+      reason = `the stream broke before its first event: ${describe(error)}`
+    }
+    if (!this.#setup.signal.aborted) {
+      this.#break(call, new CallError('call_post_unanswered', reason, true))
     }
   }
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error)
+}
+
+/** What `init` is to `call`: its POST, an answer to its question, the SDK resuming its stream. */
+function roleOf(call: CurrentCall, init: RequestInit): Role {
+  const message = parseMessage(init.body)
+  if (message?.method === 'tools/call') return 'call'
+  if (isResponse(message)) return 'answer'
+  const resumesFrom = new Headers(init.headers).get('last-event-id')
+  if ((init.method ?? 'GET') === 'GET' && resumesFrom !== null) {
+    return resumesFrom === call.lastEventId ? 'resume' : 'other'
+  }
+  return 'other'
 }

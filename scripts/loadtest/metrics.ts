@@ -7,9 +7,10 @@
  * (`modern`: 2026-07-28 through the project's driver; `2025`: the v1 SDK client over sessions):
  * flows by kind (started, completed, failed cleanly), the errors that ended a flow uncleanly, the
  * transport failures that ended one cleanly, latency by kind of call and round, the cross-replica
- * share of later rounds, repeated deletes and `create_note` recoveries. For the tasks scenario's
- * users (`task-flow.ts`) the same per-group counters, plus tasks created, creations left without an
- * answer, polls, updates, answers and how long tasks took from creation to their end.
+ * share of later rounds, the 2025 streams resumed, repeated deletes and `create_note` recoveries.
+ * For the tasks scenario's users (`task-flow.ts`) the same per-group counters, plus tasks created,
+ * creations left without an answer, polls, updates, answers and how long tasks took from creation
+ * to their end.
  * Plain counters: the virtual users share one event loop.
  */
 
@@ -119,6 +120,8 @@ export class CallMetrics {
    */
   laterRounds = 0
   crossReplicaRounds = 0
+  /** 2025: resume GETs that reopened a call's broken stream (on any replica). */
+  streamsResumed = 0
   readonly #latencies = new Map<LatencyLabel, number[]>()
 
   latency(label: LatencyLabel, ms: number): void {
@@ -137,6 +140,10 @@ export class CallMetrics {
   cleanFailure(kind: string, outsideFault: boolean): void {
     bump(this.cleanFailures, kind)
     if (outsideFault) this.cleanFailuresOutsideFault += 1
+  }
+
+  resumed(): void {
+    this.streamsResumed += 1
   }
 
   laterRound(crossed: boolean): void {

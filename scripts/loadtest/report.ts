@@ -5,6 +5,7 @@
  * `lost`, `duplicated`, `cross_replica_ratio`, `errors` by `era/kind`, `flows_per_s`), then the run's
  * setup and infrastructure counters, then `eras.modern` and `eras["2025"]`: each era's flows (ok,
  * failed cleanly, by kind), lost, duplicated, not deleted, half done, errors, clean failures by kind,
+ * every failure by kind (clean or not) and the kinds the era may fail with, the 2025 streams resumed,
  * cross-replica share and latency percentiles. `cross_replica_ratio` is, for modern users, the share
  * of rounds 2 and later that a different replica served than the round before; for 2025 users, the
  * share of answer POSTs that reached another replica than the one holding the flow's stream.
@@ -15,8 +16,10 @@
  * and how many of them ended, and latencies (per request, and from creation to the end).
  *
  * Also decides whether the run passed. Per era: no error, nothing lost, duplicated or half done, and
- * every flow completed — except that a 2025 flow may fail cleanly in the fault window (its stream or
- * an answer POST was on the killed replica: the 2025 wire cannot move a flow to another replica).
+ * every flow completed — except that a 2025 flow may fail cleanly in the fault window with a kind
+ * that means the killed replica never answered the request ({@link UNANSWERED_KINDS}: its
+ * `tools/call` POST before the first event, or an answer POST, which the v1 SDK never sends again).
+ * A 2025 stream that broke must have been resumed, on another replica, and its flow finished.
  * Modern flows must all complete: any replica can serve any of their rounds. Tasks: every flow
  * completed, except one whose import's creating call lost its answer in the fault window (it fails
  * cleanly: the task may exist, nobody knows its id); no error; nothing lost, duplicated or stuck;
@@ -33,6 +36,7 @@ import {
   type Percentiles,
   type TaskMetrics,
 } from './metrics.ts'
+import { UNANSWERED_KINDS } from './legacy-agent.ts'
 import type { Balancer, LoadtestOptions, StoreKind } from './options.ts'
 import type { FlowRecord } from './flows.ts'
 import type { TaskFlowRecord } from './task-flow.ts'
@@ -62,6 +66,12 @@ export interface EraSummary {
   /** Transport failures that ended a flow cleanly, by kind. */
   failed_cleanly: Record<string, number>
   failed_cleanly_outside_fault: number
+  /** Every failed flow by kind: the clean failures and the errors. */
+  failed_by_kind: Record<string, number>
+  /** The kinds of clean failure the era may end a flow with in the fault window (none: modern). */
+  allowed_failure_kinds: string[]
+  /** 2025: broken call streams the SDK reopened with `Last-Event-ID`. */
+  streams_resumed: number
   cross_replica_ratio: number
   /** Modern: rounds 2 and later; 2025: answer POSTs. */
   rounds_after_first: number
@@ -176,8 +186,14 @@ function sum<T>(items: readonly T[], value: (item: T) => number): number {
 function eraSummary(era: Era, m: EraMetrics, v: EraVerification, flows: FlowRecord[]): EraSummary {
   const ok = flows.filter((flow) => flow.completed).length
   const failedCleanly = flows.filter((flow) => flow.failedCleanly).length
+  const allowedKinds = era === '2025' ? UNANSWERED_KINDS : []
   const cleanFailuresAllowed =
-    era === '2025' ? m.cleanFailuresOutsideFault === 0 : failedCleanly === 0
+    m.cleanFailuresOutsideFault === 0 &&
+    Object.keys(m.cleanFailures).every((kind) => allowedKinds.includes(kind))
+  const failedByKind = { ...m.cleanFailures }
+  for (const [kind, count] of Object.entries(m.errors)) {
+    failedByKind[kind] = (failedByKind[kind] ?? 0) + count
+  }
   const passed =
     (m.users === 0 || flows.length > 0) &&
     ok + failedCleanly === flows.length &&
@@ -198,6 +214,9 @@ function eraSummary(era: Era, m: EraMetrics, v: EraVerification, flows: FlowReco
     errors: { ...m.errors },
     failed_cleanly: { ...m.cleanFailures },
     failed_cleanly_outside_fault: m.cleanFailuresOutsideFault,
+    failed_by_kind: failedByKind,
+    allowed_failure_kinds: [...allowedKinds],
+    streams_resumed: m.streamsResumed,
     cross_replica_ratio: ratio(m.crossReplicaRounds, m.laterRounds),
     rounds_after_first: m.laterRounds,
     cross_replica_rounds: m.crossReplicaRounds,
@@ -389,6 +408,7 @@ function eraRows(eras: Record<Era, EraSummary>): Array<[string, ...string[]]> {
       ),
     ],
     ['failed cleanly', ...cells((era) => String(era.flows_failed_cleanly))],
+    ['streams resumed', ...cells((era) => String(era.streams_resumed))],
     ['lost / duplicated', ...cells((era) => `${era.lost} / ${era.duplicated}`)],
     ['not deleted / half done', ...cells((era) => `${era.not_deleted} / ${era.half_done}`)],
     [
@@ -511,7 +531,8 @@ export function formatTable(s: LoadtestSummary): string {
   for (const era of ERAS) {
     const e = s.eras[era]
     if (e.users === 0) continue
-    lines.push('', `  ${era}: failed cleanly by kind: ${counts(e.failed_cleanly)}`)
+    const allowed = e.allowed_failure_kinds.join(', ') || 'none'
+    lines.push('', `  ${era}: failed by kind: ${counts(e.failed_by_kind)} (allowed: ${allowed})`)
     if (e.failed_cleanly_outside_fault > 0) {
       lines.push(
         `  ${era}: ${e.failed_cleanly_outside_fault} failed cleanly outside the fault window`

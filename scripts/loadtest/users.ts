@@ -11,9 +11,9 @@
  *
  * How a flow ends, for every user: completed; failed cleanly (the agent's wire broke — a
  * `CallError` with `transport` — so the user saw an error; the store check decides whether anything
- * was left half done, and `report.ts` whether such a failure was acceptable: only in the fault
- * window, see {@link FAULT_GRACE_MS}); or with an error (anything else: a wrong answer, a protocol
- * error, a timeout), which fails the run.
+ * was left half done, and `report.ts` whether such a failure was acceptable: only a 2025 request
+ * the killed replica never answered, in the fault window, see {@link FAULT_GRACE_MS}); or with an
+ * error (anything else: a wrong answer, a protocol error, a timeout), which fails the run.
  */
 import { LegacyAgent } from './legacy-agent.ts'
 import {
