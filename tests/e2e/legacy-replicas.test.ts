@@ -62,15 +62,8 @@ function balancer(): AlternatingProxy {
 }
 
 /** A v1 host through the proxy, once its GET stream is open (so it never interleaves later). */
-async function connectBalanced(capabilities: ClientCapabilities = {}) {
-  const since = balancer().log.length
-  const host = await hosts.connect(balancer().url, capabilities)
-  await balancer().waitFor(
-    (entry) => entry.seq >= since && entry.httpMethod === 'GET' && entry.status === 200,
-    "the host's GET stream to open"
-  )
-  return host
-}
+const connectBalanced = (capabilities: ClientCapabilities = {}) =>
+  hosts.connectBehind(balancer(), capabilities)
 
 const close = (host: LegacyHost) => hosts.close(host)
 

@@ -7,10 +7,16 @@
  *
  * Each {@link ProxyEntry} names the HTTP method, the JSON-RPC message the request body carried (a
  * request's or notification's method and id, or a response and the id it answers), the replica that
- * answered (its `X-Replica` header), the status, and the ids of the JSON-RPC requests the server sent
- * on that response's SSE stream, so a test can tell which replica held the stream an ask came on and
- * which one received the answer, and when the exchange ended. Upstream failures answer 502; a client
- * that goes away aborts the upstream request. With one upstream it is a recording pass-through.
+ * answered (its `X-Replica` header), the status, and the ids of the JSON-RPC requests and responses
+ * the server sent on that response's SSE stream, so a test can tell which replica held the stream an
+ * ask came on, which one received the answer, which stream carried a call's result, and when the
+ * exchange ended. Upstream failures answer 502; a client that goes away aborts the upstream request.
+ * With one upstream it is a recording pass-through.
+ *
+ * A test can also steer it: `route` names the upstream of the requests that follow (a replica taken
+ * out of the pool, a resuming GET sent to the other replica), and `cutWhen` drops one SSE answer's
+ * connection right after forwarding a chosen part of it, as a network or a proxy's own timeout does
+ * (the client sees its stream break; the server sees its connection close).
  */
 import { request as httpRequest, createServer, type IncomingHttpHeaders } from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -33,17 +39,37 @@ export interface ProxyEntry {
   /** The `X-Replica` header of the answer; set when the answer's headers arrived. */
   replica?: string
   status?: number
+  /** The request's `Last-Event-ID` header: the client resuming a stream from that event. */
+  lastEventId?: string
   /** Ids of server→client requests read on the answer's SSE stream so far. */
   carried: Array<string | number>
+  /** Ids of the JSON-RPC responses read on it: the request's own, or a resumed call's. */
+  responses: Array<string | number>
   /** Set once the answer to the client is over: complete, or cut off by either side. */
   ended: boolean
+  /** Set when the proxy dropped the answer's connection on purpose (`cutWhen`). */
+  cut?: boolean
 }
+
+/** Picks the upstream (by index) of a request as it arrives, or none to take the next in turn. */
+export type ProxyRoute = (entry: ProxyEntry) => number | undefined
 
 export interface AlternatingProxy {
   url: string
   log: ProxyEntry[]
   /** Resolves with the first entry (logged or updated before or later) for which `test` holds. */
   waitFor(test: (entry: ProxyEntry) => boolean, what: string, ms?: number): Promise<ProxyEntry>
+  /**
+   * Sends the requests that follow where `choose` says (`undefined`: in turn again). It sees each
+   * entry before the request's body is read: its method and `lastEventId`, never its `message`.
+   */
+  route(choose: ProxyRoute | undefined): void
+  /**
+   * Drops the connection of the next SSE answer for which `test` holds, checked after each chunk
+   * read from upstream: that chunk is forwarded, then the connection to the client and the one to
+   * the upstream are both destroyed. Resolves with the entry once cut; once only.
+   */
+  cutWhen(test: (entry: ProxyEntry) => boolean, what: string, ms?: number): Promise<ProxyEntry>
   close(): Promise<void>
 }
 
@@ -84,8 +110,8 @@ function describeMessage(value: unknown): ProxiedMessage | undefined {
   return undefined
 }
 
-/** Reads SSE text as it streams and reports the id of every JSON-RPC request in its events. */
-function sseRequestReader(onRequest: (id: string | number) => void): (text: string) => void {
+/** Reads SSE text as it streams and reports every JSON-RPC message of its events. */
+function sseMessageReader(onMessage: (message: ProxiedMessage) => void): (text: string) => void {
   let pending = ''
   let data: string[] = []
   return (text) => {
@@ -100,7 +126,7 @@ function sseRequestReader(onRequest: (id: string | number) => void): (text: stri
         if (data.length > 0) {
           try {
             const message = describeMessage(JSON.parse(data.join('\n')))
-            if (message?.kind === 'request') onRequest(message.id)
+            if (message) onMessage(message)
           } catch {
             // an event that is not JSON carries no request
           }
@@ -120,20 +146,29 @@ export async function startAlternatingProxy(upstreams: string[]): Promise<Altern
   const changed = () => {
     for (const watcher of [...watchers]) watcher()
   }
+  let route: ProxyRoute | undefined
+  let cut: { test: (entry: ProxyEntry) => boolean; done: (entry: ProxyEntry) => void } | undefined
 
   const server = createServer((req, res) => {
     const seq = log.length
-    const upstream = seq % targets.length
-    const target = targets[upstream] as URL
+    const lastEventId = req.headers['last-event-id']
     const entry: ProxyEntry = {
       seq,
       httpMethod: req.method ?? 'GET',
-      upstream,
+      upstream: seq % targets.length,
+      ...(typeof lastEventId === 'string' && { lastEventId }),
       carried: [],
+      responses: [],
       ended: false,
     }
+    entry.upstream = route?.(entry) ?? entry.upstream
+    const target = targets[entry.upstream]
     log.push(entry)
     changed()
+    if (!target) {
+      res.writeHead(500, { 'content-type': 'text/plain' }).end(`no upstream ${entry.upstream}`)
+      return
+    }
 
     const body: Buffer[] = []
     const outgoing = httpRequest(
@@ -152,17 +187,33 @@ export async function startAlternatingProxy(upstreams: string[]): Promise<Altern
         res.writeHead(answer.statusCode ?? 502, forwardable(answer.headers))
         res.flushHeaders()
         const read = /text\/event-stream/.test(answer.headers['content-type'] ?? '')
-          ? sseRequestReader((id) => {
-              entry.carried.push(id)
+          ? sseMessageReader((message) => {
+              if (message.kind === 'request') entry.carried.push(message.id)
+              else if (message.kind === 'response') entry.responses.push(message.id)
+              else return
               changed()
             })
           : undefined
         answer.setEncoding('utf8')
+        let cutting = false
         answer.on('data', (chunk: string) => {
+          if (cutting) return
           read?.(chunk)
-          res.write(chunk)
+          const rule = read && cut?.test(entry) ? cut : undefined
+          if (!rule) return res.write(chunk)
+          cut = undefined
+          cutting = true
+          // Destroyed once the chunk is out, so the client has read up to it when its stream breaks.
+          res.write(chunk, () => {
+            entry.cut = true
+            res.destroy()
+            outgoing.destroy()
+            rule.done(entry)
+          })
         })
-        answer.on('end', () => res.end())
+        answer.on('end', () => {
+          if (!cutting) res.end()
+        })
         answer.on('error', () => res.destroy())
       }
     )
@@ -198,6 +249,17 @@ export async function startAlternatingProxy(upstreams: string[]): Promise<Altern
   return {
     url: `http://127.0.0.1:${port}/mcp`,
     log,
+    route(choose) {
+      route = choose
+    },
+    cutWhen(test, what, ms) {
+      if (cut) throw new Error('the proxy already waits to cut an answer')
+      const { promise, resolve } = Promise.withResolvers<ProxyEntry>()
+      cut = { test, done: resolve }
+      return within(promise, what, ms).finally(() => {
+        if (cut?.done === resolve) cut = undefined
+      })
+    },
     waitFor(test, what, ms) {
       let check = () => {}
       const found = new Promise<ProxyEntry>((resolve) => {

@@ -146,6 +146,23 @@ export class OpenHosts {
     return host
   }
 
+  /**
+   * A host through `proxy`, once its GET stream is open there: that request never takes a turn of
+   * the proxy's among the ones a test makes next.
+   */
+  async connectBehind(
+    proxy: AlternatingProxy,
+    capabilities?: ClientCapabilities
+  ): Promise<LegacyHost> {
+    const since = proxy.log.length
+    const host = await this.connect(proxy.url, capabilities)
+    await proxy.waitFor(
+      (entry) => entry.seq >= since && entry.httpMethod === 'GET' && entry.status === 200,
+      "the host's GET stream to open"
+    )
+    return host
+  }
+
   async close(host: LegacyHost): Promise<void> {
     this.#open.delete(host)
     await host.close()
@@ -159,6 +176,32 @@ export class OpenHosts {
 /** The person: accepts every form, answering `content`. */
 export function acceptingWith(content: ElicitResult['content']): Person['elicit'] {
   return () => ({ action: 'accept', content })
+}
+
+/**
+ * A question the person holds open until the test decides it: the seam for what a test does while
+ * a form is open (cancel the call, kill the replica that asked).
+ */
+export interface OpenQuestion {
+  /** The person's `elicit`: resolves `asked`, then waits for `decide`. */
+  elicit: Person['elicit']
+  /** Resolves with the question once the person has it. */
+  asked: Promise<ElicitRequest['params']>
+  /** What the person answers. */
+  decide(answer: ElicitResult): void
+}
+
+export function openQuestion(): OpenQuestion {
+  const asked = Promise.withResolvers<ElicitRequest['params']>()
+  const decided = Promise.withResolvers<ElicitResult>()
+  return {
+    elicit: (params) => {
+      asked.resolve(params)
+      return decided.promise
+    },
+    asked: asked.promise,
+    decide: decided.resolve,
+  }
 }
 
 /** The host's model: answers every sampling request with `text`, as `model`. */
@@ -200,14 +243,8 @@ export async function cancelWhileAsked(
   args: Record<string, unknown>,
   late: ElicitResult
 ): Promise<CancelledCall> {
-  const asked = Promise.withResolvers<void>()
-  const decided = Promise.withResolvers<ElicitResult>()
-  host.person = {
-    elicit: () => {
-      asked.resolve()
-      return decided.promise
-    },
-  }
+  const question = openQuestion()
+  host.person = { elicit: question.elicit }
   const since = proxy.log.length
   const is = (entry: ProxyEntry, kind: ProxiedMessage['kind'], method?: string) =>
     entry.seq >= since &&
@@ -218,7 +255,7 @@ export async function cancelWhileAsked(
   const called = host.client.callTool({ name, arguments: args }, undefined, {
     signal: controller.signal,
   })
-  await within(asked.promise, `the first question of ${name}`)
+  await within(question.asked, `the first question of ${name}`)
   controller.abort()
   await called.then(
     () => Promise.reject(new Error(`${name} finished although it was cancelled`)),
@@ -230,7 +267,7 @@ export async function cancelWhileAsked(
     'the cancellation'
   )
   await proxy.waitFor((entry) => entry === call && entry.ended, `the server to end ${name}`)
-  decided.resolve(late)
+  question.decide(late)
   const answer = await proxy.waitFor(
     (entry) => is(entry, 'response') && entry.ended,
     'the late answer'

@@ -94,6 +94,8 @@ export async function startServer(
 export interface PostgresReplicas {
   /** One server a replica id, in the order of the ids. */
   servers: ServerProcess[]
+  /** The URL of their scratch database, for a test to look at what they stored. */
+  databaseUrl: string
   /** Stops every server, then drops the database. */
   stop(): Promise<void>
 }
@@ -125,5 +127,5 @@ export async function startPostgresReplicas(
     await stop()
     throw error
   }
-  return { servers, stop }
+  return { servers, databaseUrl: database.url, stop }
 }
