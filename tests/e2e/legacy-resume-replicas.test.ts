@@ -1,0 +1,256 @@
+/**
+ * A 2025-era host (the v1 SDK client 1.32.x, default settings) whose interactive `delete_note`
+ * loses its stream mid-flow, served by two notes replicas on one PostgreSQL database and one key
+ * ring behind a proxy. When the proxy drops the tools/call stream right after the form went out,
+ * the SDK resumes it with `GET` + `Last-Event-ID` on the other replica, which replays and follows
+ * the stream while the first replica finishes the call. When the replica holding the flow is
+ * SIGKILLed while the form is open, the SDK resumes on the survivor, which takes the call over once
+ * the dead replica's lease has run out (the task engine's 10 s) and re-drives it from its checkpoint
+ * with the answer the host POSTed meanwhile. When the replica is SIGKILLed as soon as it has taken
+ * the answer in, it may die before the delete, after it or after the result (the path varies): the
+ * survivor goes on from the stored answer, the state's idempotency key keeping the delete to one.
+ * Every way the result reaches the host and the note is deleted exactly once, every other note
+ * untouched (read from the database). Each test has its own deployment (a test kills one of its
+ * replicas). Skipped, visibly, without a PostgreSQL server (fails under CI).
+ */
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js'
+import { once } from 'node:events'
+import postgres from 'postgres'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import {
+  startAlternatingProxy,
+  type AlternatingProxy,
+  type ProxyEntry,
+} from '../support/alternating-proxy.ts'
+import {
+  OpenHosts,
+  createNote,
+  noteExists,
+  openQuestion,
+  resultText,
+  type LegacyHost,
+  type OpenQuestion,
+} from '../support/legacy-host.ts'
+import { testDatabaseUrl } from '../support/postgres.ts'
+import {
+  startPostgresReplicas,
+  type PostgresReplicas,
+  type ServerProcess,
+} from '../support/server-process.ts'
+import { within } from '../support/within.ts'
+
+const REPLICAS = ['resume-pg-a', 'resume-pg-b']
+const FORMS = { elicitation: {} }
+const CONFIRM = { action: 'accept', content: { confirm: true } } as const
+/**
+ * A takeover waits for the dead replica's lease to run out (10 s), and for the SDK's reconnect and
+ * the survivor's next look at the store: a bound for the test, never an assertion.
+ */
+const TAKEOVER_TEST_MS = 90_000
+
+const serverUrl = await testDatabaseUrl()
+let deployment: PostgresReplicas | undefined
+let proxy: AlternatingProxy | undefined
+const hosts = new OpenHosts()
+
+beforeEach(async () => {
+  if (!serverUrl) return
+  deployment = await startPostgresReplicas(serverUrl, REPLICAS)
+  proxy = await startAlternatingProxy(deployment.servers.map((replica) => replica.baseUrl))
+})
+
+afterEach(async () => {
+  await hosts.closeAll()
+  await proxy?.close()
+  await deployment?.stop()
+  proxy = deployment = undefined
+})
+
+function balancer(): AlternatingProxy {
+  if (!proxy) throw new Error('the proxy did not start')
+  return proxy
+}
+
+function replicaAt(upstream: number): ServerProcess {
+  const replica = deployment?.servers[upstream]
+  if (!replica) throw new Error(`no replica behind upstream ${upstream}`)
+  return replica
+}
+
+/** The upstream that is not `upstream` (two replicas). */
+const otherThan = (upstream: number) => (upstream + 1) % REPLICAS.length
+
+/** Every note the deployment stored, whoever owns it: id and version, in id order. */
+async function storedNotes(): Promise<Array<{ id: string; version: number }>> {
+  if (!deployment) throw new Error('the replicas did not start')
+  const sql = postgres(deployment.databaseUrl, { max: 1, onnotice: () => {} })
+  try {
+    return await sql<Array<{ id: string; version: number }>>`
+      SELECT id, version::int AS version FROM notes ORDER BY id`
+  } finally {
+    await sql.end({ timeout: 1 })
+  }
+}
+
+/** Ends `replica` at once (SIGKILL: no shutdown, no lease released) and waits for its exit. */
+async function kill(replica: ServerProcess): Promise<void> {
+  const exited = once(replica.process, 'exit')
+  replica.process.kill('SIGKILL')
+  await within(exited, 'the killed replica to exit')
+}
+
+/** A host through the proxy with a note to delete, one to keep, and every note stored before. */
+interface Deletion {
+  host: LegacyHost
+  title: string
+  id: string
+  bystander: string
+  before: Array<{ id: string; version: number }>
+}
+
+async function prepareDeletion(title: string): Promise<Deletion> {
+  const host = await hosts.connectBehind(balancer(), FORMS)
+  const id = await createNote(host, title)
+  const bystander = await createNote(host, `Kept while "${title}" goes`)
+  return { host, title, id, bystander, before: await storedNotes() }
+}
+
+/** The result says the note was deleted, and the database lost that note only, nothing else. */
+async function expectDeletedOnce(deletion: Deletion, result: CallToolResult): Promise<void> {
+  const { host, title, id, bystander, before } = deletion
+  expect(resultText(result)).toContain(`Deleted the note "${title}"`)
+  expect(await storedNotes()).toEqual(before.filter((note) => note.id !== id))
+  expect(await noteExists(host, id)).toBe(false)
+  expect(await noteExists(host, bystander)).toBe(true)
+}
+
+/** The call's JSON-RPC id (its entry is the tools/call POST). */
+function callIdOf(call: ProxyEntry): string | number {
+  if (call.message?.kind !== 'request') throw new Error('the entry carried no request')
+  return call.message.id
+}
+
+/** A `delete_note` whose form the person holds open, and the proxy's entry of its POST. */
+interface OpenDeletion {
+  called: Promise<CallToolResult>
+  call: ProxyEntry
+  question: OpenQuestion
+}
+
+async function deleteWithFormOpen({ host, id }: Deletion): Promise<OpenDeletion> {
+  const question = openQuestion()
+  host.person = { elicit: question.elicit }
+  const since = balancer().log.length
+  const called = host.callTool('delete_note', { id })
+  await within(question.asked, 'the confirmation form')
+  const call = balancer().log.find(
+    (entry) =>
+      entry.seq >= since &&
+      entry.message?.kind === 'request' &&
+      entry.message.method === 'tools/call'
+  )
+  if (!call) throw new Error('the proxy saw no tools/call')
+  return { called, call, question }
+}
+
+/** The GET that resumed a stream and carried the result of `call`, once it has. */
+function resumedWith(call: ProxyEntry): Promise<ProxyEntry> {
+  return balancer().waitFor(
+    (entry) =>
+      entry.seq > call.seq &&
+      entry.httpMethod === 'GET' &&
+      entry.lastEventId !== undefined &&
+      entry.responses.includes(callIdOf(call)),
+    'the resumed GET to carry the result'
+  )
+}
+
+/** The host's answer POST to the form `call` carried, once it was answered. */
+async function answerTo(call: ProxyEntry): Promise<ProxyEntry> {
+  const answer = await balancer().waitFor(
+    (entry) => entry.seq > call.seq && entry.message?.kind === 'response' && entry.ended,
+    "the host's answer to be answered"
+  )
+  expect(answer.message).toEqual({ kind: 'response', id: call.carried[0] })
+  return answer
+}
+
+describe.skipIf(!serverUrl)('a 2025-era host whose interactive call loses its stream', () => {
+  it('delete_note whose stream the proxy drops after the form resumes on the other replica', async () => {
+    const deletion = await prepareDeletion('Cut mid-flow')
+    deletion.host.person = { elicit: () => CONFIRM }
+    const since = balancer().log.length
+    const cut = balancer().cutWhen(
+      (entry) =>
+        entry.seq >= since &&
+        entry.message?.kind === 'request' &&
+        entry.message.method === 'tools/call' &&
+        entry.carried.length > 0,
+      'the tools/call stream to carry the form'
+    )
+    // A resuming GET goes to the replica that is not holding the call's stream.
+    balancer().route((entry) => {
+      const holder = balancer().log.find((logged) => logged.cut)
+      return entry.lastEventId !== undefined && holder ? otherThan(holder.upstream) : undefined
+    })
+
+    const result = await deletion.host.callTool('delete_note', { id: deletion.id })
+    const call = await cut
+    expect(call.responses).toEqual([])
+    const resumed = await resumedWith(call)
+    expect(resumed.status).toBe(200)
+    expect(REPLICAS).toContain(call.replica)
+    expect(REPLICAS).toContain(resumed.replica)
+    expect(resumed.replica).not.toBe(call.replica)
+    expect((await answerTo(call)).status).toBe(202)
+    await expectDeletedOnce(deletion, result)
+  })
+
+  it(
+    'delete_note whose replica is SIGKILLed while the form is open is taken over by the survivor',
+    async () => {
+      const deletion = await prepareDeletion('Killed mid-flow')
+      const { called, call, question } = await deleteWithFormOpen(deletion)
+      const survivor = otherThan(call.upstream)
+      // The load balancer takes the dead replica out: everything goes to the survivor from now on.
+      balancer().route(() => survivor)
+      await kill(replicaAt(call.upstream))
+      question.decide(CONFIRM)
+
+      const result = await called
+      expect(call.replica).toBe(REPLICAS[call.upstream])
+      expect(call.responses).toEqual([])
+      const resumed = await resumedWith(call)
+      expect(resumed.status).toBe(200)
+      expect(resumed.replica).toBe(REPLICAS[survivor])
+      const answer = await answerTo(call)
+      expect(answer.status).toBe(202)
+      expect(answer.replica).toBe(REPLICAS[survivor])
+      await expectDeletedOnce(deletion, result)
+    },
+    TAKEOVER_TEST_MS
+  )
+
+  it(
+    'delete_note whose replica is SIGKILLed as the answer reaches it deletes the note once',
+    async () => {
+      const deletion = await prepareDeletion('Killed while answered')
+      const { called, call, question } = await deleteWithFormOpen(deletion)
+      // The answer goes to the replica driving the flow, which dies as soon as it has taken it in:
+      // before the delete, after it, or after the result (the path varies; the outcome may not).
+      balancer().route(() => call.upstream)
+      question.decide(CONFIRM)
+      const answer = await balancer().waitFor(
+        (entry) =>
+          entry.seq > call.seq && entry.message?.kind === 'response' && entry.status !== undefined,
+        "the host's answer to reach the replica driving the flow"
+      )
+      balancer().route(() => otherThan(call.upstream))
+      await kill(replicaAt(call.upstream))
+      expect(answer.status).toBe(202)
+      expect(answer.replica).toBe(call.replica)
+      await expectDeletedOnce(deletion, await called)
+    },
+    TAKEOVER_TEST_MS
+  )
+})
