@@ -99,9 +99,13 @@ async function kill(replica: ServerProcess): Promise<void> {
   await within(exited, 'the killed replica to exit')
 }
 
-/** A host through the proxy with a note to delete, one to keep, and every note stored before. */
+/**
+ * A host through the proxy (`listening`: the entry of its GET stream) with a note to delete, one
+ * to keep, and every note stored before.
+ */
 interface Deletion {
   host: LegacyHost
+  listening: ProxyEntry
   title: string
   id: string
   bystander: string
@@ -110,19 +114,28 @@ interface Deletion {
 
 async function prepareDeletion(title: string): Promise<Deletion> {
   const host = await hosts.connectBehind(balancer(), FORMS)
+  const listening = balancer().log.find((entry) => entry.httpMethod === 'GET')
+  if (!listening) throw new Error("the proxy saw no GET stream of the host's")
   const id = await createNote(host, title)
   const bystander = await createNote(host, `Kept while "${title}" goes`)
-  return { host, title, id, bystander, before: await storedNotes() }
+  return { host, listening, title, id, bystander, before: await storedNotes() }
 }
 
-/** The result says the note was deleted, and the database lost that note only, nothing else. */
+/**
+ * The result says the note was deleted, the person was asked once, and the database lost that
+ * note only, nothing else.
+ */
 async function expectDeletedOnce(deletion: Deletion, result: CallToolResult): Promise<void> {
   const { host, title, id, bystander, before } = deletion
   expect(resultText(result)).toContain(`Deleted the note "${title}"`)
+  expect(host.asked.map(({ method }) => method)).toEqual(['elicitation/create'])
   expect(await storedNotes()).toEqual(before.filter((note) => note.id !== id))
   expect(await noteExists(host, id)).toBe(false)
   expect(await noteExists(host, bystander)).toBe(true)
 }
+
+const isToolsCall = (entry: ProxyEntry) =>
+  entry.message?.kind === 'request' && entry.message.method === 'tools/call'
 
 /** The call's JSON-RPC id (its entry is the tools/call POST). */
 function callIdOf(call: ProxyEntry): string | number {
@@ -137,18 +150,15 @@ interface OpenDeletion {
   question: OpenQuestion
 }
 
-async function deleteWithFormOpen({ host, id }: Deletion): Promise<OpenDeletion> {
+/** Calls `delete_note` through `upstream` and resolves once the person has its form. */
+async function deleteWithFormOpen(deletion: Deletion, upstream: number): Promise<OpenDeletion> {
   const question = openQuestion()
-  host.person = { elicit: question.elicit }
+  deletion.host.person = { elicit: question.elicit }
   const since = balancer().log.length
-  const called = host.callTool('delete_note', { id })
+  balancer().route(() => upstream)
+  const called = deletion.host.callTool('delete_note', { id: deletion.id })
   await within(question.asked, 'the confirmation form')
-  const call = balancer().log.find(
-    (entry) =>
-      entry.seq >= since &&
-      entry.message?.kind === 'request' &&
-      entry.message.method === 'tools/call'
-  )
+  const call = balancer().log.find((entry) => entry.seq >= since && isToolsCall(entry))
   if (!call) throw new Error('the proxy saw no tools/call')
   return { called, call, question }
 }
@@ -165,60 +175,72 @@ function resumedWith(call: ProxyEntry): Promise<ProxyEntry> {
   )
 }
 
-/** The host's answer POST to the form `call` carried, once it was answered. */
+/**
+ * The host's answer POST to the one question asked since `call` (on its stream or on a resumed
+ * one), once it was answered.
+ */
 async function answerTo(call: ProxyEntry): Promise<ProxyEntry> {
   const answer = await balancer().waitFor(
     (entry) => entry.seq > call.seq && entry.message?.kind === 'response' && entry.ended,
     "the host's answer to be answered"
   )
-  expect(answer.message).toEqual({ kind: 'response', id: call.carried[0] })
+  const questions = balancer().log.flatMap((entry) => (entry.seq < call.seq ? [] : entry.carried))
+  expect(questions).toHaveLength(1)
+  expect(answer.message).toEqual({ kind: 'response', id: questions[0] })
   return answer
 }
 
 describe.skipIf(!serverUrl)('a 2025-era host whose interactive call loses its stream', () => {
-  it('delete_note whose stream the proxy drops after the form resumes on the other replica', async () => {
-    const deletion = await prepareDeletion('Cut mid-flow')
-    deletion.host.person = { elicit: () => CONFIRM }
-    const since = balancer().log.length
-    const cut = balancer().cutWhen(
-      (entry) =>
-        entry.seq >= since &&
-        entry.message?.kind === 'request' &&
-        entry.message.method === 'tools/call' &&
-        entry.carried.length > 0,
-      'the tools/call stream to carry the form'
-    )
-    // A resuming GET goes to the replica that is not holding the call's stream.
-    balancer().route((entry) => {
-      const holder = balancer().log.find((logged) => logged.cut)
-      return entry.lastEventId !== undefined && holder ? otherThan(holder.upstream) : undefined
-    })
+  it.each([
+    { after: 'the priming event', questions: 0 },
+    { after: 'the form', questions: 1 },
+  ])(
+    'delete_note whose stream the proxy drops after $after resumes on the other replica',
+    async ({ after, questions }) => {
+      const deletion = await prepareDeletion(`Cut after ${after}`)
+      deletion.host.person = { elicit: () => CONFIRM }
+      const since = balancer().log.length
+      const cut = balancer().cutWhen(
+        (entry) => entry.seq >= since && isToolsCall(entry) && entry.carried.length >= questions,
+        `the tools/call stream to carry ${after}`
+      )
+      // A resuming GET goes to the replica that is not holding the call's stream.
+      balancer().route((entry) => {
+        const holder = balancer().log.find((logged) => logged.cut)
+        return entry.lastEventId !== undefined && holder ? otherThan(holder.upstream) : undefined
+      })
 
-    const result = await deletion.host.callTool('delete_note', { id: deletion.id })
-    const call = await cut
-    expect(call.responses).toEqual([])
-    const resumed = await resumedWith(call)
-    expect(resumed.status).toBe(200)
-    expect(REPLICAS).toContain(call.replica)
-    expect(REPLICAS).toContain(resumed.replica)
-    expect(resumed.replica).not.toBe(call.replica)
-    expect((await answerTo(call)).status).toBe(202)
-    await expectDeletedOnce(deletion, result)
-  })
+      const result = await deletion.host.callTool('delete_note', { id: deletion.id })
+      const call = await cut
+      expect(call.responses).toEqual([])
+      const resumed = await resumedWith(call)
+      expect(resumed.status).toBe(200)
+      expect(REPLICAS).toContain(call.replica)
+      expect(REPLICAS).toContain(resumed.replica)
+      expect(resumed.replica).not.toBe(call.replica)
+      expect((await answerTo(call)).status).toBe(202)
+      await expectDeletedOnce(deletion, result)
+    }
+  )
 
-  it(
-    'delete_note whose replica is SIGKILLed while the form is open is taken over by the survivor',
-    async () => {
+  it.each([
+    { listening: 'on the survivor', withStream: false },
+    { listening: 'on the killed replica too', withStream: true },
+  ])(
+    'delete_note whose replica is SIGKILLed while the form is open, the host listening $listening, is taken over by the survivor',
+    async ({ withStream }) => {
       const deletion = await prepareDeletion('Killed mid-flow')
-      const { called, call, question } = await deleteWithFormOpen(deletion)
-      const survivor = otherThan(call.upstream)
+      const { listening } = deletion
+      const holder = withStream ? listening.upstream : otherThan(listening.upstream)
+      const { called, call, question } = await deleteWithFormOpen(deletion, holder)
+      const survivor = otherThan(holder)
       // The load balancer takes the dead replica out: everything goes to the survivor from now on.
       balancer().route(() => survivor)
-      await kill(replicaAt(call.upstream))
+      await kill(replicaAt(holder))
       question.decide(CONFIRM)
 
       const result = await called
-      expect(call.replica).toBe(REPLICAS[call.upstream])
+      expect(call.replica).toBe(REPLICAS[holder])
       expect(call.responses).toEqual([])
       const resumed = await resumedWith(call)
       expect(resumed.status).toBe(200)
@@ -227,6 +249,18 @@ describe.skipIf(!serverUrl)('a 2025-era host whose interactive call loses its st
       expect(answer.status).toBe(202)
       expect(answer.replica).toBe(REPLICAS[survivor])
       await expectDeletedOnce(deletion, result)
+      if (withStream) {
+        // The host's GET stream broke with its replica: it listens on the survivor again.
+        await balancer().waitFor(
+          (entry) =>
+            entry.seq > call.seq &&
+            entry.httpMethod === 'GET' &&
+            entry.status === 200 &&
+            !entry.responses.includes(callIdOf(call)) &&
+            entry.replica === REPLICAS[survivor],
+          "the host's GET stream to open again"
+        )
+      }
     },
     TAKEOVER_TEST_MS
   )
@@ -235,18 +269,18 @@ describe.skipIf(!serverUrl)('a 2025-era host whose interactive call loses its st
     'delete_note whose replica is SIGKILLed as the answer reaches it deletes the note once',
     async () => {
       const deletion = await prepareDeletion('Killed while answered')
-      const { called, call, question } = await deleteWithFormOpen(deletion)
+      const holder = otherThan(deletion.listening.upstream)
+      const { called, call, question } = await deleteWithFormOpen(deletion, holder)
       // The answer goes to the replica driving the flow, which dies as soon as it has taken it in:
       // before the delete, after it, or after the result (the path varies; the outcome may not).
-      balancer().route(() => call.upstream)
       question.decide(CONFIRM)
       const answer = await balancer().waitFor(
         (entry) =>
           entry.seq > call.seq && entry.message?.kind === 'response' && entry.status !== undefined,
         "the host's answer to reach the replica driving the flow"
       )
-      balancer().route(() => otherThan(call.upstream))
-      await kill(replicaAt(call.upstream))
+      balancer().route(() => otherThan(holder))
+      await kill(replicaAt(holder))
       expect(answer.status).toBe(202)
       expect(answer.replica).toBe(call.replica)
       await expectDeletedOnce(deletion, await called)
