@@ -14,13 +14,31 @@
  *   expiry, renewed while the owner lives, every change a compare-and-set on the record's version, so
  *   that when the owner dies exactly one other replica takes the call over.
  *
- * Bounded: events and records carry an expiry (milliseconds since the epoch) and are removed by the
- * adapters' purge of expired rows. Before that, an expired event is never read, though it still
- * holds its seq; an expired record is still answered by `getStream`, for the caller to judge. Ending
+ * Bounded: a session holds at most {@link MAX_STREAMS_KEPT_PER_SESSION} live records, counted and
+ * inserted in one atomic step by `createStream` on every adapter, so that creations racing on any
+ * number of replicas never exceed it; events and records carry an expiry (milliseconds since the
+ * epoch) and are removed by the adapters' purge of expired rows. Before that, an expired event is
+ * never read, though it still holds its seq; an expired record is still answered by `getStream`,
+ * for the caller to judge, and counts for nothing against the cap. Ending
  * a session (`SessionStore.endSession`, or a new session at its principal's cap ending it) removes
  * its streams and their events. Adapters (node:sqlite, PostgreSQL, D1) pass one contract suite
  * (`tests/support/store-contract.ts`).
  */
+
+/**
+ * Live stream records one session may hold (`createStream`'s cap, passed by `legacy/call-stream.ts`):
+ * a record is created for each 2025 call that streams (one that sends anything before its result)
+ * and lives until its call has ended and a short retention has passed (`ENDED_STREAM_RETENTION_MS`),
+ * so it counts the session's calls in progress and those just ended. A host runs a handful of calls
+ * at once (a waiting one also holds a stream open on its replica, capped per session there by
+ * `stream-limits.ts`), so 64 leaves room for every real host, a burst of short streaming calls
+ * included, while a loop of them stops here instead of filling the store. This is the one bound
+ * across replicas: the in-memory caps count each replica alone. Together with the cap on a
+ * principal's sessions (`limits.sessionsPerPrincipal`, default 1,000) it bounds what one principal
+ * can make the store keep: at most 64 records per session times that many sessions, each record's
+ * events bounded by `legacy/stream-log.ts`.
+ */
+export const MAX_STREAMS_KEPT_PER_SESSION = 64
 
 /** One stored event of a stream. */
 export interface StoredEvent {
@@ -62,8 +80,18 @@ export interface StreamPatch {
 }
 
 export interface StreamStore {
-  /** Stores a new stream record (version 1, not ended); throws if `(sid, stream)` exists. */
-  createStream(stream: NewStream): Promise<StreamRecord>
+  /**
+   * Stores a new stream record (version 1, not ended), unless session `stream.sid` already holds
+   * `maxPerSession` live records (unexpired at `now`, ended or not; an expired record the purge has
+   * not reached yet counts for nothing): then answers `undefined` and stores nothing. The count and
+   * the insert are one atomic step, across every replica. Throws if `(sid, stream)` exists, and
+   * `RangeError` unless `maxPerSession` is a positive integer.
+   */
+  createStream(
+    stream: NewStream,
+    maxPerSession: number,
+    now: number
+  ): Promise<StreamRecord | undefined>
   /** The record of `stream` in session `sid`, expired or not (the caller checks), or `undefined`. */
   getStream(sid: string, stream: string): Promise<StreamRecord | undefined>
   /**

@@ -6,8 +6,9 @@
  * with their subscriptions, also under creations issued together; the adversarial cases of the
  * answer rendezvous), the `TaskStore` of tasks (compare-and-set, clearing fields, large payloads,
  * which tasks are runnable, the cap on a principal's live tasks, also under creations issued
- * together), the `StreamStore` of resumable 2025-era streams (compare-and-set records, each event
- * stored once, reads bound to their session and stream, removed with their session), the
+ * together), the `StreamStore` of resumable 2025-era streams (compare-and-set records, the cap on a
+ * session's live records, also under creations issued together, each event stored once, reads bound
+ * to their session and stream, removed with their session), the
  * idempotent `importNotes` and the all-or-nothing `deleteMany`, and the purge of expired rows. Each test takes a
  * store from `makeStore` (already migrated) and invents its own principals,
  * note contents, share ids, session ids and once-keys with random suffixes, so adapters may hand out
@@ -28,7 +29,7 @@
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { MAX_SUBSCRIPTIONS_PER_SESSION } from '../../src/mcp/session-store.ts'
-import type { NewStream, StreamRecord } from '../../src/mcp/stream-store.ts'
+import type { NewStream, StreamRecord, StreamStore } from '../../src/mcp/stream-store.ts'
 import type { NewTask, TaskRecord, TaskStore } from '../../src/mcp/task-store.ts'
 import {
   MAX_DELETE_NOTES,
@@ -154,6 +155,19 @@ export async function storeTask(
 ): Promise<TaskRecord> {
   const created = await store.createTask(task, ROOMY_TASK_CAP)
   if (created === undefined) throw new Error(`the cap on live tasks refused ${task.id}`)
+  return created
+}
+
+/** A cap on a session's live stream records that no test of the records themselves reaches. */
+const ROOMY_STREAM_CAP = 1_000
+
+/** Stores `stream` well inside the cap on its session's live records; answers the record as stored. */
+export async function storeStream(
+  store: Pick<StreamStore, 'createStream'>,
+  stream: NewStream
+): Promise<StreamRecord> {
+  const created = await store.createStream(stream, ROOMY_STREAM_CAP, T0)
+  if (created === undefined) throw new Error(`the cap on live streams refused ${stream.stream}`)
   return created
 }
 
@@ -1625,30 +1639,98 @@ export function describeNotesStoreContract(
           leaseExpiresAt: T0 + 30_000,
         })
         for (const stream of [bare, full]) {
-          const created = await store.createStream(stream)
+          const created = await storeStream(store, stream)
           expect(created).toStrictEqual(stored(stream))
           expect(await store.getStream(sid, stream.stream)).toStrictEqual(created)
         }
         // Optional fields given as undefined are absent from the record.
         const given = newStream(sid, 'undefined', { call: undefined, leaseOwner: undefined })
-        expect(await store.createStream(given)).toStrictEqual(stored(newStream(sid, 'undefined')))
+        expect(await storeStream(store, given)).toStrictEqual(stored(newStream(sid, 'undefined')))
         // The record is answered past its expiry until purged: the caller checks.
-        await store.createStream(newStream(other, 'old', { expiresAt: T0 }))
+        await storeStream(store, newStream(other, 'old', { expiresAt: T0 }))
         expect(await store.getStream(other, 'old')).toMatchObject({ expiresAt: T0 })
       })
 
       it('createStream of a (sid, stream) that exists throws and leaves the stored record unchanged; the same stream id in another session is another record', async () => {
-        const first = await store.createStream(newStream(sid, 's1', { call: '{"first":true}' }))
-        const attempt = store.createStream(newStream(sid, 's1', { call: '{"second":true}' }))
+        const first = await storeStream(store, newStream(sid, 's1', { call: '{"first":true}' }))
+        const attempt = storeStream(store, newStream(sid, 's1', { call: '{"second":true}' }))
         await expect(attempt).rejects.toThrow()
         expect(await store.getStream(sid, 's1')).toStrictEqual(first)
-        const theirs = await store.createStream(newStream(other, 's1'))
+        const theirs = await storeStream(store, newStream(other, 's1'))
         expect(theirs).toStrictEqual(stored(newStream(other, 's1')))
         expect(await store.getStream(sid, 's1')).toStrictEqual(first)
       })
 
+      describe("the cap on a session's live records (createStream with maxPerSession)", () => {
+        /** Creates `stream` of session `id` under `cap`, counting at `now`. */
+        const create = (id: string, stream: string, cap: number, now = T0, fields = {}) =>
+          store.createStream(newStream(id, stream, fields), cap, now)
+
+        it('stores records while the session holds fewer than maxPerSession live ones, ended or not, then refuses one and stores nothing', async () => {
+          for (const stream of ['s1', 's2', 's3']) {
+            expect(await create(sid, stream, 3)).toStrictEqual(stored(newStream(sid, stream)))
+          }
+          expect(await create(sid, 's4', 3, T0, { call: '{}' })).toBeUndefined()
+          expect(await store.getStream(sid, 's4')).toBeUndefined()
+          // An ended record is still kept, so it still counts.
+          expect(await store.updateStream(sid, 's1', 1, { ended: true })).toBeDefined()
+          expect(await create(sid, 's4', 3)).toBeUndefined()
+          expect(await store.getStream(sid, 's4')).toBeUndefined()
+          // The cap is the caller's: a larger one has room.
+          expect(await create(sid, 's4', 4)).toStrictEqual(stored(newStream(sid, 's4')))
+          expect(await create(sid, 's5', 4)).toBeUndefined()
+        })
+
+        it('another session has its own room, for the same stream ids too', async () => {
+          for (const stream of ['s1', 's2']) expect(await create(sid, stream, 2)).toBeDefined()
+          expect(await create(sid, 's3', 2)).toBeUndefined()
+          for (const stream of ['s1', 's2']) {
+            expect(await create(other, stream, 2)).toStrictEqual(stored(newStream(other, stream)))
+          }
+          expect(await create(other, 's3', 2)).toBeUndefined()
+          expect(await store.getStream(sid, 's3')).toBeUndefined()
+          expect(await store.getStream(other, 's3')).toBeUndefined()
+        })
+
+        it('counts records until their expiresAt and none from then on, purged or not; an update bringing it forward frees a place', async () => {
+          expect(await create(sid, 'short', 2, T0, { expiresAt: T0 + 10 })).toBeDefined()
+          expect(await create(sid, 'long', 2)).toBeDefined()
+          expect(await create(sid, 's3', 2, T0 + 9)).toBeUndefined()
+          // Expired at now but not purged yet: it counts for nothing.
+          expect(await create(sid, 's3', 2, T0 + 10)).toStrictEqual(stored(newStream(sid, 's3')))
+          expect(await create(sid, 's4', 2, T0 + 10)).toBeUndefined()
+          expect(await store.updateStream(sid, 'long', 1, { expiresAt: T0 + 20 })).toBeDefined()
+          expect(await create(sid, 's4', 2, T0 + 19)).toBeUndefined()
+          expect(await create(sid, 's4', 2, T0 + 20)).toStrictEqual(stored(newStream(sid, 's4')))
+        })
+
+        it("of creations issued together, never stores more than maxPerSession in one session; another session's fill their own room", async () => {
+          const streams = Array.from({ length: 12 }, (_, i) => `s${i}`)
+          const attempts = [sid, other].flatMap((id) => streams.map((stream) => ({ id, stream })))
+          const outcomes = await Promise.all(
+            attempts.map(({ id, stream }) => create(id, stream, 5))
+          )
+          for (const id of [sid, other]) {
+            const kept = outcomes.filter((outcome) => outcome?.sid === id)
+            expect(kept, id).toHaveLength(5)
+          }
+          expect(outcomes.filter((outcome) => outcome === undefined)).toHaveLength(14)
+          for (const [i, { id, stream }] of attempts.entries()) {
+            expect(await store.getStream(id, stream)).toStrictEqual(outcomes[i])
+          }
+        })
+
+        it('rejects a maxPerSession that is not a positive integer, and stores nothing', async () => {
+          for (const cap of [0, -1, 1.5, Number.NaN, Infinity]) {
+            await expect(create(sid, 's1', cap), String(cap)).rejects.toBeInstanceOf(RangeError)
+            expect(await store.getStream(sid, 's1')).toBeUndefined()
+          }
+        })
+      })
+
       it('updateStream applies a patch only at the expected version, adding 1; a field left undefined is kept, null clears it', async () => {
-        const created = await store.createStream(
+        const created = await storeStream(
+          store,
           newStream(sid, 's1', { call: '{"round":1}', leaseOwner: 'a', leaseExpiresAt: T0 + 1 })
         )
         expect(await store.updateStream(sid, 's1', 2, { call: '{"round":2}' })).toBeUndefined()
@@ -1695,7 +1777,7 @@ export function describeNotesStoreContract(
       })
 
       it('of updates issued together at one version exactly one applies', async () => {
-        await store.createStream(newStream(sid, 's1'))
+        await storeStream(store, newStream(sid, 's1'))
         const owners = ['a', 'b', 'c', 'd']
         const outcomes = await Promise.all(
           owners.map((owner) =>
@@ -1772,7 +1854,7 @@ export function describeNotesStoreContract(
       it("endSession removes the session's streams and their events, and no other session's", async () => {
         for (const id of [sid, other]) {
           expect(await store.createSession(id, alice, LIVE, T0, 1_000)).toBe(0)
-          await store.createStream(newStream(id, 's1', { call: '{}' }))
+          await storeStream(store, newStream(id, 's1', { call: '{}' }))
           await append(id, 's1', [1, 2])
         }
         await store.endSession(sid)
@@ -1789,7 +1871,7 @@ export function describeNotesStoreContract(
         const third = unique('sid')
         for (const [i, id] of [sid, other].entries()) {
           expect(await store.createSession(id, alice, LIVE, T0 + i, cap)).toBe(0)
-          await store.createStream(newStream(id, 's1'))
+          await storeStream(store, newStream(id, 's1'))
           await append(id, 's1', [1])
         }
         expect(await store.createSession(third, alice, LIVE, T0 + 2, cap)).toBe(1)
@@ -1814,13 +1896,13 @@ export function describeNotesStoreContract(
           { seq: 2, payload: raw },
         ])
         const call = jsonOfSize(256 * 1024, (text) => ({ request: { text } }))
-        await store.createStream(newStream(sid, 's1', { call, leaseOwner: raw }))
+        await storeStream(store, newStream(sid, 's1', { call, leaseOwner: raw }))
         expect(await store.getStream(sid, 's1')).toMatchObject({ call, leaseOwner: raw })
       })
 
       it('ids with quotes, unicode and control characters are kept apart exactly', async () => {
         const [id, stream] = [`${sid} it's "x" \u0000 ✓`, `s \u0001 🎉`]
-        await store.createStream(newStream(id, stream))
+        await storeStream(store, newStream(id, stream))
         await append(id, stream, [1])
         expect(await store.getStream(id, stream)).toStrictEqual(stored(newStream(id, stream)))
         expect(await store.getStream(id, `${stream}\u0000`)).toBeUndefined()
@@ -2537,8 +2619,8 @@ export function describeNotesStoreContract(
         const now = T0 + 10 * HOUR
         await drain(now)
         const sid = unique('sid')
-        await store.createStream({ sid, stream: 'gone', expiresAt: now })
-        await store.createStream({ sid, stream: 'kept', expiresAt: now + 1 })
+        await storeStream(store, { sid, stream: 'gone', expiresAt: now })
+        await storeStream(store, { sid, stream: 'kept', expiresAt: now + 1 })
         await store.appendEvent(sid, 'gone', 1, '{}', now - 1)
         await store.appendEvent(sid, 'kept', 1, '{"seq":1}', now)
         await store.appendEvent(sid, 'kept', 2, '{"seq":2}', now + 1)
@@ -2558,7 +2640,7 @@ export function describeNotesStoreContract(
         const now = T0 + 10 * HOUR
         await drain(now)
         const sid = unique('sid')
-        await store.createStream({ sid, stream: 's1', expiresAt: now })
+        await storeStream(store, { sid, stream: 's1', expiresAt: now })
         await store.appendEvent(sid, 's1', 1, '{}', now)
         await store.appendEvent(sid, 's1', 2, '{}', now)
         expect(await store.purgeExpired(now, 2)).toBe(2)

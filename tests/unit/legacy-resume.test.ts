@@ -10,7 +10,9 @@
  * writes again) leaves its waiting call to another replica (the one serving the resumed stream, or
  * the one the client's answer reaches), which claims it once the lease has run out and finishes it
  * from the checkpoint: the note is deleted once, also when the dead replica had deleted it before it
- * could store the answer.
+ * could store the answer. A session holding as many kept streams as it may, over several replicas,
+ * has its next waiting call refused with a message a person can act on (that stream is written live
+ * only, never stored), while another session goes on.
  *
  * Waits are events (the next SSE message, the end of a stream), never timers: the replica taking
  * over sees the dead one's lease run out through its own clock (`legacy.now`), set past the lease.
@@ -20,6 +22,10 @@ import { parseConfig } from '../../src/config.ts'
 import { createHttpApp } from '../../src/http/app.ts'
 import { InProcessEventBus, type EventBus } from '../../src/mcp/event-bus.ts'
 import { createMcpHandler } from '../../src/mcp/handler.ts'
+import { CallStream } from '../../src/mcp/legacy/call-stream.ts'
+import type { LegacySession as OpenedSession } from '../../src/mcp/legacy/session.ts'
+import { DEFAULT_MAX_STREAMS_PER_SESSION } from '../../src/mcp/stream-limits.ts'
+import { MAX_STREAMS_KEPT_PER_SESSION } from '../../src/mcp/stream-store.ts'
 import { generateKey, importKeyRing } from '../../src/mcp/key-ring.ts'
 import { StateSealer } from '../../src/mcp/sealed-state.ts'
 import { createApp } from '../../src/app.ts'
@@ -461,5 +467,111 @@ describe('a call that outlives its replica', () => {
     const resumed = reader(await resume(on(b, session), askId))
     expect(await finalText(resumed)).toBe('Deleted the note "Half done".')
     expect(await exists(noteId)).toBe(false)
+  })
+})
+
+describe("the cap on a session's kept streams", () => {
+  /** `delete_note` of a new note on `session`, waiting for its confirmation. */
+  async function waitingDelete(session: LegacySession, title: string) {
+    const noteId = await seed(title)
+    const name = 'delete_note'
+    const stream = reader(await session.request('tools/call', { name, arguments: { id: noteId } }))
+    expect(await stream.next()).toMatchObject({ method: 'elicitation/create' })
+    return stream
+  }
+
+  it('refuses a call that would wait once its session holds as many kept streams as it may, across replicas; another session is unaffected', async () => {
+    // Each replica lets a session hold only so many waiting calls open on it: the cap in the store
+    // is reached over several, as a session's calls spread over a fleet.
+    const replicas = Math.ceil(MAX_STREAMS_KEPT_PER_SESSION / DEFAULT_MAX_STREAMS_PER_SESSION)
+    const apps = Array.from({ length: replicas + 1 }, () => replica())
+    const { session } = await startSession(apps[0]!, { capabilities: FORM_CLIENT })
+    for (let i = 0; i < MAX_STREAMS_KEPT_PER_SESSION; i++) {
+      const app = apps[Math.floor(i / DEFAULT_MAX_STREAMS_PER_SESSION)]!
+      await waitingDelete(on(app, session), `Waiting ${i}`)
+    }
+    const fresh = apps[replicas]!
+    const noteId = await seed('One too many')
+    const refused = reader(
+      await on(fresh, session).request(
+        'tools/call',
+        { name: 'delete_note', arguments: { id: noteId } },
+        { id: 'del' }
+      )
+    )
+    expect(await refused.next()).toStrictEqual({
+      jsonrpc: '2.0',
+      id: 'del',
+      error: {
+        code: -32602,
+        message: expect.stringMatching(
+          new RegExp(
+            `^Too many calls of this session are in progress \\(${MAX_STREAMS_KEPT_PER_SESSION}\\b.*; let some finish or cancel them first`
+          )
+        ) as unknown,
+        data: {
+          cap: 'streams',
+          scope: 'session',
+          limit: MAX_STREAMS_KEPT_PER_SESSION,
+          held: MAX_STREAMS_KEPT_PER_SESSION,
+        },
+      },
+    })
+    expect(await refused.next()).toBeUndefined()
+    expect(await exists(noteId)).toBe(true)
+    // Its stream was not kept: nothing resumes it.
+    const [priming] = refused.ids as [string]
+    await expectError(await resume(on(fresh, session), priming), {
+      status: 400,
+      code: INVALID_REQUEST,
+      id: null,
+    })
+    // Another session of the same principal has its own room.
+    const other = await deleteFlow(fresh, 'Another session')
+    expect((await other.session.answer(other.ask.id as string, ACCEPT)).status).toBe(202)
+    expect(await finalText(other.stream)).toBe('Deleted the note "Another session".')
+  })
+
+  it('a stream refused by the cap is written live only, its events never stored, the warning logged once', async () => {
+    const sid = `sid-${crypto.randomUUID()}`
+    const now = Date.now()
+    for (let i = 0; i < MAX_STREAMS_KEPT_PER_SESSION; i++) {
+      const kept = { sid, stream: `kept-${i}`, expiresAt: now + 60_000 }
+      expect(await store.createStream(kept, MAX_STREAMS_KEPT_PER_SESSION, now)).toBeDefined()
+    }
+    const warnings: string[] = []
+    const context = {
+      store,
+      bus: new InProcessEventBus(),
+      logger: { warn: (message: string) => warnings.push(message), error: () => {} },
+      now: () => now,
+      retentionMs: 60_000,
+      connection: {
+        keepAliveMs: 60_000,
+        maxDurationMs: 60_000,
+        retryMs: 1000,
+        maxQueuedBytes: 1 << 16,
+      },
+    }
+    const session = { sid, protocolVersion: '2025-11-25' } as OpenedSession
+    const request = {
+      id: 1,
+      method: 'tools/call',
+      params: {},
+      protocolVersion: '2025-11-25',
+      clientCapabilities: {},
+    }
+    const call = new CallStream(context, session, request)
+    const live = reader(call.open().connection!.response)
+    for (let n = 1; n <= 3; n++)
+      call.notify({ jsonrpc: '2.0', method: 'notifications/message', params: { n } })
+    for (let n = 1; n <= 3; n++) expect(await live.next()).toMatchObject({ params: { n } })
+    expect(await call.record()).toBe('session-full')
+    const stream = (live.ids[0] as string).slice(0, -2)
+    expect(live.ids).toStrictEqual([0, 1, 2, 3].map((seq) => `${stream}.${seq}`))
+    expect(await store.getStream(sid, stream)).toBeUndefined()
+    expect(await store.readEvents(sid, stream, 0, 10, now)).toStrictEqual([])
+    expect(warnings).toHaveLength(1)
+    expect(warnings[0]).toMatch(/not kept/)
   })
 })

@@ -3,8 +3,9 @@
  * failures inside the database, made by triggers), plus what only PostgreSQL has: several stores
  * (replicas) on one database racing on once-keys, bulk deletes, share decisions, input slots, the
  * caps on subscriptions (per session and per principal) and on a principal's sessions, task
- * versions, the live-task cap, imports and migrations, text PostgreSQL cannot hold (U+0000), search
- * independent of the database's locale, the UTF8 requirement, and the adapter's own error types.
+ * versions, the live-task cap, the cap on a session's stream records, imports and migrations, text
+ * PostgreSQL cannot hold (U+0000), search independent of the database's locale, the UTF8
+ * requirement, and the adapter's own error types.
  *
  * Needs a server: `TEST_DATABASE_URL`, or PostgreSQL on 127.0.0.1:5432 (see tests/support/postgres.ts;
  * `.ci/run` installs and starts one). Without one the file fails under `CI=true` and is reported as
@@ -294,6 +295,25 @@ describe.skipIf(serverUrl === undefined)('PostgresNotesStore', () => {
       const [row] = await asAdmin(
         shared.url,
         (admin) => admin`SELECT count(*)::integer AS n FROM tasks WHERE principal = ${p}`
+      )
+      expect(row).toEqual({ n: cap })
+    })
+
+    it("concurrent creations of one session's streams on several stores never exceed its cap", async () => {
+      const { stores } = await fourReplicas()
+      const sid = `sid-${crypto.randomUUID()}`
+      const cap = 25
+      const outcomes = await Promise.all(
+        stores.flatMap((store, s) =>
+          Array.from({ length: 20 }, (_, i) =>
+            store.createStream({ sid, stream: `s${s}-${i}`, expiresAt: T0 + 10 }, cap, T0)
+          )
+        )
+      )
+      expect(outcomes.filter((stream) => stream !== undefined)).toHaveLength(cap)
+      const [row] = await asAdmin(
+        shared.url,
+        (admin) => admin`SELECT count(*)::integer AS n FROM session_streams WHERE sid = ${sid}`
       )
       expect(row).toEqual({ n: cap })
     })

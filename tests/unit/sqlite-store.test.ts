@@ -5,9 +5,10 @@
  * migrating one new file at the same moment, threads racing on one file for once-keys, bulk deletes,
  * versions, decisions, input slots and the caps on subscriptions and sessions (node:sqlite answers
  * synchronously, so only separate threads interleave), task versions, the live-task cap and imports,
- * the migration bookkeeping and the upgrade of an older file, FTS5 index consistency, the indexes
- * behind runnable tasks and the live-task count, the adapter's own errors, and the sweeps of expired
- * rows (`storage/purge.ts`) over this store.
+ * stream takeovers, event appends and the cap on a session's stream records, the migration
+ * bookkeeping and the upgrade of an older file, FTS5 index consistency, the indexes behind runnable
+ * tasks and the live-task count, the adapter's own errors, and the sweeps of expired rows
+ * (`storage/purge.ts`) over this store.
  */
 
 import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
@@ -32,6 +33,7 @@ import {
   newTask,
   noteId,
   sqliteRefusal,
+  storeStream,
   storeTask,
 } from '../support/store-contract.ts'
 
@@ -79,6 +81,9 @@ describeNotesStoreContract('sqlite file', () => openStore((contractPath = tempPa
 /** The cap on live tasks of the threads that race to create tasks of one principal. */
 const RACED_TASK_CAP = 25
 
+/** The cap on one session's live stream records of the threads that race to create its streams. */
+const RACED_STREAM_CAP = 25
+
 /** The caps on one principal's sessions and subscriptions that the threads of a race contend for. */
 const PRINCIPAL_SESSIONS = 100
 const PRINCIPAL_SUBSCRIPTIONS = 150
@@ -110,6 +115,9 @@ const RACES = {
       id: id + '-' + seed, owner: 'p via ' + seed, principal: 'p', tool: 't', args: '{}',
       status: 'working', createdAt: 1, updatedAt: 1, expiresAt: 10, pollIntervalMs: 1, journal: '{}',
     }, ${RACED_TASK_CAP}).then((task) => task !== undefined)`,
+  createStream: `(store, id, i, seed) =>
+    store.createStream({ sid: 'sid', stream: id + '-' + seed, expiresAt: 10 }, ${RACED_STREAM_CAP}, 1)
+      .then((stream) => stream !== undefined)`,
   stream: `(store, id, i, seed) =>
     store.updateStream('sid', id, 1, { leaseOwner: 'by ' + seed, leaseExpiresAt: 5 })
       .then((stream) => stream !== undefined)`,
@@ -460,7 +468,7 @@ describe('SqliteNotesStore on a file', () => {
   it('threads racing to take over one stream with the same expected version: exactly one wins', async () => {
     const store = await open()
     const streams = Array.from({ length: 60 }, (_, i) => `stream-${i}`)
-    for (const stream of streams) await store.createStream({ sid: 'sid', stream, expiresAt: 10 })
+    for (const stream of streams) await storeStream(store, { sid: 'sid', stream, expiresAt: 10 })
     expect(await race('stream', streams)).toBe(streams.length)
     for (const stream of streams) {
       expect(await store.getStream('sid', stream)).toMatchObject({
@@ -468,6 +476,16 @@ describe('SqliteNotesStore on a file', () => {
         version: 2,
       })
     }
+  })
+
+  it("threads racing to create one session's streams never exceed its cap on live records", async () => {
+    await open()
+    const ids = Array.from({ length: 20 }, (_, i) => `stream-${i}`)
+    expect(await race('createStream', ids)).toBe(RACED_STREAM_CAP)
+    const held = inspect((db) =>
+      db.prepare(`SELECT count(*) AS n FROM session_streams WHERE sid = 'sid'`).get()
+    )
+    expect(held).toEqual({ n: RACED_STREAM_CAP })
   })
 
   it('threads racing to append one event of a stream: exactly one stores it, and it is the one read', async () => {

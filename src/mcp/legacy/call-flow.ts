@@ -15,22 +15,25 @@
  * is the stream's last event; the lease is then released with the stream marked ended, and the last
  * slots forgotten. A flow that lost its lease (another replica holds the call now) stops without a
  * word: the other replica answers. From its first `input_required` (before anything is asked) the
- * call counts against the caps of `stream-limits.ts`, on the replica driving it, until it ends.
+ * call counts against the caps of `stream-limits.ts`, on the replica driving it, until it ends. A call
+ * whose stream is not kept (its session holds `MAX_STREAMS_KEPT_PER_SESSION` records already, or the
+ * store failed: `call-stream.ts`) cannot wait for the client, and is refused before it asks anything.
  * A flow ended early is a tool error for `tools/call`, a JSON-RPC error otherwise. JSON-RPC errors
  * answer HTTP 200, as 2025 clients expect.
  */
 import { dispatch, dispatchEnv } from '../dispatch.ts'
 import type { DispatchEnv, DispatchResult } from '../dispatch-env.ts'
 import type { McpRequest } from '../envelope.ts'
-import { ErrorCode, McpError, errorMessage } from '../errors.ts'
+import { CapExceededError, ErrorCode, McpError, errorMessage } from '../errors.ts'
 import type { RequestObservation } from '../observer.ts'
 import { METHODS, SUSPENDABLE_METHODS } from '../protocol.ts'
 import type { OpenedState } from '../sealed-state.ts'
 import type { StreamSlot } from '../stream-limits.ts'
+import { MAX_STREAMS_KEPT_PER_SESSION } from '../stream-store.ts'
 import { Cancellation, type FinalMessage } from '../streaming.ts'
 import type { InputRequest, JsonObject, RequestId } from '../wire.ts'
 import { CallLease, type StoredCall } from './call-lease.ts'
-import { CallStream } from './call-stream.ts'
+import { CallStream, type UnkeptStream } from './call-stream.ts'
 import { ENDED_STREAM_RETENTION_MS } from './stream-log.ts'
 import {
   FlowEndedError,
@@ -172,6 +175,9 @@ class CallFlow<Deps> implements FlowHost {
     const { sessions } = this.#era
     const { sid } = this.#session
     const log = this.#stream.open()
+    // The first round claims the call in its stream's record: without one, nothing is asked.
+    const record = this.#lease ? undefined : await this.#stream.record()
+    if (typeof record === 'string') throw unkeptFlow(record)
     const asking = askingCallOf(this.#request)
     const waiting: FlowCheckpoint['waiting'] = {}
     for (const [key, ask] of asks) {
@@ -182,20 +188,11 @@ class CallFlow<Deps> implements FlowHost {
     await Promise.all(ids.map((id) => sessions.expectInput(sid, id, checkpoint.answerBy)))
     const call: StoredCall = { request: this.#request, checkpoint: { ...checkpoint, waiting } }
     const patch = { call: JSON.stringify(call) }
-    if (this.#lease) {
-      if (!(await this.#lease.write(patch))) throw new LeaseLostError()
-    } else {
-      const record = await this.#stream.record()
-      if (!record) {
-        throw new McpError(
-          ErrorCode.InternalError,
-          'Internal error: the server could not keep this flow; try again.'
-        )
-      }
+    if (record) {
       const lease = await CallLease.claim(this.#era.leases, record, patch)
       if (!lease) throw new LeaseLostError()
       this.#holdLease(lease)
-    }
+    } else if (!(await this.#lease?.write(patch))) throw new LeaseLostError()
     this.#forget(this.#waiting)
     this.#waiting = ids
     for (const [id, { ask, seq }] of Object.entries(waiting)) {
@@ -295,6 +292,24 @@ class CallFlow<Deps> implements FlowHost {
     const { sessions } = this.#era
     for (const id of ids) void sessions.forgetInput(this.#session.sid, id).catch(() => {})
   }
+}
+
+/**
+ * The error of a call that would wait for the client while its stream is not kept (`UnkeptStream`):
+ * nothing could hold the call meanwhile. At its session's cap, what the person can do about it.
+ */
+function unkeptFlow(reason: UnkeptStream): McpError {
+  if (reason === 'store-failed') {
+    return new McpError(
+      ErrorCode.InternalError,
+      'Internal error: the server could not keep this flow; try again.'
+    )
+  }
+  const held = MAX_STREAMS_KEPT_PER_SESSION
+  return new CapExceededError(
+    { cap: 'streams', scope: 'session', limit: held, held },
+    `Too many calls of this session are in progress (${held}, counting those that ended in the last ${ENDED_STREAM_RETENTION_MS / 1000} seconds); let some finish or cancel them first, then try again.`
+  )
 }
 
 /** The flow's lease passed to another replica: it drives the call now, and this one stops. */

@@ -5,7 +5,10 @@
  * stream (`stream-log.ts`): a record in the store naming the call (`call-lease.ts`), a priming event
  * for a 2025-11-25 session (an id and empty data, so a client can resume before the first message;
  * clients of older revisions are never sent an empty event), then every message as a stored event
- * with its id, the call's final response last (written by its driver, `call-flow.ts`).
+ * with its id, the call's final response last (written by its driver, `call-flow.ts`). A session
+ * holds at most `MAX_STREAMS_KEPT_PER_SESSION` records (`../stream-store.ts`): past it, a stream is
+ * not kept (its events go out live only, it cannot be resumed, and its call cannot wait for the
+ * client), the warning logged once for the call.
  *
  * The connection is only a view of the stream: its dropping cancels nothing (the client resumes on
  * any replica with `Last-Event-ID`, `resume.ts`, and cancels with `notifications/cancelled`). The
@@ -13,7 +16,7 @@
  * when the handler calls `ctx.closeStream()` (SEP-1699 polling); the call goes on meanwhile.
  */
 import type { McpRequest } from '../envelope.ts'
-import type { StreamRecord } from '../stream-store.ts'
+import { MAX_STREAMS_KEPT_PER_SESSION, type StreamRecord } from '../stream-store.ts'
 import { jsonText, type FinalMessage, type RequestChannel } from '../streaming.ts'
 import type { StoredCall } from './call-lease.ts'
 import type { LegacySession } from './session.ts'
@@ -26,6 +29,13 @@ import {
   type StreamLogContext,
 } from './stream-log.ts'
 
+/**
+ * Why a call's stream has no record: its session already holds {@link MAX_STREAMS_KEPT_PER_SESSION}
+ * (`'session-full'`), or the store failed (`'store-failed'`). Such a stream is not kept: its events
+ * are written live only, nothing can resume it, and its call cannot wait for the client.
+ */
+export type UnkeptStream = 'session-full' | 'store-failed'
+
 /** What a call's stream is written with. */
 export interface CallStreamContext extends StreamLogContext {
   connection: ConnectionBounds
@@ -37,7 +47,7 @@ export class CallStream implements RequestChannel {
   readonly #session: LegacySession
   readonly #request: McpRequest
   #log: StreamLog | undefined
-  #record: Promise<StreamRecord | undefined> | undefined
+  #record: Promise<StreamRecord | UnkeptStream> | undefined
   /** Resolves the answer while `respond` waits for its first message or its result. */
   #answer: ((response: Response) => void) | undefined
 
@@ -71,21 +81,27 @@ export class CallStream implements RequestChannel {
     const { sid } = this.#session
     const stream = newStreamId('post')
     const call: StoredCall = { request: this.#request }
-    this.#record = store
-      .createStream({
-        sid,
-        stream,
-        expiresAt: now() + retentionMs,
-        call: JSON.stringify(call),
-      })
-      .catch((error: unknown) => {
+    const created = now()
+    const record = { sid, stream, expiresAt: created + retentionMs, call: JSON.stringify(call) }
+    this.#record = store.createStream(record, MAX_STREAMS_KEPT_PER_SESSION, created).then(
+      (stored): StreamRecord | UnkeptStream => {
+        if (stored) return stored
+        logger.warn('a session holds as many kept streams as it may; this one is not kept', {
+          session: sid.slice(0, 8),
+          cap: MAX_STREAMS_KEPT_PER_SESSION,
+        })
+        return 'session-full'
+      },
+      (error: unknown) => {
         logger.error('a stream could not be recorded; it cannot be resumed', {
           session: sid.slice(0, 8),
           error: error instanceof Error ? error.message : String(error),
         })
-        return undefined
-      })
-    const log = new StreamLog(this.#context, sid, stream, 0, this.#record)
+        return 'store-failed'
+      }
+    )
+    const kept = this.#record.then((stored) => typeof stored !== 'string')
+    const log = new StreamLog(this.#context, sid, stream, 0, kept)
     const connection = new SseConnection(this.#context.connection)
     if (this.#session.protocolVersion === '2025-11-25') connection.event(eventId(stream, 0), '')
     log.attach(connection)
@@ -95,10 +111,13 @@ export class CallStream implements RequestChannel {
     return log
   }
 
-  /** The record the stream was created with (`undefined` when it could not be stored). */
-  record(): Promise<StreamRecord | undefined> {
+  /**
+   * The record the stream was created with, or why it has none. A stream taken over from another
+   * replica has none here (its lease holds it): `'store-failed'`.
+   */
+  record(): Promise<StreamRecord | UnkeptStream> {
     this.open()
-    return this.#record ?? Promise.resolve(undefined)
+    return this.#record ?? Promise.resolve('store-failed')
   }
 
   /**
@@ -107,7 +126,7 @@ export class CallStream implements RequestChannel {
    */
   async markEnded(expiresAt: number): Promise<void> {
     const record = await this.#record
-    if (!record) return
+    if (record === undefined || typeof record === 'string') return
     const { store, logger } = this.#context
     await store
       .updateStream(record.sid, record.stream, record.version, { ended: true, expiresAt })

@@ -6,10 +6,11 @@
  * id `<stream>.<seq>`, numbered from 1 (0 is the priming event's): any replica reads from it which
  * stream of the session to resume, and where.
  * - `StreamLog` writes one POST stream, on the replica driving its call: each event is stored
- *   (`../stream-store.ts`; at most `MAX_KEPT_EVENTS_PER_STREAM` of them) before it is written to the
- *   connection attached, if any, and announced on the bus (`stream_appended`) for a replica serving
- *   a resumed connection of it, which reads it back from the store. A number another replica stored first means that replica took the call over:
- *   the log has lost the stream and writes nothing more.
+ *   (`../stream-store.ts`; at most `MAX_KEPT_EVENTS_PER_STREAM` of them, and none for a stream whose
+ *   record was not kept, `call-stream.ts`) before it is written to the connection attached, if any,
+ *   and announced on the bus (`stream_appended`) for a replica serving a resumed connection of it,
+ *   which reads it back from the store. A number another replica stored first means that replica
+ *   took the call over: the log has lost the stream and writes nothing more.
  * - `SseConnection` is one HTTP response carrying a stream's events: keep-alive comments, and an end
  *   with an SSE `retry` hint when the server lets go of the connection while the stream goes on (its
  *   maximum duration, shutdown, a handler's `ctx.closeStream()`), so the client resumes; a client
@@ -204,24 +205,28 @@ export class StreamLog {
   #connection: SseConnection | undefined
   /** Every append, in order: each waits for the one before it. */
   #written: Promise<unknown>
+  readonly #kept: Promise<boolean>
   #lost = false
 
   /**
-   * `lastSeq`: the number of the last event the stream already has (0 for a new stream); `opening`,
-   * what must be done before the first event is stored (the stream's record created).
+   * `lastSeq`: the number of the last event the stream already has (0 for a new stream); `kept`,
+   * settled before the first event is stored (the stream's record created): whether its events are
+   * stored. False for a stream whose record was not kept (`call-stream.ts`), which nothing can
+   * resume: its events are written live only.
    */
   constructor(
     context: StreamLogContext,
     sid: string,
     stream: string,
     lastSeq = 0,
-    opening: Promise<unknown> = Promise.resolve()
+    kept: Promise<boolean> = Promise.resolve(true)
   ) {
     this.#context = context
     this.sid = sid
     this.stream = stream
     this.#seq = lastSeq
-    this.#written = opening
+    this.#kept = kept
+    this.#written = kept
   }
 
   /** Whether another replica stored an event first: it drives the stream now, not this one. */
@@ -252,8 +257,9 @@ export class StreamLog {
     const { store, bus, logger, now, retentionMs } = this.#context
     const written = this.#written.then(async () => {
       if (this.#lost) return false
-      if (seq > MAX_KEPT_EVENTS_PER_STREAM) {
-        if (seq === MAX_KEPT_EVENTS_PER_STREAM + 1) {
+      const kept = await this.#kept
+      if (!kept || seq > MAX_KEPT_EVENTS_PER_STREAM) {
+        if (kept && seq === MAX_KEPT_EVENTS_PER_STREAM + 1) {
           logger.warn('a stream sent more events than are kept; later ones are sent live only', {
             session: this.sid.slice(0, 8),
             kept: MAX_KEPT_EVENTS_PER_STREAM,

@@ -1,7 +1,9 @@
 /**
  * @module storage/postgres/streams
  * The `StreamStore` methods of the PostgreSQL store ({@link streamMethods}): the records of a
- * session's resumable streams, changed by compare-and-set on their version, and their numbered
+ * session's resumable streams, created under the cap on a session's live records (counted under a
+ * per-session advisory lock, {@link STREAM_CAP_LOCK_CLASS}, by the insert that stores them), changed
+ * by compare-and-set on their version, and their numbered
  * events, each seq stored once (`ON CONFLICT DO NOTHING` on the primary key: of two replicas writing
  * one seq, exactly one stores it). The statements are built once from the column lists of
  * `common/streams.ts`; ending a session removes its streams (`sessions.ts`).
@@ -10,7 +12,7 @@ import type { Sql } from 'postgres'
 import { positiveWholeNumber } from '../../mcp/options.ts'
 import type { StreamStore } from '../../mcp/stream-store.ts'
 import { fieldValues, patchAssignments, patchValues } from '../common/columns.ts'
-import { insertedRow, type PortMethods } from '../common/store-class.ts'
+import type { PortMethods } from '../common/store-class.ts'
 import {
   checkEventsRead,
   NEW_STREAM_FIELDS,
@@ -25,16 +27,28 @@ import { patchParams, pgPlaceholder } from './patch.ts'
 import { dec, enc, encValue } from './text.ts'
 
 /**
+ * First key of the transaction-scoped advisory lock that serialises the `createStream`s of one
+ * session (the second: a hash of its sid; two sessions of one hash merely wait for each other).
+ */
+const STREAM_CAP_LOCK_CLASS = 0x6e6d7373 // "nmss"
+
+/**
  * The stream statements, built once from the column lists of `common/streams.ts` (run with
  * `unsafe`: the text is these constants only, every value is a bound parameter). `STREAM_INSERT`
- * binds `NEW_STREAM_FIELDS` as $1, $2…; `STREAM_GET` the sid and stream; `STREAM_UPDATE` the sid
+ * binds `NEW_STREAM_FIELDS` as $1, $2…, then the cap and now, and stores the record only while its
+ * session holds fewer records unexpired at now than the cap; `STREAM_GET` the sid and stream;
+ * `STREAM_UPDATE` the sid
  * ($1), the stream ($2), the expected version ($3), then for each column of `STREAM_PATCH_COLUMNS`
  * whether to set it and the value.
  */
 const STREAM_SELECT = Object.values(STREAM_COLUMNS).join(', ')
 const STREAM_INSERT = `
   INSERT INTO session_streams (${NEW_STREAM_FIELDS.map((field) => STREAM_COLUMNS[field]).join(', ')})
-  VALUES (${NEW_STREAM_FIELDS.map((_, i) => `$${i + 1}`).join(', ')})
+  SELECT ${NEW_STREAM_FIELDS.map((_, i) => `$${i + 1}`).join(', ')}
+  WHERE (
+    SELECT count(*) FROM session_streams
+    WHERE sid = $${NEW_STREAM_FIELDS.indexOf('sid') + 1} AND expires_at > $${NEW_STREAM_FIELDS.length + 2}
+  ) < $${NEW_STREAM_FIELDS.length + 1}
   RETURNING ${STREAM_SELECT}`
 const STREAM_GET = `SELECT ${STREAM_SELECT} FROM session_streams WHERE sid = $1 AND stream = $2`
 const STREAM_UPDATE = `
@@ -45,10 +59,20 @@ const STREAM_UPDATE = `
   RETURNING ${STREAM_SELECT}`
 
 export const streamMethods: PortMethods<StreamStore, Sql> = {
-  async createStream(stream) {
-    const values = fieldValues(NEW_STREAM_FIELDS, stream).map(encValue)
-    const [row] = await this.db.unsafe<StreamRow[]>(STREAM_INSERT, values, { prepare: true })
-    return toStreamRecord(insertedRow(row), dec)
+  async createStream(stream, maxPerSession, now) {
+    positiveWholeNumber('maxPerSession', maxPerSession)
+    const values = [...fieldValues(NEW_STREAM_FIELDS, stream).map(encValue), maxPerSession, now]
+    const sid = enc(stream.sid)
+    return this.db.begin(async (tx) => {
+      // A conditional insert alone is not enough under READ COMMITTED: two racing ones each count
+      // from a snapshot without the other's row, and both insert. Creations of one session are
+      // serialised instead, and the insert, a statement run after the lock is held, counts from its
+      // own snapshot, which holds every record another replica committed before: none can take the
+      // last place twice.
+      await tx`SELECT pg_advisory_xact_lock(${STREAM_CAP_LOCK_CLASS}, hashtext(${sid}))`
+      const [row] = await tx.unsafe<StreamRow[]>(STREAM_INSERT, values, { prepare: true })
+      return row === undefined ? undefined : toStreamRecord(row, dec)
+    })
   },
 
   async getStream(sid, stream) {

@@ -71,6 +71,8 @@ const TASK_ASSIGNMENTS = patchAssignments(Object.values(TASK_PATCH_COLUMNS), 3, 
 
 const STREAM_SELECT = Object.values(STREAM_COLUMNS).join(', ')
 const NEW_STREAM_COLUMNS = NEW_STREAM_FIELDS.map((field) => STREAM_COLUMNS[field])
+/** The parameter number `insertStream` binds the session id (what its cap counts by) to. */
+const NEW_STREAM_SID_PARAM = NEW_STREAM_FIELDS.indexOf('sid') + 1
 /** `column = CASE WHEN ?set THEN ?value ELSE column END` for each patchable column, from `?4` on. */
 const STREAM_ASSIGNMENTS = patchAssignments(Object.values(STREAM_PATCH_COLUMNS), 4, numbered)
 
@@ -322,10 +324,19 @@ export const SQL = {
     SELECT id FROM tasks
     WHERE status = 'working' AND ${LEASE_KEY} <= ?1 AND expires_at > ?1
     ORDER BY ${LEASE_KEY}, expires_at, id LIMIT ?2`,
-  /** The fields of {@link NEW_STREAM_FIELDS}, in order, as ?1, ?2…; fails if (sid, stream) exists. */
+  /**
+   * The fields of {@link NEW_STREAM_FIELDS}, in order, as ?1, ?2…, then the cap, then now; fails if
+   * (sid, stream) exists. Returns the row only when it stored the record: its session held fewer
+   * records unexpired at now than the cap (writes are serialised, so the count and the insert cannot
+   * be split by another writer). The count walks the primary key's sid prefix.
+   */
   insertStream: `
     INSERT INTO session_streams (${NEW_STREAM_COLUMNS.join(', ')})
-    VALUES (${NEW_STREAM_COLUMNS.map((_, i) => `?${i + 1}`).join(', ')})
+    SELECT ${NEW_STREAM_COLUMNS.map((_, i) => `?${i + 1}`).join(', ')}
+    WHERE (
+      SELECT count(*) FROM session_streams
+      WHERE sid = ?${NEW_STREAM_SID_PARAM} AND expires_at > ?${NEW_STREAM_COLUMNS.length + 2}
+    ) < ?${NEW_STREAM_COLUMNS.length + 1}
     RETURNING ${STREAM_SELECT}`,
   /** ?1 sid, ?2 stream. */
   getStream: `SELECT ${STREAM_SELECT} FROM session_streams WHERE sid = ?1 AND stream = ?2`,

@@ -1,7 +1,8 @@
 /**
  * @module storage/sqlite/streams
  * The `StreamStore` methods of the SQLite-dialect store ({@link streamMethods}): the records of a
- * session's resumable streams, changed by compare-and-set on their version, and their numbered
+ * session's resumable streams, created under the cap on a session's live records in the one
+ * conditional insert that stores them, changed by compare-and-set on their version, and their numbered
  * events, each seq stored once (the primary key refuses a second writer). The statements are built
  * from the column lists of `common/streams.ts` (`statements.ts`); ending a session removes its
  * streams (`sessions.ts`).
@@ -9,7 +10,7 @@
 import { positiveWholeNumber } from '../../mcp/options.ts'
 import type { StreamStore } from '../../mcp/stream-store.ts'
 import { fieldValues, patchValues } from '../common/columns.ts'
-import { insertedRow, type PortMethods } from '../common/store-class.ts'
+import type { PortMethods } from '../common/store-class.ts'
 import {
   checkEventsRead,
   NEW_STREAM_FIELDS,
@@ -23,9 +24,12 @@ import type { SqliteDriver } from './driver.ts'
 import { patchParams, SQL } from './statements.ts'
 
 export const streamMethods: PortMethods<StreamStore, SqliteDriver> = {
-  async createStream(stream) {
-    const row = await this.db.get(SQL.insertStream, fieldValues(NEW_STREAM_FIELDS, stream))
-    return toStreamRecord(insertedRow(row) as StreamRow)
+  async createStream(stream, maxPerSession, now) {
+    const db = this.db
+    positiveWholeNumber('maxPerSession', maxPerSession)
+    const values = [...fieldValues(NEW_STREAM_FIELDS, stream), maxPerSession, now]
+    const row = await db.get(SQL.insertStream, values)
+    return row === undefined ? undefined : toStreamRecord(row as StreamRow)
   },
 
   async getStream(sid, stream) {
