@@ -73,6 +73,7 @@ describe('tools-list: the 2025 leg tools', () => {
   it('are listed by name with a description and an object input schema', async () => {
     const result = await expectResult(await callMcp(handler, 'tools/list'))
     expect(result.tools.map((listed: JsonObject) => listed.name)).toEqual([
+      'test_reconnection',
       'test_tool_with_logging',
       'test_sampling',
       'test_elicitation',
