@@ -80,6 +80,8 @@ interface CurrentCall {
   lastEventId?: string
   /** Resume GETs of the call that failed since the last one that opened a stream. */
   failedResumes: number
+  /** Resume GETs of the call that opened a stream. */
+  resumes: number
   round: number
   roundStart: number
   /** Why the hook aborted the call, or what it saw fail. */
@@ -116,15 +118,18 @@ function refused(error: unknown): boolean {
   return cause?.code === 'ECONNREFUSED'
 }
 
-/** The SDK's errors as the flows see them (what the hook saw first wins, see `call`). */
-function callError(error: unknown): unknown {
+/**
+ * The SDK's errors as the flows see them (what the hook saw first wins, see `call`); a timeout says
+ * where the call's stream was (`wire`).
+ */
+function callError(error: unknown, wire: string): unknown {
   if (error instanceof StreamableHTTPError) {
     return new CallError(`http_${error.code ?? 'unknown'}`, error.message, false)
   }
   if (error instanceof McpError) {
     return new CallError(
       error.code === -32001 ? 'timeout' : `rpc_${error.code}`,
-      error.message,
+      error.code === -32001 ? `${error.message} (${wire})` : error.message,
       false
     )
   }
@@ -160,7 +165,7 @@ export class LegacyAgent implements Agent {
         return
       } catch (error) {
         await client.close().catch(() => {})
-        const failure = callError(error)
+        const failure = callError(error, 'the handshake')
         if (!(failure instanceof CallError && failure.transport) || attempt >= CONNECT_ATTEMPTS) {
           throw failure
         }
@@ -192,6 +197,7 @@ export class LegacyAgent implements Agent {
       answer,
       controller: new AbortController(),
       failedResumes: 0,
+      resumes: 0,
       round: 1,
       roundStart: performance.now(),
       settled: false,
@@ -210,7 +216,10 @@ export class LegacyAgent implements Agent {
       return result as ToolResult
     } catch (error) {
       if (this.#setup.signal.aborted) throw this.#setup.signal.reason
-      throw call.answerError ?? call.failure ?? callError(error)
+      const wire =
+        `stream on ${call.streamReplica ?? 'no replica'}, last event ` +
+        `${call.lastEventId ?? 'none'}, resumed ${call.resumes} times`
+      throw call.answerError ?? call.failure ?? callError(error, wire)
     } finally {
       call.settled = true
       this.#current = undefined
@@ -316,6 +325,7 @@ export class LegacyAgent implements Agent {
         return response
       }
       call.failedResumes = 0
+      call.resumes += 1
       this.#setup.era.resumed()
     }
     call.streamReplica = replica
