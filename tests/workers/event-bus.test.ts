@@ -200,6 +200,29 @@ describe('events cross isolates through the EventBusObject', () => {
     expect(result.result.content[0].text).toMatch(/^User response: .*accept.*ada/)
   })
 
+  it('a 2025 call whose stream dropped in one isolate is resumed in another: Last-Event-ID replays the question and brings the result', async () => {
+    const { session } = await startSession(isolate(fixtureA), {
+      capabilities: { elicitation: {} },
+    })
+    const flow = streams.open(await session.request('tools/call', ELICITATION, { id: 'r' }))
+    const ask = (await nextOf(flow, 'the question')) as JsonObject
+    const [priming] = flow.ids as [string]
+    await flow.cancel()
+
+    const elsewhere = onIsolate(session, isolate(fixtureB))
+    const resumed = streams.open(await elsewhere.get({ 'last-event-id': priming }))
+    expect(await nextOf(resumed, 'the question again, from the store')).toStrictEqual(ask)
+    const answered = await elsewhere.answer(ask.id, {
+      action: 'accept',
+      content: { username: 'grace', email: 'grace@example.com' },
+    })
+    expect(answered.status).toBe(202)
+    // Driven on in fixture-a, or taken over once its lease ran out if the drop ended it there.
+    const result = (await nextOf(resumed, 'the result on the resumed stream')) as JsonObject
+    expect(result).toMatchObject({ jsonrpc: '2.0', id: 'r' })
+    expect(result.result.content[0].text).toMatch(/^User response: .*accept.*grace/)
+  })
+
   it('a cancellation POSTed to one isolate ends the 2025 request running in another', async () => {
     const { session } = await startSession(isolate(fixtureA), {
       capabilities: { elicitation: {} },
