@@ -17,7 +17,7 @@
  * stream, a stream whose events are past their retention, or no id this server sends is refused
  * with 400 -32600, and the client opens a fresh stream. Resuming a call's stream needs the scopes of
  * the call (`scopes.ts`: what reading its answer needs), and counts against the GET caps of
- * `stream-limits.ts` (429) while open.
+ * `stream-limits.ts` (429) while open, and as a GET stream in telemetry.
  */
 import { ErrorCode, errorMessage } from '../errors.ts'
 import { scopeChallenge } from '../scopes.ts'
@@ -77,7 +77,8 @@ export async function resumeStream<Deps>(
       })
       connection.close()
     })
-  return connection.response
+  const { response } = connection
+  return era.telemetry ? era.telemetry.stream('get', session.protocolVersion, response) : response
 }
 
 function unresumable(why: string): TransportError {
