@@ -2,9 +2,9 @@
  * @module scripts/loadtest/routing
  * Where a virtual user's next HTTP request goes, for both eras' agents. In direct mode each user
  * keeps its own rotation over the replicas ({@link Rotation}): the next one in turn that is not the
- * replica to avoid (the previous round's, or the one holding a 2025 flow's stream) and did not just
- * fail, so later rounds and answers always cross replicas, and a request whose replica died goes on to
- * a live one when there is one. In balanced mode every request goes to nginx, naming the replica to
+ * replica to avoid (the previous round's, or the one holding a 2025 flow's stream, for its answers
+ * and the GETs that resume it) and did not just fail, so later rounds, answers and resumed streams
+ * always cross replicas, and a request whose replica died goes on to a live one when there is one. In balanced mode every request goes to nginx, naming the replica to
  * avoid in `X-Previous-Replica` when the balancer is `avoid-previous` (see `nginx-config.ts`).
  *
  * Also the run's request cap ({@link claimRequest}): every attempt of every agent counts; what an
