@@ -14,12 +14,14 @@
  *   expiry, renewed while the owner lives, every change a compare-and-set on the record's version, so
  *   that when the owner dies exactly one other replica takes the call over.
  *
- * Bounded: a session holds at most {@link MAX_STREAMS_KEPT_PER_SESSION} live records, counted and
- * inserted in one atomic step by `createStream` on every adapter, so that creations racing on any
- * number of replicas never exceed it; events and records carry an expiry (milliseconds since the
- * epoch) and are removed by the adapters' purge of expired rows. Before that, an expired event is
- * never read, though it still holds its seq; an expired record is still answered by `getStream`,
- * for the caller to judge, and counts for nothing against the cap. Ending
+ * Bounded: a session holds at most {@link MAX_STREAMS_KEPT_PER_SESSION} live records; at the cap,
+ * `createStream` makes room by evicting the session's oldest ended records with their events, and
+ * refuses only when records not ended fill it — eviction, count and insert one atomic step on every
+ * adapter, so that creations racing on any number of replicas never exceed it. Events and records
+ * carry an expiry (milliseconds since the epoch) and are removed by the adapters' purge of expired
+ * rows. Before that, an expired event is never read, though it still holds its seq; an expired
+ * record is still answered by `getStream`, for the caller to judge, and counts for nothing against
+ * the cap. Ending
  * a session (`SessionStore.endSession`, or a new session at its principal's cap ending it) removes
  * its streams and their events. Adapters (node:sqlite, PostgreSQL, D1) pass one contract suite
  * (`tests/support/store-contract.ts`).
@@ -28,15 +30,18 @@
 /**
  * Live stream records one session may hold (`createStream`'s cap, passed by `legacy/call-stream.ts`):
  * a record is created for each 2025 call that streams (one that sends anything before its result)
- * and lives until its call has ended and a short retention has passed (`ENDED_STREAM_RETENTION_MS`),
- * so it counts the session's calls in progress and those just ended. A host runs a handful of calls
- * at once (a waiting one also holds a stream open on its replica, capped per session there by
- * `stream-limits.ts`), so 64 leaves room for every real host, a burst of short streaming calls
- * included, while a loop of them stops here instead of filling the store. This is the one bound
- * across replicas: the in-memory caps count each replica alone. Together with the cap on a
- * principal's sessions (`limits.sessionsPerPrincipal`, default 1,000) it bounds what one principal
- * can make the store keep: at most 64 records per session times that many sessions, each record's
- * events bounded by `legacy/stream-log.ts`.
+ * and lives until its call has ended and a short retention has passed (`ENDED_STREAM_RETENTION_MS`,
+ * so that a client whose connection dropped just before the answer can still fetch it). Only the
+ * calls in progress (records not ended) can fill the cap: an ended record is a courtesy, and the
+ * oldest ones make room for a new call, so a busy host that makes a call a second, or an agent's
+ * burst of streaming calls, is never refused for calls that are over. A host runs a handful of
+ * calls at once (a waiting one also holds a stream open on its replica, capped per session there by
+ * `stream-limits.ts`), so 64 in progress leaves room for every real host, while a loop of calls
+ * left waiting stops here instead of filling the store. This is the one bound across replicas: the
+ * in-memory caps count each replica alone. Together with the cap on a principal's sessions
+ * (`limits.sessionsPerPrincipal`, default 1,000) it bounds what one principal can make the store
+ * keep: at most 64 records per session times that many sessions, each record's events bounded by
+ * `legacy/stream-log.ts` (`MAX_KEPT_EVENTS_PER_STREAM`) and evicted with it.
  */
 export const MAX_STREAMS_KEPT_PER_SESSION = 64
 
@@ -81,11 +86,14 @@ export interface StreamPatch {
 
 export interface StreamStore {
   /**
-   * Stores a new stream record (version 1, not ended), unless session `stream.sid` already holds
-   * `maxPerSession` live records (unexpired at `now`, ended or not; an expired record the purge has
-   * not reached yet counts for nothing): then answers `undefined` and stores nothing. The count and
-   * the insert are one atomic step, across every replica. Throws if `(sid, stream)` exists, and
-   * `RangeError` unless `maxPerSession` is a positive integer.
+   * Stores a new stream record (version 1, not ended) while session `stream.sid` holds fewer than
+   * `maxPerSession` live records (unexpired at `now`; an expired record the purge has not reached yet
+   * counts for nothing). At the cap it first evicts the session's oldest ended live records (those
+   * that expire first) with their events, as many as it needs to make room and no more; it answers
+   * `undefined`, storing and evicting nothing, only when the session's live records not ended
+   * already fill the cap. Eviction, count and insert are one atomic step, across every replica, so
+   * a session never holds more than `maxPerSession` live records. Throws if `(sid, stream)` exists
+   * (evicting nothing), and `RangeError` unless `maxPerSession` is a positive integer.
    */
   createStream(
     stream: NewStream,

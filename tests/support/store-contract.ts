@@ -1666,19 +1666,105 @@ export function describeNotesStoreContract(
         const create = (id: string, stream: string, cap: number, now = T0, fields = {}) =>
           store.createStream(newStream(id, stream, fields), cap, now)
 
-        it('stores records while the session holds fewer than maxPerSession live ones, ended or not, then refuses one and stores nothing', async () => {
+        /** Ends `stream` of session `id` (at version 1), kept until `expiresAt`. */
+        async function end(id: string, stream: string, expiresAt: number) {
+          expect(await store.updateStream(id, stream, 1, { ended: true, expiresAt })).toBeDefined()
+        }
+        /** The streams among `streams` that session `id` still has a record of. */
+        async function held(id: string, streams: string[]) {
+          const records = await Promise.all(streams.map((stream) => store.getStream(id, stream)))
+          return streams.filter((_, i) => records[i] !== undefined)
+        }
+
+        it('stores records while the session holds fewer than maxPerSession live ones, then, with none of them ended, refuses one and stores nothing', async () => {
           for (const stream of ['s1', 's2', 's3']) {
             expect(await create(sid, stream, 3)).toStrictEqual(stored(newStream(sid, stream)))
           }
           expect(await create(sid, 's4', 3, T0, { call: '{}' })).toBeUndefined()
           expect(await store.getStream(sid, 's4')).toBeUndefined()
-          // An ended record is still kept, so it still counts.
-          expect(await store.updateStream(sid, 's1', 1, { ended: true })).toBeDefined()
-          expect(await create(sid, 's4', 3)).toBeUndefined()
-          expect(await store.getStream(sid, 's4')).toBeUndefined()
+          expect(await held(sid, ['s1', 's2', 's3'])).toStrictEqual(['s1', 's2', 's3'])
           // The cap is the caller's: a larger one has room.
           expect(await create(sid, 's4', 4)).toStrictEqual(stored(newStream(sid, 's4')))
           expect(await create(sid, 's5', 4)).toBeUndefined()
+        })
+
+        it('at the cap, evicts the oldest ended record (the one that expires first) with its events to store the new one', async () => {
+          for (const stream of ['s1', 's2', 's3']) {
+            expect(await create(sid, stream, 3)).toBeDefined()
+            await append(sid, stream, [1, 2])
+          }
+          await end(sid, 's1', LIVE - 10)
+          await end(sid, 's2', LIVE - 20)
+          expect(await create(sid, 's4', 3)).toStrictEqual(stored(newStream(sid, 's4')))
+          expect(await held(sid, ['s1', 's2', 's3', 's4'])).toStrictEqual(['s1', 's3', 's4'])
+          expect(await seqsAfter(sid, 's2')).toStrictEqual([])
+          // Its events are gone, not merely hidden: their seqs are free again.
+          expect(await store.appendEvent(sid, 's2', 1, event(1), LIVE)).toBe(true)
+          for (const stream of ['s1', 's3'])
+            expect(await seqsAfter(sid, stream)).toStrictEqual([1, 2])
+          // The next one evicts the other ended record; then only calls in progress are left.
+          expect(await create(sid, 's5', 3)).toBeDefined()
+          expect(await held(sid, ['s1', 's3', 's4', 's5'])).toStrictEqual(['s3', 's4', 's5'])
+          expect(await seqsAfter(sid, 's1')).toStrictEqual([])
+          expect(await create(sid, 's6', 3)).toBeUndefined()
+          expect(await held(sid, ['s3', 's4', 's5', 's6'])).toStrictEqual(['s3', 's4', 's5'])
+        })
+
+        it('evicts only as many ended records as it needs to make room, also under a smaller cap; refused, evicts none', async () => {
+          const streams = ['s1', 's2', 's3', 's4', 's5']
+          for (const stream of streams) {
+            expect(await create(sid, stream, 5)).toBeDefined()
+            await append(sid, stream, [1])
+          }
+          await end(sid, 's1', LIVE - 1)
+          await end(sid, 's2', LIVE - 2)
+          await end(sid, 's3', LIVE - 3)
+          // 5 live, 3 of them ended, under a cap of 4: two places to free, the two oldest ended.
+          expect(await create(sid, 'n1', 4)).toBeDefined()
+          expect(await held(sid, [...streams, 'n1'])).toStrictEqual(['s1', 's4', 's5', 'n1'])
+          // Under a cap of 6 there is room without evicting.
+          expect(await create(sid, 'n2', 6)).toBeDefined()
+          const kept = ['s1', 's4', 's5', 'n1', 'n2']
+          expect(await held(sid, kept)).toStrictEqual(kept)
+          // 4 not ended fill a cap of 3: refused, and the ended one is not evicted.
+          expect(await create(sid, 'n3', 3)).toBeUndefined()
+          expect(await held(sid, [...kept, 'n3'])).toStrictEqual(kept)
+          for (const stream of ['s1', 's4', 's5']) {
+            expect(await seqsAfter(sid, stream)).toStrictEqual([1])
+          }
+        })
+
+        it('refuses while records not ended fill the cap, keeping the ended ones a larger cap let it hold', async () => {
+          expect(await create(sid, 'done', 3)).toBeDefined()
+          await append(sid, 'done', [1])
+          await end(sid, 'done', LIVE)
+          for (const stream of ['s1', 's2']) expect(await create(sid, stream, 3)).toBeDefined()
+          expect(await create(sid, 's3', 2)).toBeUndefined()
+          expect(await held(sid, ['done', 's1', 's2', 's3'])).toStrictEqual(['done', 's1', 's2'])
+          expect(await seqsAfter(sid, 'done')).toStrictEqual([1])
+        })
+
+        it("evicts none of another session's ended records", async () => {
+          for (const id of [sid, other]) {
+            for (const stream of ['s1', 's2']) {
+              expect(await create(id, stream, 2)).toBeDefined()
+              await append(id, stream, [1])
+              await end(id, stream, LIVE)
+            }
+          }
+          for (const stream of ['n1', 'n2']) expect(await create(sid, stream, 2)).toBeDefined()
+          expect(await create(sid, 'n3', 2)).toBeUndefined()
+          expect(await held(sid, ['s1', 's2', 'n1', 'n2'])).toStrictEqual(['n1', 'n2'])
+          expect(await held(other, ['s1', 's2', 'n1'])).toStrictEqual(['s1', 's2'])
+          for (const stream of ['s1', 's2'])
+            expect(await seqsAfter(other, stream)).toStrictEqual([1])
+        })
+
+        it('evicts nothing when its stream exists (and throws)', async () => {
+          for (const stream of ['s1', 's2']) expect(await create(sid, stream, 2)).toBeDefined()
+          await end(sid, 's1', LIVE)
+          await expect(create(sid, 's2', 2)).rejects.toThrow()
+          expect(await held(sid, ['s1', 's2'])).toStrictEqual(['s1', 's2'])
         })
 
         it('another session has its own room, for the same stream ids too', async () => {
@@ -1702,6 +1788,21 @@ export function describeNotesStoreContract(
           expect(await store.updateStream(sid, 'long', 1, { expiresAt: T0 + 20 })).toBeDefined()
           expect(await create(sid, 's4', 2, T0 + 19)).toBeUndefined()
           expect(await create(sid, 's4', 2, T0 + 20)).toStrictEqual(stored(newStream(sid, 's4')))
+        })
+
+        it('of creations issued together at a cap full of ended records, each evicts one and they never store more than maxPerSession', async () => {
+          const done = ['d1', 'd2', 'd3', 'd4']
+          for (const stream of done) {
+            expect(await create(sid, stream, 4)).toBeDefined()
+            await append(sid, stream, [1])
+            await end(sid, stream, LIVE)
+          }
+          const streams = Array.from({ length: 10 }, (_, i) => `s${i}`)
+          const outcomes = await Promise.all(streams.map((stream) => create(sid, stream, 4)))
+          expect(outcomes.filter((outcome) => outcome !== undefined)).toHaveLength(4)
+          expect(await held(sid, [...done, ...streams])).toHaveLength(4)
+          expect(await held(sid, done)).toStrictEqual([])
+          for (const stream of done) expect(await seqsAfter(sid, stream)).toStrictEqual([])
         })
 
         it("of creations issued together, never stores more than maxPerSession in one session; another session's fill their own room", async () => {

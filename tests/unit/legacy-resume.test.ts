@@ -12,7 +12,8 @@
  * from the checkpoint: the note is deleted once, also when the dead replica had deleted it before it
  * could store the answer. A session holding as many kept streams as it may, over several replicas,
  * has its next waiting call refused with a message a person can act on (that stream is written live
- * only, never stored), while another session goes on.
+ * only, never stored), while another session goes on; calls that ended never fill it (the oldest
+ * ended streams make room).
  *
  * Waits are events (the next SSE message, the end of a stream), never timers: the replica taking
  * over sees the dead one's lease run out through its own clock (`legacy.now`), set past the lease.
@@ -573,5 +574,42 @@ describe("the cap on a session's kept streams", () => {
     expect(await store.readEvents(sid, stream, 0, 10, now)).toStrictEqual([])
     expect(warnings).toHaveLength(1)
     expect(warnings[0]).toMatch(/not kept/)
+  })
+
+  it('counts only calls in progress: after more interactive calls than it may keep, all ended, the next one still asks and finishes; the oldest ended stream made room', async () => {
+    const app = replica()
+    const { session } = await startSession(app, { capabilities: FORM_CLIENT })
+    /** A confirmed `delete_note` on `session`, to its end; the id of its stream's priming event. */
+    async function completedDelete(title: string): Promise<string> {
+      const noteId = await seed(title)
+      const stream = reader(
+        await session.request(
+          'tools/call',
+          { name: 'delete_note', arguments: { id: noteId } },
+          { id: 'del' }
+        )
+      )
+      const ask = (await stream.next()) as JsonObject
+      expect(ask).toMatchObject({ method: 'elicitation/create' })
+      expect((await session.answer(ask.id as string, ACCEPT)).status).toBe(202)
+      expect(await finalText(stream)).toBe(`Deleted the note "${title}".`)
+      expect(await exists(noteId)).toBe(false)
+      return stream.ids[0] as string
+    }
+    const primings: string[] = []
+    for (let i = 0; i <= MAX_STREAMS_KEPT_PER_SESSION; i++) {
+      primings.push(await completedDelete(`Done ${i}`))
+    }
+    const last = await completedDelete('One more')
+    // The oldest ended streams gave up their places: nothing resumes them.
+    await expectError(await resume(session, primings[0]!), {
+      status: 400,
+      code: INVALID_REQUEST,
+      id: null,
+    })
+    // The newest is still kept, for a client that lost its connection before the answer.
+    const replayed = reader(await resume(session, last))
+    expect(await replayed.next()).toMatchObject({ method: 'elicitation/create' })
+    expect(await finalText(replayed)).toBe('Deleted the note "One more".')
   })
 })

@@ -24,6 +24,7 @@ import {
   newTask,
   noteId,
   REFUSED_IN_DATABASE,
+  storeStream,
   storeTask,
   type RefuseInDatabase,
 } from '../support/store-contract.ts'
@@ -299,10 +300,17 @@ describe.skipIf(serverUrl === undefined)('PostgresNotesStore', () => {
       expect(row).toEqual({ n: cap })
     })
 
-    it("concurrent creations of one session's streams on several stores never exceed its cap", async () => {
+    it("concurrent creations of one session's streams on several stores, its cap full of ended records, evict each of them once and never exceed the cap", async () => {
       const { stores } = await fourReplicas()
       const sid = `sid-${crypto.randomUUID()}`
       const cap = 25
+      for (let i = 0; i < cap; i++) {
+        const store = stores[i % stores.length]!
+        const stream = `ended-${i}`
+        await storeStream(store, { sid, stream, expiresAt: T0 + 5 })
+        expect(await store.appendEvent(sid, stream, 1, '{}', T0 + 5)).toBe(true)
+        expect(await store.updateStream(sid, stream, 1, { ended: true })).toBeDefined()
+      }
       const outcomes = await Promise.all(
         stores.flatMap((store, s) =>
           Array.from({ length: 20 }, (_, i) =>
@@ -313,9 +321,13 @@ describe.skipIf(serverUrl === undefined)('PostgresNotesStore', () => {
       expect(outcomes.filter((stream) => stream !== undefined)).toHaveLength(cap)
       const [row] = await asAdmin(
         shared.url,
-        (admin) => admin`SELECT count(*)::integer AS n FROM session_streams WHERE sid = ${sid}`
+        (admin) => admin`
+          SELECT (SELECT count(*)::integer FROM session_streams WHERE sid = ${sid}) AS records,
+            (SELECT count(*)::integer FROM session_streams WHERE sid = ${sid} AND NOT ended)
+              AS unended,
+            (SELECT count(*)::integer FROM stream_events WHERE sid = ${sid}) AS events`
       )
-      expect(row).toEqual({ n: cap })
+      expect(row).toEqual({ records: cap, unended: cap, events: 0 })
     })
 
     it('concurrent imports of the same notes on several stores create each note once', async () => {

@@ -81,7 +81,10 @@ describeNotesStoreContract('sqlite file', () => openStore((contractPath = tempPa
 /** The cap on live tasks of the threads that race to create tasks of one principal. */
 const RACED_TASK_CAP = 25
 
-/** The cap on one session's live stream records of the threads that race to create its streams. */
+/**
+ * The cap on one session's live stream records of the threads that race to create its streams (at
+ * now 1, kept until 10).
+ */
 const RACED_STREAM_CAP = 25
 
 /** The caps on one principal's sessions and subscriptions that the threads of a race contend for. */
@@ -478,14 +481,26 @@ describe('SqliteNotesStore on a file', () => {
     }
   })
 
-  it("threads racing to create one session's streams never exceed its cap on live records", async () => {
-    await open()
+  it("threads racing to create one session's streams, its cap full of ended records, evict each of them once and never exceed the cap", async () => {
+    const store = await open()
+    for (let i = 0; i < RACED_STREAM_CAP; i++) {
+      const stream = `ended-${i}`
+      await storeStream(store, { sid: 'sid', stream, expiresAt: 5 })
+      expect(await store.appendEvent('sid', stream, 1, '{}', 5)).toBe(true)
+      expect(await store.updateStream('sid', stream, 1, { ended: true })).toBeDefined()
+    }
     const ids = Array.from({ length: 20 }, (_, i) => `stream-${i}`)
     expect(await race('createStream', ids)).toBe(RACED_STREAM_CAP)
     const held = inspect((db) =>
-      db.prepare(`SELECT count(*) AS n FROM session_streams WHERE sid = 'sid'`).get()
+      db
+        .prepare(
+          `SELECT (SELECT count(*) FROM session_streams WHERE sid = 'sid') AS records,
+            (SELECT count(*) FROM session_streams WHERE sid = 'sid' AND ended = 0) AS unended,
+            (SELECT count(*) FROM stream_events WHERE sid = 'sid') AS events`
+        )
+        .get()
     )
-    expect(held).toEqual({ n: RACED_STREAM_CAP })
+    expect(held).toEqual({ records: RACED_STREAM_CAP, unended: RACED_STREAM_CAP, events: 0 })
   })
 
   it('threads racing to append one event of a stream: exactly one stores it, and it is the one read', async () => {

@@ -16,8 +16,9 @@
  * slots forgotten. A flow that lost its lease (another replica holds the call now) stops without a
  * word: the other replica answers. From its first `input_required` (before anything is asked) the
  * call counts against the caps of `stream-limits.ts`, on the replica driving it, until it ends. A call
- * whose stream is not kept (its session holds `MAX_STREAMS_KEPT_PER_SESSION` records already, or the
- * store failed: `call-stream.ts`) cannot wait for the client, and is refused before it asks anything.
+ * whose stream is not kept (its session has `MAX_STREAMS_KEPT_PER_SESSION` calls in progress already,
+ * or the store failed: `call-stream.ts`) cannot wait for the client, and is refused before it asks
+ * anything.
  * A flow ended early is a tool error for `tools/call`, a JSON-RPC error otherwise. JSON-RPC errors
  * answer HTTP 200, as 2025 clients expect.
  */
@@ -308,7 +309,7 @@ function unkeptFlow(reason: UnkeptStream): McpError {
   const held = MAX_STREAMS_KEPT_PER_SESSION
   return new CapExceededError(
     { cap: 'streams', scope: 'session', limit: held, held },
-    `Too many calls of this session are in progress (${held}, counting those that ended in the last ${ENDED_STREAM_RETENTION_MS / 1000} seconds); let some finish or cancel them first, then try again.`
+    `Too many calls of this session are in progress (${held} at once, on any replica); let some finish or cancel them first, then try again.`
   )
 }
 

@@ -6,9 +6,10 @@
  * for a 2025-11-25 session (an id and empty data, so a client can resume before the first message;
  * clients of older revisions are never sent an empty event), then every message as a stored event
  * with its id, the call's final response last (written by its driver, `call-flow.ts`). A session
- * holds at most `MAX_STREAMS_KEPT_PER_SESSION` records (`../stream-store.ts`): past it, a stream is
- * not kept (its events go out live only, it cannot be resumed, and its call cannot wait for the
- * client), the warning logged once for the call.
+ * holds at most `MAX_STREAMS_KEPT_PER_SESSION` records (`../stream-store.ts`), its oldest ended ones
+ * evicted to make room: once its calls in progress fill them, a stream is not kept (its events go
+ * out live only, it cannot be resumed, and its call cannot wait for the client), the warning logged
+ * once for the call.
  *
  * The connection is only a view of the stream: its dropping cancels nothing (the client resumes on
  * any replica with `Last-Event-ID`, `resume.ts`, and cancels with `notifications/cancelled`). The
@@ -30,9 +31,10 @@ import {
 } from './stream-log.ts'
 
 /**
- * Why a call's stream has no record: its session already holds {@link MAX_STREAMS_KEPT_PER_SESSION}
- * (`'session-full'`), or the store failed (`'store-failed'`). Such a stream is not kept: its events
- * are written live only, nothing can resume it, and its call cannot wait for the client.
+ * Why a call's stream has no record: its session already has {@link MAX_STREAMS_KEPT_PER_SESSION}
+ * calls in progress, streams not ended (`'session-full'`), or the store failed (`'store-failed'`).
+ * Such a stream is not kept: its events are written live only, nothing can resume it, and its call
+ * cannot wait for the client.
  */
 export type UnkeptStream = 'session-full' | 'store-failed'
 
@@ -86,7 +88,7 @@ export class CallStream implements RequestChannel {
     this.#record = store.createStream(record, MAX_STREAMS_KEPT_PER_SESSION, created).then(
       (stored): StreamRecord | UnkeptStream => {
         if (stored) return stored
-        logger.warn('a session holds as many kept streams as it may; this one is not kept', {
+        logger.warn('a session has as many calls in progress as it may; this stream is not kept', {
           session: sid.slice(0, 8),
           cap: MAX_STREAMS_KEPT_PER_SESSION,
         })

@@ -1,10 +1,10 @@
 /**
  * @module storage/postgres/streams
  * The `StreamStore` methods of the PostgreSQL store ({@link streamMethods}): the records of a
- * session's resumable streams, created under the cap on a session's live records (counted under a
- * per-session advisory lock, {@link STREAM_CAP_LOCK_CLASS}, by the insert that stores them), changed
- * by compare-and-set on their version, and their numbered
- * events, each seq stored once (`ON CONFLICT DO NOTHING` on the primary key: of two replicas writing
+ * session's resumable streams, created under the cap on a session's live records (its oldest ended
+ * records and their events evicted to make room, counted and inserted by one statement under a
+ * per-session advisory lock, {@link STREAM_CAP_LOCK_CLASS}), changed by compare-and-set on their
+ * version, and their numbered events, each seq stored once (`ON CONFLICT DO NOTHING` on the primary key: of two replicas writing
  * one seq, exactly one stores it). The statements are built once from the column lists of
  * `common/streams.ts`; ending a session removes its streams (`sessions.ts`).
  */
@@ -35,20 +35,37 @@ const STREAM_CAP_LOCK_CLASS = 0x6e6d7373 // "nmss"
 /**
  * The stream statements, built once from the column lists of `common/streams.ts` (run with
  * `unsafe`: the text is these constants only, every value is a bound parameter). `STREAM_INSERT`
- * binds `NEW_STREAM_FIELDS` as $1, $2…, then the cap and now, and stores the record only while its
- * session holds fewer records unexpired at now than the cap; `STREAM_GET` the sid and stream;
- * `STREAM_UPDATE` the sid
- * ($1), the stream ($2), the expected version ($3), then for each column of `STREAM_PATCH_COLUMNS`
- * whether to set it and the value.
+ * binds `NEW_STREAM_FIELDS` as $1, $2…, then the cap and now: it first evicts the session's ended
+ * records unexpired at now that expire first (they ended first) and their events, as many as its
+ * live records exceed the cap - 1, and none while its records not ended already fill the cap; then
+ * stores the record only if the live records left are fewer than the cap (all parts of the
+ * statement see one snapshot, taken before the evictions: hence the count minus those evicted).
+ * `STREAM_GET` binds the sid and stream; `STREAM_UPDATE` the sid ($1), the stream ($2), the
+ * expected version ($3), then for each column of `STREAM_PATCH_COLUMNS` whether to set it and the
+ * value.
  */
 const STREAM_SELECT = Object.values(STREAM_COLUMNS).join(', ')
+const [SID, CAP, NOW] = [
+  NEW_STREAM_FIELDS.indexOf('sid') + 1,
+  NEW_STREAM_FIELDS.length + 1,
+  NEW_STREAM_FIELDS.length + 2,
+].map((position) => `$${position}`)
+const LIVE_STREAMS = `FROM session_streams WHERE sid = ${SID} AND expires_at > ${NOW}`
 const STREAM_INSERT = `
+  WITH evicted AS (
+    DELETE FROM session_streams WHERE sid = ${SID} AND stream IN (
+      SELECT stream ${LIVE_STREAMS} AND ended
+        AND (SELECT count(*) ${LIVE_STREAMS} AND NOT ended) < ${CAP}
+      ORDER BY expires_at, stream
+      LIMIT GREATEST(0, (SELECT count(*) ${LIVE_STREAMS}) - ${CAP} + 1)
+    )
+    RETURNING stream
+  ), evicted_events AS (
+    DELETE FROM stream_events WHERE sid = ${SID} AND stream IN (SELECT stream FROM evicted)
+  )
   INSERT INTO session_streams (${NEW_STREAM_FIELDS.map((field) => STREAM_COLUMNS[field]).join(', ')})
   SELECT ${NEW_STREAM_FIELDS.map((_, i) => `$${i + 1}`).join(', ')}
-  WHERE (
-    SELECT count(*) FROM session_streams
-    WHERE sid = $${NEW_STREAM_FIELDS.indexOf('sid') + 1} AND expires_at > $${NEW_STREAM_FIELDS.length + 2}
-  ) < $${NEW_STREAM_FIELDS.length + 1}
+  WHERE (SELECT count(*) ${LIVE_STREAMS}) - (SELECT count(*) FROM evicted) < ${CAP}
   RETURNING ${STREAM_SELECT}`
 const STREAM_GET = `SELECT ${STREAM_SELECT} FROM session_streams WHERE sid = $1 AND stream = $2`
 const STREAM_UPDATE = `
@@ -65,10 +82,12 @@ export const streamMethods: PortMethods<StreamStore, Sql> = {
     const sid = enc(stream.sid)
     return this.db.begin(async (tx) => {
       // A conditional insert alone is not enough under READ COMMITTED: two racing ones each count
-      // from a snapshot without the other's row, and both insert. Creations of one session are
-      // serialised instead, and the insert, a statement run after the lock is held, counts from its
-      // own snapshot, which holds every record another replica committed before: none can take the
-      // last place twice.
+      // from a snapshot without the other's row, and both insert (or both evict for one place).
+      // Creations of one session are serialised instead, and the statement, run after the lock is
+      // held, counts and evicts from its own snapshot, which holds every record another replica
+      // committed before: none can take the last place twice. Other writers of the session's
+      // records (updates) create none and never make an ended record unended; a record one ends
+      // meanwhile is merely not evicted this time.
       await tx`SELECT pg_advisory_xact_lock(${STREAM_CAP_LOCK_CLASS}, hashtext(${sid}))`
       const [row] = await tx.unsafe<StreamRow[]>(STREAM_INSERT, values, { prepare: true })
       return row === undefined ? undefined : toStreamRecord(row, dec)

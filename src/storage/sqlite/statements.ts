@@ -88,6 +88,20 @@ const SESSIONS_OVER_CAP = `
   SELECT sid FROM sessions WHERE principal = ?1 AND expires_at > ?2
   ORDER BY created_at DESC, sid DESC LIMIT -1 OFFSET ?3 - 1`
 
+/**
+ * ?1 sid, ?2 cap, ?3 now: the streams `createStream` evicts to make room for one more record under
+ * the cap — the session's ended records unexpired at ?3 that expire first (they ended first), as
+ * many as its live records exceed ?2 - 1, and none while its records not ended already fill ?2
+ * (the creation is refused then, and changes nothing). An ended record holds only what a client
+ * may still ask for; a call in progress is never evicted.
+ */
+const ENDED_STREAMS_TO_EVICT = `
+  SELECT stream FROM session_streams
+  WHERE sid = ?1 AND ended = 1 AND expires_at > ?3
+    AND (SELECT count(*) FROM session_streams WHERE sid = ?1 AND ended = 0 AND expires_at > ?3) < ?2
+  ORDER BY expires_at, stream
+  LIMIT max(0, (SELECT count(*) FROM session_streams WHERE sid = ?1 AND expires_at > ?3) - ?2 + 1)`
+
 /** ?1 now, ?2 limit: removes at most ?2 rows of the rowid table `table` expired at ?1. */
 function purgeRowidTable(table: string): string {
   return `
@@ -325,10 +339,19 @@ export const SQL = {
     WHERE status = 'working' AND ${LEASE_KEY} <= ?1 AND expires_at > ?1
     ORDER BY ${LEASE_KEY}, expires_at, id LIMIT ?2`,
   /**
+   * ?1 sid, ?2 cap, ?3 now (this, the next, then `insertStream`, run as one batch): the events, then
+   * the records, of {@link ENDED_STREAMS_TO_EVICT}.
+   */
+  evictEndedStreamEvents: `
+    DELETE FROM stream_events WHERE sid = ?1 AND stream IN (${ENDED_STREAMS_TO_EVICT})`,
+  evictEndedStreams: `
+    DELETE FROM session_streams WHERE sid = ?1 AND stream IN (${ENDED_STREAMS_TO_EVICT})`,
+  /**
    * The fields of {@link NEW_STREAM_FIELDS}, in order, as ?1, ?2…, then the cap, then now; fails if
    * (sid, stream) exists. Returns the row only when it stored the record: its session held fewer
-   * records unexpired at now than the cap (writes are serialised, so the count and the insert cannot
-   * be split by another writer). The count walks the primary key's sid prefix.
+   * records unexpired at now than the cap once the evictions before it ran (writes are serialised,
+   * so no other writer comes between the evictions, the count and the insert). The counts walk the
+   * primary key's sid prefix.
    */
   insertStream: `
     INSERT INTO session_streams (${NEW_STREAM_COLUMNS.join(', ')})
