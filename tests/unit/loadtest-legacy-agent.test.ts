@@ -55,11 +55,14 @@ function cut(response: ServerResponse): void {
 }
 
 class ScriptedServer {
+  readonly script: Script
   readonly resumes: string[] = []
   #server: Server | undefined
   #callId: unknown
 
-  constructor(readonly script: Script) {}
+  constructor(script: Script) {
+    this.script = script
+  }
 
   async start(): Promise<string> {
     this.#server = createServer((request, response) => void this.#serve(request, response))
