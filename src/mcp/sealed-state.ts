@@ -21,6 +21,10 @@
  *   unknown kid never reaches the cipher), then every claim is verified.
  * - Rotation works by construction: a token opens while its kid is in the ring; a retired kid is
  *   `unknown_kid`.
+ * - A token past its `exp` is `expired`, unless the caller opens it with `{ expired: 'accept' }`:
+ *   then an authentic one (decrypted, claims well formed, not issued in the future, bound to this
+ *   request) opens whatever its age, for a caller whose own record decides how long it lives (a
+ *   2025-era session id, `legacy/session.ts`). `requestState` is never opened so.
  * - A state that never leaves the process (the rounds of a 2025-era flow) is not sealed: `hold`
  *   answers what `open` would answer for the token `seal` would make (the same checks, bound and
  *   lifetime, the journal a copy through its JSON form), without the cipher, and `openHeld` refuses
@@ -99,6 +103,11 @@ export interface OpenedState {
   readonly issuedAt: number
   /** The `exp` claim: seconds since the epoch after which the state no longer opens. */
   readonly expiresAt: number
+}
+
+/** How `open` treats a token past its `exp`: `'refuse'` (the default) or `'accept'` (see the contract). */
+export interface OpenOptions {
+  readonly expired?: 'refuse' | 'accept'
 }
 
 export interface StateSealerOptions {
@@ -349,10 +358,17 @@ export class StateSealer {
     }
   }
 
-  /** Opens a `requestState` from the wire for this request, or throws `InvalidRequestStateError`. */
-  async open(token: unknown, binding: StateBinding): Promise<OpenedState> {
+  /**
+   * Opens a `requestState` from the wire for this request, or throws `InvalidRequestStateError`;
+   * `options.expired: 'accept'` opens an authentic token past its `exp` too.
+   */
+  async open(
+    token: unknown,
+    binding: StateBinding,
+    options: OpenOptions = {}
+  ): Promise<OpenedState> {
     try {
-      const opened = this.#open(token, binding)
+      const opened = this.#open(token, binding, options.expired === 'accept')
       return opened instanceof Promise ? await opened : opened
     } catch (error) {
       if (error instanceof InvalidRequestStateError) throw error
@@ -362,7 +378,11 @@ export class StateSealer {
 
   // Each step answers at once when its value is at hand (Node's synchronous cipher and hash, a
   // remembered principal tag), so a round on Node opens its state without a single await.
-  #open(token: unknown, binding: StateBinding): OpenedState | Promise<OpenedState> {
+  #open(
+    token: unknown,
+    binding: StateBinding,
+    acceptExpired: boolean
+  ): OpenedState | Promise<OpenedState> {
     if (!isBinding(binding)) return reject('bad_binding')
     let decrypted: DecryptedJwe | Promise<DecryptedJwe>
     try {
@@ -371,13 +391,14 @@ export class StateSealer {
       return rejectJwe(error)
     }
     return decrypted instanceof Promise
-      ? decrypted.then((opened) => this.#readOpened(opened, binding), rejectJwe)
-      : this.#readOpened(decrypted, binding)
+      ? decrypted.then((opened) => this.#readOpened(opened, binding, acceptExpired), rejectJwe)
+      : this.#readOpened(decrypted, binding, acceptExpired)
   }
 
   #readOpened(
     { plaintext, key }: DecryptedJwe,
-    binding: StateBinding
+    binding: StateBinding,
+    acceptExpired: boolean
   ): OpenedState | Promise<OpenedState> {
     let parsed: unknown
     try {
@@ -389,7 +410,7 @@ export class StateSealer {
     if (claims === undefined) return reject('bad_claims')
 
     const nowMs = this.#now()
-    if (!(claims.exp * 1000 > nowMs)) return reject('expired')
+    if (!acceptExpired && !(claims.exp * 1000 > nowMs)) return reject('expired')
     if (!(claims.iat * 1000 <= nowMs + this.clockSkewSeconds * 1000)) {
       return reject('issued_in_future')
     }

@@ -483,6 +483,39 @@ describe('StateSealer.open rejects wrong inputs', () => {
     await expectReason(s.open(token, BINDING), 'expired')
   })
 
+  it("opens an authentic state past its expiry only with { expired: 'accept' }; requestState's default still refuses it", async () => {
+    const s = await sealer([OLD])
+    const { token, nonce } = await s.seal(BINDING, JOURNAL)
+    clock = T0 + 30 * 86_400_000
+    await expectReason(s.open(token, BINDING), 'expired')
+    await expectReason(s.open(token, BINDING, {}), 'expired')
+    await expectReason(s.open(token, BINDING, { expired: 'refuse' }), 'expired')
+    await expect(s.open(token, BINDING, { expired: 'accept' })).resolves.toEqual({
+      journal: JOURNAL,
+      nonce,
+      issuedAt: T0 / 1000,
+      expiresAt: T0 / 1000 + 600,
+    })
+    // Everything else still fails closed: another principal, a tampered or foreign token, a
+    // retired key, a token issued in the future.
+    const accept = { expired: 'accept' } as const
+    const other = { ...BINDING, principal: 'https://issuer.example|user-124|client-abc' }
+    await expectReason(s.open(token, other, accept), 'principal_mismatch')
+    const [header, , iv, ciphertext, tag] = token.split('.')
+    const flipped = ciphertext!.startsWith('A')
+      ? 'B' + ciphertext!.slice(1)
+      : 'A' + ciphertext!.slice(1)
+    await expectReason(
+      s.open([header, '', iv, flipped, tag].join('.'), BINDING, accept),
+      'decrypt_failed'
+    )
+    await expectReason((await sealer([NEW])).open(token, BINDING, accept), 'unknown_kid')
+    clock = T0 + 61_000
+    const ahead = await s.seal(BINDING, JOURNAL)
+    clock = T0
+    await expectReason(s.open(ahead.token, BINDING, accept), 'issued_in_future')
+  })
+
   it('rejects a state issued further in the future than the clock skew allows', async () => {
     const s = await sealer([OLD])
     clock = T0 + 61_000
