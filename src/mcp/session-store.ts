@@ -4,10 +4,10 @@
  * a sealed token (`Mcp-Session-Id`) that every replica opens without a lookup of its contents; the
  * store keeps, keyed by the session's random id (`sid`, never the token):
  * - the session's record, written by `initialize` with the session's principal, its creation time
- *   and the expiry sealed in its id, moved later when its id is renewed (`renewSession`, which only
- *   updates a live record): a session is live only while its record is there, so `DELETE`
- *   (which removes it) ends the session on every replica for good — nothing expires sooner than the
- *   id and lets it back in;
+ *   and the expiry sealed in its id, and moved later while the session is used (`renewSession`,
+ *   which only updates a live record: sessions slide, `legacy/renewal.ts`): a session is live only
+ *   while its record is there and unexpired, whatever its id's sealed expiry, so `DELETE` (which
+ *   removes it) ends the session on every replica for good;
  * - the log level set by `logging/setLevel`, in that record;
  * - the resource subscriptions of `resources/subscribe`, which live exactly as long as their session
  *   (bounded per session and, across all its sessions, per principal);
@@ -57,8 +57,13 @@ export const DEFAULT_MAX_SUBSCRIPTIONS_PER_PRINCIPAL = 1_000
  */
 export const MAX_PRINCIPAL_CAP = 100_000
 
-/** What is recorded for a live session. */
+/** What is recorded for a session. */
 export interface SessionRecord {
+  /**
+   * Milliseconds since the epoch from which the session is no longer live (the engine answers such a
+   * record as no session, purged yet or not).
+   */
+  expiresAt: number
   /** Set by `logging/setLevel`; absent until then. */
   logLevel?: LogLevel
 }
@@ -97,17 +102,21 @@ export interface SessionStore extends StreamStore {
     now: number,
     maxPerPrincipal: number
   ): Promise<number>
-  /** The record of session `sid`; `undefined` when it was never created or has ended. */
+  /**
+   * The record of session `sid`; `undefined` when it was never created, has ended or was purged. An
+   * expired record not yet purged is answered with its `expiresAt` (its caller judges it).
+   */
   getSession(sid: string): Promise<SessionRecord | undefined>
   /** Records the session's log level (last write wins); nothing for a session not recorded. */
   setSessionLogLevel(sid: string, level: LogLevel): Promise<void>
   /** Ends the session: removes its record, its subscriptions and its streams. Idempotent. */
   endSession(sid: string): Promise<void>
   /**
-   * Keeps the session live at `now` until at least `expiresAt` (the expiry sealed in its renewed id),
-   * with its subscriptions, in one atomic step: never shortens, and never brings back a session that
-   * ended or expired. Answers whether the session is live (so recorded until `expiresAt`) after it.
-   * Its input slots and streams keep their own bounds (a flow's, a stream's retention), not its.
+   * Keeps the session live at `now` until at least `expiresAt` (a session lifetime from `now`: the
+   * session slides while it is used), with its subscriptions, in one atomic step: never shortens,
+   * and never brings back a session that ended or expired. Answers whether the session is live (so
+   * recorded until `expiresAt`) after it. Its input slots and streams keep their own bounds (a
+   * flow's, a stream's retention), not its.
    */
   renewSession(sid: string, expiresAt: number, now: number): Promise<boolean>
 

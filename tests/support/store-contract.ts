@@ -1209,11 +1209,11 @@ export function describeNotesStoreContract(
       it('createSession records a live session without a log level; endSession removes it, idempotently, and no other', async () => {
         await open(sid)
         await open(other)
-        expect(await store.getSession(sid)).toStrictEqual({})
+        expect(await store.getSession(sid)).toStrictEqual({ expiresAt: LIVE })
         await store.endSession(sid)
         await store.endSession(sid)
         expect(await store.getSession(sid)).toBeUndefined()
-        expect(await store.getSession(other)).toStrictEqual({})
+        expect(await store.getSession(other)).toStrictEqual({ expiresAt: LIVE })
       })
 
       it('an ended session stays unknown: a later purge, log level or subscription brings nothing back', async () => {
@@ -1234,8 +1234,8 @@ export function describeNotesStoreContract(
         await open(other)
         await store.setSessionLogLevel(sid, 'debug')
         await store.setSessionLogLevel(sid, 'error')
-        expect(await store.getSession(sid)).toStrictEqual({ logLevel: 'error' })
-        expect(await store.getSession(other)).toStrictEqual({})
+        expect(await store.getSession(sid)).toStrictEqual({ expiresAt: LIVE, logLevel: 'error' })
+        expect(await store.getSession(other)).toStrictEqual({ expiresAt: LIVE })
         // A level for a session never created records nothing.
         await store.setSessionLogLevel(unique('sid'), 'info')
       })
@@ -1243,7 +1243,7 @@ export function describeNotesStoreContract(
       it('refuses a log level the protocol does not define', async () => {
         await open(sid)
         await expect(store.setSessionLogLevel(sid, 'verbose' as never)).rejects.toThrow()
-        expect(await store.getSession(sid)).toStrictEqual({})
+        expect(await store.getSession(sid)).toStrictEqual({ expiresAt: LIVE })
       })
 
       it('a subscription is held once added, idempotently, until removed, by its session only', async () => {
@@ -1354,7 +1354,7 @@ export function describeNotesStoreContract(
         expect(await store.createSession(sids[cap + 1]!, alice, LIVE, T0 + cap + 1, cap)).toBe(1)
         expect(await store.getSession(second)).toBeUndefined()
         expect(await recordedOf(sids)).toStrictEqual(sids.slice(2))
-        expect(await store.getSession(bobs)).toStrictEqual({})
+        expect(await store.getSession(bobs)).toStrictEqual({ expiresAt: LIVE })
         expect(await store.isSubscribed(bobs, 'note://n_1')).toBe(true)
       })
 
@@ -1397,8 +1397,8 @@ export function describeNotesStoreContract(
         expect(await recordedOf([...old, kept])).toStrictEqual([old[1], kept])
         // Once the other has expired it holds no place: one more leaves `kept` alone.
         expect(await store.createSession(late, alice, LIVE + HOUR, T0 + HOUR, cap)).toBe(0)
-        expect(await store.getSession(kept)).toStrictEqual({})
-        expect(await store.getSession(late)).toStrictEqual({})
+        expect(await store.getSession(kept)).toStrictEqual({ expiresAt: LIVE + HOUR })
+        expect(await store.getSession(late)).toStrictEqual({ expiresAt: LIVE + HOUR })
       })
 
       it('of session creations issued together at the cap, every one is recorded and the principal never holds more than the cap', async () => {
@@ -1435,7 +1435,7 @@ export function describeNotesStoreContract(
         expect(await subscribe(sid, 'note://n_2', T0 + 3)).toBe('subscribed')
         // Past the expiry it was created with, purged: the session and both subscriptions remain.
         await store.purgeExpired(LIVE + 1, 1000)
-        expect(await store.getSession(sid)).toStrictEqual({})
+        expect(await store.getSession(sid)).toStrictEqual({ expiresAt: RENEWED })
         expect(await subscribe(sid, 'note://n_3', LIVE + 1)).toBe('subscribed')
         for (const uri of ['note://n_1', 'note://n_2', 'note://n_3']) {
           expect(await store.isSubscribed(sid, uri)).toBe(true)
@@ -1454,9 +1454,31 @@ export function describeNotesStoreContract(
         const expired = unique('sid')
         await open(expired, alice, T0 + 10)
         expect(await store.renewSession(expired, RENEWED, T0 + 10)).toBe(false)
+        expect(await store.getSession(expired)).toStrictEqual({ expiresAt: T0 + 10 })
         await store.purgeExpired(T0 + 10, 1000)
         expect(await store.getSession(expired)).toBeUndefined()
         expect(await store.renewSession(unique('sid'), RENEWED, T0)).toBe(false)
+      })
+
+      it('a session renewed a lifetime from each use slides: getSession answers each new expiry, then, unused, the last one until it is purged', async () => {
+        await open(sid)
+        expect(await subscribe(sid, 'note://n_1')).toBe('subscribed')
+        let now = T0
+        // Four uses half a lifetime apart: two lifetimes past the expiry it was created with.
+        for (let use = 0; use < 4; use++) {
+          now += HOUR / 2
+          expect(await store.renewSession(sid, now + HOUR, now)).toBe(true)
+          await store.purgeExpired(now, 1000)
+          expect(await store.getSession(sid)).toStrictEqual({ expiresAt: now + HOUR })
+        }
+        expect(await store.isSubscribed(sid, 'note://n_1')).toBe(true)
+        // Unused for a lifetime: expired, answered with its expiry until purged, and never renewed.
+        const last = now + HOUR
+        expect(await store.renewSession(sid, last + HOUR, last)).toBe(false)
+        expect(await store.getSession(sid)).toStrictEqual({ expiresAt: last })
+        await store.purgeExpired(last, 1000)
+        expect(await store.getSession(sid)).toBeUndefined()
+        expect(await store.isSubscribed(sid, 'note://n_1')).toBe(false)
       })
 
       it("of subscriptions issued together across a principal's sessions, never more than its cap", async () => {
@@ -2656,7 +2678,7 @@ export function describeNotesStoreContract(
         expect(await store.isSubscribed(gone, 'note://n_1')).toBe(true)
         expect(await store.purgeExpired(now, 1000)).toBe(3)
         expect(await store.getSession(gone)).toBeUndefined()
-        expect(await store.getSession(kept)).toStrictEqual({ logLevel: 'info' })
+        expect(await store.getSession(kept)).toStrictEqual({ expiresAt: now + 1, logLevel: 'info' })
         expect(await store.isSubscribed(gone, 'note://n_1')).toBe(false)
         expect(await store.isSubscribed(kept, 'note://n_1')).toBe(true)
         expect(await store.deliverInput(gone, 'r1', '{}', now - 1)).toBe(false)

@@ -115,7 +115,7 @@ describe('the scheduled handler purges expired rows', () => {
     expect(await store.getShareRequest('expired')).toBeUndefined()
     expect(await store.getShareRequest('live')).toEqual(live)
     expect(await store.getSession('sid-over')).toBeUndefined()
-    expect(await store.getSession('sid-live')).toStrictEqual({})
+    expect(await store.getSession('sid-live')).toStrictEqual({ expiresAt: now + 60_000 })
     // The spent key is forgotten: it spends afresh.
     expect(await store.delete('p', note.id, 'spent-key')).toEqual({ kind: 'done', value: true })
   })

@@ -11,10 +11,15 @@ import {
   type SubscribeOutcome,
 } from '../../mcp/session-store.ts'
 
-/** What `getSession` answers from a session's row as read (`undefined`: no live session). */
-export function sessionRecord(row: { logLevel: unknown } | undefined): SessionRecord | undefined {
+/** What `getSession` answers from a session's row as read (`undefined`: no session recorded). */
+export function sessionRecord(
+  row: { logLevel: unknown; expiresAt: unknown } | undefined
+): SessionRecord | undefined {
   if (row === undefined) return undefined
-  return typeof row.logLevel === 'string' ? { logLevel: row.logLevel as LogLevel } : {}
+  const expiresAt = Number(row.expiresAt)
+  return typeof row.logLevel === 'string'
+    ? { expiresAt, logLevel: row.logLevel as LogLevel }
+    : { expiresAt }
 }
 
 /**

@@ -58,9 +58,11 @@ export const sessionMethods: PortMethods<Omit<SessionStore, keyof StreamStore>, 
   },
 
   async getSession(sid) {
-    const [row] = await this.db<Array<{ log_level: string | null }>>`
-      SELECT log_level FROM sessions WHERE sid = ${enc(sid)}`
-    return sessionRecord(row === undefined ? undefined : { logLevel: row.log_level })
+    const [row] = await this.db<Array<{ log_level: string | null; expires_at: number | string }>>`
+      SELECT log_level, expires_at FROM sessions WHERE sid = ${enc(sid)}`
+    return sessionRecord(
+      row === undefined ? undefined : { logLevel: row.log_level, expiresAt: row.expires_at }
+    )
   },
 
   async setSessionLogLevel(sid, level) {

@@ -35,7 +35,9 @@ export const sessionMethods: PortMethods<Omit<SessionStore, keyof StreamStore>, 
 
   async getSession(sid) {
     const row = await this.db.get(SQL.getSession, [sid])
-    return sessionRecord(row === undefined ? undefined : { logLevel: row.log_level })
+    return sessionRecord(
+      row === undefined ? undefined : { logLevel: row.log_level, expiresAt: row.expires_at }
+    )
   },
 
   async setSessionLogLevel(sid, level) {

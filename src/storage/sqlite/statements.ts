@@ -245,7 +245,7 @@ export const SQL = {
   createSession: `
     INSERT INTO sessions (sid, principal, created_at, expires_at) VALUES (?1, ?2, ?3, ?4)`,
   /** ?1 sid. */
-  getSession: `SELECT log_level FROM sessions WHERE sid = ?1`,
+  getSession: `SELECT log_level, expires_at FROM sessions WHERE sid = ?1`,
   /** ?1 sid, ?2 level. */
   setLogLevel: `UPDATE sessions SET log_level = ?2 WHERE sid = ?1`,
   /** ?1 sid (this and the next three, run as one batch). */
