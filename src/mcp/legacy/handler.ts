@@ -16,8 +16,9 @@
  * Every message but `initialize` needs its session's id, recorded (400 without, 404 when unknown,
  * tampered, expired, another principal's or ended) and a `MCP-Protocol-Version` that is absent or
  * any 2025 revision (400 otherwise; the session speaks the one it negotiated whatever the header
- * says): `openSession` reads the session's record once per message, and the answer carries the
- * session's renewed id when it is due (`renewal.ts`).
+ * says): `openSession` reads the session's record once per message (live while unexpired), a POST
+ * or a GET stream's opening slides it when due, and a POST's answer carries the session's re-sealed
+ * id then (`renewal.ts`).
  *
  * Every message needs the base scopes, `initialize`, notifications and answers included, and its
  * own (`scopes.ts`); too few are refused with the 403 challenge before anything is done or stored,
@@ -53,7 +54,7 @@ import { DEFAULT_RESUME_WINDOW_MS, MAX_UNREAD_STREAM_BYTES, STREAM_RETRY_MS } fr
 import { batch, readBatch, type ServeMessage } from './batch.ts'
 import { answer, notification } from './message.ts'
 import { LEGACY_METHODS } from './protocol.ts'
-import { renewedSessionId, withSessionId } from './renewal.ts'
+import { keepListenerLive, renewedSessionId, withSessionId } from './renewal.ts'
 import { initialize, request } from './request.ts'
 import { SessionCodec } from './session.ts'
 import { resumeStream } from './resume.ts'
@@ -212,7 +213,7 @@ export function createLegacyEra<Deps>(options: LegacyEraOptions<Deps>): LegacyEr
         const opened = await openSession(era, input, message.kind === 'request' ? message.id : null)
         const { session } = opened
         observation?.session(session.sid, session.protocolVersion)
-        const renewal = renewedSessionId(era, session, input)
+        const renewal = renewedSessionId(era, opened, input)
         const serve: ServeMessage = (one, observed) => served(era, one, opened, input, observed)
         const response =
           message.kind === 'batch'
@@ -228,7 +229,9 @@ export function createLegacyEra<Deps>(options: LegacyEraOptions<Deps>): LegacyEr
 
     async get(input) {
       try {
-        const { session } = await openSession(era, input, null)
+        const opened = await openSession(era, input, null)
+        const { session } = opened
+        await keepListenerLive(era, opened)
         const lastEventId = input.headers.get('last-event-id')
         return lastEventId === null
           ? notificationStream(era, session, input)

@@ -3,28 +3,31 @@
  * 2025-era sessions without server memory: the `Mcp-Session-Id` a client receives from `initialize` is
  * itself the session, sealed with the same key ring as `requestState` (compact JWE, `dir`/A256GCM,
  * through `StateSealer` with the session lifetime). It carries the negotiated version, the client's
- * capabilities (what its revision defines of them) and a trimmed client info, bound to the principal (and OAuth client) that initialised
- * it; its random nonce is the session's id (`sid`) in the store and on the event bus. Any replica, on
- * any runtime, opens it without a lookup.
+ * capabilities (what its revision defines of them) and a trimmed client info, bound to the principal
+ * (and OAuth client) that initialised it; its random nonce is the session's id (`sid`) in the store
+ * and on the event bus. Any replica, on any runtime, opens it without a lookup of its contents.
  *
- * `open` fails closed and quietly: a token that is malformed, tampered with, sealed under a retired
- * key, expired, or sealed for another principal is `undefined` (the caller answers 404, as the 2025
- * transport specifies for an unknown session). Both `issue` and `open` answer the expiry sealed in
- * the token (its `exp`), whatever lifetime the replica at hand would give a new one; what the store
- * keeps of a session (`../session-store.ts`: its record, which must exist for the session to be live,
- * log level, subscriptions) lives at least that long.
+ * Sliding sessions: a session is live while its record in the store is (`../session-store.ts`; the
+ * engine reads it once per message, `transport.ts` `openSession`), and use keeps the record alive
+ * (`renewal.ts`); the expiry sealed in the token (its `exp`) no longer ends a session in use. So
+ * `open` accepts an authentic token past its `exp` (`StateSealer.open` with `expired: 'accept'`)
+ * and fails closed and quietly on everything else: a token that is malformed, tampered with, sealed
+ * under a retired key, issued in the future or sealed for another principal is `undefined` (the
+ * caller answers 404, as the 2025 transport specifies for an unknown session). A session DELETEd has
+ * no record and stays dead; an idle one dies a lifetime after its record last slid.
  *
- * Renewal (`renew`): a session in use outlives its lifetime and a key rotation. Once a token is past
- * half its life, or was sealed with a key that is no longer the ring's first, `renew` re-seals it:
- * the same `sid` and claims, a fresh expiry, the ring's first key. `renewal.ts` sends it as the
- * `Mcp-Session-Id` of the answer to a POST; a client that adopts it (the v1 SDK takes the header from
- * every POST answer) keeps its session while it uses it. A client that takes the id only from
- * `initialize` (the v2 client, mcp-remote, the Python SDK) keeps the token it has, which opens for
- * its own lifetime as before. The id a client sends never changes its `sid`, so every replica, the
- * store and the bus see one session however often it is renewed.
+ * Re-sealing (`reseal`): the same `sid` and claims, a fresh `exp`, the ring's first key. `renewal.ts`
+ * sends it as the `Mcp-Session-Id` of a POST's answer when the record slides or the token was sealed
+ * with a key that is not the ring's first. The v1 SDK client takes the header from every POST answer
+ * and adopts it; the v2 client, mcp-remote (which bundles it) and the Python SDK take the id only
+ * from `initialize` and keep the token they have, which keeps opening while the record lives. The id
+ * a client sends never changes its `sid`, so every replica, the store and the bus see one session
+ * however often it is re-sealed.
  *
- * Key rotation: a token opens while the key that sealed it is in the ring; see the README's "Key
- * rotation" for when a key may be retired.
+ * Key rotation: a token opens while the key that sealed it is in the ring. A host that adopts ids
+ * moves to the ring's first key on its next POST; a host that never adopts one keeps a token sealed
+ * with the key it started under, so retiring that key ends its session (404; it must initialize
+ * again). See the README's "Key rotation".
  */
 import { InvalidRequestStateError } from '../errors.ts'
 import type { StateSealer } from '../sealed-state.ts'
@@ -44,10 +47,11 @@ export interface LegacySession {
   readonly protocolVersion: LegacyProtocolVersion
   readonly clientCapabilities: ClientCapabilities
   readonly clientInfo: Implementation
-  /** Milliseconds since the epoch after which the token no longer opens. */
+  /**
+   * Milliseconds since the epoch: the expiry sealed in the token (a lifetime after it was issued or
+   * re-sealed). What `initialize` records; later, the store's record decides, not this.
+   */
   readonly expiresAt: number
-  /** Milliseconds since the epoch (whole seconds) when the token was sealed. */
-  readonly issuedAt: number
 }
 
 interface SessionClaims {
@@ -87,11 +91,28 @@ export class SessionCodec {
     })
   }
 
-  /** The session `token` names, if it is valid for `principal`; otherwise `undefined`. */
+  /** A session's lifetime, in milliseconds: how long its record lives after it slid. */
+  get lifetimeMs(): number {
+    return this.#sealer.ttlSeconds * 1000
+  }
+
+  /** The sealer's clock, in milliseconds since the epoch: what a session's record is judged by. */
+  now(): number {
+    return this.#sealer.now()
+  }
+
+  /**
+   * The session `token` names, if it is authentic and sealed for `principal`, whatever its age (the
+   * store's record decides whether it is live); otherwise `undefined`.
+   */
   async open(token: string, principal: string): Promise<LegacySession | undefined> {
     let opened
     try {
-      opened = await this.#sealer.open(token, { principal, ...SESSION_BINDING })
+      opened = await this.#sealer.open(
+        token,
+        { principal, ...SESSION_BINDING },
+        { expired: 'accept' }
+      )
     } catch (error) {
       if (error instanceof InvalidRequestStateError) return undefined
       throw error
@@ -107,46 +128,32 @@ export class SessionCodec {
       clientCapabilities: claims.c,
       clientInfo: claims.i,
       expiresAt: opened.expiresAt * 1000,
-      issuedAt: opened.issuedAt * 1000,
     }
   }
 
-  /**
-   * Whether `session` (opened now) is due for renewal: past half the lifetime sealed in it, or sealed
-   * with a key that is not the ring's first.
-   */
-  isDue(session: LegacySession): boolean {
-    const halfLife = session.issuedAt + (session.expiresAt - session.issuedAt) / 2
-    return this.#sealer.now() >= halfLife || !this.#sealer.sealedWithSealingKey(session.token)
+  /** Whether `session`'s token is sealed with the ring's first key (one sealed before a rotation is not). */
+  sealedWithSealingKey(session: LegacySession): boolean {
+    return this.#sealer.sealedWithSealingKey(session.token)
   }
 
-  /**
-   * `session` of `principal` re-sealed when it is due (`isDue`): the same `sid` and claims, a fresh
-   * expiry, the ring's first key. `undefined` when it is not due, or when the new token would expire
-   * sooner (a replica with a shorter lifetime never shortens a session).
-   */
-  async renew(session: LegacySession, principal: string): Promise<LegacySession | undefined> {
-    if (!this.isDue(session)) return undefined
-    const claims: SessionClaims = {
-      v: session.protocolVersion,
-      c: session.clientCapabilities,
-      i: session.clientInfo,
-    }
-    const renewed = await this.#seal(principal, claims, session.sid)
-    return renewed.expiresAt < session.expiresAt ? undefined : renewed
+  /** `session` of `principal` re-sealed: the same `sid` and claims, a fresh expiry, the ring's first key. */
+  async reseal(session: LegacySession, principal: string): Promise<LegacySession> {
+    return this.#seal(
+      principal,
+      { v: session.protocolVersion, c: session.clientCapabilities, i: session.clientInfo },
+      session.sid
+    )
   }
 
   async #seal(principal: string, claims: SessionClaims, sid?: string): Promise<LegacySession> {
     const sealed = await this.#sealer.seal({ principal, ...SESSION_BINDING }, claims, sid)
-    const expiresAt = sealed.expiresAt * 1000
     return {
       token: sealed.token,
       sid: sealed.nonce,
       protocolVersion: claims.v,
       clientCapabilities: claims.c,
       clientInfo: claims.i,
-      expiresAt,
-      issuedAt: expiresAt - this.#sealer.ttlSeconds * 1000,
+      expiresAt: sealed.expiresAt * 1000,
     }
   }
 }

@@ -167,9 +167,10 @@ export function readMessage(message: unknown): Message {
 
 /**
  * The live session a message names, with its record (one store read), or the transport error to
- * answer: 400 without an id, 404 for one that is unknown, tampered with, expired, another
- * principal's or ended, 400 for an `MCP-Protocol-Version` that names no 2025 revision (2026-07-28
- * included: it is never negotiated in a session). Any 2025 revision, or none, is accepted whatever
+ * answer: 400 without an id, 404 for one that is unknown, tampered with, another principal's,
+ * ended or whose record expired (an id past its sealed expiry opens while its record lives), 400
+ * for an `MCP-Protocol-Version` that names no 2025 revision (2026-07-28 included: it is never
+ * negotiated in a session). Any 2025 revision, or none, is accepted whatever
  * the session negotiated; the session speaks its negotiated one.
  */
 export async function openSession(
@@ -188,7 +189,8 @@ export async function openSession(
   }
   const session = await era.codec.open(token.trim(), callerBinding(input.principal, input.client))
   const record = session && (await era.sessions.getSession(session.sid))
-  if (!session || record === undefined) {
+  // The record decides (sessions slide, `renewal.ts`): one expired is no session, purged or not.
+  if (!session || record === undefined || record.expiresAt <= era.codec.now()) {
     throw new TransportError(404, SESSION_NOT_FOUND_CODE, SESSION_NOT_FOUND_MESSAGE, id)
   }
   const header = input.headers.get(HEADER_PROTOCOL_VERSION)?.trim()
