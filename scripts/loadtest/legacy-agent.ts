@@ -256,7 +256,7 @@ export class LegacyAgent implements Agent {
       call,
       new CallError(
         'stream_broken_unresumed',
-        `the SDK gave up resuming the call's stream: ${reason}`,
+        `the SDK gave up resuming the call's stream from ${call.lastEventId ?? 'no event'}: ${reason}`,
         true
       )
     )
@@ -312,8 +312,13 @@ export class LegacyAgent implements Agent {
     if (!response.ok) {
       const what = `the ${REQUEST_NAMES[role]} got HTTP ${response.status}`
       if (!replica) this.#unanswered(call, role, what)
-      else if (role === 'resume') this.#resumeFailed(call, what)
-      else this.#break(call, new CallError(`${role}_http_${response.status}`, what, false))
+      else if (role === 'resume') {
+        const said = await response
+          .clone()
+          .text()
+          .catch(() => '')
+        this.#resumeFailed(call, `${what}: ${said.slice(0, 200)}`)
+      } else this.#break(call, new CallError(`${role}_http_${response.status}`, what, false))
       return response
     }
     if (role === 'answer') return response
