@@ -11,8 +11,8 @@
  * others 2026-07-28 users on the project's client, then run complete flows until the duration is
  * over; with `--kill`, one replica is SIGKILLed mid-run and restarted on the same port about 1.5 s
  * later. Afterwards the store is read back and held against what every flow's answers asked for
- * (`loadtest/verify.ts`), and the summary (`loadtest/report.ts`), per era, is printed and written as
- * JSON. Exits 1 when the run did not pass.
+ * (`loadtest/verify.ts`), and the summary (`loadtest/report.ts`), per era, is printed as tables
+ * (`loadtest/report-table.ts`) and written as JSON. Exits 1 when the run did not pass.
  *
  * The tasks scenario (`loadtest/task-flow.ts`) runs by default, with `--tasks 2` users besides the
  * others (`--tasks 0` leaves it out): the issue's claim that a task survives the replica running it
@@ -45,7 +45,8 @@ import { Metrics } from './loadtest/metrics.ts'
 import { findNginx, nginxConfig } from './loadtest/nginx-config.ts'
 import { parseOptions, USAGE, UsageError, type LoadtestOptions } from './loadtest/options.ts'
 import { killAllNow, NginxProcess, ReplicaProcess, stopAll } from './loadtest/processes.ts'
-import { buildSummary, formatTable, type FaultReport } from './loadtest/report.ts'
+import { buildSummary, type FaultReport } from './loadtest/report.ts'
+import { formatTable } from './loadtest/report-table.ts'
 import { prepareStore, type SharedStore } from './loadtest/store.ts'
 import type { FlowRecord } from './loadtest/flows.ts'
 import { CALL_TIMEOUT_MS, type Endpoint } from './loadtest/routing.ts'

@@ -9,7 +9,8 @@ import { describe, expect, it } from 'vitest'
 import type { FlowRecord } from '../../scripts/loadtest/flows.ts'
 import { Metrics, type Era } from '../../scripts/loadtest/metrics.ts'
 import { parseOptions } from '../../scripts/loadtest/options.ts'
-import { buildSummary, formatTable } from '../../scripts/loadtest/report.ts'
+import { formatTable } from '../../scripts/loadtest/report-table.ts'
+import { buildSummary } from '../../scripts/loadtest/report.ts'
 import type { EraVerification } from '../../scripts/loadtest/verify.ts'
 
 const sound = (): EraVerification => ({

@@ -1,0 +1,194 @@
+/**
+ * @module scripts/loadtest/report-table
+ * The load test's summary (`report.ts`) as the plain-text tables printed at the end of a run: the
+ * run's setup, totals and infrastructure counters, the two eras side by side, then per era its
+ * failures by kind (and the kinds it may fail with), its flows by kind and latency percentiles, the
+ * tasks scenario's section, the problems the store check found and the first failed flows.
+ */
+import { ERAS, type Era, type Percentiles } from './metrics.ts'
+import type { EraSummary, LoadtestSummary, TasksSummary } from './report.ts'
+
+function pct(part: number, whole: number): string {
+  return whole === 0 ? '—' : `${((100 * part) / whole).toFixed(1)}%`
+}
+
+function counts(record: Record<string, number>): string {
+  const entries = Object.entries(record)
+  return entries.length === 0 ? 'none' : entries.map(([kind, n]) => `${kind} ${n}`).join(', ')
+}
+
+function aligned(rows: Array<[string, ...string[]]>): string[] {
+  const widths = rows[0]?.map((_, column) =>
+    Math.max(...rows.map((row) => (row[column] ?? '').length))
+  )
+  return rows.map((row) =>
+    `  ${row.map((cell, column) => cell.padEnd(widths?.[column] ?? 0)).join('  ')}`.trimEnd()
+  )
+}
+
+function eraRows(eras: Record<Era, EraSummary>): Array<[string, ...string[]]> {
+  const cells = (cell: (era: EraSummary) => string): [string, string] => [
+    cell(eras.modern),
+    cell(eras['2025']),
+  ]
+  return [
+    ['', 'modern (2026-07-28)', '2025 (v1 SDK client)'],
+    ['users', ...cells((era) => String(era.users))],
+    [
+      'flows ok',
+      ...cells(
+        (era) => `${era.flows_ok} / ${era.flows_started} (${pct(era.flows_ok, era.flows_started)})`
+      ),
+    ],
+    ['failed cleanly', ...cells((era) => String(era.flows_failed_cleanly))],
+    ['streams resumed', ...cells((era) => String(era.streams_resumed))],
+    ['lost / duplicated', ...cells((era) => `${era.lost} / ${era.duplicated}`)],
+    ['not deleted / half done', ...cells((era) => `${era.not_deleted} / ${era.half_done}`)],
+    [
+      'cross-replica',
+      ...cells(
+        (era) =>
+          `${era.cross_replica_rounds} / ${era.rounds_after_first} (${pct(era.cross_replica_rounds, era.rounds_after_first)})`
+      ),
+    ],
+    [
+      'create recovery',
+      ...cells(
+        (era) => `${era.create_transport_failures} lost, ${era.creates_recovered_by_search} found`
+      ),
+    ],
+    ['passed', ...cells((era) => (era.passed ? 'yes' : 'NO'))],
+  ]
+}
+
+function latencyTable(latency: Record<string, Percentiles>): string[] {
+  return aligned([
+    ['latency (ms)', 'p50', 'p90', 'p99', 'max', 'count'],
+    ...Object.entries(latency).map(([label, p]): [string, ...string[]] => [
+      label,
+      p.p50.toFixed(1),
+      p.p90.toFixed(1),
+      p.p99.toFixed(1),
+      p.max.toFixed(1),
+      String(p.count),
+    ]),
+  ])
+}
+
+/** The tasks scenario's own section. */
+function tasksSection(t: TasksSummary): string[] {
+  const killed = t.killed_replica_tasks
+  const rows: Array<[string, string]> = [
+    [
+      'flows',
+      `${t.flows_ok} ok, ${t.flows_failed_cleanly} failed cleanly, of ${t.flows_started} ` +
+        `(${t.users} users)`,
+    ],
+    [
+      'tasks',
+      `${t.tasks_created} created, ${t.creations_unanswered} creating calls unanswered; ` +
+        `tasks/get: ${counts(t.statuses)}`,
+    ],
+    ['store census', `${t.store_census.total}: ${counts(t.store_census.statuses)}`],
+    ['requests', `${t.polls} polls, ${t.updates} updates (${t.answers} answers)`],
+    [
+      'cross-replica',
+      `${t.cross_replica_requests} / ${t.requests_after_create} polls and answers ` +
+        `(${pct(t.cross_replica_requests, t.requests_after_create)})`,
+    ],
+    [
+      'checked',
+      `${t.notes_expected} imported notes expected in the store, ${t.exports_checked} exports`,
+    ],
+    [
+      'lost / duplicated / stuck',
+      `${t.lost} / ${t.duplicated} / ${t.stuck} (${t.orphaned} of unknown id, ` +
+        `${t.abandoned} abandoned; ${t.store_mismatches} store mismatches)`,
+    ],
+  ]
+  if (killed) {
+    rows.push([
+      'killed replica',
+      `ran ${killed.running} tasks at the SIGKILL; ${killed.ended} of them ended elsewhere`,
+    ])
+  }
+  rows.push(
+    ['failed cleanly', counts(t.failed_cleanly)],
+    ['errors', counts(t.errors)],
+    ['passed', t.passed ? 'yes' : 'NO']
+  )
+  return [
+    '  tasks (import_notes and export_notes as tasks):',
+    ...aligned(rows),
+    ...latencyTable({ ...t.latency_ms, task_to_end: t.task_ms }),
+    ...t.problems.map((p) => `    tasks problem: ${p}`),
+  ]
+}
+
+/** The summary as plain-text tables. */
+export function formatTable(s: LoadtestSummary): string {
+  const rows: Array<[string, string]> = [
+    [
+      'setup',
+      `${s.mode}${s.balancer ? ` (nginx, ${s.balancer})` : ''}, ${s.store}, ${s.replicas} replicas, ` +
+        `${s.users} users (2025 share ${s.legacy_share}), ${s.duration_s} s`,
+    ],
+    [
+      'flows',
+      `${s.flows_completed} ok, ${s.flows_failed_cleanly} failed cleanly, of ${s.flows_started} ` +
+        `(${s.flows_per_s} ok/s)`,
+    ],
+    ['lost / duplicated', `${s.lost} / ${s.duplicated}`],
+    ['served by', counts(s.served_by)],
+    [
+      'requests',
+      `${s.requests}${s.request_cap_reached ? ` (cap ${s.max_requests} reached)` : ''} in ${s.elapsed_s} s`,
+    ],
+    ['HTTP 5xx', `replica ${s.http_5xx.replica}, gateway ${s.http_5xx.gateway}`],
+    [
+      'transport failures',
+      `${s.failed_attempts} attempts; ${s.retried_rounds} modern rounds re-sent ` +
+        `(${s.retried_rounds_after_fault} after the fault)`,
+    ],
+  ]
+  if (s.fault) {
+    rows.push([
+      'fault',
+      `SIGKILL ${s.fault.replica} at ${s.fault.killed_at_s} s, back at ${s.fault.restarted_at_s} s`,
+    ])
+  }
+  rows.push(['errors', counts(s.errors)])
+  const lines = aligned(rows)
+  lines.push('', ...aligned(eraRows(s.eras)))
+
+  for (const era of ERAS) {
+    const e = s.eras[era]
+    if (e.users === 0) continue
+    const allowed = e.allowed_failure_kinds.join(', ') || 'none'
+    lines.push('', `  ${era}: failed by kind: ${counts(e.failed_by_kind)} (allowed: ${allowed})`)
+    if (e.failed_cleanly_outside_fault > 0) {
+      lines.push(
+        `  ${era}: ${e.failed_cleanly_outside_fault} failed cleanly outside the fault window`
+      )
+    }
+    lines.push(
+      ...aligned([
+        ['flow kind', 'started', 'completed', 'failed cleanly'],
+        ...Object.entries(e.flows).map(([kind, c]): [string, ...string[]] => [
+          kind,
+          String(c.started),
+          String(c.completed),
+          String(c.failed_cleanly),
+        ]),
+      ])
+    )
+    lines.push(...latencyTable(e.latency_ms))
+  }
+  if (s.tasks) lines.push('', ...tasksSection(s.tasks))
+  if (s.problems.length > 0) lines.push('', '  problems:', ...s.problems.map((p) => `    ${p}`))
+  if (s.failed_flow_samples.length > 0) {
+    lines.push('', '  failed flows (first 10):', ...s.failed_flow_samples.map((f) => `    ${f}`))
+  }
+  lines.push('', `  ${s.passed ? 'PASSED' : 'FAILED'}`)
+  return lines.join('\n')
+}
