@@ -17,6 +17,7 @@ import { defineForm } from '../mcp/replay.ts'
 import type { CreateMessageParams } from '../mcp/wire.ts'
 import { publishNoteChange } from './changes.ts'
 import { firstSentence, wordCount } from './format.ts'
+import { noteIdOfKey } from './note-id.ts'
 import {
   DEFAULT_SUMMARY_NOTES,
   EXTRACT_CHARS,
@@ -166,15 +167,15 @@ export const createNoteFromTemplate = tool({
     if (!title.success) return ctx.askAgain('details')
     const day = date ?? new Date(ctx.deps.now()).toISOString().slice(0, 10)
     const body = `Date: ${day} · Priority: ${priority}\n\n${TEMPLATES[template].skeleton}\n`
-    // Creation happens only in the final round, after every answer. The store's `create` takes no
-    // single-use key, so a final round sent twice (a client retrying a lost response) creates the
-    // note twice; unlike a delete this loses nothing, and the duplicate is visible and removable.
-    const note = await ctx.deps.notes.create(
-      ctx.principal,
-      { title: title.data, body, tags: [TEMPLATES[template].tag, ...tags] },
-      ctx.deps.now()
-    )
-    await publishNoteChange(ctx.deps.bus, ctx.principal, note.id, 'created')
+    // Creation happens only in the final round, after every answer, under an id derived from the
+    // round's single-use key: run again (a client retrying a lost response, a replica taking a 2025
+    // flow over from one that died after creating it), the round finds the note it created.
+    const id = await noteIdOfKey(ctx.idempotencyKey)
+    const fields = { id, title: title.data, body, tags: [TEMPLATES[template].tag, ...tags] }
+    const created = await ctx.deps.notes.importNotes(ctx.principal, [fields], ctx.deps.now())
+    const note = await ctx.deps.notes.get(ctx.principal, id)
+    if (!note) return toolError(noteNotFound(id))
+    if (created > 0) await publishNoteChange(ctx.deps.bus, ctx.principal, id, 'created')
     return noteResult(note)
   },
 })

@@ -216,6 +216,21 @@ describe('create_note_from_template', () => {
     expect(h().events).toEqual([{ kind: 'resources_list_changed', principal: 'local' }])
   })
 
+  it('creates the note once when its final round is sent again, answering the same note', async () => {
+    const args = { template: 'meeting' }
+    const first = await h().tool('create_note_from_template', args)
+    const answers = { details: accept(details) }
+    const second = await h().retry(first, 'create_note_from_template', args, answers)
+    const again = await h().retry(first, 'create_note_from_template', args, answers)
+    const { note } = second.result.structuredContent
+    expect(again.result.structuredContent.note).toEqual(note)
+    expect((await h().store.list('local', 0, 10)).items.map((listed) => listed.id)).toEqual([
+      note.id,
+    ])
+    // Heard once: the second run created nothing.
+    expect(h().events).toEqual([{ kind: 'resources_list_changed', principal: 'local' }])
+  })
+
   it('uses the chosen date, tags and priority', async () => {
     const { second } = await answerTemplate('todo', {
       details: accept({
