@@ -23,6 +23,7 @@ import { parseConfig } from '../../src/config.ts'
 import { createHttpApp } from '../../src/http/app.ts'
 import { InProcessEventBus, type EventBus } from '../../src/mcp/event-bus.ts'
 import { createMcpHandler } from '../../src/mcp/handler.ts'
+import { consoleLogger } from '../../src/mcp/logger.ts'
 import { CallStream } from '../../src/mcp/legacy/call-stream.ts'
 import type { LegacySession as OpenedSession } from '../../src/mcp/legacy/session.ts'
 import { DEFAULT_MAX_STREAMS_PER_SESSION } from '../../src/mcp/stream-limits.ts'
@@ -34,6 +35,10 @@ import { LOCAL_PRINCIPAL, tokenPrincipal } from '../../src/auth/bearer.ts'
 import { createNotesServer } from '../../src/notes/server.ts'
 import type { NotesStore } from '../../src/notes/store.ts'
 import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
+import { compileServer, type CompiledServer } from '../../src/mcp/server.ts'
+import { text } from '../../src/mcp/definitions.ts'
+import type { NotesDeps } from '../../src/notes/deps.ts'
+import { noArgsTools } from '../support/no-args-tool.ts'
 import { createFixtureApp } from '../conformance/fixture-app.ts'
 import {
   LegacySession,
@@ -75,7 +80,7 @@ interface ReplicaOptions {
   /** How long a connection stays open before the server lets go of it (`STREAM_MAX_SECONDS`). */
   maxDurationMs?: number
   /** The server behind the replica (default the notes server). */
-  server?: ReturnType<typeof createNotesServer>
+  server?: CompiledServer<NotesDeps>
 }
 
 /** A replica of the notes app on the shared store and key ring. */
@@ -296,6 +301,66 @@ describe('resuming a POST stream', () => {
       code: INVALID_REQUEST,
       id: null,
     })
+  })
+})
+
+describe('a call that stopped before it waited for the client', () => {
+  /** Released by the test: until then the tool's handler runs (it has sent its progress). */
+  let release = () => {}
+  const stalling = compileServer<NotesDeps>({
+    info: { name: 'stalling', version: '1' },
+    tools: [
+      noArgsTools<NotesDeps>()(
+        'stalls',
+        'Reports progress, then runs until released.',
+        async (ctx) => {
+          ctx.progress(1, 2, 'halfway')
+          await new Promise<void>((resolve) => (release = resolve))
+          return text('done')
+        }
+      ),
+    ],
+  })
+
+  it('is ended with a JSON-RPC error by the replica its resumed stream reaches, once its driver is gone: never run again', async () => {
+    const order: string[] = []
+    const mortal = mortalStore()
+    const watched = new Proxy(mortal.store, {
+      get(target, name, receiver) {
+        const value: unknown = Reflect.get(target, name, receiver)
+        if (name !== 'createStream' || typeof value !== 'function') return value
+        return async (...args: unknown[]) => {
+          const created: unknown = await (value as (...a: unknown[]) => unknown).apply(target, args)
+          order.push('record stored')
+          return created
+        }
+      },
+    })
+    const a = replica({ store: watched, server: stalling })
+    const b = replica({ skewMs: PAST_THE_LEASE, server: stalling })
+    const { session } = await startSession(a)
+    const call = reader(
+      await session.request(
+        'tools/call',
+        { name: 'stalls', arguments: {}, _meta: { progressToken: 'p' } },
+        { id: 'del' }
+      )
+    )
+    const progress = (await call.next()) as JsonObject
+    order.push('first event read')
+    expect(progress).toMatchObject({ method: 'notifications/progress', params: { progress: 1 } })
+    // Nothing reaches the client before its stream's record (and lease) is stored.
+    expect(order).toStrictEqual(['record stored', 'first event read'])
+    expect(call.ids[0]).toMatch(/\.0$/)
+    mortal.die()
+    await call.cancel()
+    const resumed = reader(await resume(on(b, session), call.idOf(progress) as string))
+    const [ended] = (await resumed.rest()) as [JsonObject]
+    expect(ended).toMatchObject({ jsonrpc: '2.0', id: 'del', error: { code: -32603 } })
+    expect((ended.error as { message: string }).message).toMatch(/stopped before it finished/)
+    release()
+    // Ended: a later resume has nothing left (204), and nothing ran it again.
+    expect((await resume(on(b, session), resumed.idOf(ended) as string)).status).toBe(204)
   })
 })
 
@@ -553,6 +618,14 @@ describe("the cap on a session's kept streams", () => {
         retryMs: 1000,
         maxQueuedBytes: 1 << 16,
       },
+      leases: {
+        store,
+        owner: 'replica-test',
+        leaseMs: LEASE_MS,
+        retentionMs: 60_000,
+        now: () => now,
+        logger: consoleLogger,
+      },
     }
     const session = { sid, protocolVersion: '2025-11-25' } as OpenedSession
     const request = {
@@ -567,7 +640,7 @@ describe("the cap on a session's kept streams", () => {
     for (let n = 1; n <= 3; n++)
       call.notify({ jsonrpc: '2.0', method: 'notifications/message', params: { n } })
     for (let n = 1; n <= 3; n++) expect(await live.next()).toMatchObject({ params: { n } })
-    expect(await call.record()).toBe('session-full')
+    expect(await call.lease()).toBe('session-full')
     const stream = (live.ids[0] as string).slice(0, -2)
     expect(live.ids).toStrictEqual([0, 1, 2, 3].map((seq) => `${stream}.${seq}`))
     expect(await store.getStream(sid, stream)).toBeUndefined()

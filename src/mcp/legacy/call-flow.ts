@@ -175,10 +175,15 @@ class CallFlow<Deps> implements FlowHost {
   ): Promise<FlowCheckpoint['waiting']> {
     const { sessions } = this.#era
     const { sid } = this.#session
-    const log = this.#stream.open()
-    // The first round claims the call in its stream's record: without one, nothing is asked.
-    const record = this.#lease ? undefined : await this.#stream.record()
-    if (typeof record === 'string') throw unkeptFlow(record)
+    // A stream opened by its first questions is primed only once their checkpoint is stored.
+    const opening = !this.#stream.streaming
+    const log = this.#stream.open({ primeLater: opening })
+    // The call waits under the lease taken with its stream's record: without one, nothing is asked.
+    if (!this.#lease) {
+      const lease = await this.#stream.lease()
+      if (typeof lease === 'string') throw unkeptFlow(lease)
+      this.#holdLease(lease)
+    }
     const asking = askingCallOf(this.#request)
     const waiting: FlowCheckpoint['waiting'] = {}
     for (const [key, ask] of asks) {
@@ -188,12 +193,8 @@ class CallFlow<Deps> implements FlowHost {
     const ids = Object.keys(waiting)
     await Promise.all(ids.map((id) => sessions.expectInput(sid, id, checkpoint.answerBy)))
     const call: StoredCall = { request: this.#request, checkpoint: { ...checkpoint, waiting } }
-    const patch = { call: JSON.stringify(call) }
-    if (record) {
-      const lease = await CallLease.claim(this.#era.leases, record, patch)
-      if (!lease) throw new LeaseLostError()
-      this.#holdLease(lease)
-    } else if (!(await this.#lease?.write(patch))) throw new LeaseLostError()
+    if (!(await this.#lease?.write({ call: JSON.stringify(call) }))) throw new LeaseLostError()
+    if (opening) this.#stream.prime()
     this.#forget(this.#waiting)
     this.#waiting = ids
     for (const [id, { ask, seq }] of Object.entries(waiting)) {
@@ -276,8 +277,8 @@ class CallFlow<Deps> implements FlowHost {
     if (!stored) return
     // Kept a little longer, for a client whose connection dropped just before the answer.
     const ended = { ended: true, expiresAt: this.#era.now() + ENDED_STREAM_RETENTION_MS }
-    if (this.#lease) await this.#lease.release(ended).catch(() => {})
-    else await this.#stream.markEnded(ended.expiresAt)
+    const lease = this.#lease ?? (await this.#stream.lease())
+    if (typeof lease !== 'string') await lease.release(ended).catch(() => {})
     this.#forget(this.#waiting)
   }
 

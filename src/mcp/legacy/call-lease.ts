@@ -8,8 +8,11 @@
  * and an expiry, renewed every third of the lease, every write a compare-and-set on the record's
  * version. A write that misses means another replica claimed the call after the lease ran out (this
  * one stalled, or was thought dead): the lease is lost, its signal aborts, and this replica writes
- * nothing more. A replica finding a waiting call whose lease is absent or expired (`claimable`)
- * claims it with one compare-and-set, and re-drives it from the checkpoint: its handler re-runs from
+ * nothing more. The lease is taken with the record itself (`leasePatch`, `CallLease.held`), so a
+ * call's stream never has a first event a driver did not hold. A replica finding a call whose lease
+ * is absent or expired (`orphaned`) claims it with one compare-and-set: a call that stopped before
+ * it waited for anything is ended with an error (it cannot be run again safely: it may have had an
+ * effect), and a call that waits (`claimable`) is re-driven from the checkpoint: its handler re-runs from
  * the top with the stored state and the answers in the store, exactly as a 2026-07-28 round does,
  * and the state's nonce, the same on every replica, keeps its final side effects to one
  * (`ctx.idempotencyKey`). Releasing the lease (the call ended, or this replica shuts down) lets the
@@ -42,14 +45,32 @@ export function storedCall(record: StreamRecord): StoredCall | undefined {
   }
 }
 
-/** Whether another replica may claim the record's call at `now`: it waits, and nobody holds it. */
-export function claimable(record: StreamRecord, now: number): boolean {
+/**
+ * Whether the record's call has lost its driver at `now`: not ended, still kept, and nobody holds
+ * its lease (absent or run out). Another replica may then claim it: to re-drive it when it waits
+ * for the client (`claimable`), or else to end it with an error (it stopped mid-run).
+ */
+export function orphaned(record: StreamRecord, now: number): boolean {
   return (
     !record.ended &&
     record.expiresAt > now &&
-    storedCall(record)?.checkpoint !== undefined &&
     !(record.leaseOwner !== undefined && (record.leaseExpiresAt ?? 0) > now)
   )
+}
+
+/** Whether another replica may claim the record's call at `now` and re-drive it: it waits, orphaned. */
+export function claimable(record: StreamRecord, now: number): boolean {
+  return orphaned(record, now) && storedCall(record)?.checkpoint !== undefined
+}
+
+/** The lease fields of a record this replica creates or claims now. */
+export function leasePatch({ owner, leaseMs, retentionMs, now }: CallLeaseContext): {
+  leaseOwner: string
+  leaseExpiresAt: number
+  expiresAt: number
+} {
+  const at = now()
+  return { leaseOwner: owner, leaseExpiresAt: at + leaseMs, expiresAt: at + retentionMs }
 }
 
 export interface CallLeaseContext {
@@ -80,6 +101,11 @@ export class CallLease {
       () => void this.write({}).catch(() => {}),
       Math.max(1, Math.floor(context.leaseMs / 3))
     )
+  }
+
+  /** The lease of a record this replica created with its lease (`leasePatch`). */
+  static held(context: CallLeaseContext, record: StreamRecord): CallLease {
+    return new CallLease(context, record)
   }
 
   /**
@@ -145,9 +171,4 @@ export class CallLease {
     this.#lost.abort()
     return false
   }
-}
-
-function leasePatch({ owner, leaseMs, retentionMs, now }: CallLeaseContext): StreamPatch {
-  const at = now()
-  return { leaseOwner: owner, leaseExpiresAt: at + leaseMs, expiresAt: at + retentionMs }
 }

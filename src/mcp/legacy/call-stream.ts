@@ -17,14 +17,13 @@
  * when the handler calls `ctx.closeStream()` (SEP-1699 polling); the call goes on meanwhile.
  */
 import type { McpRequest } from '../envelope.ts'
-import { MAX_STREAMS_KEPT_PER_SESSION, type StreamRecord } from '../stream-store.ts'
+import { MAX_STREAMS_KEPT_PER_SESSION } from '../stream-store.ts'
 import { jsonText, type FinalMessage, type RequestChannel } from '../streaming.ts'
-import type { StoredCall } from './call-lease.ts'
+import { CallLease, leasePatch, type CallLeaseContext, type StoredCall } from './call-lease.ts'
 import type { LegacySession } from './session.ts'
 import {
   SseConnection,
   StreamLog,
-  eventId,
   newStreamId,
   type ConnectionBounds,
   type StreamLogContext,
@@ -41,6 +40,8 @@ export type UnkeptStream = 'session-full' | 'store-failed'
 /** What a call's stream is written with. */
 export interface CallStreamContext extends StreamLogContext {
   connection: ConnectionBounds
+  /** What the stream's record is leased with (`call-lease.ts`). */
+  leases: CallLeaseContext
 }
 
 /** The answer channel of one 2025-era request (see the module header). */
@@ -49,7 +50,8 @@ export class CallStream implements RequestChannel {
   readonly #session: LegacySession
   readonly #request: McpRequest
   #log: StreamLog | undefined
-  #record: Promise<StreamRecord | UnkeptStream> | undefined
+  /** The lease taken with the stream's record, or why it has no record. */
+  #lease: Promise<CallLease | UnkeptStream> | undefined
   /** Resolves the answer while `respond` waits for its first message or its result. */
   #answer: ((response: Response) => void) | undefined
 
@@ -76,18 +78,28 @@ export class CallStream implements RequestChannel {
     return this.#log !== undefined
   }
 
-  /** The stream's log, the stream opened first if it is not yet (the answer becomes SSE). */
-  open(): StreamLog {
+  /**
+   * The stream's log, the stream opened first if it is not yet (the answer becomes SSE): its record
+   * created with this replica's lease, then, once it is stored, the priming event (unless
+   * `primeLater`: the caller primes it, `prime()`, once it has stored what must come first).
+   */
+  open(options: { primeLater?: boolean } = {}): StreamLog {
     if (this.#log) return this.#log
-    const { store, now, retentionMs, logger } = this.#context
+    const { store, now, retentionMs, logger, leases } = this.#context
     const { sid } = this.#session
     const stream = newStreamId('post')
     const call: StoredCall = { request: this.#request }
     const created = now()
-    const record = { sid, stream, expiresAt: created + retentionMs, call: JSON.stringify(call) }
-    this.#record = store.createStream(record, MAX_STREAMS_KEPT_PER_SESSION, created).then(
-      (stored): StreamRecord | UnkeptStream => {
-        if (stored) return stored
+    const record = {
+      sid,
+      stream,
+      call: JSON.stringify(call),
+      ...leasePatch(leases),
+      expiresAt: created + retentionMs,
+    }
+    this.#lease = store.createStream(record, MAX_STREAMS_KEPT_PER_SESSION, created).then(
+      (stored): CallLease | UnkeptStream => {
+        if (stored) return CallLease.held(leases, stored)
         logger.warn('a session has as many calls in progress as it may; this stream is not kept', {
           session: sid.slice(0, 8),
           cap: MAX_STREAMS_KEPT_PER_SESSION,
@@ -102,42 +114,32 @@ export class CallStream implements RequestChannel {
         return 'store-failed'
       }
     )
-    const kept = this.#record.then((stored) => typeof stored !== 'string')
+    const kept = this.#lease.then((lease) => typeof lease !== 'string')
     const log = new StreamLog(this.#context, sid, stream, 0, kept)
     const connection = new SseConnection(this.#context.connection)
-    if (this.#session.protocolVersion === '2025-11-25') connection.event(eventId(stream, 0), '')
     log.attach(connection)
     this.#log = log
+    if (!options.primeLater) this.prime()
     this.#answer?.(connection.response)
     this.#answer = undefined
     return log
   }
 
   /**
-   * The record the stream was created with, or why it has none. A stream taken over from another
-   * replica has none here (its lease holds it): `'store-failed'`.
+   * Writes the priming event (an id and empty data) of a 2025-11-25 session's stream once its record
+   * is stored; older revisions' clients are never sent an empty event.
    */
-  record(): Promise<StreamRecord | UnkeptStream> {
-    this.open()
-    return this.#record ?? Promise.resolve('store-failed')
+  prime(): void {
+    if (this.#session.protocolVersion === '2025-11-25') this.open().prime()
   }
 
   /**
-   * Marks the stream of a call that held no lease ended (nothing follows its last event), its
-   * record kept until `expiresAt`.
+   * The lease taken with the stream's record, or why it has none. A stream taken over from another
+   * replica has none here (its driver was given the lease it claimed): `'store-failed'`.
    */
-  async markEnded(expiresAt: number): Promise<void> {
-    const record = await this.#record
-    if (record === undefined || typeof record === 'string') return
-    const { store, logger } = this.#context
-    await store
-      .updateStream(record.sid, record.stream, record.version, { ended: true, expiresAt })
-      .catch((error: unknown) =>
-        logger.warn('a stream could not be marked ended', {
-          session: record.sid.slice(0, 8),
-          error: error instanceof Error ? error.message : String(error),
-        })
-      )
+  lease(): Promise<CallLease | UnkeptStream> {
+    this.open()
+    return this.#lease ?? Promise.resolve('store-failed')
   }
 
   notify(message: unknown): void {
@@ -150,7 +152,7 @@ export class CallStream implements RequestChannel {
   keepAlive(): void {}
 
   closeStream(): void {
-    this.open().connection?.letGo()
+    this.open().letGo()
   }
 
   /**

@@ -161,6 +161,14 @@ function resumableStreams<Deps>(
   const leaseMs = positiveWholeNumber('resume.leaseMs', resume?.leaseMs ?? DEFAULT_TASK_LEASE_MS)
   const { keepAliveMs = DEFAULT_KEEPALIVE_MS, maxDurationMs = DEFAULT_MAX_STREAM_MS } =
     options.stream ?? {}
+  const leases = {
+    store: sessions,
+    owner: resume?.replica ?? `replica-${randomBase64url(6)}`,
+    leaseMs,
+    retentionMs,
+    now,
+    logger,
+  }
   return {
     streams: {
       store: sessions,
@@ -175,15 +183,9 @@ function resumableStreams<Deps>(
         maxQueuedBytes: MAX_UNREAD_STREAM_BYTES,
         shutdown,
       },
+      leases,
     },
-    leases: {
-      store: sessions,
-      owner: resume?.replica ?? `replica-${randomBase64url(6)}`,
-      leaseMs,
-      retentionMs,
-      now,
-      logger,
-    },
+    leases,
   }
 }
 

@@ -19,18 +19,25 @@
  * the call (`scopes.ts`: what reading its answer needs), and counts against the GET caps of
  * `stream-limits.ts` (429) while open, and as a GET stream in telemetry.
  */
-import { ErrorCode, errorMessage } from '../errors.ts'
+import { ErrorCode, errorMessage, errorResponseText } from '../errors.ts'
 import { scopeChallenge } from '../scopes.ts'
 import type { StreamSlot } from '../stream-limits.ts'
 import type { StoredEvent, StreamRecord } from '../stream-store.ts'
 import { jsonText } from '../streaming.ts'
 import { dispatchCall } from './call-flow.ts'
-import { CallLease, claimable, storedCall } from './call-lease.ts'
+import { CallLease, claimable, orphaned, storedCall } from './call-lease.ts'
 import { CallStream } from './call-stream.ts'
 import { FIRST_ANSWER_POLL_MS, streamOfRequestId } from './rendezvous.ts'
 import type { LegacySession } from './session.ts'
 import { notificationStream } from './stream.ts'
-import { SseConnection, StreamLog, eventId, isFinalEvent, parseEventId } from './stream-log.ts'
+import {
+  ENDED_STREAM_RETENTION_MS,
+  SseConnection,
+  StreamLog,
+  eventId,
+  isFinalEvent,
+  parseEventId,
+} from './stream-log.ts'
 import { TransportError, type LegacyEraContext, type LegacyInput } from './transport.ts'
 
 /** Events read from the store at a time. */
@@ -139,7 +146,7 @@ class ResumedStream<Deps> {
         const record = await sessions.getStream(sid, this.#stream)
         if (!record || record.expiresAt <= now()) return this.#connection.close()
         this.#record = record
-        if (claimable(record, now()) && (await this.#takeOver())) return
+        if (orphaned(record, now()) && (await this.#takeOver())) return
         if (record.ended) {
           // Ended since the last read: what it wrote last may still be to read.
           this.#write(await sessions.readEvents(sid, this.#stream, this.#seq, REPLAY_PAGE, now()))
@@ -174,8 +181,9 @@ class ResumedStream<Deps> {
   }
 
   /**
-   * Claims the waiting call of a replica that is gone and drives it here from its checkpoint, this
-   * connection carrying its stream; false when another replica claimed it first.
+   * Claims the call of a replica that is gone and drives it here from its checkpoint (or ends it,
+   * `driveClaimed`), this connection carrying its stream; false when another replica claimed it
+   * first.
    */
   async #takeOver(): Promise<boolean> {
     const lease = await CallLease.claim(this.#era.leases, this.#record)
@@ -239,9 +247,15 @@ export async function adoptWaitingCall<Deps>(
   driveClaimed(era, session, input, record, lease, lastSeq)
 }
 
+/** What a call that stopped before it waited for the client is ended with, on its stream. */
+const STOPPED_MESSAGE =
+  'Internal error: the server handling this request stopped before it finished, and it cannot be run again safely; send it again.'
+
 /**
  * Drives a call claimed from a replica that is gone (`lease`), on from its checkpoint, its stream
- * going on after event `lastSeq` (on `connection`, when a client is resuming it here).
+ * going on after event `lastSeq` (on `connection`, when a client is resuming it here). A call with
+ * no checkpoint stopped before it waited for anything: running it again could repeat what it did,
+ * so its stream ends with a JSON-RPC error instead (-32603, saying so).
  */
 function driveClaimed<Deps>(
   era: LegacyEraContext<Deps>,
@@ -254,7 +268,17 @@ function driveClaimed<Deps>(
 ): void {
   const call = storedCall(record)
   const checkpoint = call?.checkpoint
-  if (!call || !checkpoint) return void lease.release()
+  if (!call || !checkpoint) {
+    const log = new StreamLog(era.streams, session.sid, record.stream, lastSeq)
+    if (connection) log.attach(connection)
+    const error = { code: ErrorCode.InternalError, message: STOPPED_MESSAGE }
+    void log
+      .append(errorResponseText(call?.request.id ?? null, error))
+      .then(() => lease.release({ ended: true, expiresAt: era.now() + ENDED_STREAM_RETENTION_MS }))
+      .finally(() => connection?.close())
+      .catch(() => {})
+    return
+  }
   era.logger.warn('a 2025 call taken over from a replica that is gone', {
     session: session.sid.slice(0, 8),
     stream: record.stream,

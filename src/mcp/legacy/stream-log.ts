@@ -243,6 +243,16 @@ export class StreamLog {
     this.#connection = connection
   }
 
+  /** Writes the priming event (`<stream>.0`, empty data) once everything before it is done. */
+  prime(): void {
+    this.#written = this.#written.then(() => this.#connection?.event(eventId(this.stream, 0), ''))
+  }
+
+  /** Lets go of the connection (`SseConnection.letGo`) once what was written before is out. */
+  letGo(): void {
+    this.#written = this.#written.then(() => this.#connection?.letGo())
+  }
+
   /** The number the next event takes; `append` it with that number, in the same order. */
   reserve(): number {
     return ++this.#seq
