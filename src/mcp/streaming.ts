@@ -36,7 +36,8 @@ export function sseEvent(message: unknown): Uint8Array {
   return sseText(JSON.stringify(message))
 }
 
-function sseText(text: string): Uint8Array {
+/** One SSE event carrying JSON text that is already serialised. */
+export function sseText(text: string): Uint8Array {
   return encoder.encode(`data: ${text}\n\n`)
 }
 

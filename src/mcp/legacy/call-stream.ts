@@ -8,7 +8,7 @@
  * with its id, the call's final response last (written by its driver, `call-flow.ts`). A session
  * holds at most `MAX_STREAMS_KEPT_PER_SESSION` records (`../stream-store.ts`), its oldest ended ones
  * evicted to make room: once its calls in progress fill them, a stream is not kept (its events go
- * out live only, it cannot be resumed, and its call cannot wait for the client), the warning logged
+ * out live only, without ids, and it cannot be resumed, and its call cannot wait for the client), the warning logged
  * once for the call.
  *
  * The connection is only a view of the stream: its dropping cancels nothing (the client resumes on

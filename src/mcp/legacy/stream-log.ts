@@ -20,7 +20,14 @@ import type { EventBus } from '../event-bus.ts'
 import type { McpLogger } from '../logger.ts'
 import { randomBase64url } from '../random.ts'
 import type { StreamStore } from '../stream-store.ts'
-import { SSE_HEADERS, SSE_KEEPALIVE, closeQuietly, sseIdentified, sseRetry } from '../streaming.ts'
+import {
+  SSE_HEADERS,
+  SSE_KEEPALIVE,
+  closeQuietly,
+  sseIdentified,
+  sseRetry,
+  sseText,
+} from '../streaming.ts'
 import { isObject } from '../wire.ts'
 
 /** `p` or `g`, then 16 random characters (96 bits). */
@@ -143,9 +150,12 @@ export class SseConnection {
     return this.#open
   }
 
-  /** Writes event `id` carrying `data` (JSON text; empty for a priming event). */
-  event(id: string, data: string): void {
-    this.#write(sseIdentified(id, data))
+  /**
+   * Writes event `id` carrying `data` (JSON text; empty for a priming event); without an id, an
+   * event nothing can resume from.
+   */
+  event(id: string | undefined, data: string): void {
+    this.#write(id === undefined ? sseText(data) : sseIdentified(id, data))
   }
 
   /** Lets go of the connection while the stream goes on: `retry` first, so the client resumes. */
@@ -243,9 +253,14 @@ export class StreamLog {
     this.#connection = connection
   }
 
-  /** Writes the priming event (`<stream>.0`, empty data) once everything before it is done. */
+  /**
+   * Writes the priming event (`<stream>.0`, empty data) once everything before it is done; none for
+   * a stream that is not kept, whose events carry no id (nothing could resume from one).
+   */
   prime(): void {
-    this.#written = this.#written.then(() => this.#connection?.event(eventId(this.stream, 0), ''))
+    this.#written = this.#written.then(async () => {
+      if (await this.#kept) this.#connection?.event(eventId(this.stream, 0), '')
+    })
   }
 
   /** Lets go of the connection (`SseConnection.letGo`) once what was written before is out. */
@@ -275,7 +290,7 @@ export class StreamLog {
             kept: MAX_KEPT_EVENTS_PER_STREAM,
           })
         }
-        this.#connection?.event(eventId(this.stream, seq), text)
+        this.#connection?.event(kept ? eventId(this.stream, seq) : undefined, text)
         return true
       }
       try {
