@@ -1,20 +1,20 @@
 /**
  * @module mcp/legacy/call-lease
- * A 2025-era call that waits for the client, kept with its stream's record (`../stream-store.ts`) so
- * that it outlives the replica driving it. What is stored (`StoredCall`): the engine request as it
- * was dispatched, and once the call waits, its checkpoint (`input-shim.ts`'s `FlowCheckpoint`: the
- * state its last round left, the server→client requests it waits for, its round count). The replica
+ * A 2025-era call kept with its stream's record (`../stream-store.ts`) so that it outlives the
+ * replica driving it. What is stored (`StoredCall`): the engine request as it was dispatched, and
+ * once the call waits for the client, its checkpoint (`input-shim.ts`'s `FlowCheckpoint`: the state
+ * its last round left, the server→client requests it waits for, its round count). The replica
  * driving the call holds the record's lease, the task engine's kind (`tasks/runner.ts`): an owner
  * and an expiry, renewed every third of the lease, every write a compare-and-set on the record's
- * version. A write that misses means another replica claimed the call after the lease ran out (this
- * one stalled, or was thought dead): the lease is lost, its signal aborts, and this replica writes
- * nothing more. The lease is taken with the record itself (`leasePatch`, `CallLease.held`), so a
- * call's stream never has a first event a driver did not hold. A replica finding a call whose lease
- * is absent or expired (`orphaned`) claims it with one compare-and-set: a call that stopped before
- * it waited for anything is ended with an error (it cannot be run again safely: it may have had an
- * effect), and a call that waits (`claimable`) is re-driven from the checkpoint: its handler re-runs from
- * the top with the stored state and the answers in the store, exactly as a 2026-07-28 round does,
- * and the state's nonce, the same on every replica, keeps its final side effects to one
+ * version. The lease is taken with the record itself (`leasePatch`, `CallLease.held`), so no client
+ * ever holds an event of a stream nobody holds. A write that misses means another replica claimed
+ * the call after the lease ran out (this one stalled, or was thought dead): the lease is lost, its
+ * signal aborts, and this replica writes nothing more. A replica finding a call whose lease is
+ * absent or expired (`orphaned`) claims it with one compare-and-set: a call that stopped before it
+ * waited for anything is ended with an error (run again, it could repeat what it did), and a call
+ * that waits (`claimable`) is re-driven from its checkpoint: its handler re-runs from the top with
+ * the stored state and the answers in the store, exactly as a 2026-07-28 round does, and the
+ * state's nonce, the same on every replica, keeps its final side effects to one
  * (`ctx.idempotencyKey`). Releasing the lease (the call ended, or this replica shuts down) lets the
  * next claim happen at once.
  */
@@ -109,18 +109,15 @@ export class CallLease {
   }
 
   /**
-   * Claims `record` for this replica with `patch` in the same write; `undefined` when another
-   * replica changed it first (it claimed the call, or wrote it).
+   * Claims `record` (its call orphaned) for this replica; `undefined` when another replica changed
+   * it first (it claimed the call, or wrote it).
    */
   static async claim(
     context: CallLeaseContext,
-    record: StreamRecord,
-    patch: StreamPatch = {}
+    record: StreamRecord
   ): Promise<CallLease | undefined> {
-    const claimed = await context.store.updateStream(record.sid, record.stream, record.version, {
-      ...patch,
-      ...leasePatch(context),
-    })
+    const { sid, stream, version } = record
+    const claimed = await context.store.updateStream(sid, stream, version, leasePatch(context))
     return claimed && new CallLease(context, claimed)
   }
 
