@@ -10,8 +10,9 @@
  * A suspendable request's `input_required` is served by the shim (`input-shim.ts`), this module being
  * its host (`CallFlow`): before a round's server→client requests go out, their answer slots are
  * opened and the checkpoint is stored with the call's stream under this replica's lease
- * (`call-lease.ts`: claimed with the first checkpoint, renewed while the flow waits); then the
- * requests are written on the stream, and the previous round's slots forgotten. The final response
+ * (`call-lease.ts`: taken with the stream's record, renewed while the call runs or waits); then
+ * the requests are written on the stream (a stream they open is primed only now), and the previous
+ * round's slots forgotten. The final response
  * is the stream's last event; the lease is then released with the stream marked ended, and the last
  * slots forgotten. A flow that lost its lease (another replica holds the call now) stops without a
  * word: the other replica answers. From its first `input_required` (before anything is asked) the
