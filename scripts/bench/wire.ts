@@ -241,7 +241,10 @@ export function isRound2Result(response: HttpResponse): boolean {
   return result !== undefined && isComplete(result) && firstText(result) === ECHO_TEXT
 }
 
-/** The `data:` payloads of an SSE body, parsed; `undefined` when a frame is not JSON. */
+/**
+ * The `data:` payloads of an SSE body, parsed; `undefined` when a frame is not JSON. Frames without
+ * data (comments, a resumable stream's priming event: an id and empty data) carry no message.
+ */
 export function sseMessages(body: string): unknown[] | undefined {
   const messages: unknown[] = []
   for (const frame of body.split(/\r?\n\r?\n/)) {
@@ -249,9 +252,10 @@ export function sseMessages(body: string): unknown[] | undefined {
       .split(/\r?\n/)
       .filter((line) => line.startsWith('data:'))
       .map((line) => line.slice(5).replace(/^ /, ''))
-    if (data.length === 0) continue
+      .join('\n')
+    if (data === '') continue
     try {
-      messages.push(JSON.parse(data.join('\n')))
+      messages.push(JSON.parse(data))
     } catch {
       return
     }
