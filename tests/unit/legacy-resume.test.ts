@@ -616,6 +616,7 @@ describe("the cap on a session's kept streams", () => {
         retentionMs: 60_000,
         now: () => now,
         logger: consoleLogger,
+        held: new Set<string>(),
       },
     }
     const session = { sid, protocolVersion: '2025-11-25' } as OpenedSession

@@ -73,7 +73,7 @@ describe('event ids', () => {
 })
 
 describe('StreamLog', () => {
-  it('stores each event, then writes it to the connection with its id, and announces it', async () => {
+  it('stores each event, then writes it to the connection with its id; announces it once that connection is gone', async () => {
     const sid = `sid-${crypto.randomUUID()}`
     const stream = newStreamId('post')
     const heard: ServerEvent[] = []
@@ -85,14 +85,18 @@ describe('StreamLog', () => {
     expect(await log.append('{"n":1}')).toBe(true)
     const seq = log.reserve()
     expect(await log.append('{"n":2}', seq)).toBe(true)
+    // Its own connection open, nobody follows the stream elsewhere: no signal.
+    expect(heard).toStrictEqual([])
     connection.close()
+    expect(await log.append('{"n":3}')).toBe(true)
     const body = await bodyOf(connection)
     expect(body).toBe(`id: ${stream}.1\ndata: {"n":1}\n\nid: ${stream}.2\ndata: {"n":2}\n\n`)
     expect(await store.readEvents(sid, stream, 0, 10, NOW)).toStrictEqual([
       { seq: 1, payload: '{"n":1}' },
       { seq: 2, payload: '{"n":2}' },
+      { seq: 3, payload: '{"n":3}' },
     ])
-    expect(heard).toContainEqual({ kind: 'stream_appended', session: sid, stream })
+    expect(heard).toStrictEqual([{ kind: 'stream_appended', session: sid, stream }])
   })
 
   it('loses the stream when another replica stored its number first: nothing more is written', async () => {

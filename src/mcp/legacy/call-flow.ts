@@ -47,6 +47,9 @@ import { newRequestId, type AskingCall } from './rendezvous.ts'
 import type { LegacySession } from './session.ts'
 import { cancelKey, type LegacyEraContext, type LegacyInput } from './transport.ts'
 
+/** The reason a flow's stop signal aborts with (a plain value: no `DOMException` to build). */
+const STOPPED = 'the flow stopped'
+
 /** A call another replica drove until it died, claimed here: its stream, lease and checkpoint. */
 export interface TakenCall {
   stream: CallStream
@@ -176,15 +179,13 @@ class CallFlow<Deps> implements FlowHost {
   ): Promise<FlowCheckpoint['waiting']> {
     const { sessions } = this.#era
     const { sid } = this.#session
-    // A stream opened by its first questions is primed only once their checkpoint is stored.
+    // A stream its first questions open is kept (recorded, leased) with their checkpoint, in one
+    // write, and primed after it.
     const opening = !this.#stream.streaming
-    const log = this.#stream.open({ primeLater: opening })
-    // The call waits under the lease taken with its stream's record: without one, nothing is asked.
-    if (!this.#lease) {
-      const lease = await this.#stream.lease()
-      if (typeof lease === 'string') throw unkeptFlow(lease)
-      this.#holdLease(lease)
-    }
+    const log = this.#stream.open({ keepLater: opening })
+    // Else the call waits under the lease taken with its stream's record: without one, nothing is
+    // asked.
+    if (!opening && !this.#lease) await this.#holdStreamLease(this.#stream.lease())
     const asking = askingCallOf(this.#request)
     const waiting: FlowCheckpoint['waiting'] = {}
     for (const [key, ask] of asks) {
@@ -194,8 +195,12 @@ class CallFlow<Deps> implements FlowHost {
     const ids = Object.keys(waiting)
     await Promise.all(ids.map((id) => sessions.expectInput(sid, id, checkpoint.answerBy)))
     const call: StoredCall = { request: this.#request, checkpoint: { ...checkpoint, waiting } }
-    if (!(await this.#lease?.write({ call: JSON.stringify(call) }))) throw new LeaseLostError()
-    if (opening) this.#stream.prime()
+    if (opening) {
+      await this.#holdStreamLease(this.#stream.keep(call), ids)
+      this.#stream.prime()
+    } else if (!(await this.#lease?.write({ call: JSON.stringify(call) }))) {
+      throw new LeaseLostError()
+    }
     this.#forget(this.#waiting)
     this.#waiting = ids
     for (const [id, { ask, seq }] of Object.entries(waiting)) {
@@ -216,7 +221,7 @@ class CallFlow<Deps> implements FlowHost {
     const request = this.#request
     const rounds: DispatchEnv<Deps> = { ...env, heldState: this.#heldState }
     const cancelled = env.cancellation.signal
-    cancelled.addEventListener('abort', () => this.#stop.abort(), { once: true })
+    cancelled.addEventListener('abort', () => this.#stop.abort(STOPPED), { once: true })
     let slot: StreamSlot | undefined
     try {
       // A call taken over waits for the client from the start.
@@ -283,9 +288,20 @@ class CallFlow<Deps> implements FlowHost {
     this.#forget(this.#waiting)
   }
 
+  /** Holds the lease of the call's stream; when it is not kept, refuses the call (`ids` forgotten). */
+  async #holdStreamLease(
+    leased: Promise<CallLease | UnkeptStream>,
+    ids: readonly string[] = []
+  ): Promise<void> {
+    const lease = await leased
+    if (typeof lease !== 'string') return this.#holdLease(lease)
+    this.#forget(ids)
+    throw unkeptFlow(lease)
+  }
+
   #holdLease(lease: CallLease): void {
     this.#lease = lease
-    lease.signal.addEventListener('abort', () => this.#stop.abort(), { once: true })
+    lease.signal.addEventListener('abort', () => this.#stop.abort(STOPPED), { once: true })
     this.#era.shutdown?.addEventListener('abort', () => void lease.release().catch(() => {}), {
       once: true,
     })

@@ -73,6 +73,9 @@ export function leasePatch({ owner, leaseMs, retentionMs, now }: CallLeaseContex
   return { leaseOwner: owner, leaseExpiresAt: at + leaseMs, expiresAt: at + retentionMs }
 }
 
+/** The reason a lease's signal aborts with (a plain value: no `DOMException` to build each time). */
+const LEASE_ENDED = 'the lease ended'
+
 export interface CallLeaseContext {
   store: StreamStore
   /** This replica's name in leases. */
@@ -82,6 +85,13 @@ export interface CallLeaseContext {
   retentionMs: number
   now: () => number
   logger: McpLogger
+  /** The streams (`sid stream`) whose calls this replica holds the lease of now. */
+  held: Set<string>
+}
+
+/** Whether this replica holds the lease of `stream`'s call now (no store read needed). */
+export function drivenHere(context: CallLeaseContext, sid: string, stream: string): boolean {
+  return context.held.has(`${sid} ${stream}`)
 }
 
 /** The lease of one call's record, held by this replica (see the module header). */
@@ -97,6 +107,12 @@ export class CallLease {
   private constructor(context: CallLeaseContext, record: StreamRecord) {
     this.#context = context
     this.#record = record
+    context.held.add(`${record.sid} ${record.stream}`)
+    this.#lost.signal.addEventListener(
+      'abort',
+      () => context.held.delete(`${record.sid} ${record.stream}`),
+      { once: true }
+    )
     this.#renewal = setInterval(
       () => void this.write({}).catch(() => {}),
       Math.max(1, Math.floor(context.leaseMs / 3))
@@ -148,7 +164,7 @@ export class CallLease {
     )
     this.#writing = released.catch(() => {})
     await released
-    this.#lost.abort()
+    this.#lost.abort(LEASE_ENDED)
   }
 
   async #write(patch: StreamPatch, releasing = false): Promise<boolean> {
@@ -165,7 +181,7 @@ export class CallLease {
       session: sid.slice(0, 8),
       stream,
     })
-    this.#lost.abort()
+    this.#lost.abort(LEASE_ENDED)
     return false
   }
 }

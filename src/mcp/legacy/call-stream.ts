@@ -52,6 +52,8 @@ export class CallStream implements RequestChannel {
   #log: StreamLog | undefined
   /** The lease taken with the stream's record, or why it has no record. */
   #lease: Promise<CallLease | UnkeptStream> | undefined
+  /** Tells the stream's log whether its record was kept, once `keep` knows. */
+  #kept: ((kept: boolean) => void) | undefined
   /** Resolves the answer while `respond` waits for its first message or its result. */
   #answer: ((response: Response) => void) | undefined
 
@@ -80,19 +82,40 @@ export class CallStream implements RequestChannel {
 
   /**
    * The stream's log, the stream opened first if it is not yet (the answer becomes SSE): its record
-   * created with this replica's lease, then, once it is stored, the priming event (unless
-   * `primeLater`: the caller primes it, `prime()`, once it has stored what must come first).
+   * created with this replica's lease (`keep`; with `keepLater`, the caller keeps it, with what the
+   * record must hold from the start), then, once it is stored, the priming event (unless
+   * `keepLater`: the caller primes it, `prime()`, once it kept the record).
    */
-  open(options: { primeLater?: boolean } = {}): StreamLog {
+  open(options: { keepLater?: boolean } = {}): StreamLog {
     if (this.#log) return this.#log
-    const { store, now, retentionMs, logger, leases } = this.#context
     const { sid } = this.#session
     const stream = newStreamId('post')
-    const call: StoredCall = { request: this.#request }
+    const kept = new Promise<boolean>((resolve) => (this.#kept = resolve))
+    const log = new StreamLog(this.#context, sid, stream, 0, kept)
+    const connection = new SseConnection(this.#context.connection)
+    log.attach(connection)
+    this.#log = log
+    if (!options.keepLater) {
+      void this.keep({ request: this.#request })
+      this.prime()
+    }
+    this.#answer?.(connection.response)
+    this.#answer = undefined
+    return log
+  }
+
+  /**
+   * Creates the stream's record holding `call`, under this replica's lease; answers the lease, or
+   * why the stream is not kept. Its events wait for it: none is stored or written before.
+   */
+  keep(call: StoredCall): Promise<CallLease | UnkeptStream> {
+    if (this.#lease) return this.#lease
+    const { store, now, retentionMs, logger, leases } = this.#context
+    const { sid } = this.#session
     const created = now()
     const record = {
       sid,
-      stream,
+      stream: this.open({ keepLater: true }).stream,
       call: JSON.stringify(call),
       ...leasePatch(leases),
       expiresAt: created + retentionMs,
@@ -114,15 +137,8 @@ export class CallStream implements RequestChannel {
         return 'store-failed'
       }
     )
-    const kept = this.#lease.then((lease) => typeof lease !== 'string')
-    const log = new StreamLog(this.#context, sid, stream, 0, kept)
-    const connection = new SseConnection(this.#context.connection)
-    log.attach(connection)
-    this.#log = log
-    if (!options.primeLater) this.prime()
-    this.#answer?.(connection.response)
-    this.#answer = undefined
-    return log
+    void this.#lease.then((lease) => this.#kept?.(typeof lease !== 'string'))
+    return this.#lease
   }
 
   /**

@@ -168,6 +168,7 @@ function resumableStreams<Deps>(
     retentionMs,
     now,
     logger,
+    held: new Set<string>(),
   }
   return {
     streams: {

@@ -25,7 +25,7 @@ import type { StreamSlot } from '../stream-limits.ts'
 import type { StoredEvent, StreamRecord } from '../stream-store.ts'
 import { jsonText } from '../streaming.ts'
 import { dispatchCall } from './call-flow.ts'
-import { CallLease, claimable, orphaned, storedCall } from './call-lease.ts'
+import { CallLease, claimable, drivenHere, orphaned, storedCall } from './call-lease.ts'
 import { CallStream } from './call-stream.ts'
 import { FIRST_ANSWER_POLL_MS, streamOfRequestId } from './rendezvous.ts'
 import type { LegacySession } from './session.ts'
@@ -227,7 +227,9 @@ export async function adoptWaitingCall<Deps>(
   requestId: string
 ): Promise<void> {
   const stream = streamOfRequestId(requestId)
-  const record = stream && (await era.sessions.getStream(session.sid, stream))
+  // Driven here: this replica's own flow takes the answer (the common case costs no read).
+  if (!stream || drivenHere(era.leases, session.sid, stream)) return
+  const record = await era.sessions.getStream(session.sid, stream)
   if (!record || !claimable(record, era.now())) return
   const lease = await CallLease.claim(era.leases, record)
   if (!lease) return

@@ -8,8 +8,8 @@
  * - `StreamLog` writes one POST stream, on the replica driving its call: each event is stored
  *   (`../stream-store.ts`; at most `MAX_KEPT_EVENTS_PER_STREAM` of them, and none for a stream whose
  *   record was not kept, `call-stream.ts`) before it is written to the connection attached, if any,
- *   and announced on the bus (`stream_appended`) for a replica serving a resumed connection of it,
- *   which reads it back from the store. A number another replica stored first means that replica
+ *   and, once no connection of its own is open, announced on the bus (`stream_appended`) for a
+ *   replica serving a resumed connection of it, which reads it back from the store. A number another replica stored first means that replica
  *   took the call over: the log has lost the stream and writes nothing more.
  * - `SseConnection` is one HTTP response carrying a stream's events: keep-alive comments, and an end
  *   with an SSE `retry` hint when the server lets go of the connection while the stream goes on (its
@@ -305,10 +305,15 @@ export class StreamLog {
           error: error instanceof Error ? error.message : String(error),
         })
       }
-      this.#connection?.event(eventId(this.stream, seq), text)
-      void Promise.resolve(
-        bus.publish({ kind: 'stream_appended', session: this.sid, stream: this.stream })
-      ).catch(() => {})
+      const connection = this.#connection
+      connection?.event(eventId(this.stream, seq), text)
+      // Only a client that lost this connection follows the stream elsewhere: while it is open,
+      // nobody needs the signal (a follower misses none: it checks the store on a timer too).
+      if (!connection?.open) {
+        void Promise.resolve(
+          bus.publish({ kind: 'stream_appended', session: this.sid, stream: this.stream })
+        ).catch(() => {})
+      }
       return true
     })
     this.#written = written

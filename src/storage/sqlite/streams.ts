@@ -1,8 +1,9 @@
 /**
  * @module storage/sqlite/streams
  * The `StreamStore` methods of the SQLite-dialect store ({@link streamMethods}): the records of a
- * session's resumable streams, created under the cap on a session's live records (one batch: its
- * oldest ended records and their events evicted to make room, then the conditional insert), changed
+ * session's resumable streams, created under the cap on a session's live records (the conditional
+ * insert alone below it; at it, one batch: the session's oldest ended records and their events
+ * evicted to make room, then the conditional insert), changed
  * by compare-and-set on their version, and their numbered events, each seq stored once (the primary key refuses a second writer). The statements are built
  * from the column lists of `common/streams.ts` (`statements.ts`); ending a session removes its
  * streams (`sessions.ts`).
@@ -27,17 +28,22 @@ export const streamMethods: PortMethods<StreamStore, SqliteDriver> = {
   async createStream(stream, maxPerSession, now) {
     const db = this.db
     positiveWholeNumber('maxPerSession', maxPerSession)
+    const insert = {
+      sql: SQL.insertStream,
+      params: [...fieldValues(NEW_STREAM_FIELDS, stream), maxPerSession, now],
+    }
+    // Below the cap, the conditional insert alone: one statement counts and inserts atomically.
+    const below = await db.get(insert.sql, insert.params)
+    if (below !== undefined) return toStreamRecord(below as StreamRow)
     const eviction = [stream.sid, maxPerSession, now]
-    // One batch, one transaction: writes are serialised (node:sqlite takes the write lock before the
-    // first statement, D1 runs a batch alone), so no other writer comes between the evictions, the
-    // insert's count and the insert; a creation that throws (its stream exists) evicts nothing.
+    // At the cap, one batch, one transaction: writes are serialised (node:sqlite takes the write lock
+    // before the first statement, D1 runs a batch alone), so no other writer comes between the
+    // evictions, the insert's count and the insert; a creation that throws (its stream exists)
+    // evicts nothing.
     const [, , inserted] = await db.batch([
       { sql: SQL.evictEndedStreamEvents, params: eviction },
       { sql: SQL.evictEndedStreams, params: eviction },
-      {
-        sql: SQL.insertStream,
-        params: [...fieldValues(NEW_STREAM_FIELDS, stream), maxPerSession, now],
-      },
+      insert,
     ])
     const row = inserted?.[0]
     return row === undefined ? undefined : toStreamRecord(row as StreamRow)
