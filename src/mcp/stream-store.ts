@@ -15,15 +15,15 @@
  *   that when the owner dies exactly one other replica takes the call over.
  *
  * Bounded: a session holds at most {@link MAX_STREAMS_KEPT_PER_SESSION} live records; at the cap,
- * `createStream` makes room by evicting the session's oldest ended records with their events, and
- * refuses only when records not ended fill it — eviction, count and insert one atomic step on every
- * adapter, so that creations racing on any number of replicas never exceed it. Events and records
- * carry an expiry (milliseconds since the epoch) and are removed by the adapters' purge of expired
- * rows. Before that, an expired event is never read, though it still holds its seq; an expired
- * record is still answered by `getStream`, for the caller to judge, and counts for nothing against
- * the cap. Ending
- * a session (`SessionStore.endSession`, or a new session at its principal's cap ending it) removes
- * its streams and their events. Adapters (node:sqlite, PostgreSQL, D1) pass one contract suite
+ * `createStream` makes room by evicting the session's oldest ended records with their events, down
+ * to half the cap ({@link streamsLeftByEviction}), and refuses only when records not ended fill it —
+ * eviction, count and insert one atomic step on every adapter, so that creations racing on any
+ * number of replicas never exceed it. Events and records carry an expiry (milliseconds since the
+ * epoch) and are removed by the adapters' purge of expired rows. Before that, an expired event is
+ * never read, though it still holds its seq; an expired record is still answered by `getStream`,
+ * for the caller to judge, and counts for nothing against the cap. Ending a session
+ * (`SessionStore.endSession`, or a new session at its principal's cap ending it) removes its
+ * streams and their events. Adapters (node:sqlite, PostgreSQL, D1) pass one contract suite
  * (`tests/support/store-contract.ts`).
  */
 
@@ -44,6 +44,16 @@
  * `legacy/stream-log.ts` (`MAX_KEPT_EVENTS_PER_STREAM`) and evicted with it.
  */
 export const MAX_STREAMS_KEPT_PER_SESSION = 64
+
+/**
+ * How many live records `createStream` leaves a session when it evicts at `maxPerSession`: half the
+ * cap, rounded down (or more, when more records are not ended), so that a busy session, which sits
+ * at the cap because its ended records are kept a while, pays for an eviction about once per half
+ * cap of creations instead of at every one. The adapters bind it to their statements.
+ */
+export function streamsLeftByEviction(maxPerSession: number): number {
+  return Math.floor(maxPerSession / 2)
+}
 
 /** One stored event of a stream. */
 export interface StoredEvent {
@@ -89,9 +99,10 @@ export interface StreamStore {
    * Stores a new stream record (version 1, not ended) while session `stream.sid` holds fewer than
    * `maxPerSession` live records (unexpired at `now`; an expired record the purge has not reached yet
    * counts for nothing). At the cap it first evicts the session's oldest ended live records (those
-   * that expire first) with their events, as many as it needs to make room and no more; it answers
-   * `undefined`, storing and evicting nothing, only when the session's live records not ended
-   * already fill the cap. Eviction, count and insert are one atomic step, across every replica, so
+   * that expire first) with their events until `floor(maxPerSession / 2)` live records are left
+   * ({@link streamsLeftByEviction}), or, when records not ended outnumber that, every ended one;
+   * below the cap it evicts nothing. It answers `undefined`, storing and evicting nothing, only when
+   * the session's live records not ended already fill the cap. Eviction, count and insert are one atomic step, across every replica, so
    * a session never holds more than `maxPerSession` live records. Throws if `(sid, stream)` exists
    * (evicting nothing), and `RangeError` unless `maxPerSession` is a positive integer.
    */

@@ -1710,50 +1710,65 @@ export function describeNotesStoreContract(
           expect(await create(sid, 's5', 4)).toBeUndefined()
         })
 
-        it('at the cap, evicts the oldest ended record (the one that expires first) with its events to store the new one', async () => {
-          for (const stream of ['s1', 's2', 's3']) {
-            expect(await create(sid, stream, 3)).toBeDefined()
+        it('at the cap, evicts ended records only, the oldest (those that expire first) first, with their events, and stops at half the cap; below the cap it evicts none', async () => {
+          // Six records under a cap of 6: five ended, at expiries out of creation order, and one
+          // call in progress that expires before all of them.
+          const ended = {
+            s1: LIVE - 30,
+            s2: LIVE - 10,
+            s3: LIVE - 50,
+            s4: LIVE - 20,
+            s5: LIVE - 40,
+          }
+          for (const stream of Object.keys(ended)) {
+            expect(await create(sid, stream, 6)).toBeDefined()
             await append(sid, stream, [1, 2])
           }
-          await end(sid, 's1', LIVE - 10)
-          await end(sid, 's2', LIVE - 20)
-          expect(await create(sid, 's4', 3)).toStrictEqual(stored(newStream(sid, 's4')))
-          expect(await held(sid, ['s1', 's2', 's3', 's4'])).toStrictEqual(['s1', 's3', 's4'])
-          expect(await seqsAfter(sid, 's2')).toStrictEqual([])
-          // Its events are gone, not merely hidden: their seqs are free again.
-          expect(await store.appendEvent(sid, 's2', 1, event(1), LIVE)).toBe(true)
-          for (const stream of ['s1', 's3'])
+          expect(await create(sid, 'busy', 6, T0, { expiresAt: LIVE - 100 })).toBeDefined()
+          for (const [stream, expiresAt] of Object.entries(ended)) await end(sid, stream, expiresAt)
+          const all = [...Object.keys(ended), 'busy']
+          // At the cap: the three oldest ended go (s3, s5, s1), leaving 3 = 6 / 2, then n1 is stored.
+          expect(await create(sid, 'n1', 6)).toStrictEqual(stored(newStream(sid, 'n1')))
+          expect(await held(sid, [...all, 'n1'])).toStrictEqual(['s2', 's4', 'busy', 'n1'])
+          for (const stream of ['s1', 's3', 's5'])
+            expect(await seqsAfter(sid, stream)).toStrictEqual([])
+          // Their events are gone, not merely hidden: their seqs are free again.
+          expect(await store.appendEvent(sid, 's3', 1, event(1), LIVE)).toBe(true)
+          for (const stream of ['s2', 's4'])
             expect(await seqsAfter(sid, stream)).toStrictEqual([1, 2])
-          // The next one evicts the other ended record; then only calls in progress are left.
-          expect(await create(sid, 's5', 3)).toBeDefined()
-          expect(await held(sid, ['s1', 's3', 's4', 's5'])).toStrictEqual(['s3', 's4', 's5'])
-          expect(await seqsAfter(sid, 's1')).toStrictEqual([])
-          expect(await create(sid, 's6', 3)).toBeUndefined()
-          expect(await held(sid, ['s3', 's4', 's5', 's6'])).toStrictEqual(['s3', 's4', 's5'])
+          // Below the cap, nothing is evicted: n2 and n3 fill it again.
+          for (const stream of ['n2', 'n3']) expect(await create(sid, stream, 6)).toBeDefined()
+          const full = ['s2', 's4', 'busy', 'n1', 'n2', 'n3']
+          expect(await held(sid, full)).toStrictEqual(full)
+          // At the cap with 4 not ended, more than half: every ended record goes, and no other.
+          expect(await create(sid, 'n4', 6)).toBeDefined()
+          const inProgress = ['busy', 'n1', 'n2', 'n3', 'n4']
+          expect(await held(sid, [...full, 'n4'])).toStrictEqual(inProgress)
+          for (const stream of ['s2', 's4']) expect(await seqsAfter(sid, stream)).toStrictEqual([])
+          expect(await create(sid, 'n5', 6)).toBeDefined()
+          // Only calls in progress are left, and they fill the cap: refused.
+          expect(await create(sid, 'n6', 6)).toBeUndefined()
+          expect(await held(sid, [...inProgress, 'n5', 'n6'])).toStrictEqual([...inProgress, 'n5'])
         })
 
-        it('evicts only as many ended records as it needs to make room, also under a smaller cap; refused, evicts none', async () => {
-          const streams = ['s1', 's2', 's3', 's4', 's5']
+        it('under a cap smaller than the records held, evicts down to half of that cap; with room, evicts none; refused, evicts none', async () => {
+          const streams = ['s1', 's2', 's3', 's4', 's5', 's6']
           for (const stream of streams) {
-            expect(await create(sid, stream, 5)).toBeDefined()
+            expect(await create(sid, stream, 6)).toBeDefined()
             await append(sid, stream, [1])
           }
-          await end(sid, 's1', LIVE - 1)
-          await end(sid, 's2', LIVE - 2)
-          await end(sid, 's3', LIVE - 3)
-          // 5 live, 3 of them ended, under a cap of 4: two places to free, the two oldest ended.
-          expect(await create(sid, 'n1', 4)).toBeDefined()
-          expect(await held(sid, [...streams, 'n1'])).toStrictEqual(['s1', 's4', 's5', 'n1'])
+          for (const [i, stream] of streams.slice(0, 5).entries()) await end(sid, stream, LIVE - i)
+          // 6 live, 5 of them ended (s5 the oldest), under a cap of 5: down to 2, the oldest four go.
+          expect(await create(sid, 'n1', 5)).toBeDefined()
+          expect(await held(sid, [...streams, 'n1'])).toStrictEqual(['s1', 's6', 'n1'])
           // Under a cap of 6 there is room without evicting.
           expect(await create(sid, 'n2', 6)).toBeDefined()
-          const kept = ['s1', 's4', 's5', 'n1', 'n2']
+          const kept = ['s1', 's6', 'n1', 'n2']
           expect(await held(sid, kept)).toStrictEqual(kept)
-          // 4 not ended fill a cap of 3: refused, and the ended one is not evicted.
+          // 3 not ended fill a cap of 3: refused, and the ended one is not evicted.
           expect(await create(sid, 'n3', 3)).toBeUndefined()
           expect(await held(sid, [...kept, 'n3'])).toStrictEqual(kept)
-          for (const stream of ['s1', 's4', 's5']) {
-            expect(await seqsAfter(sid, stream)).toStrictEqual([1])
-          }
+          expect(await seqsAfter(sid, 's1')).toStrictEqual([1])
         })
 
         it('refuses while records not ended fill the cap, keeping the ended ones a larger cap let it hold', async () => {
@@ -1812,7 +1827,7 @@ export function describeNotesStoreContract(
           expect(await create(sid, 's4', 2, T0 + 20)).toStrictEqual(stored(newStream(sid, 's4')))
         })
 
-        it('of creations issued together at a cap full of ended records, each evicts one and they never store more than maxPerSession', async () => {
+        it('of creations issued together at a cap full of ended records, the evictions make room for maxPerSession and no more', async () => {
           const done = ['d1', 'd2', 'd3', 'd4']
           for (const stream of done) {
             expect(await create(sid, stream, 4)).toBeDefined()

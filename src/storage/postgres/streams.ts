@@ -1,16 +1,16 @@
 /**
  * @module storage/postgres/streams
  * The `StreamStore` methods of the PostgreSQL store ({@link streamMethods}): the records of a
- * session's resumable streams, created under the cap on a session's live records (its oldest ended
- * records and their events evicted to make room, counted and inserted by one statement under a
- * per-session advisory lock, {@link STREAM_CAP_LOCK_CLASS}), changed by compare-and-set on their
- * version, and their numbered events, each seq stored once (`ON CONFLICT DO NOTHING` on the primary key: of two replicas writing
- * one seq, exactly one stores it). The statements are built once from the column lists of
+ * session's resumable streams, created under the cap on a session's live records (at the cap, its
+ * oldest ended records and their events evicted down to half the cap; evicted, counted and inserted
+ * by one statement under a per-session advisory lock, {@link STREAM_CAP_LOCK_CLASS}), changed by
+ * compare-and-set on their version, and their numbered events, each seq stored once (`ON CONFLICT
+ * DO NOTHING` on the primary key: of two replicas writing one seq, exactly one stores it). The statements are built once from the column lists of
  * `common/streams.ts`; ending a session removes its streams (`sessions.ts`).
  */
 import type { Sql } from 'postgres'
 import { positiveWholeNumber } from '../../mcp/options.ts'
-import type { StreamStore } from '../../mcp/stream-store.ts'
+import { streamsLeftByEviction, type StreamStore } from '../../mcp/stream-store.ts'
 import { fieldValues, patchAssignments, patchValues } from '../common/columns.ts'
 import type { PortMethods } from '../common/store-class.ts'
 import {
@@ -35,29 +35,33 @@ const STREAM_CAP_LOCK_CLASS = 0x6e6d7373 // "nmss"
 /**
  * The stream statements, built once from the column lists of `common/streams.ts` (run with
  * `unsafe`: the text is these constants only, every value is a bound parameter). `STREAM_INSERT`
- * binds `NEW_STREAM_FIELDS` as $1, $2…, then the cap and now: it first evicts the session's ended
- * records unexpired at now that expire first (they ended first) and their events, as many as its
- * live records exceed the cap - 1, and none while its records not ended already fill the cap; then
- * stores the record only if the live records left are fewer than the cap (all parts of the
- * statement see one snapshot, taken before the evictions: hence the count minus those evicted).
+ * binds `NEW_STREAM_FIELDS` as $1, $2…, then the cap, now and the records to leave
+ * (`streamsLeftByEviction` of the cap): when the session's live records (unexpired at now) fill the
+ * cap and its records not ended do not, it first evicts its ended live records that expire first
+ * (they ended first) and their events, as many as leave that many live records, or every ended one
+ * when fewer are; then it stores the record only if the live records left are fewer than the cap
+ * (all parts of the statement see one snapshot, taken before the evictions: hence the count minus
+ * those evicted).
  * `STREAM_GET` binds the sid and stream; `STREAM_UPDATE` the sid ($1), the stream ($2), the
  * expected version ($3), then for each column of `STREAM_PATCH_COLUMNS` whether to set it and the
  * value.
  */
 const STREAM_SELECT = Object.values(STREAM_COLUMNS).join(', ')
-const [SID, CAP, NOW] = [
+const [SID, CAP, NOW, LEFT] = [
   NEW_STREAM_FIELDS.indexOf('sid') + 1,
   NEW_STREAM_FIELDS.length + 1,
   NEW_STREAM_FIELDS.length + 2,
+  NEW_STREAM_FIELDS.length + 3,
 ].map((position) => `$${position}`)
 const LIVE_STREAMS = `FROM session_streams WHERE sid = ${SID} AND expires_at > ${NOW}`
 const STREAM_INSERT = `
   WITH evicted AS (
     DELETE FROM session_streams WHERE sid = ${SID} AND stream IN (
       SELECT stream ${LIVE_STREAMS} AND ended
+        AND (SELECT count(*) ${LIVE_STREAMS}) >= ${CAP}
         AND (SELECT count(*) ${LIVE_STREAMS} AND NOT ended) < ${CAP}
       ORDER BY expires_at, stream
-      LIMIT GREATEST(0, (SELECT count(*) ${LIVE_STREAMS}) - ${CAP} + 1)
+      LIMIT GREATEST(0, (SELECT count(*) ${LIVE_STREAMS}) - ${LEFT})
     )
     RETURNING stream
   ), evicted_events AS (
@@ -78,7 +82,12 @@ const STREAM_UPDATE = `
 export const streamMethods: PortMethods<StreamStore, Sql> = {
   async createStream(stream, maxPerSession, now) {
     positiveWholeNumber('maxPerSession', maxPerSession)
-    const values = [...fieldValues(NEW_STREAM_FIELDS, stream).map(encValue), maxPerSession, now]
+    const values = [
+      ...fieldValues(NEW_STREAM_FIELDS, stream).map(encValue),
+      maxPerSession,
+      now,
+      streamsLeftByEviction(maxPerSession),
+    ]
     const sid = enc(stream.sid)
     return this.db.begin(async (tx) => {
       // A conditional insert alone is not enough under READ COMMITTED: two racing ones each count

@@ -88,19 +88,23 @@ const SESSIONS_OVER_CAP = `
   SELECT sid FROM sessions WHERE principal = ?1 AND expires_at > ?2
   ORDER BY created_at DESC, sid DESC LIMIT -1 OFFSET ?3 - 1`
 
+/** ?1 sid, ?3 now: the session's records unexpired at ?3. */
+const LIVE_SESSION_STREAMS = 'FROM session_streams WHERE sid = ?1 AND expires_at > ?3'
+
 /**
- * ?1 sid, ?2 cap, ?3 now: the streams `createStream` evicts to make room for one more record under
- * the cap — the session's ended records unexpired at ?3 that expire first (they ended first), as
- * many as its live records exceed ?2 - 1, and none while its records not ended already fill ?2
- * (the creation is refused then, and changes nothing). An ended record holds only what a client
- * may still ask for; a call in progress is never evicted.
+ * ?1 sid, ?2 cap, ?3 now, ?4 records to leave (`streamsLeftByEviction` of ?2): the streams
+ * `createStream` evicts to make room under the cap — none while the session's live records are
+ * fewer than ?2 (there is room) or while its records not ended already fill ?2 (the creation is
+ * refused then, and changes nothing); otherwise its ended records unexpired at ?3 that expire first
+ * (they ended first), as many as leave ?4 live records, or every ended one when fewer are. An ended
+ * record holds only what a client may still ask for; a call in progress is never evicted.
  */
 const ENDED_STREAMS_TO_EVICT = `
-  SELECT stream FROM session_streams
-  WHERE sid = ?1 AND ended = 1 AND expires_at > ?3
-    AND (SELECT count(*) FROM session_streams WHERE sid = ?1 AND ended = 0 AND expires_at > ?3) < ?2
+  SELECT stream ${LIVE_SESSION_STREAMS} AND ended = 1
+    AND (SELECT count(*) ${LIVE_SESSION_STREAMS}) >= ?2
+    AND (SELECT count(*) ${LIVE_SESSION_STREAMS} AND ended = 0) < ?2
   ORDER BY expires_at, stream
-  LIMIT max(0, (SELECT count(*) FROM session_streams WHERE sid = ?1 AND expires_at > ?3) - ?2 + 1)`
+  LIMIT max(0, (SELECT count(*) ${LIVE_SESSION_STREAMS}) - ?4)`
 
 /** ?1 now, ?2 limit: removes at most ?2 rows of the rowid table `table` expired at ?1. */
 function purgeRowidTable(table: string): string {
@@ -339,8 +343,8 @@ export const SQL = {
     WHERE status = 'working' AND ${LEASE_KEY} <= ?1 AND expires_at > ?1
     ORDER BY ${LEASE_KEY}, expires_at, id LIMIT ?2`,
   /**
-   * ?1 sid, ?2 cap, ?3 now (this, the next, then `insertStream`, run as one batch): the events, then
-   * the records, of {@link ENDED_STREAMS_TO_EVICT}.
+   * ?1 sid, ?2 cap, ?3 now, ?4 records to leave (this, the next, then `insertStream`, run as one
+   * batch): the events, then the records, of {@link ENDED_STREAMS_TO_EVICT}.
    */
   evictEndedStreamEvents: `
     DELETE FROM stream_events WHERE sid = ?1 AND stream IN (${ENDED_STREAMS_TO_EVICT})`,

@@ -3,13 +3,14 @@
  * The `StreamStore` methods of the SQLite-dialect store ({@link streamMethods}): the records of a
  * session's resumable streams, created under the cap on a session's live records (the conditional
  * insert alone below it; at it, one batch: the session's oldest ended records and their events
- * evicted to make room, then the conditional insert), changed
- * by compare-and-set on their version, and their numbered events, each seq stored once (the primary key refuses a second writer). The statements are built
- * from the column lists of `common/streams.ts` (`statements.ts`); ending a session removes its
- * streams (`sessions.ts`).
+ * evicted down to half the cap, then the conditional insert, so that a session kept at the cap runs
+ * the batch about once per half cap of creations), changed by compare-and-set on their version, and
+ * their numbered events, each seq stored once (the primary key refuses a second writer). The
+ * statements are built from the column lists of `common/streams.ts` (`statements.ts`); ending a
+ * session removes its streams (`sessions.ts`).
  */
 import { positiveWholeNumber } from '../../mcp/options.ts'
-import type { StreamStore } from '../../mcp/stream-store.ts'
+import { streamsLeftByEviction, type StreamStore } from '../../mcp/stream-store.ts'
 import { fieldValues, patchValues } from '../common/columns.ts'
 import type { PortMethods } from '../common/store-class.ts'
 import {
@@ -35,11 +36,12 @@ export const streamMethods: PortMethods<StreamStore, SqliteDriver> = {
     // Below the cap, the conditional insert alone: one statement counts and inserts atomically.
     const below = await db.get(insert.sql, insert.params)
     if (below !== undefined) return toStreamRecord(below as StreamRow)
-    const eviction = [stream.sid, maxPerSession, now]
+    const eviction = [stream.sid, maxPerSession, now, streamsLeftByEviction(maxPerSession)]
     // At the cap, one batch, one transaction: writes are serialised (node:sqlite takes the write lock
     // before the first statement, D1 runs a batch alone), so no other writer comes between the
-    // evictions, the insert's count and the insert; a creation that throws (its stream exists)
-    // evicts nothing.
+    // evictions' counts, the evictions, the insert's count and the insert (a writer that made room
+    // since the insert above failed leaves the evictions nothing to do); a creation that throws
+    // (its stream exists) evicts nothing.
     const [, , inserted] = await db.batch([
       { sql: SQL.evictEndedStreamEvents, params: eviction },
       { sql: SQL.evictEndedStreams, params: eviction },
