@@ -283,6 +283,17 @@ describe('resuming a POST stream', () => {
     })
   })
 
+  it('refuses a resume whose Accept takes no text/event-stream with 406', async () => {
+    const app = replica()
+    const { session, stream, askId } = await deleteFlow(app, 'Not acceptable')
+    await stream.cancel()
+    await expectError(await session.get({ 'last-event-id': askId, accept: 'application/json' }), {
+      status: 406,
+      code: INVALID_REQUEST,
+      id: null,
+    })
+  })
+
   it("refuses another session's stream: its events are never sent", async () => {
     const app = replica()
     const { stream, askId } = await deleteFlow(app, 'Not yours')

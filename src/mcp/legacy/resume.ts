@@ -16,7 +16,8 @@
  * Resumption is bound to the session (and so to its principal): an id naming another session's
  * stream, a stream whose events are past their retention, or no id this server sends is refused
  * with 400 -32600, and the client opens a fresh stream. Resuming a call's stream needs the scopes of
- * the call (`scopes.ts`: what reading its answer needs), and counts against the GET caps of
+ * the call (`scopes.ts`: what reading its answer needs) and an `Accept` of `text/event-stream`
+ * (406), and counts against the GET caps of
  * `stream-limits.ts` (429) while open, and as a GET stream in telemetry.
  */
 import { ErrorCode, errorMessage, errorResponseText } from '../errors.ts'
@@ -29,7 +30,7 @@ import { CallLease, claimable, drivenHere, orphaned, storedCall } from './call-l
 import { CallStream } from './call-stream.ts'
 import { FIRST_ANSWER_POLL_MS, streamOfRequestId } from './rendezvous.ts'
 import type { LegacySession } from './session.ts'
-import { notificationStream } from './stream.ts'
+import { notAcceptable, notificationStream } from './stream.ts'
 import {
   ENDED_STREAM_RETENTION_MS,
   SseConnection,
@@ -65,6 +66,8 @@ export async function resumeStream<Deps>(
     input
   )
   if (denied) return denied
+  const unacceptable = notAcceptable(input)
+  if (unacceptable) return unacceptable
   const first = await era.sessions.readEvents(sid, named.stream, named.seq, REPLAY_PAGE, era.now())
   if (first.length === 0 && record.ended) return new Response(null, { status: 204 })
   let slot: StreamSlot

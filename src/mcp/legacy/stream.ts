@@ -38,15 +38,8 @@ export function notificationStream<Deps>(
   const { server, sessions } = era
   const denied = scopeChallenge(server, { id: null, method: METHODS.listen, params: {} }, input)
   if (denied) return denied
-  if (!/text\/event-stream|\*\/\*/i.test(input.headers.get('accept') ?? '')) {
-    return jsonText(
-      errorResponseText(null, {
-        code: ErrorCode.InvalidRequest,
-        message: 'Not Acceptable: the GET stream is text/event-stream.',
-      }),
-      406
-    )
-  }
+  const unacceptable = notAcceptable(input)
+  if (unacceptable) return unacceptable
   const { tools, prompts, resources } = server.capabilities
   const principal = input.principal
   let slot: StreamSlot
@@ -89,6 +82,18 @@ export function notificationStream<Deps>(
     slot.release() // nothing holds a stream that failed to open
     throw error
   }
+}
+
+/** The 406 of a GET whose `Accept` takes no `text/event-stream`; `undefined` when it does. */
+export function notAcceptable(input: LegacyInput): Response | undefined {
+  if (/text\/event-stream|\*\/\*/i.test(input.headers.get('accept') ?? '')) return undefined
+  return jsonText(
+    errorResponseText(null, {
+      code: ErrorCode.InvalidRequest,
+      message: 'Not Acceptable: the GET stream is text/event-stream.',
+    }),
+    406
+  )
 }
 
 /**
