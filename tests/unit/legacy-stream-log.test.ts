@@ -128,6 +128,23 @@ describe('StreamLog', () => {
     const kept = await store.readEvents(sid, stream, 0, 10, NOW)
     expect(kept).toStrictEqual([{ seq: MAX_KEPT_EVENTS_PER_STREAM, payload: '{"n":0}' }])
   })
+
+  it('lets its connection go (shutdown, its bound) only after what it queued: the client always holds an id to resume from', async () => {
+    const sid = `sid-${crypto.randomUUID()}`
+    const stream = newStreamId('post')
+    let keep = (_kept: boolean) => {}
+    const kept = new Promise<boolean>((resolve) => (keep = resolve))
+    const log = new StreamLog(context, sid, stream, 0, kept)
+    const shutdown = new AbortController()
+    const connection = new SseConnection({ ...bounds, shutdown: shutdown.signal })
+    log.attach(connection)
+    log.prime()
+    // The server shuts down while the stream's record is still being stored.
+    shutdown.abort()
+    expect(connection.open).toBe(true)
+    keep(true)
+    expect(await bodyOf(connection)).toBe(`id: ${stream}.0\ndata: \n\nretry: 1000\n\n`)
+  })
 })
 
 describe('SseConnection', () => {

@@ -122,6 +122,9 @@ export class SseConnection {
   #open = true
   readonly #onClose: () => void
   readonly #timers: ReturnType<typeof setTimeout>[] = []
+  /** How a let-go the connection decides itself (its bound, shutdown) is carried out. */
+  #schedule: (letGo: () => void) => void = (letGo) => letGo()
+  readonly #letGoDue = (): void => this.#schedule(this.letGo)
 
   /** `onClose` runs once, when the connection is done whichever way. */
   constructor(bounds: ConnectionBounds, onClose: () => void = () => {}) {
@@ -141,9 +144,18 @@ export class SseConnection {
     const keepAlive = setInterval(() => {
       if (this.#controller.desiredSize === bounds.maxQueuedBytes) this.#write(SSE_KEEPALIVE)
     }, bounds.keepAliveMs)
-    this.#timers.push(keepAlive, setTimeout(this.letGo, bounds.maxDurationMs))
-    bounds.shutdown?.addEventListener('abort', this.letGo)
-    if (bounds.shutdown?.aborted) queueMicrotask(this.letGo)
+    this.#timers.push(keepAlive, setTimeout(this.#letGoDue, bounds.maxDurationMs))
+    bounds.shutdown?.addEventListener('abort', this.#letGoDue)
+    if (bounds.shutdown?.aborted) queueMicrotask(this.#letGoDue)
+  }
+
+  /**
+   * Has the let-go the connection decides itself (at its maximum duration, at shutdown) go through
+   * `schedule`: a stream log lets go only after what it has queued (`StreamLog.attach`), so a
+   * client is never let go of before the event id it would resume from.
+   */
+  letGoThrough(schedule: (letGo: () => void) => void): void {
+    this.#schedule = schedule
   }
 
   get open(): boolean {
@@ -191,7 +203,7 @@ export class SseConnection {
     if (!this.#open) return
     this.#open = false
     for (const timer of this.#timers) clearTimeout(timer)
-    this.#bounds.shutdown?.removeEventListener('abort', this.letGo)
+    this.#bounds.shutdown?.removeEventListener('abort', this.#letGoDue)
     this.#onClose()
   }
 }
@@ -248,9 +260,15 @@ export class StreamLog {
     return this.#connection
   }
 
-  /** Writes the stream's events to `connection` from now on (none before it: it replayed them). */
+  /**
+   * Writes the stream's events to `connection` from now on (none before it: it replayed them); the
+   * connection lets go of its client only after what is queued here (`SseConnection.letGoThrough`).
+   */
   attach(connection: SseConnection): void {
     this.#connection = connection
+    connection.letGoThrough((letGo) => {
+      this.#written = this.#written.then(letGo)
+    })
   }
 
   /**
