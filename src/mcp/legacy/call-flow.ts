@@ -36,7 +36,7 @@ import { Cancellation, type FinalMessage } from '../streaming.ts'
 import type { InputRequest, JsonObject, RequestId } from '../wire.ts'
 import { CallLease, type StoredCall } from './call-lease.ts'
 import { CallStream, type UnkeptStream } from './call-stream.ts'
-import { ENDED_STREAM_RETENTION_MS } from './stream-log.ts'
+import { ENDED_STREAM_RETENTION_MS, type StreamLog } from './stream-log.ts'
 import {
   FlowEndedError,
   runWithClientInput,
@@ -55,6 +55,18 @@ export interface TakenCall {
   stream: CallStream
   lease: CallLease
   checkpoint: FlowCheckpoint
+}
+
+/**
+ * Writes the server→client requests of `waiting` on `log`, each as the event its id names (those
+ * numbered after `afterSeq`: the ones a replica taking a call over finds missing).
+ */
+export function writeAsks(log: StreamLog, waiting: FlowCheckpoint['waiting'], afterSeq = 0): void {
+  for (const [id, { ask, seq }] of Object.entries(waiting)) {
+    if (seq <= afterSeq) continue
+    const message = { jsonrpc: '2.0', id, method: ask.method, params: ask.params ?? {} }
+    void log.append(JSON.stringify(message), seq)
+  }
 }
 
 /** The call a request's server→client requests are asked for (named in their ids). */
@@ -203,10 +215,7 @@ class CallFlow<Deps> implements FlowHost {
     }
     this.#forget(this.#waiting)
     this.#waiting = ids
-    for (const [id, { ask, seq }] of Object.entries(waiting)) {
-      const message = { jsonrpc: '2.0', id, method: ask.method, params: ask.params ?? {} }
-      void log.append(JSON.stringify(message), seq)
-    }
+    writeAsks(log, waiting)
     return waiting
   }
 

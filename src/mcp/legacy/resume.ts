@@ -25,7 +25,7 @@ import { scopeChallenge } from '../scopes.ts'
 import type { StreamSlot } from '../stream-limits.ts'
 import type { StoredEvent, StreamRecord } from '../stream-store.ts'
 import { jsonText } from '../streaming.ts'
-import { dispatchCall } from './call-flow.ts'
+import { dispatchCall, writeAsks } from './call-flow.ts'
 import { CallLease, claimable, drivenHere, orphaned, storedCall } from './call-lease.ts'
 import { CallStream } from './call-stream.ts'
 import { FIRST_ANSWER_POLL_MS, streamOfRequestId } from './rendezvous.ts'
@@ -288,20 +288,11 @@ function driveClaimed<Deps>(
     session: session.sid.slice(0, 8),
     stream: record.stream,
   })
-  const waiting = Object.entries(checkpoint.waiting)
-  const log = new StreamLog(
-    era.streams,
-    session.sid,
-    record.stream,
-    Math.max(lastSeq, ...waiting.map(([, { seq }]) => seq))
-  )
+  const named = Object.values(checkpoint.waiting).map(({ seq }) => seq)
+  const log = new StreamLog(era.streams, session.sid, record.stream, Math.max(lastSeq, ...named))
   if (connection) log.attach(connection)
   // Requests the old driver named in its checkpoint but did not live to write go out now.
-  for (const [id, { ask, seq }] of waiting) {
-    if (seq <= lastSeq) continue
-    const message = { jsonrpc: '2.0', id, method: ask.method, params: ask.params ?? {} }
-    void log.append(JSON.stringify(message), seq)
-  }
+  writeAsks(log, checkpoint.waiting, lastSeq)
   const stream = CallStream.resumed(era.streams, session, call.request, log)
   void dispatchCall(era, call.request, session, input, undefined, { stream, lease, checkpoint })
 }
