@@ -177,6 +177,22 @@ function resume(session: LegacySession, lastEventId: string): Promise<Response> 
   return session.get({ 'last-event-id': lastEventId })
 }
 
+/**
+ * `delete_note` asking on `a`, its stream dropped and resumed through `b` (which follows it while
+ * `a` drives it), then confirmed: the resumed stream ends with the result.
+ */
+async function expectFollowed(
+  a: ReturnType<typeof replica>,
+  b: ReturnType<typeof replica>,
+  title: string
+): Promise<void> {
+  const { session, stream, ask, askId } = await deleteFlow(a, title)
+  await stream.cancel()
+  const resumed = reader(await resume(on(b, session), askId))
+  expect((await session.answer(ask.id as string, ACCEPT)).status).toBe(202)
+  expect(await finalText(resumed)).toBe(`Deleted the note "${title}".`)
+}
+
 /** The stream's remaining messages end with the tool result of `del`; returns its text. */
 async function finalText(stream: SseReader): Promise<string> {
   const rest = await stream.rest()
@@ -249,13 +265,7 @@ describe('resuming a POST stream', () => {
   })
 
   it('follows a stream another replica still drives (no shared bus: the store is the backstop)', async () => {
-    const a = replica()
-    const b = replica()
-    const { session, stream, ask, askId } = await deleteFlow(a, 'Followed')
-    await stream.cancel()
-    const resumed = reader(await resume(on(b, session), askId))
-    expect((await session.answer(ask.id as string, ACCEPT)).status).toBe(202)
-    expect(await finalText(resumed)).toBe('Deleted the note "Followed".')
+    await expectFollowed(replica(), replica(), 'Followed')
   })
 
   it('answers 204 for a stream that has ended with nothing left after the id', async () => {
@@ -519,14 +529,8 @@ describe('a call that outlives its replica', () => {
   })
 
   it('is not claimed while its replica holds the lease: the resume follows it instead', async () => {
-    const a = replica()
     // Its clock is behind: the lease looks fresh for longer.
-    const b = replica({ skewMs: -PAST_THE_LEASE })
-    const { session, stream, ask, askId } = await deleteFlow(a, 'Still alive')
-    await stream.cancel()
-    const resumed = reader(await resume(on(b, session), askId))
-    expect((await session.answer(ask.id as string, ACCEPT)).status).toBe(202)
-    expect(await finalText(resumed)).toBe('Deleted the note "Still alive".')
+    await expectFollowed(replica(), replica({ skewMs: -PAST_THE_LEASE }), 'Still alive')
   })
 
   it('deletes once when the dead replica deleted the note but never stored the answer', async () => {
