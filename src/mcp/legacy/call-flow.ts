@@ -154,7 +154,7 @@ class CallFlow<Deps> implements FlowHost {
   /** The answer slots of the checkpoint stored last. */
   #waiting: string[]
   /** Aborted when the flow must stop: the request was cancelled, or the lease was lost. */
-  readonly #stop = new AbortController()
+  #stopper: AbortController | undefined
   /** Set once another replica holds the call: this one writes nothing more. */
   #lost = false
 
@@ -175,6 +175,11 @@ class CallFlow<Deps> implements FlowHost {
     this.#heldState = { state: taken?.checkpoint.held }
     this.#waiting = Object.keys(taken?.checkpoint.waiting ?? {})
     if (taken) this.#holdLease(taken.lease)
+  }
+
+  /** Made on first use: most 2025 calls never wait, and a controller per request is measurable. */
+  get #stop(): AbortController {
+    return (this.#stopper ??= new AbortController())
   }
 
   held(): OpenedState | undefined {
