@@ -6,6 +6,7 @@
  */
 import { resolve } from 'node:path'
 import { parseArgs } from 'node:util'
+import { FAULT_KINDS, type FaultKind } from './faults/fault.ts'
 
 export type Mode = 'direct' | 'balanced'
 export type StoreKind = 'postgres' | 'sqlite'
@@ -24,7 +25,8 @@ export interface LoadtestOptions {
   /** `undefined`: PostgreSQL when a server answers, else SQLite. */
   store: StoreKind | undefined
   balancer: Balancer
-  kill: boolean
+  /** The fault injected mid-run (`--fault NAME`; `--kill` is `--fault kill`). */
+  fault: FaultKind | undefined
   out: string
   maxRequests: number
 }
@@ -48,8 +50,13 @@ export const USAGE = `Usage: npm run loadtest -- [options]
   --balancer avoid-previous|round-robin
                             nginx routing in balanced mode (default avoid-previous: round robin
                             over the replicas but the one that served the flow's previous round)
-  --kill                    SIGKILL one replica mid-run and restart it about 1.5 s later;
-                            with task users, one seen running a task (within 3 s)
+  --fault kill|rolling      a fault mid-run (see the README's "Proving it"):
+                            kill: SIGKILL one replica and restart it about 1.5 s later;
+                            with task users, one seen running a task
+                            rolling: two rolling deploys (SIGTERM, drain, restart each replica
+                            in turn) that add, then promote, a new key; the users keep going
+                            until both are done
+  --kill                    the same as --fault kill
   --out FILE                JSON summary (default loadtest-results/summary.json)
   --max-requests N          hard cap on HTTP requests sent (default 200000)`
 
@@ -80,6 +87,14 @@ function oneOf<T extends string>(name: string, raw: string, values: readonly T[]
   return raw as T
 }
 
+function faultOf(named: string | undefined, kill: boolean): FaultKind | undefined {
+  const fault = named === undefined ? undefined : oneOf('fault', named, FAULT_KINDS)
+  if (kill && fault !== undefined && fault !== 'kill') {
+    throw new UsageError(`--kill and --fault ${fault} cannot be combined: one fault per run`)
+  }
+  return kill ? 'kill' : fault
+}
+
 function readArgs(argv: string[]) {
   return parseArgs({
     args: argv,
@@ -94,6 +109,7 @@ function readArgs(argv: string[]) {
       mode: { type: 'string', default: 'balanced' },
       store: { type: 'string' },
       balancer: { type: 'string', default: 'avoid-previous' },
+      fault: { type: 'string' },
       kill: { type: 'boolean', default: false },
       out: { type: 'string', default: 'loadtest-results/summary.json' },
       'max-requests': { type: 'string', default: '200000' },
@@ -123,7 +139,7 @@ export function parseOptions(argv: string[]): LoadtestOptions {
         ? undefined
         : oneOf('store', values.store, ['postgres', 'sqlite'] as const),
     balancer: oneOf('balancer', values.balancer, ['avoid-previous', 'round-robin'] as const),
-    kill: values.kill,
+    fault: faultOf(values.fault, values.kill),
     out: resolve(values.out),
     maxRequests: bounded('max-requests', values['max-requests'], 1, 10_000_000),
   }

@@ -4,7 +4,9 @@
  * so a replica killed mid-run restarts where nginx and the clients expect it; with `holdImports`,
  * the same server through `scripts/support/held-import-replica.ts`, whose imports the run can hold
  * mid-way over the IPC channel, `hold`) and nginx
- * (foreground, `-p <run dir> -c <generated config>`). Every child is remembered until it exits:
+ * (foreground, `-p <run dir> -c <generated config>`). A replica ends as a fault wants it: `kill`
+ * (SIGKILL), or `terminate` (SIGTERM and its own drain, reporting how it exited), and `start` again
+ * may change its environment (a new release's key ring). Every child is remembered until it exits:
  * `stopAll` ends them gracefully on the way out, `killAllNow` is the synchronous SIGKILL of last
  * resort for `process.on('exit')`. Only processes started here are ever signalled, by their own
  * pid.
@@ -62,7 +64,7 @@ class OutputTail {
 export class ReplicaProcess {
   readonly id: string
   readonly port: number
-  readonly #env: Record<string, string>
+  #env: Record<string, string>
   readonly #holdImports: boolean
   readonly #output = new OutputTail()
   #child: ChildProcess | undefined
@@ -96,9 +98,14 @@ export class ReplicaProcess {
     return this.#output.text
   }
 
-  /** Spawns the replica and resolves once it listens; rejects (and kills it) if it does not. */
-  async start(): Promise<void> {
+  /**
+   * Spawns the replica and resolves once it listens; rejects (and kills it) if it does not.
+   * `changes`: environment variables set for this start and every later one (a new release's
+   * configuration, say a new key ring).
+   */
+  async start(changes: Record<string, string> = {}): Promise<void> {
     if (this.running) throw new Error(`replica ${this.id} is already running`)
+    this.#env = { ...this.#env, ...changes }
     const entry = this.#holdImports ? 'scripts/support/held-import-replica.ts' : 'src/node.ts'
     // Output piped either way (the IPC channel is a fourth descriptor): the cast says so to the types.
     const child = spawn(process.execPath, [join(root, entry)], {
@@ -146,9 +153,40 @@ export class ReplicaProcess {
     })
   }
 
+  /**
+   * What a deploy does: SIGTERM, then the replica drains and exits by itself; SIGKILL only once
+   * `boundMs` passed (`forced`). Resolves with how it ended.
+   */
+  async terminate(boundMs: number): Promise<ReplicaExit> {
+    const child = this.#child
+    if (!running(child)) throw new Error(`replica ${this.id} is not running`)
+    const sent = performance.now()
+    let forced = false
+    const force = setTimeout(() => {
+      forced = true
+      child.kill('SIGKILL')
+    }, boundMs)
+    const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) => {
+      child.once('exit', (exitCode, exitSignal) => resolve([exitCode, exitSignal]))
+      child.kill('SIGTERM')
+    })
+    clearTimeout(force)
+    return { code, signal, forced, ms: Math.round(performance.now() - sent) }
+  }
+
   stop(): Promise<void> {
     return this.#child ? stopChild(this.#child, 'SIGTERM') : Promise.resolve()
   }
+}
+
+/** How a replica ended after {@link ReplicaProcess.terminate}. */
+export interface ReplicaExit {
+  code: number | null
+  signal: NodeJS.Signals | null
+  /** SIGKILLed because it had not exited within the bound. */
+  forced: boolean
+  /** From the SIGTERM to the exit. */
+  ms: number
 }
 
 function portAnswers(port: number): Promise<boolean> {

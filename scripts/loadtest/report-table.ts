@@ -6,7 +6,8 @@
  * tasks scenario's section, the problems the store check found and the first failed flows.
  */
 import { ERAS, type Era, type Percentiles } from './metrics.ts'
-import type { EraSummary, LoadtestSummary, TasksSummary } from './report.ts'
+import type { RollingReport } from './faults/rolling.ts'
+import type { EraSummary, FaultReport, LoadtestSummary, TasksSummary } from './report.ts'
 
 function pct(part: number, whole: number): string {
   return whole === 0 ? '—' : `${((100 * part) / whole).toFixed(1)}%`
@@ -71,6 +72,37 @@ function latencyTable(latency: Record<string, Percentiles>): string[] {
       p.p99.toFixed(1),
       p.max.toFixed(1),
       String(p.count),
+    ]),
+  ])
+}
+
+/** What the fault did, in one line. */
+function faultLine(fault: FaultReport): string {
+  const verdict = fault.passed ? '' : ' (FAILED)'
+  switch (fault.kind) {
+    case 'kill':
+      return `SIGKILL ${fault.replica} at ${fault.killed_at_s} s, back at ${fault.restarted_at_s} s`
+    case 'rolling': {
+      const { kid, added_at_s, promoted_at_s } = fault.key_rotation
+      return (
+        `${fault.restarts.length} graceful restarts; key ${kid} added by ${added_at_s} s, ` +
+        `promoted by ${promoted_at_s} s${verdict}`
+      )
+    }
+  }
+}
+
+/** Every restart of a rolling deploy: when, how the replica ended, how long it drained. */
+function rollingSection(fault: RollingReport): string[] {
+  return aligned([
+    ['deploy', 'replica', 'SIGTERM at', 'exit', 'drained in', 'back at'],
+    ...fault.restarts.map((r): [string, ...string[]] => [
+      r.deploy,
+      r.replica,
+      `${r.sigterm_at_s} s`,
+      r.forced ? 'SIGKILLed' : String(r.exit_code ?? r.exit_signal),
+      `${r.drain_ms} ms`,
+      `${r.back_at_s} s`,
     ]),
   ])
 }
@@ -151,14 +183,10 @@ export function formatTable(s: LoadtestSummary): string {
         `(${s.retried_rounds_after_fault} after the fault)`,
     ],
   ]
-  if (s.fault) {
-    rows.push([
-      'fault',
-      `SIGKILL ${s.fault.replica} at ${s.fault.killed_at_s} s, back at ${s.fault.restarted_at_s} s`,
-    ])
-  }
+  if (s.fault) rows.push(['fault', faultLine(s.fault)])
   rows.push(['errors', counts(s.errors)])
   const lines = aligned(rows)
+  if (s.fault?.kind === 'rolling') lines.push('', ...rollingSection(s.fault))
   lines.push('', ...aligned(eraRows(s.eras)))
 
   for (const era of ERAS) {

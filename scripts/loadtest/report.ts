@@ -37,21 +37,17 @@ import {
   type Percentiles,
   type TaskMetrics,
 } from './metrics.ts'
-import { UNANSWERED_KINDS } from './legacy-agent.ts'
+import type { AllowedFailures } from './faults/fault.ts'
+import type { KillReport } from './faults/kill.ts'
+import type { RollingReport } from './faults/rolling.ts'
 import type { Balancer, LoadtestOptions, StoreKind } from './options.ts'
 import type { FlowRecord } from './flows.ts'
 import type { TaskFlowRecord } from './task-flow.ts'
 import type { TaskVerification } from './task-verify.ts'
 import type { EraVerification, Verification } from './verify.ts'
 
-export interface FaultReport {
-  replica: string
-  killed_at_s: number
-  restarted_at_s: number
-  down_ms: number
-  /** Tasks whose lease the replica held when it was killed. */
-  tasks_running: number
-}
+/** The fault's own section, by kind (`faults/*.ts`). */
+export type FaultReport = KillReport | RollingReport
 
 export interface EraSummary {
   users: number
@@ -172,6 +168,8 @@ export interface SummaryInput {
   tasks?: { ledger: TaskFlowRecord[]; verification: TaskVerification }
   elapsedS: number
   fault: FaultReport | null
+  /** The fault's clean failure kinds per era; none without a fault. */
+  allowed?: AllowedFailures
 }
 
 const round = (value: number, digits = 3) => Math.round(value * 10 ** digits) / 10 ** digits
@@ -184,10 +182,15 @@ function sum<T>(items: readonly T[], value: (item: T) => number): number {
   return items.reduce((total, item) => total + value(item), 0)
 }
 
-function eraSummary(era: Era, m: EraMetrics, v: EraVerification, flows: FlowRecord[]): EraSummary {
+function eraSummary(
+  era: Era,
+  m: EraMetrics,
+  v: EraVerification,
+  flows: FlowRecord[],
+  allowedKinds: readonly string[]
+): EraSummary {
   const ok = flows.filter((flow) => flow.completed).length
   const failedCleanly = flows.filter((flow) => flow.failedCleanly).length
-  const allowedKinds = era === '2025' ? UNANSWERED_KINDS : []
   const cleanFailuresAllowed =
     m.cleanFailuresOutsideFault === 0 &&
     Object.keys(m.cleanFailures).every((kind) => allowedKinds.includes(kind))
@@ -304,7 +307,8 @@ export function buildSummary(input: SummaryInput): LoadtestSummary {
         era,
         metrics.eras[era],
         v.eras[era],
-        ledger.filter((flow) => flow.era === era)
+        ledger.filter((flow) => flow.era === era),
+        input.allowed?.[era] ?? []
       ),
     ])
   ) as Record<Era, EraSummary>
@@ -323,7 +327,8 @@ export function buildSummary(input: SummaryInput): LoadtestSummary {
     all.every((era) => era.passed) &&
     (tasks === null || tasks.passed) &&
     v.unattributed === 0 &&
-    metrics.replica5xx === 0
+    metrics.replica5xx === 0 &&
+    (input.fault === null || input.fault.passed)
   return {
     flows_started: ledger.length + (tasks?.flows_started ?? 0),
     flows_completed: completed,

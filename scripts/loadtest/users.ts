@@ -37,8 +37,10 @@ const FAULT_GRACE_MS = 5_000
 
 export interface UserSetup extends RoutingSetup {
   runId: string
-  /** `performance.now()` after which no flow starts. */
+  /** `performance.now()` after which no flow starts (unless {@link UserSetup.busyWhile} holds). */
   deadline: number
+  /** Past the deadline, flows still start while this answers true (a fault still in progress). */
+  busyWhile?: () => boolean
   /** Share of the users that are 2025-era users (0 to 1). */
   legacyShare: number
   /** Users of the tasks scenario, besides `users`. */
@@ -62,9 +64,13 @@ function eraOf(index: number, share: number): Era {
   return Math.floor(index * share) > Math.floor((index - 1) * share) ? '2025' : 'modern'
 }
 
-/** Whether a user may start another flow: before the deadline and the request cap, not aborted. */
-function mayStart({ deadline, maxRequests, metrics, signal }: UserSetup): boolean {
-  return performance.now() < deadline && metrics.requests < maxRequests && !signal.aborted
+/**
+ * Whether a user may start another flow: before the deadline (or while the fault is in progress)
+ * and the request cap, not aborted.
+ */
+function mayStart({ deadline, busyWhile, maxRequests, metrics, signal }: UserSetup): boolean {
+  const due = performance.now() < deadline || (busyWhile?.() ?? false)
+  return due && metrics.requests < maxRequests && !signal.aborted
 }
 
 /** Runs one flow and records how it ended, in its record, `counts` and `group`. */

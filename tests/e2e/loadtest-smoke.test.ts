@@ -141,14 +141,16 @@ function expectSoundTasks(run: Run): TasksSummary {
  */
 function expectTakenOver(run: Run): void {
   const killed = run.summary.tasks?.killed_replica_tasks
-  expect(run.summary.fault?.replica, run.output).toMatch(/^r[12]$/)
+  const fault = run.summary.fault
+  if (fault?.kind !== 'kill') throw new Error(`not a kill: ${run.output}`)
+  expect(fault.replica, run.output).toMatch(/^r[12]$/)
   expect(run.output).toMatch(
     /fault: SIGKILL r[12] at .*, one an import held after [1-9]\d* notes\)/
   )
   expect(killed, run.output).not.toBeNull()
   expect(killed!.running, run.output).toBeGreaterThan(0)
   expect(killed!.ended, run.output).toBe(killed!.running)
-  expect(run.summary.fault?.tasks_running, run.output).toBe(killed!.running)
+  expect(fault.tasks_running, run.output).toBe(killed!.running)
 }
 
 function expectSound(run: Run): void {

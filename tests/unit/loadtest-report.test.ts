@@ -9,8 +9,12 @@ import { describe, expect, it } from 'vitest'
 import type { FlowRecord } from '../../scripts/loadtest/flows.ts'
 import { Metrics, type Era } from '../../scripts/loadtest/metrics.ts'
 import { parseOptions } from '../../scripts/loadtest/options.ts'
+import type { AllowedFailures } from '../../scripts/loadtest/faults/fault.ts'
+import { killFault } from '../../scripts/loadtest/faults/kill.ts'
+import { rollingFault, type RollingReport } from '../../scripts/loadtest/faults/rolling.ts'
+import { formatKeyRing, generateKey } from '../../src/mcp/key-ring.ts'
 import { formatTable } from '../../scripts/loadtest/report-table.ts'
-import { buildSummary } from '../../scripts/loadtest/report.ts'
+import { buildSummary, type FaultReport } from '../../scripts/loadtest/report.ts'
 import type { EraVerification } from '../../scripts/loadtest/verify.ts'
 
 const sound = (): EraVerification => ({
@@ -34,8 +38,18 @@ function flow(era: Era, seq: number, completed: boolean): FlowRecord {
   }
 }
 
-/** The summary of a run with one user per era that ran `ledger`, counted by `count`. */
-function summarize(ledger: FlowRecord[], count: (metrics: Metrics) => void) {
+/**
+ * The summary of a run with one user per era that ran `ledger`, counted by `count`, under a
+ * fault (by default a kill, whose report is left out).
+ */
+function summarize(
+  ledger: FlowRecord[],
+  count: (metrics: Metrics) => void,
+  fault: { report: FaultReport | null; allowed: AllowedFailures } = {
+    report: null,
+    allowed: killFault(0).allowed,
+  }
+) {
   const metrics = new Metrics()
   metrics.eras.modern.users = 1
   metrics.eras['2025'].users = 1
@@ -52,7 +66,8 @@ function summarize(ledger: FlowRecord[], count: (metrics: Metrics) => void) {
       problems: [],
     },
     elapsedS: 1,
-    fault: null,
+    fault: fault.report,
+    allowed: fault.allowed,
   })
 }
 
@@ -106,5 +121,68 @@ describe('the load test report: which failed flows a run may have', () => {
     )
     expect(summary.eras['2025'].failed_by_kind).toEqual({ call_post_unanswered: 1, timeout: 1 })
     expect(summary.passed).toBe(false)
+  })
+})
+
+/** A rolling fault's report: two deploys of one replica, the second ending as `last` says. */
+function rollingReport(last: { exit_code: number | null; forced: boolean }): RollingReport {
+  const restart = {
+    replica: 'r1',
+    sigterm_at_s: 1,
+    exit_code: 0,
+    exit_signal: null,
+    forced: false,
+    drain_ms: 900,
+    back_at_s: 2,
+  }
+  const clean = last.exit_code === 0 && !last.forced
+  return {
+    kind: 'rolling',
+    restarts: [
+      { ...restart, deploy: 'add' },
+      { ...restart, ...last, deploy: 'promote' },
+    ],
+    key_rotation: { kid: 'k2', added_at_s: 2, promoted_at_s: 4 },
+    clean_exits: clean,
+    passed: clean,
+  }
+}
+
+describe('the load test report under a rolling deploy', () => {
+  const rolling = rollingFault(formatKeyRing([generateKey()]))
+  const completed = [flow('modern', 1, true), flow('2025', 1, true)]
+
+  it('passes when every flow completed and every replica exited 0 by itself', () => {
+    const report = rollingReport({ exit_code: 0, forced: false })
+    const summary = summarize(completed, () => {}, { report, allowed: rolling.allowed })
+    expect(summary.passed).toBe(true)
+    const table = formatTable(summary)
+    expect(table).toContain('2 graceful restarts; key k2 added by 2 s, promoted by 4 s')
+    expect(table).toMatch(/promote\s+r1\s+1 s\s+0\s+900 ms\s+2 s/)
+  })
+
+  it.each(['call_post_unanswered', 'answer_post_unanswered'])(
+    'a 2025 flow that failed cleanly with %s fails the run: a graceful restart is no excuse',
+    (kind) => {
+      const report = rollingReport({ exit_code: 0, forced: false })
+      const summary = summarize(
+        [...completed, flow('2025', 2, false)],
+        (metrics) => metrics.eras['2025'].cleanFailure(kind, false),
+        { report, allowed: rolling.allowed }
+      )
+      expect(summary.eras['2025'].allowed_failure_kinds).toEqual([])
+      expect(summary.passed).toBe(false)
+    }
+  )
+
+  it.each([
+    ['was SIGKILLed at its bound', { exit_code: null, forced: true }],
+    ['exited with 1', { exit_code: 1, forced: false }],
+  ])('fails the run when a replica %s', (_, last) => {
+    const report = rollingReport(last)
+    const summary = summarize(completed, () => {}, { report, allowed: rolling.allowed })
+    expect(summary.eras.modern.passed && summary.eras['2025'].passed).toBe(true)
+    expect(summary.passed).toBe(false)
+    expect(formatTable(summary)).toContain('(FAILED)')
   })
 })
