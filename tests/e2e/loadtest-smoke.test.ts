@@ -225,6 +225,28 @@ describe('the load test (2 replicas, 2 modern, 2 2025-era and 2 task users, 4 s 
     }
   )
 
+  it.skipIf(!RUN_BALANCED)(
+    'balanced through nginx across two rolling deploys that add, then promote, a new key: every replica drains and exits 0, no flow of either era or the tasks fails, nothing lost or duplicated',
+    { timeout: TEST_TIMEOUT_MS },
+    async () => {
+      if (!nginx) throw new Error(`${NO_NGINX} (CI=true: this fails instead of skipping)`)
+      const run = await loadtest('balanced-rolling', ['--mode', 'balanced', '--fault', 'rolling'])
+      expectSound(run)
+      const fault = run.summary.fault
+      if (fault?.kind !== 'rolling') throw new Error(`not a rolling deploy: ${run.output}`)
+      expect(
+        fault.restarts.map(
+          (restart) => `${restart.deploy} ${restart.replica} ${restart.exit_code}`
+        ),
+        run.output
+      ).toEqual(['add r1 0', 'add r2 0', 'promote r1 0', 'promote r2 0'])
+      expect(fault.restarts.some((restart) => restart.forced)).toBe(false)
+      expect(fault.key_rotation.promoted_at_s).toBeGreaterThan(fault.key_rotation.added_at_s)
+      expect(run.summary.flows_failed_cleanly, run.output).toBe(0)
+      console.info(describeRun('balanced --fault rolling', run.summary))
+    }
+  )
+
   it(
     'direct with one replica killed and restarted: each flow of either era completes or fails cleanly, nothing lost or duplicated, every modern round and task poll on another replica; the tasks it ran finish elsewhere, none lost, duplicated or stuck',
     { timeout: TEST_TIMEOUT_MS },

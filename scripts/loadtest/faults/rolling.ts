@@ -87,6 +87,8 @@ export function rollingFault(stateKeys: string): Fault<RollingReport> {
           clean &&= cleanExit(exit)
           const how = exit.forced ? 'SIGKILLed' : `exit ${exit.code ?? exit.signal}`
           log(`${deploy.name}: ${replica.id} drained in ${exit.ms} ms (${how}), back`)
+          if (!cleanExit(exit))
+            log(`${replica.id}'s last output:\n${replica.output().slice(-2000)}`)
           restarts.push({
             replica: replica.id,
             deploy: deploy.name,
