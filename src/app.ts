@@ -35,7 +35,16 @@ export interface AppDeps {
   sealer: StateSealer
   bus: EventBus
   logger?: McpLogger
-  /** Aborted on shutdown: open listen streams end gracefully. */
+  /**
+   * Aborted once this replica's shutdown began, before `shutdown`: `/readyz` answers 503 and the
+   * replica takes no work over from others (`McpHandlerOptions.draining`) while it still serves.
+   * The Worker has none: it is always ready.
+   */
+  draining?: AbortSignal
+  /**
+   * Aborted on shutdown, once new connections are refused: open listen and 2025 streams are let go
+   * with `retry`, and call and task leases released.
+   */
   shutdown?: AbortSignal
   /**
    * The count of held-open streams per session and principal, when the runtime shares one across
@@ -73,6 +82,7 @@ export function createApp(config: Config, deps: AppDeps): Hono {
     sealer: deps.sealer,
     bus: deps.bus,
     logger: deps.logger,
+    draining: deps.draining,
     shutdown: deps.shutdown,
     streamLimits: deps.streamLimits ?? new StreamLimits(config.streamLimits),
     listen: { maxDurationMs: config.streamMaxMs },
@@ -92,6 +102,7 @@ export function createApp(config: Config, deps: AppDeps): Hono {
     handler,
     scopes: { implies: SCOPE_IMPLIES, baseline: READ },
     authServices,
+    draining: deps.draining,
   })
   const guard = originGuard({
     allowedHosts: config.allowedHosts,

@@ -122,6 +122,13 @@ const EnvSchema = z.object({
    * the MCP port. 0 lets the kernel choose (the port is printed). See README "Observability".
    */
   METRICS_PORT: int(0, 65535).optional(),
+  /**
+   * Node only, on SIGTERM/SIGINT (`node/drain.ts`): how long the replica keeps serving while it
+   * answers `/readyz` 503, for a balancer that routes by readiness to take it out first.
+   */
+  SHUTDOWN_DELAY_SECONDS: int(0, 60).default(0),
+  /** Node only: how long the requests still in flight at shutdown may take before they are cut. */
+  SHUTDOWN_GRACE_SECONDS: int(1, 600).default(25),
   /** `1` lets `npm start` serve a non-loopback HOST without auth (one shared principal). */
   ALLOW_UNAUTHENTICATED: z.enum(['0', '1']).default('0'),
 })
@@ -161,6 +168,11 @@ export interface Config {
   publicUrl?: string
   replicaId?: string
   metricsPort?: number
+  /**
+   * The drain on SIGTERM/SIGINT (Node, `node/drain.ts`): `delayMs` serving while not ready, then at
+   * most `graceMs` for the requests in flight.
+   */
+  shutdown: { delayMs: number; graceMs: number }
   /** OpenTelemetry export, from the standard `OTEL_*` variables (`telemetry/env.ts`); absent: off. */
   telemetry?: TelemetryConfig
   auth?: AuthConfig
@@ -208,6 +220,10 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     publicUrl: e.PUBLIC_URL?.replace(/\/+$/, ''),
     replicaId: e.REPLICA_ID,
     metricsPort: e.METRICS_PORT,
+    shutdown: {
+      delayMs: e.SHUTDOWN_DELAY_SECONDS * 1000,
+      graceMs: e.SHUTDOWN_GRACE_SECONDS * 1000,
+    },
     allowUnauthenticated: e.ALLOW_UNAUTHENTICATED === '1',
   }
   try {

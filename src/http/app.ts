@@ -6,10 +6,11 @@
  * guard (403, `origin-guard.ts`); then the MCP route (`mcp-route.ts`): for POST the body size (413),
  * bearer auth (400/401/503, `bearer-auth.ts`), Content-Type (415) and strict UTF-8 (-32700), then
  * the engine; for GET and DELETE bearer auth, then the engine; any other method goes to the engine
- * unauthenticated, which answers it 405. Besides `/mcp`: the health route and the protected-resource
- * metadata (`health-route.ts`, `well-known-route.ts`). With auth configured, the token audience is the
- * canonical URL of the endpoint (`<base>/mcp`, unless AUTH_AUDIENCE overrides it), the scopes of basic
- * use (`scopes.baseline`, plus AUTH_REQUIRED_SCOPE) are what the metadata lists and every 401 asks for,
+ * unauthenticated, which answers it 405. Besides `/mcp`: the liveness and readiness probes
+ * (`/healthz`, `/readyz`: `health-route.ts`) and the protected-resource metadata
+ * (`well-known-route.ts`). With auth configured, the token audience is the canonical URL of the
+ * endpoint (`<base>/mcp`, unless AUTH_AUDIENCE overrides it), the scopes of basic use
+ * (`scopes.baseline`, plus AUTH_REQUIRED_SCOPE) are what the metadata lists and every 401 asks for,
  * and `scopes.implies` is the application's hierarchy. An application's own pages (`routes/`) are
  * mounted by its composition root (`src/app.ts`); nothing under `src/http/` imports `routes/`. Anything
  * thrown past them all still gets a JSON-RPC answer: 500 with -32603 and no detail (`app.onError`;
@@ -38,6 +39,8 @@ export interface HttpAppOptions {
   scopes?: { implies: ScopeImplications; baseline: readonly string[] }
   /** Shared auth parts (JWKS cache); built from `config.auth` when absent. */
   authServices?: AuthServices
+  /** Aborted once this replica's shutdown began: `/readyz` answers 503 (`health-route.ts`). */
+  draining?: AbortSignal
 }
 
 /** Base URL used in links and metadata: PUBLIC_URL, else the local listening address. */
@@ -48,7 +51,13 @@ export function publicBaseUrl(config: Config): string {
   )
 }
 
-export function createHttpApp({ config, handler, scopes, authServices }: HttpAppOptions): Hono {
+export function createHttpApp({
+  config,
+  handler,
+  scopes,
+  authServices,
+  draining,
+}: HttpAppOptions): Hono {
   const app = new Hono()
   app.onError(function answerInternalError(error) {
     consoleLogger.error('unhandled error', { error: describeError(error) })
@@ -91,7 +100,7 @@ export function createHttpApp({ config, handler, scopes, authServices }: HttpApp
     logger: consoleLogger,
   })
   app.route('/', mcpRoute({ handler, maxBodyBytes: config.maxBodyBytes, authenticate }))
-  app.route('/', healthRoute())
+  app.route('/', healthRoute({ draining }))
   app.route('/', wellKnownRoute({ auth, resource, scopesSupported: baseline }))
   return app
 }

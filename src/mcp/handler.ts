@@ -43,6 +43,13 @@ export interface McpHandlerOptions<Deps> {
   /** Feeds `subscriptions/listen`; required when the server advertises listChanged or subscribe. */
   bus?: EventBus
   logger?: McpLogger
+  /**
+   * Aborted once this replica's shutdown began, while it still serves what it is given: from then on
+   * it takes no work over from other replicas (a waiting 2025 call, `legacy/call-lease.ts`; a task,
+   * `tasks/runner.ts`) and leases no new task to itself, since it would let go of it a moment later.
+   * `shutdown` implies it.
+   */
+  draining?: AbortSignal
   /** Aborted when the process shuts down: open listen streams then end gracefully. */
   shutdown?: AbortSignal
   /** Bounds of every `subscriptions/listen` stream (`event-stream.ts` defaults). */
@@ -88,7 +95,8 @@ export function createMcpHandler<Deps>(options: McpHandlerOptions<Deps>): McpHan
   const logger = options.logger ?? consoleLogger
   validateStreamBounds(options.listen, 'listen')
   const streamLimits = options.streamLimits ?? new StreamLimits()
-  const tasks = options.tasks && startTaskEngine(options, options.tasks, logger)
+  const draining = drainingSignal(options)
+  const tasks = options.tasks && startTaskEngine(options, options.tasks, logger, draining)
   // The modern era's server: with tasks, it advertises the extension (2025-era sessions never see it).
   const server = tasks ? withExtension(options.server, TASKS_EXTENSION) : options.server
   const observer = options.telemetry?.forServer(server)
@@ -98,7 +106,7 @@ export function createMcpHandler<Deps>(options: McpHandlerOptions<Deps>): McpHan
     )
   }
   const legacy =
-    options.legacy && legacyEra(options, options.legacy, logger, streamLimits, observer)
+    options.legacy && legacyEra(options, options.legacy, logger, streamLimits, observer, draining)
   const modern = new ModernEra({
     server,
     deps,
@@ -134,16 +142,27 @@ export function createMcpHandler<Deps>(options: McpHandlerOptions<Deps>): McpHan
   }
 }
 
+/** Aborted once this replica stops taking work over: at `draining`, or at `shutdown` without it. */
+function drainingSignal({
+  draining,
+  shutdown,
+}: Pick<McpHandlerOptions<unknown>, 'draining' | 'shutdown'>): AbortSignal | undefined {
+  return draining && shutdown ? AbortSignal.any([draining, shutdown]) : (draining ?? shutdown)
+}
+
 /**
- * The task engine `taskOptions` describe, its takeover loop started (unless its interval is 0) and
- * its runs stopped when `shutdown` aborts (`onStopped` told of the promise of their end).
+ * The task engine `taskOptions` describe, its takeover loop started (unless its interval is 0), no
+ * task taken on from `draining` on, and its runs stopped when `shutdown` aborts (`onStopped` told
+ * of the promise of their end).
  */
 function startTaskEngine<Deps>(
   { server, deps, shutdown }: McpHandlerOptions<Deps>,
   taskOptions: TaskOptions,
-  logger: McpLogger
+  logger: McpLogger,
+  draining: AbortSignal | undefined
 ): TaskEngine<Deps> {
   const tasks = new TaskEngine({ server, deps, logger }, taskOptions)
+  draining?.addEventListener('abort', () => tasks.stopTakingWork(), { once: true })
   const interval = taskOptions.takeoverIntervalMs ?? DEFAULT_TASK_TAKEOVER_INTERVAL_MS
   if (interval !== 0) tasks.startTakeover(interval, shutdown)
   const { onStopped } = taskOptions
@@ -161,7 +180,8 @@ function legacyEra<Deps>(
   legacy: NonNullable<McpHandlerOptions<Deps>['legacy']>,
   logger: McpLogger,
   streamLimits: StreamLimits,
-  telemetry: ServerTelemetry | undefined
+  telemetry: ServerTelemetry | undefined,
+  draining: AbortSignal | undefined
 ): LegacyEra {
   const { sealer, bus } = options
   const sessionSealer = sealer.withTtl(legacy.sessionTtlSeconds ?? DEFAULT_SESSION_TTL_SECONDS)
@@ -178,6 +198,7 @@ function legacyEra<Deps>(
     sessions: legacy.sessions,
     bus,
     logger,
+    draining,
     shutdown: options.shutdown,
     now: legacy.now,
     input: legacy.input,

@@ -8,13 +8,17 @@
  * (`assertSafeExposure`). It purges expired store rows on a timer (`storage/purge.ts`) and serves
  * tasks from the store, taking over those of replicas that died (`mcp/tasks/`). With an `OTEL_*`
  * variable or METRICS_PORT set it loads telemetry (`node/telemetry.ts`, a dynamic import: without
- * them nothing of OpenTelemetry is loaded) and prints where it exports. On SIGINT/SIGTERM it ends
- * listen streams gracefully, releases its tasks' leases, flushes telemetry and closes the store.
+ * them nothing of OpenTelemetry is loaded) and prints where it exports. On SIGINT/SIGTERM it drains
+ * (`node/drain.ts`): `/readyz` turns 503, it serves on for SHUTDOWN_DELAY_SECONDS, stops accepting
+ * connections, lets listen and 2025 streams go with `retry`, releases call and task leases, lets
+ * the requests in flight finish within SHUTDOWN_GRACE_SECONDS, flushes telemetry, closes the store
+ * and exits 0.
  * Importing it starts nothing: each entry calls {@link runNodeServer}, `node.ts` as it is, and the
  * fault-injection replica of the tests and the load test (`scripts/support/held-import-replica.ts`)
  * with its store wrapped, so no switch in here changes how a deployment runs.
  */
 import { serve } from '@hono/node-server'
+import type { Server } from 'node:http'
 import { join } from 'node:path'
 import type { Duplex } from 'node:stream'
 import { createApp } from '../app.ts'
@@ -31,6 +35,7 @@ import { PostgresEventBus } from './postgres-event-bus.ts'
 import { startExpirySweeps } from '../storage/purge.ts'
 import { SqliteNotesStore } from '../storage/sqlite.ts'
 import { createNodeSealer } from './crypto.ts'
+import { drainOnSignals } from './drain.ts'
 
 /**
  * Requests Node's HTTP parser refuses (control characters in a header, oversized headers) never reach
@@ -104,7 +109,9 @@ async function main(options: NodeServerOptions): Promise<void> {
     ? await PostgresEventBus.start({ url: config.databaseUrl, logger: consoleLogger })
     : new InProcessEventBus()
 
+  const draining = new AbortController()
   const shutdown = new AbortController()
+  shutdown.signal.addEventListener('abort', stopSweeps, { once: true })
   // Tasks live in the store: this replica runs its own and takes over those of replicas that died.
   // On shutdown its runs release their leases before the store closes.
   let tasksStopped: Promise<void> = Promise.resolve()
@@ -118,6 +125,7 @@ async function main(options: NodeServerOptions): Promise<void> {
     store,
     sealer,
     bus,
+    draining: draining.signal,
     shutdown: shutdown.signal,
     tasks,
     telemetry: telemetry?.telemetry,
@@ -127,20 +135,14 @@ async function main(options: NodeServerOptions): Promise<void> {
     console.log(`notes-mcp listening on http://${host}:${info.port}/mcp`)
   })
   server.on('clientError', answerMalformedHttp)
-
-  const stop = () => {
-    stopSweeps()
-    shutdown.abort()
-    server.close(
-      () =>
-        void tasksStopped
-          .then(() => Promise.all([store.close(), telemetry?.shutdown()]))
-          .finally(() => process.exit(0))
-    )
-    setTimeout(() => process.exit(0), 2000).unref()
-  }
-  process.once('SIGINT', stop)
-  process.once('SIGTERM', stop)
+  drainOnSignals({
+    server: server as Server,
+    ...config.shutdown,
+    draining,
+    shutdown,
+    tasksStopped: () => tasksStopped,
+    close: () => Promise.all([store.close(), telemetry?.shutdown()]),
+  })
 }
 
 /**

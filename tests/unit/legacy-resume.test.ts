@@ -10,7 +10,8 @@
  * writes again) leaves its waiting call to another replica (the one serving the resumed stream, or
  * the one the client's answer reaches), which claims it once the lease has run out and finishes it
  * from the checkpoint: the note is deleted once, also when the dead replica had deleted it before it
- * could store the answer. A session holding as many kept streams as it may, over several replicas,
+ * could store the answer; a replica whose shutdown began claims nothing (an answer reaching it is
+ * stored for the next replica, a resume there lets go with `retry`). A session holding as many kept streams as it may, over several replicas,
  * has its next waiting call refused with a message a person can act on (that stream is written live
  * only, never stored), while another session goes on; calls that ended never fill it (the oldest
  * ended streams make room).
@@ -81,6 +82,8 @@ interface ReplicaOptions {
   maxDurationMs?: number
   /** The server behind the replica (default the notes server). */
   server?: CompiledServer<NotesDeps>
+  /** Aborted: the replica's shutdown began (it claims no call). */
+  draining?: AbortSignal
 }
 
 /** A replica of the notes app on the shared store and key ring. */
@@ -97,6 +100,7 @@ function replica(options: ReplicaOptions = {}) {
       deps: { notes, bus, baseUrl: 'http://127.0.0.1:8787', now: Date.now },
       sealer,
       bus,
+      draining: options.draining,
       shutdown: shutdown.signal,
       legacy: {
         sessions: notes,
@@ -543,6 +547,26 @@ describe('a call that outlives its replica', () => {
     // `a` deletes and dies before its answer is stored: `b` re-runs the round from the checkpoint.
     const resumed = reader(await resume(on(b, session), askId))
     expect(await finalText(resumed)).toBe('Deleted the note "Half done".')
+    expect(await exists(noteId)).toBe(false)
+  })
+})
+
+describe('a replica whose shutdown began', () => {
+  it('stores an answer to an orphaned call but claims nothing: a resume there replays and lets go with a retry, the next replica finishes it', async () => {
+    const mortal = mortalStore()
+    const a = replica({ store: mortal.store })
+    const draining = replica({ skewMs: PAST_THE_LEASE, draining: AbortSignal.abort() })
+    const { noteId, session, stream, ask, askId } = await deleteFlow(a, 'Answered while draining')
+    mortal.die()
+    await stream.cancel()
+    expect((await on(draining, session).answer(ask.id as string, ACCEPT)).status).toBe(202)
+    const replayed = reader(await resume(on(draining, session), stream.ids[0]!))
+    expect(await replayed.rest()).toEqual([ask])
+    expect(replayed.retries).toEqual([1000])
+    expect(await exists(noteId)).toBe(true)
+
+    const resumed = reader(await resume(on(replica({ skewMs: PAST_THE_LEASE }), session), askId))
+    expect(await finalText(resumed)).toBe('Deleted the note "Answered while draining".')
     expect(await exists(noteId)).toBe(false)
   })
 })

@@ -5,7 +5,8 @@
  * transition, tasks/update with partial, unknown and re-asked keys, cancel while working and while
  * input_required, other principals answered as unknown ids, and the replica-agnostic part: records on
  * a shared SQLite file, a stalled replica's task taken over and finished by another one with its
- * `ctx.once` step replayed (not run again), and leases released on shutdown. And the bounds on what a
+ * `ctx.once` step replayed (not run again), leases released on shutdown, and no task leased to a
+ * replica whose shutdown began. And the bounds on what a
  * principal can make the store keep: the cap on its live tasks (across its clients; an ended task
  * counts until its outcome expires), the retention of an ended task, the answers one task stores.
  */
@@ -832,6 +833,49 @@ describe('tasks across replicas', () => {
     expect(await terminal(b, taskId)).toMatchObject({
       status: 'completed',
       result: { content: [{ text: 'passed handover' }] },
+    })
+  })
+})
+
+describe('a replica whose shutdown began', () => {
+  it('leases no task to itself: one created through it is left for another replica to run, while its own run goes on', async () => {
+    const store = await openStore()
+    const draining = new AbortController()
+    const shutdown = new AbortController()
+    shutdowns.push(shutdown)
+    const a = createMcpHandler({
+      server,
+      deps: app,
+      sealer,
+      logger,
+      draining: draining.signal,
+      shutdown: shutdown.signal,
+      tasks: { store, replicaId: 'draining', takeoverIntervalMs: 0 },
+    })
+    const running = await call(a, 'work', { gate: 'before-drain' })
+    await waitFor(
+      a,
+      running.taskId,
+      (t) => t.statusMessage === 'waiting at before-drain',
+      'the run'
+    )
+
+    draining.abort()
+    const created = await call(a, 'work', { gate: 'during-drain' })
+    expect(await store.getTask(created.taskId)).toMatchObject({ status: 'working' })
+    expect((await store.getTask(created.taskId))?.leaseOwner).toBeUndefined()
+    const b = await replica({ replicaId: 'ready', takeoverIntervalMs: 10 })
+    await waitForTask(
+      async () => ({ ...(await store.getTask(created.taskId)) }),
+      (t) => String(t.leaseOwner).startsWith('ready-'),
+      'the other replica to take it'
+    )
+    app.gates.open('during-drain')
+    expect(await terminal(b, created.taskId)).toMatchObject({ status: 'completed' })
+    app.gates.open('before-drain')
+    expect(await terminal(a, running.taskId)).toMatchObject({
+      status: 'completed',
+      result: { content: [{ text: 'passed before-drain' }] },
     })
   })
 })

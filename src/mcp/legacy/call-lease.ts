@@ -16,7 +16,7 @@
  * the stored state and the answers in the store, exactly as a 2026-07-28 round does, and the
  * state's nonce, the same on every replica, keeps its final side effects to one
  * (`ctx.idempotencyKey`). Releasing the lease (the call ended, or this replica shuts down) lets the
- * next claim happen at once.
+ * next claim happen at once. A replica whose shutdown began claims nothing (`takesOver`).
  */
 import type { McpRequest } from '../envelope.ts'
 import type { McpLogger } from '../logger.ts'
@@ -87,6 +87,16 @@ export interface CallLeaseContext {
   logger: McpLogger
   /** The streams (`sid stream`) whose calls this replica holds the lease of now. */
   held: Set<string>
+  /**
+   * Aborted once this replica's shutdown began: it claims no call from then on (`takesOver`), since
+   * it would let go of it a moment later; the replica the client resumes on claims it instead.
+   */
+  draining?: AbortSignal
+}
+
+/** Whether this replica may still claim calls whose driver is gone (its shutdown has not begun). */
+export function takesOver(context: CallLeaseContext): boolean {
+  return !context.draining?.aborted
 }
 
 /** Whether this replica holds the lease of `stream`'s call now (no store read needed). */
@@ -126,12 +136,13 @@ export class CallLease {
 
   /**
    * Claims `record` (its call orphaned) for this replica; `undefined` when another replica changed
-   * it first (it claimed the call, or wrote it).
+   * it first (it claimed the call, or wrote it), or when this one no longer {@link takesOver}.
    */
   static async claim(
     context: CallLeaseContext,
     record: StreamRecord
   ): Promise<CallLease | undefined> {
+    if (!takesOver(context)) return undefined
     const { sid, stream, version } = record
     const claimed = await context.store.updateStream(sid, stream, version, leasePatch(context))
     return claimed && new CallLease(context, claimed)

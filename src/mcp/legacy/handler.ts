@@ -81,6 +81,8 @@ export interface LegacyEraOptions<Deps> {
   sessions: SessionStore
   bus: EventBus
   logger: McpLogger
+  /** Aborted once this replica's shutdown began: it claims no waiting call from then on. */
+  draining?: AbortSignal
   shutdown?: AbortSignal
   now?: () => number
   /** Bounds of interactive flows (`input-shim.ts`). */
@@ -151,7 +153,7 @@ function resumableStreams<Deps>(
   options: LegacyEraOptions<Deps>,
   logger: McpLogger
 ): Pick<LegacyEraContext<Deps>, 'streams' | 'leases'> {
-  const { sessions, bus, shutdown, resume } = options
+  const { sessions, bus, draining, shutdown, resume } = options
   const now = options.now ?? Date.now
   const answerMs = options.input?.timeoutMs ?? DEFAULT_INPUT_TIMEOUT_MS
   const retentionMs = positiveWholeNumber(
@@ -169,6 +171,7 @@ function resumableStreams<Deps>(
     now,
     logger,
     held: new Set<string>(),
+    draining,
   }
   return {
     streams: {

@@ -8,8 +8,10 @@
  *   timer as the backstop, until the call's final response, which ends it. When the call is waiting
  *   for the client and the replica driving it is gone (its lease absent or run out,
  *   `call-lease.ts`), this replica claims it and drives it on from its checkpoint (`call-flow.ts`):
- *   the resumed connection is then the stream itself. A stream that has ended with nothing left to
- *   send answers 204 (the v1 SDK then stops reconnecting);
+ *   the resumed connection is then the stream itself; a replica whose shutdown began claims
+ *   nothing (`takesOver`): it lets go of the connection (`retry`) so the client resumes on one that
+ *   will. A stream that has ended with nothing left to send answers 204 (the v1 SDK then stops
+ *   reconnecting);
  * - the session's GET notification stream is opened again with the same stream id, numbered on
  *   (`stream.ts`), first telling the client to re-read what it lists (what changed meanwhile was
  *   not kept).
@@ -26,7 +28,7 @@ import type { StreamSlot } from '../stream-limits.ts'
 import type { StoredEvent, StreamRecord } from '../stream-store.ts'
 import { jsonText } from '../streaming.ts'
 import { dispatchCall, writeAsks } from './call-flow.ts'
-import { CallLease, claimable, drivenHere, orphaned, storedCall } from './call-lease.ts'
+import { CallLease, claimable, drivenHere, orphaned, storedCall, takesOver } from './call-lease.ts'
 import { CallStream } from './call-stream.ts'
 import { FIRST_ANSWER_POLL_MS, streamOfRequestId } from './rendezvous.ts'
 import type { LegacySession } from './session.ts'
@@ -149,7 +151,11 @@ class ResumedStream<Deps> {
         const record = await sessions.getStream(sid, this.#stream)
         if (!record || record.expiresAt <= now()) return this.#connection.close()
         this.#record = record
-        if (orphaned(record, now()) && (await this.#takeOver())) return
+        if (orphaned(record, now())) {
+          // Shutting down, this replica claims nothing: the client resumes where it is claimed.
+          if (!takesOver(this.#era.leases)) return this.#connection.letGo()
+          if (await this.#takeOver()) return
+        }
         if (record.ended) {
           // Ended since the last read: what it wrote last may still be to read.
           this.#write(await sessions.readEvents(sid, this.#stream, this.#seq, REPLAY_PAGE, now()))
@@ -221,7 +227,8 @@ class ResumedStream<Deps> {
 /**
  * After an answer was stored for `requestId`: when the call that asked waits with its driver gone
  * (lease absent or run out), claims it here and drives it on with no connection (its events go to
- * the store for the client's resumed stream). Nothing when the call is driven, ended or unknown.
+ * the store for the client's resumed stream). Nothing when the call is driven, ended or unknown,
+ * or when this replica's shutdown began.
  */
 export async function adoptWaitingCall<Deps>(
   era: LegacyEraContext<Deps>,
@@ -230,8 +237,9 @@ export async function adoptWaitingCall<Deps>(
   requestId: string
 ): Promise<void> {
   const stream = streamOfRequestId(requestId)
-  // Driven here: this replica's own flow takes the answer (the common case costs no read).
-  if (!stream || drivenHere(era.leases, session.sid, stream)) return
+  // Driven here: this replica's own flow takes the answer (the common case costs no read). Shutting
+  // down: the answer is stored, and the replica the client's resumed stream reaches claims the call.
+  if (!stream || drivenHere(era.leases, session.sid, stream) || !takesOver(era.leases)) return
   const record = await era.sessions.getStream(session.sid, stream)
   if (!record || !claimable(record, era.now())) return
   const lease = await CallLease.claim(era.leases, record)

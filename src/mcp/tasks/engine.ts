@@ -196,6 +196,14 @@ export class TaskEngine<Deps> implements TaskService<Deps> {
     this.#runner.cancel(id)
   }
 
+  /**
+   * Starts no run from now on, this replica's shutdown having begun (`TaskRunner.stopTakingWork`):
+   * tasks created or answered through it are left for another replica to run.
+   */
+  stopTakingWork(): void {
+    this.#runner.stopTakingWork()
+  }
+
   /** Stops this replica's runs; resolves once each has released its lease for another replica. */
   shutdown(): Promise<void> {
     return this.#runner.shutdown()

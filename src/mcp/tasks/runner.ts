@@ -25,8 +25,10 @@
  * - `run(id, slice)` claims one task the same way and runs it in the caller's own time, resolving
  *   once it has ended, parked or stopped: a Durable Object's alarm (`workers/task-runner-object.ts`)
  *   drives its task with it instead of a timer, and ends a slice of the run by aborting `slice`.
- * On shutdown, and at the end of a slice, runs stop and release their leases, so another run (on
- * any replica) takes them over at once.
+ * Once the replica's shutdown began (`stopTakingWork`) it starts no run: it takes nothing over, and a
+ * task made runnable through it is left unleased for another replica's sweep. On shutdown, and at
+ * the end of a slice, runs stop and release their leases, so another run (on any replica) takes
+ * them over at once.
  *
  * The wire methods are `engine.ts`'s; what the record's JSON fields hold is `record.ts`'s.
  */
@@ -344,7 +346,8 @@ class TaskRun<Deps> {
 export class TaskRunner<Deps> {
   readonly #options: TaskRunnerOptions<Deps>
   readonly #runs = new Map<string, TaskRun<Deps>>()
-  #stopped = false
+  /** False once this replica's shutdown began: it starts no run from then on. */
+  #takesWork = true
 
   constructor(options: TaskRunnerOptions<Deps>) {
     this.#options = options
@@ -357,7 +360,15 @@ export class TaskRunner<Deps> {
 
   /** Whether this replica may start one more run now. */
   hasRoom(): boolean {
-    return !this.#stopped && this.#runs.size < this.#options.maxRunning
+    return this.#takesWork && this.#runs.size < this.#options.maxRunning
+  }
+
+  /**
+   * Starts no run from now on (this replica's shutdown began): no takeover, no task leased here;
+   * the runs going on go on until {@link shutdown}.
+   */
+  stopTakingWork(): void {
+    this.#takesWork = false
   }
 
   /**
@@ -405,7 +416,7 @@ export class TaskRunner<Deps> {
   async sweep(): Promise<number> {
     const { store, maxRunning, now } = this.#options
     const room = maxRunning - this.#runs.size
-    if (this.#stopped || room <= 0) return 0
+    if (!this.#takesWork || room <= 0) return 0
     let started = 0
     for (const id of await store.findRunnableTasks(now(), room)) {
       if (this.#runs.has(id) || !this.hasRoom()) continue
@@ -442,7 +453,7 @@ export class TaskRunner<Deps> {
    * Resolves once every one has ended and written its last record (never rejects).
    */
   shutdown(): Promise<void> {
-    this.#stopped = true
+    this.stopTakingWork()
     const runs = [...this.#runs.values()]
     for (const run of runs) run.stop('release')
     return Promise.all(runs.map((run) => run.ended)).then(() => undefined)

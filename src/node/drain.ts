@@ -1,0 +1,109 @@
+/**
+ * @module node/drain
+ * The Node server's graceful shutdown (`drainOnSignals`), on SIGTERM or SIGINT, in this order:
+ * 1. `draining` aborts: `/readyz` answers 503 and the engine takes no work over from other replicas;
+ *    every response not yet begun, and every one from now on, carries `Connection: close`, so no
+ *    client sends another request on its socket;
+ * 2. for `delayMs` (SHUTDOWN_DELAY_SECONDS, default 0) the replica keeps listening and serving, for a
+ *    balancer that routes by readiness (Kubernetes endpoints, a cloud target group) to take it out;
+ * 3. the listener closes: new connections are refused (a balancer re-sends a refused connect to
+ *    another replica). Idle keep-alive connections are NOT closed: one a balancer is just sending a
+ *    request on would lose it (nginx answers 502 for a POST it may not re-send). They close from the
+ *    client's side (nginx's upstream `keepalive_timeout` is below Node's 5 s `keepAliveTimeout`) or
+ *    at Node's `keepAliveTimeout`, and a request that still arrives on one is served, closing it.
+ *    (`http.Server.close()` would close them first: the listener is closed as a `net.Server`.);
+ * 4. `shutdown` aborts: listen and 2025 streams are let go with `retry` (their clients reconnect to
+ *    another replica), call and task leases are released;
+ * 5. the requests in flight finish, and the connections close, bounded by `graceMs`
+ *    (SHUTDOWN_GRACE_SECONDS, default 25); at the bound what is left is closed
+ *    (`closeAllConnections`). The task runs' stop (`tasksStopped`) is awaited within the same bound,
+ *    then `close` (the store, telemetry), and the process exits 0.
+ * One line is printed when the drain starts and one when it ends (the requests cut at the bound, if
+ * any). A second SIGTERM or SIGINT during the drain exits at once with 1: nothing more is released
+ * or closed, and leases still held run out for other replicas to take over, as after a crash.
+ */
+import type { IncomingMessage, Server, ServerResponse } from 'node:http'
+import { Server as NetServer } from 'node:net'
+import { setTimeout as delay } from 'node:timers/promises'
+import { logError } from '../mcp/logger.ts'
+
+export interface DrainOptions {
+  server: Server
+  /** Serving while not ready before the listener closes (SHUTDOWN_DELAY_SECONDS). */
+  delayMs: number
+  /** The bound on the requests in flight and the task runs' stop (SHUTDOWN_GRACE_SECONDS). */
+  graceMs: number
+  /** Aborted first: the app's readiness and takeovers. */
+  draining: AbortController
+  /** Aborted once the listener closed: the app's streams and leases. */
+  shutdown: AbortController
+  /** The promise of the task runs' stop, read once `shutdown` aborted. */
+  tasksStopped: () => Promise<void>
+  /** Closes what the process holds (the store, telemetry), last. */
+  close: () => Promise<unknown>
+}
+
+/** What a response answering during the drain tells its client: no further request on this socket. */
+function closingConnection(response: ServerResponse): void {
+  if (!response.headersSent) response.setHeader('connection', 'close')
+}
+
+/** Drains the server as the module header says on the first SIGTERM or SIGINT. */
+export function drainOnSignals(options: DrainOptions): void {
+  const { server, draining } = options
+  /** The responses begun and not yet done: what the grace bound may cut. */
+  const open = new Set<ServerResponse>()
+  // First among the listeners, so the header is set before the app could answer.
+  server.prependListener('request', (_request: IncomingMessage, response: ServerResponse) => {
+    open.add(response)
+    response.once('close', () => open.delete(response))
+    if (draining.signal.aborted) closingConnection(response)
+  })
+  let started = false
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (started) {
+      console.log(`notes-mcp: ${signal} during the drain: exiting at once`)
+      process.exit(1)
+    }
+    started = true
+    void drain(options, open, signal)
+  }
+  process.on('SIGTERM', onSignal)
+  process.on('SIGINT', onSignal)
+}
+
+async function drain(
+  options: DrainOptions,
+  open: Set<ServerResponse>,
+  signal: NodeJS.Signals
+): Promise<void> {
+  const { server, delayMs, graceMs, draining, shutdown } = options
+  draining.abort()
+  for (const response of open) closingConnection(response)
+  const waiting = delayMs > 0 ? `serving ${delayMs / 1000} s more, then ` : ''
+  console.log(
+    `notes-mcp draining on ${signal}: /readyz answers 503; ${waiting}refusing new connections, ` +
+      `with ${graceMs / 1000} s for the requests in flight`
+  )
+  if (delayMs > 0) await delay(delayMs)
+
+  const connectionsDone = new Promise<void>((resolve) => {
+    NetServer.prototype.close.call(server, () => resolve())
+  })
+  shutdown.abort()
+  const bound = delay(graceMs, 'bound' as const)
+  const outcome = await Promise.race([connectionsDone.then(() => 'drained' as const), bound])
+  let cut = 0
+  if (outcome === 'bound') {
+    cut = open.size
+    server.closeAllConnections()
+  }
+  await Promise.race([options.tasksStopped(), bound])
+  await options.close().catch((error: unknown) => logError('closing at shutdown failed', error))
+  console.log(
+    cut > 0
+      ? `notes-mcp drained: ${cut} request(s) still open after ${graceMs / 1000} s were cut`
+      : 'notes-mcp drained: every request finished'
+  )
+  process.exit(0)
+}
