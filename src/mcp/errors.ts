@@ -17,6 +17,13 @@
  * stream already under way. No `Retry-After`: a place frees only when the caller itself closes a
  * stream or lets a call or task end, which the server cannot time (any delay it named would be a
  * guess, inviting a retry into the same refusal), and the SDKs' client transports read none.
+ *
+ * A request that needs the store while it cannot be reached (the database restarting, failing over,
+ * killed) is refused with one error, `StoreUnavailableError`, which the storage adapters throw in
+ * place of their drivers' connection failures: -32030 (in the implementation range, clear of -32000
+ * ConnectionClosed and -32001 RequestTimeout of the SDKs and of the -3202x header and capability
+ * errors), HTTP 503 with `Retry-After` ({@link STORE_RETRY_AFTER_SECONDS}) in both eras, and one
+ * frozen message, {@link STORE_UNAVAILABLE_MESSAGE}; the driver's own error goes to the log only.
  */
 import { describeError, type McpLogger } from './logger.ts'
 import type { FinalMessage } from './streaming.ts'
@@ -31,6 +38,7 @@ export const ErrorCode = {
   HeaderMismatch: -32020,
   MissingRequiredClientCapability: -32021,
   UnsupportedProtocolVersion: -32022,
+  StoreUnavailable: -32030,
 } as const
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode]
@@ -41,6 +49,13 @@ export const INVALID_REQUEST_STATE_MESSAGE = 'Invalid or expired requestState'
 /** Frozen message of every -32603 sent for a failure whose cause went to the server log only. */
 export const INTERNAL_ERROR_MESSAGE =
   'Internal error: the server failed to process the request; the failure was logged.'
+
+/** Frozen message of every refusal of a request that needed the store while it could not be reached. */
+export const STORE_UNAVAILABLE_MESSAGE =
+  'Service unavailable: the notes database cannot be reached; retry in a few seconds.'
+
+/** The `Retry-After` of a store refusal: about what a database restart or a failover takes. */
+export const STORE_RETRY_AFTER_SECONDS = 5
 
 export class McpError extends Error {
   override name = 'McpError'
@@ -99,17 +114,39 @@ export class CapExceededError extends McpError {
 }
 
 /**
+ * The store could not be reached (module header): -32030, HTTP 503 with `Retry-After`. `cause` is the
+ * driver's failure, for the log only.
+ */
+export class StoreUnavailableError extends McpError {
+  override name = 'StoreUnavailableError'
+
+  constructor(cause?: unknown) {
+    super(ErrorCode.StoreUnavailable, STORE_UNAVAILABLE_MESSAGE)
+    this.cause = cause
+  }
+}
+
+/** The headers of a store refusal answered as plain JSON. */
+export function storeUnavailableHeaders(): Headers {
+  return new Headers({
+    'content-type': 'application/json',
+    'retry-after': String(STORE_RETRY_AFTER_SECONDS),
+  })
+}
+
+/**
  * HTTP status for an error answered on the MCP endpoint. The spec fixes 400 for the header, capability
  * and version errors and 404 for unknown methods; it leaves the rest open, and we answer 400 for
  * envelope-level failures (parse, invalid request, missing `_meta`) and 200 for errors about the
  * request's content (unknown tool, invalid cursor, resource not found) and for internal errors, as the
  * checklist recommends: the endpoint never answers 5xx for anything a request carries. A cap
- * refusal is 429 Too Many Requests when it refuses a stream's opening, else 200 (module header).
+ * refusal is 429 Too Many Requests when it refuses a stream's opening, else 200; a store that
+ * cannot be reached is 503 (module header).
  */
 export function httpStatusFor(
   error: McpError,
   stage: 'envelope' | 'method'
-): 400 | 404 | 429 | 200 {
+): 400 | 404 | 429 | 503 | 200 {
   if (error instanceof CapExceededError) return error.opensStream ? 429 : 200
   switch (error.code) {
     case ErrorCode.MethodNotFound:
@@ -124,6 +161,8 @@ export function httpStatusFor(
       return stage === 'envelope' ? 400 : 200
     case ErrorCode.InternalError:
       return 200
+    case ErrorCode.StoreUnavailable:
+      return 503
   }
 }
 
@@ -141,7 +180,8 @@ export class InvalidRequestStateError extends Error {
 /**
  * The final message for a failure of request `id`: an `McpError` as it is, anything else (and an
  * `McpError` whose data JSON cannot express) -32603 without detail, its cause logged. Never throws.
- * The HTTP status comes from the table above; `stage` says whether the envelope failed.
+ * The HTTP status comes from the table above; `stage` says whether the envelope failed. A store
+ * refusal carries its `Retry-After`, and its cause is logged as a warning.
  */
 export function errorMessage(
   id: RequestId | null,
@@ -149,6 +189,16 @@ export function errorMessage(
   logger: McpLogger,
   stage: 'envelope' | 'method' = 'method'
 ): FinalMessage {
+  if (error instanceof StoreUnavailableError) {
+    logger.warn('request refused: the store cannot be reached', {
+      error: describeError(error.cause),
+    })
+    return {
+      text: errorResponseText(id, error.toJSON()),
+      status: httpStatusFor(error, stage),
+      headers: storeUnavailableHeaders(),
+    }
+  }
   if (error instanceof McpError) {
     try {
       const text = errorResponseText(id, error.toJSON())

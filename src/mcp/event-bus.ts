@@ -32,6 +32,18 @@ export type ServerEvent =
 export type EventListener = (event: ServerEvent) => void
 
 /**
+ * The events that tell every stream "anything may have changed": each list changed, for every
+ * principal (a stream passes on only those its client asked for). A bus that may have missed events
+ * (its connection was lost) delivers them locally once it hears again; updates of single resources
+ * cannot be named, and a client that re-reads its lists re-reads what it shows.
+ */
+export const EVERYTHING_MAY_HAVE_CHANGED: readonly ServerEvent[] = [
+  { kind: 'tools_list_changed' },
+  { kind: 'prompts_list_changed' },
+  { kind: 'resources_list_changed' },
+]
+
+/**
  * What a listener needs: with `principal`, that principal's events and every event without one; with
  * `session`, that 2025 session's signals; with both, all of those. Without either it needs every event.
  */

@@ -31,6 +31,7 @@ import {
   Cancellation,
   ResponseChannel,
   finalMessageOf,
+  finalResponse,
   jsonText,
   type FinalMessage,
 } from './streaming.ts'
@@ -66,8 +67,7 @@ export function errorAnswer(
   stage: 'envelope' | 'method' = 'method'
 ): Response {
   observation?.failed(error)
-  const { text, status } = errorMessage(id, error, logger, stage)
-  return jsonText(text, status)
+  return finalResponse(errorMessage(id, error, logger, stage))
 }
 
 export class ModernEra<Deps> {

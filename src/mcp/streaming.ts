@@ -60,8 +60,16 @@ export function sseRetry(ms: number): Uint8Array {
 export interface FinalMessage {
   text: string
   status: number
-  /** The headers to send it with as plain JSON, when not just its content type (a 403 challenge). */
+  /**
+   * The headers to send it with as plain JSON, when not just its content type (a 403 challenge, a
+   * store refusal's `Retry-After`).
+   */
   headers?: Headers
+}
+
+/** The final message sent as plain JSON: with its own headers when it has them. */
+export function finalResponse({ text, status, headers }: FinalMessage): Response {
+  return headers ? new Response(text, { status, headers }) : jsonText(text, status)
 }
 
 /** A response decided elsewhere (the HTTP layer's scope challenge) as the final message of a request. */
@@ -165,11 +173,11 @@ export class ResponseChannel implements RequestChannel {
       }
       if (this.#buffered?.length) return this.#openStream()
       // `final` never rejects (see above).
-      void final.then(({ text, status, headers }) => {
+      void final.then((message) => {
         if (!this.#openStream) return // already streaming: the stream sends it
         this.#openStream = undefined
         this.#buffered = undefined
-        resolve(headers ? new Response(text, { status, headers }) : jsonText(text, status))
+        resolve(finalResponse(message))
       })
     })
   }

@@ -10,10 +10,19 @@
  * not a well-formed event (`ServerEventSchema`: strict shapes, bounded ids) is dropped. Every replica
  * hears the whole channel, so a subscriber's `EventInterest` is not needed here. Node-only (the
  * `postgres` driver).
+ *
+ * The channel is heard on one connection of its own, which never idles out. When the database goes
+ * away (restart, failover, kill), that connection is lost and what is notified until it is back is
+ * never heard: the bus logs one warning, LISTENs again as soon as the database answers (the pool
+ * reconnecting at most a second apart, `storage/postgres/outage.ts`), logs that it hears again, and
+ * delivers locally `EVERYTHING_MAY_HAVE_CHANGED` (`mcp/event-bus.ts`), so every listen and GET
+ * stream of this replica tells its client to re-read its lists.
  */
 import postgres, { type Sql } from 'postgres'
 import type { McpLogger } from '../mcp/logger.ts'
+import { OUTAGE_CONNECTION_OPTIONS } from '../storage/postgres/outage.ts'
 import {
+  EVERYTHING_MAY_HAVE_CHANGED,
   InProcessEventBus,
   parseServerEvent,
   serializeServerEvent,
@@ -31,18 +40,39 @@ export interface PostgresEventBusOptions {
 }
 
 export class PostgresEventBus implements EventBus {
+  /** The pool NOTIFYs are sent on. */
   readonly #sql: Sql
+  /** The connection the channel is heard on (`max: 1`), never idled out or recycled. */
+  readonly #listening: Sql
   readonly #channel: string
   readonly #local = new InProcessEventBus()
   readonly #logger: McpLogger | undefined
+  /** Whether LISTEN is in place on the listening connection now. */
+  #hearing = false
+  /** A LISTEN is on its way after the connection was lost (one at a time). */
+  #resubscribing = false
+  #closed = false
 
-  private constructor(sql: Sql, channel: string, logger: McpLogger | undefined) {
-    this.#sql = sql
+  private constructor(url: string, channel: string, logger: McpLogger | undefined) {
     this.#channel = channel
     this.#logger = logger
+    this.#sql = postgres(url, { max: 2, ...OUTAGE_CONNECTION_OPTIONS, onnotice: () => {} })
+    // `onnotify` (every NOTIFY heard on the connection) is the driver's, missing from its types.
+    const listening = {
+      max: 1,
+      max_lifetime: null,
+      fetch_types: false,
+      ...OUTAGE_CONNECTION_OPTIONS,
+      onnotice: () => {},
+      onnotify: (heardOn: string, payload: string) => {
+        if (heardOn === channel) this.#hear(payload)
+      },
+      onclose: () => this.#connectionLost(),
+    }
+    this.#listening = postgres(url, listening)
   }
 
-  /** Connects and starts listening; resolves once LISTEN is in place. */
+  /** Connects and starts listening; resolves once LISTEN is in place (rejects, closed, if it fails). */
   static async start({
     url,
     channel = DEFAULT_EVENT_CHANNEL,
@@ -50,15 +80,58 @@ export class PostgresEventBus implements EventBus {
   }: PostgresEventBusOptions): Promise<PostgresEventBus> {
     if (!/^[a-z_][a-z0-9_]{0,62}$/.test(channel))
       throw new TypeError('channel must be a lower-case SQL identifier')
-    const sql = postgres(url, { max: 2, onnotice: () => {} })
-    const bus = new PostgresEventBus(sql, channel, logger)
-    await sql.listen(channel, (payload) => bus.#hear(payload))
+    const bus = new PostgresEventBus(url, channel, logger)
+    try {
+      await bus.#listen()
+    } catch (error) {
+      await bus.close()
+      throw error
+    }
+    bus.#hearing = true
     return bus
+  }
+
+  #listen(): Promise<unknown> {
+    return this.#listening.unsafe(`LISTEN ${this.#channel}`)
   }
 
   #hear(payload: string): void {
     const event = parseServerEvent(payload)
     if (event !== undefined) this.#local.publish(event)
+  }
+
+  /** The listening connection closed, or an attempt to reconnect it failed: LISTEN again. */
+  #connectionLost(): void {
+    if (this.#closed) return
+    if (this.#hearing) {
+      this.#hearing = false
+      this.#logger?.warn(
+        'event bus lost its database connection; events of other replicas go unheard until it is back'
+      )
+    }
+    if (this.#resubscribing) return
+    this.#resubscribing = true
+    void this.#subscribe()
+  }
+
+  /**
+   * LISTENs until it is in place (each attempt waits for the pool's next reconnect), then tells this
+   * replica's streams that anything may have changed meanwhile.
+   */
+  async #subscribe(): Promise<void> {
+    while (!this.#closed) {
+      try {
+        await this.#listen()
+        break
+      } catch {
+        // Still away: the next attempt waits for the pool's next reconnect.
+      }
+    }
+    this.#resubscribing = false
+    if (this.#closed) return
+    this.#hearing = true
+    this.#logger?.warn('event bus hears again; streams are told to re-read their lists')
+    for (const event of EVERYTHING_MAY_HAVE_CHANGED) this.#local.publish(event)
   }
 
   async publish(event: ServerEvent): Promise<void> {
@@ -80,7 +153,8 @@ export class PostgresEventBus implements EventBus {
     return this.#local.subscribe(listener)
   }
 
-  close(): Promise<void> {
-    return this.#sql.end({ timeout: 5 })
+  async close(): Promise<void> {
+    this.#closed = true
+    await Promise.all([this.#sql.end({ timeout: 5 }), this.#listening.end({ timeout: 5 })])
   }
 }

@@ -21,7 +21,9 @@
  *
  * Errors every adapter shares (defined here, once, so `instanceof` holds whichever adapter threw):
  * {@link ShareNotApprovedError} from `publishShare`, {@link StoreNotMigratedError} from any method
- * called before `migrate()` or after `close()`.
+ * called before `migrate()` or after `close()`. A store whose database cannot be reached throws the
+ * engine's `StoreUnavailableError` (`mcp/errors.ts`: the engine and the HTTP layer answer it 503),
+ * having changed nothing; the PostgreSQL adapter does (`storage/postgres/outage.ts`).
  */
 
 import type { SessionStore } from '../mcp/session-store.ts'

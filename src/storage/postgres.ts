@@ -10,7 +10,7 @@
  * It has the semantics of the SQLite-dialect store (`sqlite/store.ts`). Made of one module per port
  * (`common/store-class.ts`): `postgres/notes.ts`, `postgres/shares.ts`, `postgres/sessions.ts`,
  * `postgres/streams.ts`, `postgres/tasks.ts`, and here the connection, its lifecycle and the purge,
- * which sweeps every table. The schema and its migrations are `postgres/schema.ts`'s, the search
+ * which sweeps every table; every method is wrapped by `postgres/outage.ts`. The schema and its migrations are `postgres/schema.ts`'s, the search
  * text builders `postgres/search.ts`'s, the escape of text `postgres/text.ts`'s.
  *
  * Concurrency: every check-and-set (note or task version, share status, single-use key, published
@@ -41,8 +41,10 @@
  * Errors: `ShareNotApprovedError` when `publishShare` is asked to publish a share that is missing,
  * belongs to another principal or is not approved; `StoreNotMigratedError` when a method runs
  * before `migrate()` or after `close()`; `RangeError` for invalid paging, purge or runnable-task
- * limits and refused imports. Database failures propagate as the driver's errors. The two error
- * classes are defined with the store contract (`notes/store.ts`).
+ * limits and refused imports; `StoreUnavailableError` (the engine's, `mcp/errors.ts`) when the
+ * server cannot be reached (restarting, failing over, killed: `postgres/outage.ts`, which also bounds
+ * the connect and the reconnect delay). Other database failures propagate as the driver's errors.
+ * The first two error classes are defined with the store contract (`notes/store.ts`).
  */
 
 import postgres, { type PendingQuery, type Row, type Sql } from 'postgres'
@@ -50,6 +52,7 @@ import { REPLAY_RETENTION_MS, type NotesStore } from '../notes/store.ts'
 import { StoreConnection, storeClass, type PortMethods } from './common/store-class.ts'
 import { purgeWithin } from './common/sweeps.ts'
 import { noteMethods } from './postgres/notes.ts'
+import { OUTAGE_CONNECTION_OPTIONS, withOutages } from './postgres/outage.ts'
 import { migrateSchema } from './postgres/schema.ts'
 import { sessionMethods } from './postgres/sessions.ts'
 import { shareMethods } from './postgres/shares.ts'
@@ -123,14 +126,17 @@ const sweepMethods: PortMethods<Pick<NotesStore, 'purgeExpired'>, Sql> = {
   },
 }
 
-export class PostgresNotesStore extends storeClass(PostgresConnection, {
-  ...noteMethods,
-  ...shareMethods,
-  ...sessionMethods,
-  ...streamMethods,
-  ...taskMethods,
-  ...sweepMethods,
-}) {}
+export class PostgresNotesStore extends storeClass(
+  PostgresConnection,
+  withOutages({
+    ...noteMethods,
+    ...shareMethods,
+    ...sessionMethods,
+    ...streamMethods,
+    ...taskMethods,
+    ...sweepMethods,
+  })
+) {}
 
 /** The pool behind `options`; throws `TypeError` for options that cannot make one. */
 function connect(options: PostgresNotesStoreOptions): Sql {
@@ -142,6 +148,7 @@ function connect(options: PostgresNotesStoreOptions): Sql {
   }
   return postgres(options.url, {
     ...(options.max === undefined ? {} : { max: options.max }),
+    ...OUTAGE_CONNECTION_OPTIONS,
     onnotice: () => {},
   })
 }

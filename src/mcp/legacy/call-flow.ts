@@ -21,12 +21,19 @@
  * or the store failed: `call-stream.ts`) cannot wait for the client, and is refused before it asks
  * anything.
  * A flow ended early is a tool error for `tools/call`, a JSON-RPC error otherwise. JSON-RPC errors
- * answer HTTP 200, as 2025 clients expect.
+ * answer HTTP 200, as 2025 clients expect, but for a store that cannot be reached (503, `Retry-After`;
+ * on a stream already open, its last event).
  */
 import { dispatch, dispatchEnv } from '../dispatch.ts'
 import type { DispatchEnv, DispatchResult } from '../dispatch-env.ts'
 import type { McpRequest } from '../envelope.ts'
-import { CapExceededError, ErrorCode, McpError, errorMessage } from '../errors.ts'
+import {
+  CapExceededError,
+  ErrorCode,
+  McpError,
+  StoreUnavailableError,
+  errorMessage,
+} from '../errors.ts'
 import type { RequestObservation } from '../observer.ts'
 import { METHODS, SUSPENDABLE_METHODS } from '../protocol.ts'
 import type { OpenedState } from '../sealed-state.ts'
@@ -76,14 +83,17 @@ function askingCallOf({ method, params }: McpRequest): AskingCall {
 
 /**
  * In-request failures answer HTTP 200 in this era: the JSON-RPC error is the response (a call
- * refused its stream slot included: it is an operation refused, not a stream's opening).
+ * refused its stream slot included: it is an operation refused, not a stream's opening). A store
+ * that cannot be reached is the exception, 503 with `Retry-After` as in the modern era (`errors.ts`):
+ * the client should retry the request, not read it as the answer.
  */
 export function failure<Deps>(
   era: LegacyEraContext<Deps>,
   id: RequestId,
   error: unknown
 ): FinalMessage {
-  return { ...errorMessage(id, error, era.logger), status: 200 }
+  const message = errorMessage(id, error, era.logger)
+  return error instanceof StoreUnavailableError ? message : { ...message, status: 200 }
 }
 
 /**

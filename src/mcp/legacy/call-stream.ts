@@ -18,7 +18,7 @@
  */
 import type { McpRequest } from '../envelope.ts'
 import { MAX_STREAMS_KEPT_PER_SESSION } from '../stream-store.ts'
-import { jsonText, type FinalMessage, type RequestChannel } from '../streaming.ts'
+import { finalResponse, type FinalMessage, type RequestChannel } from '../streaming.ts'
 import { CallLease, leasePatch, type CallLeaseContext, type StoredCall } from './call-lease.ts'
 import type { LegacySession } from './session.ts'
 import {
@@ -180,10 +180,10 @@ export class CallStream implements RequestChannel {
       const connection = this.#log?.connection
       if (connection) return resolve(connection.response)
       this.#answer = resolve
-      void final.then(({ text, status, headers }) => {
+      void final.then((message) => {
         if (this.#answer !== resolve) return // streaming: the stream carries it
         this.#answer = undefined
-        resolve(headers ? new Response(text, { status, headers }) : jsonText(text, status))
+        resolve(finalResponse(message))
       })
     })
   }

@@ -29,7 +29,7 @@ import { scopeChallenge } from '../scopes.ts'
 import { StateTooLargeError } from '../sealed-state.ts'
 import type { CompiledServer } from '../server.ts'
 import { MAX_SUBSCRIPTIONS_PER_SESSION, type SubscriptionsFull } from '../session-store.ts'
-import { Cancellation, jsonResponse, jsonText } from '../streaming.ts'
+import { Cancellation, finalResponse, jsonResponse, jsonText } from '../streaming.ts'
 import { isObject, isRequestId, type JsonObject, type RequestId } from '../wire.ts'
 import { z } from 'zod'
 import { dispatchCall, failure } from './call-flow.ts'
@@ -169,8 +169,7 @@ export async function request<Deps>(
     // A session found gone is answered as `post` answers every transport failure.
     if (error instanceof TransportError) throw error
     observation?.failed(error)
-    const { text, status } = failure(era, id, error)
-    return jsonText(text, status)
+    return finalResponse(failure(era, id, error))
   }
   if (!isDispatched(era.server, method)) {
     observation?.failed({ code: ErrorCode.MethodNotFound })

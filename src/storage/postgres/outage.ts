@@ -1,0 +1,95 @@
+/**
+ * @module storage/postgres/outage
+ * What the PostgreSQL adapter does while its server cannot be reached: which failures of the
+ * `postgres` driver mean that ({@link isUnreachable}), the connection settings that make them come
+ * fast ({@link OUTAGE_CONNECTION_OPTIONS}), and the wrapping of every port method that raises them
+ * as the engine's `StoreUnavailableError` ({@link withOutages}: -32030, HTTP 503 with `Retry-After`;
+ * the driver's error kept as its `cause`, for the log only). Every other failure propagates as it is.
+ *
+ * Unreachable means: the connection could not be made or was lost (Node's socket errors, the
+ * driver's `CONNECT_TIMEOUT`, `CONNECTION_CLOSED`, `CONNECTION_DESTROYED`), the server ended it or
+ * refuses it for now (SQLSTATE 57P01 admin shutdown, 57P02 crash shutdown, 57P03 cannot connect now:
+ * starting up, shutting down, in recovery), or any connection exception (class 08). A query that
+ * failed so was not committed, or its transaction's outcome is unknown to the driver: either way the
+ * transaction is whole or absent, never half applied. The pool reconnects on its own once the server
+ * is back; nothing here keeps state.
+ */
+import { StoreUnavailableError } from '../../mcp/errors.ts'
+
+/** Codes of Node's socket errors that mean the server could not be reached or went away. */
+const SOCKET_ERRORS = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+])
+
+/** The `postgres` driver's own codes for a connection that could not be made or was lost. */
+const DRIVER_ERRORS = new Set(['CONNECT_TIMEOUT', 'CONNECTION_CLOSED', 'CONNECTION_DESTROYED'])
+
+/** SQLSTATEs of a server that ended the connection or refuses new ones for now. */
+const SERVER_UNAVAILABLE = new Set(['57P01', '57P02', '57P03'])
+
+/**
+ * Seconds the driver waits for a connection to be made before failing the queries queued on it
+ * (its default is 30): a server that does not answer at all is refused this fast.
+ */
+export const CONNECT_TIMEOUT_SECONDS = 5
+
+/** Longest wait, in seconds, between two attempts to reconnect (the driver's default grows to 20). */
+export const MAX_RECONNECT_DELAY_SECONDS = 1
+
+/**
+ * The pool settings an outage asks for: a bounded connect, and reconnect attempts at most
+ * {@link MAX_RECONNECT_DELAY_SECONDS} apart (a query waiting for a connection waits for the next
+ * attempt), so a request needing the store while it is down is refused within about
+ * `CONNECT_TIMEOUT_SECONDS + MAX_RECONNECT_DELAY_SECONDS` (at once when the server refuses
+ * connections), and served again within about a second of its return.
+ */
+export const OUTAGE_CONNECTION_OPTIONS = {
+  connect_timeout: CONNECT_TIMEOUT_SECONDS,
+  backoff: (retries: number) => Math.min(0.05 * 2 ** retries, MAX_RECONNECT_DELAY_SECONDS),
+} as const
+
+type AsyncMethod = (...args: unknown[]) => Promise<unknown>
+
+/** Whether `error`, thrown by the driver, means the server cannot be reached (module header). */
+export function isUnreachable(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false
+  // A host name with several addresses fails with each address's error.
+  if (error instanceof AggregateError) return error.errors.some(isUnreachable)
+  const code = (error as { code?: unknown }).code
+  if (typeof code !== 'string') return false
+  return (
+    SOCKET_ERRORS.has(code) ||
+    DRIVER_ERRORS.has(code) ||
+    SERVER_UNAVAILABLE.has(code) ||
+    /^08[0-9A-Z]{3}$/.test(code)
+  )
+}
+
+/** `error` as the store throws it: the engine's `StoreUnavailableError` when it means unreachable. */
+export function storeError(error: unknown): unknown {
+  return isUnreachable(error) ? new StoreUnavailableError(error) : error
+}
+
+/**
+ * `methods` (a port's async methods) each made to throw `StoreUnavailableError` in place of a driver
+ * error that means unreachable; `this` and the arguments pass through.
+ */
+export function withOutages<Methods extends object>(methods: Methods): Methods {
+  const wrapped: Record<string, unknown> = {}
+  for (const [name, method] of Object.entries(methods) as Array<[string, AsyncMethod]>) {
+    wrapped[name] = async function (this: unknown, ...args: unknown[]) {
+      try {
+        return await method.apply(this, args)
+      } catch (error) {
+        throw storeError(error)
+      }
+    }
+  }
+  return wrapped as Methods
+}

@@ -1,0 +1,205 @@
+/**
+ * A store that cannot be reached: which failures of the `postgres` driver count as unreachable
+ * (`storage/postgres/outage.ts`), the one error they become (`StoreUnavailableError`: -32030, HTTP 503,
+ * `Retry-After`, a frozen message, never the driver's text), and how both eras answer it through the
+ * whole app (a 2026 `tools/call`, a 2025 request in a session). The real outage (a PostgreSQL server
+ * stopped and killed) is `tests/e2e/postgres-outage.test.ts`.
+ */
+import { describe, expect, it } from 'vitest'
+import {
+  ErrorCode,
+  STORE_RETRY_AFTER_SECONDS,
+  STORE_UNAVAILABLE_MESSAGE,
+  StoreUnavailableError,
+  errorMessage,
+  httpStatusFor,
+} from '../../src/mcp/errors.ts'
+import { failure } from '../../src/mcp/legacy/call-flow.ts'
+import type { LegacyEraContext } from '../../src/mcp/legacy/transport.ts'
+import { HEADER_SESSION_ID } from '../../src/mcp/legacy/protocol.ts'
+import { HEADER_PROTOCOL_VERSION } from '../../src/mcp/protocol.ts'
+import { isUnreachable, storeError, withOutages } from '../../src/storage/postgres/outage.ts'
+import { MCP_URL, mcpInit } from '../support/mcp-request.ts'
+import { useNotesHarness } from '../support/notes-harness.ts'
+import { startSession } from '../support/legacy-request.ts'
+import { RecordingLogger } from '../support/recording-logger.ts'
+
+/** An error as the driver throws it: a message and a `code` (Node's, the driver's or a SQLSTATE). */
+function driverError(code: string, message = `driver says ${code} at 10.0.0.7:5432`): Error {
+  return Object.assign(new Error(message), { code })
+}
+
+const UNREACHABLE = [
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+  'CONNECT_TIMEOUT',
+  'CONNECTION_CLOSED',
+  'CONNECTION_DESTROYED',
+  '57P01',
+  '57P02',
+  '57P03',
+  '08000',
+  '08003',
+  '08006',
+  '08P01',
+]
+
+const REACHABLE = [
+  '23505',
+  '40001',
+  '42P01',
+  '57014',
+  '53300',
+  'UNDEFINED_VALUE',
+  'CONNECTION_ENDED',
+]
+
+describe('which driver failures mean the store cannot be reached', () => {
+  it.each(UNREACHABLE)('%s is unreachable', (code) => {
+    expect(isUnreachable(driverError(code))).toBe(true)
+  })
+
+  it.each(REACHABLE)('%s is not', (code) => {
+    expect(isUnreachable(driverError(code))).toBe(false)
+  })
+
+  it('reads every address of a host name that has several', () => {
+    const refused = new AggregateError([driverError('ECONNREFUSED'), driverError('ECONNREFUSED')])
+    expect(isUnreachable(refused)).toBe(true)
+    expect(isUnreachable(new AggregateError([new Error('other')]))).toBe(false)
+  })
+
+  it('is false for what carries no code', () => {
+    for (const value of [new Error('x'), new RangeError('bad limit'), null, 'ECONNREFUSED', 42]) {
+      expect(isUnreachable(value)).toBe(false)
+    }
+  })
+
+  it('raises the unreachable ones as StoreUnavailableError, the driver error as its cause', () => {
+    const refused = driverError('ECONNREFUSED')
+    const raised = storeError(refused)
+    expect(raised).toBeInstanceOf(StoreUnavailableError)
+    expect((raised as StoreUnavailableError).cause).toBe(refused)
+    const conflict = driverError('23505')
+    expect(storeError(conflict)).toBe(conflict)
+  })
+
+  it('wraps port methods: `this` and arguments pass, unreachable failures become the one error', async () => {
+    const methods = withOutages({
+      async echo(this: { tag: string }, value: number) {
+        return `${this.tag}:${value}`
+      },
+      async refuse() {
+        throw driverError('57P01', 'terminating connection due to administrator command')
+      },
+      async conflict() {
+        throw driverError('23505')
+      },
+    })
+    const store = { tag: 'store', ...methods }
+    expect(await store.echo(7)).toBe('store:7')
+    await expect(store.refuse()).rejects.toBeInstanceOf(StoreUnavailableError)
+    await expect(store.conflict()).rejects.toMatchObject({ code: '23505' })
+  })
+})
+
+describe('the error a request gets', () => {
+  const refused = new StoreUnavailableError(driverError('ECONNREFUSED', 'secret-host:5432 refused'))
+
+  it('is -32030 with a message a person can act on, 503 and Retry-After', () => {
+    expect(ErrorCode.StoreUnavailable).toBe(-32030)
+    expect(refused.code).toBe(-32030)
+    expect(refused.message).toBe(
+      'Service unavailable: the notes database cannot be reached; retry in a few seconds.'
+    )
+    expect(STORE_UNAVAILABLE_MESSAGE).toBe(refused.message)
+    expect(httpStatusFor(refused, 'method')).toBe(503)
+    const logger = new RecordingLogger()
+    const message = errorMessage(7, refused, logger)
+    expect(message.status).toBe(503)
+    expect(message.headers?.get('retry-after')).toBe(String(STORE_RETRY_AFTER_SECONDS))
+    expect(message.headers?.get('content-type')).toBe('application/json')
+    expect(JSON.parse(message.text)).toEqual({
+      jsonrpc: '2.0',
+      id: 7,
+      error: { code: -32030, message: STORE_UNAVAILABLE_MESSAGE },
+    })
+    expect(message.text).not.toContain('secret-host')
+    // The driver's failure goes to the log only.
+    expect(logger.count('request refused: the store cannot be reached')).toBe(1)
+    expect(JSON.stringify(logger.warnings)).toContain('secret-host')
+  })
+
+  it('keeps its 503 in the 2025 era, where other in-request failures answer 200', () => {
+    const era = { logger: new RecordingLogger() } as unknown as LegacyEraContext<unknown>
+    expect(failure(era, 1, refused).status).toBe(503)
+    expect(failure(era, 1, new RangeError('x')).status).toBe(200)
+  })
+})
+
+describe('both eras through the app while the store is away', () => {
+  const harness = useNotesHarness()
+
+  /** Makes the harness store's `name` refuse as an unreachable PostgreSQL would. */
+  function refuse(name: 'create' | 'getSession'): void {
+    const store = harness().store as unknown as Record<string, unknown>
+    store[name] = () => Promise.reject(new StoreUnavailableError(driverError('ECONNREFUSED')))
+  }
+
+  async function expectRefused(response: Response, id: number | string): Promise<void> {
+    expect(response.status).toBe(503)
+    expect(response.headers.get('retry-after')).toBe(String(STORE_RETRY_AFTER_SECONDS))
+    const body = await response.json()
+    expect(body).toEqual({
+      jsonrpc: '2.0',
+      id,
+      error: { code: -32030, message: STORE_UNAVAILABLE_MESSAGE },
+    })
+  }
+
+  it('a 2026 tools/call gets 503 -32030', async () => {
+    refuse('create')
+    const response = await harness().app.request(
+      MCP_URL,
+      mcpInit('tools/call', {
+        id: 41,
+        params: { name: 'create_note', arguments: { title: 'during the outage', body: 'b' } },
+      })
+    )
+    await expectRefused(response, 41)
+  })
+
+  it('a 2025 tools/call in a session gets 503 -32030', async () => {
+    const { session } = await startSession(harness().app)
+    refuse('create')
+    const response = await harness().app.request(MCP_URL, legacyInit(session.id, 42))
+    await expectRefused(response, 42)
+  })
+})
+
+/** A 2025 `tools/call` of `create_note` in session `sid`, as raw request options. */
+function legacyInit(sid: string, id: number): RequestInit {
+  const body = JSON.stringify({
+    jsonrpc: '2.0',
+    id,
+    method: 'tools/call',
+    params: { name: 'create_note', arguments: { title: 'during the outage', body: 'b' } },
+  })
+  return {
+    method: 'POST',
+    headers: {
+      host: '127.0.0.1',
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'content-length': String(Buffer.byteLength(body)),
+      [HEADER_SESSION_ID]: sid,
+      [HEADER_PROTOCOL_VERSION]: '2025-11-25',
+    },
+    body,
+  }
+}
