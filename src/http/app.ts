@@ -14,7 +14,8 @@
  * and `scopes.implies` is the application's hierarchy. An application's own pages (`routes/`) are
  * mounted by its composition root (`src/app.ts`); nothing under `src/http/` imports `routes/`. Anything
  * thrown past them all still gets a JSON-RPC answer: 500 with -32603 and no detail (`app.onError`;
- * the cause is logged).
+ * the cause is logged), or, for a store that cannot be reached (a page's included), 503 with
+ * `Retry-After` and -32030 (`mcp/errors.ts`).
  */
 import { Hono } from 'hono'
 import { Challenges } from '../auth/challenges.ts'
@@ -22,9 +23,15 @@ import { mergeScopes, type ScopeImplications } from '../auth/scopes.ts'
 import { createAuthServices, type AuthServices } from '../auth/services.ts'
 import { TokenVerifier } from '../auth/token-verifier.ts'
 import type { Config } from '../config.ts'
-import { ErrorCode, INTERNAL_ERROR_MESSAGE } from '../mcp/errors.ts'
+import {
+  ErrorCode,
+  INTERNAL_ERROR_MESSAGE,
+  StoreUnavailableError,
+  errorMessage,
+} from '../mcp/errors.ts'
 import { consoleLogger, describeError } from '../mcp/logger.ts'
 import { type McpHandler } from '../mcp/http-input.ts'
+import { finalResponse } from '../mcp/streaming.ts'
 import { bearerAuth } from './bearer-auth.ts'
 import { jsonRpcError } from './errors.ts'
 import { healthRoute } from './health-route.ts'
@@ -60,6 +67,8 @@ export function createHttpApp({
 }: HttpAppOptions): Hono {
   const app = new Hono()
   app.onError(function answerInternalError(error) {
+    if (error instanceof StoreUnavailableError)
+      return finalResponse(errorMessage(null, error, consoleLogger))
     consoleLogger.error('unhandled error', { error: describeError(error) })
     return jsonRpcError(null, 500, INTERNAL_ERROR_MESSAGE, {}, ErrorCode.InternalError)
   })

@@ -2,10 +2,13 @@
  * A store that cannot be reached: which failures of the `postgres` driver count as unreachable
  * (`storage/postgres/outage.ts`), the one error they become (`StoreUnavailableError`: -32030, HTTP 503,
  * `Retry-After`, a frozen message, never the driver's text), and how both eras answer it through the
- * whole app (a 2026 `tools/call`, a 2025 request in a session). The real outage (a PostgreSQL server
+ * whole app (a 2026 `tools/call`; in the 2025 era a request in a session, the session lookup itself
+ * and an `initialize`), and a task whose handler met it is handed back, not failed. The real outage (a PostgreSQL server
  * stopped and killed) is `tests/e2e/postgres-outage.test.ts`.
  */
 import { describe, expect, it } from 'vitest'
+import { z } from 'zod'
+import { definitions, text } from '../../src/mcp/definitions.ts'
 import {
   ErrorCode,
   STORE_RETRY_AFTER_SECONDS,
@@ -18,11 +21,20 @@ import { failure } from '../../src/mcp/legacy/call-flow.ts'
 import type { LegacyEraContext } from '../../src/mcp/legacy/transport.ts'
 import { HEADER_SESSION_ID } from '../../src/mcp/legacy/protocol.ts'
 import { HEADER_PROTOCOL_VERSION } from '../../src/mcp/protocol.ts'
+import { compileServer } from '../../src/mcp/server.ts'
+import {
+  DEFAULT_MAX_TASK_JOURNAL_CHARS,
+  DEFAULT_TASK_RESULT_TTL_MS,
+} from '../../src/mcp/tasks/options.ts'
+import { TaskRunner } from '../../src/mcp/tasks/runner.ts'
 import { isUnreachable, storeError, withOutages } from '../../src/storage/postgres/outage.ts'
+import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
 import { MCP_URL, mcpInit } from '../support/mcp-request.ts'
 import { useNotesHarness } from '../support/notes-harness.ts'
-import { startSession } from '../support/legacy-request.ts'
+import { initializeMessage, startSession } from '../support/legacy-request.ts'
 import { RecordingLogger } from '../support/recording-logger.ts'
+import { newTask, storeTask } from '../support/store-contract.ts'
+import { TASKS } from '../support/tasks.ts'
 
 /** An error as the driver throws it: a message and a `code` (Node's, the driver's or a SQLSTATE). */
 function driverError(code: string, message = `driver says ${code} at 10.0.0.7:5432`): Error {
@@ -146,7 +158,7 @@ describe('both eras through the app while the store is away', () => {
   const harness = useNotesHarness()
 
   /** Makes the harness store's `name` refuse as an unreachable PostgreSQL would. */
-  function refuse(name: 'create' | 'getSession'): void {
+  function refuse(name: 'create' | 'getSession' | 'createSession'): void {
     const store = harness().store as unknown as Record<string, unknown>
     store[name] = () => Promise.reject(new StoreUnavailableError(driverError('ECONNREFUSED')))
   }
@@ -180,6 +192,27 @@ describe('both eras through the app while the store is away', () => {
     const response = await harness().app.request(MCP_URL, legacyInit(session.id, 42))
     await expectRefused(response, 42)
   })
+
+  it('a 2025 request whose session lookup meets the outage gets 503 -32030', async () => {
+    const { session } = await startSession(harness().app)
+    refuse('getSession')
+    const response = await harness().app.request(MCP_URL, legacyInit(session.id, 43))
+    await expectRefused(response, 43)
+  })
+
+  it('a 2025 initialize that cannot record its session gets 503 -32030', async () => {
+    refuse('createSession')
+    const response = await harness().app.request(MCP_URL, {
+      method: 'POST',
+      headers: {
+        host: '127.0.0.1',
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+      },
+      body: JSON.stringify(initializeMessage({ id: 44 })),
+    })
+    await expectRefused(response, 44)
+  })
 })
 
 /** A 2025 `tools/call` of `create_note` in session `sid`, as raw request options. */
@@ -203,3 +236,57 @@ function legacyInit(sid: string, id: number): RequestInit {
     body,
   }
 }
+
+describe('a task whose handler meets the outage', () => {
+  it('is handed back, still working, and the next run finishes it', async () => {
+    let outage = true
+    const { tool } = definitions<Record<string, never>>()
+    const server = compileServer({
+      info: { name: 'outage-tasks', version: '0.0.0' },
+      tools: [
+        tool({
+          name: 'needs_store',
+          description: 'Reads the store.',
+          input: z.object({}),
+          task: 'required',
+          async run(_args, ctx) {
+            await ctx.startTask()
+            if (outage) throw new StoreUnavailableError(driverError('ECONNREFUSED'))
+            return text('done')
+          },
+        }),
+      ],
+    })
+    const store = new SqliteNotesStore({ path: ':memory:' })
+    await store.migrate()
+    const logger = new RecordingLogger()
+    const runner = new TaskRunner({
+      server,
+      deps: {},
+      store,
+      owner: 'solo',
+      logger,
+      leaseMs: 10_000,
+      maxRunning: 4,
+      maxJournalChars: DEFAULT_MAX_TASK_JOURNAL_CHARS,
+      resultTtlMs: DEFAULT_TASK_RESULT_TTL_MS,
+      now: Date.now,
+    })
+    const now = Date.now()
+    const { id } = await storeTask(
+      store,
+      newTask('local', now, {
+        tool: 'needs_store',
+        args: JSON.stringify({ a: {}, p: 'local', c: TASKS }),
+        journal: JSON.stringify({ r: {}, i: {} }),
+      })
+    )
+    const handedBack = await runner.run(id)
+    expect(handedBack).toMatchObject({ status: 'working' })
+    expect(handedBack?.leaseOwner).toBeUndefined()
+    outage = false
+    const finished = await runner.run(id)
+    expect(finished).toMatchObject({ status: 'completed' })
+    await store.close()
+  })
+})

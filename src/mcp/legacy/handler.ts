@@ -24,11 +24,14 @@
  * own (`scopes.ts`); too few are refused with the 403 challenge before anything is done or stored,
  * as GET and DELETE are (after the session is known). JSON-RPC errors about a request's content
  * answer HTTP 200, as 2025 clients expect; 4xx are the transport failures (parse, shape, session,
- * headers: 400, 404, 405, 406), too few scopes (403) and a GET stream over a cap (429). With
+ * headers: 400, 404, 405, 406), too few scopes (403) and a GET stream over a cap (429); a store
+ * that cannot be reached, from the session lookup on, is 503 with `Retry-After` (-32030). With
  * telemetry on, each message's observation (started by `../handler.ts`, by `batch.ts` for each
  * message of a batch) learns its session and is settled where its answer is decided, and GET
  * streams are counted while open.
  */
+import { requestIdOf } from '../envelope.ts'
+import { StoreUnavailableError, errorMessage } from '../errors.ts'
 import type { EventBus } from '../event-bus.ts'
 import {
   DEFAULT_KEEPALIVE_MS,
@@ -47,7 +50,9 @@ import {
   type SessionStore,
 } from '../session-store.ts'
 import type { StreamLimits } from '../stream-limits.ts'
+import { finalResponse } from '../streaming.ts'
 import { randomBase64url } from '../random.ts'
+import type { RequestId } from '../wire.ts'
 import { DEFAULT_TASK_LEASE_MS } from '../tasks/options.ts'
 import { DEFAULT_INPUT_TIMEOUT_MS } from './input-shim.ts'
 import { DEFAULT_RESUME_WINDOW_MS, MAX_UNREAD_STREAM_BYTES, STREAM_RETRY_MS } from './stream-log.ts'
@@ -207,6 +212,18 @@ function served<Deps>(
   return request(era, message, opened, input, observation)
 }
 
+/**
+ * The answer to a message whose route failed: a transport failure's 4xx, and a store that cannot be
+ * reached (the session lookup included) 503 with `Retry-After` and -32030 (`../errors.ts`); anything
+ * else is thrown on, for the HTTP layer's 500.
+ */
+function failed<Deps>(era: LegacyEraContext<Deps>, error: unknown, id: RequestId | null): Response {
+  if (error instanceof TransportError) return transportFailure(error)
+  if (error instanceof StoreUnavailableError)
+    return finalResponse(errorMessage(id, error, era.logger))
+  throw error
+}
+
 export function createLegacyEra<Deps>(options: LegacyEraOptions<Deps>): LegacyEra {
   const era = legacyEraContext(options)
   return {
@@ -228,8 +245,7 @@ export function createLegacyEra<Deps>(options: LegacyEraOptions<Deps>): LegacyEr
         return withSessionId(response, await renewal)
       } catch (error) {
         observation?.failed(error)
-        if (!(error instanceof TransportError)) throw error
-        return transportFailure(error)
+        return failed(era, error, requestIdOf(raw))
       }
     },
 
@@ -243,8 +259,7 @@ export function createLegacyEra<Deps>(options: LegacyEraOptions<Deps>): LegacyEr
           ? notificationStream(era, session, input)
           : await resumeStream(era, session, input, lastEventId)
       } catch (error) {
-        if (!(error instanceof TransportError)) throw error
-        return transportFailure(error)
+        return failed(era, error, null)
       }
     },
 
@@ -253,8 +268,7 @@ export function createLegacyEra<Deps>(options: LegacyEraOptions<Deps>): LegacyEr
         const { session } = await openSession(era, input, null)
         return await endSession(era, session, input)
       } catch (error) {
-        if (!(error instanceof TransportError)) throw error
-        return transportFailure(error)
+        return failed(era, error, null)
       }
     },
   }

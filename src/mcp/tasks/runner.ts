@@ -19,7 +19,8 @@
  *   included), `failed` with the JSON-RPC error it threw (a -32021 for an ask the creating request
  *   cannot serve; anything but an `McpError` is a -32603 whose cause is logged), or `cancelled`,
  *   which also brings the record's expiry forward to `resultTtlMs` after the end (never later than
- *   it was): an ended task's outcome is kept only that long;
+ *   it was): an ended task's outcome is kept only that long. A handler that met an unreachable
+ *   store (`StoreUnavailableError`) ends nothing: the lease goes back (or runs out) for a takeover;
  * - `sweep()` is one pass of the takeover loop: it claims (CAS) working tasks whose lease is absent
  *   or expired, up to this replica's room (`maxRunning`), and runs them; `startTakeover` repeats it;
  * - `run(id, slice)` claims one task the same way and runs it in the caller's own time, resolving
@@ -34,7 +35,7 @@
  */
 import { ReplayHandlerContext, type ContextInput } from '../context.ts'
 import { type McpLogger } from '../logger.ts'
-import { ErrorCode, INTERNAL_ERROR_MESSAGE, McpError } from '../errors.ts'
+import { ErrorCode, INTERNAL_ERROR_MESSAGE, McpError, StoreUnavailableError } from '../errors.ts'
 import { METHODS, PROTOCOL_VERSION } from '../protocol.ts'
 import { Replay } from '../replay.ts'
 import type { CompiledServer } from '../server.ts'
@@ -222,6 +223,8 @@ class TaskRun<Deps> {
     await this.#writes
 
     if (this.#stop) return this.#settleStopped()
+    // The store went away: not the task's failure (module header).
+    if (thrown instanceof StoreUnavailableError) return this.#releaseLease()
     const missing = replay.missingCapability
     if (missing) return this.#finish(() => this.#failed(missing))
     if (replay.suspended) {
@@ -280,10 +283,15 @@ class TaskRun<Deps> {
       case 'cancel':
         return this.#finish(() => cancelledPatch(this.#expiry, this.#end()))
       case 'release':
-        return this.#finish(() => ({ leaseOwner: null, leaseExpiresAt: null }))
+        return this.#releaseLease()
       default:
         return Promise.resolve()
     }
+  }
+
+  /** Hands the lease back: the task stays `working`, for the next run on any replica. */
+  #releaseLease(): Promise<void> {
+    return this.#finish(() => ({ leaseOwner: null, leaseExpiresAt: null }))
   }
 
   #renew(): void {

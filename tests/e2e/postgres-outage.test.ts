@@ -1,0 +1,236 @@
+/**
+ * A PostgreSQL outage, for real: one notes server process on a private PostgreSQL server
+ * (`scripts/support/private-postgres.ts`, never the shared one) that the test stops cleanly and, in
+ * the second case, SIGKILLs (crash recovery on the next start). While it is down, a 2026 `tools/call`
+ * and a 2025 request in a session are refused with HTTP 503, `Retry-After` and -32030, and what they
+ * tried to write is not there once it is back; a round's single-use mark and its effect go together
+ * (the final round of `delete_note` refused during the outage, then retried, deletes once). Once it
+ * is back the same process serves again, no restart, and a `subscriptions/listen` stream opened
+ * before the outage gets a list-changed hint when the event bus hears again, then hears a change made
+ * after it. Waits are bounded only by the test timeout, never asserted. Skipped, visibly, without the
+ * PostgreSQL server binaries; under `CI=true` their absence fails the file.
+ */
+import postgres from 'postgres'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import {
+  privatePostgresAvailable,
+  startPrivatePostgres,
+  type PrivatePostgres,
+} from '../../scripts/support/private-postgres.ts'
+import { McpClient, type JsonRpcNotification } from '../../src/client/index.ts'
+import { formatKeyRing, generateKey } from '../../src/mcp/key-ring.ts'
+import { serviceTestsRun } from '../support/ci.ts'
+import { mcpInit, type JsonObject } from '../support/mcp-request.ts'
+import { startServer, tempDataDir, type ServerProcess } from '../support/server-process.ts'
+
+const binariesFound = serviceTestsRun(
+  'PostgreSQL outage tests',
+  privatePostgresAvailable(),
+  'no PostgreSQL server binaries (initdb, postgres) are installed'
+)
+
+const REFUSAL = {
+  code: -32030,
+  message: 'Service unavailable: the notes database cannot be reached; retry in a few seconds.',
+}
+
+let database: PrivatePostgres | undefined
+let server: ServerProcess | undefined
+
+beforeAll(async () => {
+  if (!binariesFound) return
+  database = await startPrivatePostgres()
+  server = await startServer('notes', {
+    DATABASE_URL: database.url,
+    DATA_DIR: await tempDataDir(),
+    STATE_KEYS: formatKeyRing([generateKey()]),
+  })
+}, 120_000)
+
+afterAll(async () => {
+  await server?.stop()
+  await database?.dispose()
+})
+
+/** One short connection to the private database: the first column of the first row of `query`. */
+async function scalar(query: string, parameters: string[] = []): Promise<unknown> {
+  const sql = postgres(database!.url, { max: 1, connect_timeout: 5, onnotice: () => {} })
+  try {
+    const [row] = await sql.unsafe(query, parameters)
+    return row && Object.values(row)[0]
+  } finally {
+    await sql.end({ timeout: 1 })
+  }
+}
+
+async function notesTitled(title: string): Promise<number> {
+  return Number(await scalar('SELECT count(*) FROM notes WHERE title = $1', [title]))
+}
+
+async function spentKeys(): Promise<number> {
+  return Number(await scalar('SELECT count(*) FROM used_keys'))
+}
+
+/** A 2026-07-28 `tools/call` sent over HTTP as a client sends it (form elicitation declared). */
+function call2026(name: string, params: JsonObject): Promise<Response> {
+  const init = mcpInit('tools/call', {
+    id: 7,
+    params: { name, ...params },
+    capabilities: { elicitation: { form: {} } },
+  })
+  // fetch writes these itself.
+  const headers = new Headers(init.headers)
+  headers.delete('host')
+  headers.delete('content-length')
+  return fetch(server!.url, { ...init, headers })
+}
+
+/** A 2025-era session, initialized while the database is up. */
+async function session2025(): Promise<(message: JsonObject) => Promise<Response>> {
+  const headers = {
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+  }
+  const initialized = await fetch(server!.url, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: {
+        protocolVersion: '2025-11-25',
+        capabilities: {},
+        clientInfo: { name: 'outage-test', version: '0' },
+      },
+    }),
+  })
+  expect(initialized.status).toBe(200)
+  const sid = initialized.headers.get('mcp-session-id')!
+  const post = (message: JsonObject) =>
+    fetch(server!.url, {
+      method: 'POST',
+      headers: { ...headers, 'mcp-session-id': sid, 'mcp-protocol-version': '2025-11-25' },
+      body: JSON.stringify({ jsonrpc: '2.0', ...message }),
+    })
+  expect((await post({ method: 'notifications/initialized' })).status).toBe(202)
+  return post
+}
+
+async function expectRefused(response: Response, id: number): Promise<void> {
+  expect(response.status).toBe(503)
+  expect(response.headers.get('retry-after')).toBe('5')
+  expect(await response.json()).toEqual({ jsonrpc: '2.0', id, error: REFUSAL })
+}
+
+/**
+ * A listen stream asking for resource list changes; `acknowledged` settles once it is open, `next()`
+ * on the next list-changed notification heard from now on.
+ */
+function openListenStream() {
+  const stop = new AbortController()
+  const acknowledged = Promise.withResolvers<void>()
+  let waiting: Array<() => void> = []
+  const ended = new McpClient({ url: server!.url }).listen(
+    { resourcesListChanged: true },
+    {
+      signal: stop.signal,
+      onNotification: (notification: JsonRpcNotification) => {
+        if (notification.method === 'notifications/subscriptions/acknowledged')
+          acknowledged.resolve()
+        if (notification.method !== 'notifications/resources/list_changed') return
+        for (const resolve of waiting) resolve()
+        waiting = []
+      },
+    }
+  )
+  return {
+    acknowledged: acknowledged.promise,
+    next: () => new Promise<void>((resolve) => waiting.push(resolve)),
+    close: async () => {
+      stop.abort()
+      await ended
+    },
+  }
+}
+
+/** How many times the server logged `message` so far. */
+function logged(message: string): number {
+  return server!.output().split(message).length - 1
+}
+
+/** A note made (and its id read) through the server, the database up. */
+async function createNote(title: string): Promise<string> {
+  const created = await new McpClient({ url: server!.url }).callTool('create_note', { title })
+  return (created.structuredContent as { note: { id: string } }).note.id
+}
+
+describe.skipIf(!binariesFound)('a notes server whose PostgreSQL goes away', () => {
+  it.each([
+    ['stopped cleanly (fast shutdown)', () => database!.stop('fast')],
+    ['killed (SIGKILL, crash recovery)', () => database!.kill()],
+  ])(
+    'when the database is %s: refuses with 503 -32030, half-writes nothing, serves again',
+    async (_, takeDown) => {
+      const doomed = `outage ${Math.random().toString(36).slice(2)}`
+      const stream = openListenStream()
+      await stream.acknowledged
+      const post2025 = await session2025()
+      // The first round of delete_note, answered before the outage: its final round comes after.
+      const victim = await createNote(`${doomed} victim`)
+      const first = await (await call2026('delete_note', { arguments: { id: victim } })).json()
+      expect(first.result.resultType).toBe('input_required')
+      const finalRound = {
+        arguments: { id: victim },
+        requestState: first.result.requestState,
+        inputResponses: { confirm: { action: 'accept', content: { confirm: true } } },
+      }
+      const keysBefore = await spentKeys()
+
+      const lostBefore = logged('event bus lost its database connection')
+      const backBefore = logged('event bus hears again')
+      await takeDown()
+      const hint = stream.next()
+      try {
+        await expectRefused(await call2026('create_note', { arguments: { title: doomed } }), 7)
+        await expectRefused(await call2026('delete_note', finalRound), 7)
+        await expectRefused(
+          await post2025({
+            id: 9,
+            method: 'tools/call',
+            params: { name: 'create_note', arguments: { title: doomed } },
+          }),
+          9
+        )
+      } finally {
+        // Up again whatever failed, for the next case.
+        await database!.start()
+      }
+
+      // The bus hears again (one line logged when lost, one when back), and the stream opened
+      // before the outage is told to re-read: nothing could change meanwhile, so this is the hint.
+      await hint
+      expect(logged('event bus lost its database connection')).toBe(lostBefore + 1)
+      expect(logged('event bus hears again')).toBe(backBefore + 1)
+      expect(await notesTitled(doomed)).toBe(0)
+      // The refused final round spent nothing and deleted nothing: the mark goes with its effect.
+      expect(await spentKeys()).toBe(keysBefore)
+      expect(await notesTitled(`${doomed} victim`)).toBe(1)
+      const deleted = await (await call2026('delete_note', finalRound)).json()
+      expect(JSON.stringify(deleted.result.content)).toContain('Deleted')
+      expect(await spentKeys()).toBe(keysBefore + 1)
+      expect(await notesTitled(`${doomed} victim`)).toBe(0)
+      await call2026('delete_note', finalRound)
+      expect(await spentKeys()).toBe(keysBefore + 1)
+
+      // The same process serves both eras again, and the stream hears a change made now.
+      const change = stream.next()
+      await createNote(`${doomed} after`)
+      await change
+      const answered = await post2025({ id: 10, method: 'tools/list' })
+      expect(answered.status).toBe(200)
+      await stream.close()
+    },
+    120_000
+  )
+})
