@@ -10,8 +10,9 @@
  * virtual users (`loadtest/users.ts`), a share of them 2025-era users on the v1 SDK client and the
  * others 2026-07-28 users on the project's client, then run complete flows until the duration is
  * over; with `--fault NAME` a fault (`loadtest/faults/`: `kill`, also `--kill`, SIGKILLs one replica
- * and restarts it; `rolling` restarts every replica gracefully in turn, twice, rotating the key ring)
- * happens meanwhile, and the users go on until it is over. Afterwards the store is read back and held
+ * and restarts it; `rolling` restarts every replica gracefully in turn, twice, rotating the key ring;
+ * `pg-restart` and `pg-kill` stop or kill the PostgreSQL server, a private one of the run's, and
+ * start it again) happens meanwhile, and the users go on until it is over. Afterwards the store is read back and held
  * against what every flow's answers asked for (`loadtest/verify.ts`), and the summary
  * (`loadtest/report.ts`), per era and with the fault's own section, is printed as tables
  * (`loadtest/report-table.ts`) and written as JSON. Exits 1 when the run did not pass.
@@ -40,10 +41,17 @@ import { MAX_STREAM_CAP } from '../src/mcp/stream-limits.ts'
 import { DEFAULT_TASK_TTL_MS, MAX_LIVE_TASKS_CAP } from '../src/mcp/tasks/options.ts'
 import { Metrics } from './loadtest/metrics.ts'
 import { findNginx, nginxConfig } from './loadtest/nginx-config.ts'
-import { parseOptions, USAGE, UsageError, type LoadtestOptions } from './loadtest/options.ts'
+import {
+  isDatabaseFault,
+  parseOptions,
+  USAGE,
+  UsageError,
+  type LoadtestOptions,
+} from './loadtest/options.ts'
 import { killAllNow, NginxProcess, ReplicaProcess, stopAll } from './loadtest/processes.ts'
 import { buildSummary, type FaultReport } from './loadtest/report.ts'
 import type { Fault, FaultContext } from './loadtest/faults/fault.ts'
+import { databaseFault } from './loadtest/faults/database.ts'
 import { killFault } from './loadtest/faults/kill.ts'
 import { DRAIN_GRACE_S, rollingFault } from './loadtest/faults/rolling.ts'
 import { formatTable } from './loadtest/report-table.ts'
@@ -97,6 +105,9 @@ function chooseFault(options: LoadtestOptions, stateKeys: string): Fault<FaultRe
       return killFault(options.taskUsers)
     case 'rolling':
       return rollingFault(stateKeys)
+    case 'pg-restart':
+    case 'pg-kill':
+      return databaseFault(options.fault)
     case undefined:
       return undefined
   }
@@ -119,7 +130,7 @@ async function run(options: LoadtestOptions, watchdog: AbortController): Promise
   const runDir = await tempDataDir('notes-loadtest-')
   let store: SharedStore | undefined
   try {
-    store = await prepareStore(options.store)
+    store = await prepareStore(options.store, isDatabaseFault(options.fault))
     const stateKeys = formatKeyRing([generateKey()])
     const env = replicaEnvironment(store, stateKeys)
     const fault = chooseFault(options, stateKeys)

@@ -37,6 +37,11 @@
  *   the request ({@link UNANSWERED_KINDS}, what `report.ts` lets a 2025 flow fail with in the fault
  *   window); the last fails the run.
  * The SDK's own request timeout stays as the backstop, and counts as an unclean failure.
+ *
+ * The store outage (a database fault): a request of the call that a replica refused because the
+ * store could not be reached (`storeOutageAnswer`: 503, `Retry-After`, -32030), or a call whose
+ * stream carried the -32030 error, fails cleanly as {@link STORE_UNAVAILABLE_KIND}: the SDK reads no
+ * `Retry-After` and re-sends nothing, so the user sees the error.
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import {
@@ -48,7 +53,14 @@ import { sseData } from '../../src/client/sse.ts'
 import { isObject, type JsonObject } from '../../src/mcp/wire.ts'
 import { CallError, WrongOutcome, questionOf } from './flows.ts'
 import type { Agent, Answerer, CallLabel, ToolResult } from './flows.ts'
-import { CALL_TIMEOUT_MS, claimRequest, Rotation } from './routing.ts'
+import {
+  CALL_TIMEOUT_MS,
+  claimRequest,
+  isStoreUnavailableCode,
+  Rotation,
+  STORE_UNAVAILABLE_KIND,
+  storeOutageAnswer,
+} from './routing.ts'
 import type { AgentSetup, Endpoint } from './routing.ts'
 
 /** Bound on one POST or DELETE, its response stream included (GET streams end with the client). */
@@ -125,6 +137,9 @@ function refused(error: unknown): boolean {
 function callError(error: unknown, wire: string): unknown {
   if (error instanceof StreamableHTTPError) {
     return new CallError(`http_${error.code ?? 'unknown'}`, error.message, false)
+  }
+  if (error instanceof McpError && isStoreUnavailableCode(error.code)) {
+    return new CallError(STORE_UNAVAILABLE_KIND, error.message, true)
   }
   if (error instanceof McpError) {
     return new CallError(
@@ -304,7 +319,8 @@ export class LegacyAgent implements Agent {
       throw error
     }
     const replica = response.headers.get('x-replica') ?? undefined
-    this.#rotation.settled(url, response.status, replica)
+    const refusedForStore = await storeOutageAnswer(response)
+    this.#rotation.settled(url, response.status, replica, refusedForStore)
     if (role === 'answer') {
       this.#setup.era.latency('answer_post', performance.now() - started)
       if (replica && call.streamReplica) this.#setup.era.laterRound(replica !== call.streamReplica)
@@ -312,13 +328,17 @@ export class LegacyAgent implements Agent {
     if (!response.ok) {
       const what = `the ${REQUEST_NAMES[role]} got HTTP ${response.status}`
       if (!replica) this.#unanswered(call, role, what)
-      else if (role === 'resume') {
+      else if (refusedForStore) {
+        this.#break(call, new CallError(STORE_UNAVAILABLE_KIND, `${what}: the store outage`, true))
+      } else {
         const said = await response
           .clone()
           .text()
           .catch(() => '')
-        this.#resumeFailed(call, `${what}: ${said.slice(0, 200)}`)
-      } else this.#break(call, new CallError(`${role}_http_${response.status}`, what, false))
+        const told = `${what}: ${said.slice(0, 200)}`
+        if (role === 'resume') this.#resumeFailed(call, told)
+        else this.#break(call, new CallError(`${role}_http_${response.status}`, told, false))
+      }
       return response
     }
     if (role === 'answer') return response

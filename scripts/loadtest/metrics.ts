@@ -3,7 +3,8 @@
  * What a load-test run counts while it runs, fed by the virtual users' agents (`modern-agent.ts`,
  * `legacy-agent.ts`) and flows (`flows.ts`). For the whole run: requests sent, which replica served
  * them, attempts that got no replica's answer, HTTP 5xx from replicas and from the gateway, the rounds
- * the modern driver re-sent (before and after the fault), and when the fault happened. Per era
+ * the modern driver re-sent (before and after the fault), the requests refused because the store
+ * could not be reached (in the fault window), and when the fault happened. Per era
  * (`modern`: 2026-07-28 through the project's driver; `2025`: the v1 SDK client over sessions):
  * flows by kind (started, completed, failed cleanly), the errors that ended a flow uncleanly, the
  * transport failures that ended one cleanly, latency by kind of call and round, the cross-replica
@@ -15,6 +16,13 @@
  */
 
 export const ERAS = ['modern', '2025'] as const
+
+/**
+ * A clean failure (and a store refusal) counts as caused by the fault when it happened between the
+ * fault's start and this long after the fleet was whole again (nginx leaves a failed replica alone
+ * for 1 s; streams break at a kill).
+ */
+export const FAULT_GRACE_MS = 5_000
 /** `modern`: protocol 2026-07-28, stateless; `2025`: initialize, sessions, server→client requests. */
 export type Era = (typeof ERAS)[number]
 
@@ -216,6 +224,11 @@ export class Metrics {
   replica5xx = 0
   /** 5xx answered by nginx (no replica behind it answered). */
   gateway5xx = 0
+  /**
+   * A replica's clean refusal of a request that needed the store while it could not be reached
+   * (`routing.ts`'s `storeOutageAnswer`), in the fault window; outside it, one counts as a replica 5xx.
+   */
+  storeRefusals = 0
   /** Modern rounds re-sent after a transport failure, and how many of them after the fault. */
   retriedRounds = 0
   retriedRoundsAfterFault = 0
@@ -227,7 +240,7 @@ export class Metrics {
     '2025': new EraMetrics('2025'),
   }
   readonly tasks = new TaskMetrics()
-  /** `performance.now()` of the SIGKILL and of the restart, when a fault was injected. */
+  /** `performance.now()` when the fault began and when the fleet was whole again, with a fault. */
   faultAt: number | undefined
   restartedAt: number | undefined
 
@@ -241,11 +254,17 @@ export class Metrics {
     bump(this.servedBy, replica)
   }
 
+  /** A replica answered with the store outage's refusal at `at`. */
+  storeRefused(at: number): void {
+    if (this.inFaultWindow(at)) this.storeRefusals += 1
+    else this.replica5xx += 1
+  }
+
   /**
-   * Whether `at` lies in the fault window: from the SIGKILL until `graceMs` after the restart (still
-   * open while the replica is down).
+   * Whether `at` lies in the fault window: from the fault's start until `graceMs` after the fleet
+   * was whole again (still open while it is not).
    */
-  inFaultWindow(at: number, graceMs: number): boolean {
+  inFaultWindow(at: number, graceMs = FAULT_GRACE_MS): boolean {
     if (this.faultAt === undefined || at < this.faultAt) return false
     return this.restartedAt === undefined || at <= this.restartedAt + graceMs
   }

@@ -18,11 +18,19 @@
  * harm; polls, answers and cancels always are (each is safe to repeat). Counted here: tasks
  * created, creating attempts left without an answer, polls, updates and answers, the replica
  * changes between a task's requests, per-request latency and each task's time to its end.
+ *
+ * The store outage (a database fault): the driver's `fetch` is wrapped to tell a replica's clean
+ * refusal (`storeOutageAnswer`: 503, `Retry-After`, -32030) from other answers. The driver reads no
+ * `Retry-After`: it takes any 503 for a transport failure and re-sends the round as it would after a
+ * gateway's (the re-sends above); a call whose last attempt was so refused, or whose stream carried
+ * the -32030 error, fails cleanly as {@link STORE_UNAVAILABLE_KIND}. A task already created is
+ * not given up for it: its wait starts again, after {@link OUTAGE_PAUSE_MS}, until the task's bound.
  */
 import {
   McpClient,
   McpClientError,
   McpDriverError,
+  type McpTask,
   type ElicitRequestParams,
   type ElicitResult,
   type RoundInfo,
@@ -33,7 +41,14 @@ import type { JsonObject } from '../../src/mcp/wire.ts'
 import { CallError, WrongOutcome, questionOf } from './flows.ts'
 import type { Agent, Answerer, CallLabel, ToolResult } from './flows.ts'
 import type { LatencyLabel } from './metrics.ts'
-import { CALL_TIMEOUT_MS, claimRequest, Rotation } from './routing.ts'
+import {
+  CALL_TIMEOUT_MS,
+  claimRequest,
+  isStoreUnavailableCode,
+  Rotation,
+  STORE_UNAVAILABLE_KIND,
+  storeOutageAnswer,
+} from './routing.ts'
 import type { AgentSetup, Endpoint } from './routing.ts'
 import { TASK_WAIT_MS, type TaskAgent, type TaskCall } from './task-flow.ts'
 
@@ -43,9 +58,17 @@ import { TASK_WAIT_MS, type TaskAgent, type TaskCall } from './task-flow.ts'
  * waits for the one that did not serve the previous round).
  */
 const TRANSPORT_RETRIES = 20
+/** A task's poll or answer refused by the store outage: the pause before its wait starts again. */
+const OUTAGE_PAUSE_MS = 1_000
 
-/** The driver's errors as the flows see them (a watchdog abort stays what it is). */
-function callError(error: unknown): unknown {
+/**
+ * The driver's errors as the flows see them (a watchdog abort stays what it is); `storeOutage`: the
+ * call's last attempt was the store outage's refusal.
+ */
+function callError(error: unknown, storeOutage: boolean): unknown {
+  if (refusedByStoreOutage(error, storeOutage)) {
+    return new CallError(STORE_UNAVAILABLE_KIND, (error as Error).message, true)
+  }
   if (error instanceof McpDriverError) {
     return new CallError(`driver_${error.reason}`, error.message, error.reason === 'transport')
   }
@@ -53,6 +76,12 @@ function callError(error: unknown): unknown {
     return new CallError(`rpc_${error.code}_http_${error.httpStatus}`, error.message, false)
   }
   return error
+}
+
+/** Whether the driver's `error` ended a call the store outage refused (see {@link callError}). */
+function refusedByStoreOutage(error: unknown, storeOutage: boolean): boolean {
+  if (error instanceof McpClientError) return isStoreUnavailableCode(error.code)
+  return error instanceof McpDriverError && error.reason === 'transport' && storeOutage
 }
 
 /** The latency label of one request of a task, by its method. */
@@ -73,6 +102,8 @@ export class ModernAgent implements Agent, TaskAgent {
   #served: string[] = []
   #attemptStart = 0
   #attemptUrl = ''
+  /** The current attempt was answered with the store outage's refusal. */
+  #attemptRefused = false
   #answer: Answerer | undefined
   /** What the current call's answerer threw: the flow's verdict, whatever the driver made of it. */
   #answerError: unknown
@@ -89,6 +120,7 @@ export class ModernAgent implements Agent, TaskAgent {
       timeoutMs: CALL_TIMEOUT_MS,
       clientInfo: { name: 'notes-loadtest', version: '0.1.0' },
       transportRetries: TRANSPORT_RETRIES,
+      fetch: this.#fetch,
       handlers: { elicit: async (params) => this.#elicit(params) },
       tasks,
     })
@@ -108,7 +140,7 @@ export class ModernAgent implements Agent, TaskAgent {
         transportRetries,
       })
     } catch (error) {
-      throw this.#answerError ?? callError(error)
+      throw this.#answerError ?? callError(error, this.#attemptRefused)
     } finally {
       this.#answer = undefined
       if (label === 'flow') this.#countCrossings()
@@ -130,14 +162,38 @@ export class ModernAgent implements Agent, TaskAgent {
       }
       tasks.created += 1
       call.onCreated(outcome.task.taskId)
-      const task = await outcome.task.wait({ signal, timeoutMs: TASK_WAIT_MS })
+      const task = await this.#waitThroughOutages(outcome.task, performance.now() + TASK_WAIT_MS)
       tasks.ended(performance.now() - started)
       return task
     } catch (error) {
-      throw this.#answerError ?? callError(error)
+      throw this.#answerError ?? callError(error, this.#attemptRefused)
     } finally {
       this.#answer = undefined
     }
+  }
+
+  /** Follows `task` to its end, waiting again after a poll or answer the store outage refused. */
+  async #waitThroughOutages(task: McpTask, deadline: number): Promise<TaskInfo> {
+    const { signal } = this.#setup
+    for (;;) {
+      try {
+        return await task.wait({
+          signal,
+          timeoutMs: Math.max(1, Math.ceil(deadline - performance.now())),
+        })
+      } catch (error) {
+        const refused = refusedByStoreOutage(error, this.#attemptRefused)
+        if (!refused || this.#answerError || performance.now() >= deadline) throw error
+        await new Promise((resolve) => setTimeout(resolve, OUTAGE_PAUSE_MS))
+      }
+    }
+  }
+
+  /** Every attempt the driver sends: notes whether a replica refused it for the store outage. */
+  readonly #fetch = async (input: string | URL | Request, init?: RequestInit) => {
+    const response = await fetch(input, init)
+    this.#attemptRefused = await storeOutageAnswer(response)
+    return response
   }
 
   #begin(label: CallLabel | 'task', answer: Answerer | undefined): void {
@@ -159,6 +215,7 @@ export class ModernAgent implements Agent, TaskAgent {
   #endpoint(): string {
     claimRequest(this.#setup)
     this.#attemptStart = performance.now()
+    this.#attemptRefused = false
     return (this.#attemptUrl = this.#rotation.next(this.#previous))
   }
 
@@ -167,7 +224,7 @@ export class ModernAgent implements Agent, TaskAgent {
     const { metrics, era } = this.#setup
     const replica = info.headers.get('x-replica') ?? undefined
     if (info.attempt === 2) metrics.retried(info.round, now)
-    this.#rotation.settled(this.#attemptUrl, info.status, replica)
+    this.#rotation.settled(this.#attemptUrl, info.status, replica, this.#attemptRefused)
     if (this.#label === 'task') this.#countTaskRequest(info.method, replica)
     if (!replica) return
     if (this.#label === 'task') {

@@ -50,12 +50,17 @@ export const USAGE = `Usage: npm run loadtest -- [options]
   --balancer avoid-previous|round-robin
                             nginx routing in balanced mode (default avoid-previous: round robin
                             over the replicas but the one that served the flow's previous round)
-  --fault kill|rolling      a fault mid-run (see the README's "Proving it"):
+  --fault kill|rolling|pg-restart|pg-kill
+                            a fault mid-run (see the README's "Proving it"):
                             kill: SIGKILL one replica and restart it about 1.5 s later;
                             with task users, one seen running a task
                             rolling: two rolling deploys (SIGTERM, drain, restart each replica
                             in turn) that add, then promote, a new key; the users keep going
                             until both are done
+                            pg-restart: the PostgreSQL server (a private one of the run's)
+                            stopped cleanly and started again 6 s later
+                            pg-kill: the same server SIGKILLed and started again 6 s later,
+                            with crash recovery (both: postgres only)
   --kill                    the same as --fault kill
   --out FILE                JSON summary (default loadtest-results/summary.json)
   --max-requests N          hard cap on HTTP requests sent (default 200000)`
@@ -95,6 +100,11 @@ function faultOf(named: string | undefined, kill: boolean): FaultKind | undefine
   return kill ? 'kill' : fault
 }
 
+/** The faults that take the PostgreSQL server down (`faults/database.ts`). */
+export function isDatabaseFault(fault: string | undefined): boolean {
+  return fault === 'pg-restart' || fault === 'pg-kill'
+}
+
 function readArgs(argv: string[]) {
   return parseArgs({
     args: argv,
@@ -118,6 +128,16 @@ function readArgs(argv: string[]) {
   }).values
 }
 
+/** A database fault restarts PostgreSQL: it cannot run on SQLite. */
+function refuseSqliteWithDatabaseFault(fault: string | undefined, store: string | undefined): void {
+  if (isDatabaseFault(fault) && store === 'sqlite') {
+    throw new UsageError(
+      `--fault ${fault} restarts the PostgreSQL server: it needs --store postgres (the default), ` +
+        'not --store sqlite'
+    )
+  }
+}
+
 /** Throws {@link UsageError} (with an empty message for `--help`). */
 export function parseOptions(argv: string[]): LoadtestOptions {
   let values: ReturnType<typeof readArgs>
@@ -127,6 +147,7 @@ export function parseOptions(argv: string[]): LoadtestOptions {
     throw new UsageError(error instanceof Error ? error.message : String(error))
   }
   if (values.help) throw new UsageError('')
+  refuseSqliteWithDatabaseFault(values.fault, values.store)
   return {
     durationS: bounded('duration', values.duration, 1, 3600),
     replicas: bounded('replicas', values.replicas, 2, 16),

@@ -6,6 +6,7 @@
  * tasks scenario's section, the problems the store check found and the first failed flows.
  */
 import { ERAS, type Era, type Percentiles } from './metrics.ts'
+import type { DatabaseReport } from './faults/database.ts'
 import type { RollingReport } from './faults/rolling.ts'
 import type { EraSummary, FaultReport, LoadtestSummary, TasksSummary } from './report.ts'
 
@@ -89,7 +90,25 @@ function faultLine(fault: FaultReport): string {
         `promoted by ${promoted_at_s} s${verdict}`
       )
     }
+    case 'pg-restart':
+    case 'pg-kill':
+      return (
+        `PostgreSQL ${fault.kind === 'pg-kill' ? 'SIGKILLed' : 'stopped'} at ${fault.down_at_s} s, ` +
+        `back at ${fault.back_at_s} s (${fault.outage_s} s down), ${fault.refused} requests refused; ` +
+        `replicas serving again by ${fault.recovered_at_s ?? 'never'} s${verdict}`
+      )
   }
+}
+
+/** A database fault: the outage, the requests refused in it, each replica's time to recover. */
+function databaseSection(fault: DatabaseReport): string[] {
+  return aligned([
+    ['replica', 'store served again after the server was back'],
+    ...fault.recovery.map((r): [string, string] => [
+      r.replica,
+      r.recovered_ms === null ? 'NOT within the bound' : `${r.recovered_ms} ms`,
+    ]),
+  ])
 }
 
 /** Every restart of a rolling deploy: when, how the replica ended, how long it drained. */
@@ -187,6 +206,9 @@ export function formatTable(s: LoadtestSummary): string {
   rows.push(['errors', counts(s.errors)])
   const lines = aligned(rows)
   if (s.fault?.kind === 'rolling') lines.push('', ...rollingSection(s.fault))
+  if (s.fault?.kind === 'pg-restart' || s.fault?.kind === 'pg-kill') {
+    lines.push('', ...databaseSection(s.fault))
+  }
   lines.push('', ...aligned(eraRows(s.eras)))
 
   for (const era of ERAS) {

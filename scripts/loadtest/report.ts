@@ -37,6 +37,7 @@ import {
   type Percentiles,
   type TaskMetrics,
 } from './metrics.ts'
+import type { DatabaseReport } from './faults/database.ts'
 import type { AllowedFailures } from './faults/fault.ts'
 import type { KillReport } from './faults/kill.ts'
 import type { RollingReport } from './faults/rolling.ts'
@@ -47,7 +48,7 @@ import type { TaskVerification } from './task-verify.ts'
 import type { EraVerification, Verification } from './verify.ts'
 
 /** The fault's own section, by kind (`faults/*.ts`). */
-export type FaultReport = KillReport | RollingReport
+export type FaultReport = KillReport | RollingReport | DatabaseReport
 
 export interface EraSummary {
   users: number

@@ -8,8 +8,12 @@
  * avoid in `X-Previous-Replica` when the balancer is `avoid-previous` (see `nginx-config.ts`).
  *
  * Also the run's request cap ({@link claimRequest}): every attempt of every agent counts; what an
- * agent is set up with ({@link AgentSetup}); and the bound on one of its calls ({@link CALL_TIMEOUT_MS}).
+ * agent is set up with ({@link AgentSetup}); the bound on one of its calls ({@link CALL_TIMEOUT_MS});
+ * and what both agents recognise as a replica's clean refusal while the store cannot be reached
+ * ({@link storeOutageAnswer}: HTTP 503, `Retry-After`, JSON-RPC `StoreUnavailable`), counted apart
+ * from other 5xx, and the failure kind a call refused so ends with ({@link STORE_UNAVAILABLE_KIND}).
  */
+import { ErrorCode } from '../../src/mcp/errors.ts'
 import { WrongOutcome } from './flows.ts'
 import type { CallMetrics, Metrics } from './metrics.ts'
 import { PREVIOUS_REPLICA_HEADER } from './nginx-config.ts'
@@ -24,6 +28,30 @@ const DOWN_MS = 1_000
  * beyond that the cap is hard and the call fails.
  */
 const CAP_HEADROOM_PER_USER = 200
+
+/** The clean failure of a call a replica refused because the store could not be reached. */
+export const STORE_UNAVAILABLE_KIND = 'store_unavailable'
+
+/** Whether a JSON-RPC error code is the store outage's (`StoreUnavailable`). */
+export function isStoreUnavailableCode(code: unknown): boolean {
+  return code === ErrorCode.StoreUnavailable
+}
+
+/**
+ * Whether `response` is a replica's refusal because the store cannot be reached: HTTP 503 from a
+ * replica (`X-Replica`) with `Retry-After` and the JSON-RPC error `StoreUnavailable`. Reads a copy
+ * of the body, and only of such a 503.
+ */
+export async function storeOutageAnswer(response: Response): Promise<boolean> {
+  const { status, headers } = response
+  if (status !== 503 || !headers.has('retry-after') || !headers.has('x-replica')) return false
+  try {
+    const message = (await response.clone().json()) as { error?: { code?: unknown } }
+    return isStoreUnavailableCode(message.error?.code)
+  } catch {
+    return false
+  }
+}
 
 export interface Endpoint {
   id: string
@@ -107,10 +135,12 @@ export class Rotation {
   /**
    * Records how an attempt to `url` ended: `replica` is who answered (`X-Replica`); without one (no
    * response, or a gateway's), the attempt failed and direct mode leaves that replica alone a moment.
+   * `storeOutage`: the answer was the store outage's refusal ({@link storeOutageAnswer}).
    */
-  settled(url: string, status: number, replica: string | undefined): void {
+  settled(url: string, status: number, replica: string | undefined, storeOutage = false): void {
     const { metrics } = this.#setup
-    if (status >= 500) {
+    if (storeOutage) metrics.storeRefused(performance.now())
+    else if (status >= 500) {
       if (replica) metrics.replica5xx += 1
       else metrics.gateway5xx += 1
     }

@@ -3,8 +3,11 @@
  * The one store every replica of a run shares, fresh per run: a scratch PostgreSQL database (on the
  * server of `DATABASE_URL` (which must answer), else of `TEST_DATABASE_URL` or 127.0.0.1:5432 when
  * one answers, see `scripts/support/postgres.ts`), or an SQLite file in a temporary DATA_DIR. Without
- * `--store`, PostgreSQL is used when a server answers, SQLite otherwise. Hands out the replicas'
- * environment, opens the same store in this process for the final check, and removes it afterwards.
+ * `--store`, PostgreSQL is used when a server answers, SQLite otherwise. With `privateServer` (the
+ * database faults, `faults/database.ts`) the scratch database is on a PostgreSQL server of the run's
+ * own (`scripts/support/private-postgres.ts`), which the store hands over as `server` for the fault
+ * to stop, kill and start, and disposes of afterwards. Hands out the replicas' environment, opens the
+ * same store in this process for the final check, and removes it afterwards.
  *
  * Also the census of task records (`taskRecords`): every row of the `tasks` table with its status
  * and lease, read with plain SQL (the store's interface finds tasks by id only, and the check must
@@ -23,6 +26,7 @@ import type { NotesStore } from '../../src/notes/store.ts'
 import { PostgresNotesStore } from '../../src/storage/postgres.ts'
 import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
 import { tempDataDir } from '../support/local-resources.ts'
+import { startPrivatePostgres, type PrivatePostgres } from '../support/private-postgres.ts'
 import {
   createScratchDatabase,
   findPostgresServer,
@@ -40,7 +44,9 @@ export interface SharedStore {
   open(): Promise<NotesStore>
   /** Every task record in the store now. */
   taskRecords(): Promise<TaskRow[]>
-  /** Drops the scratch database or deletes the data directory. */
+  /** The run's own PostgreSQL server, with `privateServer`: the database faults take it down. */
+  server?: PrivatePostgres
+  /** Drops the scratch database or deletes the data directory (and stops the private server). */
   dispose(): Promise<void>
 }
 
@@ -81,31 +87,55 @@ function withoutPassword(url: string): string {
   return parsed.href
 }
 
-export async function prepareStore(choice: StoreKind | undefined): Promise<SharedStore> {
+/** A scratch database on the server behind `serverUrl`; `server`: the run's own, disposed of too. */
+async function postgresStore(serverUrl: string, server?: PrivatePostgres): Promise<SharedStore> {
+  const scratch = await createScratchDatabase(serverUrl)
+  let census: postgres.Sql | undefined
+  return {
+    kind: 'postgres',
+    where: withoutPassword(scratch.url) + (server ? ' (a private server)' : ''),
+    env: { DATABASE_URL: scratch.url },
+    server,
+    async open() {
+      const store = new PostgresNotesStore({ url: scratch.url, max: 2 })
+      await store.migrate()
+      return store
+    },
+    async taskRecords() {
+      census ??= postgres(scratch.url, { max: 1, onnotice: () => {} })
+      return (await census.unsafe(TASK_CENSUS)).map(taskRow)
+    },
+    async dispose() {
+      try {
+        await census?.end({ timeout: 5 })
+        await scratch.drop()
+      } finally {
+        await server?.dispose()
+      }
+    },
+  }
+}
+
+/**
+ * The run's store (module header). `privateServer`: on a private PostgreSQL server (the caller
+ * refuses `--store sqlite` with it).
+ */
+export async function prepareStore(
+  choice: StoreKind | undefined,
+  privateServer = false
+): Promise<SharedStore> {
+  if (privateServer) {
+    const server = await startPrivatePostgres()
+    try {
+      return await postgresStore(server.url, server)
+    } catch (error) {
+      await server.dispose()
+      throw error
+    }
+  }
   if (choice !== 'sqlite') {
     const server = await postgresServer()
-    if (server) {
-      const scratch = await createScratchDatabase(server)
-      let census: postgres.Sql | undefined
-      return {
-        kind: 'postgres',
-        where: withoutPassword(scratch.url),
-        env: { DATABASE_URL: scratch.url },
-        async open() {
-          const store = new PostgresNotesStore({ url: scratch.url, max: 2 })
-          await store.migrate()
-          return store
-        },
-        async taskRecords() {
-          census ??= postgres(scratch.url, { max: 1, onnotice: () => {} })
-          return (await census.unsafe(TASK_CENSUS)).map(taskRow)
-        },
-        async dispose() {
-          await census?.end({ timeout: 5 })
-          await scratch.drop()
-        },
-      }
-    }
+    if (server) return postgresStore(server)
     if (choice === 'postgres') {
       throw new Error(
         'no PostgreSQL server answers: set DATABASE_URL or TEST_DATABASE_URL, or use --store sqlite'

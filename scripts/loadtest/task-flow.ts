@@ -19,7 +19,9 @@
  * to the check: its task may exist with nobody knowing its id. A first import runs to its end then
  * (on another replica once the lease runs out), all of its notes or none; a second one asks before
  * it writes, so with nobody to answer it writes nothing. A transport failure after the task is
- * known (the driver re-sends polls and answers for seconds) is an error, as is any other outcome.
+ * known (the driver re-sends polls and answers for seconds) is an error, as is any other outcome;
+ * only a store outage's refusal of them is waited through (`modern-agent.ts`), and a question whose
+ * answer it refused is answered the same when asked again.
  * The export, read-only, is re-sent.
  */
 import {
@@ -87,6 +89,8 @@ export interface TaskFlowRecord {
   resolutions: Record<string, Resolution>
   /** Questions the second import asked. */
   questions: number
+  /** The last question answered and its answer (asked again when the answer did not get through). */
+  lastAnswer?: { message: string; resolution: Resolution }
   steps: TaskStepRecord[]
   /** The export's notes, once it completed. */
   bundle?: BundleNote[]
@@ -340,8 +344,16 @@ export class TaskFlowRunner {
     return task
   }
 
-  /** Answers one conflict question of the second import, in turn overwrite, skip, keep both. */
+  /**
+   * Answers one conflict question of the second import, in turn overwrite, skip, keep both. The
+   * question just answered, asked again (its `tasks/update` did not get through: refused while the
+   * store was down), gets the same answer.
+   */
   #resolve(record: TaskFlowRecord, question: Question): Answer {
+    const last = record.lastAnswer
+    if (last?.message === question.message) {
+      return { action: 'accept', content: { resolution: last.resolution } }
+    }
     const titles = [...question.message.matchAll(/"([^"]+)"/g)].map((match) => match[1] as string)
     const again = new Set(record.second.again.map((note) => note.title))
     if (
@@ -355,6 +367,7 @@ export class TaskFlowRunner {
       (record.seq + record.questions++) % RESOLUTIONS.length
     ] as Resolution
     for (const title of titles) record.resolutions[title] = resolution
+    record.lastAnswer = { message: question.message, resolution }
     return { action: 'accept', content: { resolution } }
   }
 }

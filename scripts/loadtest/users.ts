@@ -12,7 +12,8 @@
  * How a flow ends, for every user: completed; failed cleanly (the agent's wire broke — a
  * `CallError` with `transport` — so the user saw an error; the store check decides whether anything
  * was left half done, and `report.ts` whether such a failure was acceptable: only a 2025 request
- * the killed replica never answered, in the fault window, see {@link FAULT_GRACE_MS}); or with an
+ * the killed replica never answered, in the fault window, see `metrics.ts`'s `FAULT_GRACE_MS`; with a
+ * database fault, a request refused for the store outage); or with an
  * error (anything else: a wrong answer, a protocol error, a timeout), which fails the run.
  */
 import { LegacyAgent } from './legacy-agent.ts'
@@ -28,12 +29,6 @@ import { ERA_FLOWS, type CallMetrics, type Era, type FlowCounts, type Metrics } 
 import { ModernAgent } from './modern-agent.ts'
 import type { AgentSetup, RoutingSetup } from './routing.ts'
 import { newTaskFlow, TaskFlowRunner, type TaskFlowRecord } from './task-flow.ts'
-
-/**
- * A clean failure counts as caused by the fault when it happened between the SIGKILL and this long
- * after the restart (nginx leaves a failed replica alone for 1 s; streams break at the kill).
- */
-const FAULT_GRACE_MS = 5_000
 
 export interface UserSetup extends RoutingSetup {
   runId: string
@@ -93,7 +88,7 @@ async function settle(
     } else if (error instanceof CallError && error.transport) {
       record.failedCleanly = true
       counts.failedCleanly += 1
-      group.cleanFailure(error.kind, !setup.metrics.inFaultWindow(error.at, FAULT_GRACE_MS))
+      group.cleanFailure(error.kind, !setup.metrics.inFaultWindow(error.at))
     } else {
       group.error(errorKind(error))
     }

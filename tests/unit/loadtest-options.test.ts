@@ -15,13 +15,15 @@ describe('the load test options: faults', () => {
     [['--fault', 'kill'], 'kill'],
     [['--fault', 'kill', '--kill'], 'kill'],
     [['--fault', 'rolling'], 'rolling'],
+    [['--fault', 'pg-restart'], 'pg-restart'],
+    [['--fault', 'pg-kill', '--store', 'postgres'], 'pg-kill'],
   ])('%j injects %s', (argv, fault) => {
     expect(parseOptions(argv).fault).toBe(fault)
   })
 
   it('refuses a fault it does not know, naming the ones it does', () => {
     expect(() => parseOptions(['--fault', 'flood'])).toThrow(
-      new UsageError('--fault must be one of kill, rolling, got flood')
+      new UsageError('--fault must be one of kill, rolling, pg-restart, pg-kill, got flood')
     )
   })
 
@@ -30,4 +32,17 @@ describe('the load test options: faults', () => {
       /--kill and --fault rolling cannot be combined/
     )
   })
+})
+
+describe('the load test options: database faults', () => {
+  it.each(['pg-restart', 'pg-kill'])(
+    'refuses --fault %s on SQLite: it restarts PostgreSQL',
+    (fault) => {
+      expect(() => parseOptions(['--fault', fault, '--store', 'sqlite'])).toThrow(
+        new UsageError(
+          `--fault ${fault} restarts the PostgreSQL server: it needs --store postgres (the default), not --store sqlite`
+        )
+      )
+    }
+  )
 })

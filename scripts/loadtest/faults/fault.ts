@@ -6,14 +6,15 @@
  * each group of users may end a flow with inside that window (`allowed`: none for a fault the fleet
  * must absorb without a visible failure); and what the run must set up for it before any replica
  * starts (`holdImports`: the replicas start through the held-import entry). The faults themselves:
- * `kill.ts` (SIGKILL one replica), `rolling.ts` (a rolling deploy with a key rotation).
+ * `kill.ts` (SIGKILL one replica), `rolling.ts` (a rolling deploy with a key rotation),
+ * `database.ts` (the PostgreSQL server restarted or killed, then back).
  */
 import type { Metrics } from '../metrics.ts'
 import type { ReplicaProcess } from '../processes.ts'
 import type { SharedStore } from '../store.ts'
 
 /** The faults a run can inject (`--fault NAME`; `--kill` is `--fault kill`). */
-export const FAULT_KINDS = ['kill', 'rolling'] as const
+export const FAULT_KINDS = ['kill', 'rolling', 'pg-restart', 'pg-kill'] as const
 export type FaultKind = (typeof FAULT_KINDS)[number]
 
 /** What a fault sees of the run. */
