@@ -7,7 +7,9 @@
  * (the final round of `delete_note` refused during the outage, then retried, deletes once). Once it
  * is back the same process serves again, no restart, and a `subscriptions/listen` stream opened
  * before the outage gets a list-changed hint when the event bus hears again, then hears a change made
- * after it. Waits are bounded only by the test timeout, never asserted. Skipped, visibly, without the
+ * after it. A 2025 call waiting for the person's answer lives through an outage: the answer POSTed
+ * meanwhile is refused (503), and the same answer POSTed once it is back ends the call. Waits are
+ * bounded only by the test timeout, never asserted. Skipped, visibly, without the
  * PostgreSQL server binaries; under `CI=true` their absence fails the file.
  */
 import postgres from 'postgres'
@@ -21,6 +23,7 @@ import { McpClient, type JsonRpcNotification } from '../../src/client/index.ts'
 import { formatKeyRing, generateKey } from '../../src/mcp/key-ring.ts'
 import { serviceTestsRun } from '../support/ci.ts'
 import { mcpInit, type JsonObject } from '../support/mcp-request.ts'
+import { SseReader } from '../support/legacy-request.ts'
 import { startServer, tempDataDir, type ServerProcess } from '../support/server-process.ts'
 
 const binariesFound = serviceTestsRun(
@@ -85,8 +88,10 @@ function call2026(name: string, params: JsonObject): Promise<Response> {
   return fetch(server!.url, { ...init, headers })
 }
 
-/** A 2025-era session, initialized while the database is up. */
-async function session2025(): Promise<(message: JsonObject) => Promise<Response>> {
+/** A 2025-era session (with `capabilities`), initialized while the database is up. */
+async function session2025(
+  capabilities: JsonObject = {}
+): Promise<(message: JsonObject) => Promise<Response>> {
   const headers = {
     'content-type': 'application/json',
     accept: 'application/json, text/event-stream',
@@ -100,7 +105,7 @@ async function session2025(): Promise<(message: JsonObject) => Promise<Response>
       method: 'initialize',
       params: {
         protocolVersion: '2025-11-25',
-        capabilities: {},
+        capabilities,
         clientInfo: { name: 'outage-test', version: '0' },
       },
     }),
@@ -117,7 +122,7 @@ async function session2025(): Promise<(message: JsonObject) => Promise<Response>
   return post
 }
 
-async function expectRefused(response: Response, id: number): Promise<void> {
+async function expectRefused(response: Response, id: number | null): Promise<void> {
   expect(response.status).toBe(503)
   expect(response.headers.get('retry-after')).toBe('5')
   expect(await response.json()).toEqual({ jsonrpc: '2.0', id, error: REFUSAL })
@@ -233,4 +238,31 @@ describe.skipIf(!binariesFound)('a notes server whose PostgreSQL goes away', () 
     },
     120_000
   )
+
+  it('keeps a 2025 call that waits for the person across the outage: the answer refused meanwhile is taken once it is back', async () => {
+    const post2025 = await session2025({ elicitation: {} })
+    const victim = await createNote('waits across the outage')
+    const call = new SseReader(
+      await post2025({
+        id: 20,
+        method: 'tools/call',
+        params: { name: 'delete_note', arguments: { id: victim } },
+      })
+    )
+    const ask = (await call.next())!
+    expect(ask.method).toBe('elicitation/create')
+    const answer = { id: ask.id, result: { action: 'accept', content: { confirm: true } } }
+
+    await database!.stop('fast')
+    try {
+      await expectRefused(await post2025(answer), null)
+    } finally {
+      await database!.start()
+    }
+    expect((await post2025(answer)).status).toBe(202)
+    const final = (await call.next())!
+    expect(final).toMatchObject({ id: 20, result: { content: [{ type: 'text' }] } })
+    expect(JSON.stringify(final.result.content)).toContain('Deleted')
+    expect(await notesTitled('waits across the outage')).toBe(0)
+  }, 120_000)
 })

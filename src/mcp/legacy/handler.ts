@@ -30,7 +30,6 @@
  * message of a batch) learns its session and is settled where its answer is decided, and GET
  * streams are counted while open.
  */
-import { requestIdOf } from '../envelope.ts'
 import { StoreUnavailableError, errorMessage } from '../errors.ts'
 import type { EventBus } from '../event-bus.ts'
 import {
@@ -228,12 +227,15 @@ export function createLegacyEra<Deps>(options: LegacyEraOptions<Deps>): LegacyEr
   const era = legacyEraContext(options)
   return {
     async post(raw, input, observation) {
+      // The id a failure answers: a lone request's (none for a batch, a notification or an answer).
+      let id: RequestId | null = null
       try {
         const message = Array.isArray(raw) ? readBatch(raw) : readMessage(raw)
+        if (message.kind === 'request') id = message.id
         if (message.kind === 'request' && message.method === LEGACY_METHODS.initialize) {
           return await initialize(era, message.id, message.params, input, observation)
         }
-        const opened = await openSession(era, input, message.kind === 'request' ? message.id : null)
+        const opened = await openSession(era, input, id)
         const { session } = opened
         observation?.session(session.sid, session.protocolVersion)
         const renewal = renewedSessionId(era, opened, input)
@@ -245,7 +247,7 @@ export function createLegacyEra<Deps>(options: LegacyEraOptions<Deps>): LegacyEr
         return withSessionId(response, await renewal)
       } catch (error) {
         observation?.failed(error)
-        return failed(era, error, requestIdOf(raw))
+        return failed(era, error, id)
       }
     },
 
