@@ -23,6 +23,10 @@
  * costs the default run little: two users, one flow at a time, polling at the server's 1 s, so the
  * run ends a flow's length (a few seconds) after the others at most. With tasks, the kill is aimed
  * at a running task (`faults/kill.ts`).
+ * With `--soak MINUTES` (no fault) the run lasts that long at a steady rate (`--rate`, 20 flows/s
+ * by default, `loadtest/pacing.ts`), its replicas start sampled (`support/sampled-replica.ts`), and
+ * every replica's memory and handles are sampled throughout (`loadtest/soak-sampler.ts`) and judged
+ * (`loadtest/soak.ts`): a replica that grows past a bound fails the run.
  * After the users, every task is read with `tasks/get` until it is terminal or a takeover's bound
  * more has passed (`loadtest/task-verify.ts`): what is still running then is stuck.
  *
@@ -62,6 +66,8 @@ import { TAKEOVER_BOUND_MS, taskFlowTagOf, type TaskFlowRecord } from './loadtes
 import { settleTasks, verifyTasks } from './loadtest/task-verify.ts'
 import { runVirtualUsers } from './loadtest/users.ts'
 import { readAllNotes, verifyStore } from './loadtest/verify.ts'
+import { SoakSampler } from './loadtest/soak-sampler.ts'
+import { judgeSoak, sampleIntervalMs, type ReplicaSeries } from './loadtest/soak.ts'
 import { freePort, tempDataDir } from './support/local-resources.ts'
 
 /** After the duration, how long flows in flight may take before the watchdog aborts them. */
@@ -136,7 +142,8 @@ async function run(options: LoadtestOptions, watchdog: AbortController): Promise
     const fault = chooseFault(options, stateKeys)
     const replicas: ReplicaProcess[] = []
     for (let i = 1; i <= options.replicas; i++) {
-      replicas.push(new ReplicaProcess(`r${i}`, await freePort(), env, fault?.holdImports))
+      const entry = fault?.holdImports ? 'held-imports' : options.soakMinutes ? 'sampled' : 'server'
+      replicas.push(new ReplicaProcess(`r${i}`, await freePort(), env, entry))
     }
     await Promise.all(replicas.map((replica) => replica.start()))
     await fault?.prepare?.(replicas)
@@ -161,7 +168,8 @@ async function run(options: LoadtestOptions, watchdog: AbortController): Promise
       `notes-mcp load test: ${options.mode}${balancer ? ` via nginx (${options.balancer})` : ''}, ` +
         `${store.kind} (${store.where}), ${options.replicas} replicas, ${options.users} users ` +
         `(2025 share ${options.legacyShare}) and ${options.taskUsers} task users, ` +
-        `${options.durationS} s${fault ? `, ${fault.describe}` : ''}`
+        `${options.durationS} s${fault ? `, ${fault.describe}` : ''}` +
+        `${options.rate ? `, paced to ${options.rate} flows/s` : ''}`
     )
     const metrics = new Metrics()
     const ledger: FlowRecord[] = []
@@ -191,6 +199,11 @@ async function run(options: LoadtestOptions, watchdog: AbortController): Promise
       log: (line) => console.log(`  fault: ${line}`),
     }
     let faultInProgress = fault !== undefined
+    const sampleEveryMs = sampleIntervalMs(options.durationS)
+    const sampler = options.soakMinutes
+      ? new SoakSampler(replicas, start, sampleEveryMs, durationMs + GRACE_MS)
+      : undefined
+    let soakSeries: ReplicaSeries[] | undefined
     const faultRun = fault?.run(context).then(
       (outcome) => outcome,
       (error: unknown) => ({ error })
@@ -207,6 +220,7 @@ async function run(options: LoadtestOptions, watchdog: AbortController): Promise
         users: options.users,
         legacyShare: options.legacyShare,
         taskUsers: options.taskUsers,
+        rate: options.rate,
         signal: watchdog.signal,
         metrics,
         ledger,
@@ -214,6 +228,7 @@ async function run(options: LoadtestOptions, watchdog: AbortController): Promise
       })
     } finally {
       clearInterval(progress)
+      soakSeries = await sampler?.stop()
     }
     const elapsedS = (performance.now() - start) / 1000
     const faultOutcome = faultRun ? await faultRun : undefined
@@ -264,6 +279,14 @@ async function run(options: LoadtestOptions, watchdog: AbortController): Promise
       elapsedS,
       fault: faultOutcome?.report ?? null,
       allowed: fault?.allowed,
+      soak:
+        soakSeries &&
+        judgeSoak({
+          durationS: Math.min(options.durationS, elapsedS),
+          rate: options.rate ?? 0,
+          intervalMs: sampleEveryMs,
+          series: soakSeries,
+        }),
     })
     await mkdir(dirname(options.out), { recursive: true })
     await writeFile(options.out, `${JSON.stringify(summary, null, 2)}\n`)

@@ -29,7 +29,19 @@ export interface LoadtestOptions {
   fault: FaultKind | undefined
   out: string
   maxRequests: number
+  /** `--soak MINUTES`: the run's length, and its replicas' memory and handles are judged. */
+  soakMinutes: number | undefined
+  /** Flows per second the era users pace themselves to, all together; `undefined`: unpaced. */
+  rate: number | undefined
 }
+
+/** The soak's default pace (`--rate`): well under what this 2-core machine serves unpaced. */
+export const SOAK_DEFAULT_RATE = 20
+/** A soak's default request cap allows this many requests per flow at its rate… */
+const SOAK_REQUESTS_PER_FLOW = 10
+/** …and this many per second for each task user. */
+const SOAK_TASK_REQUESTS_PER_S = 2
+const DEFAULT_MAX_REQUESTS = 200_000
 
 export const USAGE = `Usage: npm run loadtest -- [options]
   --duration SECONDS        how long virtual users start new flows (default 30, at most 3600)
@@ -62,8 +74,17 @@ export const USAGE = `Usage: npm run loadtest -- [options]
                             pg-kill: the same server SIGKILLed and started again 6 s later,
                             with crash recovery (both: postgres only)
   --kill                    the same as --fault kill
+  --soak MINUTES            a long run at a steady rate instead of --duration (0.5 to 1440,
+                            fractions allowed; no fault): every replica's resident set, heap
+                            after a full GC, active handles and open descriptors are sampled
+                            throughout, and the run fails when one grows past its bound after
+                            the warm-up (see the README's "Proving it")
+  --rate FLOWS_PER_S        the users pace themselves to this many flows per second overall,
+                            task users to one flow each per 30 s (default with --soak ${SOAK_DEFAULT_RATE};
+                            otherwise unpaced: as fast as the fleet answers)
   --out FILE                JSON summary (default loadtest-results/summary.json)
-  --max-requests N          hard cap on HTTP requests sent (default 200000)`
+  --max-requests N          hard cap on HTTP requests sent (default ${DEFAULT_MAX_REQUESTS}; with
+                            --soak, ${SOAK_REQUESTS_PER_FLOW} per flow at its rate and ${SOAK_TASK_REQUESTS_PER_S}/s per task user)`
 
 export class UsageError extends Error {
   override name = 'UsageError'
@@ -73,6 +94,14 @@ function bounded(name: string, raw: string, min: number, max: number): number {
   const value = Number(raw)
   if (!Number.isInteger(value) || value < min || value > max) {
     throw new UsageError(`--${name} must be an integer from ${min} to ${max}, got ${raw}`)
+  }
+  return value
+}
+
+function decimal(name: string, raw: string, min: number, max: number): number {
+  const value = Number(raw)
+  if (raw.trim() === '' || !Number.isFinite(value) || value < min || value > max) {
+    throw new UsageError(`--${name} must be a number from ${min} to ${max}, got ${raw}`)
   }
   return value
 }
@@ -111,7 +140,7 @@ function readArgs(argv: string[]) {
     strict: true,
     allowPositionals: false,
     options: {
-      duration: { type: 'string', default: '30' },
+      duration: { type: 'string' },
       replicas: { type: 'string', default: '3' },
       users: { type: 'string', default: '20' },
       'legacy-share': { type: 'string', default: '0.5' },
@@ -122,7 +151,9 @@ function readArgs(argv: string[]) {
       fault: { type: 'string' },
       kill: { type: 'boolean', default: false },
       out: { type: 'string', default: 'loadtest-results/summary.json' },
-      'max-requests': { type: 'string', default: '200000' },
+      'max-requests': { type: 'string' },
+      soak: { type: 'string' },
+      rate: { type: 'string' },
       help: { type: 'boolean', default: false },
     },
   }).values
@@ -148,20 +179,56 @@ export function parseOptions(argv: string[]): LoadtestOptions {
   }
   if (values.help) throw new UsageError('')
   refuseSqliteWithDatabaseFault(values.fault, values.store)
+  const fault = faultOf(values.fault, values.kill)
+  const soakMinutes =
+    values.soak === undefined ? undefined : decimal('soak', values.soak, 0.5, 1440)
+  if (soakMinutes !== undefined && values.duration !== undefined) {
+    throw new UsageError("--soak MINUTES is the run's length: give it or --duration, not both")
+  }
+  if (soakMinutes !== undefined && fault !== undefined) {
+    throw new UsageError(
+      `--soak and --fault ${fault} cannot be combined: a soak measures a steady fleet, and a ` +
+        'restarted replica starts its memory again'
+    )
+  }
+  const durationS =
+    soakMinutes === undefined
+      ? bounded('duration', values.duration ?? '30', 1, 3600)
+      : Math.round(soakMinutes * 60)
+  const rate =
+    values.rate !== undefined
+      ? decimal('rate', values.rate, 0.1, 1000)
+      : soakMinutes === undefined
+        ? undefined
+        : SOAK_DEFAULT_RATE
+  const taskUsers = bounded('tasks', values.tasks, 0, 50)
+  const maxRequests =
+    values['max-requests'] !== undefined
+      ? bounded('max-requests', values['max-requests'], 1, 10_000_000)
+      : soakMinutes === undefined || rate === undefined
+        ? DEFAULT_MAX_REQUESTS
+        : Math.max(
+            DEFAULT_MAX_REQUESTS,
+            Math.ceil(
+              durationS * (rate * SOAK_REQUESTS_PER_FLOW + taskUsers * SOAK_TASK_REQUESTS_PER_S)
+            )
+          )
   return {
-    durationS: bounded('duration', values.duration, 1, 3600),
+    durationS,
     replicas: bounded('replicas', values.replicas, 2, 16),
     users: bounded('users', values.users, 1, 500),
     legacyShare: share('legacy-share', values['legacy-share']),
-    taskUsers: bounded('tasks', values.tasks, 0, 50),
+    taskUsers,
     mode: oneOf('mode', values.mode, ['direct', 'balanced'] as const),
     store:
       values.store === undefined
         ? undefined
         : oneOf('store', values.store, ['postgres', 'sqlite'] as const),
     balancer: oneOf('balancer', values.balancer, ['avoid-previous', 'round-robin'] as const),
-    fault: faultOf(values.fault, values.kill),
+    fault,
     out: resolve(values.out),
-    maxRequests: bounded('max-requests', values['max-requests'], 1, 10_000_000),
+    maxRequests,
+    soakMinutes,
+    rate,
   }
 }

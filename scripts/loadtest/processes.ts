@@ -1,9 +1,10 @@
 /**
  * @module scripts/loadtest/processes
  * The processes a load-test run starts: Node replicas (`src/node.ts`, each on a fixed loopback port
- * so a replica killed mid-run restarts where nginx and the clients expect it; with `holdImports`,
- * the same server through `scripts/support/held-import-replica.ts`, whose imports the run can hold
- * mid-way over the IPC channel, `hold`) and nginx
+ * so a replica killed mid-run restarts where nginx and the clients expect it; with the `held-imports`
+ * entry, the same server through `scripts/support/held-import-replica.ts`, whose imports the run can hold
+ * mid-way over the IPC channel, `hold`; with `sampled`, through `scripts/support/sampled-replica.ts`
+ * with `--expose-gc`, which a soak samples, `sample`, by its `pid` and IPC channel) and nginx
  * (foreground, `-p <run dir> -c <generated config>`). A replica ends as a fault wants it: `kill`
  * (SIGKILL), or `terminate` (SIGTERM and its own drain, reporting how it exited), and `start` again
  * may change its environment (a new release's key ring). Every child is remembered until it exits:
@@ -19,12 +20,25 @@ import { connect } from 'node:net'
 import { join } from 'node:path'
 import type { Readable } from 'node:stream'
 import { IPC_STDIO, ImportHold } from '../support/import-hold.ts'
+import { sampleReplica, type ReplicaSample } from '../support/replica-sampling.ts'
 
 const root = join(import.meta.dirname, '../..')
 
 const STARTUP_TIMEOUT_MS = 20_000
 const STOP_GRACE_MS = 3_000
 const OUTPUT_LIMIT = 32 * 1024
+
+/**
+ * How a replica runs: `src/node.ts` as deployed, or one of the harness entries around the same
+ * server that talk over an IPC channel: an import hold, or memory and handle sampling.
+ */
+export type ReplicaEntry = 'server' | 'held-imports' | 'sampled'
+
+const ENTRIES: Record<ReplicaEntry, { script: string; nodeFlags: string[] }> = {
+  server: { script: 'src/node.ts', nodeFlags: [] },
+  'held-imports': { script: 'scripts/support/held-import-replica.ts', nodeFlags: [] },
+  sampled: { script: 'scripts/support/sampled-replica.ts', nodeFlags: ['--expose-gc'] },
+}
 
 const live = new Set<ChildProcess>()
 /** Children that lead their own process group (nginx: its workers outlive a SIGKILLed master). */
@@ -65,22 +79,27 @@ export class ReplicaProcess {
   readonly id: string
   readonly port: number
   #env: Record<string, string>
-  readonly #holdImports: boolean
+  readonly #entry: ReplicaEntry
   readonly #output = new OutputTail()
   #child: ChildProcess | undefined
   #hold: ImportHold | undefined
   /** How many times the process was (re)started. */
   starts = 0
 
-  /** `holdImports`: start it through the held-import entry, so that {@link hold} is there. */
-  constructor(id: string, port: number, env: Record<string, string>, holdImports = false) {
+  /** `held-imports`: {@link hold} is there; `sampled`: {@link sample} is. */
+  constructor(
+    id: string,
+    port: number,
+    env: Record<string, string>,
+    entry: ReplicaEntry = 'server'
+  ) {
     this.id = id
     this.port = port
     this.#env = { ...env, REPLICA_ID: id, HOST: '127.0.0.1', PORT: String(port) }
-    this.#holdImports = holdImports
+    this.#entry = entry
   }
 
-  /** The import hold of the running process (a restart starts unarmed); only with `holdImports`. */
+  /** The import hold of the running process (a restart starts unarmed); only with `held-imports`. */
   get hold(): ImportHold {
     if (!this.#hold) throw new Error(`replica ${this.id} was not started with an import hold`)
     return this.#hold
@@ -92,6 +111,19 @@ export class ReplicaProcess {
 
   get running(): boolean {
     return running(this.#child)
+  }
+
+  /** The running process's id (`undefined` when it is not running). */
+  get pid(): number | undefined {
+    return running(this.#child) ? this.#child.pid : undefined
+  }
+
+  /** One sample of the running process's memory and handles; only with the `sampled` entry. */
+  sample(timeoutMs: number): Promise<ReplicaSample> {
+    const child = this.#child
+    if (this.#entry !== 'sampled') throw new Error(`replica ${this.id} was not started sampled`)
+    if (!running(child)) return Promise.reject(new Error(`replica ${this.id} is not running`))
+    return sampleReplica(child, timeoutMs)
   }
 
   output(): string {
@@ -106,16 +138,16 @@ export class ReplicaProcess {
   async start(changes: Record<string, string> = {}): Promise<void> {
     if (this.running) throw new Error(`replica ${this.id} is already running`)
     this.#env = { ...this.#env, ...changes }
-    const entry = this.#holdImports ? 'scripts/support/held-import-replica.ts' : 'src/node.ts'
+    const { script, nodeFlags } = ENTRIES[this.#entry]
     // Output piped either way (the IPC channel is a fourth descriptor): the cast says so to the types.
-    const child = spawn(process.execPath, [join(root, entry)], {
+    const child = spawn(process.execPath, [...nodeFlags, join(root, script)], {
       cwd: root,
       env: this.#env,
-      stdio: this.#holdImports ? IPC_STDIO : ['ignore', 'pipe', 'pipe'],
+      stdio: this.#entry === 'server' ? ['ignore', 'pipe', 'pipe'] : IPC_STDIO,
     }) as ChildProcessByStdio<null, Readable, Readable>
     track(child)
     this.#child = child
-    this.#hold = this.#holdImports ? new ImportHold(child) : undefined
+    this.#hold = this.#entry === 'held-imports' ? new ImportHold(child) : undefined
     this.starts += 1
     child.stdout.on('data', this.#output.append)
     child.stderr.on('data', this.#output.append)

@@ -3,12 +3,15 @@
  * The load test's summary (`report.ts`) as the plain-text tables printed at the end of a run: the
  * run's setup, totals and infrastructure counters, the two eras side by side, then per era its
  * failures by kind (and the kinds it may fail with), its flows by kind and latency percentiles, the
- * tasks scenario's section, the problems the store check found and the first failed flows.
+ * tasks scenario's section, a soak's section (per replica: its samples, the resident set, heap and
+ * handles from first to last judged sample with their slope, and its verdict), the problems the
+ * store check found and the first failed flows.
  */
 import { ERAS, type Era, type Percentiles } from './metrics.ts'
 import type { DatabaseReport } from './faults/database.ts'
 import type { RollingReport } from './faults/rolling.ts'
 import type { EraSummary, FaultReport, LoadtestSummary, TasksSummary } from './report.ts'
+import type { MetricTrend, SoakReport } from './soak.ts'
 
 function pct(part: number, whole: number): string {
   return whole === 0 ? '—' : `${((100 * part) / whole).toFixed(1)}%`
@@ -176,6 +179,43 @@ function tasksSection(t: TasksSummary): string[] {
   ]
 }
 
+/** One metric of a soak: first → last judged value, slope per hour, growth over the window. */
+function trendCell(trend: MetricTrend | null): string {
+  if (!trend) return '—'
+  const sign = (value: number) => (value >= 0 ? `+${value}` : String(value))
+  return (
+    `${trend.first}→${trend.last} ${sign(trend.slope_per_h)}/h ` +
+    `(${sign(trend.growth)})${trend.passed ? '' : ' OVER'}`
+  )
+}
+
+/** The soak's own section: how it was judged, then a row per replica. */
+function soakSection(soak: SoakReport): string[] {
+  const { bounds } = soak
+  const per = soak.judged_by === 'slope_per_hour' ? 'per hour' : 'over the judged window'
+  return [
+    `  soak: ${soak.minutes} min at ${soak.rate_flows_per_s} flows/s, a sample every ` +
+      `${soak.sample_interval_s} s, warm-up ${soak.warmup_s} s left out, ` +
+      `${soak.judged_window_s} s judged`,
+    `  bounds ${per}: RSS ${bounds.rss} MiB, heap after GC ${bounds.heap} MiB, ` +
+      `handles ${bounds.handles}, fds ${bounds.fds}`,
+    `  ${soak.note}`,
+    ...aligned([
+      ['replica', 'samples', 'RSS MiB', 'heap MiB (after GC)', 'handles', 'fds', 'passed'],
+      ...soak.replicas.map((r): [string, ...string[]] => [
+        r.id,
+        `${r.judged_samples}/${r.samples}`,
+        trendCell(r.rss),
+        trendCell(r.heap),
+        trendCell(r.handles),
+        trendCell(r.fds),
+        r.passed ? 'yes' : 'NO',
+      ]),
+    ]),
+    ...soak.replicas.flatMap((r) => r.problems.map((p) => `    ${r.id}: ${p}`)),
+  ]
+}
+
 /** The summary as plain-text tables. */
 export function formatTable(s: LoadtestSummary): string {
   const rows: Array<[string, string]> = [
@@ -235,6 +275,7 @@ export function formatTable(s: LoadtestSummary): string {
     lines.push(...latencyTable(e.latency_ms))
   }
   if (s.tasks) lines.push('', ...tasksSection(s.tasks))
+  if (s.soak) lines.push('', ...soakSection(s.soak))
   if (s.problems.length > 0) lines.push('', '  problems:', ...s.problems.map((p) => `    ${p}`))
   if (s.failed_flow_samples.length > 0) {
     lines.push('', '  failed flows (first 10):', ...s.failed_flow_samples.map((f) => `    ${f}`))

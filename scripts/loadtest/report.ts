@@ -15,6 +15,7 @@
  * the share of a task's polls and answers served by another replica than its request before,
  * lost, duplicated, stuck, orphaned and abandoned tasks, the tasks the killed replica was running
  * and how many of them ended, and latencies (per request, and from creation to the end).
+ * `soak` (null unless `--soak`) is `soak.ts`'s judgement of every replica's memory and handles.
  *
  * Also decides whether the run passed. Per era: no error, nothing lost, duplicated or half done, and
  * every flow completed — except that a 2025 flow may fail cleanly in the fault window with a kind
@@ -26,7 +27,8 @@
  * cleanly: the task may exist, nobody knows its id); no error; nothing lost, duplicated or stuck;
  * no more tasks of unknown id than creating calls without an answer; the store agreeing with
  * `tasks/get`; every task the killed replica ran ended. For the run: flows were started, every era
- * and the tasks scenario passed, no stored note unaccounted for, no 5xx from a replica.
+ * and the tasks scenario passed, no stored note unaccounted for, no 5xx from a replica, the fault's
+ * own verdict and (a soak) no replica growing past a bound.
  */
 import {
   ERAS,
@@ -41,6 +43,7 @@ import type { DatabaseReport } from './faults/database.ts'
 import type { AllowedFailures } from './faults/fault.ts'
 import type { KillReport } from './faults/kill.ts'
 import type { RollingReport } from './faults/rolling.ts'
+import type { SoakReport } from './soak.ts'
 import type { Balancer, LoadtestOptions, StoreKind } from './options.ts'
 import type { FlowRecord } from './flows.ts'
 import type { TaskFlowRecord } from './task-flow.ts'
@@ -153,6 +156,7 @@ export interface LoadtestSummary {
   notes_stored_at_end: number
   unattributed_notes: number
   fault: FaultReport | null
+  soak: SoakReport | null
   eras: Record<Era, EraSummary>
   tasks: TasksSummary | null
   problems: string[]
@@ -171,6 +175,8 @@ export interface SummaryInput {
   fault: FaultReport | null
   /** The fault's clean failure kinds per era; none without a fault. */
   allowed?: AllowedFailures
+  /** The soak's judgement; absent unless `--soak`. */
+  soak?: SoakReport
 }
 
 const round = (value: number, digits = 3) => Math.round(value * 10 ** digits) / 10 ** digits
@@ -329,7 +335,8 @@ export function buildSummary(input: SummaryInput): LoadtestSummary {
     (tasks === null || tasks.passed) &&
     v.unattributed === 0 &&
     metrics.replica5xx === 0 &&
-    (input.fault === null || input.fault.passed)
+    (input.fault === null || input.fault.passed) &&
+    (input.soak === undefined || input.soak.passed)
   return {
     flows_started: ledger.length + (tasks?.flows_started ?? 0),
     flows_completed: completed,
@@ -368,6 +375,7 @@ export function buildSummary(input: SummaryInput): LoadtestSummary {
     notes_stored_at_end: v.storedNotes,
     unattributed_notes: v.unattributed,
     fault: input.fault,
+    soak: input.soak ?? null,
     eras,
     tasks,
     problems: v.problems,

@@ -7,7 +7,8 @@
  * time, and keeps a ledger record per flow for the store check (`verify.ts`). Besides them,
  * `taskUsers` users (numbered after the others) run the tasks scenario (`task-flow.ts`) on the
  * 2026-07-28 agent with the tasks extension declared, with a ledger of their own
- * (`task-verify.ts`).
+ * (`task-verify.ts`). With a `rate` (`--rate`, every `--soak`), each user paces its starts
+ * (`pacing.ts`): the era users share the rate, each task user starts one flow per 30 s.
  *
  * How a flow ends, for every user: completed; failed cleanly (the agent's wire broke — a
  * `CallError` with `transport` — so the user saw an error; the store check decides whether anything
@@ -16,6 +17,7 @@
  * database fault, a request refused for the store outage); or with an
  * error (anything else: a wrong answer, a protocol error, a timeout), which fails the run.
  */
+import { setTimeout as delay } from 'node:timers/promises'
 import { LegacyAgent } from './legacy-agent.ts'
 import {
   CallError,
@@ -27,6 +29,7 @@ import {
 } from './flows.ts'
 import { ERA_FLOWS, type CallMetrics, type Era, type FlowCounts, type Metrics } from './metrics.ts'
 import { ModernAgent } from './modern-agent.ts'
+import { pacersFor, taskPacersFor, type Pacer } from './pacing.ts'
 import type { AgentSetup, RoutingSetup } from './routing.ts'
 import { newTaskFlow, TaskFlowRunner, type TaskFlowRecord } from './task-flow.ts'
 
@@ -40,6 +43,8 @@ export interface UserSetup extends RoutingSetup {
   legacyShare: number
   /** Users of the tasks scenario, besides `users`. */
   taskUsers: number
+  /** Flows per second the era users pace themselves to, together; `undefined`: unpaced. */
+  rate?: number
   /** The run's watchdog: aborts every call in flight. */
   signal: AbortSignal
   metrics: Metrics
@@ -66,6 +71,20 @@ function eraOf(index: number, share: number): Era {
 function mayStart({ deadline, busyWhile, maxRequests, metrics, signal }: UserSetup): boolean {
   const due = performance.now() < deadline || (busyWhile?.() ?? false)
   return due && metrics.requests < maxRequests && !signal.aborted
+}
+
+/**
+ * {@link mayStart}, once the user's pacer (if any) lets its next flow start: a paced start that
+ * would come after the deadline (the fault no longer in progress) is not waited for.
+ */
+async function nextFlowDue(setup: UserSetup, pacer: Pacer | undefined): Promise<boolean> {
+  if (!mayStart(setup)) return false
+  if (pacer === undefined) return true
+  const now = performance.now()
+  const at = pacer.book(now)
+  if (at >= setup.deadline && !(setup.busyWhile?.() ?? false)) return false
+  if (at > now) await delay(at - now, undefined, { signal: setup.signal }).catch(() => undefined)
+  return mayStart(setup)
 }
 
 /** Runs one flow and records how it ended, in its record, `counts` and `group`. */
@@ -106,9 +125,11 @@ class VirtualUser {
   readonly #setup: UserSetup
   readonly #agent: Agent
   readonly #flows: FlowRunner
+  readonly #pacer: Pacer | undefined
 
-  constructor(index: number, setup: UserSetup) {
+  constructor(index: number, setup: UserSetup, pacer?: Pacer) {
     this.#index = index
+    this.#pacer = pacer
     this.#era = eraOf(index, setup.legacyShare)
     this.#setup = setup
     const era = setup.metrics.eras[this.#era]
@@ -129,7 +150,7 @@ class VirtualUser {
     }
     try {
       // Bounded by time and by the request cap: every flow sends at least one request.
-      for (let seq = 1; mayStart(this.#setup); seq++) {
+      for (let seq = 1; await nextFlowDue(this.#setup, this.#pacer); seq++) {
         const kinds = ERA_FLOWS[this.#era]
         const record: FlowRecord = {
           era: this.#era,
@@ -158,9 +179,11 @@ class TaskUser {
   readonly #index: number
   readonly #setup: UserSetup
   readonly #flows: TaskFlowRunner
+  readonly #pacer: Pacer | undefined
 
-  constructor(index: number, setup: UserSetup) {
+  constructor(index: number, setup: UserSetup, pacer?: Pacer) {
     this.#index = index
+    this.#pacer = pacer
     this.#setup = setup
     const { tasks } = setup.metrics
     tasks.users += 1
@@ -169,7 +192,7 @@ class TaskUser {
 
   async run(): Promise<void> {
     const { tasks } = this.#setup.metrics
-    for (let seq = 1; mayStart(this.#setup); seq++) {
+    for (let seq = 1; await nextFlowDue(this.#setup, this.#pacer); seq++) {
       const record = newTaskFlow(this.#setup.runId, this.#index, seq)
       this.#setup.taskLedger.push(record)
       await settle(this.#setup, record, tasks.flows, tasks, () => this.#flows.run(record))
@@ -179,8 +202,16 @@ class TaskUser {
 
 /** Runs the virtual users to the end of the run. */
 export async function runVirtualUsers(setup: UserSetup): Promise<void> {
+  const start = performance.now()
+  const paced = setup.rate !== undefined
+  const pacers = paced ? pacersFor(setup.users, setup.rate as number, start) : []
+  const taskPacers = paced ? taskPacersFor(setup.taskUsers, start) : []
   const users: Array<VirtualUser | TaskUser> = []
-  for (let index = 1; index <= setup.users; index++) users.push(new VirtualUser(index, setup))
-  for (let n = 1; n <= setup.taskUsers; n++) users.push(new TaskUser(setup.users + n, setup))
+  for (let index = 1; index <= setup.users; index++) {
+    users.push(new VirtualUser(index, setup, pacers[index - 1]))
+  }
+  for (let n = 1; n <= setup.taskUsers; n++) {
+    users.push(new TaskUser(setup.users + n, setup, taskPacers[n - 1]))
+  }
   await Promise.all(users.map((user) => user.run()))
 }
