@@ -8,7 +8,10 @@
  * is back the same process serves again, no restart, and a `subscriptions/listen` stream opened
  * before the outage gets a list-changed hint when the event bus hears again, then hears a change made
  * after it. A 2025 call waiting for the person's answer lives through an outage: the answer POSTed
- * meanwhile is refused (503), and the same answer POSTed once it is back ends the call. Waits are
+ * meanwhile is refused (503), and the same answer POSTed once it is back ends the call. A task
+ * running through the outage (an `import_notes` held mid-way, `scripts/support/import-hold.ts`)
+ * whose lease renewals and writes failed is taken over once it is back and imports every note once,
+ * not stuck, not failed. Waits are
  * bounded only by the test timeout, never asserted. Skipped, visibly, without the
  * PostgreSQL server binaries; under `CI=true` their absence fails the file.
  */
@@ -24,7 +27,8 @@ import { formatKeyRing, generateKey } from '../../src/mcp/key-ring.ts'
 import { serviceTestsRun } from '../support/ci.ts'
 import { mcpInit, type JsonObject } from '../support/mcp-request.ts'
 import { SseReader } from '../support/legacy-request.ts'
-import { startServer, tempDataDir, type ServerProcess } from '../support/server-process.ts'
+import { holdOf, startServer, tempDataDir, type ServerProcess } from '../support/server-process.ts'
+import { TASKS_AND_FORMS, isTerminal, rpcAt, waitForTask } from '../support/tasks.ts'
 
 const binariesFound = serviceTestsRun(
   'PostgreSQL outage tests',
@@ -43,7 +47,8 @@ let server: ServerProcess | undefined
 beforeAll(async () => {
   if (!binariesFound) return
   database = await startPrivatePostgres()
-  server = await startServer('notes', {
+  // The notes server, its imports holdable mid-way (`scripts/support/import-hold.ts`).
+  server = await startServer('held-import', {
     DATABASE_URL: database.url,
     DATA_DIR: await tempDataDir(),
     STATE_KEYS: formatKeyRing([generateKey()]),
@@ -164,6 +169,15 @@ function logged(message: string): number {
   return server!.output().split(message).length - 1
 }
 
+/** Waits until the server has logged `message` more than `times` times (bounded). */
+async function untilLogged(message: string, times: number): Promise<void> {
+  for (let waited = 0; logged(message) <= times; waited += 50) {
+    if (waited > 60_000)
+      throw new Error(`the server never logged "${message}":\n${server!.output()}`)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+}
+
 /** A note made (and its id read) through the server, the database up. */
 async function createNote(title: string): Promise<string> {
   const created = await new McpClient({ url: server!.url }).callTool('create_note', { title })
@@ -264,5 +278,55 @@ describe.skipIf(!binariesFound)('a notes server whose PostgreSQL goes away', () 
     expect(final).toMatchObject({ id: 20, result: { content: [{ type: 'text' }] } })
     expect(JSON.stringify(final.result.content)).toContain('Deleted')
     expect(await notesTitled('waits across the outage')).toBe(0)
+  }, 120_000)
+
+  it('resumes a task whose lease renewals and writes failed during the outage, once it is back: every note once', async () => {
+    const total = 300
+    const markdown = Array.from(
+      { length: total },
+      (_, i) => `# Outage import ${i + 1}\n\nNote ${i + 1}.\n`
+    ).join('\n')
+    // The import writes its first batch, then waits at the hold, its lease renewed meanwhile.
+    const hold = holdOf(server!)
+    await hold.arm(1)
+    const created = await rpcAt(
+      server!.url,
+      'tools/call',
+      { name: 'import_notes', arguments: { markdown } },
+      TASKS_AND_FORMS,
+      30
+    )
+    expect(created.resultType).toBe('task')
+    await hold.held()
+    const renewals = logged('task lease renewal failed')
+    const writes = logged('task record write failed')
+    await database!.stop('fast')
+    try {
+      // A renewal fails; then the import goes on, meets the outage, and the run ends without
+      // ending the task (its hand-back cannot be written either: the lease runs out).
+      await untilLogged('task lease renewal failed', renewals)
+      hold.release()
+      await untilLogged('task record write failed', writes)
+    } finally {
+      await database!.start()
+    }
+    const done = await waitForTask(
+      () => rpcAt(server!.url, 'tasks/get', { taskId: created.taskId }, TASKS_AND_FORMS, 31),
+      isTerminal,
+      'the task to be taken over and finished',
+      { ms: 60_000, everyMs: 200 }
+    )
+    expect(done).toMatchObject({
+      status: 'completed',
+      result: { structuredContent: { outcome: 'imported', total, created: total } },
+    })
+    expect(
+      Number(
+        await scalar("SELECT count(DISTINCT title) FROM notes WHERE title LIKE 'Outage import %'")
+      )
+    ).toBe(total)
+    expect(
+      Number(await scalar("SELECT count(*) FROM notes WHERE title LIKE 'Outage import %'"))
+    ).toBe(total)
   }, 120_000)
 })
