@@ -2,7 +2,9 @@
  * The LISTEN/NOTIFY event bus (`src/node/postgres-event-bus.ts`): an event published on one bus
  * reaches the listeners of every bus on the same database (its own included), the 2025-era session
  * signals too; a malformed payload on the channel is dropped, and an event outside the bus's bounds is
- * delivered on its own replica only; a channel name that is not a plain identifier is refused.
+ * delivered on its own replica only; a channel name that is not a plain identifier is refused. A
+ * listening connection the server ends is logged lost, LISTENed again and logged back, and the bus
+ * then tells its own listeners that every list may have changed (what was notified meanwhile is lost).
  * Without a PostgreSQL server: fails under `CI=true`, skipped (visibly) elsewhere.
  */
 import postgres from 'postgres'
@@ -130,6 +132,41 @@ describe.skipIf(!url)('PostgresEventBus', () => {
       expect(warnings).toEqual(['event fan-out failed; delivered on this replica only'])
     } finally {
       await logging.close()
+    }
+  })
+
+  it('when its listening connection is cut (57P01), logs it lost, LISTENs again, logs it back and tells its streams to re-read', async () => {
+    // A channel of its own: its LISTEN connection is the one backend whose last query names it.
+    const own = `${channel}_cut`
+    const warnings: string[] = []
+    const cut = await PostgresEventBus.start({
+      url: url!,
+      channel: own,
+      logger: { warn: (message) => warnings.push(message), error: () => {} },
+    })
+    const sender = await PostgresEventBus.start({ url: url!, channel: own })
+    const sql = postgres(url!, { max: 1, onnotice: () => {} })
+    try {
+      const hint = heard(cut, 3)
+      await sql`SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+        WHERE pid <> pg_backend_pid() AND query = ${`LISTEN ${own}`}`
+      expect(await hint).toEqual([
+        { kind: 'tools_list_changed' },
+        { kind: 'prompts_list_changed' },
+        { kind: 'resources_list_changed' },
+      ])
+      expect(warnings).toEqual([
+        'event bus lost its database connection; events of other replicas go unheard until it is back',
+        'event bus hears again; streams are told to re-read their lists',
+      ])
+      // And it hears the other replicas again.
+      const after = heard(cut, 1)
+      const event: ServerEvent = { kind: 'resource_updated', uri: 'note://n_after' }
+      await sender.publish(event)
+      expect(await after).toEqual([event])
+    } finally {
+      await sql.end({ timeout: 1 })
+      await Promise.all([cut.close(), sender.close()])
     }
   })
 
