@@ -17,14 +17,21 @@
  * where the load test holds an import mid-way, every task the killed replica ran finished
  * elsewhere. Without a fault, later rounds, answers and polls cross replicas through nginx; in
  * direct mode every later modern round and every poll and answer of a task crosses.
+ * Through nginx with the PostgreSQL server (a private one, `scripts/support/private-postgres.ts`)
+ * stopped cleanly, and again SIGKILLed, mid-run and started again after 6 s: the same soundness,
+ * requests met the outage and were refused with its clean answer, a flow may fail only so and only
+ * in the fault window, and every replica served the store again without a restart.
  */
 import { spawn } from 'node:child_process'
 import { readFile, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { DatabaseFaultKind } from '../../scripts/loadtest/faults/database.ts'
 import { findNginx } from '../../scripts/loadtest/nginx-config.ts'
 import type { Era } from '../../scripts/loadtest/metrics.ts'
 import type { EraSummary, LoadtestSummary, TasksSummary } from '../../scripts/loadtest/report.ts'
+import { STORE_UNAVAILABLE_KIND } from '../../scripts/loadtest/routing.ts'
+import { privatePostgresAvailable } from '../../scripts/support/private-postgres.ts'
 import { IN_CI, serviceTestsRun } from '../support/ci.ts'
 import { tempDataDir } from '../support/server-process.ts'
 
@@ -35,6 +42,11 @@ const TEST_TIMEOUT_MS = 120_000
 const nginx = findNginx()
 const NO_NGINX = 'no nginx on PATH, /usr/sbin or /sbin'
 const RUN_BALANCED = serviceTestsRun('Balanced load test', nginx !== undefined, NO_NGINX)
+const RUN_DATABASE_FAULTS = serviceTestsRun(
+  'Load test database faults',
+  nginx !== undefined && privatePostgresAvailable(),
+  `${NO_NGINX}, or no PostgreSQL server binaries (initdb, postgres)`
+)
 
 let dir: string
 
@@ -90,7 +102,14 @@ function loadtest(
 
 type Run = { code: number | null; output: string; summary: LoadtestSummary }
 
-function expectSoundEra(run: Run, era: Era): void {
+/** `allowed`: the clean failure kinds the era may have in the fault window (default: a kill's). */
+function expectSoundEra(
+  run: Run,
+  era: Era,
+  allowed: readonly string[] = era === '2025'
+    ? ['call_post_unanswered', 'answer_post_unanswered']
+    : []
+): void {
   const summary = run.summary.eras[era]
   const context = `${era}:\n${run.output}`
   expect(summary.users, context).toBe(2)
@@ -101,9 +120,7 @@ function expectSoundEra(run: Run, era: Era): void {
   expect(summary.half_done, context).toBe(0)
   expect(summary.errors, context).toEqual({})
   expect(summary.failed_cleanly_outside_fault, context).toBe(0)
-  expect(summary.allowed_failure_kinds, context).toEqual(
-    era === '2025' ? ['call_post_unanswered', 'answer_post_unanswered'] : []
-  )
+  expect(summary.allowed_failure_kinds, context).toEqual(allowed)
   const disallowed = Object.keys(summary.failed_cleanly).filter(
     (kind) => !summary.allowed_failure_kinds.includes(kind)
   )
@@ -153,15 +170,17 @@ function expectTakenOver(run: Run): void {
   expect(fault.tasks_running, run.output).toBe(killed!.running)
 }
 
-function expectSound(run: Run): void {
+/** `allowed`: the clean failure kinds each era may have in the fault window (default: a kill's). */
+function expectSound(run: Run, allowed?: Record<Era, readonly string[]>): void {
   const { summary } = run
   // The load test falls back to SQLite when no PostgreSQL answers; under CI it must have one.
   if (IN_CI) expect(summary.store, 'CI=true: the load test runs on PostgreSQL').toBe('postgres')
-  expectSoundEra(run, 'modern')
-  expectSoundEra(run, '2025')
+  expectSoundEra(run, 'modern', allowed?.modern)
+  expectSoundEra(run, '2025', allowed?.['2025'])
   expectSoundTasks(run)
   const modern = summary.eras.modern
-  expect(modern.flows_ok, run.output).toBe(modern.flows_started)
+  const modernFailures = Object.values(modern.failed_cleanly).reduce((sum, n) => sum + n, 0)
+  expect(modern.flows_ok + modernFailures, run.output).toBe(modern.flows_started)
   for (const [kind, counts] of Object.entries(modern.flows)) {
     expect(counts.completed, `modern ${kind}`).toBeGreaterThan(0)
   }
@@ -178,6 +197,24 @@ function expectSound(run: Run): void {
   expect(summary.http_5xx.replica, run.output).toBe(0)
   expect(summary.passed, run.output).toBe(true)
   expect(run.code).toBe(0)
+}
+
+/** A database fault's run: sound, with the outage met, refused cleanly and recovered from. */
+function expectDatabaseFault(run: Run, kind: DatabaseFaultKind): void {
+  const outage = [STORE_UNAVAILABLE_KIND]
+  expectSound(run, { modern: outage, '2025': outage })
+  expect(run.summary.store).toBe('postgres')
+  const fault = run.summary.fault
+  if (fault?.kind !== kind) throw new Error(`not ${kind}: ${run.output}`)
+  expect(fault.refused, run.output).toBeGreaterThan(0)
+  expect(fault.outage_s, run.output).toBeGreaterThan(0)
+  expect(fault.recovery.map((replica) => replica.replica)).toEqual(['r1', 'r2'])
+  for (const replica of fault.recovery) expect(replica.recovered_ms, run.output).not.toBeNull()
+  expect(fault.passed, run.output).toBe(true)
+  console.info(
+    `${describeRun(`balanced --fault ${kind}`, run.summary)}; ${fault.outage_s} s down, ` +
+      `${fault.refused} refused, recovered in ${fault.recovery.map((r) => `${r.recovered_ms} ms`).join(', ')}`
+  )
 }
 
 function describeRun(name: string, summary: LoadtestSummary): string {
@@ -258,6 +295,15 @@ describe('the load test (2 replicas, 2 modern, 2 2025-era and 2 task users, 4 s 
       expect(run.summary.tasks?.cross_replica_ratio).toBe(1)
       expectTakenOver(run)
       console.info(describeRun('direct --kill', run.summary))
+    }
+  )
+
+  it.skipIf(!RUN_DATABASE_FAULTS).each(['pg-restart', 'pg-kill'] as const)(
+    'balanced through nginx with --fault %s: requests meet the outage and are refused cleanly, every replica serves the store again, nothing lost or duplicated',
+    { timeout: TEST_TIMEOUT_MS },
+    async (kind) => {
+      const run = await loadtest(`balanced-${kind}`, ['--mode', 'balanced', '--fault', kind])
+      expectDatabaseFault(run, kind)
     }
   )
 })

@@ -7,14 +7,20 @@
  */
 import { describe, expect, it } from 'vitest'
 import type { FlowRecord } from '../../scripts/loadtest/flows.ts'
-import { Metrics, type Era } from '../../scripts/loadtest/metrics.ts'
+import { FAULT_GRACE_MS, Metrics, type Era } from '../../scripts/loadtest/metrics.ts'
 import { parseOptions } from '../../scripts/loadtest/options.ts'
+import {
+  databaseFault,
+  databaseFaultPassed,
+  type DatabaseReport,
+} from '../../scripts/loadtest/faults/database.ts'
 import type { AllowedFailures } from '../../scripts/loadtest/faults/fault.ts'
 import { killFault } from '../../scripts/loadtest/faults/kill.ts'
 import { rollingFault, type RollingReport } from '../../scripts/loadtest/faults/rolling.ts'
 import { formatKeyRing, generateKey } from '../../src/mcp/key-ring.ts'
 import { formatTable } from '../../scripts/loadtest/report-table.ts'
 import { buildSummary, type FaultReport } from '../../scripts/loadtest/report.ts'
+import { STORE_UNAVAILABLE_KIND } from '../../scripts/loadtest/routing.ts'
 import type { EraVerification } from '../../scripts/loadtest/verify.ts'
 
 const sound = (): EraVerification => ({
@@ -181,6 +187,96 @@ describe('the load test report under a rolling deploy', () => {
   ])('fails the run when a replica %s', (_, last) => {
     const report = rollingReport(last)
     const summary = summarize(completed, () => {}, { report, allowed: rolling.allowed })
+    expect(summary.eras.modern.passed && summary.eras['2025'].passed).toBe(true)
+    expect(summary.passed).toBe(false)
+    expect(formatTable(summary)).toContain('(FAILED)')
+  })
+})
+
+/** A database fault's report: `refused` requests in the outage, and each replica's recovery. */
+function databaseReport(refused: number, recovered: Array<number | null>): DatabaseReport {
+  const recovery = recovered.map((ms, i) => ({ replica: `r${i + 1}`, recovered_ms: ms }))
+  return {
+    kind: 'pg-kill',
+    down_at_s: 4,
+    back_at_s: 10.5,
+    outage_s: 6.5,
+    refused,
+    recovery,
+    recovered_at_s: recovered.includes(null) ? null : 10.7,
+    passed: databaseFaultPassed(refused, recovery),
+  }
+}
+
+describe('the load test report under a database restart or kill', () => {
+  const database = databaseFault('pg-kill')
+  const completed = [flow('modern', 1, true), flow('2025', 1, true)]
+  const fault = (report: DatabaseReport) => ({ report, allowed: database.allowed })
+
+  it('passes when requests met the outage, were refused cleanly and every replica recovered', () => {
+    const summary = summarize(completed, () => {}, fault(databaseReport(12, [60, 80])))
+    expect(summary.passed).toBe(true)
+    const table = formatTable(summary)
+    expect(table).toContain(
+      'PostgreSQL SIGKILLed at 4 s, back at 10.5 s (6.5 s down), 12 requests refused; replicas serving again by 10.7 s'
+    )
+    expect(table).toMatch(/r2\s+80 ms/)
+  })
+
+  it.each(['modern', '2025'] as const)(
+    'a %s flow refused for the store outage in the fault window passes, counted by kind',
+    (era) => {
+      const summary = summarize(
+        [...completed, flow(era, 2, false)],
+        (metrics) => metrics.eras[era].cleanFailure(STORE_UNAVAILABLE_KIND, false),
+        fault(databaseReport(3, [60]))
+      )
+      expect(summary.eras[era].failed_by_kind).toEqual({ [STORE_UNAVAILABLE_KIND]: 1 })
+      expect(summary.passed).toBe(true)
+    }
+  )
+
+  it('a flow refused for the store outage after the window and its grace fails the run', () => {
+    const summary = summarize(
+      [...completed, flow('modern', 2, false)],
+      (metrics) => metrics.eras.modern.cleanFailure(STORE_UNAVAILABLE_KIND, true),
+      fault(databaseReport(3, [60]))
+    )
+    expect(summary.eras.modern.failed_cleanly_outside_fault).toBe(1)
+    expect(summary.passed).toBe(false)
+  })
+
+  it('another clean failure in the window fails the run: only the outage answer is allowed', () => {
+    const summary = summarize(
+      [...completed, flow('2025', 2, false)],
+      (metrics) => metrics.eras['2025'].cleanFailure('call_post_unanswered', false),
+      fault(databaseReport(3, [60]))
+    )
+    expect(summary.eras['2025'].allowed_failure_kinds).toEqual([STORE_UNAVAILABLE_KIND])
+    expect(summary.passed).toBe(false)
+  })
+
+  it('an outage answer outside the fault window is a replica 5xx, which fails the run', () => {
+    const summary = summarize(
+      completed,
+      (metrics) => {
+        metrics.faultAt = 1_000
+        metrics.restartedAt = 2_000
+        metrics.storeRefused(1_500)
+        metrics.storeRefused(2_000 + FAULT_GRACE_MS + 1)
+        expect(metrics.storeRefusals).toBe(1)
+      },
+      fault(databaseReport(1, [60]))
+    )
+    expect(summary.http_5xx.replica).toBe(1)
+    expect(summary.passed).toBe(false)
+  })
+
+  it.each([
+    ['a replica did not serve the store again', 5, [60, null]],
+    ['no request met the outage', 0, [60, 80]],
+  ] as const)('fails the run when %s', (_, refused, recovered) => {
+    const summary = summarize(completed, () => {}, fault(databaseReport(refused, [...recovered])))
     expect(summary.eras.modern.passed && summary.eras['2025'].passed).toBe(true)
     expect(summary.passed).toBe(false)
     expect(formatTable(summary)).toContain('(FAILED)')

@@ -67,6 +67,17 @@ export interface DatabaseReport extends FaultReportBase {
   recovered_at_s: number | null
 }
 
+/**
+ * The fault's own verdict: requests did meet the outage (at least one was refused with its answer)
+ * and every replica served the store again within the bound.
+ */
+export function databaseFaultPassed(
+  refused: number,
+  recovery: readonly ReplicaRecovery[]
+): boolean {
+  return refused > 0 && recovery.every((replica) => replica.recovered_ms !== null)
+}
+
 /** Whether the replica of `client` answers a request that needs the store (one `search_notes`, not re-sent). */
 async function servesStore(client: McpClient): Promise<boolean> {
   try {
@@ -82,7 +93,7 @@ async function servesStore(client: McpClient): Promise<boolean> {
 }
 
 /** Milliseconds from `since` until `replica` serves a store request; `null` past the bound. */
-async function recovery(replica: ReplicaProcess, since: number): Promise<number | null> {
+async function timeToServeStore(replica: ReplicaProcess, since: number): Promise<number | null> {
   const client = new McpClient({
     url: replica.url,
     timeoutMs: PROBE_TIMEOUT_MS,
@@ -135,7 +146,9 @@ export function databaseFault(kind: DatabaseFaultKind): Fault<DatabaseReport> {
       await within(server.start(), SERVER_BOUND_MS, `${kind}: starting the server again`)
       const backAt = performance.now()
       log(`PostgreSQL back at ${secondsSince(start, backAt)} s`)
-      const recovered = await Promise.all(replicas.map((replica) => recovery(replica, backAt)))
+      const recovered = await Promise.all(
+        replicas.map((replica) => timeToServeStore(replica, backAt))
+      )
       const allRecovered = recovered.every((ms) => ms !== null)
       metrics.restartedAt = performance.now()
       log(
@@ -147,18 +160,19 @@ export function databaseFault(kind: DatabaseFaultKind): Fault<DatabaseReport> {
       }
       await sleep(FAULT_GRACE_MS)
       const refused = metrics.storeRefusals
+      const recovery = replicas.map((replica, i) => ({
+        replica: replica.id,
+        recovered_ms: recovered[i] ?? null,
+      }))
       const report: DatabaseReport = {
         kind,
         down_at_s: secondsSince(start, downAt),
         back_at_s: secondsSince(start, backAt),
         outage_s: Math.round(backAt - downAt) / 1000,
         refused,
-        recovery: replicas.map((replica, i) => ({
-          replica: replica.id,
-          recovered_ms: recovered[i] ?? null,
-        })),
+        recovery,
         recovered_at_s: allRecovered ? secondsSince(start, metrics.restartedAt) : null,
-        passed: allRecovered && refused > 0,
+        passed: databaseFaultPassed(refused, recovery),
       }
       return { report }
     },
