@@ -571,6 +571,27 @@ describe('a replica whose shutdown began', () => {
   })
 })
 
+describe('a resumed connection let go before anything new is written', () => {
+  it('tells the client again where it is, so the v1 SDK resumes this stream and not the GET stream', async () => {
+    const mortal = mortalStore()
+    const a = replica({ store: mortal.store })
+    const draining = replica({ skewMs: PAST_THE_LEASE, draining: AbortSignal.abort() })
+    const { noteId, session, stream, ask, askId } = await deleteFlow(a, 'Let go with nothing new')
+    mortal.die()
+    await stream.cancel()
+    expect((await on(draining, session).answer(ask.id as string, ACCEPT)).status).toBe(202)
+    // Resumed after its last event on a replica that claims nothing: it lets go at once.
+    const replayed = reader(await resume(on(draining, session), askId))
+    expect(await replayed.rest()).toEqual([])
+    expect(replayed.ids).toEqual([askId])
+    expect(replayed.retries).toEqual([1000])
+
+    const resumed = reader(await resume(on(replica({ skewMs: PAST_THE_LEASE }), session), askId))
+    expect(await finalText(resumed)).toBe('Deleted the note "Let go with nothing new".')
+    expect(await exists(noteId)).toBe(false)
+  })
+})
+
 describe("the cap on a session's kept streams", () => {
   /** `delete_note` of a new note on `session`, waiting for its confirmation. */
   async function waitingDelete(session: LegacySession, title: string) {

@@ -145,6 +145,39 @@ describe('StreamLog', () => {
     keep(true)
     expect(await bodyOf(connection)).toBe(`id: ${stream}.0\ndata: \n\nretry: 1000\n\n`)
   })
+  it('a stream opened while the server already shuts down is let go only once its priming event, primed later, is out', async () => {
+    const sid = `sid-${crypto.randomUUID()}`
+    const stream = newStreamId('post')
+    let keep = (_kept: boolean) => {}
+    const kept = new Promise<boolean>((resolve) => (keep = resolve))
+    const log = new StreamLog(context, sid, stream, 0, kept)
+    const shutdown = new AbortController()
+    shutdown.abort()
+    const connection = new SseConnection({ ...bounds, shutdown: shutdown.signal })
+    log.attach(connection)
+    // The connection's let-go is due at once; the caller keeps the record and primes only later.
+    await Promise.resolve()
+    keep(true)
+    await kept
+    expect(connection.open).toBe(true)
+    log.prime()
+    expect(await bodyOf(connection)).toBe(`id: ${stream}.0\ndata: \n\nretry: 1000\n\n`)
+  })
+
+  it('a stream that is not kept is let go at shutdown without waiting for an id it will never have', async () => {
+    const log = new StreamLog(
+      context,
+      `sid-${crypto.randomUUID()}`,
+      newStreamId('post'),
+      0,
+      Promise.resolve(false)
+    )
+    const shutdown = new AbortController()
+    const connection = new SseConnection({ ...bounds, shutdown: shutdown.signal })
+    log.attach(connection)
+    shutdown.abort()
+    expect(await bodyOf(connection)).toBe('retry: 1000\n\n')
+  })
 })
 
 describe('SseConnection', () => {

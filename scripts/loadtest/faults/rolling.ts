@@ -25,8 +25,12 @@ import {
 
 /** The first deploy starts at this share of the duration (and not before 1 s). */
 const ROLLING_AT = 0.15
-/** After a replica is back, how long before the next one is stopped (nginx's `fail_timeout` is 1 s). */
-const SETTLE_MS = 1_500
+/**
+ * After a replica is back, how long before the next one is stopped, as a deploy's "minimum ready
+ * time": nginx leaves a replica that refused a connection alone for `fail_timeout` (1 s), so with
+ * two replicas the next one going down sooner may find nginx with none it will try (a 502).
+ */
+const SETTLE_MS = 3_000
 /** The drain bound every replica runs with (`SHUTDOWN_GRACE_SECONDS`), and the load test's margin. */
 export const DRAIN_GRACE_S = 15
 const EXIT_MARGIN_MS = 10_000

@@ -111,6 +111,8 @@ class ResumedStream<Deps> {
   #record: StreamRecord
   /** The number of the last event written to the connection. */
   #seq = 0
+  /** The number of the event the client resumed after. */
+  #resumedAfter = 0
 
   constructor(
     era: LegacyEraContext<Deps>,
@@ -132,6 +134,8 @@ class ResumedStream<Deps> {
     const { sessions, bus, now } = this.#era
     const { sid } = this.#session
     this.#seq = seq
+    this.#resumedAfter = seq
+    this.#connection.letGoThrough((letGo) => this.#letGo(letGo))
     let wake = () => {}
     const unsubscribe = bus.subscribe(
       (event) => {
@@ -153,7 +157,7 @@ class ResumedStream<Deps> {
         this.#record = record
         if (orphaned(record, now())) {
           // Shutting down, this replica claims nothing: the client resumes where it is claimed.
-          if (!takesOver(this.#era.leases)) return this.#connection.letGo()
+          if (!takesOver(this.#era.leases)) return this.#letGo(this.#connection.letGo)
           if (await this.#takeOver()) return
         }
         if (record.ended) {
@@ -179,6 +183,20 @@ class ResumedStream<Deps> {
   }
 
   /** Writes `events` in order; true once the final response is among them (the stream is over). */
+  /**
+   * Lets go of the connection (`retry`), first telling the client again where it is when nothing
+   * was written since it resumed: the v1 SDK resumes from the last id it read on the connection
+   * that ended, and after one that carried none it reconnects without `Last-Event-ID`, which opens
+   * the session's GET stream instead of this one. An empty event (as a priming event) for the
+   * revisions that have them.
+   */
+  #letGo(letGo: () => void): void {
+    if (this.#seq === this.#resumedAfter && this.#session.protocolVersion === '2025-11-25') {
+      this.#connection.event(eventId(this.#stream, this.#seq), '')
+    }
+    letGo()
+  }
+
   #write(events: readonly StoredEvent[]): boolean {
     for (const { seq, payload } of events) {
       if (seq <= this.#seq) continue

@@ -229,26 +229,36 @@ export class StreamLog {
   #written: Promise<unknown>
   readonly #kept: Promise<boolean>
   #lost = false
+  /**
+   * Settles once the client holds an id to resume from (the priming event or a stored event was
+   * written), or once the stream is known not to be kept (nothing will ever give it one).
+   */
+  readonly #resumable: Promise<void>
+  #markResumable!: () => void
 
   /**
-   * `lastSeq`: the number of the last event the stream already has (0 for a new stream); `kept`,
-   * settled before the first event is stored (the stream's record created): whether its events are
-   * stored. False for a stream whose record was not kept (`call-stream.ts`), which nothing can
-   * resume: its events are written live only.
+   * `lastSeq`: the number of the last event the stream already has (0 for a new stream). `kept`,
+   * for a new stream only, settles before its first event is stored (its record created): whether
+   * its events are stored; false for a stream whose record was not kept (`call-stream.ts`), which
+   * nothing can resume: its events are written live only. Without it, the stream exists already
+   * (taken over): stored, and its client holds an id of it.
    */
   constructor(
     context: StreamLogContext,
     sid: string,
     stream: string,
     lastSeq = 0,
-    kept: Promise<boolean> = Promise.resolve(true)
+    kept?: Promise<boolean>
   ) {
     this.#context = context
     this.sid = sid
     this.stream = stream
     this.#seq = lastSeq
-    this.#kept = kept
-    this.#written = kept
+    this.#kept = kept ?? Promise.resolve(true)
+    this.#written = this.#kept
+    this.#resumable = new Promise((resolve) => (this.#markResumable = resolve))
+    if (kept) void kept.then((isKept) => isKept || this.#markResumable())
+    else this.#markResumable()
   }
 
   /** Whether another replica stored an event first: it drives the stream now, not this one. */
@@ -262,12 +272,16 @@ export class StreamLog {
 
   /**
    * Writes the stream's events to `connection` from now on (none before it: it replayed them); the
-   * connection lets go of its client only after what is queued here (`SseConnection.letGoThrough`).
+   * connection lets go of its client only after what is queued here, and never before the client
+   * holds an id to resume from (`SseConnection.letGoThrough`): a stream opened while the server
+   * already shuts down is let go only once its priming event, written after its record is stored
+   * (maybe later than this), is out.
    */
   attach(connection: SseConnection): void {
     this.#connection = connection
     connection.letGoThrough((letGo) => {
-      this.#written = this.#written.then(letGo)
+      const queued = this.#written
+      void this.#resumable.then(() => queued).then(letGo)
     })
   }
 
@@ -277,7 +291,9 @@ export class StreamLog {
    */
   prime(): void {
     this.#written = this.#written.then(async () => {
-      if (await this.#kept) this.#connection?.event(eventId(this.stream, 0), '')
+      if (!(await this.#kept)) return
+      this.#connection?.event(eventId(this.stream, 0), '')
+      this.#markResumable()
     })
   }
 
@@ -325,6 +341,7 @@ export class StreamLog {
       }
       const connection = this.#connection
       connection?.event(eventId(this.stream, seq), text)
+      this.#markResumable()
       // Only a client that lost this connection follows the stream elsewhere: while it is open,
       // nobody needs the signal (a follower misses none: it checks the store on a timer too).
       if (!connection?.open) {
