@@ -22,7 +22,7 @@ export const LOCAL_POSTGRES_CANDIDATES: readonly string[] = [
 const PROBE_TIMEOUT_S = 3
 
 /** Whether the server behind `url` answers a query within a few seconds. */
-async function postgresAnswers(url: string): Promise<boolean> {
+export async function postgresAnswers(url: string): Promise<boolean> {
   const sql = postgres(url, { max: 1, connect_timeout: PROBE_TIMEOUT_S, onnotice: () => {} })
   try {
     await sql`SELECT 1`

@@ -26,8 +26,8 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { chown, readFile, rm } from 'node:fs/promises'
 import { join } from 'node:path'
-import postgres from 'postgres'
 import { freePort, tempDataDir } from './local-resources.ts'
+import { postgresAnswers } from './postgres.ts'
 
 export interface PrivatePostgres {
   /** `postgres://postgres@127.0.0.1:<port>/postgres` (trust authentication on loopback). */
@@ -214,19 +214,6 @@ function runToEnd(
   })
 }
 
-/** Whether the server behind `url` answers `SELECT 1` now (one short connection). */
-async function answers(url: string): Promise<boolean> {
-  const sql = postgres(url, { max: 1, connect_timeout: 2, idle_timeout: 1, onnotice: () => {} })
-  try {
-    await sql`SELECT 1`
-    return true
-  } catch {
-    return false
-  } finally {
-    await sql.end({ timeout: 1 }).catch(() => {})
-  }
-}
-
 /**
  * Makes a fresh cluster and starts its server. Throws a clear Error when the PostgreSQL binaries are
  * not installed, or when the cluster cannot be made or the server does not start within its bound.
@@ -349,7 +336,7 @@ class PostgresServer implements PrivatePostgres {
     })
     this.#exited = exited
     const ready = await waitUntil(
-      async () => !this.#alive() || (await answers(this.url)),
+      async () => !this.#alive() || (await postgresAnswers(this.url)),
       START_TIMEOUT_MS
     )
     if (ready && this.#alive()) return
