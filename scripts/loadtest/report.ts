@@ -18,16 +18,19 @@
  * `soak` (null unless `--soak`) is `soak.ts`'s judgement of every replica's memory and handles.
  *
  * Also decides whether the run passed. Per era: no error, nothing lost, duplicated or half done, and
- * every flow completed — except that a 2025 flow may fail cleanly in the fault window with a kind
- * that means the killed replica never answered the request ({@link UNANSWERED_KINDS}: its
- * `tools/call` POST before the first event, or an answer POST, which the v1 SDK never sends again).
+ * every flow completed — except that a flow may fail cleanly in the fault window with a kind the
+ * fault allows (`allowed`): under a kill, a 2025 flow with one that means the killed replica never
+ * answered the request ({@link UNANSWERED_KINDS}: its `tools/call` POST before the first event, or an
+ * answer POST, which the v1 SDK never sends again); under a database fault, a flow of either era
+ * refused for the store outage (`store_unavailable`).
  * A 2025 stream that broke must have been resumed, on another replica, and its flow finished.
  * Modern flows must all complete: any replica can serve any of their rounds. Tasks: every flow
  * completed, except one whose import's creating call lost its answer in the fault window (it fails
  * cleanly: the task may exist, nobody knows its id); no error; nothing lost, duplicated or stuck;
  * no more tasks of unknown id than creating calls without an answer; the store agreeing with
  * `tasks/get`; every task the killed replica ran ended. For the run: flows were started, every era
- * and the tasks scenario passed, no stored note unaccounted for, no 5xx from a replica, the fault's
+ * and the tasks scenario passed, no stored note unaccounted for, no 5xx from a replica (the store
+ * outage's refusals in the fault window are counted apart, `metrics.ts`), the fault's
  * own verdict and (a soak) no replica growing past a bound.
  */
 import {
