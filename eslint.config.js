@@ -29,7 +29,7 @@ export default defineConfig(
     languageOptions: {
       parserOptions: {
         // This file is outside tsconfig.json (it is JavaScript); the default project types it.
-        projectService: { allowDefaultProject: ['eslint.config.js'] },
+        projectService: { allowDefaultProject: ['eslint.config.js', 'scripts/patch-dependencies.mjs'] },
         tsconfigRootDir: import.meta.dirname,
       },
     },
