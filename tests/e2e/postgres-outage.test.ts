@@ -25,7 +25,7 @@ import {
 import { McpClient, type JsonRpcNotification } from '../../src/client/index.ts'
 import { formatKeyRing, generateKey } from '../../src/mcp/key-ring.ts'
 import { serviceTestsRun } from '../support/ci.ts'
-import { mcpInit, type JsonObject } from '../support/mcp-request.ts'
+import { expectResult, mcpInit, type JsonObject } from '../support/mcp-request.ts'
 import { SseReader } from '../support/legacy-request.ts'
 import { holdOf, startServer, tempDataDir, type ServerProcess } from '../support/server-process.ts'
 import { TASKS_AND_FORMS, isTerminal, rpcAt, waitForTask } from '../support/tasks.ts'
@@ -79,18 +79,23 @@ async function spentKeys(): Promise<number> {
   return Number(await scalar('SELECT count(*) FROM used_keys'))
 }
 
-/** A 2026-07-28 `tools/call` sent over HTTP as a client sends it (form elicitation declared). */
-function call2026(name: string, params: JsonObject): Promise<Response> {
-  const init = mcpInit('tools/call', {
-    id: 7,
-    params: { name, ...params },
-    capabilities: { elicitation: { form: {} } },
-  })
+/** A 2026-07-28 request sent over HTTP as a client sends it (form elicitation declared). */
+function request2026(
+  method: string,
+  params: JsonObject,
+  capabilities: object = { elicitation: { form: {} } }
+): Promise<Response> {
+  const init = mcpInit(method, { id: 7, params, capabilities })
   // fetch writes these itself.
   const headers = new Headers(init.headers)
   headers.delete('host')
   headers.delete('content-length')
   return fetch(server!.url, { ...init, headers })
+}
+
+/** A 2026-07-28 `tools/call` of `name`. */
+function call2026(name: string, params: JsonObject): Promise<Response> {
+  return request2026('tools/call', { name, ...params })
 }
 
 /** A 2025-era session (with `capabilities`), initialized while the database is up. */
@@ -125,6 +130,18 @@ async function session2025(
     })
   expect((await post({ method: 'notifications/initialized' })).status).toBe(202)
   return post
+}
+
+/**
+ * Sends until the answer is not the store's refusal, as a client following `Retry-After` does (the
+ * replica's pool reconnects within a second of the database's return); bounded.
+ */
+async function served(send: () => Promise<Response>): Promise<Response> {
+  for (let attempt = 1; ; attempt++) {
+    const response = await send()
+    if (response.status !== 503 || attempt === 100) return response
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
 }
 
 async function expectRefused(response: Response, id: number | null): Promise<void> {
@@ -235,7 +252,7 @@ describe.skipIf(!binariesFound)('a notes server whose PostgreSQL goes away', () 
       // The refused final round spent nothing and deleted nothing: the mark goes with its effect.
       expect(await spentKeys()).toBe(keysBefore)
       expect(await notesTitled(`${doomed} victim`)).toBe(1)
-      const deleted = await (await call2026('delete_note', finalRound)).json()
+      const deleted = await (await served(() => call2026('delete_note', finalRound))).json()
       expect(JSON.stringify(deleted.result.content)).toContain('Deleted')
       expect(await spentKeys()).toBe(keysBefore + 1)
       expect(await notesTitled(`${doomed} victim`)).toBe(0)
@@ -273,7 +290,7 @@ describe.skipIf(!binariesFound)('a notes server whose PostgreSQL goes away', () 
     } finally {
       await database!.start()
     }
-    expect((await post2025(answer)).status).toBe(202)
+    expect((await served(() => post2025(answer))).status).toBe(202)
     const final = (await call.next())!
     expect(final).toMatchObject({ id: 20, result: { content: [{ type: 'text' }] } })
     expect(JSON.stringify(final.result.content)).toContain('Deleted')
@@ -311,7 +328,11 @@ describe.skipIf(!binariesFound)('a notes server whose PostgreSQL goes away', () 
       await database!.start()
     }
     const done = await waitForTask(
-      () => rpcAt(server!.url, 'tasks/get', { taskId: created.taskId }, TASKS_AND_FORMS, 31),
+      async () =>
+        expectResult(
+          await served(() => request2026('tasks/get', { taskId: created.taskId }, TASKS_AND_FORMS)),
+          7
+        ),
       isTerminal,
       'the task to be taken over and finished',
       { ms: 60_000, everyMs: 200 }

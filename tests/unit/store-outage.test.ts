@@ -1,6 +1,7 @@
 /**
  * A store that cannot be reached: which failures of the `postgres` driver count as unreachable
- * (`storage/postgres/outage.ts`), the one error they become (`StoreUnavailableError`: -32030, HTTP 503,
+ * (`storage/postgres/outage.ts`), calls refused at once while it is down (but one probe at a time:
+ * `OutageBreaker`), the one error they become (`StoreUnavailableError`: -32030, HTTP 503,
  * `Retry-After`, a frozen message, never the driver's text), and how both eras answer it through the
  * whole app (a 2026 `tools/call`; in the 2025 era a request in a session, the session lookup itself
  * and an `initialize`), and a task whose handler met it is handed back, not failed. The real outage (a PostgreSQL server
@@ -27,7 +28,7 @@ import {
   DEFAULT_TASK_RESULT_TTL_MS,
 } from '../../src/mcp/tasks/options.ts'
 import { TaskRunner } from '../../src/mcp/tasks/runner.ts'
-import { isUnreachable, storeError, withOutages } from '../../src/storage/postgres/outage.ts'
+import { OutageBreaker, isUnreachable, withOutages } from '../../src/storage/postgres/outage.ts'
 import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
 import { MCP_URL, mcpInit } from '../support/mcp-request.ts'
 import { useNotesHarness } from '../support/notes-harness.ts'
@@ -92,31 +93,90 @@ describe('which driver failures mean the store cannot be reached', () => {
     }
   })
 
-  it('raises the unreachable ones as StoreUnavailableError, the driver error as its cause', () => {
-    const refused = driverError('ECONNREFUSED')
-    const raised = storeError(refused)
-    expect(raised).toBeInstanceOf(StoreUnavailableError)
-    expect((raised as StoreUnavailableError).cause).toBe(refused)
-    const conflict = driverError('23505')
-    expect(storeError(conflict)).toBe(conflict)
-  })
-
   it('wraps port methods: `this` and arguments pass, unreachable failures become the one error', async () => {
     const methods = withOutages({
       async echo(this: { tag: string }, value: number) {
         return `${this.tag}:${value}`
       },
-      async refuse() {
-        throw driverError('57P01', 'terminating connection due to administrator command')
-      },
       async conflict() {
         throw driverError('23505')
+      },
+      async refuse() {
+        throw driverError('57P01', 'terminating connection due to administrator command')
       },
     })
     const store = { tag: 'store', ...methods }
     expect(await store.echo(7)).toBe('store:7')
-    await expect(store.refuse()).rejects.toBeInstanceOf(StoreUnavailableError)
     await expect(store.conflict()).rejects.toMatchObject({ code: '23505' })
+    const refused = await store.refuse().catch((error: unknown) => error)
+    expect(refused).toBeInstanceOf(StoreUnavailableError)
+    expect((refused as StoreUnavailableError).cause).toMatchObject({ code: '57P01' })
+  })
+})
+
+describe('calls while the server is down', () => {
+  /** A breaker, and a call that reaches the "server", counted, and waits for the test to answer it. */
+  function breakerWith() {
+    const breaker = new OutageBreaker()
+    const server = { up: false, reached: 0, pending: [] as Array<() => void> }
+    const call = () =>
+      breaker.run(async () => {
+        server.reached++
+        await new Promise<void>((resolve) => server.pending.push(resolve))
+        if (!server.up) throw driverError('ECONNREFUSED')
+        return 'answered'
+      })
+    const answerAll = () => server.pending.splice(0).forEach((answer) => answer())
+    return { breaker, server, call, answerAll }
+  }
+
+  it('go one at a time to the driver (the probe); the others are refused at once', async () => {
+    const { server, call, answerAll } = breakerWith()
+    const first = call()
+    answerAll()
+    await expect(first).rejects.toBeInstanceOf(StoreUnavailableError)
+    const probe = call()
+    const refusals = await Promise.all(
+      Array.from({ length: 100 }, () => call().catch((error: unknown) => error))
+    )
+    expect(refusals.every((error) => error instanceof StoreUnavailableError)).toBe(true)
+    // The last driver failure is the cause, for the log.
+    expect((refusals[0] as StoreUnavailableError).cause).toMatchObject({ code: 'ECONNREFUSED' })
+    expect(server.reached).toBe(2)
+    answerAll()
+    await expect(probe).rejects.toBeInstanceOf(StoreUnavailableError)
+    // The next call probes again.
+    const again = call()
+    expect(server.reached).toBe(3)
+    answerAll()
+    await expect(again).rejects.toBeInstanceOf(StoreUnavailableError)
+  })
+
+  it('serve everything again once a probe is answered', async () => {
+    const { server, call, answerAll } = breakerWith()
+    const first = call()
+    answerAll()
+    await first.catch(() => {})
+    server.up = true
+    const probe = call()
+    answerAll()
+    expect(await probe).toBe('answered')
+    const both = Promise.all([call(), call()])
+    answerAll()
+    expect(await both).toEqual(['answered', 'answered'])
+  })
+
+  it('count an error the server answered (a conflict) as the server being back', async () => {
+    const { breaker, call, answerAll } = breakerWith()
+    const first = call()
+    answerAll()
+    await first.catch(() => {})
+    await expect(breaker.run(() => Promise.reject(driverError('23505')))).rejects.toMatchObject({
+      code: '23505',
+    })
+    await expect(
+      Promise.all([breaker.run(async () => 1), breaker.run(async () => 2)])
+    ).resolves.toEqual([1, 2])
   })
 })
 

@@ -4,7 +4,9 @@
  * `postgres` driver mean that ({@link isUnreachable}), the connection settings that make them come
  * fast ({@link OUTAGE_CONNECTION_OPTIONS}), and the wrapping of every port method that raises them
  * as the engine's `StoreUnavailableError` ({@link withOutages}: -32030, HTTP 503 with `Retry-After`;
- * the driver's error kept as its `cause`, for the log only). Every other failure propagates as it is.
+ * the driver's error kept as its `cause`, for the log only), and, once the server was found
+ * unreachable, refuses at once every call made while one probe is out ({@link OutageBreaker}) until
+ * it answers again. Every other failure propagates as it is.
  *
  * Unreachable means: the connection could not be made or was lost (Node's socket errors, the
  * driver's `CONNECT_TIMEOUT`, `CONNECTION_CLOSED`, `CONNECTION_DESTROYED`), the server ended it or
@@ -12,7 +14,13 @@
  * starting up, shutting down, in recovery), or any connection exception (class 08). A query that
  * failed so was not committed, or its transaction's outcome is unknown to the driver: either way the
  * transaction is whole or absent, never half applied. The pool reconnects on its own once the server
- * is back; nothing here keeps state.
+ * is back.
+ *
+ * Bounds: a call made while the server is known to be down is refused at once (the probe among them
+ * within `CONNECT_TIMEOUT_SECONDS + MAX_RECONNECT_DELAY_SECONDS`); one made before the first failure
+ * was seen waits for the driver's own attempt, at once when the server refuses connections (a
+ * restart, a kill), within about that bound per round of the pool's connections when it does not
+ * answer at all.
  */
 import { StoreUnavailableError } from '../../mcp/errors.ts'
 
@@ -45,9 +53,9 @@ export const MAX_RECONNECT_DELAY_SECONDS = 1
 /**
  * The pool settings an outage asks for: a bounded connect, and reconnect attempts at most
  * {@link MAX_RECONNECT_DELAY_SECONDS} apart (a query waiting for a connection waits for the next
- * attempt), so a request needing the store while it is down is refused within about
- * `CONNECT_TIMEOUT_SECONDS + MAX_RECONNECT_DELAY_SECONDS` (at once when the server refuses
- * connections), and served again within about a second of its return.
+ * attempt), so one attempt fails within about `CONNECT_TIMEOUT_SECONDS +
+ * MAX_RECONNECT_DELAY_SECONDS` (at once when the server refuses connections), and the pool serves
+ * again within about a second of the server's return.
  */
 export const OUTAGE_CONNECTION_OPTIONS = {
   connect_timeout: CONNECT_TIMEOUT_SECONDS,
@@ -71,24 +79,62 @@ export function isUnreachable(error: unknown): boolean {
   )
 }
 
-/** `error` as the store throws it: the engine's `StoreUnavailableError` when it means unreachable. */
-export function storeError(error: unknown): unknown {
-  return isUnreachable(error) ? new StoreUnavailableError(error) : error
+/**
+ * One store's view of its server (module header): up until a call fails unreachable; down from then
+ * on, when one call at a time (the probe) goes to the driver and every call made meanwhile is
+ * refused at once with `StoreUnavailableError` (its cause the last driver failure); up again as
+ * soon as any call gets an answer from the server, an error included. So calls made while it is
+ * down never queue in the driver behind its connection attempts, however many come, and the first
+ * call after the server is back serves.
+ */
+export class OutageBreaker {
+  #lastFailure: unknown
+  #down = false
+  #probing = false
+
+  async run<T>(call: () => Promise<T>): Promise<T> {
+    const probe = this.#down
+    if (probe) {
+      if (this.#probing) throw new StoreUnavailableError(this.#lastFailure)
+      this.#probing = true
+    }
+    try {
+      const result = await call()
+      this.#down = false
+      return result
+    } catch (error) {
+      if (!isUnreachable(error)) {
+        this.#down = false
+        throw error
+      }
+      this.#down = true
+      this.#lastFailure = error
+      throw new StoreUnavailableError(error)
+    } finally {
+      if (probe) this.#probing = false
+    }
+  }
+}
+
+/** The breaker of each store (the `this` of its methods), made on its first call. */
+const breakers = new WeakMap<object, OutageBreaker>()
+
+function breakerOf(store: object): OutageBreaker {
+  let breaker = breakers.get(store)
+  if (breaker === undefined) breakers.set(store, (breaker = new OutageBreaker()))
+  return breaker
 }
 
 /**
- * `methods` (a port's async methods) each made to throw `StoreUnavailableError` in place of a driver
- * error that means unreachable; `this` and the arguments pass through.
+ * `methods` (a port's async methods) each run through their store's {@link OutageBreaker}: a driver
+ * error that means unreachable becomes `StoreUnavailableError`, and while the server is down calls
+ * are refused at once; `this`, the arguments and every other outcome pass through.
  */
 export function withOutages<Methods extends object>(methods: Methods): Methods {
   const wrapped: Record<string, unknown> = {}
   for (const [name, method] of Object.entries(methods) as Array<[string, AsyncMethod]>) {
-    wrapped[name] = async function (this: unknown, ...args: unknown[]) {
-      try {
-        return await method.apply(this, args)
-      } catch (error) {
-        throw storeError(error)
-      }
+    wrapped[name] = function (this: object, ...args: unknown[]) {
+      return breakerOf(this).run(() => method.apply(this, args))
     }
   }
   return wrapped as Methods
