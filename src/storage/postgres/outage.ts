@@ -2,11 +2,11 @@
  * @module storage/postgres/outage
  * What the PostgreSQL adapter does while its server cannot be reached: which failures of the
  * `postgres` driver mean that ({@link isUnreachable}), the connection settings that make them come
- * fast ({@link OUTAGE_CONNECTION_OPTIONS}), and the wrapping of every port method that raises them
- * as the engine's `StoreUnavailableError` ({@link withOutages}: -32030, HTTP 503 with `Retry-After`;
- * the driver's error kept as its `cause`, for the log only), and, once the server was found
- * unreachable, refuses at once every call made while one probe is out ({@link OutageBreaker}) until
- * it answers again. Every other failure propagates as it is.
+ * fast ({@link OUTAGE_CONNECTION_OPTIONS}), and the wrapping of every port method
+ * ({@link withOutages}), which raises them as the engine's `StoreUnavailableError` (-32030, HTTP 503
+ * with `Retry-After`; the driver's error kept as its `cause`, for the log only) and, once the server
+ * was found unreachable, refuses at once every call made while one probe is out
+ * ({@link OutageBreaker}) until the server answers again. Every other failure propagates as it is.
  *
  * Unreachable means: the connection could not be made or was lost (Node's socket errors, the
  * driver's `CONNECT_TIMEOUT`, `CONNECTION_CLOSED`, `CONNECTION_DESTROYED`), the server ended it or
