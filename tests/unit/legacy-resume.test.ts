@@ -24,6 +24,7 @@ import { parseConfig } from '../../src/config.ts'
 import { createHttpApp } from '../../src/http/app.ts'
 import { InProcessEventBus, type EventBus } from '../../src/mcp/event-bus.ts'
 import { createMcpHandler } from '../../src/mcp/handler.ts'
+import { ErrorCode, StoreUnavailableError } from '../../src/mcp/errors.ts'
 import { consoleLogger } from '../../src/mcp/logger.ts'
 import { CallStream } from '../../src/mcp/legacy/call-stream.ts'
 import type { LegacySession as OpenedSession } from '../../src/mcp/legacy/session.ts'
@@ -589,6 +590,29 @@ describe('a resumed connection let go before anything new is written', () => {
     const resumed = reader(await resume(on(replica({ skewMs: PAST_THE_LEASE }), session), askId))
     expect(await finalText(resumed)).toBe('Deleted the note "Let go with nothing new".')
     expect(await exists(noteId)).toBe(false)
+  })
+})
+
+describe('a call whose stream cannot be recorded', () => {
+  it('in a database outage, answers the outage error (-32030, retry shortly), not an internal error, and deletes nothing', async () => {
+    const outage = new Proxy(store, {
+      get(target, name, receiver) {
+        const value: unknown = Reflect.get(target, name, receiver)
+        if (typeof value !== 'function') return value
+        if (name !== 'createStream') return (value as (...a: unknown[]) => unknown).bind(target)
+        return () => Promise.reject(new StoreUnavailableError(new Error('ECONNREFUSED')))
+      },
+    })
+    const app = replica({ store: outage })
+    const noteId = await seed('Asked during an outage')
+    const { session } = await startSession(app, { capabilities: FORM_CLIENT })
+    const stream = await callDelete(session, noteId)
+    const answer = (await stream.next()) as JsonObject
+    expect(answer).toMatchObject({
+      id: 'del',
+      error: { code: ErrorCode.StoreUnavailable, message: expect.stringMatching(/retry/) },
+    })
+    expect(await exists(noteId)).toBe(true)
   })
 })
 

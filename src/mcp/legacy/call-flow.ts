@@ -339,9 +339,11 @@ class CallFlow<Deps> implements FlowHost {
 
 /**
  * The error of a call that would wait for the client while its stream is not kept (`UnkeptStream`):
- * nothing could hold the call meanwhile. At its session's cap, what the person can do about it.
+ * nothing could hold the call meanwhile. At its session's cap, what the person can do about it; in a
+ * database outage, the outage's own error (retry shortly).
  */
 function unkeptFlow(reason: UnkeptStream): McpError {
+  if (reason === 'store-unavailable') return new StoreUnavailableError()
   if (reason === 'store-failed') {
     return new McpError(
       ErrorCode.InternalError,

@@ -17,6 +17,7 @@
  * when the handler calls `ctx.closeStream()` (SEP-1699 polling); the call goes on meanwhile.
  */
 import type { McpRequest } from '../envelope.ts'
+import { StoreUnavailableError } from '../errors.ts'
 import { MAX_STREAMS_KEPT_PER_SESSION } from '../stream-store.ts'
 import { finalResponse, type FinalMessage, type RequestChannel } from '../streaming.ts'
 import { CallLease, leasePatch, type CallLeaseContext, type StoredCall } from './call-lease.ts'
@@ -31,11 +32,12 @@ import {
 
 /**
  * Why a call's stream has no record: its session already has {@link MAX_STREAMS_KEPT_PER_SESSION}
- * calls in progress, streams not ended (`'session-full'`), or the store failed (`'store-failed'`).
- * Such a stream is not kept: its events are written live only, nothing can resume it, and its call
- * cannot wait for the client.
+ * calls in progress, streams not ended (`'session-full'`), the store could not be reached
+ * (`'store-unavailable'`: a database outage) or failed otherwise (`'store-failed'`). Such a stream is
+ * not kept: its events are written live only, nothing can resume it, and its call cannot wait for the
+ * client.
  */
-export type UnkeptStream = 'session-full' | 'store-failed'
+export type UnkeptStream = 'session-full' | 'store-unavailable' | 'store-failed'
 
 /** What a call's stream is written with. */
 export interface CallStreamContext extends StreamLogContext {
@@ -134,7 +136,7 @@ export class CallStream implements RequestChannel {
           session: sid.slice(0, 8),
           error: error instanceof Error ? error.message : String(error),
         })
-        return 'store-failed'
+        return error instanceof StoreUnavailableError ? 'store-unavailable' : 'store-failed'
       }
     )
     void this.#lease.then((lease) => this.#kept?.(typeof lease !== 'string'))
