@@ -21,6 +21,10 @@
  * stopped cleanly, and again SIGKILLed, mid-run and started again after 6 s: the same soundness,
  * requests met the outage and were refused with its clean answer, a flow may fail only so and only
  * in the fault window, and every replica served the store again without a restart.
+ * A short soak through nginx (`--soak 0.75`: 45 s at the default 20 flows/s): no flow fails,
+ * nothing lost, duplicated or half done, and every replica sampled throughout (RSS, heap after GC,
+ * handles, descriptors), no sample missed, judged by its growth over the window after the warm-up,
+ * and passed.
  */
 import { spawn } from 'node:child_process'
 import { readFile, rm } from 'node:fs/promises'
@@ -30,6 +34,7 @@ import type { DatabaseFaultKind } from '../../scripts/loadtest/faults/database.t
 import { findNginx } from '../../scripts/loadtest/nginx-config.ts'
 import type { Era } from '../../scripts/loadtest/metrics.ts'
 import type { EraSummary, LoadtestSummary, TasksSummary } from '../../scripts/loadtest/report.ts'
+import { MIN_JUDGED_SAMPLES } from '../../scripts/loadtest/soak.ts'
 import { STORE_UNAVAILABLE_KIND } from '../../scripts/loadtest/routing.ts'
 import { privatePostgresAvailable } from '../../scripts/support/private-postgres.ts'
 import { IN_CI, serviceTestsRun } from '../support/ci.ts'
@@ -68,8 +73,8 @@ function loadtest(
     process.execPath,
     [
       join(root, 'scripts/loadtest.ts'),
-      '--duration',
-      '4',
+      // A soak gives its own length (--soak MINUTES, refused with --duration).
+      ...(args.includes('--soak') ? [] : ['--duration', '4']),
       '--replicas',
       '2',
       '--users',
@@ -230,7 +235,7 @@ function describeRun(name: string, summary: LoadtestSummary): string {
   )
 }
 
-describe('the load test (2 replicas, 2 modern, 2 2025-era and 2 task users, 4 s per run)', () => {
+describe('the load test (2 replicas, 2 modern, 2 2025-era and 2 task users, 4 s per run, the soak 45 s)', () => {
   it.skipIf(!RUN_BALANCED)(
     'balanced through nginx: nothing lost or duplicated in either era or the tasks, none stuck; rounds, answers and polls cross replicas',
     { timeout: TEST_TIMEOUT_MS },
@@ -304,6 +309,50 @@ describe('the load test (2 replicas, 2 modern, 2 2025-era and 2 task users, 4 s 
     async (kind) => {
       const run = await loadtest(`balanced-${kind}`, ['--mode', 'balanced', '--fault', kind])
       expectDatabaseFault(run, kind)
+    }
+  )
+
+  it.skipIf(!RUN_BALANCED)(
+    'a 45-second soak through nginx at a steady rate: every replica sampled throughout, none growing past its bound, nothing lost or duplicated',
+    { timeout: TEST_TIMEOUT_MS },
+    async () => {
+      if (!nginx) throw new Error(`${NO_NGINX} (CI=true: this fails instead of skipping)`)
+      const run = await loadtest('balanced-soak', ['--mode', 'balanced', '--soak', '0.75'])
+      // Without a fault no flow may fail at all: the run's own verdict says every era and the
+      // tasks passed (nothing lost, duplicated or half done, no error, no 5xx) and so did the soak.
+      const { summary } = run
+      if (IN_CI) expect(summary.store, 'CI=true: the load test runs on PostgreSQL').toBe('postgres')
+      expect(summary.flows_failed_cleanly, run.output).toBe(0)
+      expect(summary.lost + summary.duplicated + summary.half_done, run.output).toBe(0)
+      expect(summary.errors, run.output).toEqual({})
+      expect(summary.passed, run.output).toBe(true)
+      expect(run.code, run.output).toBe(0)
+      const soak = summary.soak
+      expect(soak, run.output).not.toBeNull()
+      expect(soak!.rate_flows_per_s).toBe(20)
+      expect(soak!.judged_by).toBe('growth_over_window')
+      expect(soak!.replicas.map((replica) => replica.id)).toEqual(['r1', 'r2'])
+      for (const replica of soak!.replicas) {
+        const context = `${replica.id}: ${replica.problems.join('; ')}\n${run.output}`
+        expect(replica.judged_samples, context).toBeGreaterThanOrEqual(MIN_JUDGED_SAMPLES)
+        expect(replica.samples, context).toBeGreaterThan(replica.judged_samples)
+        expect(replica.failed_samples, context).toBe(0)
+        expect(replica.heap, context).not.toBeNull()
+        expect(replica.rss, context).not.toBeNull()
+        expect(replica.handles, context).not.toBeNull()
+        if (process.platform === 'linux') expect(replica.fds, context).not.toBeNull()
+        expect(replica.passed, context).toBe(true)
+      }
+      expect(soak!.passed, run.output).toBe(true)
+      expect(run.output).toMatch(/\n {2}soak: 0\.75 min at 20 flows\/s/)
+      console.info(
+        `soak 45 s: ${soak!.replicas
+          .map(
+            (r) =>
+              `${r.id} heap ${r.heap?.first}→${r.heap?.last} MiB, handles ${r.handles?.first}→${r.handles?.last}`
+          )
+          .join('; ')}`
+      )
     }
   )
 })
