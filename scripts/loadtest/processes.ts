@@ -4,7 +4,7 @@
  * so a replica killed mid-run restarts where nginx and the clients expect it; with the `held-imports`
  * entry, the same server through `scripts/support/held-import-replica.ts`, whose imports the run can hold
  * mid-way over the IPC channel, `hold`; with `sampled`, through `scripts/support/sampled-replica.ts`
- * with `--expose-gc`, which a soak samples, `sample`, by its `pid` and IPC channel) and nginx
+ * with `--expose-gc`, which a soak samples, `sample`: `/proc/<pid>` and the IPC channel) and nginx
  * (foreground, `-p <run dir> -c <generated config>`). A replica ends as a fault wants it: `kill`
  * (SIGKILL), or `terminate` (SIGTERM and its own drain, reporting how it exited), and `start` again
  * may change its environment (a new release's key ring). Every child is remembered until it exits:
@@ -111,11 +111,6 @@ export class ReplicaProcess {
 
   get running(): boolean {
     return running(this.#child)
-  }
-
-  /** The running process's id (`undefined` when it is not running). */
-  get pid(): number | undefined {
-    return running(this.#child) ? this.#child.pid : undefined
   }
 
   /** One sample of the running process's memory and handles; only with the `sampled` entry. */
