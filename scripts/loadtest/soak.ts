@@ -9,9 +9,11 @@
  * compiled code, pools and connections filling) are left out; through the others a least-squares
  * line per metric gives its slope per hour and its growth over the judged window (slope × window,
  * steadier than last − first). How that is judged depends on the window:
- * - 10 minutes or more: the slope per hour against {@link HOURLY_BOUNDS} (a healthy replica's heap
- *   after a collection stays flat; a leak of a kilobyte per flow at the default rate is some
- *   20 MiB/h on each replica);
+ * - 10 minutes or more: the slope per hour against {@link HOURLY_BOUNDS}. The heap after a full
+ *   collection is the measure of retained memory: a healthy replica's stays flat (−8 to −11 MiB/h
+ *   over 30 minutes on this 2-core machine), a leak of a kilobyte per flow at the default rate is
+ *   some 20 MiB/h on each replica. The resident set creeps on a flat heap (the allocator's and
+ *   V8's own pages: +59 to +116 MiB/h in that run), so its bound only catches a gross native leak;
  * - shorter (CI's soak): an hourly figure extrapolated from seconds is noise, so the growth over the
  *   window is judged against {@link WINDOW_BOUNDS} instead. That still fails a gross leak (a socket or
  *   timer kept per flow, hundreds of kilobytes per second) but not a slow one: say so, and run long.
@@ -37,7 +39,7 @@ export type SoakMetric = (typeof SOAK_METRICS)[number]
 export type Bounds = Record<SoakMetric, number>
 
 /** Most a metric may grow per hour on a long soak. */
-export const HOURLY_BOUNDS: Bounds = { rss: 64, heap: 16, handles: 60, fds: 60 }
+export const HOURLY_BOUNDS: Bounds = { rss: 256, heap: 16, handles: 60, fds: 60 }
 /** Most a metric may grow over the judged window of a short soak. */
 export const WINDOW_BOUNDS: Bounds = { rss: 64, heap: 8, handles: 40, fds: 40 }
 
