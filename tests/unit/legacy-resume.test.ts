@@ -19,7 +19,8 @@
  * Waits are events (the next SSE message, the end of a stream), never timers: the replica taking
  * over sees the dead one's lease run out through its own clock (`legacy.now`), set past the lease.
  */
-import { afterEach, describe, expect, it } from 'vitest'
+import { getEventListeners } from 'node:events'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { parseConfig } from '../../src/config.ts'
 import { createHttpApp } from '../../src/http/app.ts'
 import { InProcessEventBus, type EventBus } from '../../src/mcp/event-bus.ts'
@@ -590,6 +591,26 @@ describe('a resumed connection let go before anything new is written', () => {
     const resumed = reader(await resume(on(replica({ skewMs: PAST_THE_LEASE }), session), askId))
     expect(await finalText(resumed)).toBe('Deleted the note "Let go with nothing new".')
     expect(await exists(noteId)).toBe(false)
+  })
+})
+
+describe('what a call leaves on its replica', () => {
+  it('nothing on the shutdown signal once it ended: a replica serving calls for weeks holds none of them', async () => {
+    const app = replica()
+    const shutdown = shutdowns.at(-1) as AbortController
+    const before = getEventListeners(shutdown.signal, 'abort').length
+    for (const title of ['Left nothing 1', 'Left nothing 2', 'Left nothing 3']) {
+      const { session, stream, ask } = await deleteFlow(app, title)
+      expect((await session.answer(ask.id as string, ACCEPT)).status).toBe(202)
+      expect(await finalText(stream)).toBe(`Deleted the note "${title}".`)
+    }
+    // The last call releases its lease just after its answer went out.
+    await vi.waitFor(
+      () => expect(getEventListeners(shutdown.signal, 'abort')).toHaveLength(before),
+      {
+        timeout: 30_000,
+      }
+    )
   })
 })
 

@@ -325,10 +325,19 @@ class CallFlow<Deps> implements FlowHost {
 
   #holdLease(lease: CallLease): void {
     this.#lease = lease
-    lease.signal.addEventListener('abort', () => this.#stop.abort(STOPPED), { once: true })
-    this.#era.shutdown?.addEventListener('abort', () => void lease.release().catch(() => {}), {
-      once: true,
-    })
+    const { shutdown } = this.#era
+    const releaseAtShutdown = () => void lease.release().catch(() => {})
+    shutdown?.addEventListener('abort', releaseAtShutdown, { once: true })
+    // The replica's shutdown signal outlives every call: the listener goes with the lease (released
+    // or lost, its signal aborts), or it would keep the whole call alive until the process ends.
+    lease.signal.addEventListener(
+      'abort',
+      () => {
+        shutdown?.removeEventListener('abort', releaseAtShutdown)
+        this.#stop.abort(STOPPED)
+      },
+      { once: true }
+    )
   }
 
   #forget(ids: readonly string[]): void {
