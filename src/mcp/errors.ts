@@ -127,7 +127,7 @@ export class StoreUnavailableError extends McpError {
 }
 
 /** The headers of a store refusal answered as plain JSON. */
-export function storeUnavailableHeaders(): Headers {
+function storeUnavailableHeaders(): Headers {
   return new Headers({
     'content-type': 'application/json',
     'retry-after': String(STORE_RETRY_AFTER_SECONDS),

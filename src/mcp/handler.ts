@@ -50,7 +50,10 @@ export interface McpHandlerOptions<Deps> {
    * `shutdown` implies it.
    */
   draining?: AbortSignal
-  /** Aborted when the process shuts down: open listen streams then end gracefully. */
+  /**
+   * Aborted when the process shuts down: open listen streams end gracefully, 2025 streams are let go
+   * with `retry`, and the leases of waiting calls and running tasks are released.
+   */
   shutdown?: AbortSignal
   /** Bounds of every `subscriptions/listen` stream (`event-stream.ts` defaults). */
   listen?: EventStreamBounds

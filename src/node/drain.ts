@@ -17,7 +17,7 @@
  * 5. the requests in flight finish, and the connections close, bounded by `graceMs`
  *    (SHUTDOWN_GRACE_SECONDS, default 25); at the bound what is left is closed
  *    (`closeAllConnections`). The task runs' stop (`tasksStopped`) is awaited within the same bound,
- *    then `close` (the store, telemetry), and the process exits 0.
+ *    then `close` (the store, telemetry) for at most {@link CLOSE_BOUND_MS}, and the process exits 0.
  * One line is printed when the drain starts and one when it ends (the requests cut at the bound, if
  * any). A second SIGTERM or SIGINT during the drain exits at once with 1: nothing more is released
  * or closed, and leases still held run out for other replicas to take over, as after a crash.
@@ -26,6 +26,9 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http'
 import { Server as NetServer } from 'node:net'
 import { setTimeout as delay } from 'node:timers/promises'
 import { logError } from '../mcp/logger.ts'
+
+/** After the grace, how long closing the store and flushing telemetry may take before the exit. */
+export const CLOSE_BOUND_MS = 5_000
 
 export interface DrainOptions {
   server: Server
@@ -99,7 +102,11 @@ async function drain(
     server.closeAllConnections()
   }
   await Promise.race([options.tasksStopped(), bound])
-  await options.close().catch((error: unknown) => logError('closing at shutdown failed', error))
+  // A telemetry collector that does not answer must not hold the exit past the orchestrator's bound.
+  const closed = options
+    .close()
+    .catch((error: unknown) => logError('closing at shutdown failed', error))
+  await Promise.race([closed, delay(CLOSE_BOUND_MS)])
   console.log(
     cut > 0
       ? `notes-mcp drained: ${cut} request(s) still open after ${graceMs / 1000} s were cut`

@@ -25,7 +25,7 @@ import { createApp } from '../app.ts'
 import { ConfigError, assertSafeExposure, parseConfig, type Config } from '../config.ts'
 import { ErrorCode, errorResponseText } from '../mcp/errors.ts'
 import type { NodeTelemetry } from './telemetry.ts'
-import { consoleLogger } from '../mcp/logger.ts'
+import { consoleLogger, logError } from '../mcp/logger.ts'
 import { InProcessEventBus } from '../mcp/event-bus.ts'
 import { parseKeyRing } from '../mcp/key-ring.ts'
 import { loadOrCreateKeyRing } from './key-file.ts'
@@ -141,7 +141,12 @@ async function main(options: NodeServerOptions): Promise<void> {
     draining,
     shutdown,
     tasksStopped: () => tasksStopped,
-    close: () => Promise.all([store.close(), telemetry?.shutdown()]),
+    // Each closes whatever the other does: the telemetry flush does not wait on a store that failed.
+    close: async () => {
+      for (const closed of await Promise.allSettled([store.close(), telemetry?.shutdown()])) {
+        if (closed.status === 'rejected') logError('closing at shutdown failed', closed.reason)
+      }
+    },
   })
 }
 

@@ -10,8 +10,9 @@
  * It has the semantics of the SQLite-dialect store (`sqlite/store.ts`). Made of one module per port
  * (`common/store-class.ts`): `postgres/notes.ts`, `postgres/shares.ts`, `postgres/sessions.ts`,
  * `postgres/streams.ts`, `postgres/tasks.ts`, and here the connection, its lifecycle and the purge,
- * which sweeps every table; every method is wrapped by `postgres/outage.ts`. The schema and its migrations are `postgres/schema.ts`'s, the search
- * text builders `postgres/search.ts`'s, the escape of text `postgres/text.ts`'s.
+ * which sweeps every table; every method is wrapped by `postgres/outage.ts`. The schema and its
+ * migrations are `postgres/schema.ts`'s, the search text builders `postgres/search.ts`'s, the escape
+ * of text `postgres/text.ts`'s.
  *
  * Concurrency: every check-and-set (note or task version, share status, single-use key, published
  * link, input slot, imported note) is decided by PostgreSQL — a conditional `UPDATE`, an

@@ -612,29 +612,86 @@ describe('what a call leaves on its replica', () => {
       }
     )
   })
-})
 
-describe('a call whose stream cannot be recorded', () => {
-  it('in a database outage, answers the outage error (-32030, retry shortly), not an internal error, and deletes nothing', async () => {
-    const outage = new Proxy(store, {
+  it('nothing either when the release of its lease is refused (a database outage): the lease runs out instead', async () => {
+    const releases: unknown[] = []
+    const refusing = new Proxy(store, {
       get(target, name, receiver) {
         const value: unknown = Reflect.get(target, name, receiver)
         if (typeof value !== 'function') return value
-        if (name !== 'createStream') return (value as (...a: unknown[]) => unknown).bind(target)
-        return () => Promise.reject(new StoreUnavailableError(new Error('ECONNREFUSED')))
+        const method = (value as (...a: unknown[]) => unknown).bind(target)
+        if (name !== 'updateStream') return method
+        return (...args: unknown[]) => {
+          const patch = args[3] as { leaseOwner?: unknown }
+          if (patch.leaseOwner !== null) return method(...args)
+          releases.push(patch)
+          return Promise.reject(new StoreUnavailableError(new Error('ECONNREFUSED')))
+        }
       },
     })
-    const app = replica({ store: outage })
-    const noteId = await seed('Asked during an outage')
-    const { session } = await startSession(app, { capabilities: FORM_CLIENT })
-    const stream = await callDelete(session, noteId)
-    const answer = (await stream.next()) as JsonObject
-    expect(answer).toMatchObject({
-      id: 'del',
-      error: { code: ErrorCode.StoreUnavailable, message: expect.stringMatching(/retry/) },
-    })
-    expect(await exists(noteId)).toBe(true)
+    const app = replica({ store: refusing })
+    const shutdown = shutdowns.at(-1) as AbortController
+    const before = getEventListeners(shutdown.signal, 'abort').length
+    const { session, stream, ask } = await deleteFlow(app, 'Released during an outage')
+    expect((await session.answer(ask.id as string, ACCEPT)).status).toBe(202)
+    expect(await finalText(stream)).toBe('Deleted the note "Released during an outage".')
+    await vi.waitFor(() => expect(releases).toHaveLength(1), { timeout: 30_000 })
+    await vi.waitFor(
+      () => expect(getEventListeners(shutdown.signal, 'abort')).toHaveLength(before),
+      {
+        timeout: 30_000,
+      }
+    )
   })
+
+  it('a call that asks once shutdown began lets its lease go at once: the replica its client resumes on claims it without waiting for the lease to run out, and finishes it', async () => {
+    const mortal = mortalStore()
+    const a = replica({ store: mortal.store })
+    ;(shutdowns.at(-1) as AbortController).abort()
+    const noteId = await seed('Asked while shutting down')
+    const { session } = await startSession(a, { capabilities: FORM_CLIENT })
+    const stream = await callDelete(session, noteId)
+    const seen = await stream.rest()
+    expect(stream.retries).toEqual([1000])
+    // The replica is gone, its clock no further on than the survivor's: only a released lease lets
+    // the survivor take the call over now.
+    mortal.die()
+    const b = replica()
+    const resumed = reader(await resume(on(b, session), stream.ids.at(-1) as string))
+    const ask =
+      seen.find((message) => message.method === 'elicitation/create') ?? (await resumed.next())
+    expect(ask).toMatchObject({ method: 'elicitation/create' })
+    if (!ask) throw new Error('no question asked')
+    expect((await on(b, session).answer(ask.id as string, ACCEPT)).status).toBe(202)
+    expect(await finalText(resumed)).toBe('Deleted the note "Asked while shutting down".')
+    expect(await exists(noteId)).toBe(false)
+  })
+})
+
+describe('a call whose stream cannot be recorded', () => {
+  it.each(['createStream', 'expectInput'] as const)(
+    'in a database outage (%s refused), answers the outage error (-32030, retry shortly), not an internal error and never a stream left waiting; deletes nothing',
+    async (refused) => {
+      const outage = new Proxy(store, {
+        get(target, name, receiver) {
+          const value: unknown = Reflect.get(target, name, receiver)
+          if (typeof value !== 'function') return value
+          if (name !== refused) return (value as (...a: unknown[]) => unknown).bind(target)
+          return () => Promise.reject(new StoreUnavailableError(new Error('ECONNREFUSED')))
+        },
+      })
+      const app = replica({ store: outage })
+      const noteId = await seed(`Asked during an outage (${refused})`)
+      const { session } = await startSession(app, { capabilities: FORM_CLIENT })
+      const stream = await callDelete(session, noteId)
+      const answer = (await stream.next()) as JsonObject
+      expect(answer).toMatchObject({
+        id: 'del',
+        error: { code: ErrorCode.StoreUnavailable, message: expect.stringMatching(/retry/) },
+      })
+      expect(await exists(noteId)).toBe(true)
+    }
+  )
 })
 
 describe("the cap on a session's kept streams", () => {

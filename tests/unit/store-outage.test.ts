@@ -59,10 +59,11 @@ const UNREACHABLE = [
   '08000',
   '08003',
   '08006',
-  '08P01',
 ]
 
 const REACHABLE = [
+  // A protocol violation the server answers to a malformed message: the request's fault.
+  '08P01',
   '23505',
   '40001',
   '42P01',
@@ -164,6 +165,22 @@ describe('calls while the server is down', () => {
     const both = Promise.all([call(), call()])
     answerAll()
     expect(await both).toEqual(['answered', 'answered'])
+  })
+
+  it('do not count a failure before any query (no SQLSTATE) as the server being back', async () => {
+    const { breaker, server, call, answerAll } = breakerWith()
+    const first = call()
+    answerAll()
+    await first.catch(() => {})
+    await expect(
+      breaker.run(() => Promise.reject(new RangeError('bad page size')))
+    ).rejects.toThrow(RangeError)
+    // Still down: the next call probes, and the one made meanwhile is refused at once.
+    const probe = call()
+    await expect(call()).rejects.toBeInstanceOf(StoreUnavailableError)
+    expect(server.reached).toBe(2)
+    answerAll()
+    await expect(probe).rejects.toBeInstanceOf(StoreUnavailableError)
   })
 
   it('count an error the server answered (a conflict) as the server being back', async () => {

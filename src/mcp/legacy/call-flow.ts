@@ -220,7 +220,13 @@ class CallFlow<Deps> implements FlowHost {
       waiting[newRequestId(log.stream, seq, asking)] = { key, ask, seq }
     }
     const ids = Object.keys(waiting)
-    await Promise.all(ids.map((id) => sessions.expectInput(sid, id, checkpoint.answerBy)))
+    try {
+      await Promise.all(ids.map((id) => sessions.expectInput(sid, id, checkpoint.answerBy)))
+    } catch (error) {
+      // Its record will never be kept: the stream is written live only, its answer included.
+      if (opening) this.#stream.abandon()
+      throw error
+    }
     const call: StoredCall = { request: this.#request, checkpoint: { ...checkpoint, waiting } }
     if (opening) {
       await this.#holdStreamLease(this.#stream.keep(call), ids)
@@ -327,7 +333,10 @@ class CallFlow<Deps> implements FlowHost {
     this.#lease = lease
     const { shutdown } = this.#era
     const releaseAtShutdown = () => void lease.release().catch(() => {})
-    shutdown?.addEventListener('abort', releaseAtShutdown, { once: true })
+    // A call that asks once shutdown began (a request on a connection kept alive through the
+    // drain) lets its lease go at once: the replica its client resumes on claims it.
+    if (shutdown?.aborted) releaseAtShutdown()
+    else shutdown?.addEventListener('abort', releaseAtShutdown, { once: true })
     // The replica's shutdown signal outlives every call: the listener goes with the lease (released
     // or lost, its signal aborts), or it would keep the whole call alive until the process ends.
     lease.signal.addEventListener(

@@ -164,7 +164,9 @@ export class CallLease {
 
   /**
    * Ends the lease with `patch` (the call ended: `ended`), letting any replica claim what is left;
-   * nothing is written under it afterwards (its signal aborts, as when it is lost).
+   * nothing is written under it afterwards (its signal aborts, as when it is lost), also when the
+   * write fails (a database outage): the lease then runs out instead, and nothing of this replica
+   * holds on to the call meanwhile.
    */
   async release(patch: StreamPatch = {}): Promise<void> {
     if (this.#released) return
@@ -174,8 +176,11 @@ export class CallLease {
       this.#write({ ...patch, leaseOwner: null, leaseExpiresAt: null }, true)
     )
     this.#writing = released.catch(() => {})
-    await released
-    this.#lost.abort(LEASE_ENDED)
+    try {
+      await released
+    } finally {
+      this.#lost.abort(LEASE_ENDED)
+    }
   }
 
   async #write(patch: StreamPatch, releasing = false): Promise<boolean> {

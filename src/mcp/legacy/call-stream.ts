@@ -144,6 +144,15 @@ export class CallStream implements RequestChannel {
   }
 
   /**
+   * Gives up keeping a stream opened with `keepLater` before its record was created (what the
+   * record needed could not be had): it is not kept, and what it writes goes out live only.
+   */
+  abandon(): void {
+    if (!this.#lease) this.#lease = Promise.resolve('store-failed')
+    this.#kept?.(false)
+  }
+
+  /**
    * Writes the priming event (an id and empty data) of a 2025-11-25 session's stream once its record
    * is stored; older revisions' clients are never sent an empty event.
    */

@@ -182,7 +182,6 @@ class ResumedStream<Deps> {
     }
   }
 
-  /** Writes `events` in order; true once the final response is among them (the stream is over). */
   /**
    * Lets go of the connection (`retry`), first telling the client again where it is when nothing
    * was written since it resumed: the v1 SDK resumes from the last id it read on the connection
@@ -197,6 +196,7 @@ class ResumedStream<Deps> {
     letGo()
   }
 
+  /** Writes `events` in order; true once the final response is among them (the stream is over). */
   #write(events: readonly StoredEvent[]): boolean {
     for (const { seq, payload } of events) {
       if (seq <= this.#seq) continue

@@ -45,10 +45,10 @@ const SERVER_UNAVAILABLE = new Set(['57P01', '57P02', '57P03'])
  * Seconds the driver waits for a connection to be made before failing the queries queued on it
  * (its default is 30): a server that does not answer at all is refused this fast.
  */
-export const CONNECT_TIMEOUT_SECONDS = 5
+const CONNECT_TIMEOUT_SECONDS = 5
 
 /** Longest wait, in seconds, between two attempts to reconnect (the driver's default grows to 20). */
-export const MAX_RECONNECT_DELAY_SECONDS = 1
+const MAX_RECONNECT_DELAY_SECONDS = 1
 
 /**
  * The pool settings an outage asks for: a bounded connect, and reconnect attempts at most
@@ -75,15 +75,23 @@ export function isUnreachable(error: unknown): boolean {
     SOCKET_ERRORS.has(code) ||
     DRIVER_ERRORS.has(code) ||
     SERVER_UNAVAILABLE.has(code) ||
-    /^08[0-9A-Z]{3}$/.test(code)
+    // Connection exceptions, but not 08P01 (protocol violation): the server answers that to a
+    // malformed message too, a fault of the request rather than of the connection.
+    (/^08[0-9A-Z]{3}$/.test(code) && code !== '08P01')
   )
+}
+
+/** Whether `error` is an answer of the server (it carries an SQLSTATE): the server is there. */
+function fromServer(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code
+  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)
 }
 
 /**
  * One store's view of its server (module header): up until a call fails unreachable; down from then
  * on, when one call at a time (the probe) goes to the driver and every call made meanwhile is
  * refused at once with `StoreUnavailableError` (its cause the last driver failure); up again as
- * soon as any call gets an answer from the server, an error included. So calls made while it is
+ * soon as a call gets an answer from the server, an error with an SQLSTATE included. So calls made while it is
  * down never queue in the driver behind its connection attempts, however many come, and the first
  * call after the server is back serves.
  */
@@ -104,7 +112,9 @@ export class OutageBreaker {
       return result
     } catch (error) {
       if (!isUnreachable(error)) {
-        this.#down = false
+        // Only an answer of the server shows it is back: a failure before any query (a bad page
+        // size, say) leaves a down server down.
+        if (!probe || fromServer(error)) this.#down = false
         throw error
       }
       this.#down = true
