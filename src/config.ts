@@ -129,6 +129,12 @@ const EnvSchema = z.object({
   SHUTDOWN_DELAY_SECONDS: int(0, 60).default(0),
   /** Node only: how long the requests still in flight at shutdown may take before they are cut. */
   SHUTDOWN_GRACE_SECONDS: int(1, 600).default(25),
+  /**
+   * Node only: how long an idle keep-alive connection stays open (Node's default 5 s). It must be
+   * longer than the balancer in front keeps its idle upstream connections (nginx's `keepalive_timeout`;
+   * 60 s on an AWS load balancer), or the balancer may send a request on a socket being closed.
+   */
+  KEEP_ALIVE_SECONDS: int(1, 3600).default(5),
   /** `1` lets `npm start` serve a non-loopback HOST without auth (one shared principal). */
   ALLOW_UNAUTHENTICATED: z.enum(['0', '1']).default('0'),
 })
@@ -173,6 +179,8 @@ export interface Config {
    * most `graceMs` for the requests in flight.
    */
   shutdown: { delayMs: number; graceMs: number }
+  /** `KEEP_ALIVE_SECONDS` in milliseconds (Node only). */
+  keepAliveMs: number
   /** OpenTelemetry export, from the standard `OTEL_*` variables (`telemetry/env.ts`); absent: off. */
   telemetry?: TelemetryConfig
   auth?: AuthConfig
@@ -224,6 +232,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
       delayMs: e.SHUTDOWN_DELAY_SECONDS * 1000,
       graceMs: e.SHUTDOWN_GRACE_SECONDS * 1000,
     },
+    keepAliveMs: e.KEEP_ALIVE_SECONDS * 1000,
     allowUnauthenticated: e.ALLOW_UNAUTHENTICATED === '1',
   }
   try {

@@ -130,13 +130,15 @@ async function main(options: NodeServerOptions): Promise<void> {
     tasks,
     telemetry: telemetry?.telemetry,
   })
+  // HTTP/1.1 (no `createServer` option): a plain `http.Server`.
   const server = serve({ fetch: app.fetch, hostname: config.host, port: config.port }, (info) => {
     const host = info.family === 'IPv6' ? `[${info.address}]` : info.address
     console.log(`notes-mcp listening on http://${host}:${info.port}/mcp`)
-  })
+  }) as Server
+  server.keepAliveTimeout = config.keepAliveMs
   server.on('clientError', answerMalformedHttp)
   drainOnSignals({
-    server: server as Server,
+    server,
     ...config.shutdown,
     draining,
     shutdown,

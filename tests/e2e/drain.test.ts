@@ -13,9 +13,9 @@
  *   listener closed, while a request on an idle keep-alive connection opened before is still served;
  * - a round held past SHUTDOWN_GRACE_SECONDS is cut, and the process still exits 0.
  * Every wait is for an event (a status flipping, a stream ending, a hold reached, an exit), polled
- * or awaited within a bound; nothing is timed. The one bound of the machine's own is Node's 5 s
- * `keepAliveTimeout` of the idle connection, which the few local requests between its first answer
- * and its second stay far below.
+ * or awaited within a bound; nothing is timed. The idle connection's replica keeps idle connections
+ * open {@link IDLE_KEPT_SECONDS} (KEEP_ALIVE_SECONDS), far beyond what the test takes between its
+ * first answer and its second, so the connection never closes on the replica's clock under the test.
  */
 import { once } from 'node:events'
 import { Agent, request, type IncomingHttpHeaders } from 'node:http'
@@ -37,6 +37,8 @@ import { mcpInit, parseSse, readMessages, type JsonObject } from '../support/mcp
 import { holdOf, startServer, tempDataDir, type ServerProcess } from '../support/server-process.ts'
 import { within } from '../support/within.ts'
 
+/** How long the idle connection's replica keeps it open: no test waits it out. */
+const IDLE_KEPT_SECONDS = '600'
 /** A delay no test waits out: the test observes the replica inside it. */
 const LONG_DELAY_SECONDS = '60'
 /** Polls of a status until it flips, and the pause between two. */
@@ -352,7 +354,7 @@ describe('the drain on SIGTERM', () => {
   )
 
   it('finishes a round in flight at SIGTERM with its whole answer, refuses new connections, serves a request on an idle keep-alive connection, then exits 0', async () => {
-    const server = await start('held-import')
+    const server = await start('held-import', { KEEP_ALIVE_SECONDS: IDLE_KEPT_SECONDS })
     const idle = await IdleConnection.open(server)
     const hold = holdOf(server)
     await hold.arm(0)
