@@ -20,6 +20,7 @@
  * may not have acted — the user saw an error, and the store check decides whether anything was left
  * half done.
  */
+import { setTimeout as sleep } from 'node:timers/promises'
 import type { JsonObject } from '../../src/mcp/wire.ts'
 import type { Era, EraMetrics, FlowKind } from './metrics.ts'
 
@@ -196,10 +197,6 @@ function offered(schema: JsonObject, field: string): string[] {
     { anyOf?: Array<{ const?: unknown }>; enum?: unknown[] } | undefined
   const values = items?.anyOf?.map((option) => option.const) ?? items?.enum ?? []
   return values.filter((value): value is string => typeof value === 'string')
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms))
 }
 
 interface BulkOutcome {

@@ -22,6 +22,7 @@
  * messages, its exit is seen, and `process.on('exit')` SIGKILLs it (and its backends) when this
  * process ends with it still running. Every wait is bounded.
  */
+import { setTimeout as sleep } from 'node:timers/promises'
 import { spawn, type ChildProcess } from 'node:child_process'
 import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { chown, readFile, rm } from 'node:fs/promises'
@@ -169,8 +170,6 @@ function killTreeNow(pid: number): number[] {
   for (const each of all) signal(each, 'SIGKILL')
   return all
 }
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /** Polls `done` every `POLL_MS` until it holds or `timeoutMs` passed; answers whether it held. */
 async function waitUntil(done: () => boolean | Promise<boolean>, timeoutMs: number) {

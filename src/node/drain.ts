@@ -9,8 +9,8 @@
  * 3. the listener closes: new connections are refused (a balancer re-sends a refused connect to
  *    another replica). Idle keep-alive connections are NOT closed: one a balancer is just sending a
  *    request on would lose it (nginx answers 502 for a POST it may not re-send). They close from the
- *    client's side (nginx's upstream `keepalive_timeout` is below `keepAliveTimeout`, KEEP_ALIVE_SECONDS) or
- *    at Node's `keepAliveTimeout`, and a request that still arrives on one is served, closing it.
+ *    client's side (nginx's upstream `keepalive_timeout` is below KEEP_ALIVE_SECONDS) or at the
+ *    server's `keepAliveTimeout`, and a request that still arrives on one is served, closing it.
  *    (`http.Server.close()` would close them first: the listener is closed as a `net.Server`.);
  * 4. `shutdown` aborts: listen and 2025 streams are let go with `retry` (their clients reconnect to
  *    another replica), call and task leases are released;

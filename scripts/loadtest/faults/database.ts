@@ -17,13 +17,13 @@
  * end a flow with in the fault window ({@link STORE_UNAVAILABLE_KIND}). The fault's own verdict:
  * requests did meet the outage (at least one refusal) and every replica recovered, without a restart.
  */
+import { setTimeout as sleep } from 'node:timers/promises'
 import { McpClient } from '../../../src/client/index.ts'
 import { FAULT_GRACE_MS } from '../metrics.ts'
 import type { ReplicaProcess } from '../processes.ts'
 import { STORE_UNAVAILABLE_KIND } from '../routing.ts'
 import {
   secondsSince,
-  sleep,
   type Fault,
   type FaultContext,
   type FaultOutcome,

@@ -65,11 +65,6 @@ export interface Fault<Report extends FaultReportBase = FaultReportBase> {
   run(context: FaultContext): Promise<FaultOutcome<Report>>
 }
 
-/** Resolves after `ms`. */
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms))
-}
-
 /** Seconds since the run's start, rounded to a millisecond, for a report. */
 export function secondsSince(start: number, at: number): number {
   return Math.round(at - start) / 1000

@@ -13,12 +13,12 @@
  * A 2025 flow may fail cleanly in the window only where the killed replica never answered one of its
  * requests, which the v1 SDK does not send again ({@link UNANSWERED_KINDS}); modern flows never.
  */
+import { setTimeout as sleep } from 'node:timers/promises'
 import { UNANSWERED_KINDS } from '../legacy-agent.ts'
 import type { ReplicaProcess } from '../processes.ts'
 import type { SharedStore } from '../store.ts'
 import {
   secondsSince,
-  sleep,
   type Fault,
   type FaultContext,
   type FaultOutcome,

@@ -12,11 +12,11 @@
  * with code 0 within its drain bound, never SIGKILLed. The users keep starting flows until both
  * deploys are done, even past `--duration`.
  */
+import { setTimeout as sleep } from 'node:timers/promises'
 import { formatKeyRing, generateKey, parseKeyRing, type RawKey } from '../../../src/mcp/key-ring.ts'
 import type { ReplicaExit } from '../processes.ts'
 import {
   secondsSince,
-  sleep,
   type Fault,
   type FaultContext,
   type FaultOutcome,
