@@ -12,11 +12,12 @@
  *
  * A subscriber may tell the bus what it listens for (`EventInterest`): a stream, its principal's events
  * and those of no principal; a 2025 request, its session's signals. That is a promise of what the
- * listener needs, so a bus may route by it (the Workers bus keeps one Durable Object per principal and
- * per session), but a bus MAY deliver more: the in-process and PostgreSQL buses ignore it, and every
- * listener still keeps only what is its own. This module also owns the one wire shape of an event for
- * buses that carry events between processes (`ServerEventSchema`: strict, with bounded ids and URIs),
- * so what a hostile or broken peer puts on the wire never reaches a listener.
+ * listener needs, so a bus routes by it (the in-process bus indexes its listeners by principal and
+ * session, the Workers bus keeps one Durable Object per principal and per session), but a bus MAY
+ * deliver more, and every listener still keeps only what is its own. This module also owns the one
+ * wire shape of an event for buses that carry events between processes (`ServerEventSchema`:
+ * strict, with bounded ids and URIs), so what a hostile or broken peer puts on the wire never
+ * reaches a listener.
  */
 import { z } from 'zod'
 
@@ -147,26 +148,88 @@ export function serializeServerEvent(event: ServerEvent): string | undefined {
   return text.length > MAX_EVENT_CHARS ? undefined : text
 }
 
+/**
+ * The listeners of one process, indexed by what they listen for, so that an event costs its own
+ * listeners and not every stream of the replica: a session's signal reaches that session's
+ * listeners, a principal's event that principal's, an event for everyone every listener that hears
+ * such events (those with a principal). A listener that named no interest hears everything. What it
+ * delivers is exactly what {@link concerns} allows, no more: a listener still checks for itself.
+ */
 export class InProcessEventBus implements EventBus {
-  readonly #listeners = new Set<EventListener>()
+  /** Listeners that named no interest: they hear every event. */
+  readonly #everything = new Set<Subscription>()
+  /** Listeners that named a principal: they hear events for everyone. */
+  readonly #withPrincipal = new Set<Subscription>()
+  readonly #byPrincipal = new Map<string, Set<Subscription>>()
+  readonly #bySession = new Map<string, Set<Subscription>>()
+  #listeners = 0
 
   publish(event: ServerEvent): void {
-    for (const listener of this.#listeners) {
-      try {
-        listener(event)
-      } catch {
-        // One broken stream must not keep the event from the others.
+    deliver(this.#everything, event)
+    const scope = eventScope(event)
+    if (scope === undefined) deliver(this.#withPrincipal, event)
+    else if ('session' in scope) deliver(this.#bySession.get(scope.session), event)
+    else deliver(this.#byPrincipal.get(scope.principal), event)
+  }
+
+  subscribe(listener: EventListener, interest?: EventInterest): () => void {
+    // One entry per call, so the same function subscribed twice is two listeners, removed one by one.
+    const subscription: Subscription = { listener }
+    const { principal, session } = interest ?? {}
+    this.#listeners += 1
+    if (principal === undefined && session === undefined) this.#everything.add(subscription)
+    if (principal !== undefined) {
+      this.#withPrincipal.add(subscription)
+      addTo(this.#byPrincipal, principal, subscription)
+    }
+    if (session !== undefined) addTo(this.#bySession, session, subscription)
+    let subscribed = true
+    return () => {
+      if (!subscribed) return
+      subscribed = false
+      this.#listeners -= 1
+      this.#everything.delete(subscription)
+      if (principal !== undefined) {
+        this.#withPrincipal.delete(subscription)
+        removeFrom(this.#byPrincipal, principal, subscription)
       }
+      if (session !== undefined) removeFrom(this.#bySession, session, subscription)
     }
   }
 
-  /** Every listener hears every event: one process has nothing to route (`interest` is not needed). */
-  subscribe(listener: EventListener): () => void {
-    this.#listeners.add(listener)
-    return () => this.#listeners.delete(listener)
+  /** Listeners subscribed now, and the principals and sessions they are indexed under. */
+  get size(): { listeners: number; principals: number; sessions: number } {
+    return {
+      listeners: this.#listeners,
+      principals: this.#byPrincipal.size,
+      sessions: this.#bySession.size,
+    }
   }
+}
 
-  get listenerCount(): number {
-    return this.#listeners.size
+/** One `subscribe` call: its own object, whatever function it carries. */
+interface Subscription {
+  readonly listener: EventListener
+}
+
+function deliver(subscriptions: Iterable<Subscription> | undefined, event: ServerEvent): void {
+  if (subscriptions === undefined) return
+  for (const { listener } of subscriptions) {
+    try {
+      listener(event)
+    } catch {
+      // One broken stream must not keep the event from the others.
+    }
   }
+}
+
+function addTo(index: Map<string, Set<Subscription>>, key: string, entry: Subscription): void {
+  const entries = index.get(key)
+  if (entries) entries.add(entry)
+  else index.set(key, new Set([entry]))
+}
+
+function removeFrom(index: Map<string, Set<Subscription>>, key: string, entry: Subscription): void {
+  const entries = index.get(key)
+  if (entries?.delete(entry) && entries.size === 0) index.delete(key)
 }

@@ -8,8 +8,8 @@
  * logged, never failing the change that caused it (so is one outside the bounds of
  * `ServerEventSchema`, which the other replicas would drop); a payload heard on the channel that is
  * not a well-formed event (`ServerEventSchema`: strict shapes, bounded ids) is dropped. Every replica
- * hears the whole channel, so a subscriber's `EventInterest` is not needed here. Node-only (the
- * `postgres` driver).
+ * hears the whole channel, and hands each event to the listeners its `EventInterest` names (the
+ * in-process bus's index). Node-only (the `postgres` driver).
  *
  * The channel is heard on one connection of its own, which never idles out. When the database goes
  * away (restart, failover, kill), that connection is lost and what is notified until it is back is
@@ -27,6 +27,7 @@ import {
   parseServerEvent,
   serializeServerEvent,
   type EventBus,
+  type EventInterest,
   type EventListener,
   type ServerEvent,
 } from '../mcp/event-bus.ts'
@@ -148,9 +149,9 @@ export class PostgresEventBus implements EventBus {
     }
   }
 
-  /** Every replica hears every event (one channel), so `interest` is not needed. */
-  subscribe(listener: EventListener): () => void {
-    return this.#local.subscribe(listener)
+  /** Every replica hears every event (one channel); this replica's listeners are indexed by `interest`. */
+  subscribe(listener: EventListener, interest?: EventInterest): () => void {
+    return this.#local.subscribe(listener, interest)
   }
 
   async close(): Promise<void> {

@@ -1,7 +1,7 @@
 /**
- * What the engine's subscribers tell the event bus they need (`EventInterest`), on a bus that keeps
- * the promise strictly: it delivers each subscriber only what its interest names, as a bus routing by
- * key does (the Workers bus). A listen stream and a 2025 GET stream name the principal the handlers
+ * What the engine's subscribers tell the event bus they need (`EventInterest`), on the in-process
+ * bus, which keeps the promise strictly: it delivers each subscriber only what its interest names, as
+ * every bus routing by key does (the Workers bus). A listen stream and a 2025 GET stream name the principal the handlers
  * tag their events with, so they still hear their notes change; a waiting 2025 flow and its request's
  * cancellation name their session, so an answer (the store checks turned off) and a cancellation
  * still reach them. In-process, on real in-memory SQLite, waits are the next SSE message.
@@ -12,7 +12,6 @@ import { tokenPrincipal } from '../../src/auth/bearer.ts'
 import { parseConfig } from '../../src/config.ts'
 import {
   InProcessEventBus,
-  concerns,
   type EventInterest,
   type EventListener,
 } from '../../src/mcp/event-bus.ts'
@@ -24,22 +23,20 @@ import { createFixtureApp } from '../conformance/fixture-app.ts'
 import { SseReaders, TEST_AUTH_ENV, bearer, startSession } from '../support/legacy-request.ts'
 import { expectResult, postMcp, type JsonObject } from '../support/mcp-request.ts'
 
-/** Delivers each subscriber only the events its interest names, and keeps every interest named. */
-class StrictInterestBus extends InProcessEventBus {
+/** The in-process bus, keeping every interest named. */
+class RecordingBus extends InProcessEventBus {
   readonly interests: Array<EventInterest | undefined> = []
 
   override subscribe(listener: EventListener, interest?: EventInterest): () => void {
     this.interests.push(interest)
-    return super.subscribe((event) => {
-      if (concerns(interest, event)) listener(event)
-    })
+    return super.subscribe(listener, interest)
   }
 }
 
 const sealer = StateSealer.create({ keyRing: await importKeyRing([generateKey()]) })
 const store = new SqliteNotesStore({ path: ':memory:' })
 await store.migrate()
-const bus = new StrictInterestBus()
+const bus = new RecordingBus()
 const app = createApp(parseConfig(TEST_AUTH_ENV), { store, sealer, bus })
 /** The conformance fixture without store checks: a 2025 answer can only arrive by the bus. */
 const fixture = createFixtureApp(parseConfig({}), {
