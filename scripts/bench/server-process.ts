@@ -132,7 +132,8 @@ export async function startServer(options: StartOptions): Promise<ServerProcess>
   }
 }
 
-function stopChild(child: ChildProcess): Promise<void> {
+/** Stops one child: SIGTERM, then SIGKILL if it is still alive after 2 s. */
+export function stopChild(child: ChildProcess): Promise<void> {
   return new Promise((resolve) => {
     if (child.exitCode !== null || child.signalCode !== null) return resolve()
     const force = setTimeout(() => child.kill('SIGKILL'), 2000)
