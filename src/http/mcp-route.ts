@@ -9,6 +9,7 @@
 import { Hono, type Context, type MiddlewareHandler } from 'hono'
 import { ErrorCode } from '../mcp/errors.ts'
 import type { McpHandler, McpHttpInput } from '../mcp/http-input.ts'
+import { decodeUtf8 } from '../mcp/utf8.ts'
 import { limitBody } from './body-limit.ts'
 import { jsonRpcError, peekRequestId } from './errors.ts'
 
@@ -21,8 +22,6 @@ export interface McpRouteOptions {
    */
   authenticate: MiddlewareHandler
 }
-
-const utf8 = new TextDecoder('utf-8', { fatal: true })
 
 /** What the engine needs to know of an authenticated request besides its method and body. */
 function authenticated(c: Context): Omit<McpHttpInput, 'method' | 'body'> {
@@ -59,7 +58,7 @@ export function mcpRoute({ handler, maxBodyBytes, authenticate }: McpRouteOption
       }
       let body: string
       try {
-        body = utf8.decode(await c.req.arrayBuffer())
+        body = decodeUtf8(await c.req.arrayBuffer())
       } catch {
         return jsonRpcError(
           null,

@@ -27,6 +27,7 @@ import {
 } from './base64url.ts'
 import { MAX_KID_CHARS, type KeyRing, type RingKey } from './key-ring.ts'
 import { randomBytes } from './random.ts'
+import { decodeUtf8 } from './utf8.ts'
 
 const ALG = 'dir'
 const ENC = 'A256GCM'
@@ -36,7 +37,6 @@ const TAG_BYTES = 16
 const TAG_CHARS = 22 // 128-bit tag
 
 const encoder = new TextEncoder()
-const strictDecoder = new TextDecoder('utf-8', { fatal: true })
 
 /** Ciphertext and authentication tag of one AES-256-GCM encryption. */
 export interface AesGcmOutput {
@@ -277,7 +277,7 @@ export class CompactJwe {
   #keyFor(encodedHeader: string): RingKey {
     let header: unknown
     try {
-      header = JSON.parse(strictDecoder.decode(this.#base64url.decode(encodedHeader)))
+      header = JSON.parse(decodeUtf8(this.#base64url.decode(encodedHeader)))
     } catch {
       return reject('malformed')
     }

@@ -41,6 +41,7 @@ import {
   type JsonObject,
   type RequestId,
 } from './wire.ts'
+import { decodeUtf8 } from './utf8.ts'
 
 /** A JSON-RPC request that passed the envelope checks. */
 export interface McpRequest {
@@ -343,7 +344,6 @@ function readHeader(id: RequestId, headers: Headers, name: string, display: stri
 
 const BASE64_SENTINEL = /^=\?base64\?(.*)\?=$/
 const STRICT_BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/
-const utf8 = new TextDecoder('utf-8', { fatal: true })
 
 /**
  * Decodes a header value that may use the `=?base64?…?=` sentinel (exact lower-case form only; any
@@ -359,7 +359,7 @@ function decodeHeaderValue(id: RequestId, display: string, value: string): strin
     })
   }
   try {
-    return utf8.decode(Uint8Array.from(atob(encoded), (char) => char.charCodeAt(0)))
+    return decodeUtf8(Uint8Array.from(atob(encoded), (char) => char.charCodeAt(0)))
   } catch {
     fail(
       id,

@@ -7,8 +7,7 @@
  */
 import { base64url } from 'jose'
 import { ErrorCode, McpError } from './errors.ts'
-
-const utf8 = new TextDecoder('utf-8', { fatal: true })
+import { decodeUtf8 } from './utf8.ts'
 
 export const DEFAULT_PAGE_SIZE = 50
 /**
@@ -31,7 +30,7 @@ export function decodeCursor(list: string, cursor: string | undefined): number {
     )
   }
   try {
-    const decoded: unknown = JSON.parse(utf8.decode(base64url.decode(cursor)))
+    const decoded: unknown = JSON.parse(decodeUtf8(base64url.decode(cursor)))
     if (typeof decoded === 'object' && decoded !== null) {
       const { l, o } = decoded as { l?: unknown; o?: unknown }
       if (l === list && typeof o === 'number' && Number.isSafeInteger(o) && o >= 0) return o

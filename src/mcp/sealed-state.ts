@@ -59,6 +59,7 @@ import {
   type Claims,
   type ClaimsDraft,
 } from './state-claims.ts'
+import { decodeUtf8 } from './utf8.ts'
 
 const DEFAULT_STATE_TTL_SECONDS = 600
 const MAX_STATE_TTL_SECONDS = 86_400
@@ -77,7 +78,6 @@ const NONCE_BYTES = 16
 const PRINCIPAL_TAG_BYTES = 16
 
 const encoder = new TextEncoder()
-const strictDecoder = new TextDecoder('utf-8', { fatal: true })
 
 /** What a state is bound to. `args` is digested as canonical JSON (`undefined`/`null` → `{}`). */
 export interface StateBinding {
@@ -402,7 +402,7 @@ export class StateSealer {
   ): OpenedState | Promise<OpenedState> {
     let parsed: unknown
     try {
-      parsed = JSON.parse(strictDecoder.decode(plaintext))
+      parsed = JSON.parse(decodeUtf8(plaintext))
     } catch {
       return reject('bad_claims')
     }
