@@ -47,6 +47,7 @@ import { Metrics } from './loadtest/metrics.ts'
 import { findNginx, nginxConfig } from './loadtest/nginx-config.ts'
 import {
   isDatabaseFault,
+  MIN_FLOWS_MAX_EXTRA_S,
   parseOptions,
   USAGE,
   UsageError,
@@ -64,7 +65,7 @@ import type { FlowRecord } from './loadtest/flows.ts'
 import { CALL_TIMEOUT_MS, type Endpoint } from './loadtest/routing.ts'
 import { TAKEOVER_BOUND_MS, taskFlowTagOf, type TaskFlowRecord } from './loadtest/task-flow.ts'
 import { settleTasks, verifyTasks } from './loadtest/task-verify.ts'
-import { runVirtualUsers } from './loadtest/users.ts'
+import { erasOf, runVirtualUsers } from './loadtest/users.ts'
 import { readAllNotes, verifyStore } from './loadtest/verify.ts'
 import { SoakSampler } from './loadtest/soak-sampler.ts'
 import { judgeSoak, sampleIntervalMs, type ReplicaSeries } from './loadtest/soak.ts'
@@ -177,9 +178,19 @@ async function run(options: LoadtestOptions, watchdog: AbortController): Promise
     const endpoints = replicas.map((replica) => ({ id: replica.id, url: replica.url }))
     const start = performance.now()
     const durationMs = options.durationS * 1000
+    const minFlowsUntil = start + durationMs + MIN_FLOWS_MAX_EXTRA_S * 1000
+    const eras = erasOf(options.users, options.legacyShare)
+    /** Past the duration, whether `--min-flows` still wants flows (within its bound). */
+    const shortOfMinimum = () =>
+      options.minFlows > 0 &&
+      performance.now() < minFlowsUntil &&
+      !metrics.completedAtLeast(options.minFlows, eras, options.taskUsers > 0)
     const hardStop = setTimeout(
       () => watchdog.abort(new Error('the load test overran its duration')),
-      durationMs + GRACE_MS + (fault?.maxExtraMs ?? 0)
+      durationMs +
+        GRACE_MS +
+        (fault?.maxExtraMs ?? 0) +
+        (options.minFlows > 0 ? MIN_FLOWS_MAX_EXTRA_S * 1000 : 0)
     )
     const progress = setInterval(() => {
       const done = ledger.filter((flow) => flow.completed).length
@@ -215,7 +226,7 @@ async function run(options: LoadtestOptions, watchdog: AbortController): Promise
         replicas: endpoints,
         balancer,
         deadline: start + durationMs,
-        busyWhile: () => faultInProgress,
+        busyWhile: () => faultInProgress || shortOfMinimum(),
         maxRequests: options.maxRequests,
         users: options.users,
         legacyShare: options.legacyShare,
@@ -229,6 +240,15 @@ async function run(options: LoadtestOptions, watchdog: AbortController): Promise
     } finally {
       clearInterval(progress)
       soakSeries = await sampler?.stop()
+    }
+    if (
+      options.minFlows > 0 &&
+      !metrics.completedAtLeast(options.minFlows, eras, options.taskUsers > 0)
+    ) {
+      console.log(
+        `  --min-flows ${options.minFlows}: not every kind of flow completed that often within ` +
+          `${MIN_FLOWS_MAX_EXTRA_S} s past the duration`
+      )
     }
     const elapsedS = (performance.now() - start) / 1000
     const faultOutcome = faultRun ? await faultRun : undefined

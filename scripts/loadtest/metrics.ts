@@ -240,6 +240,17 @@ export class Metrics {
     '2025': new EraMetrics('2025'),
   }
   readonly tasks = new TaskMetrics()
+
+  /**
+   * Whether every flow kind of each era in `eras` (the eras that have users), and the task flow when
+   * `tasks`, has completed at least `minimum` times (`--min-flows`).
+   */
+  completedAtLeast(minimum: number, eras: readonly Era[], tasks: boolean): boolean {
+    const kindsDone = eras.every((era) =>
+      ERA_FLOWS[era].every((kind) => this.eras[era].flows[kind].completed >= minimum)
+    )
+    return kindsDone && (!tasks || this.tasks.flows.completed >= minimum)
+  }
   /** `performance.now()` when the fault began and when the fleet was whole again, with a fault. */
   faultAt: number | undefined
   restartedAt: number | undefined

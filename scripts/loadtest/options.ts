@@ -33,7 +33,15 @@ export interface LoadtestOptions {
   soakMinutes: number | undefined
   /** Flows per second the era users pace themselves to, all together; `undefined`: unpaced. */
   rate: number | undefined
+  /**
+   * `--min-flows N`: past the duration the users go on until every flow kind (and the task flow)
+   * has completed N times, within `MIN_FLOWS_MAX_EXTRA_S`; 0: the duration alone ends the run.
+   */
+  minFlows: number
 }
+
+/** How long past its duration a run may go on to reach `--min-flows`. */
+export const MIN_FLOWS_MAX_EXTRA_S = 180
 
 /** The soak's default pace (`--rate`): well under what this 2-core machine serves unpaced. */
 export const SOAK_DEFAULT_RATE = 20
@@ -82,6 +90,11 @@ export const USAGE = `Usage: npm run loadtest -- [options]
   --rate FLOWS_PER_S        the users pace themselves to this many flows per second overall,
                             task users to one flow each per 30 s (default with --soak ${SOAK_DEFAULT_RATE};
                             otherwise unpaced: as fast as the fleet answers)
+  --min-flows N             past the duration, the users go on until every kind of flow of
+                            each era (and the task flow) has completed N times, at most
+                            ${MIN_FLOWS_MAX_EXTRA_S} s longer: a short run then proves every kind
+                            however fast the machine is (default 0: the duration alone; not with
+                            --soak)
   --out FILE                JSON summary (default loadtest-results/summary.json)
   --max-requests N          hard cap on HTTP requests sent (default ${DEFAULT_MAX_REQUESTS}; with
                             --soak, ${SOAK_REQUESTS_PER_FLOW} per flow at its rate and ${SOAK_TASK_REQUESTS_PER_S}/s per task user)`
@@ -154,6 +167,7 @@ function readArgs(argv: string[]) {
       'max-requests': { type: 'string' },
       soak: { type: 'string' },
       rate: { type: 'string' },
+      'min-flows': { type: 'string', default: '0' },
       help: { type: 'boolean', default: false },
     },
   }).values
@@ -184,6 +198,12 @@ export function parseOptions(argv: string[]): LoadtestOptions {
     values.soak === undefined ? undefined : decimal('soak', values.soak, 0.5, 1440)
   if (soakMinutes !== undefined && values.duration !== undefined) {
     throw new UsageError("--soak MINUTES is the run's length: give it or --duration, not both")
+  }
+  const minFlows = bounded('min-flows', values['min-flows'], 0, 1000)
+  if (soakMinutes !== undefined && minFlows > 0) {
+    throw new UsageError(
+      '--soak runs at a steady rate for its length: --min-flows cannot extend it'
+    )
   }
   if (soakMinutes !== undefined && fault !== undefined) {
     throw new UsageError(
@@ -230,5 +250,6 @@ export function parseOptions(argv: string[]): LoadtestOptions {
     maxRequests,
     soakMinutes,
     rate,
+    minFlows,
   }
 }

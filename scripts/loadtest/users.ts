@@ -64,6 +64,15 @@ function eraOf(index: number, share: number): Era {
   return Math.floor(index * share) > Math.floor((index - 1) * share) ? '2025' : 'modern'
 }
 
+/** The eras that `users` users with a 2025 share of `share` speak. */
+export function erasOf(users: number, share: number): Era[] {
+  const legacy = Math.floor(users * share)
+  return [
+    ...(legacy < users ? (['modern'] as const) : []),
+    ...(legacy > 0 ? (['2025'] as const) : []),
+  ]
+}
+
 /**
  * Whether a user may start another flow: before the deadline (or while the fault is in progress)
  * and the request cap, not aborted.

@@ -44,9 +44,9 @@ import { IN_CI, serviceTestsRun } from '../support/ci.ts'
 import { tempDataDir } from '../support/server-process.ts'
 
 const root = join(import.meta.dirname, '../..')
-const RUN_TIMEOUT_MS = 90_000
+const RUN_TIMEOUT_MS = 300_000
 /** Per test: the run, its startup and shutdown, under a busy machine. */
-const TEST_TIMEOUT_MS = 120_000
+const TEST_TIMEOUT_MS = 330_000
 const nginx = findNginx()
 const NO_NGINX = 'no nginx on PATH, /usr/sbin or /sbin'
 const RUN_BALANCED = serviceTestsRun('Balanced load test', nginx !== undefined, NO_NGINX)
@@ -76,8 +76,10 @@ function loadtest(
     process.execPath,
     [
       join(root, 'scripts/loadtest.ts'),
-      // A soak gives its own length (--soak MINUTES, refused with --duration).
-      ...(args.includes('--soak') ? [] : ['--duration', '4']),
+      // A soak gives its own length (--soak MINUTES, refused with --duration). Any other run goes on
+      // past its 4 s until every kind of flow has completed once, so no assertion below that a kind
+      // came round depends on how fast the machine is.
+      ...(args.includes('--soak') ? [] : ['--duration', '4', '--min-flows', '1']),
       '--replicas',
       '2',
       '--users',
@@ -195,12 +197,8 @@ function expectSound(run: Run, allowed?: Record<Era, readonly string[]>): void {
   for (const [kind, counts] of Object.entries(modern.flows)) {
     expect(counts.completed, `modern ${kind}`).toBeGreaterThan(0)
   }
-  // Over a shared SQLite file the replicas have no common event bus: a 2025 answer that reached
-  // another replica waits for the store poll (2 s), so in 4 s not every kind of flow comes round.
-  if (summary.store === 'postgres') {
-    for (const [kind, counts] of Object.entries(summary.eras['2025'].flows)) {
-      expect(counts.completed, `2025 ${kind}`).toBeGreaterThan(0)
-    }
+  for (const [kind, counts] of Object.entries(summary.eras['2025'].flows)) {
+    expect(counts.completed, `2025 ${kind}`).toBeGreaterThan(0)
   }
   expect(summary.lost, run.output).toBe(0)
   expect(summary.duplicated, run.output).toBe(0)

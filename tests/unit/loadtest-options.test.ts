@@ -1,9 +1,12 @@
 /**
  * The load test's command line (`scripts/loadtest/options.ts`): which fault a run injects, and the
- * refusals of a fault that does not exist or two faults in one run.
+ * refusals of a fault that does not exist or two faults in one run; `--min-flows` and the check it
+ * runs on (`Metrics.completedAtLeast`, over the eras the users speak).
  */
 import { describe, expect, it } from 'vitest'
+import { ERA_FLOWS, Metrics, type Era } from '../../scripts/loadtest/metrics.ts'
 import { parseOptions, UsageError } from '../../scripts/loadtest/options.ts'
+import { erasOf } from '../../scripts/loadtest/users.ts'
 
 describe('the load test options: faults', () => {
   it('runs without a fault unless one is named', () => {
@@ -45,4 +48,48 @@ describe('the load test options: database faults', () => {
       )
     }
   )
+})
+
+describe('the load test options: --min-flows', () => {
+  it('is 0 unless given, and takes a whole number up to 1000', () => {
+    expect(parseOptions([]).minFlows).toBe(0)
+    expect(parseOptions(['--min-flows', '3']).minFlows).toBe(3)
+    expect(() => parseOptions(['--min-flows', '1.5'])).toThrow(UsageError)
+    expect(() => parseOptions(['--min-flows', '1001'])).toThrow(UsageError)
+  })
+
+  it('cannot extend a soak', () => {
+    expect(() => parseOptions(['--soak', '1', '--min-flows', '1'])).toThrow(
+      new UsageError('--soak runs at a steady rate for its length: --min-flows cannot extend it')
+    )
+  })
+})
+
+describe('the load test: when every kind of flow has completed often enough', () => {
+  it('asks every kind of each era with users, and the task flow with task users', () => {
+    const metrics = new Metrics()
+    const complete = (era: Era, times: number) => {
+      for (const kind of ERA_FLOWS[era]) metrics.eras[era].flows[kind].completed = times
+    }
+    expect(metrics.completedAtLeast(1, ['modern'], false)).toBe(false)
+    complete('modern', 1)
+    expect(metrics.completedAtLeast(1, ['modern'], false)).toBe(true)
+    expect(metrics.completedAtLeast(2, ['modern'], false)).toBe(false)
+    expect(metrics.completedAtLeast(1, ['modern', '2025'], false)).toBe(false)
+    complete('2025', 1)
+    metrics.eras['2025'].flows[ERA_FLOWS['2025'][0]!].completed = 0
+    expect(metrics.completedAtLeast(1, ['modern', '2025'], false)).toBe(false)
+    complete('2025', 1)
+    expect(metrics.completedAtLeast(1, ['modern', '2025'], false)).toBe(true)
+    expect(metrics.completedAtLeast(1, ['modern', '2025'], true)).toBe(false)
+    metrics.tasks.flows.completed = 1
+    expect(metrics.completedAtLeast(1, ['modern', '2025'], true)).toBe(true)
+  })
+
+  it('knows which eras the users speak', () => {
+    expect(erasOf(4, 0.5)).toEqual(['modern', '2025'])
+    expect(erasOf(4, 0)).toEqual(['modern'])
+    expect(erasOf(4, 1)).toEqual(['2025'])
+    expect(erasOf(1, 0.5)).toEqual(['modern'])
+  })
 })
