@@ -274,6 +274,7 @@ class CallFlow<Deps> implements FlowHost {
           session: this.#session,
           sessions: era.sessions,
           bus: era.bus,
+          answers: era.answers,
           host: this,
           signal: this.#stop.signal,
           now: era.now,

@@ -57,6 +57,7 @@ import { DEFAULT_INPUT_TIMEOUT_MS } from './input-shim.ts'
 import { DEFAULT_RESUME_WINDOW_MS, MAX_UNREAD_STREAM_BYTES, STREAM_RETRY_MS } from './stream-log.ts'
 import { batch, readBatch, type ServeMessage } from './batch.ts'
 import { answer, notification } from './message.ts'
+import { LocalAnswers } from './rendezvous.ts'
 import { LEGACY_METHODS } from './protocol.ts'
 import { keepListenerLive, renewedSessionId, withSessionId } from './renewal.ts'
 import { initialize, request } from './request.ts'
@@ -148,6 +149,7 @@ function legacyEraContext<Deps>(options: LegacyEraOptions<Deps>): LegacyEraConte
     stream: options.stream,
     shutdown: options.shutdown,
     telemetry: options.telemetry,
+    answers: new LocalAnswers(),
     ...resumableStreams(options, logger),
   }
 }

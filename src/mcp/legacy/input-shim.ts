@@ -31,7 +31,7 @@ import type { SessionStore } from '../session-store.ts'
 import type { OpenedState } from '../sealed-state.ts'
 import type { InputRequest, InputRequiredResult, JsonObject } from '../wire.ts'
 import { LEGACY_NOTIFICATIONS } from './protocol.ts'
-import { awaitAnswers, type ClientAnswer } from './rendezvous.ts'
+import { awaitAnswers, type ClientAnswer, type LocalAnswers } from './rendezvous.ts'
 import type { LegacySession } from './session.ts'
 
 export const DEFAULT_INPUT_TIMEOUT_MS = 600_000
@@ -83,6 +83,8 @@ export interface InputShimOptions {
   session: LegacySession
   sessions: SessionStore
   bus: EventBus
+  /** Where answers this replica stores are handed to the flow at once (`rendezvous.ts`). */
+  answers?: LocalAnswers
   host: FlowHost
   /** Aborted when the flow must stop: the client cancelled it, or another replica holds it now. */
   signal: AbortSignal
@@ -189,7 +191,7 @@ export async function runWithClientInput(
       answerBy: options.now() + timeoutMs,
     }
     const waiting = await host.ask(toSend, checkpoint)
-    outcome = await answered({ ...checkpoint, waiting })
+    outcome = await answered({ ...checkpoint, waiting }, true)
   }
 
   for (const elicitationId of Object.keys(pages)) {
@@ -201,13 +203,18 @@ export async function runWithClientInput(
   }
   return outcome
 
-  /** Waits for the answers `checkpoint` waits for, then runs the round they answer. */
-  async function answered(checkpoint: FlowCheckpoint): Promise<DispatchResult> {
+  /**
+   * Waits for the answers `checkpoint` waits for (`justAsked`: their requests were sent just now),
+   * then runs the round they answer.
+   */
+  async function answered(checkpoint: FlowCheckpoint, justAsked = false): Promise<DispatchResult> {
     const keyOf = new Map(Object.entries(checkpoint.waiting).map(([id, { key }]) => [id, key]))
     const outcome = await awaitAnswers(keyOf, {
       sid: session.sid,
       sessions: options.sessions,
       bus: options.bus,
+      local: options.answers,
+      justAsked,
       answerBy: checkpoint.answerBy,
       pollMs: options.answerPollMs,
       signal,

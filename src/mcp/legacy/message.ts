@@ -6,7 +6,8 @@
  *   through the bus (`request_cancelled`), the others change nothing;
  * - a JSON-RPC response, the client's answer to a server→client request of an interactive flow: it
  *   needs the scopes of the call that asked (named in its id: `rendezvous.ts`) and is stored in its
- *   slot for the replica driving the flow, which the bus wakes (`input_delivered`); when that
+ *   slot for the replica driving the flow, which the bus wakes (`input_delivered`), or which takes
+ *   it at once when that is this replica (`rendezvous.ts` `LocalAnswers`); when that
  *   replica is gone (the flow's lease ran out), this one takes the flow over (`resume.ts`); an
  *   answer no slot expects is logged and changes nothing.
  */
@@ -56,13 +57,13 @@ export async function answer<Deps>(
 ): Promise<Response> {
   const denied = scopeChallenge(era.server, { id: null, ...message.call }, input, observation)
   if (denied) return denied
-  const delivered = await era.sessions.deliverInput(
-    session.sid,
-    message.id,
-    JSON.stringify(message.raw),
-    era.now()
-  )
-  if (delivered) {
+  const payload = JSON.stringify(message.raw)
+  const delivered = await era.sessions.deliverInput(session.sid, message.id, payload, era.now())
+  if (!delivered) {
+    era.logger.warn('answer for no pending request', { session: session.sid.slice(0, 8) })
+  } else if (!era.answers.deliver(session.sid, message.id, payload)) {
+    // Its flow waits on another replica (woken by the bus), or on none: the one driving it here is
+    // handed the answer at once instead (`LocalAnswers`).
     await era.bus.publish({ kind: 'input_delivered', session: session.sid, requestId: message.id })
     // The replica driving the flow may be gone: then this one goes on with it.
     void adoptWaitingCall(era, session, input, message.id).catch((error: unknown) =>
@@ -71,6 +72,6 @@ export async function answer<Deps>(
         error: error instanceof Error ? error.message : String(error),
       })
     )
-  } else era.logger.warn('answer for no pending request', { session: session.sid.slice(0, 8) })
+  }
   return new Response(null, { status: 202 })
 }

@@ -10,7 +10,11 @@
  * store on a slow timer, so an answer whose signal was lost (LISTEN/NOTIFY is at-most-once, and a
  * runtime may have no cross-replica bus) still arrives. The store is the truth; the bus is a
  * wake-up. A slot keeps its answer until the flow has moved on (`forgetInput`): a replica that takes
- * the flow over from one that died reads it again.
+ * the flow over from one that died reads it again. When the answer reaches the replica driving the
+ * flow, as it does without a load balancer or behind a sticky one, that replica hands it to the
+ * waiting flow once it is stored (`LocalAnswers`): no bus signal and no read back of what it just
+ * wrote. A flow that has just sent its requests does not look in the store before waiting: nothing
+ * can have answered a request the client has not been sent yet.
  *
  * Request ids name where they come from: `s2c-<stream>-<seq>.<method>` (and `.<tool>` for
  * `tools/call`), the stream of the call and the number of the event that carries the request, so
@@ -64,10 +68,44 @@ export type AnswersOutcome =
   | { kind: 'timeout'; missing: string[] }
   | { kind: 'cancelled' }
 
+/**
+ * The flows waiting on this replica for answers, by session and request id: an answer stored by
+ * this replica for one of them is handed over at once (module header).
+ */
+export class LocalAnswers {
+  readonly #waiting = new Map<string, (payload: string) => void>()
+
+  /**
+   * Hands the stored answer `payload` to the flow waiting here for `requestId` of session `sid`;
+   * false when none waits for it on this replica.
+   */
+  deliver(sid: string, requestId: string, payload: string): boolean {
+    const take = this.#waiting.get(`${sid} ${requestId}`)
+    take?.(payload)
+    return take !== undefined
+  }
+
+  /** Waits here for the answer to `requestId` of `sid`; returns the function that stops it. */
+  wait(sid: string, requestId: string, take: (payload: string) => void): () => void {
+    const key = `${sid} ${requestId}`
+    this.#waiting.set(key, take)
+    return () => {
+      if (this.#waiting.get(key) === take) this.#waiting.delete(key)
+    }
+  }
+}
+
 export interface AwaitAnswersOptions {
   sid: string
   sessions: SessionStore
   bus: EventBus
+  /** Where answers stored by this replica are handed over without the store. */
+  local?: LocalAnswers
+  /**
+   * The requests were sent just now, after their slots were opened: no answer can be in the store
+   * yet, so the first look there is skipped (a flow taken over looks at once).
+   */
+  justAsked?: boolean
   /** When the answers are due (ms since the epoch). */
   answerBy: number
   /** The longest pause between two store checks; `Infinity` checks only on bus signals. */
@@ -137,15 +175,19 @@ export async function awaitAnswers(
   let finish!: (outcome: AnswersOutcome) => void
   const done = new Promise<AnswersOutcome>((resolve) => (finish = resolve))
 
+  const take = (id: string, payload: string) => {
+    const key = waiting.get(id)
+    if (key === undefined) return
+    answers.set(key, parseAnswer(payload))
+    waiting.delete(id)
+    if (waiting.size === 0) finish({ kind: 'answered', answers })
+  }
   const read = async (id: string) => {
     if (reading.has(id) || !waiting.has(id)) return
     reading.add(id)
     try {
       const payload = await sessions.readInput(sid, id)
-      if (payload === undefined || !waiting.has(id)) return
-      answers.set(waiting.get(id) as string, parseAnswer(payload))
-      waiting.delete(id)
-      if (waiting.size === 0) finish({ kind: 'answered', answers })
+      if (payload !== undefined) take(id, payload)
     } finally {
       reading.delete(id)
     }
@@ -162,6 +204,9 @@ export async function awaitAnswers(
     },
     { session: sid }
   )
+  const handedOver = [...waiting.keys()].map(
+    (id) => options.local?.wait(sid, id, (payload) => take(id, payload)) ?? (() => {})
+  )
   const onAbort = () => finish({ kind: 'cancelled' })
   signal.addEventListener('abort', onAbort, { once: true })
   const maxPollMs = options.pollMs ?? DEFAULT_ANSWER_POLL_MS
@@ -174,7 +219,7 @@ export async function awaitAnswers(
     }, delay)
   }
   // Answers may be in already (delivered while no replica held the flow): look once at the start.
-  readAll()
+  if (!options.justAsked) readAll()
   schedulePoll(Math.min(FIRST_ANSWER_POLL_MS, maxPollMs))
   const timeout = setTimeout(
     () => finish({ kind: 'timeout', missing: [...waiting.values()] }),
@@ -184,6 +229,7 @@ export async function awaitAnswers(
     return await done
   } finally {
     unsubscribe()
+    for (const stop of handedOver) stop()
     signal.removeEventListener('abort', onAbort)
     clearTimeout(poll)
     clearTimeout(timeout)

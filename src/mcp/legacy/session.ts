@@ -24,6 +24,12 @@
  * a client sends never changes its `sid`, so every replica, the store and the bus see one session
  * however often it is re-sealed.
  *
+ * Opened once per replica: what a token opens to, for a given principal, depends only on the token,
+ * the principal and the key ring (fixed for the codec's life), since its age is not judged here and
+ * a token issued in the future stays refused only until its time comes. So the sessions opened last
+ * are remembered by token and principal (at most `OPENED_SESSIONS_KEPT`), and a message of a
+ * session in use costs no decryption; a token that fails to open is never remembered.
+ *
  * Key rotation: a token opens while the key that sealed it is in the ring. A host that adopts ids
  * moves to the ring's first key on its next POST; a host that never adopts one keeps a token sealed
  * with the key it started under, so retiring that key ends its session (404; it must initialize
@@ -38,6 +44,8 @@ import { capabilitiesOfRevision, isLegacyVersion, type LegacyProtocolVersion } f
 const SESSION_BINDING = { method: 'mcp-session', target: '', args: null } as const
 /** Longest client name and version kept in the token (clients may send anything). */
 const MAX_CLIENT_INFO_CHARS = 200
+/** Sessions remembered as opened (module header): a replica's sessions in use, a few hundred KB. */
+export const OPENED_SESSIONS_KEPT = 1_024
 
 export interface LegacySession {
   /** The token itself, as sent in `Mcp-Session-Id`. */
@@ -69,6 +77,8 @@ function trimInfo(info: Implementation): Implementation {
 
 export class SessionCodec {
   readonly #sealer: StateSealer
+  /** Sessions opened, by principal and token, the one used last at the end. */
+  readonly #opened = new Map<string, LegacySession>()
 
   /** `sealer` seals with the session lifetime (`StateSealer.withTtl`). */
   constructor(sealer: StateSealer) {
@@ -106,6 +116,23 @@ export class SessionCodec {
    * store's record decides whether it is live); otherwise `undefined`.
    */
   async open(token: string, principal: string): Promise<LegacySession | undefined> {
+    const key = `${principal}\u0000${token}`
+    const known = this.#opened.get(key)
+    if (known) {
+      this.#opened.delete(key)
+      this.#opened.set(key, known)
+      return known
+    }
+    const session = await this.#open(token, principal)
+    if (!session) return undefined
+    if (this.#opened.size >= OPENED_SESSIONS_KEPT) {
+      this.#opened.delete(this.#opened.keys().next().value as string)
+    }
+    this.#opened.set(key, session)
+    return session
+  }
+
+  async #open(token: string, principal: string): Promise<LegacySession | undefined> {
     let opened
     try {
       opened = await this.#sealer.open(

@@ -29,7 +29,12 @@ import {
   SESSION_NOT_FOUND_CODE,
   isLegacyVersion,
 } from './protocol.ts'
-import { MAX_ANSWER_ID_CHARS, askingCall, type AskingCall } from './rendezvous.ts'
+import {
+  MAX_ANSWER_ID_CHARS,
+  askingCall,
+  type AskingCall,
+  type LocalAnswers,
+} from './rendezvous.ts'
 import type { CallLeaseContext } from './call-lease.ts'
 import type { CallStreamContext } from './call-stream.ts'
 import type { LegacySession, SessionCodec } from './session.ts'
@@ -65,6 +70,8 @@ export interface LegacyEraContext<Deps> {
   readonly streams: CallStreamContext
   /** What the leases of waiting calls are held with (`call-lease.ts`). */
   readonly leases: CallLeaseContext
+  /** The flows waiting on this replica, handed the answers it stores (`rendezvous.ts`). */
+  readonly answers: LocalAnswers
   readonly stream: EventStreamBounds | undefined
   readonly shutdown: AbortSignal | undefined
   readonly telemetry: ServerTelemetry | undefined
