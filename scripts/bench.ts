@@ -1,9 +1,11 @@
 /**
  * @module scripts/bench
  * `npm run bench`: throughput, latency, server CPU and memory of our server against the official SDK
- * (`@modelcontextprotocol/server` + `@modelcontextprotocol/hono`, same tools) and against bare Hono
- * (the ceiling), in one invocation, so every ratio compares figures taken minutes apart on the same
- * machine. For each scenario (see `bench/scenarios.ts`: 2026-07-28 and 2025-era requests and flows
+ * (`@modelcontextprotocol/server` + `@modelcontextprotocol/hono`, same tools), against bare Hono
+ * (the ceiling) and against the peers a team would pick instead (fastmcp, tmcp, mcp-handler,
+ * @hono/mcp, and agents' handler on workerd: `bench/peer-*.ts`, `bench/worker-agents.ts`), in one
+ * invocation, so every ratio compares figures taken minutes apart on the same machine. For each
+ * scenario (see `bench/scenarios.ts`: 2026-07-28 and 2025-era requests and flows
  * on Node, the Worker builds on workerd, listen streams at scale) it starts each server as its own
  * process, one at a time, pinned to CPU 1 (`taskset -c 1`), while this process — the load
  * generator, autocannon or a driver of its own — is pinned to CPU 0; it probes the server, warms it
@@ -13,7 +15,8 @@
  * report.
  *
  * Output: Markdown tables on stdout and JSON at `--out` (default `bench-results/latest.json`):
- * `{ meta, scenarios: { <name>: { ours, sdk, bare, ratio_vs_sdk, ratio_vs_bare, ... } } }`.
+ * `{ meta, scenarios: { <name>: { ours, sdk, bare, <peer>..., ratio_vs_sdk, ratio_vs_bare, ratios,
+ * cpu_ratios, ... } } }` (`ratios`: ours ÷ each peer of the scenario, see `bench/report.ts`).
  *
  * Usage: `node scripts/bench.ts --help` (the options are `USAGE` below).
  *
@@ -47,6 +50,9 @@ import {
   TARGETS,
 } from './bench/report.ts'
 import {
+  isPeer,
+  nodeEntry,
+  PEERS,
   SCENARIOS,
   type LoadScenario,
   type ScaleScenario,
@@ -64,7 +70,7 @@ import {
   type ServerProcess,
 } from './bench/server-process.ts'
 import { SEARCH_QUERY } from './bench/wire.ts'
-import { bundleWorker, workerdArgs, type WorkerKind } from './bench/workerd.ts'
+import { bundleWorker, isWorkerKind, workerdArgs, type WorkerKind } from './bench/workerd.ts'
 import { workerdBinary } from './support/wrangler.ts'
 
 const root = join(import.meta.dirname, '..')
@@ -72,7 +78,8 @@ const SERVER_CPU = 1
 const LOADGEN_CPU = 0
 
 const USAGE = `Usage: node scripts/bench.ts [--quick] [--out FILE] [--connections N] [--warmup S] [--duration S]
-         [--only a,b] [--servers ours,sdk,bare] [--notes N] [--max-requests N] [--retries N]
+         [--only a,b] [--servers ours,sdk,bare,fastmcp,tmcp,mcp-handler,hono-mcp,agents] [--notes N]
+         [--max-requests N] [--retries N]
          [--passes N] [--streams N] [--changes N] [--profile DIR]
   --quick        1 s warm-up, 2 s measured, 10 connections, 100 listen streams and 3 changes (CI
                  smoke; no figure is meaningful)
@@ -147,7 +154,7 @@ if (unknown.length > 0) {
   )
   process.exit(2)
 }
-const KINDS: ServerKind[] = ['bare', 'ours', 'sdk']
+const KINDS: ServerKind[] = ['bare', 'ours', 'sdk', ...PEERS]
 const kinds =
   values.servers?.split(',').map((kind) => kind.trim()) ??
   (profileDir === undefined ? KINDS : ['ours'])
@@ -243,6 +250,7 @@ async function startFor(
 ): Promise<ServerProcess> {
   const cpu = context.pinned ? SERVER_CPU : undefined
   if (scenario.runtime === 'workerd') {
+    if (!isWorkerKind(kind)) throw new Error(`${kind} has no Worker build`)
     let bundle = bundles.get(kind)
     if (!bundle) {
       bundle = bundleWorker(root, kind, context.workDir)
@@ -263,12 +271,13 @@ async function startFor(
     command: [
       process.execPath,
       ...(context.nodeArgs?.(scenario) ?? []),
-      join(root, 'scripts', 'bench', `${kind}.ts`),
+      join(root, 'scripts', 'bench', nodeEntry(kind)),
     ],
     env: {
       ...(context.database && { BENCH_DB: context.database }),
       ...(kind === 'ours' && scenario.oursEnv),
       ...(kind === 'sdk' && scenario.sdkEnv),
+      ...(isPeer(kind) && scenario.peerEnv),
     },
     cpu,
     cwd: root,
@@ -581,6 +590,14 @@ async function benchmark(tool: string | undefined, pinned: boolean): Promise<num
           '@modelcontextprotocol/hono',
           'autocannon',
           'wrangler',
+          'fastmcp',
+          'tmcp',
+          '@tmcp/transport-http',
+          '@tmcp/adapter-zod',
+          'mcp-handler',
+          '@hono/mcp',
+          '@modelcontextprotocol/sdk',
+          'agents',
         ].map((name) => [name, packageVersion(name)])
       ),
       workerd: scenarios.some((s) => s.runtime === 'workerd')

@@ -20,8 +20,10 @@ import {
   isAccepted,
   isInitializeResult,
   isLegacyEchoMessage,
-  legacyRequests,
+  legacyRequestsFor,
   takeSseFrames,
+  LEGACY_PROTOCOL_VERSION,
+  type LegacyVersion,
   type HttpRequest,
   type HttpResponse,
 } from './wire.ts'
@@ -78,7 +80,12 @@ async function exchange(agent: Agent, origin: string, request: HttpRequest): Pro
   }
 }
 
-export async function runLegacyFlows(options: DriveOptions): Promise<LoadResult> {
+/** Runs the flows as clients speaking `version` (the latest 2025 revision the server negotiates). */
+export async function runLegacyFlows(
+  options: DriveOptions,
+  version: LegacyVersion = LEGACY_PROTOCOL_VERSION
+): Promise<LoadResult> {
+  const legacyRequests = legacyRequestsFor(version)
   const agent = new Agent({ keepAlive: true, maxSockets: options.connections * 2 })
   const latencies = new Latencies()
   /** What the flows counted, as the result reports it. */
@@ -156,7 +163,7 @@ export async function runLegacyFlows(options: DriveOptions): Promise<LoadResult>
   async function open(): Promise<{ session: string | undefined } | null> {
     try {
       const init = await exchange(agent, options.origin, legacyRequests.initialize())
-      if (!isInitializeResult(init)) {
+      if (!isInitializeResult(init, version)) {
         throw new Mismatch(`initialize: HTTP ${init.status} ${init.body.slice(0, 200)}`)
       }
       const initialized = await exchange(

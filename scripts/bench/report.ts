@@ -1,9 +1,10 @@
 /**
  * @module scripts/bench/report
  * The shape of `bench-results/*.json` and the tables printed at the end of a run. Per scenario: the
- * figures of `ours`, `sdk` and `bare` (null where a server does not run the scenario), and the ratios
- * ours/SDK and ours/bare (null where either side is missing), always "how many times better ours
- * is":
+ * figures of `ours`, `sdk` and `bare` (null where a server does not run the scenario) and of each
+ * peer that runs it (keyed by its kind: `fastmcp`, `tmcp`, ...), the ratios ours/SDK and ours/bare
+ * (null where either side is missing), and per peer `ratios` (throughput) and `cpu_ratios`, always
+ * "how many times better ours is":
  * - load scenarios (requests or flows per second): throughput ours ÷ other, and the same in server
  *   CPU per request (per flow), other ÷ ours;
  * - the scale scenario (streams held open): the time until a change reached every stream, other ÷
@@ -12,7 +13,14 @@
  * The targets of the performance issue are checked here too (`formatTargets`).
  */
 import type { LoadResult } from './load.ts'
-import type { LoadScenario, ScaleScenario, ServerKind } from './scenarios.ts'
+import {
+  isPeer,
+  PEERS,
+  type LoadScenario,
+  type PeerKind,
+  type ScaleScenario,
+  type ServerKind,
+} from './scenarios.ts'
 
 export interface ServerFigures {
   /** Requests/s, or flows/s for a flow scenario: the number the ratios compare. */
@@ -94,7 +102,7 @@ interface ReportBase {
   disturbed: boolean
 }
 
-export interface LoadReport extends ReportBase {
+export interface LoadReport extends ReportBase, Partial<Record<PeerKind, ServerOutcome>> {
   unit: 'request' | 'flow'
   ours: ServerOutcome | null
   sdk: ServerOutcome | null
@@ -105,6 +113,10 @@ export interface LoadReport extends ReportBase {
    */
   cpu_ratio_vs_sdk: number | null
   cpu_ratio_vs_bare: number | null
+  /** Per peer of this scenario: throughput ours ÷ the peer (null where either side failed). */
+  ratios: Partial<Record<PeerKind, number | null>>
+  /** Per peer of this scenario: the peer's CPU per request (per flow) ÷ ours. */
+  cpu_ratios: Partial<Record<PeerKind, number | null>>
 }
 
 export interface ScaleReport extends ReportBase {
@@ -181,9 +193,18 @@ export function scenarioReport(
   const ours = pick('ours')
   const sdk = pick('sdk')
   const bare = pick('bare')
+  const peers = scenario.servers.filter(isPeer)
+  const peerOutcomes = peers.map((kind) => [kind, pick(kind)] as const)
   const figures = (outcome: ServerOutcome | null) => (isFigures(outcome) ? outcome : undefined)
-  const errors = errorCount(ours) + errorCount(sdk) + errorCount(bare)
+  const all = [ours, sdk, bare, ...peerOutcomes.map(([, outcome]) => outcome)]
+  const errors = all.reduce((sum, outcome) => sum + errorCount(outcome), 0)
   const mine = figures(ours)
+  const throughputRatio = (other: ServerOutcome | null) =>
+    quotient(mine?.throughput, figures(other)?.throughput)
+  const cpuRatio = (other: ServerOutcome | null) => {
+    const theirs = figures(other)
+    return quotient(theirs && cpuPerUnit(theirs), mine && cpuPerUnit(mine))
+  }
   return {
     description: scenario.description,
     unit: scenario.unit,
@@ -191,16 +212,20 @@ export function scenarioReport(
     ours,
     sdk,
     bare,
-    ratio_vs_sdk: quotient(mine?.throughput, figures(sdk)?.throughput),
-    ratio_vs_bare: quotient(mine?.throughput, figures(bare)?.throughput),
-    cpu_ratio_vs_sdk: quotient(figures(sdk) && cpuPerUnit(figures(sdk)!), mine && cpuPerUnit(mine)),
-    cpu_ratio_vs_bare: quotient(
-      figures(bare) && cpuPerUnit(figures(bare)!),
-      mine && cpuPerUnit(mine)
+    ...Object.fromEntries(peerOutcomes),
+    ratio_vs_sdk: throughputRatio(sdk),
+    ratio_vs_bare: throughputRatio(bare),
+    cpu_ratio_vs_sdk: cpuRatio(sdk),
+    cpu_ratio_vs_bare: cpuRatio(bare),
+    ratios: Object.fromEntries(
+      peerOutcomes.map(([kind, outcome]) => [kind, throughputRatio(outcome)])
+    ),
+    cpu_ratios: Object.fromEntries(
+      peerOutcomes.map(([kind, outcome]) => [kind, cpuRatio(outcome)])
     ),
     errors,
     flagged: errors > 0,
-    disturbed: [ours, sdk, bare].some(isDisturbed),
+    disturbed: all.some(isDisturbed),
   }
 }
 
@@ -242,11 +267,17 @@ function mark(scenario: ScenarioReport): string {
   return scenario.flagged ? ' ⚠ errors' : scenario.disturbed ? ' (disturbed)' : ''
 }
 
-/** Markdown tables (also readable in a terminal): one row per load scenario and server, then scale. */
+/** Every server kind of a load scenario's rows, in the order the tables show them. */
+const ROW_ORDER = ['ours', 'sdk', 'bare', ...PEERS] as const
+
+/**
+ * Markdown tables (also readable in a terminal): one row per load scenario and server, then scale.
+ * Our row carries ours/SDK and ours/bare; a peer's row carries ours ÷ that peer (`ours/peer`).
+ */
 export function formatTable(report: BenchReport): string {
   const lines = [
-    '| scenario | server | req/s | flows/s | p50 ms | p99 ms | CPU µs/req | peak RSS MiB | errors | ours/SDK | ours/bare | other load (cores) |',
-    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| scenario | server | req/s | flows/s | p50 ms | p99 ms | CPU µs/req | peak RSS MiB | errors | ours/SDK | ours/bare | ours/peer | other load (cores) |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ]
   const scale: Array<[string, ScaleReport]> = []
   for (const [name, scenario] of Object.entries(report.scenarios)) {
@@ -254,17 +285,17 @@ export function formatTable(report: BenchReport): string {
       scale.push([name, scenario])
       continue
     }
-    for (const kind of ['ours', 'sdk', 'bare'] as const) {
+    for (const kind of ROW_ORDER) {
       const outcome = scenario[kind]
-      if (outcome === null) continue
+      if (outcome === null || outcome === undefined) continue
       const ratios =
         kind === 'ours'
-          ? [cell(scenario.ratio_vs_sdk, 2), cell(scenario.ratio_vs_bare, 2)]
-          : ['', '']
+          ? [cell(scenario.ratio_vs_sdk, 2), cell(scenario.ratio_vs_bare, 2), '']
+          : ['', '', isPeer(kind) ? cell(scenario.ratios[kind], 2) : '']
       const label = `${name}${kind === 'ours' ? mark(scenario) : ''}`
       if (!isFigures(outcome)) {
         lines.push(
-          `| ${label} | ${kind} | failed: ${outcome.failure.split('\n')[0]} | | | | | | 1 | | | |`
+          `| ${label} | ${kind} | failed: ${outcome.failure.split('\n')[0]} | | | | | | 1 | | | | |`
         )
         continue
       }
@@ -272,7 +303,7 @@ export function formatTable(report: BenchReport): string {
         `| ${label} | ${kind} | ${cell(outcome.reqPerSec)} | ${cell(outcome.flowsPerSec)} | ` +
           `${cell(outcome.latencyMs.p50, 2)} | ${cell(outcome.latencyMs.p99, 2)} | ` +
           `${cell(outcome.cpuUsPerRequest)} | ${cell(outcome.peakRssMiB)} | ${errorCount(outcome)} | ` +
-          `${ratios[0]} | ${ratios[1]} | ${cell(outcome.backgroundCores, 2)} |`
+          `${ratios.join(' | ')} | ${cell(outcome.backgroundCores, 2)} |`
       )
     }
   }
@@ -347,8 +378,8 @@ export function formatSpread(report: BenchReport): string {
   const lines: string[] = []
   for (const [name, scenario] of Object.entries(report.scenarios)) {
     if (scenario.unit === 'streams') continue
-    const spans = (['ours', 'sdk', 'bare'] as const).flatMap((kind) => {
-      const outcome = scenario[kind]
+    const spans = ROW_ORDER.flatMap((kind) => {
+      const outcome = scenario[kind] ?? null
       if (!isFigures(outcome) || !outcome.passes) return []
       const [low, high] = [Math.min(...outcome.passes), Math.max(...outcome.passes)].map((value) =>
         Math.round(value).toLocaleString('en-US')

@@ -10,27 +10,53 @@
  * way). It answers autocannon's steps, or a driver of its own for exchanges autocannon cannot express
  * (`legacy-flow.ts`). The scale scenario is a different kind: streams held open, not a load
  * (`listen-scale.ts`).
+ *
+ * The peers (`PEERS`, one bench server each: `peer-<kind>.ts`, and `worker-agents.ts` on workerd) run
+ * where they can: a peer is sent what its own clients send. For one stateless call that is the
+ * 2026-07-28 request where the peer serves it (tmcp, mcp-handler, agents), and otherwise a 2025-11-25
+ * POST without a session (fastmcp and @hono/mcp speak only the 2025 revisions); 2025-era sessions are
+ * opened in the latest revision the server negotiates (tmcp stops at 2025-06-18). A peer missing from
+ * a scenario cannot do it (its server file says why).
  */
 import { runLegacyFlows } from './legacy-flow.ts'
 import type { Driver, FlowContext, LoadStep } from './load.ts'
 import {
   isAccepted,
   isEchoResult,
+  isEchoResultJsonOrSse,
   isInitializeResult,
   isLegacyEcho,
+  isLegacyToolList,
   isProgressStream,
   isRound2Result,
   isSearchResult,
   isToolList,
+  isToolListJsonOrSse,
   legacyRequests,
+  legacyRequestsFor,
   requests,
   round1State,
   HEADER_SESSION_ID,
+  LEGACY_PROTOCOL_VERSION,
+  OLDER_LEGACY_PROTOCOL_VERSION,
   type HttpRequest,
   type HttpResponse,
+  type LegacyVersion,
 } from './wire.ts'
 
-export type ServerKind = 'bare' | 'ours' | 'sdk'
+/** The MCP server libraries a team would pick instead of ours; `agents` runs on workerd only. */
+export const PEERS = ['fastmcp', 'tmcp', 'mcp-handler', 'hono-mcp', 'agents'] as const
+export type PeerKind = (typeof PEERS)[number]
+export type ServerKind = 'bare' | 'ours' | 'sdk' | PeerKind
+
+export function isPeer(kind: string): kind is PeerKind {
+  return (PEERS as readonly string[]).includes(kind)
+}
+
+/** The Node bench server of a kind, a file in `scripts/bench`. */
+export function nodeEntry(kind: ServerKind): string {
+  return isPeer(kind) ? `peer-${kind}.ts` : `${kind}.ts`
+}
 export type Runtime = 'node' | 'workerd'
 
 interface ScenarioBase {
@@ -43,6 +69,8 @@ interface ScenarioBase {
   oursEnv?: Record<string, string>
   /** Extra environment for the SDK's server (e.g. its sessionful 2025-era wiring). */
   sdkEnv?: Record<string, string>
+  /** Extra environment for the peers' servers (e.g. their sessionful 2025-era wiring). */
+  peerEnv?: Record<string, string>
   /** Needs the seeded notes database. */
   needsNotes?: boolean
   /**
@@ -109,6 +137,51 @@ function single(request: HttpRequest, check: (r: HttpResponse) => boolean) {
   }
 }
 
+interface Call {
+  request: HttpRequest
+  check: (response: HttpResponse) => boolean
+}
+
+/** Peers that speak only the 2025 revisions: one stateless call is a 2025 POST without a session. */
+const LEGACY_ONLY: readonly ServerKind[] = ['fastmcp', 'hono-mcp']
+/** Peers that answer a 2026-07-28 call on a one-message SSE stream rather than JSON. */
+const SSE_ANSWERS: readonly ServerKind[] = ['tmcp']
+
+/** One stateless `tools/call` echo as `kind`'s own clients send it, and its check. */
+function echoCall(kind: ServerKind): Call {
+  if (LEGACY_ONLY.includes(kind)) {
+    return { request: legacyRequests.echo(undefined, 1), check: (r) => isLegacyEcho(r, 1) }
+  }
+  return {
+    request: requests.echo(),
+    check: SSE_ANSWERS.includes(kind) ? isEchoResultJsonOrSse : isEchoResult,
+  }
+}
+
+/** One stateless `tools/list` as `kind`'s own clients send it, and its check. */
+function listCall(kind: ServerKind): Call {
+  if (LEGACY_ONLY.includes(kind)) {
+    return { request: legacyRequests.list(undefined, 1), check: (r) => isLegacyToolList(r, 1) }
+  }
+  return {
+    request: requests.list(),
+    check: SSE_ANSWERS.includes(kind) ? isToolListJsonOrSse : isToolList,
+  }
+}
+
+/** A `single` scenario whose request depends on the server (`echoCall`, `listCall`). */
+function singleCall(call: (kind: ServerKind) => Call) {
+  return (url: string, kind: ServerKind): Promise<LoadStep[]> => {
+    const { request, check } = call(kind)
+    return single(request, check)(url)
+  }
+}
+
+/** The latest 2025 revision `kind` negotiates, which its 2025-era clients then speak. */
+function legacyVersionOf(kind: ServerKind): LegacyVersion {
+  return kind === 'tmcp' ? OLDER_LEGACY_PROTOCOL_VERSION : LEGACY_PROTOCOL_VERSION
+}
+
 const hasState = (response: HttpResponse) => round1State(response) !== undefined
 
 /** The complete MRTR flow: round 1, its `requestState` carried into round 2 (the same on any runtime). */
@@ -139,17 +212,20 @@ async function mrtrFlow(url: string): Promise<LoadStep[]> {
  * Ours must issue one (the sealed `Mcp-Session-Id`); the SDK's stateless fallback issues none.
  */
 async function openSession(url: string, kind: ServerKind): Promise<string | undefined> {
-  const init = await probe(url, legacyRequests.initialize(), isInitializeResult)
+  const version = legacyVersionOf(kind)
+  const legacy = legacyRequestsFor(version)
+  const init = await probe(url, legacy.initialize(), (r) => isInitializeResult(r, version))
   if (kind === 'ours' && init.sessionId === undefined) {
     throw new ProbeError('initialize answered without an Mcp-Session-Id')
   }
-  await probe(url, legacyRequests.initialized(init.sessionId), isAccepted)
+  await probe(url, legacy.initialized(init.sessionId), isAccepted)
   return init.sessionId
 }
 
 /** A tools/call echo in a session opened on `url` by hand, checked once; answers the request. */
 async function legacyEchoInSession(url: string, kind: ServerKind): Promise<HttpRequest> {
-  const request = legacyRequests.echo(await openSession(url, kind))
+  const session = await openSession(url, kind)
+  const request = legacyRequestsFor(legacyVersionOf(kind)).echo(session)
   await probe(url, request, isLegacyEcho)
   return request
 }
@@ -157,17 +233,19 @@ async function legacyEchoInSession(url: string, kind: ServerKind): Promise<HttpR
 export const SCENARIOS: Scenario[] = [
   {
     name: 'tools_call',
-    description: 'tools/call echo (JSON answer)',
+    description:
+      'tools/call echo, one stateless call (peers of the 2025 revisions: a 2025-11-25 POST without session)',
     unit: 'request',
-    servers: ['bare', 'ours', 'sdk'],
-    prepare: single(requests.echo(), isEchoResult),
+    servers: ['bare', 'ours', 'sdk', 'fastmcp', 'tmcp', 'mcp-handler', 'hono-mcp'],
+    prepare: singleCall(echoCall),
   },
   {
     name: 'tools_list',
-    description: 'tools/list (four tools)',
+    description:
+      'tools/list (four tools), one stateless call (peers of the 2025 revisions: a 2025-11-25 POST without session)',
     unit: 'request',
-    servers: ['bare', 'ours', 'sdk'],
-    prepare: single(requests.list(), isToolList),
+    servers: ['bare', 'ours', 'sdk', 'fastmcp', 'tmcp', 'mcp-handler', 'hono-mcp'],
+    prepare: singleCall(listCall),
   },
   {
     name: 'mrtr_round1',
@@ -242,30 +320,33 @@ export const SCENARIOS: Scenario[] = [
   {
     name: 'legacy_session',
     description:
-      '2025-11-25 client start: initialize, notifications/initialized, tools/call echo with the session id (flows/s)',
+      '2025-11-25 client start (tmcp: 2025-06-18, its latest): initialize, notifications/initialized, tools/call echo with the session id if one was issued (flows/s)',
     unit: 'flow',
-    servers: ['ours', 'sdk'],
+    servers: ['ours', 'sdk', 'fastmcp', 'tmcp', 'mcp-handler', 'hono-mcp'],
     needsNotes: true,
     async prepare(url, kind) {
       await legacyEchoInSession(url, kind)
+      const version = legacyVersionOf(kind)
+      const legacy = legacyRequestsFor(version)
       const session = (context: FlowContext) =>
         typeof context.session === 'string' ? context.session : undefined
       return [
         {
-          request: legacyRequests.initialize(),
+          request: legacy.initialize(),
           check(response: HttpResponse, context: FlowContext) {
             context.session = response.sessionId
             return (
-              isInitializeResult(response) && (kind !== 'ours' || response.sessionId !== undefined)
+              isInitializeResult(response, version) &&
+              (kind !== 'ours' || response.sessionId !== undefined)
             )
           },
         },
         {
-          request: (context: FlowContext) => legacyRequests.initialized(session(context)),
+          request: (context: FlowContext) => legacy.initialized(session(context)),
           check: isAccepted,
         },
         {
-          request: (context: FlowContext) => legacyRequests.echo(session(context)),
+          request: (context: FlowContext) => legacy.echo(session(context)),
           check: (response) => isLegacyEcho(response),
           completesFlow: true,
         },
@@ -275,29 +356,30 @@ export const SCENARIOS: Scenario[] = [
   {
     name: 'legacy_mrtr_flow',
     description:
-      '2025-11-25 interactive flow: tools/call confirm_echo, elicitation/create on its SSE stream, the answer POSTed, the result (SDK: sessionful legacy shim, sticky)',
+      '2025-11-25 interactive flow: tools/call confirm_echo, elicitation/create on its SSE stream, the answer POSTed, the result (SDK, tmcp, @hono/mcp: sessions in one process, sticky)',
     unit: 'flow',
-    servers: ['ours', 'sdk'],
+    servers: ['ours', 'sdk', 'tmcp', 'hono-mcp'],
     sdkEnv: { BENCH_SDK_LEGACY: 'sessions' },
+    peerEnv: { BENCH_PEER_LEGACY: 'sessions' },
     needsNotes: true,
     async prepare(url, kind) {
       await openSession(url, kind)
-      return runLegacyFlows
+      return (options) => runLegacyFlows(options, legacyVersionOf(kind))
     },
   },
   {
     name: 'workerd_tools_call',
     description: 'tools/call echo on workerd (Worker builds, workerd serve)',
     unit: 'request',
-    servers: ['bare', 'ours', 'sdk'],
+    servers: ['bare', 'ours', 'sdk', 'agents'],
     runtime: 'workerd',
-    prepare: single(requests.echo(), isEchoResult),
+    prepare: singleCall(echoCall),
   },
   {
     name: 'workerd_mrtr_flow',
     description: 'complete MRTR flow on workerd (Worker builds, workerd serve; flows/s)',
     unit: 'flow',
-    servers: ['ours', 'sdk'],
+    servers: ['ours', 'sdk', 'agents'],
     runtime: 'workerd',
     prepare: mrtrFlow,
   },

@@ -14,6 +14,8 @@
  * `SqliteNotesStore` query and returns the same hits (Node only). With a store it also has
  * `create_note` and a `notes` resource, so `subscriptions/listen` streams hear
  * `notifications/resources/list_changed` when a note is created (the `listen_scale` scenario).
+ * The peers built on the same SDK (`mcp-handler`, `agents`' Worker handler) register these very tools
+ * with the same options (`registerSdkBenchTools`, `sdkServerOptions`).
  */
 import {
   acceptedContent,
@@ -70,88 +72,104 @@ export interface SdkBenchOptions {
   onNotesChanged?: () => void
 }
 
-/** The factory `createMcpHandler` runs once per request (and once per 2025 session). */
-export function sdkServerFactory({ store, onNotesChanged }: SdkBenchOptions = {}): () => McpServer {
-  return function createServer(): McpServer {
-    const server = new McpServer(INFO, {
-      requestState: { verify: (state, ctx) => stateCodec().verify(state, ctx) },
-    })
-    server.registerTool(
-      'echo',
-      { description: 'Echo the text back.', inputSchema: EchoInput },
-      async ({ text: value }) => text(value)
-    )
-    server.registerTool(
-      'confirm_echo',
-      { description: 'Ask the user to confirm, then echo the text back.', inputSchema: EchoInput },
-      async ({ text: value }, ctx) => {
-        const state = ctx.mcpReq.requestState<ConfirmState>()
-        const answer = acceptedContent(ctx.mcpReq.inputResponses, 'confirm', ConfirmForm)
-        if (state?.tool !== 'confirm_echo' || state.text !== value || answer === undefined) {
-          return inputRequired({
-            inputRequests: { confirm: CONFIRM_REQUEST },
-            requestState: await stateCodec().mint({ tool: 'confirm_echo', text: value }, ctx),
+/** The server options every SDK-built bench server takes: how a round-2 `requestState` is checked. */
+export const sdkServerOptions = {
+  requestState: {
+    verify: (state: string, ctx: ServerContext) => stateCodec().verify(state, ctx),
+  },
+}
+
+/**
+ * Registers the bench tools on an SDK `McpServer`: what the SDK's factory below does, and what the
+ * peers built on the same SDK (`mcp-handler`, `agents`) call from their own initializers.
+ */
+export function registerSdkBenchTools(
+  server: McpServer,
+  { store, onNotesChanged }: SdkBenchOptions = {}
+): void {
+  server.registerTool(
+    'echo',
+    { description: 'Echo the text back.', inputSchema: EchoInput },
+    async ({ text: value }) => text(value)
+  )
+  server.registerTool(
+    'confirm_echo',
+    { description: 'Ask the user to confirm, then echo the text back.', inputSchema: EchoInput },
+    async ({ text: value }, ctx) => {
+      const state = ctx.mcpReq.requestState<ConfirmState>()
+      const answer = acceptedContent(ctx.mcpReq.inputResponses, 'confirm', ConfirmForm)
+      if (state?.tool !== 'confirm_echo' || state.text !== value || answer === undefined) {
+        return inputRequired({
+          inputRequests: { confirm: CONFIRM_REQUEST },
+          requestState: await stateCodec().mint({ tool: 'confirm_echo', text: value }, ctx),
+        })
+      }
+      return text(answer.confirm ? value : 'not confirmed')
+    }
+  )
+  server.registerTool(
+    'progress',
+    { description: 'Report progress three times, then answer.', inputSchema: NoInput },
+    async (_args, ctx) => {
+      const progressToken = ctx.mcpReq._meta?.progressToken
+      if (progressToken !== undefined) {
+        for (let step = 1; step <= PROGRESS_STEPS; step++) {
+          await ctx.mcpReq.notify({
+            method: 'notifications/progress',
+            params: { progressToken, progress: step, total: PROGRESS_STEPS },
           })
         }
-        return text(answer.confirm ? value : 'not confirmed')
       }
-    )
-    server.registerTool(
-      'progress',
-      { description: 'Report progress three times, then answer.', inputSchema: NoInput },
-      async (_args, ctx) => {
-        const progressToken = ctx.mcpReq._meta?.progressToken
-        if (progressToken !== undefined) {
-          for (let step = 1; step <= PROGRESS_STEPS; step++) {
-            await ctx.mcpReq.notify({
-              method: 'notifications/progress',
-              params: { progressToken, progress: step, total: PROGRESS_STEPS },
-            })
-          }
-        }
-        return text('done')
-      }
-    )
-    server.registerTool(
-      'search_notes',
-      {
-        description: 'Full-text search over the notes, best match first.',
-        inputSchema: SearchInput,
-        outputSchema: SearchOutput,
-      },
-      async ({ query, limit }) => {
-        if (!store) throw new Error('BENCH_DB is not set')
-        const page = await store.search(BENCH_PRINCIPAL, { text: query, offset: 0, limit })
-        const value = {
-          notes: page.items.map(searchHit),
-          ...(page.nextOffset !== undefined && { nextCursor: searchCursor(page.nextOffset) }),
-        }
-        return {
-          content: [{ type: 'text', text: JSON.stringify(value) }],
-          structuredContent: value,
-        }
-      }
-    )
-    if (store) {
-      server.registerResource(
-        'notes',
-        'notes://all',
-        { description: 'Every note, newest first.', mimeType: 'application/json' },
-        async (uri) => {
-          const page = await store.list(BENCH_PRINCIPAL, 0, 10)
-          return { contents: [{ uri: uri.href, text: JSON.stringify(page.items.map(searchHit)) }] }
-        }
-      )
-      server.registerTool(
-        'create_note',
-        { description: 'Create a note.', inputSchema: CreateNoteInput },
-        async ({ title, body }) => {
-          const note = await store.create(BENCH_PRINCIPAL, { title, body, tags: [] }, Date.now())
-          onNotesChanged?.()
-          return text(note.id)
-        }
-      )
+      return text('done')
     }
+  )
+  server.registerTool(
+    'search_notes',
+    {
+      description: 'Full-text search over the notes, best match first.',
+      inputSchema: SearchInput,
+      outputSchema: SearchOutput,
+    },
+    async ({ query, limit }) => {
+      if (!store) throw new Error('BENCH_DB is not set')
+      const page = await store.search(BENCH_PRINCIPAL, { text: query, offset: 0, limit })
+      const value = {
+        notes: page.items.map(searchHit),
+        ...(page.nextOffset !== undefined && { nextCursor: searchCursor(page.nextOffset) }),
+      }
+      return {
+        content: [{ type: 'text', text: JSON.stringify(value) }],
+        structuredContent: value,
+      }
+    }
+  )
+  if (store) {
+    server.registerResource(
+      'notes',
+      'notes://all',
+      { description: 'Every note, newest first.', mimeType: 'application/json' },
+      async (uri) => {
+        const page = await store.list(BENCH_PRINCIPAL, 0, 10)
+        return { contents: [{ uri: uri.href, text: JSON.stringify(page.items.map(searchHit)) }] }
+      }
+    )
+    server.registerTool(
+      'create_note',
+      { description: 'Create a note.', inputSchema: CreateNoteInput },
+      async ({ title, body }) => {
+        const note = await store.create(BENCH_PRINCIPAL, { title, body, tags: [] }, Date.now())
+        onNotesChanged?.()
+        return text(note.id)
+      }
+    )
+  }
+}
+
+/** The factory `createMcpHandler` runs once per request (and once per 2025 session). */
+export function sdkServerFactory(options: SdkBenchOptions = {}): () => McpServer {
+  return function createServer(): McpServer {
+    const server = new McpServer(INFO, sdkServerOptions)
+    registerSdkBenchTools(server, options)
     return server
   }
 }

@@ -5,15 +5,20 @@
  * `confirm_echo` (one form elicitation `confirm: boolean`, then the text), `progress` (three
  * `notifications/progress`, then a result), `search_notes` (full text over the seeded notes, shaped
  * like the notes server's own tool) and `create_note` (a change `subscriptions/listen` streams hear).
- * 2026-07-28 requests carry their `_meta` and headers; 2025-11-25 ones are what a v1 SDK client sends
+ * 2026-07-28 requests carry their `_meta` and headers; 2025-era ones are what a v1 SDK client sends
  * (`initialize`, `notifications/initialized`, then requests with `Mcp-Session-Id` when the server
- * issued one). Request bodies are built once per scenario; a verifier answers `true` only for an
- * answer of the expected shape (a 2025 answer may come as JSON or as a one-message SSE stream, as the
- * 2025 transport allows).
+ * issued one), in 2025-11-25 or, for a peer that negotiates no later revision, 2025-06-18
+ * (`legacyRequestsFor`); a stateless 2025 call is the same request without a session. Request bodies
+ * are built once per scenario; a verifier answers `true` only for an answer of the expected shape (a
+ * 2025 answer may come as JSON or as a one-message SSE stream, as the 2025 transport allows; the
+ * `...JsonOrSse` checks allow the same for a 2026-07-28 answer, as some peers send one).
  */
 
 export const PROTOCOL_VERSION = '2026-07-28'
-const LEGACY_PROTOCOL_VERSION = '2025-11-25'
+export const LEGACY_PROTOCOL_VERSION = '2025-11-25'
+/** The latest 2025 revision every peer negotiates (tmcp's latest). */
+export const OLDER_LEGACY_PROTOCOL_VERSION = '2025-06-18'
+export type LegacyVersion = typeof LEGACY_PROTOCOL_VERSION | typeof OLDER_LEGACY_PROTOCOL_VERSION
 export const HEADER_SESSION_ID = 'mcp-session-id'
 const ECHO_TEXT = 'hello'
 export const CONFIRM_MESSAGE = 'Echo the text back?'
@@ -112,59 +117,68 @@ export const requests = {
     }),
 }
 
-/** A 2025-era POST: the session id once the server issued one, the version after `initialize`. */
-function legacyPost(message: Json, session: string | undefined, initialized = true): HttpRequest {
-  const headers: Record<string, string> = {
-    'content-type': 'application/json',
-    accept: 'application/json, text/event-stream',
+/** The 2025-era requests of a client speaking `version`. */
+export function legacyRequestsFor(version: LegacyVersion) {
+  /** A 2025-era POST: the session id once the server issued one, the version after `initialize`. */
+  function legacyPost(message: Json, session: string | undefined, initialized = true): HttpRequest {
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+    }
+    if (initialized) headers['mcp-protocol-version'] = version
+    if (session !== undefined) headers[HEADER_SESSION_ID] = session
+    return { method: 'POST', path: '/mcp', headers, body: JSON.stringify(message) }
   }
-  if (initialized) headers['mcp-protocol-version'] = LEGACY_PROTOCOL_VERSION
-  if (session !== undefined) headers[HEADER_SESSION_ID] = session
-  return { method: 'POST', path: '/mcp', headers, body: JSON.stringify(message) }
+
+  return {
+    initialize: () =>
+      legacyPost(
+        {
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'initialize',
+          params: {
+            protocolVersion: version,
+            capabilities: FORM_CAPABILITIES,
+            clientInfo: CLIENT_INFO,
+          },
+        },
+        undefined,
+        false
+      ),
+    initialized: (session: string | undefined) =>
+      legacyPost({ jsonrpc: '2.0', method: 'notifications/initialized' }, session),
+    echo: (session: string | undefined, id = 2) =>
+      legacyPost(
+        {
+          jsonrpc: '2.0',
+          id,
+          method: 'tools/call',
+          params: { name: 'echo', arguments: CONFIRM_ARGS },
+        },
+        session
+      ),
+    confirm: (session: string | undefined, id: number) =>
+      legacyPost(
+        {
+          jsonrpc: '2.0',
+          id,
+          method: 'tools/call',
+          params: { name: 'confirm_echo', arguments: CONFIRM_ARGS },
+        },
+        session
+      ),
+    list: (session: string | undefined, id = 2) =>
+      legacyPost({ jsonrpc: '2.0', id, method: 'tools/list', params: {} }, session),
+    /** The client's answer to the server's `elicitation/create` request `requestId`. */
+    confirmAnswer: (session: string | undefined, requestId: string | number) =>
+      legacyPost({ jsonrpc: '2.0', id: requestId, result: CONFIRM_ANSWER }, session),
+  }
 }
 
-export const legacyRequests = {
-  initialize: () =>
-    legacyPost(
-      {
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'initialize',
-        params: {
-          protocolVersion: LEGACY_PROTOCOL_VERSION,
-          capabilities: FORM_CAPABILITIES,
-          clientInfo: CLIENT_INFO,
-        },
-      },
-      undefined,
-      false
-    ),
-  initialized: (session: string | undefined) =>
-    legacyPost({ jsonrpc: '2.0', method: 'notifications/initialized' }, session),
-  echo: (session: string | undefined, id = 2) =>
-    legacyPost(
-      {
-        jsonrpc: '2.0',
-        id,
-        method: 'tools/call',
-        params: { name: 'echo', arguments: CONFIRM_ARGS },
-      },
-      session
-    ),
-  confirm: (session: string | undefined, id: number) =>
-    legacyPost(
-      {
-        jsonrpc: '2.0',
-        id,
-        method: 'tools/call',
-        params: { name: 'confirm_echo', arguments: CONFIRM_ARGS },
-      },
-      session
-    ),
-  /** The client's answer to the server's `elicitation/create` request `requestId`. */
-  confirmAnswer: (session: string | undefined, requestId: string | number) =>
-    legacyPost({ jsonrpc: '2.0', id: requestId, result: CONFIRM_ANSWER }, session),
-}
+export type LegacyRequests = ReturnType<typeof legacyRequestsFor>
+
+export const legacyRequests = legacyRequestsFor(LEGACY_PROTOCOL_VERSION)
 
 /** A response as the load generator sees it. `contentType` is the header value, lower case. */
 export interface HttpResponse {
@@ -205,16 +219,32 @@ function isComplete(result: Json): boolean {
   return result.resultType === 'complete' && result.isError !== true
 }
 
-export function isEchoResult(response: HttpResponse): boolean {
-  const result = jsonResult(response, 1)
+function isCompleteEcho(result: Json | undefined): boolean {
   return result !== undefined && isComplete(result) && firstText(result) === ECHO_TEXT
 }
 
-export function isToolList(response: HttpResponse): boolean {
-  const result = jsonResult(response, 1)
+/** Whether a `tools/list` result names the four bench tools. */
+function listsBenchTools(result: Json | undefined): boolean {
   if (result === undefined || !Array.isArray(result.tools)) return false
   const names = new Set(result.tools.map((tool) => (isObject(tool) ? tool.name : undefined)))
   return ['echo', 'confirm_echo', 'progress', 'search_notes'].every((name) => names.has(name))
+}
+
+export function isEchoResult(response: HttpResponse): boolean {
+  return isCompleteEcho(jsonResult(response, 1))
+}
+
+export function isToolList(response: HttpResponse): boolean {
+  return listsBenchTools(jsonResult(response, 1))
+}
+
+/** The 2026-07-28 echo as JSON or as a one-message SSE stream (tmcp streams every answer). */
+export function isEchoResultJsonOrSse(response: HttpResponse): boolean {
+  return isCompleteEcho(legacyResult(response, 1))
+}
+
+export function isToolListJsonOrSse(response: HttpResponse): boolean {
+  return listsBenchTools(legacyResult(response, 1))
 }
 
 /** The `requestState` of a valid round-1 `input_required` answer, or `undefined`. */
@@ -336,12 +366,15 @@ function legacyResult(response: HttpResponse, id: number): Json | undefined {
     : undefined
 }
 
-/** `initialize` answered with the 2025-11-25 revision and the server's info. */
-export function isInitializeResult(response: HttpResponse): boolean {
+/** `initialize` answered with the revision the client asked for and the server's info. */
+export function isInitializeResult(
+  response: HttpResponse,
+  version: LegacyVersion = LEGACY_PROTOCOL_VERSION
+): boolean {
   const result = legacyResult(response, 1)
   return (
     result !== undefined &&
-    result.protocolVersion === LEGACY_PROTOCOL_VERSION &&
+    result.protocolVersion === version &&
     isObject(result.serverInfo) &&
     isObject(result.capabilities)
   )
@@ -356,6 +389,11 @@ export function isAccepted(response: HttpResponse): boolean {
 export function isLegacyEcho(response: HttpResponse, id = 2): boolean {
   const result = legacyResult(response, id)
   return result !== undefined && result.isError !== true && firstText(result) === ECHO_TEXT
+}
+
+/** The 2025-era `tools/list` of request `id`, naming the four bench tools. */
+export function isLegacyToolList(response: HttpResponse, id = 2): boolean {
+  return listsBenchTools(legacyResult(response, id))
 }
 
 /** A 2025-era message read off an SSE stream: the server's request or the final response. */

@@ -1,15 +1,16 @@
 /**
  * @module scripts/bench/workerd
  * The Worker builds of the bench servers on workerd, the runtime of Cloudflare Workers and of
- * `wrangler dev`: each entry (`worker-ours.ts`, `worker-sdk.ts`, `worker-bare.ts`) is bundled exactly
- * as `wrangler deploy` bundles it (`--dry-run`, offline, with wrangler's outbound traffic off), then
- * served by the workerd binary wrangler itself runs, directly (`workerd serve`, one process, a
- * socket on 127.0.0.1 with a kernel-chosen port reported on its control descriptor). No proxy sits
- * in front of it, unlike `wrangler dev`, whose proxy Worker would add a second hop to every request
- * of both servers alike. Bundles are built once per benchmark run.
+ * `wrangler dev`: each entry (`worker-ours.ts`, `worker-sdk.ts`, `worker-bare.ts`,
+ * `worker-agents.ts`) is bundled exactly as `wrangler deploy` bundles it (`--dry-run`, offline, with
+ * wrangler's outbound traffic off), then served by the workerd binary wrangler itself runs, directly
+ * (`workerd serve`, one process, a socket on 127.0.0.1 with a kernel-chosen port reported on its
+ * control descriptor). No proxy sits in front of it, unlike `wrangler dev`, whose proxy Worker would
+ * add a second hop to every request of both servers alike. Bundles are built once per benchmark run.
  *
  * Each process gets a fresh `STATE_KEYS` ring as a text binding (our Worker seals with it; the SDK's
- * draws its own HMAC key on first use).
+ * and agents' draw their own HMAC key on first use). No build needs a compatibility flag: the
+ * `nodejs_compat` agents' guide asks for is the default at our compatibility date.
  */
 import { execFile } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
@@ -23,7 +24,12 @@ const run = promisify(execFile)
 /** wrangler.toml's, within the range of the workerd wrangler pins. */
 const COMPATIBILITY_DATE = readCompatibilityDate()
 
-export type WorkerKind = 'ours' | 'sdk' | 'bare'
+export const WORKER_KINDS = ['ours', 'sdk', 'bare', 'agents'] as const
+export type WorkerKind = (typeof WORKER_KINDS)[number]
+
+export function isWorkerKind(kind: string): kind is WorkerKind {
+  return (WORKER_KINDS as readonly string[]).includes(kind)
+}
 
 /** Bundles `scripts/bench/worker-<kind>.ts` as `wrangler deploy` would; answers the module's path. */
 export async function bundleWorker(

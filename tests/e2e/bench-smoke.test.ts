@@ -1,11 +1,12 @@
 /**
  * @module tests/e2e/bench-smoke
  * Proves the benchmark works end to end (`node scripts/bench.ts --quick`): it starts the three
- * servers on Node and their Worker builds on workerd, drives every scenario (2026-07-28 and 2025-era
+ * servers and the peers (fastmcp, tmcp, mcp-handler, @hono/mcp) on Node and the Worker builds
+ * (agents' handler among them) on workerd, drives every scenario (2026-07-28 and 2025-era
  * requests and flows, listen streams at scale), verifies every answer, and writes a report with
- * figures and ratios for each scenario and server. No timing is asserted — a CI machine's speed says
- * nothing — only the structure of the report and zero verification errors. Takes about three
- * minutes.
+ * figures and ratios for each scenario and server, every peer's ratio included. No timing is
+ * asserted — a CI machine's speed says nothing — only the structure of the report and zero
+ * verification errors. Takes about five minutes.
  */
 import { spawnSync, type SpawnSyncReturns } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
@@ -15,19 +16,23 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 const root = join(import.meta.dirname, '../..')
 
-const REQUIRED: Record<string, Array<'ours' | 'sdk' | 'bare'>> = {
-  tools_call: ['ours', 'sdk', 'bare'],
-  tools_list: ['ours', 'sdk', 'bare'],
+type Kind = 'ours' | 'sdk' | 'bare' | Peer
+type Peer = 'fastmcp' | 'tmcp' | 'mcp-handler' | 'hono-mcp' | 'agents'
+const PEERS: Peer[] = ['fastmcp', 'tmcp', 'mcp-handler', 'hono-mcp', 'agents']
+
+const REQUIRED: Record<string, Kind[]> = {
+  tools_call: ['ours', 'sdk', 'bare', 'fastmcp', 'tmcp', 'mcp-handler', 'hono-mcp'],
+  tools_list: ['ours', 'sdk', 'bare', 'fastmcp', 'tmcp', 'mcp-handler', 'hono-mcp'],
   mrtr_round1: ['ours', 'sdk'],
   mrtr_round2: ['ours', 'sdk'],
   mrtr_flow: ['ours', 'sdk'],
   sse_progress: ['ours', 'sdk'],
   notes_search: ['ours', 'sdk'],
   legacy_tools_call: ['ours', 'sdk'],
-  legacy_session: ['ours', 'sdk'],
-  legacy_mrtr_flow: ['ours', 'sdk'],
-  workerd_tools_call: ['ours', 'sdk', 'bare'],
-  workerd_mrtr_flow: ['ours', 'sdk'],
+  legacy_session: ['ours', 'sdk', 'fastmcp', 'tmcp', 'mcp-handler', 'hono-mcp'],
+  legacy_mrtr_flow: ['ours', 'sdk', 'tmcp', 'hono-mcp'],
+  workerd_tools_call: ['ours', 'sdk', 'bare', 'agents'],
+  workerd_mrtr_flow: ['ours', 'sdk', 'agents'],
 }
 
 /** The scale scenario, `--quick`: 100 streams, 3 changes. */
@@ -70,7 +75,9 @@ interface Report {
       ratio_vs_sdk: number | null
       ratio_vs_bare: number | null
       memory_ratio_vs_sdk?: number | null
-    } & Record<'ours' | 'sdk' | 'bare', ((Figures | ScaleFigures) & { failure?: string }) | null>
+      ratios?: Partial<Record<Peer, number | null>>
+      cpu_ratios?: Partial<Record<Peer, number | null>>
+    } & Partial<Record<Kind, ((Figures | ScaleFigures) & { failure?: string }) | null>>
   >
 }
 
@@ -85,11 +92,11 @@ describe('npm run bench -- --quick', () => {
     run = spawnSync(process.execPath, ['scripts/bench.ts', '--quick', '--out', out], {
       cwd: root,
       encoding: 'utf8',
-      timeout: 400_000,
+      timeout: 600_000,
       killSignal: 'SIGTERM',
     })
     report = JSON.parse(readFileSync(out, 'utf8')) as Report
-  }, 420_000)
+  }, 620_000)
 
   afterAll(() => rmSync(directory, { recursive: true, force: true }))
 
@@ -125,6 +132,12 @@ describe('npm run bench -- --quick', () => {
       expect(typeof scenario.ratio_vs_sdk).toBe('number')
       if (servers.includes('bare')) expect(typeof scenario.ratio_vs_bare).toBe('number')
       else expect(scenario.ratio_vs_bare).toBeNull()
+      const peers = PEERS.filter((kind) => servers.includes(kind))
+      expect(Object.keys(scenario.ratios ?? {}).sort(), `${name} peers`).toEqual([...peers].sort())
+      for (const peer of peers) {
+        expect(typeof scenario.ratios?.[peer], `${name} · ours/${peer}`).toBe('number')
+        expect(typeof scenario.cpu_ratios?.[peer], `${name} · CPU ${peer}/ours`).toBe('number')
+      }
     }
   })
 
