@@ -11,7 +11,7 @@ import { compileServer } from '../../src/mcp/server.ts'
 import type { NotesStore } from '../../src/notes/store.ts'
 import { ConfirmForm, EchoInput, NoInput, SearchInput, SearchOutput } from './schemas.ts'
 import { searchCursor, searchHit } from './search-hits.ts'
-import { CONFIRM_MESSAGE, PROGRESS_STEPS } from './wire.ts'
+import { CONFIRM_MESSAGE, PROGRESS_STEPS, TOOL_DESCRIPTIONS } from './wire.ts'
 
 export interface BenchDeps {
   notes: NotesStore | undefined
@@ -24,13 +24,13 @@ export const benchServer = compileServer<BenchDeps>({
   tools: [
     tool({
       name: 'echo',
-      description: 'Echo the text back.',
+      description: TOOL_DESCRIPTIONS.echo,
       input: EchoInput,
       run: ({ text: value }) => text(value),
     }),
     tool({
       name: 'confirm_echo',
-      description: 'Ask the user to confirm, then echo the text back.',
+      description: TOOL_DESCRIPTIONS.confirm_echo,
       input: EchoInput,
       async run({ text: value }, ctx) {
         const answer = await ctx.elicit('confirm', {
@@ -42,7 +42,7 @@ export const benchServer = compileServer<BenchDeps>({
     }),
     tool({
       name: 'progress',
-      description: 'Report progress three times, then answer.',
+      description: TOOL_DESCRIPTIONS.progress,
       input: NoInput,
       run(_args, ctx) {
         for (let step = 1; step <= PROGRESS_STEPS; step++) ctx.progress(step, PROGRESS_STEPS)
@@ -51,7 +51,7 @@ export const benchServer = compileServer<BenchDeps>({
     }),
     tool({
       name: 'search_notes',
-      description: 'Full-text search over the notes, best match first.',
+      description: TOOL_DESCRIPTIONS.search_notes,
       input: SearchInput,
       output: SearchOutput,
       async run({ query, limit }, ctx) {

@@ -22,19 +22,19 @@ import { tracingChannel } from 'node:diagnostics_channel'
 import type { AddressInfo, Server } from 'node:net'
 import { FastMCP } from 'fastmcp'
 import { EchoInput, NoInput, SearchInput, SearchOutput } from './schemas.ts'
-import { CONFIRM_MESSAGE, PROGRESS_STEPS, SERVER_READY } from './wire.ts'
+import { CONFIRM_MESSAGE, PROGRESS_STEPS, SERVER_READY, TOOL_DESCRIPTIONS } from './wire.ts'
 
 const server = new FastMCP({ name: 'notes-mcp-bench-fastmcp', version: '0.0.0' })
 
 server.addTool({
   name: 'echo',
-  description: 'Echo the text back.',
+  description: TOOL_DESCRIPTIONS.echo,
   parameters: EchoInput,
   execute: async ({ text }) => text,
 })
 server.addTool({
   name: 'confirm_echo',
-  description: 'Ask the user to confirm, then echo the text back.',
+  description: TOOL_DESCRIPTIONS.confirm_echo,
   parameters: EchoInput,
   async execute({ text }, { elicit }) {
     const answer = await elicit({
@@ -50,7 +50,7 @@ server.addTool({
 })
 server.addTool({
   name: 'progress',
-  description: 'Report progress three times, then answer.',
+  description: TOOL_DESCRIPTIONS.progress,
   parameters: NoInput,
   async execute(_args, { reportProgress }) {
     for (let step = 1; step <= PROGRESS_STEPS; step++) {
@@ -61,7 +61,7 @@ server.addTool({
 })
 server.addTool({
   name: 'search_notes',
-  description: 'Full-text search over the notes, best match first.',
+  description: TOOL_DESCRIPTIONS.search_notes,
   parameters: SearchInput,
   outputSchema: SearchOutput,
   execute: () => Promise.reject(new Error('search_notes is not served by this peer')),

@@ -24,7 +24,7 @@ import { Hono } from 'hono'
 import { randomUUID } from 'node:crypto'
 import { EchoInput, NoInput, SearchInput, SearchOutput } from './schemas.ts'
 import { serveBench } from './serve.ts'
-import { CONFIRM_MESSAGE, PROGRESS_STEPS } from './wire.ts'
+import { CONFIRM_MESSAGE, PROGRESS_STEPS, TOOL_DESCRIPTIONS } from './wire.ts'
 
 const INFO = { name: 'notes-mcp-bench-hono-mcp', version: '0.0.0' }
 const CONFIRM_SCHEMA = {
@@ -41,12 +41,12 @@ function createServer(): McpServer {
   const server = new McpServer(INFO)
   server.registerTool(
     'echo',
-    { description: 'Echo the text back.', inputSchema: EchoInput },
+    { description: TOOL_DESCRIPTIONS.echo, inputSchema: EchoInput },
     async ({ text: value }) => text(value)
   )
   server.registerTool(
     'confirm_echo',
-    { description: 'Ask the user to confirm, then echo the text back.', inputSchema: EchoInput },
+    { description: TOOL_DESCRIPTIONS.confirm_echo, inputSchema: EchoInput },
     async ({ text: value }, extra) => {
       // Related to the call, so the request goes out on the call's own SSE stream.
       const answer = await server.server.elicitInput(
@@ -60,7 +60,7 @@ function createServer(): McpServer {
   )
   server.registerTool(
     'progress',
-    { description: 'Report progress three times, then answer.', inputSchema: NoInput },
+    { description: TOOL_DESCRIPTIONS.progress, inputSchema: NoInput },
     async (_args, extra) => {
       const progressToken = extra._meta?.progressToken
       if (progressToken !== undefined) {
@@ -77,7 +77,7 @@ function createServer(): McpServer {
   server.registerTool(
     'search_notes',
     {
-      description: 'Full-text search over the notes, best match first.',
+      description: TOOL_DESCRIPTIONS.search_notes,
       inputSchema: SearchInput,
       outputSchema: SearchOutput,
     },

@@ -18,7 +18,7 @@ import { HttpTransport } from '@tmcp/transport-http'
 import { McpServer } from 'tmcp'
 import { ConfirmForm, EchoInput, NoInput, SearchInput, SearchOutput } from './schemas.ts'
 import { serveBench } from './serve.ts'
-import { CONFIRM_MESSAGE, PROGRESS_STEPS } from './wire.ts'
+import { CONFIRM_MESSAGE, PROGRESS_STEPS, TOOL_DESCRIPTIONS } from './wire.ts'
 
 const server = new McpServer(
   { name: 'notes-mcp-bench-tmcp', version: '0.0.0', description: 'The bench tools on tmcp.' },
@@ -28,13 +28,13 @@ const server = new McpServer(
 const text = (value: string) => ({ content: [{ type: 'text' as const, text: value }] })
 
 server.tool(
-  { name: 'echo', description: 'Echo the text back.', schema: EchoInput },
+  { name: 'echo', description: TOOL_DESCRIPTIONS.echo, schema: EchoInput },
   ({ text: value }) => text(value)
 )
 server.tool(
   {
     name: 'confirm_echo',
-    description: 'Ask the user to confirm, then echo the text back.',
+    description: TOOL_DESCRIPTIONS.confirm_echo,
     schema: EchoInput,
   },
   async ({ text: value }) => {
@@ -42,17 +42,14 @@ server.tool(
     return text(answer.action === 'accept' && answer.content?.confirm ? value : 'not confirmed')
   }
 )
-server.tool(
-  { name: 'progress', description: 'Report progress three times, then answer.', schema: NoInput },
-  () => {
-    for (let step = 1; step <= PROGRESS_STEPS; step++) server.progress(step, PROGRESS_STEPS)
-    return text('done')
-  }
-)
+server.tool({ name: 'progress', description: TOOL_DESCRIPTIONS.progress, schema: NoInput }, () => {
+  for (let step = 1; step <= PROGRESS_STEPS; step++) server.progress(step, PROGRESS_STEPS)
+  return text('done')
+})
 server.tool(
   {
     name: 'search_notes',
-    description: 'Full-text search over the notes, best match first.',
+    description: TOOL_DESCRIPTIONS.search_notes,
     schema: SearchInput,
     outputSchema: SearchOutput,
   },

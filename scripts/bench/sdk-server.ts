@@ -29,7 +29,7 @@ import { z } from 'zod'
 import type { NotesStore } from '../../src/notes/store.ts'
 import { ConfirmForm, EchoInput, NoInput, SearchInput, SearchOutput } from './schemas.ts'
 import { BENCH_PRINCIPAL, searchCursor, searchHit } from './search-hits.ts'
-import { CONFIRM_MESSAGE, PROGRESS_STEPS } from './wire.ts'
+import { CONFIRM_MESSAGE, PROGRESS_STEPS, TOOL_DESCRIPTIONS } from './wire.ts'
 
 const INFO = { name: 'notes-mcp-bench-sdk', version: '0.0.0' }
 const CreateNoteInput = z.strictObject({
@@ -89,12 +89,12 @@ export function registerSdkBenchTools(
 ): void {
   server.registerTool(
     'echo',
-    { description: 'Echo the text back.', inputSchema: EchoInput },
+    { description: TOOL_DESCRIPTIONS.echo, inputSchema: EchoInput },
     async ({ text: value }) => text(value)
   )
   server.registerTool(
     'confirm_echo',
-    { description: 'Ask the user to confirm, then echo the text back.', inputSchema: EchoInput },
+    { description: TOOL_DESCRIPTIONS.confirm_echo, inputSchema: EchoInput },
     async ({ text: value }, ctx) => {
       const state = ctx.mcpReq.requestState<ConfirmState>()
       const answer = acceptedContent(ctx.mcpReq.inputResponses, 'confirm', ConfirmForm)
@@ -109,7 +109,7 @@ export function registerSdkBenchTools(
   )
   server.registerTool(
     'progress',
-    { description: 'Report progress three times, then answer.', inputSchema: NoInput },
+    { description: TOOL_DESCRIPTIONS.progress, inputSchema: NoInput },
     async (_args, ctx) => {
       const progressToken = ctx.mcpReq._meta?.progressToken
       if (progressToken !== undefined) {
@@ -126,7 +126,7 @@ export function registerSdkBenchTools(
   server.registerTool(
     'search_notes',
     {
-      description: 'Full-text search over the notes, best match first.',
+      description: TOOL_DESCRIPTIONS.search_notes,
       inputSchema: SearchInput,
       outputSchema: SearchOutput,
     },

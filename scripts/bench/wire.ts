@@ -27,6 +27,13 @@ export const PROGRESS_STEPS = 3
 export const SEARCH_QUERY = 'harbor lantern'
 const SEARCH_LIMIT = 10
 export const SERVER_READY = 'bench server listening on'
+/** What every bench server says of its tools, so that their `tools/list` answers carry the same text. */
+export const TOOL_DESCRIPTIONS = {
+  echo: 'Echo the text back.',
+  confirm_echo: 'Ask the user to confirm, then echo the text back.',
+  progress: 'Report progress three times, then answer.',
+  search_notes: 'Full-text search over the notes, best match first.',
+} as const
 
 const CLIENT_INFO = { name: 'notes-mcp-bench', version: '1.0.0' }
 
