@@ -4,7 +4,7 @@
  * the Worker its `env` bindings). Parsed once at startup; a bad value stops the server with a message
  * naming the variable, never echoing a secret. Defaults make `npm start` work with no configuration.
  */
-import { z } from 'zod'
+import * as z from 'zod'
 import { DEFAULT_MAX_STREAM_MS } from './mcp/event-stream.ts'
 import { DEFAULT_SESSION_TTL_SECONDS, MAX_SESSION_TTL_SECONDS } from './mcp/legacy/protocol.ts'
 import {

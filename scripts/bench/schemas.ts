@@ -3,7 +3,7 @@
  * The zod schemas of the benchmark tools, shared by our server and the official SDK's so both
  * validate exactly the same inputs and outputs. Built once per server process, at module load.
  */
-import { z } from 'zod'
+import * as z from 'zod'
 
 export const EchoInput = z.object({ text: z.string() })
 export const ConfirmForm = z.object({ confirm: z.boolean() })

@@ -25,7 +25,7 @@ import {
   type CallToolResult,
   type ServerContext,
 } from '@modelcontextprotocol/server'
-import { z } from 'zod'
+import * as z from 'zod'
 import type { NotesStore } from '../../src/notes/store.ts'
 import { ConfirmForm, EchoInput, NoInput, SearchInput, SearchOutput } from './schemas.ts'
 import { BENCH_PRINCIPAL, searchCursor, searchHit } from './search-hits.ts'

@@ -18,7 +18,7 @@
  */
 import type { Context } from 'hono'
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie'
-import { z } from 'zod'
+import * as z from 'zod'
 import { constantTimeEqual } from '../mcp/constant-time.ts'
 import type { StateSealer, StateBinding } from '../mcp/sealed-state.ts'
 import { LoginError, randomSecret, type Identity, type OidcClient } from './oidc-client.ts'

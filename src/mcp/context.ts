@@ -7,7 +7,7 @@
  * run changes is `tasks/runner.ts`'s subclass). Built per request as a class instance (no closures
  * to allocate on the hot path); holds nothing afterwards.
  */
-import type { z } from 'zod'
+import type * as z from 'zod'
 import type {
   AskOptions,
   ClientCapability,

@@ -15,7 +15,7 @@
  *   run: ({ message }) => text(message),
  * })
  */
-import type { z } from 'zod'
+import type * as z from 'zod'
 import type { LogLevel } from './protocol.ts'
 import type {
   CallToolResult,

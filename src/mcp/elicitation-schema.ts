@@ -47,7 +47,7 @@
  * on Cloudflare Workers).
  */
 
-import { z } from 'zod'
+import * as z from 'zod'
 import { isObject } from './wire.ts'
 
 /** The string formats an elicitation form may request. */

@@ -19,7 +19,7 @@
  * strict, with bounded ids and URIs), so what a hostile or broken peer puts on the wire never
  * reaches a listener.
  */
-import { z } from 'zod'
+import * as z from 'zod'
 
 export type ServerEvent =
   | { kind: 'tools_list_changed' }

@@ -3,7 +3,7 @@
  * A method's params read against its schema (`wire.ts`), in both eras: what does not match is the
  * -32602 every method answers, naming the first issues.
  */
-import type { z } from 'zod'
+import type * as z from 'zod'
 import { ErrorCode, McpError } from './errors.ts'
 import { describeIssues, type JsonObject } from './wire.ts'
 

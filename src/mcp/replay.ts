@@ -15,7 +15,7 @@
  *
  * Sealing the journal into `requestState` is `sealed-state.ts`'s job; running handlers is `context.ts`'s.
  */
-import type { z } from 'zod'
+import type * as z from 'zod'
 import {
   parseElicitationContent,
   toElicitationSchema,

@@ -8,7 +8,7 @@
  * startup with a message naming it. The result, a `CompiledServer`, is immutable data holding no
  * per-request state (not a server object in the SDK's sense: `createMcpHandler` serves it).
  */
-import { z } from 'zod'
+import * as z from 'zod'
 import type {
   PromptDefinition,
   ResourceDefinition,

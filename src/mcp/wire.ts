@@ -5,7 +5,7 @@
  * schemas (built once, at module load) for the params of every method a client may send. Envelope
  * checks (JSON-RPC shape, headers, `_meta`) live in `envelope.ts`; this module only describes data.
  */
-import { z } from 'zod'
+import * as z from 'zod'
 import { MAX_EVENT_URI_CHARS } from './event-bus.ts'
 
 export type JsonObject = Record<string, unknown>

@@ -32,7 +32,7 @@
  * Every non-error answer is structured (`BulkDeleteSchema`) with a sentence for people after it.
  * Storage, validation of answers and the wire belong to the store and the engine.
  */
-import { z } from 'zod'
+import * as z from 'zod'
 import { definitions, structured, toolError } from '../mcp/definitions.ts'
 import { titledEnum } from '../mcp/elicitation-schema.ts'
 import { defineForm } from '../mcp/replay.ts'

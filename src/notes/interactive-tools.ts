@@ -10,7 +10,7 @@
  * reads, and whatever must stay the same across rounds (the title a question shows) comes from
  * `ctx.once`. Forms are converted once, at module load, with `defineForm`.
  */
-import { z } from 'zod'
+import * as z from 'zod'
 import { definitions, sampledText, structured, text, toolError } from '../mcp/definitions.ts'
 import { titledEnum } from '../mcp/elicitation-schema.ts'
 import { defineForm } from '../mcp/replay.ts'

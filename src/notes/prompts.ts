@@ -6,7 +6,7 @@
  * checked with the same field schemas as the tools; a bad or unknown argument is -32602. Completions:
  * note ids and tags by prefix, from the caller's own notes only.
  */
-import { z } from 'zod'
+import * as z from 'zod'
 import { definitions } from '../mcp/definitions.ts'
 import { completeNoteIds, completeTags } from './completions.ts'
 import { ErrorCode, McpError } from '../mcp/errors.ts'

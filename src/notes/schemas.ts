@@ -5,7 +5,7 @@
  * shape of a note in tool results (`NoteSchema`). Each tool composes its own strict input object from
  * these fields in `tools.ts` / `interactive-tools.ts`.
  */
-import { z } from 'zod'
+import * as z from 'zod'
 import {
   MAX_BODY_CHARS,
   MAX_TAG_CHARS,

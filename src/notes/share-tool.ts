@@ -11,7 +11,7 @@
  * expired → ask to start again; still pending → ask again (an `accept` only means the page was opened).
  * The URL carries nothing but the share id: no personal data, no credential.
  */
-import { z } from 'zod'
+import * as z from 'zod'
 import { definitions, text, toolError } from '../mcp/definitions.ts'
 import { SHARE_REQUEST_TTL_MS } from './limits.ts'
 import { noteIdField } from './schemas.ts'

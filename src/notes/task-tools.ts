@@ -22,7 +22,7 @@
  * (which skips ids that exist), and an overwrite that finds the note at another version counts as
  * done when the note already holds the imported text. So a re-run writes nothing twice.
  */
-import { z } from 'zod'
+import * as z from 'zod'
 import { definitions, structured, toolError, type ToolContext } from '../mcp/definitions.ts'
 import { titledEnum } from '../mcp/elicitation-schema.ts'
 import type { NotesDeps } from './deps.ts'

@@ -8,7 +8,7 @@
  *
  * Logging never includes note contents, query text or identities: only counts and timings.
  */
-import { z } from 'zod'
+import * as z from 'zod'
 import { definitions, structured, toolError, type ToolAnnotations } from '../mcp/definitions.ts'
 import { McpError } from '../mcp/errors.ts'
 import { decodeCursor, encodeCursor } from '../mcp/pagination.ts'

@@ -13,7 +13,7 @@
  * server they are added to, and everything both legs share (resources, prompts, completions).
  * Runtime-neutral.
  */
-import { z } from 'zod'
+import * as z from 'zod'
 import { definitions, sampledText, text } from '../../src/mcp/definitions.ts'
 import { legacyTitledEnum, titledEnum } from '../../src/mcp/elicitation-schema.ts'
 import { defineForm, type ElicitationForm } from '../../src/mcp/replay.ts'

@@ -9,7 +9,7 @@
  * Workers — can serve any round. Runtime-neutral; `fixture-server.ts` serves it on Node.
  */
 import type { Hono } from 'hono'
-import { z } from 'zod'
+import * as z from 'zod'
 import type { Config } from '../../src/config.ts'
 import { createHttpApp } from '../../src/http/app.ts'
 import {

@@ -13,7 +13,7 @@
  *   `tools/call` itself, then greets by that name as a task.
  * Ordinary engine handlers: the engine creates, stores, runs and answers the tasks. Runtime-neutral.
  */
-import { z } from 'zod'
+import * as z from 'zod'
 import { definitions, text, toolError } from '../../src/mcp/definitions.ts'
 import { ErrorCode, McpError } from '../../src/mcp/errors.ts'
 import type { CallToolResult } from '../../src/mcp/wire.ts'

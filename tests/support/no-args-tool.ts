@@ -4,7 +4,7 @@
  * `noArgsTool(name, description, run)` that declares one for an app of `Deps` (input `{}`), its `run`
  * given only the context. The conformance fixture and the engine's replay tests declare theirs so.
  */
-import { z } from 'zod'
+import * as z from 'zod'
 import { definitions, type ToolContext } from '../../src/mcp/definitions.ts'
 import type { CallToolResult } from '../../src/mcp/wire.ts'
 

@@ -12,7 +12,7 @@ import { once } from 'node:events'
 import { rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest'
-import { z } from 'zod'
+import * as z from 'zod'
 import {
   encodeHeaderValue,
   McpClient,

@@ -238,7 +238,7 @@ describe('module layout', () => {
       "export type { E } from './e.ts'",
       "import './f.ts'",
       "  const { g } = await import('./g.ts')",
-      "import { z } from 'zod'",
+      "import * as z from 'zod'",
       '/**',
       ' * @example',
       " * import { h } from './not-an-import.ts'",

@@ -11,7 +11,7 @@
  */
 import { SignJWT, base64url, type JWTPayload } from 'jose'
 import { describe, expect, it, vi } from 'vitest'
-import { z } from 'zod'
+import * as z from 'zod'
 import { parseConfig } from '../../src/config.ts'
 import { createHttpApp } from '../../src/http/app.ts'
 import { definitions, text } from '../../src/mcp/definitions.ts'

@@ -8,7 +8,7 @@
  * progress/log notifications and cancellation.
  */
 import { beforeEach, describe, expect, it, vi } from 'vitest'
-import { z } from 'zod'
+import * as z from 'zod'
 import { definitions, structured, text } from '../../src/mcp/definitions.ts'
 import { createMcpHandler } from '../../src/mcp/handler.ts'
 import { generateKey, importKeyRing } from '../../src/mcp/key-ring.ts'

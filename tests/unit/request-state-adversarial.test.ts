@@ -8,7 +8,7 @@
  */
 import { decodeProtectedHeader } from 'jose'
 import { describe, expect, it } from 'vitest'
-import { z } from 'zod'
+import * as z from 'zod'
 import { BASE64URL_ALPHABET as ALPHABET } from '../../src/mcp/base64url.ts'
 import { definitions, text, type ReplayContext } from '../../src/mcp/definitions.ts'
 import { createMcpHandler } from '../../src/mcp/handler.ts'

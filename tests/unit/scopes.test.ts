@@ -5,7 +5,7 @@
  * granted scopes (no auth) everything is allowed. The notes server's own policy is pinned too.
  */
 import { describe, expect, it } from 'vitest'
-import { z } from 'zod'
+import * as z from 'zod'
 import { definitions, text } from '../../src/mcp/definitions.ts'
 import { InProcessEventBus } from '../../src/mcp/event-bus.ts'
 import { createMcpHandler } from '../../src/mcp/handler.ts'

@@ -8,7 +8,7 @@
  * stopped and killed) is `tests/e2e/postgres-outage.test.ts`.
  */
 import { describe, expect, it } from 'vitest'
-import { z } from 'zod'
+import * as z from 'zod'
 import { definitions, text } from '../../src/mcp/definitions.ts'
 import {
   ErrorCode,

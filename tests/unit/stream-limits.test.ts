@@ -13,7 +13,7 @@
  * reader's cancel, the last message, the body's error), never as time passing.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { z } from 'zod'
+import * as z from 'zod'
 import { createApp } from '../../src/app.ts'
 import { tokenPrincipal } from '../../src/auth/bearer.ts'
 import { parseConfig } from '../../src/config.ts'

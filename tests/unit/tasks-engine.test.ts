@@ -12,7 +12,7 @@
  */
 import { join } from 'node:path'
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { z } from 'zod'
+import * as z from 'zod'
 import { definitions, text, toolError, type ToolContext } from '../../src/mcp/definitions.ts'
 import { ErrorCode, McpError } from '../../src/mcp/errors.ts'
 import { createMcpHandler } from '../../src/mcp/handler.ts'

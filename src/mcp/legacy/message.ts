@@ -13,7 +13,7 @@
  */
 import type { RequestObservation } from '../observer.ts'
 import { scopeChallenge } from '../scopes.ts'
-import { z } from 'zod'
+import * as z from 'zod'
 import { LEGACY_NOTIFICATIONS } from './protocol.ts'
 import type { LegacySession } from './session.ts'
 import { adoptWaitingCall } from './resume.ts'

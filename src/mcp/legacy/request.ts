@@ -31,7 +31,7 @@ import type { CompiledServer } from '../server.ts'
 import { MAX_SUBSCRIPTIONS_PER_SESSION, type SubscriptionsFull } from '../session-store.ts'
 import { Cancellation, finalResponse, jsonResponse, jsonText } from '../streaming.ts'
 import { isObject, isRequestId, type JsonObject, type RequestId } from '../wire.ts'
-import { z } from 'zod'
+import * as z from 'zod'
 import { dispatchCall, failure } from './call-flow.ts'
 import {
   HEADER_SESSION_ID,

@@ -10,7 +10,7 @@
  * What the engine stores in a record's JSON fields is `record.ts`'s business; this module only reads
  * the ones the wire shows. Runtime-neutral.
  */
-import { z } from 'zod'
+import * as z from 'zod'
 import { ErrorCode, McpError } from '../errors.ts'
 import { TASKS_EXTENSION } from '../protocol.ts'
 import { randomBase64url } from '../random.ts'
