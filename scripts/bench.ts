@@ -29,6 +29,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { cpus, tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
+import { formatColdStarts, hasFailures, measureColdStarts } from './bench/cold-start.ts'
 import { runListenScale } from './bench/listen-scale.ts'
 import { runLoad, type DriveOptions, type LoadResult } from './bench/load.ts'
 import { seedNotes, type SeedSummary } from './bench/notes-data.ts'
@@ -77,10 +78,13 @@ const root = join(import.meta.dirname, '..')
 const SERVER_CPU = 1
 const LOADGEN_CPU = 0
 
+/** The cold-start report's name for \`--only\` (not a load scenario: \`bench/cold-start.ts\`). */
+const COLD_START = 'cold_start'
+
 const USAGE = `Usage: node scripts/bench.ts [--quick] [--out FILE] [--connections N] [--warmup S] [--duration S]
          [--only a,b] [--servers ours,sdk,bare,fastmcp,tmcp,mcp-handler,hono-mcp,agents] [--notes N]
          [--max-requests N] [--retries N]
-         [--passes N] [--streams N] [--changes N] [--profile DIR]
+         [--passes N] [--streams N] [--changes N] [--cold-runs N] [--profile DIR]
   --quick        1 s warm-up, 2 s measured, 10 connections, 100 listen streams and 3 changes (CI
                  smoke; no figure is meaningful)
   --retries N    measure a server again (up to N times, default 2, 0 with --quick) when other
@@ -92,6 +96,8 @@ const USAGE = `Usage: node scripts/bench.ts [--quick] [--out FILE] [--connection
                  the passes is printed and kept (\`passes\`)
   --streams N    listen streams of the scale scenario (default 1,000; the SDK refuses more than
                  1,024 per handler), --changes N the changes delivered to them (default 20)
+  --cold-runs N  measured starts per server of the cold-start report (\`--only ${COLD_START}\`;
+                 default 5, 1 with --quick), each after one unmeasured start
   --profile DIR  profile our server instead (\`node --cpu-prof\`; other servers with --servers) on
                  tools_call and mrtr_flow (or --only; Node scenarios only), print where the time
                  goes and keep the .cpuprofile files in DIR`
@@ -111,6 +117,7 @@ const { values } = parseArgs({
     passes: { type: 'string' },
     streams: { type: 'string' },
     changes: { type: 'string' },
+    'cold-runs': { type: 'string' },
     profile: { type: 'string' },
     help: { type: 'boolean', default: false },
   },
@@ -118,7 +125,7 @@ const { values } = parseArgs({
 
 if (values.help) {
   console.log(
-    `${USAGE}\n\nScenarios (--only):\n${SCENARIOS.map((s) => `  ${s.name.padEnd(18)} ${s.description}`).join('\n')}`
+    `${USAGE}\n\nScenarios (--only):\n${SCENARIOS.map((s) => `  ${s.name.padEnd(18)} ${s.description}`).join('\n')}\n  ${COLD_START.padEnd(18)} time to the first answer of a fresh process or isolate, Worker bundle sizes`
   )
   process.exit(0)
 }
@@ -144,14 +151,14 @@ const streamsOverride =
   values.streams === undefined ? undefined : Math.round(positive('streams', values.streams, 1))
 const changesOverride =
   values.changes === undefined ? undefined : Math.round(positive('changes', values.changes, 1))
+const coldRuns = Math.round(positive('cold-runs', values['cold-runs'], quick ? 1 : 5))
 const profileDir = values.profile === undefined ? undefined : resolve(values.profile)
 
 const wanted = values.only?.split(',').map((name) => name.trim())
-const unknown = wanted?.filter((name) => !SCENARIOS.some((s) => s.name === name)) ?? []
+const known = [...SCENARIOS.map((s) => s.name), COLD_START]
+const unknown = wanted?.filter((name) => !known.includes(name)) ?? []
 if (unknown.length > 0) {
-  console.error(
-    `Unknown scenario(s): ${unknown.join(', ')}. Known: ${SCENARIOS.map((s) => s.name).join(', ')}`
-  )
+  console.error(`Unknown scenario(s): ${unknown.join(', ')}. Known: ${known.join(', ')}`)
   process.exit(2)
 }
 const KINDS: ServerKind[] = ['bare', 'ours', 'sdk', ...PEERS]
@@ -174,6 +181,11 @@ const scenarios = SCENARIOS.filter((s) =>
 )
   .map((s) => ({ ...s, servers: s.servers.filter((kind) => kinds.includes(kind)) }))
   .filter((s) => s.servers.length > 0)
+/** Cold starts are measured for every server at once, so only a run of all servers includes them. */
+const coldStarts =
+  profileDir === undefined &&
+  values.servers === undefined &&
+  (wanted === undefined || wanted.includes(COLD_START))
 
 function runtimeOf(name: string): 'node' | 'workerd' {
   return SCENARIOS.find((s) => s.name === name)?.runtime ?? 'node'
@@ -560,6 +572,16 @@ async function benchmark(tool: string | undefined, pinned: boolean): Promise<num
       }
     }
 
+    if (coldStarts) {
+      console.log(`Cold starts (${coldRuns} measured start(s) per server):`)
+      report.coldStarts = await measureColdStarts({
+        runs: coldRuns,
+        root,
+        cpu: pinned ? SERVER_CPU : null,
+        log: (line) => console.log(`  ${line}`),
+      })
+    }
+
     const cpuList = cpus()
     report.meta = {
       date: new Date().toISOString(),
@@ -635,16 +657,20 @@ async function benchmark(tool: string | undefined, pinned: boolean): Promise<num
     const out = resolve(root, values.out)
     mkdirSync(dirname(out), { recursive: true })
     writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`)
-    console.log(`\n${formatTable(report)}\n`)
+    if (Object.keys(report.scenarios).length > 0) console.log(`\n${formatTable(report)}\n`)
+    if (report.coldStarts) console.log(`\n${formatColdStarts(report.coldStarts)}\n`)
     const spread = formatSpread(report)
     if (spread) console.log(`${spread}\n`)
     const targets = formatTargets(report)
     if (targets) console.log(`${targets}\n`)
     for (const { scenario, reason } of skipped) console.log(`skipped ${scenario}: ${reason}`)
     console.log(`Wrote ${out}`)
-    const flagged = Object.entries(report.scenarios).filter(([, s]) => s.flagged)
+    const flagged = Object.entries(report.scenarios)
+      .filter(([, s]) => s.flagged)
+      .map(([name]) => name)
+    if (report.coldStarts && hasFailures(report.coldStarts)) flagged.push(COLD_START)
     if (flagged.length > 0) {
-      console.error(`Verification errors in: ${flagged.map(([name]) => name).join(', ')}`)
+      console.error(`Verification errors in: ${flagged.join(', ')}`)
       return 1
     }
     return 0

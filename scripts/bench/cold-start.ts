@@ -9,7 +9,7 @@
  * The notes server (`node src/node.ts`, what `npm start` runs) gets a temporary `DATA_DIR` with its
  * SQLite database and a port chosen beforehand, so the first request is sent at once and retried
  * while the port refuses connections; it is a `tools/call create_note`. The bench servers (`ours.ts`,
- * `sdk.ts`, `bare.ts` and each `peer-*.ts` that exists) listen on a port the kernel picks and name it
+ * `sdk.ts`, `bare.ts` and each `peer-*.ts`) listen on a port the kernel picks and name it
  * in their ready line, so their first request follows that line: a 2026-07-28 `tools/call echo`,
  * or for the peers, which speak the 2025 revisions only, a stateless 2025-11-25 `tools/call echo`.
  *
@@ -17,7 +17,7 @@
  * of every uploaded module, gzip at zlib's default level, as wrangler computes its "Total Upload"
  * line; for the notes Worker that line itself is parsed too), and the time from spawning
  * `workerd serve` with a bench Worker (`worker-ours.ts`, `worker-sdk.ts`, `worker-bare.ts`,
- * `worker-agents.ts` when it exists) to the first answered request of its fresh isolate. The notes
+ * `worker-agents.ts`) to the first answered request of its fresh isolate. The notes
  * Worker needs D1 and two Durable Objects that a bare `workerd serve` does not provide, so only the
  * time until workerd listens with its bundle loaded is measured for it; the bench Worker
  * `worker-ours.ts` (the same engine and HTTP face) stands for it on the first answer.
@@ -28,7 +28,7 @@
  * Loopback only; every start is bounded in time and every process is stopped on the way out.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process'
-import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync, mkdirSync } from 'node:fs'
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -113,7 +113,6 @@ export interface ColdStartReport {
   workerd: WorkerColdStart[]
   /** First answer of `worker-ours` minus that of `worker-bare` (medians): what our isolate adds. */
   isolateOverBareMs: number | null
-  skipped: string[]
 }
 
 export interface ColdStartOptions {
@@ -181,7 +180,7 @@ const CREATE_NOTE: Probe = {
   check: (response) => isCreated(response, 1),
 }
 
-/** The Node bench servers by file, and how each is asked (peers only when their file exists). */
+/** The Node bench servers by file, and how each is asked. */
 const NODE_BENCH: ReadonlyArray<{ server: string; probe: Probe }> = [
   { server: 'ours', probe: MODERN_ECHO },
   { server: 'sdk', probe: MODERN_ECHO },
@@ -193,7 +192,7 @@ const NODE_BENCH: ReadonlyArray<{ server: string; probe: Probe }> = [
 ]
 
 /** The bench Worker builds (`worker-<kind>.ts`), and how each is asked. */
-const WORKERS: ReadonlyArray<{ kind: string; probe: Probe }> = [
+const WORKERS: ReadonlyArray<{ kind: WorkerKind; probe: Probe }> = [
   { kind: 'ours', probe: MODERN_ECHO },
   { kind: 'sdk', probe: MODERN_ECHO },
   { kind: 'bare', probe: MODERN_ECHO },
@@ -365,7 +364,6 @@ export async function measureColdStarts(options: ColdStartOptions): Promise<Cold
   const log = options.log ?? (() => {})
   const { runs } = options
   const work = await tempDataDir('notes-mcp-cold-start-')
-  const skipped: string[] = []
   const report: ColdStartReport = {
     meta: {
       date: new Date().toISOString(),
@@ -377,7 +375,6 @@ export async function measureColdStarts(options: ColdStartOptions): Promise<Cold
     bundles: [],
     workerd: [],
     isolateOverBareMs: null,
-    skipped,
   }
   try {
     // The first fetch of this process loads its HTTP client: paid once here, not by the first server.
@@ -398,10 +395,6 @@ export async function measureColdStarts(options: ColdStartOptions): Promise<Cold
 
     for (const { server, probe } of NODE_BENCH) {
       const file = join('scripts', 'bench', `${server}.ts`)
-      if (!existsSync(join(root, file))) {
-        skipped.push(`${file} does not exist`)
-        continue
-      }
       log(`${file} …`)
       const command: [string, ...string[]] = [process.execPath, join(root, file)]
       const measured = await series(runs, () =>
@@ -466,21 +459,15 @@ export async function measureColdStarts(options: ColdStartOptions): Promise<Cold
 
     for (const { kind, probe } of WORKERS) {
       const entry = join('scripts', 'bench', `worker-${kind}.ts`)
-      if (!existsSync(join(root, entry))) {
-        skipped.push(`${entry} does not exist`)
-        continue
-      }
       log(`${entry} bundle and workerd …`)
-      // `worker-agents` may not be a WorkerKind yet; bundleWorker only needs the file's name.
-      const workerKind = kind as WorkerKind
-      const module = await bundleWorker(root, workerKind, work)
+      const module = await bundleWorker(root, kind, work)
       report.bundles.push({
         worker: `bench ${kind}`,
         entry,
         ...modulesSize(dirname(module)),
         measuredBy: 'zlib',
       })
-      const command: [string, ...string[]] = [workerd, ...workerdArgs(module, work, workerKind)]
+      const command: [string, ...string[]] = [workerd, ...workerdArgs(module, work, kind)]
       const measured = await series(runs, () =>
         startAndAsk(`worker-${kind}`, command, 'workerd', probe, root, cpu)
       )
@@ -572,7 +559,6 @@ export function formatColdStarts(report: ColdStartReport): string {
         (start) =>
           `FAILED ${'server' in start ? start.server : start.worker}: ${start.failure?.split('\n')[0]}`
       ),
-    ...report.skipped.map((reason) => `skipped: ${reason}`),
   ]
   return [node, bundles, workerd, notes.join('\n')].join('\n\n')
 }

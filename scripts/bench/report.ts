@@ -12,6 +12,7 @@
  *   server CPU per delivered notification, other ÷ ours.
  * The targets of the performance issue are checked here too (`formatTargets`).
  */
+import type { ColdStartReport } from './cold-start.ts'
 import type { LoadResult } from './load.ts'
 import {
   isPeer,
@@ -133,6 +134,8 @@ export type ScenarioReport = LoadReport | ScaleReport
 export interface BenchReport {
   meta: Record<string, unknown>
   scenarios: Record<string, ScenarioReport>
+  /** Starts of fresh processes and isolates, and Worker bundle sizes (`cold-start.ts`). */
+  coldStarts?: ColdStartReport
 }
 
 /** Background load (cores used by other processes) above which a measured window counts as disturbed. */

@@ -4,7 +4,8 @@
  * servers and the peers (fastmcp, tmcp, mcp-handler, @hono/mcp) on Node and the Worker builds
  * (agents' handler among them) on workerd, drives every scenario (2026-07-28 and 2025-era
  * requests and flows, listen streams at scale), verifies every answer, and writes a report with
- * figures and ratios for each scenario and server, every peer's ratio included. No timing is
+ * figures and ratios for each scenario and server, every peer's ratio included, and the cold starts
+ * (one measured start of each server, the Worker bundle sizes). No timing is
  * asserted — a CI machine's speed says nothing — only the structure of the report and zero
  * verification errors. Takes about five minutes.
  */
@@ -63,8 +64,19 @@ interface ScaleFigures {
   errors: number
 }
 
+interface Start {
+  failure?: string
+  runs: number
+  firstAnswerMs: { median: number } | null
+}
+
 interface Report {
   meta: Record<string, unknown>
+  coldStarts?: {
+    node: Array<Start & { server: string }>
+    bundles: Array<{ worker: string; rawBytes: number; gzipBytes: number; measuredBy: string }>
+    workerd: Array<Start & { worker: string }>
+  }
   scenarios: Record<
     string,
     {
@@ -168,6 +180,44 @@ describe('npm run bench -- --quick', () => {
     expect(typeof scenario.ratio_vs_sdk).toBe('number')
     expect(typeof scenario.memory_ratio_vs_sdk).toBe('number')
     expect(scenario.bare).toBeNull()
+  })
+
+  it('times the first answer of a fresh process of every Node server and isolate of every Worker, with bundle sizes', () => {
+    const cold = report.coldStarts
+    expect(cold, 'coldStarts').toBeDefined()
+    if (!cold) return
+    const answered = (start: Start) => start.firstAnswerMs?.median ?? 0
+    expect(cold.node.map((start) => start.server)).toEqual([
+      'npm start',
+      'ours',
+      'sdk',
+      'bare',
+      'peer-fastmcp',
+      'peer-tmcp',
+      'peer-mcp-handler',
+      'peer-hono-mcp',
+    ])
+    for (const start of cold.node) {
+      expect(start.failure, start.server).toBeUndefined()
+      expect(start.runs, start.server).toBe(1)
+      expect(answered(start), start.server).toBeGreaterThan(0)
+    }
+    expect(cold.workerd.map((start) => start.worker)).toEqual([
+      'notes (src/worker.ts)',
+      'bench ours',
+      'bench sdk',
+      'bench bare',
+      'bench agents',
+    ])
+    for (const start of cold.workerd) expect(start.failure, start.worker).toBeUndefined()
+    for (const start of cold.workerd.slice(1))
+      expect(answered(start), start.worker).toBeGreaterThan(0)
+    const wrangler = cold.bundles.find((bundle) => bundle.measuredBy === 'wrangler')
+    expect(wrangler?.worker).toBe('notes (src/worker.ts)')
+    for (const bundle of cold.bundles) {
+      expect(bundle.gzipBytes, bundle.worker).toBeGreaterThan(0)
+      expect(bundle.rawBytes, bundle.worker).toBeGreaterThan(bundle.gzipBytes)
+    }
   })
 
   it('has no errors in optional scenarios either (the real notes server, when present)', () => {
