@@ -14,15 +14,20 @@
  *
  * Group commit: a commit costs far more than the statements it commits (the WAL frames of every
  * page touched, and the file locks, whatever the rows: ~100 µs against a few µs per statement), and
- * a busy server writes from many requests in the same turn of the event loop. So the first write of
- * a turn opens a `BEGIN IMMEDIATE` transaction, every statement of that turn (reads included) runs
- * in it, and it commits once, when the turn ends (`setImmediate`); no statement's result is handed
- * out before its commit, so a caller learns what it wrote only once it is as durable as it was
- * alone (WAL with `synchronous = NORMAL`: a commit survives the process crashing; a power loss may
- * take the last ones back, as before). A statement that fails is undone alone (SQLite's statement
- * rollback), a batch alone (its savepoint); a failure that ends the transaction, or a failed
- * commit, fails every statement of the turn. Reads while no write is open run at once, outside any
- * transaction. Other processes on the file wait for the lock at most one turn (their busy timeout).
+ * a busy server writes from many requests in the same turn of the event loop. So a write is not run
+ * when it is asked for: it is queued, with every statement asked for after it in the same turn
+ * (reads included, so each sees what was asked before it), and when the turn ends
+ * (`setImmediate`) the queue runs in one `BEGIN IMMEDIATE` transaction, synchronously, and commits
+ * once. The write lock is held only while those statements run, never across a turn, so other
+ * processes on the file wait for it no longer than without grouping. No result is handed out before
+ * its commit, so a caller learns what it wrote only once it is as durable as it was alone (WAL with
+ * `synchronous = NORMAL`: a commit survives the process crashing; a power loss may take the last ones
+ * back, as before). A statement that fails is undone alone (SQLite's statement rollback), a batch
+ * alone (its savepoint), and only its caller is told. A failure that ends the transaction (a full
+ * disk, an I/O error) or a failed commit undoes the whole group: then the statement that failed is
+ * answered with its error and every other one of the group is run again in a transaction of its
+ * own, so one caller's failure never becomes another's. Reads while nothing is queued run at once,
+ * outside any transaction.
  *
  * Replicas starting together on a new file: the switch to WAL (in `migrate()`, before the schema)
  * reads the file's header and then upgrades to a write lock, and SQLite never calls the busy handler
@@ -47,12 +52,15 @@ import { SqliteDialectStore } from './sqlite/store.ts'
 /** A statement that only reads (the store's reads all start so; its writes never do). */
 const READ_ONLY = /^\s*SELECT\b/i
 
-/** A statement run in the open transaction: its result, handed out once the transaction commits. */
-interface Uncommitted {
-  value: unknown
+/** A statement asked for in this turn, run with the rest of the group when the turn ends. */
+interface Queued {
+  work: () => unknown
   resolve: (value: unknown) => void
   reject: (error: unknown) => void
 }
+
+/** How one queued statement went: its value, or its error. */
+type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown }
 
 /** Milliseconds a writer waits for another process's lock before failing with SQLITE_BUSY. */
 export const DEFAULT_BUSY_TIMEOUT_MS = 5000
@@ -79,12 +87,13 @@ export class SqliteNotesStore extends SqliteDialectStore {
   }
 }
 
-class NodeSqliteDriver implements SqliteDriver {
+/** The driver on one node:sqlite connection (exported for its own tests; the store is the API). */
+export class NodeSqliteDriver implements SqliteDriver {
   readonly #db: DatabaseSync
   readonly #busyTimeoutMs: number
   readonly #statements = new Map<string, StatementSync>()
-  /** The statements of this turn's open transaction (module header), or none open. */
-  #turn: Uncommitted[] | undefined
+  /** The statements asked for in this turn (module header), or none. */
+  #queue: Queued[] | undefined
 
   constructor(options: SqliteNotesStoreOptions) {
     if (typeof options?.path !== 'string' || options.path === '') {
@@ -115,7 +124,7 @@ class NodeSqliteDriver implements SqliteDriver {
   }
 
   batch(statements: readonly SqliteStatement[]): Promise<SqliteRow[][]> {
-    return this.#inTurn(() => {
+    return this.#enqueue(() => {
       this.#db.exec('SAVEPOINT batch')
       try {
         const rows = statements.map(({ sql, params }) => this.#prepare(sql).all(...params))
@@ -133,7 +142,7 @@ class NodeSqliteDriver implements SqliteDriver {
    * `schema_migrations`, in one transaction.
    */
   async migrate(): Promise<void> {
-    if (this.#turn) this.#commit(this.#turn)
+    if (this.#queue) this.#flush(this.#queue)
     await this.#enterWal()
     this.#transaction(() => {
       this.#db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -155,7 +164,7 @@ class NodeSqliteDriver implements SqliteDriver {
   }
 
   async close(): Promise<void> {
-    if (this.#turn) this.#commit(this.#turn)
+    if (this.#queue) this.#flush(this.#queue)
     this.#statements.clear()
     if (this.#db.isOpen) this.#db.close()
   }
@@ -190,67 +199,90 @@ class NodeSqliteDriver implements SqliteDriver {
     return statement
   }
 
-  /** Runs `sql` through `work`: at once when it only reads and no write is open, else in this turn. */
+  /** Runs `sql` through `work`: at once when it only reads and nothing is queued, else queued. */
   #execute<T>(sql: string, work: () => T): Promise<T> {
-    if (this.#turn || !READ_ONLY.test(sql)) return this.#inTurn(work)
+    if (this.#queue || !READ_ONLY.test(sql)) return this.#enqueue(work)
     return new Promise<T>((resolve) => resolve(work()))
   }
 
-  /** Runs `work` in this turn's transaction (opened now if none is); settles once it commits. */
-  #inTurn<T>(work: () => T): Promise<T> {
-    let turn = this.#turn
+  /** Queues `work` for the group of this turn (started now if none is); settles once it commits. */
+  #enqueue<T>(work: () => T): Promise<T> {
+    let queue = this.#queue
+    if (!queue) {
+      const started: Queued[] = (queue = this.#queue = [])
+      setImmediate(() => this.#flush(started))
+    }
+    return new Promise<T>((resolve, reject) =>
+      queue.push({ work, resolve: resolve as (value: unknown) => void, reject })
+    )
+  }
+
+  /** Runs `queue`, if it is still this turn's, as one transaction, and settles every statement. */
+  #flush(queue: Queued[]): void {
+    if (this.#queue !== queue) return
+    this.#queue = undefined
+    const outcomes = this.#runGroup(queue)
+    queue.forEach(({ resolve, reject }, index) => {
+      const outcome = outcomes[index] as Outcome
+      if (outcome.ok) resolve(outcome.value)
+      else reject(outcome.error)
+    })
+  }
+
+  /**
+   * The outcome of each queued statement: all run in one transaction; if that transaction ends
+   * early or its commit fails, the statement that ended it keeps its error and every other one is
+   * run again alone (module header).
+   */
+  #runGroup(queue: Queued[]): Outcome[] {
     try {
-      if (!turn) {
-        this.#db.exec('BEGIN IMMEDIATE')
-        const opened: Uncommitted[] = (turn = this.#turn = [])
-        setImmediate(() => this.#commit(opened))
-      }
-      const value = work()
-      return new Promise<T>((resolve, reject) =>
-        turn?.push({ value, resolve: resolve as (value: unknown) => void, reject })
-      )
+      this.#rollback()
+      this.#db.exec('BEGIN IMMEDIATE')
     } catch (error) {
-      // Undone alone, and answered once the turn commits like the rest; unless the failure ended
-      // the transaction: then the whole turn failed.
-      if (turn && this.#db.isTransaction) {
-        const failed = turn
-        return new Promise<T>((resolve, reject) =>
-          failed.push({
-            value: undefined,
-            resolve: () =>
-              resolve(
-                new Promise<T>(() => {
-                  throw error
-                })
-              ),
-            reject,
-          })
-        )
+      return queue.map(() => ({ ok: false, error }))
+    }
+    const outcomes: Outcome[] = []
+    let ended: number | undefined
+    for (const [index, { work }] of queue.entries()) {
+      try {
+        outcomes.push({ ok: true, value: work() })
+      } catch (error) {
+        outcomes.push({ ok: false, error })
+        if (!this.#db.isTransaction) {
+          ended = index
+          break
+        }
       }
-      if (turn) this.#fail(turn, error)
-      return new Promise<T>(() => {
-        throw error
-      })
+    }
+    if (ended === undefined) {
+      try {
+        this.#db.exec('COMMIT')
+        return outcomes
+      } catch {
+        this.#rollback()
+      }
+    }
+    return queue.map(({ work }, index) =>
+      index === ended ? (outcomes[index] as Outcome) : this.#alone(work)
+    )
+  }
+
+  /** One statement in a transaction of its own (a group that failed as a whole, run again). */
+  #alone(work: () => unknown): Outcome {
+    try {
+      return { ok: true, value: this.#transaction(work) }
+    } catch (error) {
+      return { ok: false, error }
     }
   }
 
-  /** Commits `turn`, if it is still the open one, and hands out its results. */
-  #commit(turn: Uncommitted[]): void {
-    if (this.#turn !== turn) return
-    this.#turn = undefined
+  /** Undoes the open transaction, if any (one whose ROLLBACK failed is tried again by the next group). */
+  #rollback(): void {
     try {
-      this.#db.exec('COMMIT')
-    } catch (error) {
       if (this.#db.isTransaction) this.#db.exec('ROLLBACK')
-      return this.#fail(turn, error)
+    } catch {
+      // Still open: the next group's #rollback tries again before it begins.
     }
-    for (const { value, resolve } of turn) resolve(value)
-  }
-
-  /** Fails every statement of `turn` (its transaction was rolled back) with `error`. */
-  #fail(turn: Uncommitted[], error: unknown): void {
-    if (this.#turn === turn) this.#turn = undefined
-    for (const { reject } of turn) reject(error)
   }
 
   /** Runs `work` in a `BEGIN IMMEDIATE` transaction: it commits only if `work` returns. */
@@ -261,7 +293,7 @@ class NodeSqliteDriver implements SqliteDriver {
       this.#db.exec('COMMIT')
       return result
     } catch (error) {
-      if (this.#db.isTransaction) this.#db.exec('ROLLBACK')
+      this.#rollback()
       throw error
     }
   }
