@@ -46,13 +46,18 @@ function isHoldCommand(message: unknown): message is HoldCommand {
  * method is the store's own.
  */
 export function holdImports(store: NotesStore, channel: HoldChannel): NotesStore {
-  /** Set while armed: calls still let through before the hold, notes they created. */
-  let armed: { passing: number; created: number; reported: boolean } | undefined
+  /**
+   * Set while armed: calls still let through before the hold, those of them not yet returned, and
+   * the notes they created.
+   */
+  let armed:
+    | { passing: number; running: Set<Promise<number>>; created: number; reported: boolean }
+    | undefined
   let released = Promise.withResolvers<void>()
   channel.on('message', (message) => {
     if (!isHoldCommand(message)) return
     if (message.type === 'hold-imports') {
-      armed = { passing: message.after, created: 0, reported: false }
+      armed = { passing: message.after, running: new Set(), created: 0, reported: false }
       channel.send?.({ type: 'hold-armed' })
     } else {
       armed = undefined
@@ -67,14 +72,22 @@ export function holdImports(store: NotesStore, channel: HoldChannel): NotesStore
       const release = released.promise
       if (!hold.reported) {
         hold.reported = true
+        // Another import's call let through may still be writing: the report counts its notes.
+        await Promise.allSettled(hold.running)
         channel.send?.({ type: 'import-held', created: hold.created })
       }
       await release
     } else if (hold) {
       hold.passing--
-      const created = await store.importNotes(...args)
-      hold.created += created
-      return created
+      const call = store.importNotes(...args)
+      hold.running.add(call)
+      try {
+        const created = await call
+        hold.created += created
+        return created
+      } finally {
+        hold.running.delete(call)
+      }
     }
     return store.importNotes(...args)
   }

@@ -3,7 +3,8 @@
  * SIGKILL takeover test and the load test's `--kill` rely on, on a real SQLite store and a channel
  * that delivers messages as Node's IPC does: unarmed, the store is the store; armed with `after: n`,
  * the next n `importNotes` calls go through and the one after waits, writing nothing, reported once
- * with the notes created before it, until released; other methods are never held.
+ * with the notes created before it (a call let through still writing included), until released;
+ * other methods are never held.
  */
 import { EventEmitter } from 'node:events'
 import { rm } from 'node:fs/promises'
@@ -82,6 +83,19 @@ describe('holdImports', () => {
     expect(await alsoHeld).toBe(1)
     expect(await store.importNotes('p', notes(1), 1)).toBe(1)
     expect((await store.list('p', 0, 10)).items).toHaveLength(9)
+  })
+
+  it('reports the notes of a call let through that is still writing when another reaches the hold', async () => {
+    const { store, tell, reports } = await heldStore()
+    tell({ type: 'hold-imports', after: 1 })
+    // Two imports at once: the first call passes and is still writing when the second is held.
+    const passing = store.importNotes('p', notes(4), 1)
+    const held = store.importNotes('p', notes(1), 1)
+    expect(await passing).toBe(4)
+    expect(await settled(held)).toBe(false)
+    expect(reports).toEqual([{ type: 'hold-armed' }, { type: 'import-held', created: 4 }])
+    tell({ type: 'release-imports' })
+    expect(await held).toBe(1)
   })
 
   it('ignores messages that are not its commands', async () => {
