@@ -86,6 +86,8 @@ interface ReplicaOptions {
   server?: CompiledServer<NotesDeps>
   /** Aborted: the replica's shutdown began (it claims no call). */
   draining?: AbortSignal
+  /** Longest pause between two looks in the store for answers (default 20 ms). */
+  answerPollMs?: number
 }
 
 /** A replica of the notes app on the shared store and key ring. */
@@ -107,7 +109,7 @@ function replica(options: ReplicaOptions = {}) {
       legacy: {
         sessions: notes,
         now,
-        input: { answerPollMs: 20 },
+        input: { answerPollMs: options.answerPollMs ?? 20 },
         stream:
           options.maxDurationMs === undefined
             ? undefined
@@ -537,6 +539,34 @@ describe('a call that outlives its replica', () => {
   it('is not claimed while its replica holds the lease: the resume follows it instead', async () => {
     // Its clock is behind: the lease looks fresh for longer.
     await expectFollowed(replica(), replica({ skewMs: -PAST_THE_LEASE }), 'Still alive')
+  })
+
+  it('is finished by the replica that claimed it when the answer reaches the one that lost its lease unaware', async () => {
+    const bus = new InProcessEventBus()
+    // `a` still waits for the answer; `b`, whose clock sees a's lease as run out, claims the call
+    // on a resume and waits too, woken only by the bus (it never looks in the store on a timer).
+    const a = replica({ bus })
+    // b's first look for answers, once it waits for them (subscribed to the bus already).
+    const looked = Promise.withResolvers<void>()
+    const watched = new Proxy(store, {
+      get(target, name, receiver) {
+        const value: unknown = Reflect.get(target, name, receiver)
+        if (typeof value !== 'function') return value
+        return (...args: unknown[]) => {
+          if (name === 'readInput') looked.resolve()
+          return (value as (...a: unknown[]) => unknown).apply(target, args)
+        }
+      },
+    })
+    const b = replica({ store: watched, bus, skewMs: PAST_THE_LEASE, answerPollMs: Infinity })
+    const { noteId, session, stream, ask, askId } = await deleteFlow(a, 'Lost lease')
+    await stream.cancel()
+    const resumed = reader(await resume(on(b, session), askId))
+    await looked.promise
+    // The answer goes to `a`, which hands it to its own stale wait: the bus must still wake `b`.
+    expect((await session.answer(ask.id as string, ACCEPT)).status).toBe(202)
+    expect(await finalText(resumed)).toBe('Deleted the note "Lost lease".')
+    expect(await exists(noteId)).toBe(false)
   })
 
   it('deletes once when the dead replica deleted the note but never stored the answer', async () => {

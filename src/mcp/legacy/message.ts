@@ -6,7 +6,7 @@
  *   through the bus (`request_cancelled`), the others change nothing;
  * - a JSON-RPC response, the client's answer to a server→client request of an interactive flow: it
  *   needs the scopes of the call that asked (named in its id: `rendezvous.ts`) and is stored in its
- *   slot for the replica driving the flow, which the bus wakes (`input_delivered`), or which takes
+ *   slot for the replica driving the flow, which the bus wakes (`input_delivered`), and which takes
  *   it at once when that is this replica (`rendezvous.ts` `LocalAnswers`); when that
  *   replica is gone (the flow's lease ran out), this one takes the flow over (`resume.ts`); an
  *   answer no slot expects is logged and changes nothing.
@@ -61,17 +61,20 @@ export async function answer<Deps>(
   const delivered = await era.sessions.deliverInput(session.sid, message.id, payload, era.now())
   if (!delivered) {
     era.logger.warn('answer for no pending request', { session: session.sid.slice(0, 8) })
-  } else if (!era.answers.deliver(session.sid, message.id, payload)) {
-    // Its flow waits on another replica (woken by the bus), or on none: the one driving it here is
-    // handed the answer at once instead (`LocalAnswers`).
+  } else {
+    // The flow waiting here for it, if any, takes it at once (`LocalAnswers`); the bus still wakes
+    // one waiting elsewhere, which may drive the flow now if this replica lost its lease unaware.
+    const handedOver = era.answers.deliver(session.sid, message.id, payload)
     await era.bus.publish({ kind: 'input_delivered', session: session.sid, requestId: message.id })
-    // The replica driving the flow may be gone: then this one goes on with it.
-    void adoptWaitingCall(era, session, input, message.id).catch((error: unknown) =>
-      era.logger.warn('a waiting call could not be taken over', {
-        session: session.sid.slice(0, 8),
-        error: error instanceof Error ? error.message : String(error),
-      })
-    )
+    // No flow waits for it here: the replica driving it may be gone, and then this one goes on.
+    if (!handedOver) {
+      void adoptWaitingCall(era, session, input, message.id).catch((error: unknown) =>
+        era.logger.warn('a waiting call could not be taken over', {
+          session: session.sid.slice(0, 8),
+          error: error instanceof Error ? error.message : String(error),
+        })
+      )
+    }
   }
   return new Response(null, { status: 202 })
 }

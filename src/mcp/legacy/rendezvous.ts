@@ -12,9 +12,12 @@
  * wake-up. A slot keeps its answer until the flow has moved on (`forgetInput`): a replica that takes
  * the flow over from one that died reads it again. When the answer reaches the replica driving the
  * flow, as it does without a load balancer or behind a sticky one, that replica hands it to the
- * waiting flow once it is stored (`LocalAnswers`): no bus signal and no read back of what it just
- * wrote. A flow that has just sent its requests does not look in the store before waiting: nothing
- * can have answered a request the client has not been sent yet.
+ * waiting flow once it is stored (`LocalAnswers`), with no read back of what it just wrote (the bus
+ * signal still goes out, for a replica that drives the flow now if this one lost its lease unaware).
+ * A flow that has just sent its requests does not look in the store before it waits: only
+ * microtasks run between the writing of the requests and the wait's subscriptions, so no answer to
+ * them can have been received yet; and were one stored in between, the first poll
+ * (`FIRST_ANSWER_POLL_MS`) would still read it.
  *
  * Request ids name where they come from: `s2c-<stream>-<seq>.<method>` (and `.<tool>` for
  * `tools/call`), the stream of the call and the number of the event that carries the request, so

@@ -27,7 +27,7 @@
  * Opened once per replica: what a token opens to, for a given principal, depends only on the token,
  * the principal and the key ring (fixed for the codec's life), since its age is not judged here and
  * a token issued in the future stays refused only until its time comes. So the sessions opened last
- * are remembered by token and principal (at most `OPENED_SESSIONS_KEPT`), and a message of a
+ * are remembered by token and principal (bounded in count and characters), and a message of a
  * session in use costs no decryption; a token that fails to open is never remembered.
  *
  * Key rotation: a token opens while the key that sealed it is in the ring. A host that adopts ids
@@ -44,8 +44,13 @@ import { capabilitiesOfRevision, isLegacyVersion, type LegacyProtocolVersion } f
 const SESSION_BINDING = { method: 'mcp-session', target: '', args: null } as const
 /** Longest client name and version kept in the token (clients may send anything). */
 const MAX_CLIENT_INFO_CHARS = 200
-/** Sessions remembered as opened (module header): a replica's sessions in use, a few hundred KB. */
+/** Sessions remembered as opened (module header): at most this many, … */
 export const OPENED_SESSIONS_KEPT = 1_024
+/**
+ * … and at most this many characters of their tokens (~3 MiB with what they open to, whatever a
+ * client puts in its capabilities: ~100 of the longest tokens the sealer's payload limit allows).
+ */
+export const OPENED_SESSION_CHARS = 1_048_576
 
 export interface LegacySession {
   /** The token itself, as sent in `Mcp-Session-Id`. */
@@ -79,6 +84,8 @@ export class SessionCodec {
   readonly #sealer: StateSealer
   /** Sessions opened, by principal and token, the one used last at the end. */
   readonly #opened = new Map<string, LegacySession>()
+  /** Characters of the keys of {@link #opened}. */
+  #openedChars = 0
 
   /** `sealer` seals with the session lifetime (`StateSealer.withTtl`). */
   constructor(sealer: StateSealer) {
@@ -124,12 +131,24 @@ export class SessionCodec {
       return known
     }
     const session = await this.#open(token, principal)
-    if (!session) return undefined
-    if (this.#opened.size >= OPENED_SESSIONS_KEPT) {
-      this.#opened.delete(this.#opened.keys().next().value as string)
+    if (session) this.#remember(key, session)
+    return session
+  }
+
+  /** Keeps `session` as opened, forgetting those used longest ago past either bound. */
+  #remember(key: string, session: LegacySession): void {
+    if (this.#opened.has(key)) return
+    for (const [oldest] of this.#opened) {
+      if (
+        this.#opened.size < OPENED_SESSIONS_KEPT &&
+        this.#openedChars + key.length <= OPENED_SESSION_CHARS
+      )
+        break
+      this.#opened.delete(oldest)
+      this.#openedChars -= oldest.length
     }
     this.#opened.set(key, session)
-    return session
+    this.#openedChars += key.length
   }
 
   async #open(token: string, principal: string): Promise<LegacySession | undefined> {
