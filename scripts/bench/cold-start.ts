@@ -8,7 +8,10 @@
  * resident memory (VmRSS) at that moment and, apart, the time to the line it prints once it listens.
  * The notes server (`node src/node.ts`, what `npm start` runs) gets a temporary `DATA_DIR` with its
  * SQLite database and a port chosen beforehand, so the first request is sent at once and retried
- * while the port refuses connections; it is a `tools/call create_note`. The bench servers (`ours.ts`,
+ * while the port refuses connections; it is a `tools/call create_note`. It is started twice over:
+ * with Node's compile cache, which its entry turns on (in a folder of this run, filled by the
+ * unmeasured start as a replica's first start fills it), and without (`NODE_DISABLE_COMPILE_CACHE`),
+ * as a first start is and as the other servers run (none turns the cache on). The bench servers (`ours.ts`,
  * `sdk.ts`, `bare.ts` and each `peer-*.ts`) listen on a port the kernel picks and name it
  * in their ready line, so their first request follows that line: a 2026-07-28 `tools/call echo`,
  * or for the peers, which speak the 2025 revisions only, a stateless 2025-11-25 `tools/call echo`.
@@ -232,14 +235,19 @@ const ownChildren = new Set<ChildProcess>()
  * One start of the notes server: spawned on a port chosen here, asked at once and again every
  * millisecond while the port refuses, its ready line timed on the side.
  */
-async function startNotesServer(root: string, dataDir: string, cpu: number | null) {
+async function startNotesServer(
+  root: string,
+  dataDir: string,
+  cpu: number | null,
+  cache: Record<string, string>
+) {
   const port = await freePort()
   const url = `http://127.0.0.1:${port}/mcp`
   const [command, args] = pinned([process.execPath, join(root, 'src', 'node.ts')], cpu)
   const started = performance.now()
   const child = spawn(command, args, {
     cwd: root,
-    env: { ...process.env, HOST: '127.0.0.1', PORT: String(port), DATA_DIR: dataDir },
+    env: { ...process.env, ...cache, HOST: '127.0.0.1', PORT: String(port), DATA_DIR: dataDir },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   ownChildren.add(child)
@@ -382,16 +390,24 @@ export async function measureColdStarts(options: ColdStartOptions): Promise<Cold
 
     const dataDir = join(work, 'data')
     mkdirSync(dataDir)
-    log('node src/node.ts (npm start) …')
-    const notes = await series(runs, () => startNotesServer(root, dataDir, cpu))
-    report.node.push({
-      server: 'npm start',
-      command: 'node src/node.ts',
-      request: CREATE_NOTE.label,
-      runs: notes.samples.length,
-      ...figures(notes.samples),
-      ...(notes.failure !== undefined && { failure: notes.failure }),
-    })
+    // The entry turns Node's compile cache on: a cache of this run's own, filled by the unmeasured
+    // start (as by a replica's first start), and, apart, every start without it (a first start).
+    const compileCache = join(work, 'compile-cache')
+    for (const [server, cache] of [
+      ['npm start', { NODE_COMPILE_CACHE: compileCache }],
+      ['npm start, no compile cache', { NODE_DISABLE_COMPILE_CACHE: '1' }],
+    ] as const) {
+      log(`node src/node.ts (${server}) …`)
+      const notes = await series(runs, () => startNotesServer(root, dataDir, cpu, cache))
+      report.node.push({
+        server,
+        command: 'node src/node.ts',
+        request: CREATE_NOTE.label,
+        runs: notes.samples.length,
+        ...figures(notes.samples),
+        ...(notes.failure !== undefined && { failure: notes.failure }),
+      })
+    }
 
     for (const { server, probe } of NODE_BENCH) {
       const file = join('scripts', 'bench', `${server}.ts`)

@@ -189,6 +189,7 @@ describe('npm run bench -- --quick', () => {
     const answered = (start: Start) => start.firstAnswerMs?.median ?? 0
     expect(cold.node.map((start) => start.server)).toEqual([
       'npm start',
+      'npm start, no compile cache',
       'ours',
       'sdk',
       'bare',
