@@ -350,18 +350,26 @@ interface Target {
   vsBare?: number
   /** Our CPU per request in this scenario ÷ our CPU per request in `reference`, at most. */
   cpuVs?: { reference: string; max: number }
+  /** Ours ÷ each peer of the scenario in throughput, at least. */
+  vsPeers?: number
+  /** Listen streams: our p99 from a change to every stream no higher than the SDK's. */
+  fanOutP99?: true
 }
 
-/** What issue 14 asks of a full run. */
+/** What issues 14 and 23 ask of a full run. */
 export const TARGETS: Record<string, Target> = {
-  tools_call: { vsBare: 0.85 },
+  tools_call: { vsBare: 0.85, vsPeers: 1 },
+  tools_list: { vsPeers: 1 },
   mrtr_flow: { vsSdk: 5, cpuVs: { reference: 'tools_call', max: 1.4 } },
   mrtr_round1: { cpuVs: { reference: 'tools_call', max: 1.4 } },
   mrtr_round2: { cpuVs: { reference: 'tools_call', max: 1.4 } },
   legacy_tools_call: { vsSdk: 1 },
-  legacy_session: { vsSdk: 1 },
-  legacy_mrtr_flow: { vsSdk: 1 },
+  legacy_session: { vsSdk: 1, vsPeers: 1 },
+  legacy_mrtr_flow: { vsSdk: 2, vsPeers: 1 },
   notes_search: { vsSdk: 1.5 },
+  workerd_tools_call: { vsPeers: 1 },
+  workerd_mrtr_flow: { vsPeers: 1 },
+  listen_scale: { fanOutP99: true },
 }
 
 function verdict(scenario: ScenarioReport, met: boolean | null): string {
@@ -432,6 +440,24 @@ export function formatTargets(report: BenchReport): string {
             reference && reference.disturbed ? reference : scenario,
             value === null ? null : value <= target.cpuVs.max
           )
+      )
+    }
+    if (target.vsPeers !== undefined && scenario.unit !== 'streams') {
+      for (const [peer, value] of Object.entries(scenario.ratios)) {
+        lines.push(
+          `${name}: ours/${peer} ${value ?? '–'} (target ≥ ${target.vsPeers}) ` +
+            `${verdict(scenario, value === null ? null : value >= target.vsPeers)}` +
+            cpuNote(peer, scenario.cpu_ratios[peer as PeerKind] ?? null)
+        )
+      }
+    }
+    if (target.fanOutP99 && scenario.unit === 'streams') {
+      const p99 = (outcome: ScaleOutcome | null) =>
+        isFigures(outcome) ? outcome.allDeliveredMs.p99 : null
+      const [ours, sdk] = [p99(scenario.ours), p99(scenario.sdk)]
+      lines.push(
+        `${name}: change → every stream p99 ours ${ours ?? '–'} ms, SDK ${sdk ?? '–'} ms ` +
+          `(target: no higher) ${verdict(scenario, ours === null || sdk === null ? null : ours <= sdk)}`
       )
     }
     if (scenario.disturbed) {
