@@ -1,10 +1,10 @@
 /**
  * With telemetry off nothing of it is loaded: the modules both runtime entries load at start (their
- * static imports, followed through every relative import; type-only imports are erased) reach no
- * `@opentelemetry/*` package and no telemetry module but the OpenTelemetry-free ones (the
- * environment parser and the engine's observer interfaces). The implementation is reached only
- * through the entries' dynamic `import()`, taken when an `OTEL_*` variable (or METRICS_PORT on Node)
- * is set.
+ * static imports and top-level `await import()`s, followed through every relative import; type-only
+ * imports are erased) reach no `@opentelemetry/*` package and no telemetry module but the
+ * OpenTelemetry-free ones (the environment parser and the engine's observer interfaces). The
+ * implementation is reached only through the entries' dynamic `import()`, taken when an `OTEL_*`
+ * variable (or METRICS_PORT on Node) is set.
  */
 import { readFileSync } from 'node:fs'
 import { dirname, join, relative, resolve } from 'node:path'
@@ -15,9 +15,14 @@ const root = resolve(import.meta.dirname, '../..')
 /** Static imports and re-exports that stay at run time (not `import type`, not `import()`). */
 const STATIC_IMPORT = /^\s*(?:import|export)\s+(?!type\b)(?:[^'";]*?\s+from\s+)?['"]([^'"]+)['"]/gm
 
+/** A module's own top-level `await import()` (unindented: taken at start, not in a function). */
+const TOP_LEVEL_IMPORT = /^(?:const|let)\s[^\n]*=\s*await import\(['"]([^'"]+)['"]\)/gm
+
 function staticImports(file: string): string[] {
   const text = readFileSync(join(root, file), 'utf8')
-  return [...text.matchAll(STATIC_IMPORT)].map((match) => match[1] as string)
+  return [...text.matchAll(STATIC_IMPORT), ...text.matchAll(TOP_LEVEL_IMPORT)].map(
+    (match) => match[1] as string
+  )
 }
 
 /** Every module and package an entry loads before serving its first request. */
