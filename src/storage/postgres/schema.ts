@@ -213,6 +213,14 @@ const MIGRATIONS: ReadonlyArray<{ version: number; statements: readonly string[]
       `CREATE INDEX stream_events_by_expiry ON stream_events (expires_at)`,
     ],
   },
+  {
+    // A session's stream records by whether they ended and when they expire: the cap a stream
+    // creation checks (its live records counted, its oldest ended ones evicted) read from the index.
+    version: 8,
+    statements: [
+      `CREATE INDEX session_streams_by_session ON session_streams (sid, ended, expires_at, stream)`,
+    ],
+  },
 ]
 
 /** The version of the newest step: a migrated database records every version from 1 to this one. */

@@ -31,6 +31,7 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
   '0005_session_principals.sql',
   '0006_task_cap.sql',
   '0007_streams.sql',
+  '0008_stream_cap_index.sql',
 ]
 
 /** Weights of the FTS columns (title, body, tags) in bm25 ranking: title above tags above body. */
