@@ -12,7 +12,7 @@
  */
 import { spawn } from 'node:child_process'
 import { rm } from 'node:fs/promises'
-import { join } from 'node:path'
+import { join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { freePort } from './support/local-resources.ts'
 
@@ -58,7 +58,7 @@ if (!url) {
 
 /** Runs one leg of the referee; resolves to its exit code. */
 async function runLeg(serverUrl: string, requirements: string): Promise<number> {
-  const out = join(root, values.out, requirements)
+  const out = resolve(root, values.out, requirements)
   await rm(out, { recursive: true, force: true })
   console.log(`\n=== conformance, requirement set ${requirements} ===`)
   const args = ['server', '--url', serverUrl, '--requirements', requirements, '-o', out]

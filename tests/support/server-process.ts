@@ -1,6 +1,7 @@
 /**
  * @module tests/support/server-process
- * Starts real server processes for end-to-end tests: `src/node.ts` (the notes server), the notes
+ * Starts real server processes for end-to-end tests, on Node (or on Deno or Bun, for the runtimes'
+ * conformance legs): `src/node.ts` (the notes server), the notes
  * server whose imports a test can hold mid-way (`held-import`: `scripts/support/held-import-replica.ts`,
  * spawned with its IPC channel; `holdOf(server)` is that hold) or the conformance fixture, on
  * 127.0.0.1 and a free port (or the `PORT` the environment names, to restart a server where its
@@ -43,13 +44,30 @@ export function holdOf(server: ServerProcess): ImportHold {
   return new ImportHold(server.process)
 }
 
+/** The runtimes a server can be started on: this Node, or the Deno and Bun binaries npm installs. */
+export type Runtime = 'node' | 'deno' | 'bun'
+
+/** The command that runs `file` on `runtime`. */
+function runtimeCommand(runtime: Runtime, file: string): [string, string[]] {
+  switch (runtime) {
+    case 'node':
+      return [process.execPath, [file]]
+    case 'deno':
+      return [join(root, 'node_modules/.bin/deno'), ['run', '--allow-all', file]]
+    case 'bun':
+      return [join(root, 'node_modules/.bin/bun'), [file]]
+  }
+}
+
 export async function startServer(
   entry: keyof typeof ENTRIES,
-  env: Record<string, string> = {}
+  env: Record<string, string> = {},
+  runtime: Runtime = 'node'
 ): Promise<ServerProcess> {
   const port = env.PORT ? Number(env.PORT) : await freePort()
+  const [command, args] = runtimeCommand(runtime, join(root, ENTRIES[entry]))
   // Output piped either way (the IPC channel is a fourth descriptor): the cast says so to the types.
-  const child = spawn(process.execPath, [join(root, ENTRIES[entry])], {
+  const child = spawn(command, args, {
     cwd: root,
     env: { ...process.env, HOST: '127.0.0.1', PORT: String(port), ...env },
     stdio: entry === 'held-import' ? IPC_STDIO : ['ignore', 'pipe', 'pipe'],
