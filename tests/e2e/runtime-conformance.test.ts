@@ -10,43 +10,33 @@
  */
 import { afterAll, beforeAll } from 'vitest'
 import {
-  SCORED_SCENARIOS,
+  REQUIREMENT_SETS,
   describeRefereeRun,
-  runReferee,
+  runBothLegs,
   type RefereeRun,
   type RequirementSet,
 } from '../support/conformance.ts'
 import { startServer, type Runtime, type ServerProcess } from '../support/server-process.ts'
 
 const RUNTIMES: ReadonlyArray<Exclude<Runtime, 'node'>> = ['deno', 'bun']
-const LEGS: ReadonlyArray<{ requirements: RequirementSet; suffix: string }> = [
-  { requirements: '2026-07-28', suffix: '' },
-  { requirements: '2025-11-25', suffix: '-2025' },
-]
+const SUFFIX: Record<RequirementSet, string> = { '2026-07-28': '', '2025-11-25': '-2025' }
 
 for (const runtime of RUNTIMES) {
   let fixture: ServerProcess | undefined
-  const runs = new Map<RequirementSet, RefereeRun>()
+  let runs = new Map<RequirementSet, RefereeRun>()
 
   beforeAll(async () => {
     fixture = await startServer('fixture', {}, runtime)
-    for (const { requirements, suffix } of LEGS) {
-      const out = `conformance-results/${runtime}${suffix}`
-      const run = await runReferee(fixture.url, requirements, out, 240_000)
-      runs.set(requirements, run)
-      const scored = SCORED_SCENARIOS[requirements]
-      const passing = scored.filter((scenario) => run.summary.get(scenario)?.ok).length
-      console.log(
-        `Conformance ${requirements} on ${runtime}: ${passing}/${scored.length} scored pass`
-      )
-    }
+    const outOf = (requirements: RequirementSet) =>
+      `conformance-results/${runtime}${SUFFIX[requirements]}`
+    runs = await runBothLegs(fixture.url, runtime, outOf, 240_000)
   }, 540_000)
 
   afterAll(async () => {
     await fixture?.stop()
   })
 
-  for (const { requirements } of LEGS) {
+  for (const requirements of REQUIREMENT_SETS) {
     describeRefereeRun(
       `official conformance referee, requirement set ${requirements}, on ${runtime}`,
       requirements,

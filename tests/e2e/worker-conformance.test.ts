@@ -10,38 +10,32 @@
 import { afterAll, beforeAll } from 'vitest'
 import { formatKeyRing, generateKey } from '../../src/mcp/key-ring.ts'
 import {
-  SCORED_SCENARIOS,
+  REQUIREMENT_SETS,
   describeRefereeRun,
-  runReferee,
+  runBothLegs,
   type RefereeRun,
   type RequirementSet,
 } from '../support/conformance.ts'
 import { startWorker, type WorkerProcess } from '../workers/wrangler-dev.ts'
 
-const LEGS: ReadonlyArray<{ requirements: RequirementSet; out: string }> = [
-  { requirements: '2026-07-28', out: 'conformance-results/worker' },
-  { requirements: '2025-11-25', out: 'conformance-results/worker-2025' },
-]
+const OUT: Record<RequirementSet, string> = {
+  '2026-07-28': 'conformance-results/worker',
+  '2025-11-25': 'conformance-results/worker-2025',
+}
 
 let worker: WorkerProcess | undefined
-const runs = new Map<RequirementSet, RefereeRun>()
+let runs = new Map<RequirementSet, RefereeRun>()
 
 beforeAll(async () => {
   worker = await startWorker({ vars: { STATE_KEYS: formatKeyRing([generateKey()]) } })
-  for (const { requirements, out } of LEGS) {
-    const run = await runReferee(worker.url, requirements, out, 240_000)
-    runs.set(requirements, run)
-    const scored = SCORED_SCENARIOS[requirements]
-    const passing = scored.filter((scenario) => run.summary.get(scenario)?.ok).length
-    console.log(`Conformance ${requirements} on workerd: ${passing}/${scored.length} scored pass`)
-  }
+  runs = await runBothLegs(worker.url, 'workerd', (requirements) => OUT[requirements], 240_000)
 }, 540_000)
 
 afterAll(async () => {
   await worker?.stop()
 })
 
-for (const { requirements } of LEGS) {
+for (const requirements of REQUIREMENT_SETS) {
   describeRefereeRun(
     `official conformance referee, requirement set ${requirements}, on workerd (wrangler dev)`,
     requirements,

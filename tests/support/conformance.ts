@@ -192,6 +192,30 @@ export async function runReferee(
   return { exitCode, out: join(root, out), stdout, summary: parseRefereeSummary(stdout) }
 }
 
+/** Both requirement sets, in the order a server is run through them. */
+export const REQUIREMENT_SETS: readonly RequirementSet[] = ['2026-07-28', '2025-11-25']
+
+/**
+ * Both legs against the server at `url`, one after the other, each leg's results under
+ * `outOf(leg)`; logs each leg's scored passes (`Conformance <leg> on <where>: n/m scored pass`).
+ */
+export async function runBothLegs(
+  url: string,
+  where: string,
+  outOf: (requirements: RequirementSet) => string,
+  timeoutMs: number
+): Promise<Map<RequirementSet, RefereeRun>> {
+  const runs = new Map<RequirementSet, RefereeRun>()
+  for (const requirements of REQUIREMENT_SETS) {
+    const run = await runReferee(url, requirements, outOf(requirements), timeoutMs)
+    runs.set(requirements, run)
+    const scored = SCORED_SCENARIOS[requirements]
+    const passing = scored.filter((scenario) => run.summary.get(scenario)?.ok).length
+    console.log(`Conformance ${requirements} on ${where}: ${passing}/${scored.length} scored pass`)
+  }
+  return runs
+}
+
 /** The status of each check of `scenario` in the results of `run` (its latest run). */
 function scenarioChecks(
   run: RefereeRun | undefined,
