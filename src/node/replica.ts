@@ -1,0 +1,154 @@
+/**
+ * @module node/replica
+ * One notes replica on a runtime with Node's APIs (Node, Deno, Bun), before anything listens:
+ * `openReplica` reads the environment, opens the store (SQLite under DATA_DIR, or PostgreSQL when
+ * DATABASE_URL is set, with a LISTEN/NOTIFY event bus so notifications reach every replica), loads (or
+ * on first start generates) the requestState key ring, purges expired store rows on a timer
+ * (`storage/purge.ts`), serves tasks from the store, taking over those of replicas that died
+ * (`mcp/tasks/`), and builds the app. On Node, with an `OTEL_*` variable or METRICS_PORT set, it loads
+ * telemetry (`node/telemetry.ts`, a dynamic import: without them nothing of OpenTelemetry is loaded).
+ * Each runtime's entry serves `app.fetch` with its own HTTP server and drains with `node/drain.ts`:
+ * `node/server.ts` (Node), `deno.ts`, `bun.ts`. `startOrExit` is their common way to fail at start.
+ */
+import type { Hono } from 'hono'
+import { join } from 'node:path'
+import { createApp } from '../app.ts'
+import { ConfigError, assertSafeExposure, parseConfig, type Config } from '../config.ts'
+import { InProcessEventBus } from '../mcp/event-bus.ts'
+import { parseKeyRing } from '../mcp/key-ring.ts'
+import { consoleLogger, logError } from '../mcp/logger.ts'
+import type { NotesStore } from '../notes/store.ts'
+import { PostgresNotesStore } from '../storage/postgres.ts'
+import { startExpirySweeps } from '../storage/purge.ts'
+import { SqliteNotesStore } from '../storage/sqlite.ts'
+import { createNodeSealer } from './crypto.ts'
+import { loadOrCreateKeyRing } from './key-file.ts'
+import { PostgresEventBus } from './postgres-event-bus.ts'
+import type { NodeTelemetry } from './telemetry.ts'
+
+/** The runtimes a replica runs on; telemetry export is Node's only. */
+export type ReplicaRuntime = 'Node' | 'Deno' | 'Bun'
+
+/** What an entry other than the runtime's own may change of the replica {@link openReplica} opens. */
+export interface ReplicaOptions {
+  /** Wraps the store, once it is migrated; the replica uses only what this answers. */
+  wrapStore?: (store: NotesStore) => NotesStore
+}
+
+/** A replica opened, not yet served: its entry listens and drains it. */
+export interface Replica {
+  config: Config
+  app: Hono
+  /** Aborted first at a drain: `/readyz` answers 503 and no work is taken over from other replicas. */
+  draining: AbortController
+  /** Aborted once the listener closed: listen and 2025 streams are let go, leases released. */
+  shutdown: AbortController
+  /** The task runs' stop, once `shutdown` aborted. */
+  tasksStopped(): Promise<void>
+  /** Closes the store and flushes telemetry, each whatever the other does. */
+  close(): Promise<void>
+}
+
+/** Telemetry when configured, loaded only then; prints where it exports (never a header value). */
+async function startTelemetry(
+  config: Config,
+  runtime: ReplicaRuntime
+): Promise<NodeTelemetry | undefined> {
+  if (!config.telemetry && config.metricsPort === undefined) return undefined
+  if (runtime !== 'Node')
+    throw new ConfigError(
+      `OTEL_* and METRICS_PORT: telemetry export runs on Node only (npm start), not on ${runtime}; unset them here.`
+    )
+  const { startNodeTelemetry } = await import('./telemetry.ts')
+  const telemetry = await startNodeTelemetry({
+    config: config.telemetry,
+    replicaId: config.replicaId,
+    database: config.databaseUrl ? 'postgresql' : 'sqlite',
+    metricsPort: config.metricsPort,
+    host: config.host,
+  })
+  const { traces, metrics } = config.telemetry ?? {}
+  if (traces) console.log(`OpenTelemetry traces to ${traces.url} (${traces.protocol})`)
+  if (metrics) console.log(`OpenTelemetry metrics to ${metrics.url} (${metrics.protocol})`)
+  if (telemetry.metricsUrl) console.log(`notes-mcp metrics on ${telemetry.metricsUrl}`)
+  return telemetry
+}
+
+/** Opens the replica the environment describes, as the module header says. */
+export async function openReplica(
+  env: Record<string, string | undefined>,
+  runtime: ReplicaRuntime,
+  options: ReplicaOptions = {}
+): Promise<Replica> {
+  const config = parseConfig(env)
+  assertSafeExposure(config)
+  const telemetry = await startTelemetry(config, runtime)
+
+  let keyText = config.stateKeys
+  if (!keyText) {
+    const file = await loadOrCreateKeyRing(config.dataDir)
+    if (file.created)
+      console.log(
+        `Generated a requestState key ring in ${file.path} (mode 0600). Share it with every replica.`
+      )
+    keyText = file.text
+  }
+  const sealer = await createNodeSealer(parseKeyRing(keyText), config.stateTtlSeconds)
+
+  const opened: NotesStore = config.databaseUrl
+    ? new PostgresNotesStore({ url: config.databaseUrl })
+    : new SqliteNotesStore({ path: join(config.dataDir, 'notes.db') })
+  await opened.migrate()
+  const store = options.wrapStore ? options.wrapStore(opened) : opened
+  const stopSweeps = startExpirySweeps(store, { logger: consoleLogger })
+
+  // With PostgreSQL, list changes and resource updates reach listen streams on every replica.
+  const bus = config.databaseUrl
+    ? await PostgresEventBus.start({ url: config.databaseUrl, logger: consoleLogger })
+    : new InProcessEventBus()
+
+  const draining = new AbortController()
+  const shutdown = new AbortController()
+  shutdown.signal.addEventListener('abort', stopSweeps, { once: true })
+  // Tasks live in the store: this replica runs its own and takes over those of replicas that died.
+  // On shutdown its runs release their leases before the store closes.
+  let tasksStopped: Promise<void> = Promise.resolve()
+  const app = createApp(config, {
+    store,
+    sealer,
+    bus,
+    draining: draining.signal,
+    shutdown: shutdown.signal,
+    tasks: {
+      replicaId: config.replicaId,
+      onStopped: (stopped: Promise<void>) => {
+        tasksStopped = stopped
+      },
+    },
+    telemetry: telemetry?.telemetry,
+  })
+  return {
+    config,
+    app,
+    draining,
+    shutdown,
+    tasksStopped: () => tasksStopped,
+    close: async () => {
+      for (const closed of await Promise.allSettled([store.close(), telemetry?.shutdown()])) {
+        if (closed.status === 'rejected') logError('closing at shutdown failed', closed.reason)
+      }
+    },
+  }
+}
+
+/** Runs an entry's start; a failure is printed (a configuration error as it is) and exits with 1. */
+export function startOrExit(start: () => Promise<unknown>): void {
+  start().catch((error: unknown) => {
+    console.error(
+      error instanceof ConfigError
+        ? error.message
+        : `notes-mcp failed to start: ${error instanceof Error ? error.message : String(error)}`
+    )
+    process.exit(1)
+  })
+}
