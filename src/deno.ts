@@ -38,7 +38,7 @@ drainOnSignals({
 })
 
 export default {
-  fetch(request: Request, info: DenoServeInfo): Promise<Response> {
+  fetch(request: Request, info: DenoServeInfo): Response | Promise<Response> {
     inFlight++
     info.completed.then(delivered, delivered)
     // Only the request: the second argument is connection info, not an environment for the app.

@@ -4,7 +4,7 @@
  * - `/readyz` turns 503 at once while `/healthz` stays 200, and the replica keeps serving for
  *   SHUTDOWN_DELAY_SECONDS (a second SIGTERM then exits at once, with 1);
  * - a 2026 listen stream and a 2025 GET stream open at SIGTERM end gracefully (the listen result,
- *   the SSE `retry`), and the process exits 0;
+ *   the SSE `retry`), and the process exits 0: on Node, on Deno (`deno serve`) and on Bun;
  * - a 2025 call waiting for the person at SIGTERM is let go of (its lease released, its stream
  *   ended with `retry`) and finished by the other replica (one SQLite file, one key ring, behind
  *   the test proxy) that the host's resumed stream reaches;
@@ -34,7 +34,13 @@ import {
 } from '../support/legacy-host.ts'
 import { LEGACY_VERSION, initializeMessage } from '../support/legacy-request.ts'
 import { mcpInit, parseSse, readMessages, type JsonObject } from '../support/mcp-request.ts'
-import { holdOf, startServer, tempDataDir, type ServerProcess } from '../support/server-process.ts'
+import {
+  holdOf,
+  startServer,
+  tempDataDir,
+  type Runtime,
+  type ServerProcess,
+} from '../support/server-process.ts'
 import { within } from '../support/within.ts'
 
 /** How long the idle connection's replica keeps it open: no test waits it out. */
@@ -61,9 +67,10 @@ afterEach(async () => {
 
 async function start(
   entry: 'notes' | 'held-import',
-  env: Record<string, string> = {}
+  env: Record<string, string> = {},
+  runtime: Runtime = 'node'
 ): Promise<ServerProcess> {
-  const server = await startServer(entry, { DATA_DIR: await tempDataDir(), ...env })
+  const server = await startServer(entry, { DATA_DIR: await tempDataDir(), ...env }, runtime)
   started.push(server)
   return server
 }
@@ -289,24 +296,27 @@ describe('the drain on SIGTERM', () => {
     expect(server.output()).toContain('SIGTERM during the drain: exiting at once')
   })
 
-  it('ends a 2026 listen stream and a 2025 GET stream open at SIGTERM gracefully, then exits 0', async () => {
-    const server = await start('notes')
-    const listen = await openListen(server)
-    const get = await openLegacyGet(server)
+  it.for(['node', 'deno', 'bun'] as const)(
+    'ends a 2026 listen stream and a 2025 GET stream open at SIGTERM gracefully, then exits 0 (on %s)',
+    async (runtime) => {
+      const server = await start('notes', {}, runtime)
+      const listen = await openListen(server)
+      const get = await openLegacyGet(server)
 
-    server.process.kill('SIGTERM')
-    const [listened, got] = await within(
-      Promise.all([listen.text(), get.text()]),
-      'both streams to end'
-    )
-    expect(parseSse(listened).at(-1)).toMatchObject({
-      id: 'listen',
-      result: { resultType: 'complete' },
-    })
-    expect(got).toMatch(/(^|\n\n)retry: 1000\n\n$/)
-    expect(await exitOf(server)).toBe(0)
-    expect(server.output()).toContain('notes-mcp drained: every request finished')
-  })
+      server.process.kill('SIGTERM')
+      const [listened, got] = await within(
+        Promise.all([listen.text(), get.text()]),
+        'both streams to end'
+      )
+      expect(parseSse(listened).at(-1)).toMatchObject({
+        id: 'listen',
+        result: { resultType: 'complete' },
+      })
+      expect(got).toMatch(/(^|\n\n)retry: 1000\n\n$/)
+      expect(await exitOf(server)).toBe(0)
+      expect(server.output()).toContain('notes-mcp drained: every request finished')
+    }
+  )
 
   it(
     'lets go of a 2025 call waiting for the person at SIGTERM, and the replica the host resumes on finishes it',

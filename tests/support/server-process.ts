@@ -1,19 +1,21 @@
 /**
  * @module tests/support/server-process
- * Starts real server processes for end-to-end tests, on Node (or on Deno or Bun, for the runtimes'
- * conformance legs): `src/node.ts` (the notes server), the notes
- * server whose imports a test can hold mid-way (`held-import`: `scripts/support/held-import-replica.ts`,
- * spawned with its IPC channel; `holdOf(server)` is that hold) or the conformance fixture, on
+ * Starts real server processes for end-to-end tests, on Node, Deno or Bun: the notes server (its
+ * runtime's entry: `src/node.ts`, `src/deno.ts` under `deno serve` as `npm run start:deno` runs it,
+ * `src/bun.ts`), the notes server whose imports a test can hold mid-way (`held-import`, Node only:
+ * `scripts/support/held-import-replica.ts`, spawned with its IPC channel; `holdOf(server)` is that
+ * hold) or the conformance fixture, on
  * 127.0.0.1 and a free port (or the `PORT` the environment names, to restart a server where its
  * clients expect it), with the environment a test gives (data directory, key ring, replica id).
  * Resolves once the process prints its URL; `stop()` ends it.
  * `startPostgresReplicas` starts notes servers that share one scratch PostgreSQL database, one data
- * directory and one key ring, as replicas of one deployment do.
+ * directory and one key ring, as replicas of one deployment do, each on the runtime a test names.
  * The tests' one import for local resources too: `freePort` and `tempDataDir` are the scripts'
  * (`scripts/support/local-resources.ts`), re-exported so tests never reach into `scripts/` for them.
  */
 import { spawn, type ChildProcess, type ChildProcessByStdio } from 'node:child_process'
 import type { Readable } from 'node:stream'
+import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { IPC_STDIO, ImportHold } from '../../scripts/support/import-hold.ts'
 import { freePort, tempDataDir } from '../../scripts/support/local-resources.ts'
@@ -47,13 +49,47 @@ export function holdOf(server: ServerProcess): ImportHold {
 /** The runtimes a server can be started on: this Node, or the Deno and Bun binaries npm installs. */
 export type Runtime = 'node' | 'deno' | 'bun'
 
-/** The command that runs `file` on `runtime`. */
-function runtimeCommand(runtime: Runtime, file: string): [string, string[]] {
+/** The notes server's entry on each runtime: `npm start`, `npm run start:deno`, `npm run start:bun`. */
+const NOTES_ENTRIES: Record<Runtime, string> = {
+  node: 'src/node.ts',
+  deno: 'src/deno.ts',
+  bun: 'src/bun.ts',
+}
+
+const scripts = (
+  JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+    scripts: Record<string, string>
+  }
+).scripts
+
+/**
+ * `npm run start:deno`'s `deno serve` arguments as the script spells them, its `${HOST:-…}` and
+ * `${PORT:-…}` filled in from `env`: the tests run the command users run.
+ */
+function denoServeArgs(env: Record<string, string>): string[] {
+  const words = scripts['start:deno']!.split(' ')
+  if (words[0] !== 'deno' || words[1] !== 'serve')
+    throw new Error(`start:deno is not a deno serve command: ${scripts['start:deno']}`)
+  return words
+    .slice(1)
+    .map((word) => word.replace(/^\$\{(\w+):-[^}]*\}$/, (_whole, name: string) => env[name]!))
+}
+
+/** The command that runs `entry` on `runtime` with `env`. */
+function runtimeCommand(
+  runtime: Runtime,
+  entry: keyof typeof ENTRIES,
+  env: Record<string, string>
+): [string, string[]] {
+  const file = join(root, entry === 'notes' ? NOTES_ENTRIES[runtime] : ENTRIES[entry])
   switch (runtime) {
     case 'node':
       return [process.execPath, [file]]
     case 'deno':
-      return [join(root, 'node_modules/.bin/deno'), ['run', '--allow-all', file]]
+      return [
+        join(root, 'node_modules/.bin/deno'),
+        entry === 'notes' ? denoServeArgs(env) : ['run', '--allow-all', file],
+      ]
     case 'bun':
       return [join(root, 'node_modules/.bin/bun'), [file]]
   }
@@ -65,11 +101,14 @@ export async function startServer(
   runtime: Runtime = 'node'
 ): Promise<ServerProcess> {
   const port = env.PORT ? Number(env.PORT) : await freePort()
-  const [command, args] = runtimeCommand(runtime, join(root, ENTRIES[entry]))
+  const processEnv = { HOST: '127.0.0.1', PORT: String(port), ...env }
+  if (runtime !== 'node' && entry === 'held-import')
+    throw new Error('the held-import replica runs on Node only')
+  const [command, args] = runtimeCommand(runtime, entry, processEnv)
   // Output piped either way (the IPC channel is a fourth descriptor): the cast says so to the types.
   const child = spawn(command, args, {
     cwd: root,
-    env: { ...process.env, HOST: '127.0.0.1', PORT: String(port), ...env },
+    env: { ...process.env, ...processEnv },
     stdio: entry === 'held-import' ? IPC_STDIO : ['ignore', 'pipe', 'pipe'],
   }) as ChildProcessByStdio<null, Readable, Readable>
   let output = ''
@@ -79,12 +118,14 @@ export async function startServer(
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 20_000)
     const onData = () => {
-      if (/listening on http/.test(output)) {
+      if (/listening on http/i.test(output)) {
         clearTimeout(timer)
         resolve()
       }
     }
+    // `deno serve` prints its address on stderr.
     child.stdout.on('data', onData)
+    child.stderr.on('data', onData)
     child.once('exit', (code) => {
       clearTimeout(timer)
       reject(new Error(`server exited with ${code}:\n${output}`))
@@ -120,12 +161,14 @@ export interface PostgresReplicas {
 
 /**
  * Starts one notes server a replica id (`REPLICA_ID`) on a scratch database of the PostgreSQL server
- * behind `serverUrl`, all with one data directory and one key ring. Should one fail to start, those
+ * behind `serverUrl`, all with one data directory and one key ring, the replica of `replicaIds[i]` on
+ * `runtimes[i]` (Node where none is named). Should one fail to start, those
  * already started are stopped and the database dropped before the error is thrown again.
  */
 export async function startPostgresReplicas(
   serverUrl: string,
-  replicaIds: readonly string[]
+  replicaIds: readonly string[],
+  runtimes: readonly Runtime[] = []
 ): Promise<PostgresReplicas> {
   const database = await createScratchDatabase(serverUrl)
   const env = {
@@ -139,8 +182,8 @@ export async function startPostgresReplicas(
     await database.drop()
   }
   try {
-    for (const id of replicaIds)
-      servers.push(await startServer('notes', { ...env, REPLICA_ID: id }))
+    for (const [index, id] of replicaIds.entries())
+      servers.push(await startServer('notes', { ...env, REPLICA_ID: id }, runtimes[index]))
   } catch (error) {
     await stop()
     throw error

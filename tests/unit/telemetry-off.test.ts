@@ -47,7 +47,9 @@ const OPENTELEMETRY_FREE = ['src/telemetry/env.ts', 'src/telemetry/conventions.t
 
 /** Each entry, and the module of it that starts telemetry when it is configured. */
 const ENTRIES = [
-  ['src/node.ts', 'src/node/server.ts'],
+  ['src/node.ts', 'src/node/replica.ts'],
+  ['src/deno.ts', 'src/node/replica.ts'],
+  ['src/bun.ts', 'src/node/replica.ts'],
   ['src/worker.ts', 'src/worker.ts'],
 ] as const
 

@@ -1,0 +1,190 @@
+/**
+ * The notes server on Node, Deno (`deno serve`, as `npm run start:deno` runs it) and Bun
+ * (`npm run start:bun`) as replicas of one deployment: one key ring and one store, PostgreSQL (a
+ * scratch database) or SQLite (one data directory, its key file written by the first to start and
+ * read by the others). An interactive flow sealed on one runtime finishes on another (each round's
+ * `X-Replica` says which answered), a listen stream on one runtime hears a change made through
+ * another (PostgreSQL's LISTEN/NOTIFY bus on each), and a 2025 session opened on one runtime serves
+ * calls on the others. Without a PostgreSQL server its part is skipped, visibly (under CI it fails).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { McpClient, type JsonRpcNotification } from '../../src/client/index.ts'
+import { HEADER_SESSION_ID } from '../../src/mcp/legacy/protocol.ts'
+import { HEADER_PROTOCOL_VERSION } from '../../src/mcp/protocol.ts'
+import { LEGACY_VERSION, initializeMessage } from '../support/legacy-request.ts'
+import { toolResultText } from '../support/mcp-request.ts'
+import { testDatabaseUrl } from '../support/postgres.ts'
+import {
+  startPostgresReplicas,
+  startServer,
+  tempDataDir,
+  type PostgresReplicas,
+  type Runtime,
+  type ServerProcess,
+} from '../support/server-process.ts'
+
+const RUNTIMES: readonly Runtime[] = ['node', 'deno', 'bun']
+/** Every ordered pair of two runtimes: where round 1 goes, and where round 2 does. */
+const PAIRS = RUNTIMES.flatMap((first) =>
+  RUNTIMES.filter((second) => second !== first).map((second) => [first, second] as const)
+)
+
+/** Replicas by runtime, their `REPLICA_ID` the runtime's name. */
+type Replicas = Record<Runtime, ServerProcess>
+
+async function createNote(replica: ServerProcess, title: string): Promise<string> {
+  const result = await new McpClient({ url: replica.url }).callTool('create_note', { title })
+  return (result.structuredContent as { note: { id: string } }).note.id
+}
+
+/** delete_note with round 1 on `first` and round 2 on `second`; answers who served each round. */
+async function deleteAcross(replicas: Replicas, first: Runtime, second: Runtime) {
+  const id = await createNote(replicas[first], `Sealed on ${first}, finished on ${second}`)
+  const route = [replicas[first], replicas[second]]
+  let next = 0
+  const served: string[] = []
+  const client = new McpClient({
+    url: route[0]!.url,
+    urls: () => route[Math.min(next++, 1)]!.url,
+    handlers: { elicit: async () => ({ action: 'accept', content: { confirm: true } }) },
+    onRound: (info) => served.push(info.headers.get('x-replica') ?? '?'),
+  })
+  const result = await client.callTool('delete_note', { id })
+  const gone = await new McpClient({ url: replicas[first].url }).callTool('get_note', { id })
+  return { text: toolResultText(result), served, goneIsError: gone.isError }
+}
+
+/** A 2025 session opened on `opener`, then `tools/call` of `search_notes` with it on `caller`. */
+async function legacyCallAcross(opener: ServerProcess, caller: ServerProcess) {
+  const headers = {
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+  }
+  const opened = await fetch(opener.url, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify(initializeMessage()),
+  })
+  expect(opened.status).toBe(200)
+  await opened.text()
+  const session = opened.headers.get(HEADER_SESSION_ID)!
+  const called = await fetch(caller.url, {
+    method: 'POST',
+    headers: {
+      ...headers,
+      [HEADER_SESSION_ID]: session,
+      [HEADER_PROTOCOL_VERSION]: LEGACY_VERSION,
+    },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 2,
+      method: 'tools/call',
+      params: { name: 'search_notes', arguments: { query: 'runtime' } },
+    }),
+  })
+  return {
+    status: called.status,
+    text: await called.text(),
+    replica: called.headers.get('x-replica'),
+  }
+}
+
+const serverUrl = await testDatabaseUrl()
+
+describe.skipIf(!serverUrl)('Node, Deno and Bun replicas on one PostgreSQL database', () => {
+  let deployment: PostgresReplicas | undefined
+  const replicas = {} as Replicas
+
+  beforeAll(async () => {
+    deployment = await startPostgresReplicas(serverUrl!, RUNTIMES, RUNTIMES)
+    for (const [index, runtime] of RUNTIMES.entries())
+      replicas[runtime] = deployment.servers[index]!
+  }, 90_000)
+
+  afterAll(() => deployment?.stop())
+
+  it.for(PAIRS)('seals delete_note on %s and finishes it on %s', async ([first, second]) => {
+    const { text, served, goneIsError } = await deleteAcross(replicas, first, second)
+    expect(text).toContain('Deleted')
+    expect(served).toEqual([first, second])
+    expect(goneIsError).toBe(true)
+  })
+
+  it.for(PAIRS)(
+    'delivers a change made on %s to a listen stream held on %s',
+    async ([maker, listener]) => {
+      const stop = new AbortController()
+      const acknowledged = Promise.withResolvers<void>()
+      const heard = Promise.withResolvers<JsonRpcNotification>()
+      const listening = new McpClient({ url: replicas[listener].url }).listen(
+        { resourcesListChanged: true },
+        {
+          signal: stop.signal,
+          onNotification: (notification) => {
+            if (notification.method === 'notifications/subscriptions/acknowledged')
+              acknowledged.resolve()
+            else heard.resolve(notification)
+          },
+        }
+      )
+      await acknowledged.promise
+      await createNote(replicas[maker], `Made on ${maker}, heard on ${listener}`)
+      // Never heard, the test fails at its timeout.
+      expect((await heard.promise).method).toBe('notifications/resources/list_changed')
+      stop.abort()
+      await listening
+    }
+  )
+
+  it.for(PAIRS)('serves a 2025 session opened on %s on %s', async ([opener, caller]) => {
+    const called = await legacyCallAcross(replicas[opener], replicas[caller])
+    expect(called.status).toBe(200)
+    expect(called.replica).toBe(caller)
+    expect(called.text).toContain('"result"')
+    expect(called.text).not.toContain('"isError":true')
+  })
+})
+
+describe('Node, Deno and Bun replicas on one SQLite file', () => {
+  const replicas = {} as Replicas
+
+  beforeAll(async () => {
+    const dataDir = await tempDataDir()
+    // One after the other: the first writes the key file (and the schema) that the others read.
+    for (const runtime of RUNTIMES)
+      replicas[runtime] = await startServer(
+        'notes',
+        { DATA_DIR: dataDir, REPLICA_ID: runtime },
+        runtime
+      )
+  }, 90_000)
+
+  afterAll(() => Promise.all(RUNTIMES.map((runtime) => replicas[runtime]?.stop())))
+
+  it('generated one key ring, on the first runtime to start', () => {
+    expect(replicas.node.output()).toContain('Generated a requestState key ring')
+    expect(replicas.deno.output()).not.toContain('Generated')
+    expect(replicas.bun.output()).not.toContain('Generated')
+  })
+
+  it.for(PAIRS)('seals delete_note on %s and finishes it on %s', async ([first, second]) => {
+    const { text, served, goneIsError } = await deleteAcross(replicas, first, second)
+    expect(text).toContain('Deleted')
+    expect(served).toEqual([first, second])
+    expect(goneIsError).toBe(true)
+  })
+})
+
+describe('telemetry export off Node', () => {
+  it.for(['deno', 'bun'] as const)(
+    'refuses METRICS_PORT on %s at start, saying why, with exit code 1',
+    async (runtime) => {
+      const start = startServer(
+        'notes',
+        { DATA_DIR: await tempDataDir(), METRICS_PORT: '0' },
+        runtime
+      )
+      await expect(start).rejects.toThrow(/exited with 1[\s\S]*telemetry export runs on Node only/)
+    }
+  )
+})
