@@ -5,10 +5,9 @@
  * drained on SIGINT/SIGTERM as on Node (`node/drain.ts`). Bun closes a connection idle for
  * KEEP_ALIVE_SECONDS (at most 255, Bun's bound); an event stream is exempt, as its quiet spells (a
  * 2025 call waiting on its user) may be longer. Bun sends a streamed response's head only with its
- * first body bytes, so an event stream begins with a keep-alive comment here: a 2025 GET stream with
- * nothing to say yet would otherwise keep its host waiting for the headers until the first keep-alive.
+ * first body bytes, so an event stream begins with a comment here (`http/event-stream-head.ts`).
  */
-import { SSE_KEEPALIVE } from './mcp/streaming.ts'
+import { isEventStream, withStreamHeadFirst } from './http/event-stream-head.ts'
 import { drainOnSignals } from './node/drain.ts'
 import { openReplica, startOrExit } from './node/replica.ts'
 
@@ -34,16 +33,6 @@ declare const Bun: {
 /** Bun's bound on `idleTimeout`, in seconds. */
 const MAX_IDLE_SECONDS = 255
 
-/** `response` with its event stream begun by a comment, so Bun sends the head at once. */
-function headFirst(response: Response): Response {
-  const opened = response.body!.pipeThrough(
-    new TransformStream<Uint8Array, Uint8Array>({
-      start: (controller) => controller.enqueue(SSE_KEEPALIVE),
-    })
-  )
-  return new Response(opened, response)
-}
-
 startOrExit(async () => {
   const replica = await openReplica(process.env, 'Bun')
   const { config, app } = replica
@@ -54,10 +43,9 @@ startOrExit(async () => {
     fetch: async (request, server) => {
       // Only the request: Bun's second argument is its server, not an environment for the app.
       const response = await app.fetch(request)
-      if (!response.body || !response.headers.get('content-type')?.startsWith('text/event-stream'))
-        return response
+      if (!isEventStream(response)) return response
       server.timeout(request, 0)
-      return headFirst(response)
+      return withStreamHeadFirst(response)
     },
   })
   console.log(`notes-mcp listening on ${new URL('/mcp', server.url).href}`)

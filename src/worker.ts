@@ -59,8 +59,7 @@ import { createApp, notesServer, type AppDeps } from './app.ts'
 import { createAuthServices } from './auth/services.ts'
 import { ConfigError, assertSafeExposure, parseConfig, type Config } from './config.ts'
 import { publicBaseUrl } from './http/app.ts'
-import { jsonRpcError } from './http/errors.ts'
-import { ErrorCode } from './mcp/errors.ts'
+import { MISCONFIGURED, setupFailed } from './http/errors.ts'
 import { consoleLogger, logError } from './mcp/logger.ts'
 import { importKeyRing, parseKeyRing } from './mcp/key-ring.ts'
 import { StateSealer } from './mcp/sealed-state.ts'
@@ -107,8 +106,6 @@ interface WaitUntil {
 class WorkerSetupError extends Error {
   override name = 'WorkerSetupError'
 }
-
-const MISCONFIGURED = 'Internal error: the server is misconfigured; the reason is in its log.'
 
 /** Most apps one isolate keeps (one per origin its links use; see the module header). */
 const MAX_APPS = 16
@@ -237,16 +234,6 @@ function appFor({ config, deps }: Setup, request: Request): Hono {
   return app
 }
 
-function unavailable(status: 500 | 503, message: string): Response {
-  return jsonRpcError(
-    null,
-    status,
-    message,
-    { 'cache-control': 'no-store' },
-    ErrorCode.InternalError
-  )
-}
-
 export default {
   async fetch(request: Request, env: WorkerEnv, ctx?: WaitUntil): Promise<Response> {
     setup ??= prepare(env)
@@ -257,19 +244,19 @@ export default {
       setup = undefined
       logError('worker setup failed', error)
       if (error instanceof D1SchemaMissingError) {
-        return unavailable(503, 'Service unavailable: the database is not migrated yet.')
+        return setupFailed(503, 'Service unavailable: the database is not migrated yet.')
       }
       if (error instanceof ConfigError || error instanceof WorkerSetupError) {
-        return unavailable(500, MISCONFIGURED)
+        return setupFailed(500, MISCONFIGURED)
       }
       // Anything else (D1 unreachable, say) is most likely passing: a client may retry.
-      return unavailable(503, 'Service unavailable: the server could not start; try again shortly.')
+      return setupFailed(503, 'Service unavailable: the server could not start; try again shortly.')
     }
     try {
       assertSafeExposure({ ...ready.config, host: new URL(request.url).hostname })
     } catch (error) {
       logError('refusing an unauthenticated public deployment', error)
-      return unavailable(500, MISCONFIGURED)
+      return setupFailed(500, MISCONFIGURED)
     }
     const response = await appFor(ready, request).fetch(request)
     if (ready.telemetry) ctx?.waitUntil(ready.telemetry.afterRequest())

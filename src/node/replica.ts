@@ -8,7 +8,8 @@
  * (`mcp/tasks/`), and builds the app. On Node, with an `OTEL_*` variable or METRICS_PORT set, it loads
  * telemetry (`node/telemetry.ts`, a dynamic import: without them nothing of OpenTelemetry is loaded).
  * Each runtime's entry serves `app.fetch` with its own HTTP server and drains with `node/drain.ts`:
- * `node/server.ts` (Node), `deno.ts`, `bun.ts`. `startOrExit` is their common way to fail at start.
+ * `node/server.ts` (Node), `deno.ts`, `bun.ts`; `lambda.ts` hands it to Lambda, which neither
+ * listens nor drains. `startOrExit` is the listening entries' common way to fail at start.
  */
 import type { Hono } from 'hono'
 import { join } from 'node:path'
@@ -27,12 +28,17 @@ import { PostgresEventBus } from './postgres-event-bus.ts'
 import type { NodeTelemetry } from './telemetry.ts'
 
 /** The runtimes a replica runs on; telemetry export is Node's only. */
-export type ReplicaRuntime = 'Node' | 'Deno' | 'Bun'
+export type ReplicaRuntime = 'Node' | 'Deno' | 'Bun' | 'Lambda'
 
 /** What an entry other than the runtime's own may change of the replica {@link openReplica} opens. */
 export interface ReplicaOptions {
   /** Wraps the store, once it is migrated; the replica uses only what this answers. */
   wrapStore?: (store: NotesStore) => NotesStore
+  /**
+   * Whether the replica serves tasks (default true); false where nothing runs after a response
+   * (Lambda): the tasks extension is then not advertised, as the engine does without `tasks`.
+   */
+  serveTasks?: boolean
 }
 
 /** A replica opened, not yet served: its entry listens and drains it. */
@@ -119,12 +125,15 @@ export async function openReplica(
     bus,
     draining: draining.signal,
     shutdown: shutdown.signal,
-    tasks: {
-      replicaId: config.replicaId,
-      onStopped: (stopped: Promise<void>) => {
-        tasksStopped = stopped
-      },
-    },
+    tasks:
+      options.serveTasks === false
+        ? undefined
+        : {
+            replicaId: config.replicaId,
+            onStopped: (stopped: Promise<void>) => {
+              tasksStopped = stopped
+            },
+          },
     telemetry: telemetry?.telemetry,
   })
   return {

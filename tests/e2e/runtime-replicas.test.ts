@@ -1,8 +1,9 @@
 /**
- * The notes server on Node, Deno (`deno serve`, as `npm run start:deno` runs it) and Bun
- * (`npm run start:bun`) as replicas of one deployment: one key ring and one store, PostgreSQL (a
- * scratch database) or SQLite (one data directory, its key file written by the first to start and
- * read by the others). An interactive flow sealed on one runtime finishes on another (each round's
+ * The notes server on Node, Deno (`deno serve`, as `npm run start:deno` runs it), Bun
+ * (`npm run start:bun`) and Lambda (its streaming handler behind a local function URL,
+ * `npm run start:lambda`) as replicas of one deployment: one key ring and one store, PostgreSQL (a
+ * scratch database) or, without Lambda, which needs PostgreSQL, SQLite (one data directory, its key
+ * file written by the first to start and read by the others). An interactive flow sealed on one runtime finishes on another (each round's
  * `X-Replica` says which answered), a listen stream on one runtime hears a change made through
  * another (PostgreSQL's LISTEN/NOTIFY bus on each), and a 2025 session opened on one runtime serves
  * calls on the others. Without a PostgreSQL server its part is skipped, visibly (under CI it fails).
@@ -23,11 +24,17 @@ import {
   type ServerProcess,
 } from '../support/server-process.ts'
 
-const RUNTIMES: readonly Runtime[] = ['node', 'deno', 'bun']
-/** Every ordered pair of two runtimes: where round 1 goes, and where round 2 does. */
-const PAIRS = RUNTIMES.flatMap((first) =>
-  RUNTIMES.filter((second) => second !== first).map((second) => [first, second] as const)
-)
+const RUNTIMES: readonly Runtime[] = ['node', 'deno', 'bun', 'lambda']
+/** The runtimes that serve from one SQLite file: all but Lambda. */
+const SQLITE_RUNTIMES = RUNTIMES.filter((runtime) => runtime !== 'lambda')
+
+/** Every ordered pair of two of `runtimes`: where round 1 goes, and where round 2 does. */
+function pairsOf(runtimes: readonly Runtime[]) {
+  return runtimes.flatMap((first) =>
+    runtimes.filter((second) => second !== first).map((second) => [first, second] as const)
+  )
+}
+const PAIRS = pairsOf(RUNTIMES)
 
 /** Replicas by runtime, their `REPLICA_ID` the runtime's name. */
 type Replicas = Record<Runtime, ServerProcess>
@@ -91,59 +98,62 @@ async function legacyCallAcross(opener: ServerProcess, caller: ServerProcess) {
 
 const serverUrl = await testDatabaseUrl()
 
-describe.skipIf(!serverUrl)('Node, Deno and Bun replicas on one PostgreSQL database', () => {
-  let deployment: PostgresReplicas | undefined
-  const replicas = {} as Replicas
+describe.skipIf(!serverUrl)(
+  'Node, Deno, Bun and Lambda replicas on one PostgreSQL database',
+  () => {
+    let deployment: PostgresReplicas | undefined
+    const replicas = {} as Replicas
 
-  beforeAll(async () => {
-    deployment = await startPostgresReplicas(serverUrl!, RUNTIMES, RUNTIMES)
-    for (const [index, runtime] of RUNTIMES.entries())
-      replicas[runtime] = deployment.servers[index]!
-  }, 90_000)
+    beforeAll(async () => {
+      deployment = await startPostgresReplicas(serverUrl!, RUNTIMES, RUNTIMES)
+      for (const [index, runtime] of RUNTIMES.entries())
+        replicas[runtime] = deployment.servers[index]!
+    }, 90_000)
 
-  afterAll(() => deployment?.stop())
+    afterAll(() => deployment?.stop())
 
-  it.for(PAIRS)('seals delete_note on %s and finishes it on %s', async ([first, second]) => {
-    const { text, served, goneIsError } = await deleteAcross(replicas, first, second)
-    expect(text).toContain('Deleted')
-    expect(served).toEqual([first, second])
-    expect(goneIsError).toBe(true)
-  })
+    it.for(PAIRS)('seals delete_note on %s and finishes it on %s', async ([first, second]) => {
+      const { text, served, goneIsError } = await deleteAcross(replicas, first, second)
+      expect(text).toContain('Deleted')
+      expect(served).toEqual([first, second])
+      expect(goneIsError).toBe(true)
+    })
 
-  it.for(PAIRS)(
-    'delivers a change made on %s to a listen stream held on %s',
-    async ([maker, listener]) => {
-      const stop = new AbortController()
-      const acknowledged = Promise.withResolvers<void>()
-      const heard = Promise.withResolvers<JsonRpcNotification>()
-      const listening = new McpClient({ url: replicas[listener].url }).listen(
-        { resourcesListChanged: true },
-        {
-          signal: stop.signal,
-          onNotification: (notification) => {
-            if (notification.method === 'notifications/subscriptions/acknowledged')
-              acknowledged.resolve()
-            else heard.resolve(notification)
-          },
-        }
-      )
-      await acknowledged.promise
-      await createNote(replicas[maker], `Made on ${maker}, heard on ${listener}`)
-      // Never heard, the test fails at its timeout.
-      expect((await heard.promise).method).toBe('notifications/resources/list_changed')
-      stop.abort()
-      await listening
-    }
-  )
+    it.for(PAIRS)(
+      'delivers a change made on %s to a listen stream held on %s',
+      async ([maker, listener]) => {
+        const stop = new AbortController()
+        const acknowledged = Promise.withResolvers<void>()
+        const heard = Promise.withResolvers<JsonRpcNotification>()
+        const listening = new McpClient({ url: replicas[listener].url }).listen(
+          { resourcesListChanged: true },
+          {
+            signal: stop.signal,
+            onNotification: (notification) => {
+              if (notification.method === 'notifications/subscriptions/acknowledged')
+                acknowledged.resolve()
+              else heard.resolve(notification)
+            },
+          }
+        )
+        await acknowledged.promise
+        await createNote(replicas[maker], `Made on ${maker}, heard on ${listener}`)
+        // Never heard, the test fails at its timeout.
+        expect((await heard.promise).method).toBe('notifications/resources/list_changed')
+        stop.abort()
+        await listening
+      }
+    )
 
-  it.for(PAIRS)('serves a 2025 session opened on %s on %s', async ([opener, caller]) => {
-    const called = await legacyCallAcross(replicas[opener], replicas[caller])
-    expect(called.status).toBe(200)
-    expect(called.replica).toBe(caller)
-    expect(called.text).toContain('"result"')
-    expect(called.text).not.toContain('"isError":true')
-  })
-})
+    it.for(PAIRS)('serves a 2025 session opened on %s on %s', async ([opener, caller]) => {
+      const called = await legacyCallAcross(replicas[opener], replicas[caller])
+      expect(called.status).toBe(200)
+      expect(called.replica).toBe(caller)
+      expect(called.text).toContain('"result"')
+      expect(called.text).not.toContain('"isError":true')
+    })
+  }
+)
 
 describe('Node, Deno and Bun replicas on one SQLite file', () => {
   const replicas = {} as Replicas
@@ -151,7 +161,7 @@ describe('Node, Deno and Bun replicas on one SQLite file', () => {
   beforeAll(async () => {
     const dataDir = await tempDataDir()
     // One after the other: the first writes the key file (and the schema) that the others read.
-    for (const runtime of RUNTIMES)
+    for (const runtime of SQLITE_RUNTIMES)
       replicas[runtime] = await startServer(
         'notes',
         { DATA_DIR: dataDir, REPLICA_ID: runtime },
@@ -159,7 +169,7 @@ describe('Node, Deno and Bun replicas on one SQLite file', () => {
       )
   }, 90_000)
 
-  afterAll(() => Promise.all(RUNTIMES.map((runtime) => replicas[runtime]?.stop())))
+  afterAll(() => Promise.all(SQLITE_RUNTIMES.map((runtime) => replicas[runtime]?.stop())))
 
   it('generated one key ring, on the first runtime to start', () => {
     expect(replicas.node.output()).toContain('Generated a requestState key ring')
@@ -167,12 +177,15 @@ describe('Node, Deno and Bun replicas on one SQLite file', () => {
     expect(replicas.bun.output()).not.toContain('Generated')
   })
 
-  it.for(PAIRS)('seals delete_note on %s and finishes it on %s', async ([first, second]) => {
-    const { text, served, goneIsError } = await deleteAcross(replicas, first, second)
-    expect(text).toContain('Deleted')
-    expect(served).toEqual([first, second])
-    expect(goneIsError).toBe(true)
-  })
+  it.for(pairsOf(SQLITE_RUNTIMES))(
+    'seals delete_note on %s and finishes it on %s',
+    async ([first, second]) => {
+      const { text, served, goneIsError } = await deleteAcross(replicas, first, second)
+      expect(text).toContain('Deleted')
+      expect(served).toEqual([first, second])
+      expect(goneIsError).toBe(true)
+    }
+  )
 })
 
 describe('telemetry export off Node', () => {

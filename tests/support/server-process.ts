@@ -46,15 +46,26 @@ export function holdOf(server: ServerProcess): ImportHold {
   return new ImportHold(server.process)
 }
 
-/** The runtimes a server can be started on: this Node, or the Deno and Bun binaries npm installs. */
-export type Runtime = 'node' | 'deno' | 'bun'
+/**
+ * The runtimes a server can be started on: this Node, the Deno and Bun binaries npm installs, or
+ * Lambda's Node.js runtime as `lambda-local` runs it behind a local function URL
+ * (`scripts/lambda-url.ts`).
+ */
+export type Runtime = 'node' | 'deno' | 'bun' | 'lambda'
 
-/** The notes server's entry on each runtime: `npm start`, `npm run start:deno`, `npm run start:bun`. */
+/**
+ * The notes server's entry on each runtime: `npm start`, `npm run start:deno`, `npm run start:bun`,
+ * `npm run start:lambda`.
+ */
 const NOTES_ENTRIES: Record<Runtime, string> = {
   node: 'src/node.ts',
   deno: 'src/deno.ts',
   bun: 'src/bun.ts',
+  lambda: 'src/lambda.ts',
 }
+
+/** The fixture's Lambda handler (`npm run start:fixture:lambda`); other runtimes run its server. */
+const LAMBDA_FIXTURE = 'tests/conformance/fixture-lambda.ts'
 
 const scripts = (
   JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
@@ -75,13 +86,17 @@ function denoServeArgs(env: Record<string, string>): string[] {
     .map((word) => word.replace(/^\$\{(\w+):-[^}]*\}$/, (_whole, name: string) => env[name]!))
 }
 
-/** The command that runs `entry` on `runtime` with `env`. */
+/**
+ * The command that runs `entry` on `runtime` with `env`; on Lambda, the handler its function URL
+ * invokes is `env.LAMBDA_HANDLER` (default `handler`, the streaming one).
+ */
 function runtimeCommand(
   runtime: Runtime,
   entry: keyof typeof ENTRIES,
   env: Record<string, string>
 ): [string, string[]] {
   const file = join(root, entry === 'notes' ? NOTES_ENTRIES[runtime] : ENTRIES[entry])
+  const lambdaHandler = env.LAMBDA_HANDLER
   switch (runtime) {
     case 'node':
       return [process.execPath, [file]]
@@ -92,6 +107,15 @@ function runtimeCommand(
       ]
     case 'bun':
       return [join(root, 'node_modules/.bin/bun'), [file]]
+    case 'lambda':
+      return [
+        process.execPath,
+        [
+          join(root, 'scripts/lambda-url.ts'),
+          entry === 'fixture' ? join(root, LAMBDA_FIXTURE) : file,
+          ...(lambdaHandler ? ['--handler', lambdaHandler] : []),
+        ],
+      ]
   }
 }
 
