@@ -29,6 +29,8 @@ const TIMEOUT_MS = 900_000
  */
 const VERBOSE = 3
 setLogger({
+  // lambda-local takes a logger with winston's shape: `transports` marks one.
+  transports: [],
   log: (level: string, message: unknown) => {
     if (level === 'error') console.error(message)
   },

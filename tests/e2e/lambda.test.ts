@@ -2,8 +2,9 @@
  * The notes server on AWS Lambda's Node.js runtime as `lambda-local` runs it behind a local function
  * URL (`npm run start:lambda`, `scripts/lambda-url.ts`), on a scratch PostgreSQL database:
  * - `handler` (RESPONSE_STREAM): the official client pinned to 2026-07-28 and the v1 SDK client with
- *   its defaults (2025, GET stream and all) each delete a note after the person confirms, and a
- *   2025 GET stream's head comes before its first event (it opens with a comment);
+ *   its defaults (2025, GET stream and all) each delete a note after the person confirms, also from
+ *   the one-file bundle `npm run build:lambda` writes, and a 2025 GET stream's head comes before its
+ *   first event (it opens with a comment);
  * - `bufferedHandler` (API Gateway HTTP APIs): the 2026 interactive flow works (its rounds are plain
  *   requests), a 2025 host connects (its GET answered 405) and calls what needs no question, and
  *   what needs a held-open response is refused with the JSON-RPC error and status named;
@@ -13,8 +14,11 @@
  *   auth under a public name): 500 without detail, the reason in the log.
  */
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client'
+import { execFile } from 'node:child_process'
 import { request as httpRequest } from 'node:http'
+import { join } from 'node:path'
 import { setTimeout as delay } from 'node:timers/promises'
+import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createScratchDatabase, type ScratchDatabase } from '../../scripts/support/postgres.ts'
 import { McpClient } from '../../src/client/index.ts'
@@ -27,6 +31,9 @@ import { mcpInit, toolResultText } from '../support/mcp-request.ts'
 import { testDatabaseUrl } from '../support/postgres.ts'
 import { startServer, tempDataDir, type ServerProcess } from '../support/server-process.ts'
 import { within } from '../support/within.ts'
+
+const run = promisify(execFile)
+const root = join(import.meta.dirname, '../..')
 
 const MISCONFIGURED = 'Internal error: the server is misconfigured; the reason is in its log.'
 
@@ -145,6 +152,16 @@ describe.skipIf(!serverUrl)('the notes server on Lambda (lambda-local, PostgreSQ
       expect(text).toContain('Deleted')
     }
   )
+
+  it('serves from the one-file bundle npm run build:lambda writes, as a deployment uploads it', async () => {
+    await run('npm', ['run', 'build:lambda'], { cwd: root })
+    const bundled = await start({
+      REPLICA_ID: 'lambda-bundle',
+      LAMBDA_MODULE: join(root, 'dist/lambda.mjs'),
+    })
+    expect(bundled.output()).toContain('dist/lambda.mjs listening')
+    expect(await deleteWithModernClient(bundled.url)).toContain('Deleted')
+  })
 
   it('lets the v1 SDK client with its defaults delete a note once the person confirms (streamed)', async () => {
     const host = await connectLegacyHost(streamed.url, { elicitation: {} })

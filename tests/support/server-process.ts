@@ -87,8 +87,9 @@ function denoServeArgs(env: Record<string, string>): string[] {
 }
 
 /**
- * The command that runs `entry` on `runtime` with `env`; on Lambda, the handler its function URL
- * invokes is `env.LAMBDA_HANDLER` (default `handler`, the streaming one).
+ * The command that runs `entry` on `runtime` with `env`; on Lambda, its function URL invokes the
+ * handler `env.LAMBDA_HANDLER` (default `handler`, the streaming one) of the module
+ * `env.LAMBDA_MODULE` (default the entry's own: a bundle of it, say).
  */
 function runtimeCommand(
   runtime: Runtime,
@@ -112,7 +113,7 @@ function runtimeCommand(
         process.execPath,
         [
           join(root, 'scripts/lambda-url.ts'),
-          entry === 'fixture' ? join(root, LAMBDA_FIXTURE) : file,
+          env.LAMBDA_MODULE ?? (entry === 'fixture' ? join(root, LAMBDA_FIXTURE) : file),
           ...(lambdaHandler ? ['--handler', lambdaHandler] : []),
         ],
       ]

@@ -50,6 +50,7 @@ const ENTRIES = [
   ['src/node.ts', 'src/node/replica.ts'],
   ['src/deno.ts', 'src/node/replica.ts'],
   ['src/bun.ts', 'src/node/replica.ts'],
+  ['src/lambda.ts', 'src/node/replica.ts'],
   ['src/worker.ts', 'src/worker.ts'],
 ] as const
 
