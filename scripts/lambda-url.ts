@@ -1,17 +1,23 @@
 /**
  * @module scripts/lambda-url
- * A Lambda function URL on this machine (`npm run start:lambda`, `npm run start:fixture:lambda`):
- * serves the handler a module exports (`handler` by default, or the one `--handler` names) on HOST
- * (127.0.0.1) and PORT (8787) through `lambda-local`, which runs it as Lambda's Node.js runtime
- * would (its `awslambda.streamifyResponse` for response streaming, its context and timeout). Each
- * HTTP request becomes a function URL event (payload format 2.0: raw path and query, lower-cased
- * headers, cookies apart, the body base64-encoded unless it is text); the handler's result is
- * written back, as a stream when the handler streams (the RESPONSE_STREAM invoke mode), else whole
- * (BUFFERED, or an API Gateway HTTP API). PUBLIC_URL defaults to the URL served here.
- * The module is loaded at start, as Lambda's init phase does. What this does not reproduce: Lambda
- * freezing the execution environment between invocations, and running several environments.
+ * A Lambda function reached over HTTP on this machine (`npm run start:lambda`, `start:netlify` and
+ * their fixtures): serves the handler a module exports (`handler` by default, or the one
+ * `--handler` names) on HOST (127.0.0.1) and PORT (8787) through `lambda-local`, which runs it as
+ * Lambda's Node.js runtime would (its `awslambda.streamifyResponse` for response streaming, its
+ * context and timeout), one module instance for every invocation, as a warm execution environment.
+ * Each HTTP request becomes the event of `--event`:
+ * - `function-url` (default): a Lambda function URL's (payload format 2.0: raw path and query,
+ *   lower-cased headers, cookies apart);
+ * - `netlify`: the one Netlify's gateway hands a function built by Netlify (`rawUrl`, `path`,
+ *   `httpMethod`, headers single and multi-valued), for the entry point of
+ *   `scripts/netlify-build.ts`'s output, whose bootstrap turns it into a `Request`.
+ * In both the body is base64-encoded unless it is text. The handler's result is written back, as a
+ * stream when the handler streams (RESPONSE_STREAM), else whole (BUFFERED, an API Gateway HTTP API).
+ * PUBLIC_URL defaults to the URL served here. The module is loaded at start, as Lambda's init phase
+ * does. What this does not reproduce: Lambda freezing the execution environment between
+ * invocations, and running several environments.
  *
- *   node scripts/lambda-url.ts src/lambda.ts [--handler bufferedHandler]
+ *   node scripts/lambda-url.ts src/lambda.ts [--handler bufferedHandler] [--event netlify]
  */
 import { randomUUID } from 'node:crypto'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
@@ -61,30 +67,71 @@ interface FunctionUrlEvent {
   isBase64Encoded: boolean
 }
 
+/** The event of a function Netlify built (what its bootstrap reads of it). */
+interface NetlifyEvent {
+  rawUrl: string
+  rawQuery: string
+  path: string
+  httpMethod: string
+  headers: Record<string, string>
+  multiValueHeaders: Record<string, string[]>
+  queryStringParameters: Record<string, string>
+  multiValueQueryStringParameters: Record<string, string[]>
+  body?: string
+  isBase64Encoded: boolean
+}
+
 /** What a handler answers: whole, or (streaming) its head with the body still being written. */
 interface FunctionResult {
   statusCode?: number
   headers?: Record<string, string>
+  multiValueHeaders?: Record<string, string[]>
   cookies?: string[]
   body?: string | Readable
   isBase64Encoded?: boolean
 }
 
-/** Content types a function URL passes as text rather than base64. */
+/** Content types passed as text rather than base64. */
 const TEXT_TYPES = /^(text\/|application\/(json|xml|x-www-form-urlencoded|javascript))/i
 
-async function eventOf(request: IncomingMessage, host: string): Promise<FunctionUrlEvent> {
-  const url = new URL(request.url ?? '/', `http://${host}`)
+/** An HTTP request as the parts every event is made of. */
+interface Received {
+  url: URL
+  method: string
+  headers: Record<string, string[]>
+  body: Buffer
+  text: boolean
+}
+
+async function receive(request: IncomingMessage, host: string): Promise<Received> {
   const chunks: Buffer[] = []
   for await (const chunk of request) chunks.push(chunk as Buffer)
-  const body = Buffer.concat(chunks)
+  const headers = request.headersDistinct as Record<string, string[]>
+  return {
+    url: new URL(request.url ?? '/', `http://${host}`),
+    method: request.method ?? 'GET',
+    headers,
+    body: Buffer.concat(chunks),
+    text: TEXT_TYPES.test(headers['content-type']?.[0] ?? ''),
+  }
+}
+
+/** The body as an event carries it. */
+function eventBody({ body, text }: Received) {
+  return {
+    ...(body.length > 0 && { body: body.toString(text ? 'utf8' : 'base64') }),
+    isBase64Encoded: body.length > 0 && !text,
+  }
+}
+
+function functionUrlEvent(received: Received, request: IncomingMessage): FunctionUrlEvent {
+  const { url, method } = received
   const headers: Record<string, string> = {}
   let cookies: string[] | undefined
-  for (const [name, value] of Object.entries(request.headersDistinct)) {
-    if (name === 'cookie') cookies = value!.flatMap((line) => line.split(/;\s*/))
-    else headers[name] = value!.join(',')
+  for (const [name, values] of Object.entries(received.headers)) {
+    if (name === 'cookie') cookies = values.flatMap((line) => line.split(/;\s*/))
+    else headers[name] = values.join(',')
   }
-  const text = TEXT_TYPES.test(headers['content-type'] ?? '')
   const now = new Date()
   return {
     version: '2.0',
@@ -97,10 +144,10 @@ async function eventOf(request: IncomingMessage, host: string): Promise<Function
     requestContext: {
       accountId: 'anonymous',
       apiId: 'local',
-      domainName: headers.host ?? host,
+      domainName: headers.host ?? url.host,
       domainPrefix: 'local',
       http: {
-        method: request.method ?? 'GET',
+        method,
         path: url.pathname,
         protocol: `HTTP/${request.httpVersion}`,
         sourceIp: request.socket.remoteAddress ?? '127.0.0.1',
@@ -112,14 +159,41 @@ async function eventOf(request: IncomingMessage, host: string): Promise<Function
       time: now.toISOString(),
       timeEpoch: now.getTime(),
     },
-    ...(body.length > 0 && { body: body.toString(text ? 'utf8' : 'base64') }),
-    isBase64Encoded: body.length > 0 && !text,
+    ...eventBody(received),
   }
 }
 
-/** Writes the handler's result as the function URL would. */
+function netlifyEvent(received: Received): NetlifyEvent {
+  const { url, method } = received
+  const query: Record<string, string[]> = {}
+  for (const [name, value] of url.searchParams) (query[name] ??= []).push(value)
+  const rawUrl = new URL(
+    url.pathname + url.search,
+    `http://${received.headers.host?.[0] ?? url.host}`
+  )
+  return {
+    rawUrl: rawUrl.href,
+    rawQuery: url.search.slice(1),
+    path: url.pathname,
+    httpMethod: method,
+    headers: Object.fromEntries(
+      Object.entries(received.headers).map(([name, values]) => [name, values.join(', ')])
+    ),
+    multiValueHeaders: received.headers,
+    queryStringParameters: Object.fromEntries(
+      Object.entries(query).map(([name, values]) => [name, values.join(', ')])
+    ),
+    multiValueQueryStringParameters: query,
+    ...eventBody(received),
+  }
+}
+
+/** Writes the handler's result as the platform's gateway would. */
 function respond(response: ServerResponse, result: FunctionResult): void {
-  const headers: Record<string, string | string[]> = { ...result.headers }
+  const headers: Record<string, string | string[]> = {
+    ...result.multiValueHeaders,
+    ...result.headers,
+  }
   if (result.cookies?.length) headers['set-cookie'] = result.cookies
   response.writeHead(result.statusCode ?? 200, headers)
   const body = result.body
@@ -129,7 +203,7 @@ function respond(response: ServerResponse, result: FunctionResult): void {
     )
     return
   }
-  // The head now, as a function URL sends it once the handler's prelude arrives.
+  // The head now, as a gateway sends it once the handler's prelude arrives.
   response.flushHeaders()
   // A client gone: the handler's next write fails, as on Lambda, instead of crashing this process.
   body.on('error', () => response.destroy())
@@ -139,10 +213,15 @@ function respond(response: ServerResponse, result: FunctionResult): void {
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
-  options: { handler: { type: 'string', default: 'handler' } },
+  options: {
+    handler: { type: 'string', default: 'handler' },
+    event: { type: 'string', default: 'function-url' },
+  },
 })
-if (positionals.length !== 1) {
-  console.error('usage: node scripts/lambda-url.ts <module> [--handler <export>]')
+if (positionals.length !== 1 || !['function-url', 'netlify'].includes(values.event)) {
+  console.error(
+    'usage: node scripts/lambda-url.ts <module> [--handler <export>] [--event function-url|netlify]'
+  )
   process.exit(2)
 }
 const host = process.env.HOST ?? '127.0.0.1'
@@ -156,12 +235,13 @@ if (typeof lambdaFunc[values.handler] !== 'function') {
 }
 
 const server = createServer((request, response) => {
-  eventOf(request, `${host}:${port}`)
-    .then((event) =>
+  receive(request, `${host}:${port}`)
+    .then((received) =>
       execute({
         lambdaFunc,
         lambdaHandler: values.handler,
-        event,
+        event:
+          values.event === 'netlify' ? netlifyEvent(received) : functionUrlEvent(received, request),
         timeoutMs: TIMEOUT_MS,
         verboseLevel: VERBOSE,
       })

@@ -8,8 +8,8 @@
  * (`mcp/tasks/`), and builds the app. On Node, with an `OTEL_*` variable or METRICS_PORT set, it loads
  * telemetry (`node/telemetry.ts`, a dynamic import: without them nothing of OpenTelemetry is loaded).
  * Each runtime's entry serves `app.fetch` with its own HTTP server and drains with `node/drain.ts`:
- * `node/server.ts` (Node), `deno.ts`, `bun.ts`; `lambda.ts` hands it to Lambda, which neither
- * listens nor drains. `startOrExit` is the listening entries' common way to fail at start.
+ * `node/server.ts` (Node), `deno.ts`, `bun.ts`; on function platforms (Lambda, Netlify), which
+ * neither listen nor drain, `node/function-replica.ts` answers with it. `startOrExit` is the listening entries' common way to fail at start.
  */
 import type { Hono } from 'hono'
 import { join } from 'node:path'
@@ -28,7 +28,7 @@ import { PostgresEventBus } from './postgres-event-bus.ts'
 import type { NodeTelemetry } from './telemetry.ts'
 
 /** The runtimes a replica runs on; telemetry export is Node's only. */
-export type ReplicaRuntime = 'Node' | 'Deno' | 'Bun' | 'Lambda'
+export type ReplicaRuntime = 'Node' | 'Deno' | 'Bun' | 'Lambda' | 'Netlify'
 
 /** What an entry other than the runtime's own may change of the replica {@link openReplica} opens. */
 export interface ReplicaOptions {

@@ -1,9 +1,10 @@
 /**
  * The notes server on Node, Deno (`deno serve`, as `npm run start:deno` runs it), Bun
- * (`npm run start:bun`) and Lambda (its streaming handler behind a local function URL,
- * `npm run start:lambda`) as replicas of one deployment: one key ring and one store, PostgreSQL (a
- * scratch database) or, without Lambda, which needs PostgreSQL, SQLite (one data directory, its key
- * file written by the first to start and read by the others). An interactive flow sealed on one runtime finishes on another (each round's
+ * (`npm run start:bun`), Lambda (its streaming handler behind a local function URL,
+ * `npm run start:lambda`) and Netlify (its function built as Netlify builds it,
+ * `npm run start:netlify`) as replicas of one deployment: one key ring and one store, PostgreSQL (a
+ * scratch database) or, without the function platforms, which need PostgreSQL, SQLite (one data
+ * directory, its key file written by the first to start and read by the others). An interactive flow sealed on one runtime finishes on another (each round's
  * `X-Replica` says which answered), a listen stream on one runtime hears a change made through
  * another (PostgreSQL's LISTEN/NOTIFY bus on each), and a 2025 session opened on one runtime serves
  * calls on the others. Without a PostgreSQL server its part is skipped, visibly (under CI it fails).
@@ -24,9 +25,9 @@ import {
   type ServerProcess,
 } from '../support/server-process.ts'
 
-const RUNTIMES: readonly Runtime[] = ['node', 'deno', 'bun', 'lambda']
-/** The runtimes that serve from one SQLite file: all but Lambda. */
-const SQLITE_RUNTIMES = RUNTIMES.filter((runtime) => runtime !== 'lambda')
+const RUNTIMES: readonly Runtime[] = ['node', 'deno', 'bun', 'lambda', 'netlify']
+/** The runtimes that serve from one SQLite file: all but the function platforms. */
+const SQLITE_RUNTIMES: readonly Runtime[] = ['node', 'deno', 'bun']
 
 /** Every ordered pair of two of `runtimes`: where round 1 goes, and where round 2 does. */
 function pairsOf(runtimes: readonly Runtime[]) {

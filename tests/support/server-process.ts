@@ -1,22 +1,24 @@
 /**
  * @module tests/support/server-process
- * Starts real server processes for end-to-end tests, on Node, Deno or Bun: the notes server (its
- * runtime's entry: `src/node.ts`, `src/deno.ts` under `deno serve` as `npm run start:deno` runs it,
- * `src/bun.ts`), the notes server whose imports a test can hold mid-way (`held-import`, Node only:
- * `scripts/support/held-import-replica.ts`, spawned with its IPC channel; `holdOf(server)` is that
- * hold) or the conformance fixture, on
- * 127.0.0.1 and a free port (or the `PORT` the environment names, to restart a server where its
- * clients expect it), with the environment a test gives (data directory, key ring, replica id).
+ * Starts real server processes for end-to-end tests, on Node, Deno, Bun, Lambda or Netlify: the
+ * notes server (its runtime's entry: `src/node.ts`, `src/deno.ts` under `deno serve` as
+ * `npm run start:deno` runs it, `src/bun.ts`, `src/lambda.ts` behind a local function URL, the
+ * Netlify function built as Netlify builds it), the notes server whose imports a test can hold
+ * mid-way (`held-import`, Node only: `scripts/support/held-import-replica.ts`, spawned with its IPC
+ * channel; `holdOf(server)` is that hold) or the conformance fixture, on 127.0.0.1 and a free port
+ * (or the `PORT` the environment names, to restart a server where its clients expect it), with the
+ * environment a test gives (data directory, key ring, replica id).
  * Resolves once the process prints its URL; `stop()` ends it.
  * `startPostgresReplicas` starts notes servers that share one scratch PostgreSQL database, one data
  * directory and one key ring, as replicas of one deployment do, each on the runtime a test names.
  * The tests' one import for local resources too: `freePort` and `tempDataDir` are the scripts'
  * (`scripts/support/local-resources.ts`), re-exported so tests never reach into `scripts/` for them.
  */
-import { spawn, type ChildProcess, type ChildProcessByStdio } from 'node:child_process'
+import { execFile, spawn, type ChildProcess, type ChildProcessByStdio } from 'node:child_process'
 import type { Readable } from 'node:stream'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { promisify } from 'node:util'
 import { IPC_STDIO, ImportHold } from '../../scripts/support/import-hold.ts'
 import { freePort, tempDataDir } from '../../scripts/support/local-resources.ts'
 import { createScratchDatabase } from '../../scripts/support/postgres.ts'
@@ -25,6 +27,7 @@ import { formatKeyRing, generateKey } from '../../src/mcp/key-ring.ts'
 export { freePort, tempDataDir } from '../../scripts/support/local-resources.ts'
 
 const root = join(import.meta.dirname, '../..')
+const run = promisify(execFile)
 
 export interface ServerProcess {
   url: string
@@ -47,25 +50,32 @@ export function holdOf(server: ServerProcess): ImportHold {
 }
 
 /**
- * The runtimes a server can be started on: this Node, the Deno and Bun binaries npm installs, or
- * Lambda's Node.js runtime as `lambda-local` runs it behind a local function URL
- * (`scripts/lambda-url.ts`).
+ * The runtimes a server can be started on: this Node, the Deno and Bun binaries npm installs,
+ * Lambda's Node.js runtime as `lambda-local` runs it behind a local function URL, or Netlify's
+ * functions, built as Netlify builds them and invoked the same way (`scripts/lambda-url.ts`).
  */
-export type Runtime = 'node' | 'deno' | 'bun' | 'lambda'
+export type Runtime = 'node' | 'deno' | 'bun' | 'lambda' | 'netlify'
 
 /**
  * The notes server's entry on each runtime: `npm start`, `npm run start:deno`, `npm run start:bun`,
- * `npm run start:lambda`.
+ * `npm run start:lambda`; on Netlify, the folder of its function (`npm run start:netlify`).
  */
 const NOTES_ENTRIES: Record<Runtime, string> = {
   node: 'src/node.ts',
   deno: 'src/deno.ts',
   bun: 'src/bun.ts',
   lambda: 'src/lambda.ts',
+  netlify: 'netlify/functions',
 }
 
-/** The fixture's Lambda handler (`npm run start:fixture:lambda`); other runtimes run its server. */
-const LAMBDA_FIXTURE = 'tests/conformance/fixture-lambda.ts'
+/**
+ * The fixture where it is not its server: its Lambda handler (`npm run start:fixture:lambda`) and
+ * its Netlify function's folder (`npm run start:fixture:netlify`).
+ */
+const FIXTURE_FUNCTIONS = {
+  lambda: 'tests/conformance/fixture-lambda.ts',
+  netlify: 'tests/conformance/netlify',
+} as const
 
 const scripts = (
   JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
@@ -86,18 +96,30 @@ function denoServeArgs(env: Record<string, string>): string[] {
     .map((word) => word.replace(/^\$\{(\w+):-[^}]*\}$/, (_whole, name: string) => env[name]!))
 }
 
+/** The entry point of the one function in `folder`, built as Netlify builds it into a new folder. */
+async function netlifyEntryPoint(folder: string): Promise<string> {
+  const { stdout } = await run(process.execPath, [
+    join(root, 'scripts/netlify-build.ts'),
+    join(root, folder),
+    await tempDataDir(),
+  ])
+  const [entryPoint, ...more] = stdout.trim().split('\n')
+  if (!entryPoint || more.length > 0) throw new Error(`not one Netlify function in ${folder}`)
+  return entryPoint
+}
+
 /**
  * The command that runs `entry` on `runtime` with `env`; on Lambda, its function URL invokes the
  * handler `env.LAMBDA_HANDLER` (default `handler`, the streaming one) of the module
  * `env.LAMBDA_MODULE` (default the entry's own: a bundle of it, say).
  */
-function runtimeCommand(
+async function runtimeCommand(
   runtime: Runtime,
   entry: keyof typeof ENTRIES,
   env: Record<string, string>
-): [string, string[]] {
+): Promise<[string, string[]]> {
   const file = join(root, entry === 'notes' ? NOTES_ENTRIES[runtime] : ENTRIES[entry])
-  const lambdaHandler = env.LAMBDA_HANDLER
+  const lambdaUrl = join(root, 'scripts/lambda-url.ts')
   switch (runtime) {
     case 'node':
       return [process.execPath, [file]]
@@ -112,11 +134,15 @@ function runtimeCommand(
       return [
         process.execPath,
         [
-          join(root, 'scripts/lambda-url.ts'),
-          env.LAMBDA_MODULE ?? (entry === 'fixture' ? join(root, LAMBDA_FIXTURE) : file),
-          ...(lambdaHandler ? ['--handler', lambdaHandler] : []),
+          lambdaUrl,
+          env.LAMBDA_MODULE ?? (entry === 'fixture' ? join(root, FIXTURE_FUNCTIONS.lambda) : file),
+          ...(env.LAMBDA_HANDLER ? ['--handler', env.LAMBDA_HANDLER] : []),
         ],
       ]
+    case 'netlify': {
+      const folder = entry === 'fixture' ? FIXTURE_FUNCTIONS.netlify : NOTES_ENTRIES.netlify
+      return [process.execPath, [lambdaUrl, await netlifyEntryPoint(folder), '--event', 'netlify']]
+    }
   }
 }
 
@@ -129,7 +155,7 @@ export async function startServer(
   const processEnv = { HOST: '127.0.0.1', PORT: String(port), ...env }
   if (runtime !== 'node' && entry === 'held-import')
     throw new Error('the held-import replica runs on Node only')
-  const [command, args] = runtimeCommand(runtime, entry, processEnv)
+  const [command, args] = await runtimeCommand(runtime, entry, processEnv)
   // Output piped either way (the IPC channel is a fourth descriptor): the cast says so to the types.
   const child = spawn(command, args, {
     cwd: root,

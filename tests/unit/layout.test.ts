@@ -5,8 +5,8 @@
  * - the layers, bottom to top: the engine (`src/mcp/`) < the notes application (`src/notes/`) <
  *   its adapters and services (`src/storage/`, `src/auth/`, `src/telemetry/`, `src/config.ts`) < the
  *   HTTP face (`src/http/`, `routes/`) < the composition root (`src/app.ts`) < the runtimes
- *   (`src/node/` with its entries `src/node.ts`, `src/deno.ts`, `src/bun.ts` and `src/lambda.ts`,
- *   `src/workers/` with `src/worker.ts`). A module imports from its
+ *   (`src/node/` with its entries `src/node.ts`, `src/deno.ts`, `src/bun.ts`, `src/lambda.ts` and
+ *   `src/netlify.ts`, `src/workers/` with `src/worker.ts`). A module imports from its
  *   own unit and from lower layers; across units of one layer only the arrows of `PEER_IMPORTS`;
  *   never upwards. Every module belongs to a unit, so a new folder has to be placed here;
  * - the engine imports nothing outside `src/mcp/`, notes never imports storage (storage implements
@@ -166,7 +166,14 @@ const UNITS: Readonly<Record<string, { layer?: number; paths: readonly string[] 
   app: { layer: 4, paths: ['src/app.ts'] },
   node: {
     layer: 5,
-    paths: ['src/node/', 'src/node.ts', 'src/deno.ts', 'src/bun.ts', 'src/lambda.ts'],
+    paths: [
+      'src/node/',
+      'src/node.ts',
+      'src/deno.ts',
+      'src/bun.ts',
+      'src/lambda.ts',
+      'src/netlify.ts',
+    ],
   },
   workers: { layer: 5, paths: ['src/workers/', 'src/worker.ts'] },
   client: { paths: ['src/client/'] },

@@ -51,6 +51,7 @@ const ENTRIES = [
   ['src/deno.ts', 'src/node/replica.ts'],
   ['src/bun.ts', 'src/node/replica.ts'],
   ['src/lambda.ts', 'src/node/replica.ts'],
+  ['src/netlify.ts', 'src/node/replica.ts'],
   ['src/worker.ts', 'src/worker.ts'],
 ] as const
 
