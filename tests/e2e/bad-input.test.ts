@@ -11,7 +11,7 @@ import { connect } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { MAX_JSON_DEPTH } from '../../src/mcp/envelope.ts'
 import { HEADER_SESSION_ID } from '../../src/mcp/legacy/protocol.ts'
-import { LEGACY_VERSION, initializeMessage } from '../support/legacy-request.ts'
+import { LEGACY_VERSION, openSessionAt } from '../support/legacy-request.ts'
 import { startServer, tempDataDir, type ServerProcess } from '../support/server-process.ts'
 
 let server: ServerProcess
@@ -278,17 +278,7 @@ describe('pathologically nested JSON', () => {
   beforeAll(async () => {
     // The default body limit (1 MiB): room for ~500,000 levels of `[`.
     deepServer = await startServer('notes', { DATA_DIR: await tempDataDir() })
-    const response = await fetch(deepServer.url, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        accept: 'application/json, text/event-stream',
-      },
-      body: JSON.stringify(initializeMessage()),
-    })
-    expect(response.status).toBe(200)
-    sessionId = response.headers.get(HEADER_SESSION_ID) ?? ''
-    expect(sessionId).not.toBe('')
+    sessionId = await openSessionAt(deepServer.url)
   })
 
   afterAll(async () => {

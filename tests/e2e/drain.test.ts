@@ -32,7 +32,7 @@ import {
   openQuestion,
   resultText,
 } from '../support/legacy-host.ts'
-import { LEGACY_VERSION, initializeMessage } from '../support/legacy-request.ts'
+import { LEGACY_VERSION, openSessionAt } from '../support/legacy-request.ts'
 import { mcpInit, parseSse, readMessages, type JsonObject } from '../support/mcp-request.ts'
 import {
   holdOf,
@@ -180,19 +180,11 @@ async function openListen(server: ServerProcess): Promise<Response> {
 
 /** A 2025 session's GET stream, open (its status read). */
 async function openLegacyGet(server: ServerProcess): Promise<Response> {
-  const initialized = await fetch(server.url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-    body: JSON.stringify(initializeMessage()),
-  })
-  expect(initialized.status).toBe(200)
-  await initialized.text()
-  const session = initialized.headers.get(HEADER_SESSION_ID)
-  expect(session).toBeTruthy()
+  const session = await openSessionAt(server.url)
   const response = await fetch(server.url, {
     headers: {
       accept: 'text/event-stream',
-      [HEADER_SESSION_ID]: session!,
+      [HEADER_SESSION_ID]: session,
       [HEADER_PROTOCOL_VERSION]: LEGACY_VERSION,
     },
   })

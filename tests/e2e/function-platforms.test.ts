@@ -28,7 +28,7 @@ import { formatKeyRing, generateKey } from '../../src/mcp/key-ring.ts'
 import { HEADER_SESSION_ID } from '../../src/mcp/legacy/protocol.ts'
 import { HEADER_PROTOCOL_VERSION } from '../../src/mcp/protocol.ts'
 import { acceptingWith, connectLegacyHost, resultText } from '../support/legacy-host.ts'
-import { LEGACY_VERSION, initializeMessage } from '../support/legacy-request.ts'
+import { LEGACY_VERSION, openSessionAt } from '../support/legacy-request.ts'
 import { mcpInit, toolResultText } from '../support/mcp-request.ts'
 import { testDatabaseUrl } from '../support/postgres.ts'
 import {
@@ -185,22 +185,14 @@ describe.skipIf(!serverUrl).each(PLATFORMS)(
     })
 
     it("sends a quiet 2025 GET stream's head at once, the stream opening with a comment", async () => {
-      const opened = await fetch(server.url, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          accept: 'application/json, text/event-stream',
-        },
-        body: JSON.stringify(initializeMessage()),
-      })
-      await opened.text()
+      const session = await openSessionAt(server.url)
       const stop = new AbortController()
       const response = await within(
         fetch(server.url, {
           signal: stop.signal,
           headers: {
             accept: 'text/event-stream',
-            [HEADER_SESSION_ID]: opened.headers.get(HEADER_SESSION_ID)!,
+            [HEADER_SESSION_ID]: session,
             [HEADER_PROTOCOL_VERSION]: LEGACY_VERSION,
           },
         }),

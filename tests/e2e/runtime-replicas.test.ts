@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { McpClient, type JsonRpcNotification } from '../../src/client/index.ts'
 import { HEADER_SESSION_ID } from '../../src/mcp/legacy/protocol.ts'
 import { HEADER_PROTOCOL_VERSION } from '../../src/mcp/protocol.ts'
-import { LEGACY_VERSION, initializeMessage } from '../support/legacy-request.ts'
+import { LEGACY_VERSION, openSessionAt } from '../support/legacy-request.ts'
 import { toolResultText } from '../support/mcp-request.ts'
 import { testDatabaseUrl } from '../support/postgres.ts'
 import {
@@ -68,14 +68,7 @@ async function legacyCallAcross(opener: ServerProcess, caller: ServerProcess) {
     'content-type': 'application/json',
     accept: 'application/json, text/event-stream',
   }
-  const opened = await fetch(opener.url, {
-    method: 'POST',
-    headers,
-    body: JSON.stringify(initializeMessage()),
-  })
-  expect(opened.status).toBe(200)
-  await opened.text()
-  const session = opened.headers.get(HEADER_SESSION_ID)!
+  const session = await openSessionAt(opener.url)
   const called = await fetch(caller.url, {
     method: 'POST',
     headers: {

@@ -183,6 +183,23 @@ export async function startSession(
 }
 
 /**
+ * Sends `initialize` over HTTP to the server at `url`, as a 2025 client opens, and answers the
+ * session id it issued (asserting the 200 and the header).
+ */
+export async function openSessionAt(url: string): Promise<string> {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    body: JSON.stringify(initializeMessage()),
+  })
+  expect(response.status).toBe(200)
+  await response.text()
+  const session = response.headers.get(HEADER_SESSION_ID)
+  expect(session).toMatch(/^[\x21-\x7e]+$/)
+  return session!
+}
+
+/**
  * Reads an SSE response body one message at a time while the server writes it; comments (keep-alive)
  * and events without data are skipped. Event ids are kept: `ids` lists every id read so far (the
  * priming event's included), in order, and `idOf` the id of a message read.
