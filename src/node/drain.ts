@@ -110,7 +110,9 @@ async function drain({ replica, listener }: DrainOptions, signal: NodeJS.Signals
   const cut = outcome === 'bound' ? listener.closeAll() : 0
   await Promise.race([replica.tasksStopped(), bound])
   // A telemetry collector that does not answer must not hold the exit past the orchestrator's bound.
-  const closed = replica.close().catch((error: unknown) => logError('closing at shutdown failed', error))
+  const closed = replica
+    .close()
+    .catch((error: unknown) => logError('closing at shutdown failed', error))
   await Promise.race([closed, delay(CLOSE_BOUND_MS)])
   console.log(
     cut > 0
