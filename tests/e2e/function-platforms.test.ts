@@ -2,10 +2,8 @@
  * The notes server on the function platforms, on a scratch PostgreSQL database: AWS Lambda's
  * Node.js runtime as `lambda-local` runs it behind a local function URL (`npm run start:lambda`,
  * `scripts/lambda-url.ts`), and Netlify's, its function built as Netlify builds it and invoked the
- * same way (`npm run start:netlify`, `scripts/netlify-build.ts`). On each:
- * - the official client pinned to 2026-07-28 and the v1 SDK client with its defaults (2025, GET
- *   stream and all) each delete a note after the person confirms, and a 2025 GET stream's head
- *   comes before its first event (it opens with a comment);
+ * same way (`npm run start:netlify`, `scripts/netlify-build.ts`); the real clients' interactive
+ * flows and their streams' opening are `runtime-replicas.test.ts`'s. On each:
  * - no tasks: the extension is not advertised, `export_notes` says it needs it, `import_notes` runs
  *   within its call;
  * - the refusals of a misconfigured function (no DATABASE_URL or STATE_KEYS, telemetry export, no
@@ -15,7 +13,6 @@
  * requests), a 2025 host connects (its GET answered 405) and calls what needs no question, and what
  * needs a held-open response is refused with the JSON-RPC error and status named.
  */
-import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client'
 import { execFile } from 'node:child_process'
 import { request as httpRequest } from 'node:http'
 import { join } from 'node:path'
@@ -25,10 +22,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createScratchDatabase, type ScratchDatabase } from '../../scripts/support/postgres.ts'
 import { McpClient } from '../../src/client/index.ts'
 import { formatKeyRing, generateKey } from '../../src/mcp/key-ring.ts'
-import { HEADER_SESSION_ID } from '../../src/mcp/legacy/protocol.ts'
-import { HEADER_PROTOCOL_VERSION } from '../../src/mcp/protocol.ts'
-import { acceptingWith, connectLegacyHost, resultText } from '../support/legacy-host.ts'
-import { LEGACY_VERSION, openSessionAt } from '../support/legacy-request.ts'
+import { deleteWithOfficialClient } from '../support/client-deletes.ts'
+import { connectLegacyHost, resultText } from '../support/legacy-host.ts'
 import { mcpInit, toolResultText } from '../support/mcp-request.ts'
 import { testDatabaseUrl } from '../support/postgres.ts'
 import {
@@ -59,40 +54,6 @@ async function printed(server: ServerProcess, text: string): Promise<void> {
     await within(seen, `the log line "${text}"`)
   } finally {
     stop.abort()
-  }
-}
-
-/** The official client pinned to 2026-07-28, its person confirming every form. */
-async function modernClient(url: string): Promise<Client> {
-  const client = new Client(
-    { name: 'e2e-lambda', version: '1.0.0' },
-    {
-      capabilities: { elicitation: { form: {} } },
-      versionNegotiation: { mode: { pin: '2026-07-28' } },
-    }
-  )
-  client.setRequestHandler('elicitation/create', async () => ({
-    action: 'accept',
-    content: { confirm: true },
-  }))
-  await client.connect(new StreamableHTTPClientTransport(new URL(url)))
-  return client
-}
-
-/** create_note then delete_note (confirmed) with the official 2026 client; the texts answered. */
-async function deleteWithModernClient(url: string): Promise<string> {
-  const client = await modernClient(url)
-  try {
-    const created = await client.callTool({
-      name: 'create_note',
-      arguments: { title: 'On Lambda' },
-    })
-    const id = (created.structuredContent as { note: { id: string } }).note.id
-    const deleted = await client.callTool({ name: 'delete_note', arguments: { id } })
-    const content = deleted.content as Array<{ type: string; text?: string }>
-    return content.map((block) => block.text ?? '').join('')
-  } finally {
-    await client.close()
   }
 }
 
@@ -165,45 +126,6 @@ describe.skipIf(!serverUrl).each(PLATFORMS)(
     beforeAll(async () => {
       server = await start({ REPLICA_ID: runtime })
     }, 60_000)
-
-    it('lets the official 2026 client delete a note once the person confirms', async () => {
-      expect(await deleteWithModernClient(server.url)).toContain('Deleted')
-    })
-
-    it('lets the v1 SDK client with its defaults delete a note once the person confirms', async () => {
-      const host = await connectLegacyHost(server.url, { elicitation: {} })
-      try {
-        host.person.elicit = acceptingWith({ confirm: true })
-        const created = await host.callTool('create_note', { title: 'A 2025 note' })
-        const id = (created.structuredContent as { note: { id: string } }).note.id
-        const deleted = await host.callTool('delete_note', { id })
-        expect(resultText(deleted)).toContain('Deleted')
-        expect(host.asked.map((message) => message.method)).toEqual(['elicitation/create'])
-      } finally {
-        await host.close()
-      }
-    })
-
-    it("sends a quiet 2025 GET stream's head at once, the stream opening with a comment", async () => {
-      const session = await openSessionAt(server.url)
-      const stop = new AbortController()
-      const response = await within(
-        fetch(server.url, {
-          signal: stop.signal,
-          headers: {
-            accept: 'text/event-stream',
-            [HEADER_SESSION_ID]: session,
-            [HEADER_PROTOCOL_VERSION]: LEGACY_VERSION,
-          },
-        }),
-        "the GET stream's head"
-      )
-      expect(response.status).toBe(200)
-      const reader = response.body!.getReader()
-      const first = await within(reader.read(), "the GET stream's first bytes")
-      expect(new TextDecoder().decode(first.value)).toMatch(/^: /)
-      stop.abort()
-    })
 
     it('serves no tasks: the extension is not advertised, export_notes asks for it, import_notes runs in its call', async () => {
       const discovered = await post(server.url, 'server/discover')
@@ -280,11 +202,11 @@ describe.skipIf(!serverUrl)('Lambda alone: its bundle and its buffered handler',
       LAMBDA_MODULE: join(root, 'dist/lambda.mjs'),
     })
     expect(bundled.output()).toContain('dist/lambda.mjs listening')
-    expect(await deleteWithModernClient(bundled.url)).toContain('Deleted')
+    expect((await deleteWithOfficialClient(bundled.url)).text).toContain('Deleted')
   })
 
   it('lets the official 2026 client delete a note once the person confirms (buffered)', async () => {
-    expect(await deleteWithModernClient(buffered.url)).toContain('Deleted')
+    expect((await deleteWithOfficialClient(buffered.url)).text).toContain('Deleted')
   })
 
   it('connects the v1 SDK client with its defaults (its GET answered 405) and serves its calls (buffered)', async () => {

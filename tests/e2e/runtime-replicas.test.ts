@@ -6,8 +6,11 @@
  * scratch database) or, without the function platforms, which need PostgreSQL, SQLite (one data
  * directory, its key file written by the first to start and read by the others). An interactive flow sealed on one runtime finishes on another (each round's
  * `X-Replica` says which answered), a listen stream on one runtime hears a change made through
- * another (PostgreSQL's LISTEN/NOTIFY bus on each), and a 2025 session opened on one runtime serves
- * calls on the others. Without a PostgreSQL server its part is skipped, visibly (under CI it fails).
+ * another (PostgreSQL's LISTEN/NOTIFY bus on each), a 2025 session opened on one runtime serves
+ * calls on the others, and the real clients with their defaults (the official 2026 client, the v1
+ * SDK client) finish an interactive delete on each; where a runtime sends a response's head only with
+ * its first bytes, a quiet 2025 GET stream opens with a comment. Without a PostgreSQL server its part is
+ * skipped, visibly (under CI it fails).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { McpClient, type JsonRpcNotification } from '../../src/client/index.ts'
@@ -15,7 +18,9 @@ import { HEADER_SESSION_ID } from '../../src/mcp/legacy/protocol.ts'
 import { HEADER_PROTOCOL_VERSION } from '../../src/mcp/protocol.ts'
 import { LEGACY_VERSION, openSessionAt } from '../support/legacy-request.ts'
 import { toolResultText } from '../support/mcp-request.ts'
+import { deleteWithOfficialClient, deleteWithV1Client } from '../support/client-deletes.ts'
 import { testDatabaseUrl } from '../support/postgres.ts'
+import { within } from '../support/within.ts'
 import {
   startPostgresReplicas,
   startServer,
@@ -36,6 +41,11 @@ function pairsOf(runtimes: readonly Runtime[]) {
   )
 }
 const PAIRS = pairsOf(RUNTIMES)
+/**
+ * The runtimes that send a streamed response's head only with its first bytes, where an event
+ * stream opens with a comment (`src/http/event-stream-head.ts`).
+ */
+const HEAD_ONLY_WITH_BYTES: readonly Runtime[] = ['bun', 'lambda', 'netlify']
 
 /** Replicas by runtime, their `REPLICA_ID` the runtime's name. */
 type Replicas = Record<Runtime, ServerProcess>
@@ -136,6 +146,47 @@ describe.skipIf(!serverUrl)(
         expect((await heard.promise).method).toBe('notifications/resources/list_changed')
         stop.abort()
         await listening
+      }
+    )
+
+    it.for(
+      RUNTIMES.flatMap((runtime) => [
+        [runtime, 'the official 2026 client', deleteWithOfficialClient] as const,
+        [runtime, 'the v1 SDK client', deleteWithV1Client] as const,
+      ])
+    )(
+      'on %s, lets %s with its defaults delete a note once the person confirms',
+      async ([runtime, , flow]) => {
+        const { text, asked } = await flow(replicas[runtime].url)
+        expect(text).toContain('Deleted')
+        expect(asked).toEqual(['elicitation/create'])
+      }
+    )
+
+    it.for(HEAD_ONLY_WITH_BYTES)(
+      "on %s, sends a quiet 2025 GET stream's head at once, the stream opening with a comment",
+      async (runtime) => {
+        const { url } = replicas[runtime]
+        const session = await openSessionAt(url)
+        const stop = new AbortController()
+        const response = await within(
+          fetch(url, {
+            signal: stop.signal,
+            headers: {
+              accept: 'text/event-stream',
+              [HEADER_SESSION_ID]: session,
+              [HEADER_PROTOCOL_VERSION]: LEGACY_VERSION,
+            },
+          }),
+          "the GET stream's head"
+        )
+        expect(response.status).toBe(200)
+        const first = await within(
+          response.body!.getReader().read(),
+          "the GET stream's first bytes"
+        )
+        expect(new TextDecoder().decode(first.value)).toMatch(/^: /)
+        stop.abort()
       }
     )
 
