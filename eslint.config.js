@@ -21,6 +21,7 @@ export default defineConfig(
       'loadtest-results/',
       'conformance-results/',
       '.wrangler/',
+      'dist/',
     ],
   },
   eslint.configs.recommended,
