@@ -56,6 +56,12 @@ export interface AppDeps {
   /** Auth parts shared across apps (with `config.auth`); built per app when absent. */
   auth?: AuthServices
   /**
+   * Set where the runtime sends a response only once it has ended (Lambda behind API Gateway): why a
+   * 2025 call cannot ask the person mid-call, its answer to a call that would
+   * (`InteractiveFlowBounds.unavailable`).
+   */
+  wholeResponses?: string
+  /**
    * Serves tasks (`import_notes`, `export_notes`; records in `store`): Node runs its share of them
    * and takes over those of replicas that died; the Worker passes a scheduler that hands each to its
    * Durable Object runner. The cap on live tasks and the retention of ended ones come from
@@ -91,6 +97,7 @@ export function createApp(config: Config, deps: AppDeps): Hono {
       sessions: store,
       sessionTtlSeconds: config.sessionTtlSeconds,
       limits: config.sessionLimits,
+      input: deps.wholeResponses === undefined ? undefined : { unavailable: deps.wholeResponses },
     },
     tasks: deps.tasks && { ...config.tasks, ...deps.tasks, store, now },
     telemetry: deps.telemetry,

@@ -13,8 +13,10 @@
  * - `bufferedHandler`: API Gateway HTTP APIs, and Function URLs in the BUFFERED mode (`handle`). A
  *   response reaches the client only once it has ended, so what holds one open is refused before the
  *   app: `subscriptions/listen` answers -32601 (HTTP 404) and the 2025 GET stream 405 (what the 2025
- *   transport lets a server without one answer). A 2025 call that asks the person mid-call cannot be
- *   told apart before it asks: through this handler it waits until the gateway's timeout.
+ *   transport lets a server without one answer); a 2025 call that would ask the person mid-call
+ *   ends, when it would ask, with a tool error saying why (its questions could not reach the client
+ *   before its response). The 2026-07-28 era's interactive flows are plain rounds and work.
+ * A function uses one of the two; each opens its own replica on first use.
  */
 import { Hono } from 'hono'
 import { handle, streamHandle } from 'hono/aws-lambda'
@@ -22,10 +24,20 @@ import { jsonRpcError, peekRequestId } from './http/errors.ts'
 import { withStreamHeadFirst } from './http/event-stream-head.ts'
 import { ErrorCode } from './mcp/errors.ts'
 import { HEADER_METHOD, METHODS } from './mcp/protocol.ts'
-import { functionReplica } from './node/function-replica.ts'
+import { functionReplica, type FunctionPlatform } from './node/function-replica.ts'
 
-/** Streams end within Lambda's longest timeout (900 s), with room to end well. */
-const serve = functionReplica({ runtime: 'Lambda', title: 'AWS Lambda', streamMaxSeconds: 840 })
+/** Lambda; streams end within its longest timeout (900 s), with room to end well. */
+const LAMBDA: FunctionPlatform = { runtime: 'Lambda', title: 'AWS Lambda', streamMaxSeconds: 840 }
+
+const serveStreamed = functionReplica(LAMBDA)
+
+const serveBuffered = functionReplica({
+  ...LAMBDA,
+  wholeResponses:
+    'This server sends whole responses here (AWS Lambda, buffered), so it cannot ask you anything ' +
+    'in the middle of a call made over a 2025 session: the call stopped where it would have asked. ' +
+    'Connect through its function URL in the RESPONSE_STREAM mode, or with a 2026-07-28 client.',
+})
 
 /** What a request body may be for its id to be read into a refusal (the listen request is small). */
 const PEEK_BYTES = 64 * 1024
@@ -34,7 +46,9 @@ const PEEK_BYTES = 64 * 1024
  * The app streamed: every request goes to the replica, an event stream begun by a comment so its
  * head goes out at once (`http/event-stream-head.ts`).
  */
-const streamed = new Hono().all('*', async (c) => withStreamHeadFirst(await serve(c.req.raw)))
+const streamed = new Hono().all('*', async (c) =>
+  withStreamHeadFirst(await serveStreamed(c.req.raw))
+)
 
 /** The app buffered: what holds a response open is refused first (module header). */
 const buffered = new Hono()
@@ -58,7 +72,7 @@ const buffered = new Hono()
       ErrorCode.MethodNotFound
     )
   })
-  .all('*', (c) => serve(c.req.raw))
+  .all('*', (c) => serveBuffered(c.req.raw))
 
 /** Function URLs in the RESPONSE_STREAM invoke mode. */
 export const handler = streamHandle(streamed)

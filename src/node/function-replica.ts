@@ -34,6 +34,8 @@ export interface FunctionPlatform {
   title: string
   /** STREAM_MAX_SECONDS unless set: below the platform's longest invocation. */
   streamMaxSeconds: number
+  /** Set where it sends responses whole: why 2025 calls cannot ask mid-call (`AppDeps`). */
+  wholeResponses?: string
 }
 
 /** The settings a function cannot do without, and why. */
@@ -70,6 +72,7 @@ export function functionReplica(
       opening = (async () =>
         openReplica(functionEnvironment(process.env, platform), platform.runtime, {
           serveTasks: false,
+          wholeResponses: platform.wholeResponses,
         }))()
       opening.catch(() => (opening = undefined))
     }

@@ -39,6 +39,8 @@ export interface ReplicaOptions {
    * (Lambda): the tasks extension is then not advertised, as the engine does without `tasks`.
    */
   serveTasks?: boolean
+  /** Set where responses are sent whole: why 2025 calls cannot ask mid-call (`AppDeps`). */
+  wholeResponses?: string
 }
 
 /** A replica opened, not yet served: its entry listens and drains it. */
@@ -135,6 +137,7 @@ export async function openReplica(
             },
           },
     telemetry: telemetry?.telemetry,
+    wholeResponses: options.wholeResponses,
   })
   return {
     config,

@@ -10,8 +10,9 @@
  *   auth under a public name): 500 without detail, the reason in the log.
  * On Lambda alone: the one-file bundle `npm run build:lambda` writes serves too, and through
  * `bufferedHandler` (API Gateway HTTP APIs) the 2026 interactive flow works (its rounds are plain
- * requests), a 2025 host connects (its GET answered 405) and calls what needs no question, and what
- * needs a held-open response is refused with the JSON-RPC error and status named.
+ * requests), a 2025 host connects (its GET answered 405) and calls what needs no question, a 2025
+ * call that would ask ends with a tool error saying why, and what needs a held-open response is
+ * refused with the JSON-RPC error and status named.
  */
 import { execFile } from 'node:child_process'
 import { request as httpRequest } from 'node:http'
@@ -216,6 +217,22 @@ describe.skipIf(!serverUrl)('Lambda alone: its bundle and its buffered handler',
       expect(created.isError).toBeFalsy()
       const found = await host.callTool('search_notes', { query: 'Buffered' })
       expect(resultText(found)).toContain('Buffered 2025 note')
+    } finally {
+      await host.close()
+    }
+  })
+
+  it('ends a 2025 call that would ask the person with a tool error saying why, asking nothing and keeping the note (buffered)', async () => {
+    const host = await connectLegacyHost(buffered.url, { elicitation: {} })
+    try {
+      const created = await host.callTool('create_note', { title: 'Kept on Lambda' })
+      const id = (created.structuredContent as { note: { id: string } }).note.id
+      const deleted = await host.callTool('delete_note', { id })
+      expect(deleted.isError).toBe(true)
+      expect(resultText(deleted)).toContain('RESPONSE_STREAM')
+      expect(host.asked).toEqual([])
+      const kept = await host.callTool('get_note', { id })
+      expect(kept.isError).toBeFalsy()
     } finally {
       await host.close()
     }

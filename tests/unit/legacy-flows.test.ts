@@ -9,7 +9,8 @@
  *
  * Waits are events (the next SSE message, the end of a stream), never timers. Flows that must time out
  * (or must find an answer by polling the store) run on a handler built with short `legacy.input`
- * bounds, since `createApp` has no such option; `notesReplica` composes it as `createApp` does.
+ * bounds, since `createApp` has no such option; `notesReplica` composes it as `createApp` does (and
+ * so does the one that may not ask at all, `input.unavailable`).
  */
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { createApp } from '../../src/app.ts'
@@ -24,6 +25,7 @@ import {
 import { createMcpHandler } from '../../src/mcp/handler.ts'
 import { generateKey, importKeyRing } from '../../src/mcp/key-ring.ts'
 import { HEADER_SESSION_ID } from '../../src/mcp/legacy/protocol.ts'
+import type { InteractiveFlowBounds } from '../../src/mcp/legacy/transport.ts'
 import { MAX_ANSWER_ID_CHARS } from '../../src/mcp/legacy/rendezvous.ts'
 import { HEADER_PROTOCOL_VERSION } from '../../src/mcp/protocol.ts'
 import { StateSealer } from '../../src/mcp/sealed-state.ts'
@@ -62,7 +64,7 @@ const authApp = createApp(parseConfig(TEST_AUTH_ENV), { store, sealer, bus })
 const notesServer = createNotesServer()
 
 /** The notes app on the shared store and key ring as `createApp` composes it, with `input` bounds. */
-function notesReplica(replicaBus: EventBus, input: { timeoutMs?: number; answerPollMs?: number }) {
+function notesReplica(replicaBus: EventBus, input: InteractiveFlowBounds) {
   return createHttpApp({
     config: parseConfig({}),
     handler: createMcpHandler({
@@ -357,6 +359,25 @@ describe('delete_note through server→client requests', () => {
     const [final] = messages as [JsonObject]
     expect(final).toMatchObject({ id: 'del', result: { isError: true } })
     expect(final.result.content[0].text).toMatch(/elicitation/)
+    expect(await exists(noteId)).toBe(true)
+  })
+
+  it("ends the call with the deployment's reason, asking nothing, where responses are sent whole (input.unavailable)", async () => {
+    const reason = 'This deployment sends whole responses: it cannot ask mid-call.'
+    const wholeResponses = notesReplica(bus, { unavailable: reason })
+    const noteId = await seed('Whole responses')
+    const { session } = await startSession(wholeResponses, { capabilities: FORM_CLIENT })
+    const response = await session.request(
+      'tools/call',
+      { name: 'delete_note', arguments: { id: noteId } },
+      { id: 'del' }
+    )
+    expect(response.headers.get('content-type')).toMatch(/^application\/json/)
+    const messages = await readMessages(response)
+    expect(messages).toHaveLength(1)
+    const [final] = messages as [JsonObject]
+    expect(final).toMatchObject({ id: 'del', result: { isError: true } })
+    expect(final.result.content[0].text).toBe(reason)
     expect(await exists(noteId)).toBe(true)
   })
 

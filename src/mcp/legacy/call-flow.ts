@@ -19,7 +19,8 @@
  * call counts against the caps of `stream-limits.ts`, on the replica driving it, until it ends. A call
  * whose stream is not kept (its session has `MAX_STREAMS_KEPT_PER_SESSION` calls in progress already,
  * or the store failed: `call-stream.ts`) cannot wait for the client, and is refused before it asks
- * anything.
+ * anything; so is every call that would ask where responses reach the client only once they have
+ * ended (`InteractiveFlowBounds.unavailable`, its reason the answer).
  * A flow ended early is a tool error for `tools/call`, a JSON-RPC error otherwise. JSON-RPC errors
  * answer HTTP 200, as 2025 clients expect, but for a store that cannot be reached (503, `Retry-After`;
  * on a stream already open, its last event).
@@ -204,7 +205,8 @@ class CallFlow<Deps> implements FlowHost {
     asks: ReadonlyMap<string, InputRequest>,
     checkpoint: Omit<FlowCheckpoint, 'waiting'>
   ): Promise<FlowCheckpoint['waiting']> {
-    const { sessions } = this.#era
+    const { sessions, input } = this.#era
+    if (input?.unavailable) throw new FlowEndedError(input.unavailable)
     const { sid } = this.#session
     // A stream its first questions open is kept (recorded, leased) with their checkpoint, in one
     // write, and primed after it.

@@ -48,6 +48,12 @@ export interface InteractiveFlowBounds {
   maxRounds?: number
   urlPollMs?: number
   answerPollMs?: number
+  /**
+   * Set where a response reaches its client only once it has ended (a buffering gateway), so a
+   * call cannot ask its client anything mid-call: why, as a call that would ask ends with it (a
+   * tool error for `tools/call`) instead of waiting for answers to questions its client never sees.
+   */
+  unavailable?: string
 }
 
 /** What every part of the 2025-era face serves with, resolved once when the era is built. */
