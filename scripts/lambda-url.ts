@@ -11,7 +11,8 @@
  * - `netlify`: the one Netlify's gateway hands a function built by Netlify (`rawUrl`, `path`,
  *   `httpMethod`, headers single and multi-valued), for the entry point of
  *   `scripts/netlify-build.ts`'s output, whose bootstrap turns it into a `Request`.
- * In both the body is base64-encoded unless it is text. The handler's result is written back, as a
+ * In both the body is base64-encoded unless it is text, and one over the platforms' 6 MB payload
+ * bound is refused with 413 before the function runs. The handler's result is written back, as a
  * stream when the handler streams (RESPONSE_STREAM), else whole (BUFFERED, an API Gateway HTTP API).
  * PUBLIC_URL defaults to the URL served here. The module is loaded at start, as Lambda's init phase
  * does. What this does not reproduce: Lambda freezing the execution environment between
@@ -103,9 +104,23 @@ interface Received {
   text: boolean
 }
 
+/** Lambda's bound on a request's payload (6 MB, Netlify's too): a gateway refuses more with 413. */
+const MAX_PAYLOAD_BYTES = 6 * 1024 * 1024
+
+/** A request over {@link MAX_PAYLOAD_BYTES}, refused before the function is invoked. */
+class PayloadTooLargeError extends Error {
+  override name = 'PayloadTooLargeError'
+}
+
 async function receive(request: IncomingMessage, host: string): Promise<Received> {
   const chunks: Buffer[] = []
-  for await (const chunk of request) chunks.push(chunk as Buffer)
+  let size = 0
+  // Read to its end either way (so the client reads the refusal), keeping at most the bound.
+  for await (const chunk of request) {
+    size += (chunk as Buffer).length
+    if (size <= MAX_PAYLOAD_BYTES) chunks.push(chunk as Buffer)
+  }
+  if (size > MAX_PAYLOAD_BYTES) throw new PayloadTooLargeError()
   const headers = request.headersDistinct as Record<string, string[]>
   return {
     url: new URL(request.url ?? '/', `http://${host}`),
@@ -248,9 +263,13 @@ const server = createServer((request, response) => {
     )
     .then((result) => respond(response, result as FunctionResult))
     .catch((error: unknown) => {
-      console.error('the function failed:', error)
-      if (!response.headersSent) response.writeHead(502, { 'content-type': 'application/json' })
-      response.end(JSON.stringify({ message: 'Internal Server Error' }))
+      const tooLarge = error instanceof PayloadTooLargeError
+      if (!tooLarge) console.error('the function failed:', error)
+      if (!response.headersSent)
+        response.writeHead(tooLarge ? 413 : 502, { 'content-type': 'application/json' })
+      response.end(
+        JSON.stringify({ message: tooLarge ? 'Request Entity Too Large' : 'Internal Server Error' })
+      )
     })
 })
 server.listen(port, host, () => {

@@ -57,9 +57,9 @@
 import type { Hono } from 'hono'
 import { createApp, notesServer, type AppDeps } from './app.ts'
 import { createAuthServices } from './auth/services.ts'
-import { ConfigError, assertSafeExposure, parseConfig, type Config } from './config.ts'
+import { ConfigError, parseConfig, type Config } from './config.ts'
 import { publicBaseUrl } from './http/app.ts'
-import { MISCONFIGURED, setupFailed } from './http/errors.ts'
+import { refusedExposure, setupFailed, setupFailure } from './http/serverless.ts'
 import { consoleLogger, logError } from './mcp/logger.ts'
 import { importKeyRing, parseKeyRing } from './mcp/key-ring.ts'
 import { StateSealer } from './mcp/sealed-state.ts'
@@ -246,18 +246,14 @@ export default {
       if (error instanceof D1SchemaMissingError) {
         return setupFailed(503, 'Service unavailable: the database is not migrated yet.')
       }
-      if (error instanceof ConfigError || error instanceof WorkerSetupError) {
-        return setupFailed(500, MISCONFIGURED)
-      }
-      // Anything else (D1 unreachable, say) is most likely passing: a client may retry.
-      return setupFailed(503, 'Service unavailable: the server could not start; try again shortly.')
+      // A misconfiguration is 500; anything else (D1 unreachable, say) is most likely passing: 503.
+      return setupFailure(
+        error,
+        (cause) => cause instanceof ConfigError || cause instanceof WorkerSetupError
+      )
     }
-    try {
-      assertSafeExposure({ ...ready.config, host: new URL(request.url).hostname })
-    } catch (error) {
-      logError('refusing an unauthenticated public deployment', error)
-      return setupFailed(500, MISCONFIGURED)
-    }
+    const refused = refusedExposure(ready.config, request)
+    if (refused) return refused
     const response = await appFor(ready, request).fetch(request)
     if (ready.telemetry) ctx?.waitUntil(ready.telemetry.afterRequest())
     return response

@@ -4,8 +4,9 @@
  * text written by the engine's one writer (`mcp/errors.ts`, `errorResponseText`): 403 for a foreign
  * Origin/Host, 413, 415 and the -32700 of a body that is not UTF-8, the refusals of auth
  * (`bearer-auth.ts`: 400/401/503, and the 403 step-up the engine asks for), 500 from `app.onError`,
- * and a serverless entry's 500/503 when it cannot set up (`setupFailed`: Workers, Lambda). Every 4xx carries a JSON-RPC error body, and
- * echoes the request id when the body is small enough to read it cheaply (`peekRequestId`).
+ * and a serverless entry's 500/503 when it cannot set up (`serverless.ts`). Every 4xx carries a
+ * JSON-RPC error body, and echoes the request id when the body is small enough to read it cheaply
+ * (`peekRequestId`).
  */
 import type { Context } from 'hono'
 import { ErrorCode, errorResponseText, type ErrorCode as Code } from '../mcp/errors.ts'
@@ -35,22 +36,4 @@ export function jsonRpcError(
     status,
     headers: { 'content-type': 'application/json', ...headers },
   })
-}
-
-/** What a serverless entry answers while the deployment, not the request, is at fault. */
-export const MISCONFIGURED =
-  'Internal error: the server is misconfigured; the reason is in its log.'
-
-/**
- * The answer of a serverless entry (Workers, Lambda) that could not set up: 500 for a
- * misconfiguration, 503 for what is likely passing; never cached, the reason only in the log.
- */
-export function setupFailed(status: 500 | 503, message: string): Response {
-  return jsonRpcError(
-    null,
-    status,
-    message,
-    { 'cache-control': 'no-store' },
-    ErrorCode.InternalError
-  )
 }

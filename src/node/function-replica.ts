@@ -5,7 +5,8 @@
  * platform's entry (`lambda.ts`, `netlify.ts`) hands them over. The replica is opened by the first
  * request an instance serves and kept for the next ones; a failed open is not kept, so the next
  * request tries again, and until then requests get a JSON-RPC error without detail (500 for a
- * misconfiguration, 503 otherwise), the reason going to the function's log. What these platforms
+ * misconfiguration, 503 otherwise: `http/serverless.ts`), the reason going to the function's log.
+ * What these platforms
  * share, decided here:
  * - DATABASE_URL, STATE_KEYS and PUBLIC_URL are required: an instance's disk is its own and
  *   short-lived (no SQLite file or generated key ring would be shared), and it has no address of its
@@ -22,8 +23,8 @@
  * - no drain: an instance ends without telling the function; the leases it held lapse and another
  *   instance takes the 2025 calls over, as after a crash.
  */
-import { ConfigError, assertSafeExposure } from '../config.ts'
-import { MISCONFIGURED, setupFailed } from '../http/errors.ts'
+import { ConfigError } from '../config.ts'
+import { refusedExposure, setupFailure } from '../http/serverless.ts'
 import { logError } from '../mcp/logger.ts'
 import { openReplica, type Replica, type ReplicaRuntime } from './replica.ts'
 
@@ -55,8 +56,10 @@ export function functionEnvironment(
     throw new ConfigError(
       `On ${platform.title}, set ${missing.map(([name, why]) => `${name} (${why})`).join('; ')}.`
     )
+  // A PUBLIC_URL that is no URL gets no default here: the configuration's parser names it.
+  const publicUrl = URL.parse(env.PUBLIC_URL!)
   return {
-    ALLOWED_HOSTS: new URL(env.PUBLIC_URL!).hostname,
+    ...(publicUrl && { ALLOWED_HOSTS: publicUrl.hostname }),
     STREAM_MAX_SECONDS: String(platform.streamMaxSeconds),
     ...env,
   }
@@ -85,16 +88,8 @@ export function functionReplica(
       ready = await replica()
     } catch (error) {
       logError(`${platform.title} setup failed`, error)
-      return error instanceof ConfigError
-        ? setupFailed(500, MISCONFIGURED)
-        : setupFailed(503, 'Service unavailable: the server could not start; try again shortly.')
+      return setupFailure(error, (cause) => cause instanceof ConfigError)
     }
-    try {
-      assertSafeExposure({ ...ready.config, host: new URL(request.url).hostname })
-    } catch (error) {
-      logError('refusing an unauthenticated public deployment', error)
-      return setupFailed(500, MISCONFIGURED)
-    }
-    return ready.app.fetch(request)
+    return refusedExposure(ready.config, request) ?? ready.app.fetch(request)
   }
 }

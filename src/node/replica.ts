@@ -9,7 +9,8 @@
  * telemetry (`node/telemetry.ts`, a dynamic import: without them nothing of OpenTelemetry is loaded).
  * Each runtime's entry serves `app.fetch` with its own HTTP server and drains with `node/drain.ts`:
  * `node/server.ts` (Node), `deno.ts`, `bun.ts`; on function platforms (Lambda, Netlify), which
- * neither listen nor drain, `node/function-replica.ts` answers with it. `startOrExit` is the listening entries' common way to fail at start.
+ * neither listen nor drain, `node/function-replica.ts` answers with it. `startOrExit` is the
+ * listening entries' common way to fail at start.
  */
 import type { Hono } from 'hono'
 import { join } from 'node:path'
@@ -36,7 +37,7 @@ export interface ReplicaOptions {
   wrapStore?: (store: NotesStore) => NotesStore
   /**
    * Whether the replica serves tasks (default true); false where nothing runs after a response
-   * (Lambda): the tasks extension is then not advertised, as the engine does without `tasks`.
+   * (the function platforms): the tasks extension is then not advertised.
    */
   serveTasks?: boolean
   /** Set where responses are sent whole: why 2025 calls cannot ask mid-call (`AppDeps`). */

@@ -148,16 +148,21 @@ describe.skipIf(!serverUrl).each(PLATFORMS)(
       expect(toolResultText(found)).toContain(`Also imported on ${title}`)
     })
 
-    it.for(['DATABASE_URL', 'STATE_KEYS'])(
-      'answers 500 without %s, naming it only in the log',
-      async (name) => {
-        const misconfigured = await start({ [name]: '' })
+    it.for([
+      ['DATABASE_URL', '', `On ${title}, set DATABASE_URL`],
+      ['STATE_KEYS', '', `On ${title}, set STATE_KEYS`],
+      ['PUBLIC_URL', '', `On ${title}, set PUBLIC_URL`],
+      ['PUBLIC_URL', 'not a url', 'PUBLIC_URL: Invalid URL'],
+    ] as const)(
+      'answers 500 with %s set to "%s", naming it only in the log',
+      async ([name, value, logged]) => {
+        const misconfigured = await start({ [name]: value })
         const answer = await post(misconfigured.url, 'server/discover')
         expect(answer.status).toBe(500)
         expect(await answer.json()).toMatchObject({
           error: { code: -32603, message: MISCONFIGURED },
         })
-        await printed(misconfigured, `On ${title}, set ${name}`)
+        await printed(misconfigured, logged)
       }
     )
 
@@ -183,7 +188,7 @@ describe.skipIf(!serverUrl).each(PLATFORMS)(
         ALLOW_UNAUTHENTICATED: '1',
       })
       // Past the check: the engine's own answer to a GET without a session.
-      expect((await getUnderHost(allowed.url, 'notes.example')).status).not.toBe(500)
+      expect((await getUnderHost(allowed.url, 'notes.example')).status).toBe(405)
     })
   }
 )
@@ -204,6 +209,16 @@ describe.skipIf(!serverUrl)('Lambda alone: its bundle and its buffered handler',
     })
     expect(bundled.output()).toContain('dist/lambda.mjs listening')
     expect((await deleteWithOfficialClient(bundled.url)).text).toContain('Deleted')
+  })
+
+  it("refuses a body over the platform's 6 MB payload bound with 413 before the function runs", async () => {
+    const answer = await fetch(buffered.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: 'x'.repeat(6 * 1024 * 1024 + 1),
+    })
+    expect(answer.status).toBe(413)
+    expect(await answer.json()).toEqual({ message: 'Request Entity Too Large' })
   })
 
   it('lets the official 2026 client delete a note once the person confirms (buffered)', async () => {

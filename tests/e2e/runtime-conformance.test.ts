@@ -1,9 +1,9 @@
 /**
  * The official conformance referee (`scripts/conformance.ts --url`) against the conformance fixture
  * served on the Deno and Bun binaries npm installs (`tests/conformance/fixture-server.ts`, the Node
- * entry as it is: `npm run start:fixture:deno`, `npm run start:fixture:bun`) and on Lambda's Node.js
- * runtime as `lambda-local` runs it behind a local function URL (`tests/conformance/fixture-lambda.ts`,
- * the streaming handler: `npm run start:fixture:lambda`) and on Netlify's, built as Netlify builds it
+ * entry as it is: `npm run start:fixture:deno`, `npm run start:fixture:bun`), on Lambda's Node.js
+ * runtime as `lambda-local` runs it behind a local function URL (`fixture-lambda.ts`, the streaming
+ * handler: `npm run start:fixture:lambda`) and on Netlify's, built as Netlify builds it
  * (`tests/conformance/netlify/`: `npm run start:fixture:netlify`; its 2025 sessions in a scratch
  * PostgreSQL database, skipped visibly without one outside CI): both legs, requirement set
  * 2026-07-28 and, through 2025-era sessions, 2025-11-25, one after the other on one process per
@@ -27,7 +27,7 @@ import { startServer, type Runtime, type ServerProcess } from '../support/server
 const RUNTIMES: ReadonlyArray<Exclude<Runtime, 'node'>> = ['deno', 'bun', 'lambda', 'netlify']
 const SUFFIX: Record<RequirementSet, string> = { '2026-07-28': '', '2025-11-25': '-2025' }
 
-/** Netlify's bundle carries no SQLite migration files: there the fixture's sessions live in PostgreSQL. */
+/** Netlify's bundle has no SQLite migration files: there the fixture keeps sessions in PostgreSQL. */
 const IN_POSTGRES: ReadonlySet<Runtime> = new Set(['netlify'])
 const serverUrl = await testDatabaseUrl()
 

@@ -4,13 +4,14 @@
  * `npm run start:lambda`) and Netlify (its function built as Netlify builds it,
  * `npm run start:netlify`) as replicas of one deployment: one key ring and one store, PostgreSQL (a
  * scratch database) or, without the function platforms, which need PostgreSQL, SQLite (one data
- * directory, its key file written by the first to start and read by the others). An interactive flow sealed on one runtime finishes on another (each round's
- * `X-Replica` says which answered), a listen stream on one runtime hears a change made through
- * another (PostgreSQL's LISTEN/NOTIFY bus on each), a 2025 session opened on one runtime serves
- * calls on the others, and the real clients with their defaults (the official 2026 client, the v1
- * SDK client) finish an interactive delete on each; where a runtime sends a response's head only with
- * its first bytes, a quiet 2025 GET stream opens with a comment. Without a PostgreSQL server its part is
- * skipped, visibly (under CI it fails).
+ * directory, its key file written by the first to start and read by the others). An interactive
+ * flow sealed on one runtime finishes on another (each round's `X-Replica` says which answered), a
+ * listen stream on one runtime hears a change made through another (PostgreSQL's LISTEN/NOTIFY bus
+ * on each), a 2025 session opened on one runtime serves calls on the others, and the real clients
+ * with their defaults (the official 2026 client, the v1 SDK client) finish an interactive delete on
+ * each; where a runtime sends a response's head only with its first bytes, a quiet 2025 GET stream
+ * opens with a comment. Without a PostgreSQL server its part is skipped, visibly (under CI it
+ * fails).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { McpClient, type JsonRpcNotification } from '../../src/client/index.ts'

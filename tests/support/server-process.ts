@@ -96,16 +96,26 @@ function denoServeArgs(env: Record<string, string>): string[] {
     .map((word) => word.replace(/^\$\{(\w+):-[^}]*\}$/, (_whole, name: string) => env[name]!))
 }
 
+/** The Netlify builds of this test file, by functions folder: each is built once, then served often. */
+const netlifyBuilds = new Map<string, Promise<string>>()
+
 /** The entry point of the one function in `folder`, built as Netlify builds it into a new folder. */
-async function netlifyEntryPoint(folder: string): Promise<string> {
-  const { stdout } = await run(process.execPath, [
-    join(root, 'scripts/netlify-build.ts'),
-    join(root, folder),
-    await tempDataDir(),
-  ])
-  const [entryPoint, ...more] = stdout.trim().split('\n')
-  if (!entryPoint || more.length > 0) throw new Error(`not one Netlify function in ${folder}`)
-  return entryPoint
+function netlifyEntryPoint(folder: string): Promise<string> {
+  let built = netlifyBuilds.get(folder)
+  if (!built) {
+    built = (async () => {
+      const { stdout } = await run(process.execPath, [
+        join(root, 'scripts/netlify-build.ts'),
+        join(root, folder),
+        await tempDataDir(),
+      ])
+      const [entryPoint, ...more] = stdout.trim().split('\n')
+      if (!entryPoint || more.length > 0) throw new Error(`not one Netlify function in ${folder}`)
+      return entryPoint
+    })()
+    netlifyBuilds.set(folder, built)
+  }
+  return built
 }
 
 /**
