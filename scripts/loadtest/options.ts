@@ -7,9 +7,9 @@
 import { resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { FAULT_KINDS, type FaultKind } from './faults/fault.ts'
+import type { StoreKind } from './store.ts'
 
 export type Mode = 'direct' | 'balanced'
-export type StoreKind = 'postgres' | 'sqlite'
 /** How nginx picks a replica: any but the one that served the flow's last round, or any. */
 export type Balancer = 'avoid-previous' | 'round-robin'
 

@@ -32,7 +32,9 @@ import {
   findPostgresServer,
   LOCAL_POSTGRES_CANDIDATES,
 } from '../support/postgres.ts'
-import type { StoreKind } from './options.ts'
+
+/** The stores a run can share (`--store NAME`). */
+export type StoreKind = 'postgres' | 'sqlite'
 
 export interface SharedStore {
   kind: StoreKind

@@ -1,7 +1,7 @@
 /**
  * The layering of README "Architecture", read from the import statements of every TypeScript module
  * (type-only imports, re-exports and dynamic `import()` included):
- * - no import cycles among the modules of `src/` and `routes/`;
+ * - no import cycles among the modules of `src/` and `routes/`, nor among those of `scripts/`;
  * - the layers, bottom to top: the engine (`src/mcp/`) < the notes application (`src/notes/`) <
  *   its adapters and services (`src/storage/`, `src/auth/`, `src/telemetry/`, `src/config.ts`) < the
  *   HTTP face (`src/http/`, `routes/`) < the composition root (`src/app.ts`) < the runtimes
@@ -69,9 +69,9 @@ function crossings(from: string, into: string, except: readonly string[] = []): 
 
 type Graph = ReadonlyMap<string, readonly string[]>
 
-/** The modules of `src/` and `routes/`, each with the modules of those folders it imports. */
-function serverGraph(): Graph {
-  const files = [...modules('src'), ...modules('routes')]
+/** The modules under `dirs`, each with its relative imports (cycles are sought among `dirs`). */
+function importGraph(...dirs: string[]): Graph {
+  const files = dirs.flatMap((dir) => modules(dir))
   return new Map(files.map((file) => [file, [...new Set(localImports(file))]]))
 }
 
@@ -233,7 +233,7 @@ function arrows(graph: Graph, from: string, into: string): string[] {
 }
 
 describe('module layout', () => {
-  const graph = serverGraph()
+  const graph = importGraph('src', 'routes')
 
   it('finds the imports it checks', () => {
     expect(localImports('src/app.ts')).toContain('routes/share.ts')
@@ -300,6 +300,10 @@ describe('module layout', () => {
 
   it('has no import cycles in src/ and routes/', () => {
     expect(cycles(graph)).toEqual([])
+  })
+
+  it('has no import cycles in scripts/', () => {
+    expect(cycles(importGraph('scripts'))).toEqual([])
   })
 
   it('imports nothing from a higher layer, and across a layer only the allowed peer arrows', () => {
