@@ -11,6 +11,7 @@
  */
 import type { Context, MiddlewareHandler } from 'hono'
 import { bodyLimit } from 'hono/body-limit'
+import { declaredTooLarge } from '../mcp/request-guard.ts'
 
 export interface LimitBodyOptions {
   maxBytes: number
@@ -20,10 +21,9 @@ export interface LimitBodyOptions {
 export function limitBody({ maxBytes, onError }: LimitBodyOptions): MiddlewareHandler {
   const streamingLimit = bodyLimit({ maxSize: maxBytes, onError })
   return async function limitBody(c, next) {
-    const length = c.req.header('content-length')
-    if (length !== undefined && c.req.header('transfer-encoding') === undefined) {
-      if (!/^\d+$/.test(length) || Number(length) > maxBytes) return onError(c)
-      return next()
+    const headers = c.req.raw.headers
+    if (headers.has('content-length') && !headers.has('transfer-encoding')) {
+      return declaredTooLarge(headers, maxBytes) ? onError(c) : next()
     }
     return streamingLimit(c, next)
   }

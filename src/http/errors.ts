@@ -9,8 +9,8 @@
  * (`peekRequestId`).
  */
 import type { Context } from 'hono'
-import { ErrorCode, errorResponseText, type ErrorCode as Code } from '../mcp/errors.ts'
 import { requestIdOf } from '../mcp/envelope.ts'
+import { jsonRpcErrorResponse } from '../mcp/request-guard.ts'
 import type { RequestId } from '../mcp/wire.ts'
 
 /** Best-effort id of a JSON-RPC request body, read as the envelope reads it (`null` when it cannot be). */
@@ -24,16 +24,5 @@ export async function peekRequestId(c: Context, maxBytes: number): Promise<Reque
   }
 }
 
-/** A JSON-RPC error response with `status`; `headers` are added to its `content-type`. */
-export function jsonRpcError(
-  id: RequestId | null,
-  status: number,
-  message: string,
-  headers: Record<string, string> = {},
-  code: Code = ErrorCode.InvalidRequest
-): Response {
-  return new Response(errorResponseText(id, { code, message }), {
-    status,
-    headers: { 'content-type': 'application/json', ...headers },
-  })
-}
+/** A JSON-RPC error response with `status` (the engine's writer, `mcp/request-guard.ts`). */
+export const jsonRpcError = jsonRpcErrorResponse

@@ -9,6 +9,12 @@
 import { Hono, type Context, type MiddlewareHandler } from 'hono'
 import { ErrorCode } from '../mcp/errors.ts'
 import type { McpHandler, McpHttpInput } from '../mcp/http-input.ts'
+import {
+  isJsonMediaType,
+  NOT_UTF8_MESSAGE,
+  tooLargeMessage,
+  UNSUPPORTED_MEDIA_TYPE_MESSAGE,
+} from '../mcp/request-guard.ts'
 import { decodeUtf8 } from '../mcp/utf8.ts'
 import { limitBody } from './body-limit.ts'
 import { jsonRpcError, peekRequestId } from './errors.ts'
@@ -43,30 +49,22 @@ export function mcpRoute({ handler, maxBodyBytes, authenticate }: McpRouteOption
     '/mcp',
     limitBody({
       maxBytes: maxBodyBytes,
-      onError: () =>
-        jsonRpcError(null, 413, `Payload Too Large: the body exceeds ${maxBodyBytes} bytes.`),
+      onError: () => jsonRpcError(null, 413, tooLargeMessage(maxBodyBytes)),
     }),
     authenticate,
     async function serveMcp(c) {
-      const type = c.req.header('content-type')
-      if (!type || !/^application\/json\s*(;|$)/i.test(type)) {
+      if (!isJsonMediaType(c.req.header('content-type'))) {
         return jsonRpcError(
           await peekRequestId(c, maxBodyBytes),
           415,
-          'Unsupported Media Type: send the JSON-RPC message as application/json.'
+          UNSUPPORTED_MEDIA_TYPE_MESSAGE
         )
       }
       let body: string
       try {
         body = decodeUtf8(await c.req.arrayBuffer())
       } catch {
-        return jsonRpcError(
-          null,
-          400,
-          'Parse error: the body is not valid UTF-8.',
-          {},
-          ErrorCode.ParseError
-        )
+        return jsonRpcError(null, 400, NOT_UTF8_MESSAGE, {}, ErrorCode.ParseError)
       }
       return handler({ body, ...authenticated(c) })
     }

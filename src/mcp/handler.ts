@@ -4,7 +4,8 @@
  * standards only so it runs unchanged on Node and Workers. It parses the body once (`parseJson`, the
  * one gate of both eras) and lets it decide the era (`legacy/classify.ts`): 2025-era messages, and
  * GET/DELETE of 2025 sessions, go to `legacy/handler.ts` when `legacy` is configured, 2026-07-28
- * messages to `modern-era.ts`, which owns that revision's pipeline; other methods, and a GET or
+ * messages to `modern-era.ts`, which owns that revision's pipeline (without `legacy`, a 2025
+ * `initialize` is answered -32022 naming the revisions served); other methods, and a GET or
  * DELETE naming no session, are a 405 (`notPost` says the one exception, a 2025 client's DELETE).
  * With `tasks` it serves the tasks extension on the modern era (`tasks/engine.ts`) and starts this
  * replica's takeover loop. Nothing thrown inside reaches the client as a stack trace, and what
@@ -23,18 +24,24 @@ import { ErrorCode, McpError, errorMessage } from './errors.ts'
 import { validateStreamBounds, type EventStreamBounds } from './event-stream.ts'
 import type { EventBus } from './event-bus.ts'
 import { errorAnswer, ModernEra } from './modern-era.ts'
-import { TASKS_EXTENSION } from './protocol.ts'
+import { SUPPORTED_PROTOCOL_VERSIONS, TASKS_EXTENSION } from './protocol.ts'
 import type { StateSealer } from './sealed-state.ts'
 import { withExtension, type CompiledServer } from './server.ts'
 import { StreamLimits } from './stream-limits.ts'
 import { canListen } from './subscriptions.ts'
 import { classifyMessage, headerEra } from './legacy/classify.ts'
-import { DEFAULT_SESSION_TTL_SECONDS, HEADER_SESSION_ID } from './legacy/protocol.ts'
+import {
+  DEFAULT_SESSION_TTL_SECONDS,
+  HEADER_SESSION_ID,
+  LEGACY_METHODS,
+  LEGACY_PROTOCOL_VERSIONS,
+} from './legacy/protocol.ts'
 import { createLegacyEra, type LegacyEra, type LegacyEraOptions } from './legacy/handler.ts'
 import type { SessionStore } from './session-store.ts'
 import { TaskEngine } from './tasks/engine.ts'
 import { DEFAULT_TASK_TAKEOVER_INTERVAL_MS, type TaskOptions } from './tasks/options.ts'
 import type { McpTelemetry, RequestObservation, ServerTelemetry } from './observer.ts'
+import { isObject, isRequestId } from './wire.ts'
 
 export interface McpHandlerOptions<Deps> {
   server: CompiledServer<Deps>
@@ -135,14 +142,46 @@ export function createMcpHandler<Deps>(options: McpHandlerOptions<Deps>): McpHan
       const message = parseJson(input.body)
       observation = observer?.request(message, input.headers)
       // The body decides the era (legacy/classify.ts); the modern era is exactly 2026-07-28.
-      if (legacy && classifyMessage(message, input.headers) === 'legacy')
-        return legacy.post(message, input, observation)
+      if (classifyMessage(message, input.headers) === 'legacy') {
+        if (legacy) return legacy.post(message, input, observation)
+        if (isInitialize(message)) return modernOnly(message, logger, observation)
+      }
       return modern.post(message, input, observation)
     } catch (error) {
       if (!(error instanceof EnvelopeError)) throw error
       return errorAnswer(error.id, error.error, logger, observation, 'envelope')
     }
   }
+}
+
+/** Whether `message` is a 2025-era `initialize` request. */
+function isInitialize(message: unknown): message is { id?: unknown; params?: unknown } {
+  return isObject(message) && message.method === LEGACY_METHODS.initialize
+}
+
+/**
+ * A 2025-era `initialize` sent to an endpoint built without `legacy`: -32022 (HTTP 400) naming the
+ * revisions served, as a 2026-07-28 request of an unsupported revision is answered, instead of a
+ * complaint about the `_meta` a 2025 client cannot know it should send.
+ */
+function modernOnly(
+  message: { id?: unknown; params?: unknown },
+  logger: McpLogger,
+  observation: RequestObservation | undefined
+): Response {
+  const requested = isObject(message.params) ? message.params.protocolVersion : undefined
+  const error = new McpError(
+    ErrorCode.UnsupportedProtocolVersion,
+    `Unsupported protocol version: this server speaks MCP ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')} only, without initialize or sessions; 2025-era revisions (${LEGACY_PROTOCOL_VERSIONS.join(', ')}) are not served here.`,
+    { supported: [...SUPPORTED_PROTOCOL_VERSIONS], requested: requested ?? null }
+  )
+  return errorAnswer(
+    isRequestId(message.id) ? message.id : null,
+    error,
+    logger,
+    observation,
+    'envelope'
+  )
 }
 
 /** Aborted once this replica stops taking work over: at `draining`, or at `shutdown` without it. */
