@@ -2,10 +2,15 @@
  * @module tests/support/tasks
  * What the tasks tests share (tests/unit/tasks-*.test.ts in-process, tests/e2e/tasks-*.test.ts over
  * HTTP): the client capabilities that declare the tasks extension, one request to a server process,
- * and waiting for a task to reach a state by polling `tasks/get` as a client does, bounded without
- * asserting anything about timing.
+ * a task runner driven by hand, and waiting for a task to reach a state by polling `tasks/get` as a
+ * client does, bounded without asserting anything about timing.
  */
 import { TASKS_EXTENSION } from '../../src/mcp/protocol.ts'
+import {
+  DEFAULT_MAX_TASK_JOURNAL_CHARS,
+  DEFAULT_TASK_RESULT_TTL_MS,
+} from '../../src/mcp/tasks/options.ts'
+import { TaskRunner, type TaskRunnerOptions } from '../../src/mcp/tasks/runner.ts'
 import { expectResult, mcpInit, type JsonObject } from './mcp-request.ts'
 
 /** `_meta` client capabilities that declare the tasks extension (and nothing else). */
@@ -27,6 +32,24 @@ export async function rpcAt(
   headers.delete('host')
   headers.delete('content-length')
   return expectResult(await fetch(url, { ...init, headers }), id)
+}
+
+/**
+ * The task runner of a lone replica (`solo`, the owner its leases name) over `store`, with the
+ * engine's default bounds, for a test that launches or runs stored tasks itself.
+ */
+export function soloTaskRunner<Deps>(
+  options: Pick<TaskRunnerOptions<Deps>, 'server' | 'deps' | 'store' | 'logger'>
+): TaskRunner<Deps> {
+  return new TaskRunner({
+    ...options,
+    owner: 'solo',
+    leaseMs: 10_000,
+    maxRunning: 4,
+    maxJournalChars: DEFAULT_MAX_TASK_JOURNAL_CHARS,
+    resultTtlMs: DEFAULT_TASK_RESULT_TTL_MS,
+    now: Date.now,
+  })
 }
 
 /** How long a test waits for a task to get where it should before it fails. */

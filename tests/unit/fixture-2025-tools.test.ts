@@ -62,11 +62,16 @@ const textOf = (result: JsonObject) => {
   return result.content[0].text as string
 }
 
-/** The ask as a v1 SDK client parses it: nothing may be stripped or rejected. */
-function expectV1ClientReadsUnchanged(ask: JsonObject) {
+/**
+ * Round 1's one ask, under `key`, checked to reach a v1 SDK client unchanged: parsed with that
+ * client's own request schema, nothing may be stripped or rejected.
+ */
+async function askOf(name: string, args: JsonObject, key: string): Promise<JsonObject> {
+  const { ask } = await firstAsk(name, args, key)
   const schema =
     ask.method === 'elicitation/create' ? ElicitRequestSchema : CreateMessageRequestSchema
   expect(schema.parse(ask)).toEqual(ask)
+  return ask
 }
 
 describe('tools-list: the 2025 leg tools', () => {
@@ -117,15 +122,13 @@ describe('tools-call-sampling: test_sampling', () => {
   const args = { prompt: 'Test prompt for sampling' }
 
   it('asks sampling/createMessage with the prompt as the one user message and maxTokens 100', async () => {
-    const { ask } = await firstAsk('test_sampling', args, 'llm_response')
-    expect(ask).toEqual({
+    expect(await askOf('test_sampling', args, 'llm_response')).toEqual({
       method: 'sampling/createMessage',
       params: {
         messages: [{ role: 'user', content: { type: 'text', text: 'Test prompt for sampling' } }],
         maxTokens: 100,
       },
     })
-    expectV1ClientReadsUnchanged(ask)
   })
 
   it('returns "LLM response: …" with the sampled text', async () => {
@@ -156,8 +159,7 @@ describe('tools-call-elicitation: test_elicitation', () => {
   const args = { message: 'Please provide your information' }
 
   it('asks a form with the message and required username and email fields', async () => {
-    const { ask } = await firstAsk('test_elicitation', args, 'user_info')
-    expect(ask).toEqual({
+    expect(await askOf('test_elicitation', args, 'user_info')).toEqual({
       method: 'elicitation/create',
       params: {
         mode: 'form',
@@ -172,7 +174,6 @@ describe('tools-call-elicitation: test_elicitation', () => {
         },
       },
     })
-    expectV1ClientReadsUnchanged(ask)
   })
 
   it('returns "User response: …" with the action and the content', async () => {
@@ -192,7 +193,7 @@ describe('elicitation-sep1034-defaults: test_elicitation_sep1034_defaults', () =
   const name = 'test_elicitation_sep1034_defaults'
 
   it('asks a form whose five primitive fields carry their defaults', async () => {
-    const { ask } = await firstAsk(name, {}, 'form')
+    const ask = await askOf(name, {}, 'form')
     expect(ask.params.requestedSchema).toEqual({
       type: 'object',
       properties: {
@@ -208,7 +209,6 @@ describe('elicitation-sep1034-defaults: test_elicitation_sep1034_defaults', () =
         verified: { type: 'boolean', description: 'Verification status', default: true },
       },
     })
-    expectV1ClientReadsUnchanged(ask)
   })
 
   it('reports the values the person chose, and the defaults for fields left out', async () => {
@@ -235,7 +235,7 @@ describe('elicitation-sep1330-enums: test_elicitation_sep1330_enums', () => {
   }
 
   it('asks a form with all five enum shapes', async () => {
-    const { ask } = await firstAsk(name, {}, 'form')
+    const ask = await askOf(name, {}, 'form')
     expect(ask.params.requestedSchema).toEqual({
       type: 'object',
       properties: {
@@ -278,7 +278,6 @@ describe('elicitation-sep1330-enums: test_elicitation_sep1330_enums', () => {
       },
       required: ['untitledSingle', 'titledSingle', 'legacyEnum', 'untitledMulti', 'titledMulti'],
     })
-    expectV1ClientReadsUnchanged(ask)
   })
 
   it('reports the chosen options, multi selects as arrays', async () => {

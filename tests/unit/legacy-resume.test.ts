@@ -180,6 +180,27 @@ function on(app: ReturnType<typeof replica>, session: LegacySession): LegacySess
   return new LegacySession(app, session.id, session.protocolVersion)
 }
 
+/**
+ * `delete_note` asking on a replica that then dies, its stream dropped, its confirmation answered
+ * through `b`, whose clock sees the dead replica's lease as run out (`options` for more of `b`).
+ */
+async function orphanedDelete(title: string, options: ReplicaOptions = {}) {
+  const mortal = mortalStore()
+  const a = replica({ store: mortal.store })
+  const b = replica({ skewMs: PAST_THE_LEASE, ...options })
+  const flow = await deleteFlow(a, title)
+  mortal.die()
+  await flow.stream.cancel()
+  expect((await on(b, flow.session).answer(flow.ask.id as string, ACCEPT)).status).toBe(202)
+  return { ...flow, b }
+}
+
+/** `orphanedDelete` with its confirmation answered through a replica whose shutdown began. */
+async function answeredWhileDraining(title: string) {
+  const { b, ...flow } = await orphanedDelete(title, { draining: AbortSignal.abort() })
+  return { ...flow, draining: b }
+}
+
 /** Resumes `session`'s stream after event `lastEventId`. */
 function resume(session: LegacySession, lastEventId: string): Promise<Response> {
   return session.get({ 'last-event-id': lastEventId })
@@ -505,21 +526,6 @@ describe('resuming the GET notification stream', () => {
 })
 
 describe('a call that outlives its replica', () => {
-  /**
-   * `delete_note` asking on a replica that then dies, its stream dropped, its confirmation answered
-   * through `b`, whose clock sees the dead replica's lease as run out.
-   */
-  async function orphanedDelete(title: string) {
-    const mortal = mortalStore()
-    const a = replica({ store: mortal.store })
-    const b = replica({ skewMs: PAST_THE_LEASE })
-    const flow = await deleteFlow(a, title)
-    mortal.die()
-    await flow.stream.cancel()
-    expect((await on(b, flow.session).answer(flow.ask.id as string, ACCEPT)).status).toBe(202)
-    return { ...flow, b }
-  }
-
   it('is claimed by the replica a resume reaches once the dead one’s lease ran out, and the note deleted once', async () => {
     const { noteId, session, askId, b } = await orphanedDelete('Orphaned')
     const resumed = reader(await resume(on(b, session), askId))
@@ -585,33 +591,23 @@ describe('a call that outlives its replica', () => {
 
 describe('a replica whose shutdown began', () => {
   it('stores an answer to an orphaned call but claims nothing: a resume there replays and lets go with a retry, the next replica finishes it', async () => {
-    const mortal = mortalStore()
-    const a = replica({ store: mortal.store })
-    const draining = replica({ skewMs: PAST_THE_LEASE, draining: AbortSignal.abort() })
-    const { noteId, session, stream, ask, askId } = await deleteFlow(a, 'Answered while draining')
-    mortal.die()
-    await stream.cancel()
-    expect((await on(draining, session).answer(ask.id as string, ACCEPT)).status).toBe(202)
+    const title = 'Answered while draining'
+    const { noteId, session, stream, ask, askId, draining } = await answeredWhileDraining(title)
     const replayed = reader(await resume(on(draining, session), stream.ids[0]!))
     expect(await replayed.rest()).toEqual([ask])
     expect(replayed.retries).toEqual([1000])
     expect(await exists(noteId)).toBe(true)
 
     const resumed = reader(await resume(on(replica({ skewMs: PAST_THE_LEASE }), session), askId))
-    expect(await finalText(resumed)).toBe('Deleted the note "Answered while draining".')
+    expect(await finalText(resumed)).toBe(`Deleted the note "${title}".`)
     expect(await exists(noteId)).toBe(false)
   })
 })
 
 describe('a resumed connection let go before anything new is written', () => {
   it('tells the client again where it is, so the v1 SDK resumes this stream and not the GET stream', async () => {
-    const mortal = mortalStore()
-    const a = replica({ store: mortal.store })
-    const draining = replica({ skewMs: PAST_THE_LEASE, draining: AbortSignal.abort() })
-    const { noteId, session, stream, ask, askId } = await deleteFlow(a, 'Let go with nothing new')
-    mortal.die()
-    await stream.cancel()
-    expect((await on(draining, session).answer(ask.id as string, ACCEPT)).status).toBe(202)
+    const title = 'Let go with nothing new'
+    const { noteId, session, askId, draining } = await answeredWhileDraining(title)
     // Resumed after its last event on a replica that claims nothing: it lets go at once.
     const replayed = reader(await resume(on(draining, session), askId))
     expect(await replayed.rest()).toEqual([])
@@ -619,7 +615,7 @@ describe('a resumed connection let go before anything new is written', () => {
     expect(replayed.retries).toEqual([1000])
 
     const resumed = reader(await resume(on(replica({ skewMs: PAST_THE_LEASE }), session), askId))
-    expect(await finalText(resumed)).toBe('Deleted the note "Let go with nothing new".')
+    expect(await finalText(resumed)).toBe(`Deleted the note "${title}".`)
     expect(await exists(noteId)).toBe(false)
   })
 })

@@ -129,15 +129,22 @@ describe('StreamLog', () => {
     expect(kept).toStrictEqual([{ seq: MAX_KEPT_EVENTS_PER_STREAM, payload: '{"n":0}' }])
   })
 
-  it('lets its connection go (shutdown, its bound) only after what it queued: the client always holds an id to resume from', async () => {
-    const sid = `sid-${crypto.randomUUID()}`
+  /**
+   * The log of a new stream whose record is still being stored (`keep` settles that), attached to a
+   * connection that `shutdown` lets go.
+   */
+  function streamBeingKept(shutdown: AbortSignal) {
     const stream = newStreamId('post')
-    let keep = (_kept: boolean) => {}
-    const kept = new Promise<boolean>((resolve) => (keep = resolve))
-    const log = new StreamLog(context, sid, stream, 0, kept)
-    const shutdown = new AbortController()
-    const connection = new SseConnection({ ...bounds, shutdown: shutdown.signal })
+    const kept = Promise.withResolvers<boolean>()
+    const log = new StreamLog(context, `sid-${crypto.randomUUID()}`, stream, 0, kept.promise)
+    const connection = new SseConnection({ ...bounds, shutdown })
     log.attach(connection)
+    return { stream, log, connection, keep: kept.resolve, kept: kept.promise }
+  }
+
+  it('lets its connection go (shutdown, its bound) only after what it queued: the client always holds an id to resume from', async () => {
+    const shutdown = new AbortController()
+    const { stream, log, connection, keep } = streamBeingKept(shutdown.signal)
     log.prime()
     // The server shuts down while the stream's record is still being stored.
     shutdown.abort()
@@ -145,16 +152,9 @@ describe('StreamLog', () => {
     keep(true)
     expect(await bodyOf(connection)).toBe(`id: ${stream}.0\ndata: \n\nretry: 1000\n\n`)
   })
+
   it('a stream opened while the server already shuts down is let go only once its priming event, primed later, is out', async () => {
-    const sid = `sid-${crypto.randomUUID()}`
-    const stream = newStreamId('post')
-    let keep = (_kept: boolean) => {}
-    const kept = new Promise<boolean>((resolve) => (keep = resolve))
-    const log = new StreamLog(context, sid, stream, 0, kept)
-    const shutdown = new AbortController()
-    shutdown.abort()
-    const connection = new SseConnection({ ...bounds, shutdown: shutdown.signal })
-    log.attach(connection)
+    const { stream, log, connection, keep, kept } = streamBeingKept(AbortSignal.abort())
     // The connection's let-go is due at once; the caller keeps the record and primes only later.
     await Promise.resolve()
     keep(true)

@@ -322,6 +322,11 @@ describe('required _meta', () => {
 describe('standard headers', () => {
   const simpleText = { params: { name: 'test_simple_text' } }
   const cafe = { params: { uri: 'test://template/café/data' } }
+  /** The request `params` with the Mcp-Name header `name` (`undefined`: without it). */
+  const named = (params: McpRequestOptions, name: string | undefined): McpRequestOptions => ({
+    ...params,
+    headers: { 'mcp-name': name },
+  })
 
   it.each<[string, string, McpRequestOptions]>([
     [
@@ -345,50 +350,42 @@ describe('standard headers', () => {
       'tools/list',
       { headers: { 'mcp-method': 'TOOLS/LIST' } },
     ],
-    [
-      'Mcp-Name is missing on tools/call',
-      'tools/call',
-      { ...simpleText, headers: { 'mcp-name': undefined } },
-    ],
+    ['Mcp-Name is missing on tools/call', 'tools/call', named(simpleText, undefined)],
     [
       'Mcp-Name is missing on prompts/get',
       'prompts/get',
-      { params: { name: 'test_simple_prompt' }, headers: { 'mcp-name': undefined } },
+      named({ params: { name: 'test_simple_prompt' } }, undefined),
     ],
     [
       'Mcp-Name is missing on resources/read',
       'resources/read',
-      { params: { uri: 'test://static-text' }, headers: { 'mcp-name': undefined } },
+      named({ params: { uri: 'test://static-text' } }, undefined),
     ],
-    [
-      'Mcp-Name names another tool',
-      'tools/call',
-      { ...simpleText, headers: { 'mcp-name': 'wrong_tool_name' } },
-    ],
+    ['Mcp-Name names another tool', 'tools/call', named(simpleText, 'wrong_tool_name')],
     [
       'Mcp-Name uses the upper-case =?BASE64?…?= (a literal, not the name)',
       'tools/call',
-      { ...simpleText, headers: { 'mcp-name': '=?BASE64?dGVzdF9zaW1wbGVfdGV4dA==?=' } },
+      named(simpleText, '=?BASE64?dGVzdF9zaW1wbGVfdGV4dA==?='),
     ],
     [
       'Mcp-Name is a partial sentinel (a literal, not the name)',
       'tools/call',
-      { ...simpleText, headers: { 'mcp-name': '=?base64?dGVzdF9zaW1wbGVfdGV4dA==' } },
+      named(simpleText, '=?base64?dGVzdF9zaW1wbGVfdGV4dA=='),
     ],
     [
       'Mcp-Name has Base64 without its padding',
       'tools/call',
-      { ...simpleText, headers: { 'mcp-name': '=?base64?dGVzdF9zaW1wbGVfdGV4dA?=' } },
+      named(simpleText, '=?base64?dGVzdF9zaW1wbGVfdGV4dA?='),
     ],
     [
       'Mcp-Name has characters outside Base64',
       'tools/call',
-      { ...simpleText, headers: { 'mcp-name': '=?base64?dGVz!!!dA==?=' } },
+      named(simpleText, '=?base64?dGVz!!!dA==?='),
     ],
     [
       'Mcp-Name is Base64 of bytes that are not UTF-8',
       'resources/read',
-      { ...cafe, headers: { 'mcp-name': '=?base64?Y2Fm6Q==?=' } },
+      named(cafe, '=?base64?Y2Fm6Q==?='),
     ],
     [
       'MCP-Protocol-Version holds a DEL character',
@@ -400,15 +397,11 @@ describe('standard headers', () => {
       'tools/list',
       { headers: { 'mcp-method': 'tools/\x01list' } },
     ],
-    [
-      'Mcp-Name holds a DEL character',
-      'tools/call',
-      { ...simpleText, headers: { 'mcp-name': 'test_simple_text\x7f' } },
-    ],
+    ['Mcp-Name holds a DEL character', 'tools/call', named(simpleText, 'test_simple_text\x7f')],
     [
       'Mcp-Name holds a byte above 0x7E (Latin-1 é, not Base64-encoded)',
       'resources/read',
-      { ...cafe, headers: { 'mcp-name': 'test://template/caf\u00e9/data' } },
+      named(cafe, 'test://template/caf\u00e9/data'),
     ],
   ])('rejects with 400 and -32020 when %s', async (_case, method, options) => {
     await expectError(await post(method, options), { status: 400, code: HEADER_MISMATCH, id: 1 })

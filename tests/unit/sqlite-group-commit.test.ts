@@ -25,6 +25,10 @@ const settle = (promise: Promise<unknown>): Promise<Settled> =>
     (ok) => ({ ok }),
     (error: unknown) => ({ error: error instanceof Error ? error.message : String(error) })
   )
+/** A statement's failure, as `settle` answers it, whose message contains `text`. */
+const failedWith = (text: string) => ({ error: expect.stringContaining(text) as string })
+/** Asks the driver to insert the row `key`, `value` into `t`. */
+const insert = (key: string, value = 'x') => driver.run('INSERT INTO t VALUES (?, ?)', [key, value])
 const keys = (): string[] =>
   other
     .prepare('SELECT k FROM t ORDER BY k')
@@ -37,7 +41,7 @@ beforeEach(async () => {
   driver = new NodeSqliteDriver({ path })
   await driver.migrate()
   await driver.run('CREATE TABLE t (k TEXT PRIMARY KEY, v TEXT)', [])
-  await driver.run("INSERT INTO t VALUES ('taken', 'x')", [])
+  await insert('taken')
   other = new DatabaseSync(path, { timeout: 0 })
 })
 
@@ -49,36 +53,30 @@ afterEach(async () => {
 
 describe('group commit (node:sqlite driver)', () => {
   it('answers a constraint failure to its caller alone and commits the rest of the turn', async () => {
-    const results = await Promise.all([
-      settle(driver.run("INSERT INTO t VALUES ('a', '1')", [])),
-      settle(driver.run("INSERT INTO t VALUES ('taken', '2')", [])),
-      settle(driver.run("INSERT INTO t VALUES ('c', '3')", [])),
-    ])
-    expect(results).toEqual([
-      { ok: 1 },
-      { error: expect.stringContaining('UNIQUE constraint failed') as string },
-      { ok: 1 },
-    ])
+    const results = await Promise.all(
+      [insert('a', '1'), insert('taken', '2'), insert('c', '3')].map(settle)
+    )
+    expect(results).toEqual([{ ok: 1 }, failedWith('UNIQUE constraint failed'), { ok: 1 }])
     expect(keys()).toEqual(['a', 'c', 'taken'])
   })
 
   it('undoes a failed batch alone: none of its statements apply, its neighbours do', async () => {
-    const results = await Promise.all([
-      settle(driver.run("INSERT INTO t VALUES ('before', 'x')", [])),
-      settle(
+    const results = await Promise.all(
+      [
+        insert('before'),
         driver.batch([
           { sql: "INSERT INTO t VALUES ('in-batch', 'x')", params: [] },
           { sql: "INSERT INTO t VALUES ('taken', 'x')", params: [] },
-        ])
-      ),
-      settle(driver.run("INSERT INTO t VALUES ('after', 'x')", [])),
-    ])
+        ]),
+        insert('after'),
+      ].map(settle)
+    )
     expect(results.map((result) => 'ok' in result)).toEqual([true, false, true])
     expect(keys()).toEqual(['after', 'before', 'taken'])
   })
 
   it('hands out a read asked for after a write of the same turn with that write, once committed', async () => {
-    const write = driver.run("INSERT INTO t VALUES ('r', 'fresh')", [])
+    const write = insert('r', 'fresh')
     const read = driver.get("SELECT v FROM t WHERE k = 'r'", []).then((row) => ({
       row: row?.v,
       // What another connection sees when the read is answered: the write is committed.
@@ -89,7 +87,7 @@ describe('group commit (node:sqlite driver)', () => {
   })
 
   it('does not hold the write lock while the turn goes on: another connection takes it at once', async () => {
-    const write = driver.run("INSERT INTO t VALUES ('queued', 'x')", [])
+    const write = insert('queued')
     // Still this turn: the write is queued, and the file's write lock is free (busy timeout 0).
     other.exec('BEGIN IMMEDIATE')
     other.exec("INSERT INTO t VALUES ('other', 'x')")
@@ -102,17 +100,15 @@ describe('group commit (node:sqlite driver)', () => {
     await driver.run('CREATE TABLE big (b BLOB)', [])
     const pages = Number(other.prepare('PRAGMA page_count').get()?.page_count)
     const limit = driver.run(`PRAGMA max_page_count = ${pages + 5}`, [])
-    const results = await Promise.all([
-      settle(driver.run("INSERT INTO t VALUES ('small', 'x')", [])),
-      settle(driver.run('INSERT INTO big VALUES (zeroblob(10000000))', [])),
-      settle(driver.run("INSERT INTO t VALUES ('later', 'x')", [])),
-    ])
+    const results = await Promise.all(
+      [
+        insert('small'),
+        driver.run('INSERT INTO big VALUES (zeroblob(10000000))', []),
+        insert('later'),
+      ].map(settle)
+    )
     await limit
-    expect(results).toEqual([
-      { ok: 1 },
-      { error: expect.stringContaining('full') as string },
-      { ok: 1 },
-    ])
+    expect(results).toEqual([{ ok: 1 }, failedWith('full'), { ok: 1 }])
     expect(keys()).toEqual(['later', 'small', 'taken'])
     expect(other.prepare('SELECT count(*) AS n FROM big').get()?.n).toBe(0)
   })
@@ -123,22 +119,24 @@ describe('group commit (node:sqlite driver)', () => {
       'CREATE TABLE child (p INTEGER REFERENCES parent(id) DEFERRABLE INITIALLY DEFERRED)',
       []
     )
-    const results = await Promise.all([
-      settle(driver.run("INSERT INTO t VALUES ('good', 'x')", [])),
-      settle(driver.run('INSERT INTO child VALUES (99)', [])),
-      settle(driver.get("SELECT k FROM t WHERE k = 'good'", [])),
-    ])
+    const results = await Promise.all(
+      [
+        insert('good'),
+        driver.run('INSERT INTO child VALUES (99)', []),
+        driver.get("SELECT k FROM t WHERE k = 'good'", []),
+      ].map(settle)
+    )
     expect(results).toEqual([
       { ok: 1 },
-      { error: expect.stringContaining('FOREIGN KEY constraint failed') as string },
+      failedWith('FOREIGN KEY constraint failed'),
       { ok: { k: 'good' } },
     ])
     expect(keys()).toEqual(['good', 'taken'])
-    expect(await driver.run("INSERT INTO t VALUES ('next', 'x')", [])).toBe(1)
+    expect(await insert('next')).toBe(1)
   })
 
   it('commits a pending group on close() and answers its callers', async () => {
-    const write = settle(driver.run("INSERT INTO t VALUES ('closing', 'x')", []))
+    const write = settle(insert('closing'))
     await driver.close()
     expect(await write).toEqual({ ok: 1 })
     expect(keys()).toEqual(['closing', 'taken'])

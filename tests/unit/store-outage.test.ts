@@ -23,11 +23,6 @@ import type { LegacyEraContext } from '../../src/mcp/legacy/transport.ts'
 import { HEADER_SESSION_ID } from '../../src/mcp/legacy/protocol.ts'
 import { HEADER_PROTOCOL_VERSION } from '../../src/mcp/protocol.ts'
 import { compileServer } from '../../src/mcp/server.ts'
-import {
-  DEFAULT_MAX_TASK_JOURNAL_CHARS,
-  DEFAULT_TASK_RESULT_TTL_MS,
-} from '../../src/mcp/tasks/options.ts'
-import { TaskRunner } from '../../src/mcp/tasks/runner.ts'
 import { OutageBreaker, isUnreachable, withOutages } from '../../src/storage/postgres/outage.ts'
 import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
 import { MCP_URL, mcpInit } from '../support/mcp-request.ts'
@@ -35,7 +30,7 @@ import { useNotesHarness } from '../support/notes-harness.ts'
 import { initializeMessage, startSession } from '../support/legacy-request.ts'
 import { RecordingLogger } from '../support/recording-logger.ts'
 import { newTask, storeTask } from '../support/store-contract.ts'
-import { TASKS } from '../support/tasks.ts'
+import { TASKS, soloTaskRunner } from '../support/tasks.ts'
 
 /** An error as the driver throws it: a message and a `code` (Node's, the driver's or a SQLSTATE). */
 function driverError(code: string, message = `driver says ${code} at 10.0.0.7:5432`): Error {
@@ -131,11 +126,17 @@ describe('calls while the server is down', () => {
     return { breaker, server, call, answerAll }
   }
 
-  it('go one at a time to the driver (the probe); the others are refused at once', async () => {
-    const { server, call, answerAll } = breakerWith()
-    const first = call()
-    answerAll()
+  /** `breakerWith()` after its first call failed: the breaker holds the store for down. */
+  async function brokenBreaker() {
+    const broken = breakerWith()
+    const first = broken.call()
+    broken.answerAll()
     await expect(first).rejects.toBeInstanceOf(StoreUnavailableError)
+    return broken
+  }
+
+  it('go one at a time to the driver (the probe); the others are refused at once', async () => {
+    const { server, call, answerAll } = await brokenBreaker()
     const probe = call()
     const refusals = await Promise.all(
       Array.from({ length: 100 }, () => call().catch((error: unknown) => error))
@@ -154,10 +155,7 @@ describe('calls while the server is down', () => {
   })
 
   it('serve everything again once a probe is answered', async () => {
-    const { server, call, answerAll } = breakerWith()
-    const first = call()
-    answerAll()
-    await first.catch(() => {})
+    const { server, call, answerAll } = await brokenBreaker()
     server.up = true
     const probe = call()
     answerAll()
@@ -168,10 +166,7 @@ describe('calls while the server is down', () => {
   })
 
   it('do not count a failure before any query (no SQLSTATE) as the server being back', async () => {
-    const { breaker, server, call, answerAll } = breakerWith()
-    const first = call()
-    answerAll()
-    await first.catch(() => {})
+    const { breaker, server, call, answerAll } = await brokenBreaker()
     await expect(
       breaker.run(() => Promise.reject(new RangeError('bad page size')))
     ).rejects.toThrow(RangeError)
@@ -184,10 +179,7 @@ describe('calls while the server is down', () => {
   })
 
   it('count an error the server answered (a conflict) as the server being back', async () => {
-    const { breaker, call, answerAll } = breakerWith()
-    const first = call()
-    answerAll()
-    await first.catch(() => {})
+    const { breaker } = await brokenBreaker()
     await expect(breaker.run(() => Promise.reject(driverError('23505')))).rejects.toMatchObject({
       code: '23505',
     })
@@ -337,18 +329,7 @@ describe('a task whose handler meets the outage', () => {
     const store = new SqliteNotesStore({ path: ':memory:' })
     await store.migrate()
     const logger = new RecordingLogger()
-    const runner = new TaskRunner({
-      server,
-      deps: {},
-      store,
-      owner: 'solo',
-      logger,
-      leaseMs: 10_000,
-      maxRunning: 4,
-      maxJournalChars: DEFAULT_MAX_TASK_JOURNAL_CHARS,
-      resultTtlMs: DEFAULT_TASK_RESULT_TTL_MS,
-      now: Date.now,
-    })
+    const runner = soloTaskRunner({ server, deps: {}, store, logger })
     const now = Date.now()
     const { id } = await storeTask(
       store,

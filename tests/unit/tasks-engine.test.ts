@@ -22,13 +22,8 @@ import type { McpLogger } from '../../src/mcp/logger.ts'
 import { TASKS_EXTENSION } from '../../src/mcp/protocol.ts'
 import { StateSealer } from '../../src/mcp/sealed-state.ts'
 import { compileServer } from '../../src/mcp/server.ts'
-import {
-  DEFAULT_MAX_TASK_JOURNAL_CHARS,
-  DEFAULT_TASK_RESULT_TTL_MS,
-  type TaskOptions,
-} from '../../src/mcp/tasks/options.ts'
+import type { TaskOptions } from '../../src/mcp/tasks/options.ts'
 import { issueKeys } from '../../src/mcp/tasks/record.ts'
-import { TaskRunner } from '../../src/mcp/tasks/runner.ts'
 import type { TaskStore } from '../../src/mcp/task-store.ts'
 import type { CallToolResult } from '../../src/mcp/wire.ts'
 import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
@@ -41,7 +36,13 @@ import {
 } from '../support/mcp-request.ts'
 import { tempDataDir } from '../support/server-process.ts'
 import { newTask, storeTask } from '../support/store-contract.ts'
-import { TASKS, TASKS_AND_FORMS, isTerminal, waitForTask } from '../support/tasks.ts'
+import {
+  TASKS,
+  TASKS_AND_FORMS,
+  isTerminal,
+  soloTaskRunner,
+  waitForTask,
+} from '../support/tasks.ts'
 
 /** Named gates a tool waits at until the test opens them; a run that is stopped stops waiting. */
 class Gates {
@@ -693,18 +694,7 @@ describe('task status transitions', () => {
 
   it('settles a task cancelled between its lease and its start without running the handler', async () => {
     const store = await openStore()
-    const runner = new TaskRunner({
-      server,
-      deps: app,
-      store,
-      owner: 'solo',
-      logger,
-      leaseMs: 10_000,
-      maxRunning: 4,
-      maxJournalChars: DEFAULT_MAX_TASK_JOURNAL_CHARS,
-      resultTtlMs: DEFAULT_TASK_RESULT_TTL_MS,
-      now: Date.now,
-    })
+    const runner = soloTaskRunner({ server, deps: app, store, logger })
     const now = Date.now()
     const record = await storeTask(
       store,
