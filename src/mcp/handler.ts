@@ -262,10 +262,21 @@ function methodNotAllowed(message: string, allow: string, logger: McpLogger): Re
 }
 
 /**
+ * The answer to a HEAD: the GET's status and header fields (RFC 9110), without its body; a stream
+ * the GET opened is cancelled at once, which frees its place under the stream caps.
+ */
+async function headOf(get: Promise<Response> | Response): Promise<Response> {
+  const response = await get
+  await response.body?.cancel()
+  return new Response(null, { status: response.status, headers: response.headers })
+}
+
+/**
  * Any method but POST. GET and DELETE serve 2025-era sessions (`legacy`): one naming a session goes
  * there, and so does a DELETE naming none from a 2025-era client (`headerEra`: no 2026-07-28
  * `MCP-Protocol-Version`), which the 2025 transport answers as any request lacking the session id
- * it requires, 400 "send initialize first" (a 405 would tell it sessions cannot be ended). Every
+ * it requires, 400 "send initialize first" (a 405 would tell it sessions cannot be ended). HEAD is
+ * answered as GET, without the body (`headOf`). Every
  * other GET or DELETE without a session (a 2026-07-28 client's either, and a GET, which has no
  * stream to open) is 405 with `Allow: POST`; any other method a 405 listing every method served.
  */
@@ -282,10 +293,11 @@ function notPost(
       logger
     )
   }
+  if (method === 'HEAD') return headOf(notPost(legacy, input, 'GET', logger))
   if (method !== 'GET' && method !== 'DELETE') {
     return methodNotAllowed(
       `Method Not Allowed: ${method} is not served here; POST messages, or GET and DELETE a 2025-era session.`,
-      'GET, POST, DELETE',
+      'GET, HEAD, POST, DELETE',
       logger
     )
   }

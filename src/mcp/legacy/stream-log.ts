@@ -34,6 +34,9 @@ import { isObject } from '../wire.ts'
 const STREAM_ID = /^[pg][A-Za-z0-9_-]{16}$/
 const EVENT_ID = /^([pg][A-Za-z0-9_-]{16})\.(\d{1,9})$/
 
+/** The highest event number an id may carry (nine digits, what {@link parseEventId} accepts). */
+export const MAX_EVENT_SEQ = 999_999_999
+
 export type StreamKind = 'post' | 'get'
 
 /**

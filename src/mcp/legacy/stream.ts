@@ -8,7 +8,8 @@
  *   it opens), is bounded and ended as `event-stream.ts` says, a graceful end carrying an SSE `retry`
  *   so the client reconnects, as it does after a drop, and is counted while open with telemetry on.
  *   Its messages carry ids (`g…`, `stream-log.ts`), so a client resumes it with `Last-Event-ID`;
- *   nothing it sent is kept, so a resumed one opens with list-changed hints instead (`resume.ts`);
+ *   nothing it sent is kept, so a resumed one opens with list-changed hints instead (`resume.ts`),
+ *   numbered on from where it was left unless that runs near the ids' range (then afresh);
  * - DELETE ends the session for every replica: its record and subscriptions leave the store (204).
  */
 import { ErrorCode, errorMessage, errorResponseText } from '../errors.ts'
@@ -20,7 +21,7 @@ import { scopeChallenge } from '../scopes.ts'
 import type { StreamSlot } from '../stream-limits.ts'
 import { jsonText } from '../streaming.ts'
 import type { LegacySession } from './session.ts'
-import { STREAM_RETRY_MS, newStreamId } from './stream-log.ts'
+import { MAX_EVENT_SEQ, STREAM_RETRY_MS, newStreamId } from './stream-log.ts'
 import type { LegacyEraContext, LegacyInput } from './transport.ts'
 
 /**
@@ -66,7 +67,7 @@ export function notificationStream<Deps>(
       signal: input.signal ?? new AbortController().signal,
       shutdown: era.shutdown,
       retryMs: STREAM_RETRY_MS,
-      ids: { stream: resumed?.stream ?? newStreamId('get'), after: resumed?.seq ?? 0 },
+      ids: numbering(resumed),
       opening: resumed
         ? CATCH_UP.map((event) => eventNotification(event, filter)).filter(
             (hint) => hint !== undefined
@@ -82,6 +83,21 @@ export function notificationStream<Deps>(
     slot.release() // nothing holds a stream that failed to open
     throw error
   }
+}
+
+/**
+ * How a GET stream's messages are numbered: a new stream from 1, a resumed one on from where its
+ * client left it while half the numbers an id accepts are still ahead (far more than one connection
+ * sends before `STREAM_MAX_SECONDS` ends it), else afresh under a new id, so that every id sent is one
+ * `parseEventId` accepts back. Nothing of a GET stream is kept, so a new id loses nothing.
+ */
+function numbering(resumed: { stream: string; seq: number } | undefined): {
+  stream: string
+  after: number
+} {
+  if (resumed && resumed.seq <= MAX_EVENT_SEQ / 2)
+    return { stream: resumed.stream, after: resumed.seq }
+  return { stream: newStreamId('get'), after: 0 }
 }
 
 /** The 406 of a GET whose `Accept` takes no `text/event-stream`; `undefined` when it does. */
