@@ -28,10 +28,14 @@ import type { TaskOptions } from './mcp/tasks/options.ts'
 import { READ, SCOPE_IMPLIES } from './notes/scopes.ts'
 import { createNotesServer } from './notes/server.ts'
 import type { NotesStore } from './notes/store.ts'
+import type { EngineStore } from './mcp/stores/engine-store.ts'
 import type { AppTelemetry } from './mcp/observer.ts'
 
 export interface AppDeps {
+  /** The notes application's store: notes, share requests and links. */
   store: NotesStore
+  /** The engine's state: 2025-era sessions and their streams, tasks (often the same database). */
+  engineStore: EngineStore
   sealer: StateSealer
   bus: EventBus
   logger?: McpLogger
@@ -62,7 +66,7 @@ export interface AppDeps {
    */
   wholeResponses?: string
   /**
-   * Serves tasks (`import_notes`, `export_notes`; records in `store`): Node runs its share of them
+   * Serves tasks (`import_notes`, `export_notes`, in `engineStore`): Node runs its share of them
    * and takes over those of replicas that died; the Worker passes a scheduler that hands each to its
    * Durable Object runner. The cap on live tasks and the retention of ended ones come from
    * `config.tasks` unless given here.
@@ -70,7 +74,7 @@ export interface AppDeps {
   tasks?: Omit<TaskOptions, 'store' | 'now'>
   /**
    * Traces and metrics (`telemetry/`), when the runtime entry configured them: the engine observes
-   * every request, and the store is wrapped once here so its calls become child spans.
+   * every request, and both stores are wrapped once here so their calls become child spans.
    */
   telemetry?: AppTelemetry
 }
@@ -82,6 +86,9 @@ export function createApp(config: Config, deps: AppDeps): Hono {
   const baseUrl = publicBaseUrl(config)
   const now = deps.now ?? Date.now
   const store = deps.telemetry ? deps.telemetry.instrumentStore(deps.store) : deps.store
+  const engineStore = deps.telemetry
+    ? deps.telemetry.instrumentStore(deps.engineStore)
+    : deps.engineStore
   const handler = createMcpHandler({
     server: notesServer,
     deps: { notes: store, bus: deps.bus, baseUrl, now },
@@ -94,12 +101,12 @@ export function createApp(config: Config, deps: AppDeps): Hono {
     listen: { maxDurationMs: config.streamMaxMs },
     legacy: {
       stream: { maxDurationMs: config.streamMaxMs },
-      sessions: store,
+      sessions: engineStore,
       sessionTtlSeconds: config.sessionTtlSeconds,
       limits: config.sessionLimits,
       input: deps.wholeResponses === undefined ? undefined : { unavailable: deps.wholeResponses },
     },
-    tasks: deps.tasks && { ...config.tasks, ...deps.tasks, store, now },
+    tasks: deps.tasks && { ...config.tasks, ...deps.tasks, store: engineStore, now },
     telemetry: deps.telemetry,
   })
   const logger = deps.logger ?? consoleLogger

@@ -23,8 +23,9 @@
  *   kept, at most {@link MAX_APPS} of them (one per allowed origin in practice; beyond that the
  *   oldest is dropped and rebuilt when needed), so no request pays for building the app. Set
  *   `PUBLIC_URL` to pin one canonical URL, e.g. when OAuth tokens name it as their audience;
- * - expired rows are purged by the `scheduled` handler, on the cron trigger of `wrangler.toml`
- *   (`storage/purge.ts`; it needs only the D1 binding);
+ * - expired rows (of the notes and of the engine's state, both in D1) are purged by the `scheduled`
+ *   handler, on the cron trigger of `wrangler.toml` (the engine's `sweepExpired`; it needs only the
+ *   D1 binding);
  * - there is no shutdown signal: open listen streams end when the client or the runtime closes them;
  * - the caps on held-open streams (`MAX_STREAMS_PER_SESSION`, `MAX_STREAMS_PER_PRINCIPAL`) are
  *   counted per isolate, by one `StreamLimits` the apps of every origin share: isolates share no
@@ -65,8 +66,9 @@ import { importKeyRing, parseKeyRing } from './mcp/key-ring.ts'
 import { StateSealer } from './mcp/sealed-state.ts'
 import { StreamLimits } from './mcp/stream-limits.ts'
 import type { NotesDeps } from './notes/deps.ts'
-import { D1NotesStore, D1SchemaMissingError, type D1Like } from './storage/d1.ts'
-import { sweepExpired } from './storage/purge.ts'
+import type { D1Like } from 'stateless-mcp/d1'
+import { sweepExpired } from './mcp/stores/expiry-sweeps.ts'
+import { D1SchemaMissingError, openD1Stores } from './storage/d1.ts'
 import type { WorkerTelemetry } from './workers/telemetry.ts'
 import {
   DurableObjectEventBus,
@@ -167,15 +169,15 @@ function taskScheduler(env: WorkerEnv): DurableObjectTaskScheduler {
  */
 export const TaskRunnerObject = defineTaskRunnerObject(async (env: WorkerEnv) => {
   const config = parseConfig(stringBindings(env))
-  const store = new D1NotesStore({ db: d1Binding(env) })
-  await store.migrate()
+  const stores = openD1Stores(d1Binding(env))
+  await stores.migrate()
   const deps: NotesDeps = {
-    notes: store,
+    notes: stores.notes,
     bus: eventBus(env),
     baseUrl: publicBaseUrl(config),
     now: Date.now,
   }
-  return { server: notesServer, deps, store, tasks: config.tasks }
+  return { server: notesServer, deps, store: stores.engine, tasks: config.tasks }
 })
 
 async function prepare(env: WorkerEnv): Promise<Setup> {
@@ -188,8 +190,8 @@ async function prepare(env: WorkerEnv): Promise<Setup> {
     keyRing: await importKeyRing(parseKeyRing(config.stateKeys)),
     ttlSeconds: config.stateTtlSeconds,
   })
-  const store = new D1NotesStore({ db })
-  await store.migrate()
+  const stores = openD1Stores(db)
+  await stores.migrate()
   const auth = config.auth && createAuthServices(config.auth, { logger: consoleLogger })
   const bus = eventBus(env)
   // Loaded only when an OTEL_* binding asks for it (workers/telemetry.ts).
@@ -209,7 +211,16 @@ async function prepare(env: WorkerEnv): Promise<Setup> {
   const streamLimits = new StreamLimits(config.streamLimits)
   return {
     config,
-    deps: { store, sealer, bus, auth, tasks, streamLimits, telemetry: telemetry?.telemetry },
+    deps: {
+      store: stores.notes,
+      engineStore: stores.engine,
+      sealer,
+      bus,
+      auth,
+      tasks,
+      streamLimits,
+      telemetry: telemetry?.telemetry,
+    },
     telemetry,
   }
 }
@@ -265,11 +276,16 @@ export default {
    */
   async scheduled(event: ScheduledEvent, env: WorkerEnv): Promise<void> {
     try {
-      const store = new D1NotesStore({ db: d1Binding(env) })
-      await store.migrate()
-      const removed = await sweepExpired(store, event.scheduledTime)
+      const { notes, engine, ...stores } = openD1Stores(d1Binding(env))
+      await stores.migrate()
+      let removed = 0
+      for (const store of [notes, engine]) removed += await sweepExpired(store, event.scheduledTime)
       console.log(JSON.stringify({ level: 'info', message: 'purged expired rows', removed }))
-      const handedOver = await handOverRunnableTasks(store, taskScheduler(env), event.scheduledTime)
+      const handedOver = await handOverRunnableTasks(
+        engine,
+        taskScheduler(env),
+        event.scheduledTime
+      )
       if (handedOver > 0)
         console.log(JSON.stringify({ level: 'info', message: 'handed over tasks', handedOver }))
     } catch (error) {

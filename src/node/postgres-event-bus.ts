@@ -14,13 +14,13 @@
  * The channel is heard on one connection of its own, which never idles out. When the database goes
  * away (restart, failover, kill), that connection is lost and what is notified until it is back is
  * never heard: the bus logs one warning, LISTENs again as soon as the database answers (the pool
- * reconnecting at most a second apart, `storage/postgres/outage.ts`), logs that it hears again, and
- * delivers locally `EVERYTHING_MAY_HAVE_CHANGED` (`mcp/event-bus.ts`), so every listen and GET
- * stream of this replica tells its client to re-read its lists.
+ * reconnecting at most a second apart: the engine's `OUTAGE_CONNECTION_OPTIONS`), logs that it hears
+ * again, and delivers locally `EVERYTHING_MAY_HAVE_CHANGED` (`mcp/event-bus.ts`), so every listen
+ * and GET stream of this replica tells its client to re-read its lists.
  */
 import postgres, { type Sql } from 'postgres'
 import type { McpLogger } from '../mcp/logger.ts'
-import { OUTAGE_CONNECTION_OPTIONS } from '../storage/postgres/outage.ts'
+import { OUTAGE_CONNECTION_OPTIONS } from 'stateless-mcp/postgres'
 import {
   EVERYTHING_MAY_HAVE_CHANGED,
   InProcessEventBus,

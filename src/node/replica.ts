@@ -2,9 +2,10 @@
  * @module node/replica
  * One notes replica on a runtime with Node's APIs (Node, Deno, Bun), before anything listens:
  * `openReplica` reads the environment, opens the store (SQLite under DATA_DIR, or PostgreSQL when
- * DATABASE_URL is set, with a LISTEN/NOTIFY event bus so notifications reach every replica), loads (or
- * on first start generates) the requestState key ring, purges expired store rows on a timer
- * (`storage/purge.ts`), serves tasks from the store, taking over those of replicas that died
+ * DATABASE_URL is set, with a LISTEN/NOTIFY event bus so notifications reach every replica; the
+ * notes and the engine's state share the file or the pool), loads (or on first start generates) the
+ * requestState key ring, purges expired rows of both stores on a timer (the engine's
+ * `startExpirySweeps`), serves tasks from the engine's store, taking over those of replicas that died
  * (`mcp/tasks/`), and builds the app. On Node, with an `OTEL_*` variable or METRICS_PORT set, it loads
  * telemetry (`node/telemetry.ts`, a dynamic import: without them nothing of OpenTelemetry is loaded).
  * Each runtime's entry serves `app.fetch` with its own HTTP server and drains with `node/drain.ts`:
@@ -19,10 +20,10 @@ import { ConfigError, assertSafeExposure, parseConfig, type Config } from '../co
 import { InProcessEventBus } from '../mcp/event-bus.ts'
 import { parseKeyRing } from '../mcp/key-ring.ts'
 import { consoleLogger, logError } from '../mcp/logger.ts'
+import { startExpirySweeps } from '../mcp/stores/expiry-sweeps.ts'
 import type { NotesStore } from '../notes/store.ts'
-import { PostgresNotesStore } from '../storage/postgres.ts'
-import { startExpirySweeps } from '../storage/purge.ts'
-import { SqliteNotesStore } from '../storage/sqlite.ts'
+import { openPostgresStores } from '../storage/postgres.ts'
+import { openSqliteStores } from '../storage/sqlite.ts'
 import { createNodeSealer } from './crypto.ts'
 import { loadOrCreateKeyRing } from './key-file.ts'
 import { PostgresEventBus } from './postgres-event-bus.ts'
@@ -33,7 +34,7 @@ export type ReplicaRuntime = 'Node' | 'Deno' | 'Bun' | 'Lambda' | 'Netlify'
 
 /** What an entry other than the runtime's own may change of the replica {@link openReplica} opens. */
 export interface ReplicaOptions {
-  /** Wraps the store, once it is migrated; the replica uses only what this answers. */
+  /** Wraps the notes store, once it is migrated; the replica uses only what this answers. */
   wrapStore?: (store: NotesStore) => NotesStore
   /**
    * Whether the replica serves tasks (default true); false where nothing runs after a response
@@ -104,12 +105,13 @@ export async function openReplica(
   }
   const sealer = await createNodeSealer(parseKeyRing(keyText), config.stateTtlSeconds)
 
-  const opened: NotesStore = config.databaseUrl
-    ? new PostgresNotesStore({ url: config.databaseUrl })
-    : new SqliteNotesStore({ path: join(config.dataDir, 'notes.db') })
-  await opened.migrate()
-  const store = options.wrapStore ? options.wrapStore(opened) : opened
-  const stopSweeps = startExpirySweeps(store, { logger: consoleLogger })
+  const stores = config.databaseUrl
+    ? openPostgresStores({ url: config.databaseUrl })
+    : openSqliteStores({ path: join(config.dataDir, 'notes.db') })
+  await stores.migrate()
+  const store = options.wrapStore ? options.wrapStore(stores.notes) : stores.notes
+  const engineStore = stores.engine
+  const stopSweeps = startExpirySweeps([store, engineStore], { logger: consoleLogger })
 
   // With PostgreSQL, list changes and resource updates reach listen streams on every replica.
   const bus = config.databaseUrl
@@ -124,6 +126,7 @@ export async function openReplica(
   let tasksStopped: Promise<void> = Promise.resolve()
   const app = createApp(config, {
     store,
+    engineStore,
     sealer,
     bus,
     draining: draining.signal,
@@ -147,7 +150,7 @@ export async function openReplica(
     shutdown,
     tasksStopped: () => tasksStopped,
     close: async () => {
-      for (const closed of await Promise.allSettled([store.close(), telemetry?.shutdown()])) {
+      for (const closed of await Promise.allSettled([stores.close(), telemetry?.shutdown()])) {
         if (closed.status === 'rejected') logError('closing at shutdown failed', closed.reason)
       }
     },

@@ -3,10 +3,9 @@
  * The `NotesStore` contract every storage adapter implements (node:sqlite, PostgreSQL, D1), and the
  * note and share-request shapes. Adapters own persistence, migrations, full-text search and atomicity;
  * the notes application owns validation, limits and wording. Every method is scoped to a principal:
- * one principal can never read, change or learn of another's notes. A `NotesStore` is also the
- * engine's `SessionStore` (`mcp/session-store.ts`: what 2025-era sessions keep in the shared store)
- * and its `TaskStore` (`mcp/task-store.ts`: the records of tasks), so every deployment has one store
- * for all three. `importNotes` is the idempotent bulk insert behind task steps that may run again
+ * one principal can never read, change or learn of another's notes. The engine's state (2025-era
+ * sessions, their streams, tasks) is not here: it is the engine's own store (`EngineStore`), which a
+ * deployment keeps in the same database. `importNotes` is the idempotent bulk insert behind task steps that may run again
  * after their replica died: it creates notes under ids the caller chose (and journaled) once.
  * `deleteMany` is its counterpart for a chosen set of notes: all of them go in one transaction that
  * spends a single-use key, so a flow that dies part-way (a 2025-era flow cannot re-send its final
@@ -15,19 +14,17 @@
  * Every row that can outlive its use has a lifetime, and `purgeExpired` removes the rows whose lifetime
  * is over, a bounded number per call (the runtime entries sweep on a timer or a cron trigger): spent
  * single-use keys and unpublished share requests are kept for {@link REPLAY_RETENTION_MS} after their
- * last use, because a sealed state still in flight may refer to them until then; session rows
- * (ended sessions and log levels, subscriptions, input slots) live until the `expiresAt` the engine
- * gave them; task records live until their `expiresAt`. Published shares and their links do not expire.
+ * last use, because a sealed state still in flight may refer to them until then. Published shares
+ * and their links do not expire.
  *
- * Errors every adapter shares (defined here, once, so `instanceof` holds whichever adapter threw):
- * {@link ShareNotApprovedError} from `publishShare`, {@link StoreNotMigratedError} from any method
- * called before `migrate()` or after `close()`. A store whose database cannot be reached throws the
+ * Errors every adapter shares (defined once, so `instanceof` holds whichever adapter threw):
+ * {@link ShareNotApprovedError} from `publishShare`, and the engine's `StoreNotMigratedError` from
+ * any method called before `migrate()` or after `close()`. A store whose database cannot be reached throws the
  * engine's `StoreUnavailableError` (`mcp/errors.ts`: the engine and the HTTP layer answer it 503),
  * having changed nothing; the PostgreSQL adapter does (`storage/postgres/outage.ts`).
  */
 
-import type { SessionStore } from '../mcp/session-store.ts'
-import type { TaskStore } from '../mcp/task-store.ts'
+import type { StoreLifecycle } from '../mcp/stores/common/store-class.ts'
 
 /**
  * How long a row that a sealed `requestState` may still refer to is kept after its last use: a spent
@@ -112,16 +109,9 @@ export class ShareNotApprovedError extends Error {
   override name = 'ShareNotApprovedError'
 }
 
-/** A store method ran before `migrate()` prepared (or checked) the schema, or after `close()`. */
-export class StoreNotMigratedError extends Error {
-  override name = 'StoreNotMigratedError'
-}
+export { StoreNotMigratedError } from '../mcp/stores/common/store-class.ts'
 
-export interface NotesStore extends SessionStore, TaskStore {
-  /** Creates the schema if needed (idempotent). Called once at startup. */
-  migrate(): Promise<void>
-  close(): Promise<void>
-
+export interface NotesStore extends StoreLifecycle {
   create(principal: string, note: NewNote, now: number): Promise<Note>
   /**
    * Creates the notes under the ids given (version 1, created and updated at `now`) in one

@@ -1,313 +1,59 @@
 /**
  * @module storage/sqlite
- * The embedded `NotesStore` adapter on `node:sqlite` (Node 24, no native addon): the SQLite-dialect
- * store (`sqlite/store.ts`, which owns statements, search and atomicity) over a driver that calls
- * node:sqlite synchronously. Node-only; the Worker never imports it.
- *
- * The driver owns the file and the schema. It applies the files under `migrations/` that wrangler
- * applies to D1 ({@link SQLITE_MIGRATIONS}), in order, each once, inside one transaction with its row in
- * `schema_migrations` (version = the file's number). Several server processes on one machine may open
- * the same file: the connection has its busy timeout from the moment it opens, the database runs in
- * WAL mode, and a batch or a migration runs in a `BEGIN IMMEDIATE` transaction (the write lock taken
- * up front, so two writers never deadlock on an upgrade, and waiting for it honours the timeout).
- * Prepared statements are cached per connection (the store's statements are a fixed set).
- *
- * Group commit: a commit costs far more than the statements it commits (the WAL frames of every
- * page touched, and the file locks, whatever the rows: ~100 µs against a few µs per statement), and
- * a busy server writes from many requests in the same turn of the event loop. So a write is not run
- * when it is asked for: it is queued, with every statement asked for after it in the same turn
- * (reads included, so each sees what was asked before it), and when the turn ends
- * (`setImmediate`) the queue runs in one `BEGIN IMMEDIATE` transaction, synchronously, and commits
- * once. The write lock is held only while those statements run, never across a turn, so other
- * processes on the file wait for it no longer than without grouping. No result is handed out before
- * its commit, so a caller learns what it wrote only once it is as durable as it was alone (WAL with
- * `synchronous = NORMAL`: a commit survives the process crashing; a power loss may take the last ones
- * back, as before). A statement that fails is undone alone (SQLite's statement rollback), a batch
- * alone (its savepoint), and only its caller is told. A failure that ends the transaction (a full
- * disk, an I/O error) or a failed commit undoes the whole group: then the statement that failed is
- * answered with its error and every other one of the group is run again in a transaction of its
- * own, so one caller's failure never becomes another's. Reads while nothing is queued run at once,
- * outside any transaction.
- *
- * Replicas starting together on a new file: the switch to WAL (in `migrate()`, before the schema)
- * reads the file's header and then upgrades to a write lock, and SQLite never calls the busy handler
- * for such an upgrade (two readers upgrading could wait on each other forever), so while another
- * connection holds the write lock — another replica switching the same new file, or migrating it —
- * the switch fails at once with SQLITE_BUSY whatever the timeout. The driver retries it, with growing
- * pauses that leave the event loop free, until the busy timeout has passed. Once the file is in WAL
- * mode the switch is a no-op that takes no lock.
- *
- * It leaves to others: where the file lives (configuration), everything the SQLite-dialect store owns.
+ * The embedded `NotesStore` adapter on `node:sqlite` (Node 24, Deno, Bun; no native addon): the
+ * SQLite-dialect store (`sqlite/store.ts`, which owns statements, search and atomicity) over the
+ * engine's node:sqlite driver (`stateless-mcp/sqlite`: one connection per file, WAL, group commit).
+ * The notes and the engine's state live in one file on one connection: {@link openSqliteStores}
+ * opens both. Node-only; the Worker never imports it.
  */
-
-import { DatabaseSync, type StatementSync } from 'node:sqlite'
-import { mkdirSync, readFileSync } from 'node:fs'
-import { dirname } from 'node:path'
-import { setImmediate } from 'node:timers'
-import { setTimeout as sleep } from 'node:timers/promises'
-import type { SqliteDriver, SqliteRow, SqliteStatement, SqliteValue } from './sqlite/driver.ts'
-import { SQLITE_MIGRATIONS } from './sqlite/statements.ts'
+import {
+  NodeSqliteDriver,
+  SqliteEngineStore,
+  type EngineStore,
+  type SqliteDriver,
+  type SqliteFileOptions,
+} from 'stateless-mcp/sqlite'
+import type { NotesStore } from '../notes/store.ts'
 import { SqliteDialectStore } from './sqlite/store.ts'
 
-/** A statement that only reads (the store's reads all start so; its writes never do). */
-const READ_ONLY = /^\s*SELECT\b/i
-
-/** A statement asked for in this turn, run with the rest of the group when the turn ends. */
-interface Queued {
-  work: () => unknown
-  resolve: (value: unknown) => void
-  reject: (error: unknown) => void
-}
-
-/** How one queued statement went: its value, or its error. */
-type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown }
-
-/** Milliseconds a writer waits for another process's lock before failing with SQLITE_BUSY. */
-export const DEFAULT_BUSY_TIMEOUT_MS = 5000
-
-/** First and longest pause between two attempts at the switch to WAL mode (see the module header). */
-const WAL_RETRY_FIRST_PAUSE_MS = 2
-const WAL_RETRY_MAX_PAUSE_MS = 100
-/** SQLite's primary result code for a lock held by another connection (extended codes add high bits). */
-const SQLITE_BUSY = 5
-
-/** Where the schema's migration files ({@link SQLITE_MIGRATIONS}) are: `migrations/` of this project. */
-const MIGRATIONS_DIR = new URL('../../migrations/', import.meta.url)
-
-export interface SqliteNotesStoreOptions {
-  /** File path, or `':memory:'` for a private in-memory database. */
-  path: string
-  /** Defaults to {@link DEFAULT_BUSY_TIMEOUT_MS}. */
-  busyTimeoutMs?: number
-}
+/** A file of its own (`path`), or a connection shared with the engine's store (`driver`). */
+export type SqliteNotesStoreOptions = SqliteFileOptions | { driver: SqliteDriver }
 
 export class SqliteNotesStore extends SqliteDialectStore {
   constructor(options: SqliteNotesStoreOptions) {
-    super(new NodeSqliteDriver(options))
-  }
-}
-
-/** The driver on one node:sqlite connection (exported for its own tests; the store is the API). */
-export class NodeSqliteDriver implements SqliteDriver {
-  readonly #db: DatabaseSync
-  readonly #busyTimeoutMs: number
-  readonly #statements = new Map<string, StatementSync>()
-  /** The statements asked for in this turn (module header), or none. */
-  #queue: Queued[] | undefined
-
-  constructor(options: SqliteNotesStoreOptions) {
-    if (typeof options?.path !== 'string' || options.path === '') {
-      throw new TypeError('SqliteNotesStore: options.path must be a file path or ":memory:"')
-    }
-    const busyTimeoutMs = options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS
-    if (!Number.isInteger(busyTimeoutMs) || busyTimeoutMs < 0) {
-      throw new TypeError('SqliteNotesStore: options.busyTimeoutMs must be a non-negative integer')
-    }
-    if (options.path !== ':memory:') mkdirSync(dirname(options.path), { recursive: true })
-    // The busy timeout is set as the connection opens, before any statement can meet a lock.
-    this.#db = new DatabaseSync(options.path, { timeout: busyTimeoutMs })
-    this.#busyTimeoutMs = busyTimeoutMs
-    this.#db.exec('PRAGMA synchronous = NORMAL')
-    this.#db.exec('PRAGMA foreign_keys = ON')
-  }
-
-  all(sql: string, params: readonly SqliteValue[]): Promise<SqliteRow[]> {
-    return this.#execute(sql, () => this.#prepare(sql).all(...params) as SqliteRow[])
-  }
-
-  get(sql: string, params: readonly SqliteValue[]): Promise<SqliteRow | undefined> {
-    return this.#execute(sql, () => this.#prepare(sql).get(...params) as SqliteRow | undefined)
-  }
-
-  run(sql: string, params: readonly SqliteValue[]): Promise<number> {
-    return this.#execute(sql, () => Number(this.#prepare(sql).run(...params).changes))
-  }
-
-  batch(statements: readonly SqliteStatement[]): Promise<SqliteRow[][]> {
-    return this.#enqueue(() => {
-      this.#db.exec('SAVEPOINT batch')
-      try {
-        const rows = statements.map(({ sql, params }) => this.#prepare(sql).all(...params))
-        this.#db.exec('RELEASE batch')
-        return rows as SqliteRow[][]
-      } catch (error) {
-        if (this.#db.isTransaction) this.#db.exec('ROLLBACK TO batch; RELEASE batch')
-        throw error
-      }
-    })
-  }
-
-  /**
-   * Switches the file to WAL mode, then applies the migration files not yet recorded in
-   * `schema_migrations`, in one transaction.
-   */
-  async migrate(): Promise<void> {
-    if (this.#queue) this.#flush(this.#queue)
-    await this.#enterWal()
-    this.#transaction(() => {
-      this.#db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
-        version INTEGER PRIMARY KEY,
-        applied_at INTEGER NOT NULL
-      )`)
-      const row = this.#db.prepare('SELECT max(version) AS v FROM schema_migrations').get()
-      const current = Number(row?.v ?? 0)
-      const record = this.#db.prepare(
-        'INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)'
-      )
-      for (const file of SQLITE_MIGRATIONS) {
-        const version = migrationVersion(file)
-        if (version <= current) continue
-        this.#db.exec(readFileSync(new URL(file, MIGRATIONS_DIR), 'utf8'))
-        record.run(version, Date.now())
-      }
-    })
-  }
-
-  async close(): Promise<void> {
-    if (this.#queue) this.#flush(this.#queue)
-    this.#statements.clear()
-    if (this.#db.isOpen) this.#db.close()
-  }
-
-  /**
-   * `PRAGMA journal_mode = WAL`, attempted again after a pause while another connection holds the
-   * write lock it needs (SQLite fails it at once then; see the module header), until the busy timeout
-   * has passed. The first attempt runs before this returns; a private in-memory database stays in its
-   * own mode.
-   */
-  async #enterWal(): Promise<void> {
-    const deadline = Date.now() + this.#busyTimeoutMs
-    for (
-      let pause = WAL_RETRY_FIRST_PAUSE_MS;
-      ;
-      pause = Math.min(2 * pause, WAL_RETRY_MAX_PAUSE_MS)
-    ) {
-      try {
-        this.#db.exec('PRAGMA journal_mode = WAL')
-        return
-      } catch (error) {
-        const left = deadline - Date.now()
-        if (!isBusy(error) || left <= 0) throw error
-        await sleep(Math.min(pause, left))
-      }
-    }
-  }
-
-  #prepare(sql: string): StatementSync {
-    let statement = this.#statements.get(sql)
-    if (statement === undefined) this.#statements.set(sql, (statement = this.#db.prepare(sql)))
-    return statement
-  }
-
-  /** Runs `sql` through `work`: at once when it only reads and nothing is queued, else queued. */
-  #execute<T>(sql: string, work: () => T): Promise<T> {
-    if (this.#queue || !READ_ONLY.test(sql)) return this.#enqueue(work)
-    return new Promise<T>((resolve) => resolve(work()))
-  }
-
-  /** Queues `work` for the group of this turn (started now if none is); settles once it commits. */
-  #enqueue<T>(work: () => T): Promise<T> {
-    let queue = this.#queue
-    if (!queue) {
-      const started: Queued[] = (queue = this.#queue = [])
-      setImmediate(() => this.#flush(started))
-    }
-    return new Promise<T>((resolve, reject) =>
-      queue.push({ work, resolve: resolve as (value: unknown) => void, reject })
-    )
-  }
-
-  /** Runs `queue`, if it is still this turn's, as one transaction, and settles every statement. */
-  #flush(queue: Queued[]): void {
-    if (this.#queue !== queue) return
-    this.#queue = undefined
-    const outcomes = this.#runGroup(queue)
-    queue.forEach(({ resolve, reject }, index) => {
-      const outcome = outcomes[index] as Outcome
-      if (outcome.ok) resolve(outcome.value)
-      else reject(outcome.error)
-    })
-  }
-
-  /**
-   * The outcome of each queued statement: all run in one transaction; if that transaction ends
-   * early or its commit fails, the statement that ended it keeps its error and every other one is
-   * run again alone (module header).
-   */
-  #runGroup(queue: Queued[]): Outcome[] {
-    try {
-      this.#rollback()
-      this.#db.exec('BEGIN IMMEDIATE')
-    } catch (error) {
-      return queue.map(() => ({ ok: false, error }))
-    }
-    const outcomes: Outcome[] = []
-    let ended: number | undefined
-    for (const [index, { work }] of queue.entries()) {
-      try {
-        outcomes.push({ ok: true, value: work() })
-      } catch (error) {
-        outcomes.push({ ok: false, error })
-        if (!this.#db.isTransaction) {
-          ended = index
-          break
-        }
-      }
-    }
-    if (ended === undefined) {
-      try {
-        this.#db.exec('COMMIT')
-        return outcomes
-      } catch {
-        this.#rollback()
-      }
-    }
-    return queue.map(({ work }, index) =>
-      index === ended ? (outcomes[index] as Outcome) : this.#alone(work)
-    )
-  }
-
-  /** One statement in a transaction of its own (a group that failed as a whole, run again). */
-  #alone(work: () => unknown): Outcome {
-    try {
-      return { ok: true, value: this.#transaction(work) }
-    } catch (error) {
-      return { ok: false, error }
-    }
-  }
-
-  /** Undoes the open transaction, if any (one whose ROLLBACK failed is tried again by the next group). */
-  #rollback(): void {
-    try {
-      if (this.#db.isTransaction) this.#db.exec('ROLLBACK')
-    } catch {
-      // Still open: the next group's #rollback tries again before it begins.
-    }
-  }
-
-  /** Runs `work` in a `BEGIN IMMEDIATE` transaction: it commits only if `work` returns. */
-  #transaction<T>(work: () => T): T {
-    this.#db.exec('BEGIN IMMEDIATE')
-    try {
-      const result = work()
-      this.#db.exec('COMMIT')
-      return result
-    } catch (error) {
-      this.#rollback()
-      throw error
+    if (options !== null && typeof options === 'object' && 'driver' in options) {
+      super(options.driver, false)
+    } else {
+      super(new NodeSqliteDriver(options), true)
     }
   }
 }
 
-/** The version of a migration file: the number its name starts with (`0001_init.sql` is 1). */
-function migrationVersion(file: string): number {
-  const match = /^(\d+)_/.exec(file)
-  if (match === null) throw new Error(`migration file ${file} does not start with its number`)
-  return Number(match[1])
+/** The notes and the engine's state in one file, on one connection, and how to close them. */
+export interface SqliteStores {
+  notes: NotesStore
+  engine: EngineStore
+  /** Migrates both (the notes first, then the engine's tables). */
+  migrate(): Promise<void>
+  /** Closes both stores, then the file. */
+  close(): Promise<void>
 }
 
-/** Whether node:sqlite failed with SQLITE_BUSY (any of its extended codes). */
-function isBusy(error: unknown): boolean {
-  const code = (error as { errcode?: unknown } | null)?.errcode
-  return typeof code === 'number' && (code & 0xff) === SQLITE_BUSY
+/** Opens the notes store and the engine's store on one connection to the file `options.path`. */
+export function openSqliteStores(options: SqliteFileOptions): SqliteStores {
+  const driver = new NodeSqliteDriver(options)
+  const notes = new SqliteNotesStore({ driver })
+  const engine = new SqliteEngineStore({ driver })
+  return {
+    notes,
+    engine,
+    async migrate() {
+      await notes.migrate()
+      await engine.migrate()
+    },
+    async close() {
+      await Promise.allSettled([notes.close(), engine.close()])
+      await driver.close()
+    },
+  }
 }

@@ -8,10 +8,10 @@
 import type { Sql, TransactionSql } from 'postgres'
 import type { OnceOutcome } from '../../notes/store.ts'
 import * as common from '../common/shares.ts'
-import type { PortMethods } from '../common/store-class.ts'
+import type { PortMethods } from '../../mcp/stores/common/store-class.ts'
 import type { NoteRow } from '../common/notes.ts'
 import { toNote } from './notes.ts'
-import { dec, enc } from './text.ts'
+import { decodePgText as dec, encodePgText as enc } from 'stateless-mcp/postgres'
 
 /** Thrown inside a transaction to roll it back and answer `already_done`. */
 class AlreadyDone extends Error {}

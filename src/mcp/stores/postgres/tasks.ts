@@ -1,13 +1,13 @@
 /**
- * @module storage/postgres/tasks
+ * @module mcp/stores/postgres/tasks
  * The `TaskStore` methods of the PostgreSQL store ({@link taskMethods}): task records, created under
  * the cap on live tasks (counted under a per-principal advisory lock, {@link TASK_CAP_LOCK_CLASS}, in
  * the transaction that inserts), changed by compare-and-set on their version, and the runnable ones
  * found for a sweep. The task statements are built once from the column lists of `common/tasks.ts`.
  */
 import type { Sql, TransactionSql } from 'postgres'
-import { positiveWholeNumber } from '../../mcp/options.ts'
-import type { TaskStore } from '../../mcp/task-store.ts'
+import { positiveWholeNumber } from '../../options.ts'
+import type { TaskStore } from '../../task-store.ts'
 import { insertedRow, type PortMethods } from '../common/store-class.ts'
 import { checkSweep } from '../common/sweeps.ts'
 import { fieldValues, patchAssignments, patchValues } from '../common/columns.ts'

@@ -1,5 +1,5 @@
 /**
- * @module storage/common/columns
+ * @module mcp/stores/common/columns
  * How the records changed by compare-and-set on their version (tasks, `common/tasks.ts`; streams,
  * `common/streams.ts`) meet their tables on every adapter, written once: the values an insert binds
  * ({@link fieldValues}), the values a patch binds ({@link patchValues}) and the assignments of the

@@ -1,15 +1,15 @@
 /**
- * @module storage/common/sessions
+ * @module mcp/stores/common/sessions
  * What every adapter's `SessionStore` methods (`mcp/session-store.ts`) decide the same way: a
  * session's record from its row, why a subscription was refused, and how a cap is bound. The caps
  * themselves are counted in the database, by each dialect's statements. Runtime-neutral.
  */
-import type { LogLevel } from '../../mcp/protocol.ts'
+import type { LogLevel } from '../../protocol.ts'
 import {
   MAX_SUBSCRIPTIONS_PER_SESSION,
   type SessionRecord,
   type SubscribeOutcome,
-} from '../../mcp/session-store.ts'
+} from '../../session-store.ts'
 
 /** What `getSession` answers from a session's row as read (`undefined`: no session recorded). */
 export function sessionRecord(

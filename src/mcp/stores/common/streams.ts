@@ -1,5 +1,5 @@
 /**
- * @module storage/common/streams
+ * @module mcp/stores/common/streams
  * The two tables of resumable 2025-era streams (`mcp/stream-store.ts`) as both dialects see them,
  * written once so that their statements cannot drift apart: `session_streams`, one record per stream
  * of a session — every field and its column ({@link STREAM_COLUMNS}), the columns `updateStream` may
@@ -11,8 +11,8 @@
  * (`sqlite/statements.ts`, `postgres/streams.ts`), and checks a read's arguments the same way
  * ({@link checkEventsRead}). Runtime-neutral: only the engine's `StreamStore` contract.
  */
-import { positiveWholeNumber } from '../../mcp/options.ts'
-import type { NewStream, StoredEvent, StreamPatch, StreamRecord } from '../../mcp/stream-store.ts'
+import { positiveWholeNumber } from '../../options.ts'
+import type { NewStream, StoredEvent, StreamPatch, StreamRecord } from '../../stream-store.ts'
 import { columnReaders, withoutAbsent, type ColumnValue } from './columns.ts'
 
 /** The columns of `session_streams` that `createStream` writes and `updateStream` never changes. */

@@ -1,5 +1,5 @@
 /**
- * @module storage/sqlite/streams
+ * @module mcp/stores/sqlite/streams
  * The `StreamStore` methods of the SQLite-dialect store ({@link streamMethods}): the records of a
  * session's resumable streams, created under the cap on a session's live records (the conditional
  * insert alone below it; at it, one batch: the session's oldest ended records and their events
@@ -9,8 +9,8 @@
  * statements are built from the column lists of `common/streams.ts` (`statements.ts`); ending a
  * session removes its streams (`sessions.ts`).
  */
-import { positiveWholeNumber } from '../../mcp/options.ts'
-import { streamsLeftByEviction, type StreamStore } from '../../mcp/stream-store.ts'
+import { positiveWholeNumber } from '../../options.ts'
+import { streamsLeftByEviction, type StreamStore } from '../../stream-store.ts'
 import { fieldValues, patchValues } from '../common/columns.ts'
 import type { PortMethods } from '../common/store-class.ts'
 import {

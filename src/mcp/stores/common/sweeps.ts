@@ -1,5 +1,5 @@
 /**
- * @module storage/common/sweeps
+ * @module mcp/stores/common/sweeps
  * The arguments of the two sweeps every adapter runs over its tables, checked the same way
  * ({@link checkSweep}: `purgeExpired` and `findRunnableTasks`), and the budget of a purge
  * ({@link purgeWithin}: the adapter's purges in order, each allowed what is left). Runtime-neutral.

@@ -1,5 +1,5 @@
 /**
- * @module storage/sqlite/sessions
+ * @module mcp/stores/sqlite/sessions
  * The `SessionStore` methods of the SQLite-dialect store ({@link sessionMethods}): sessions with
  * their principal, creation time and log level, subscriptions and input slots. Each cap is decided by
  * the database, the way D1 allows: `createSession` at the cap is one batch (end the sessions beyond
@@ -7,9 +7,9 @@
  * creations both take the last place; `addSubscription` is one conditional insert, and a read after
  * a miss only explains it. The streams' own methods are `streams.ts`'s.
  */
-import { MAX_SUBSCRIPTIONS_PER_SESSION, type SessionStore } from '../../mcp/session-store.ts'
+import { MAX_SUBSCRIPTIONS_PER_SESSION, type SessionStore } from '../../session-store.ts'
 import { capParam, sessionRecord, subscribeRefusal } from '../common/sessions.ts'
-import type { StreamStore } from '../../mcp/stream-store.ts'
+import type { StreamStore } from '../../stream-store.ts'
 import type { PortMethods } from '../common/store-class.ts'
 import type { SqliteDriver } from './driver.ts'
 import { SQL } from './statements.ts'

@@ -1,5 +1,5 @@
 /**
- * @module storage/common/tasks
+ * @module mcp/stores/common/tasks
  * The `tasks` table as both dialects see it, written once so that their statements cannot drift
  * apart: every field of a task record and its column ({@link TASK_COLUMNS}), the columns `updateTask`
  * may change ({@link TASK_PATCH_COLUMNS}, in the order its statement binds them), the fields
@@ -8,7 +8,7 @@
  * lists. Each dialect builds its task statements from them, once (`sqlite/statements.ts`,
  * `postgres/tasks.ts`). Runtime-neutral: only the engine's `TaskStore` contract.
  */
-import type { NewTask, TaskPatch, TaskRecord, TaskStatus } from '../../mcp/task-store.ts'
+import type { NewTask, TaskPatch, TaskRecord, TaskStatus } from '../../task-store.ts'
 import { columnReaders, withoutAbsent, type ColumnValue } from './columns.ts'
 
 /** The columns of `tasks` that `createTask` writes and `updateTask` never changes. */

@@ -1,5 +1,5 @@
 /**
- * @module storage/postgres/patch
+ * @module mcp/stores/postgres/patch
  * How a compare-and-set patch (`common/columns.ts`: `patchValues`, `patchAssignments`) crosses into
  * PostgreSQL, for the task and stream updates: its placeholders ({@link pgPlaceholder}, `$n`, a flag
  * cast to boolean) and its parameters ({@link patchParams}, strings escaped by `text.ts`).

@@ -1,5 +1,5 @@
 /**
- * @module storage/postgres/outage
+ * @module mcp/stores/postgres/outage
  * What the PostgreSQL adapter does while its server cannot be reached: which failures of the
  * `postgres` driver mean that ({@link isUnreachable}), the connection settings that make them come
  * fast ({@link OUTAGE_CONNECTION_OPTIONS}), and the wrapping of every port method
@@ -22,7 +22,7 @@
  * restart, a kill), within about that bound per round of the pool's connections when it does not
  * answer at all.
  */
-import { StoreUnavailableError } from '../../mcp/errors.ts'
+import { StoreUnavailableError } from '../../errors.ts'
 
 /** Codes of Node's socket errors that mean the server could not be reached or went away. */
 const SOCKET_ERRORS = new Set([

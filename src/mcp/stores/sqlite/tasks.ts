@@ -1,12 +1,12 @@
 /**
- * @module storage/sqlite/tasks
+ * @module mcp/stores/sqlite/tasks
  * The `TaskStore` methods of the SQLite-dialect store ({@link taskMethods}): task records, created
  * under the cap on live tasks in the one conditional insert that stores them, changed by
  * compare-and-set on their version, and the runnable ones found for a sweep. The statements are
  * built from the column lists of `common/tasks.ts` (`statements.ts`).
  */
-import { positiveWholeNumber } from '../../mcp/options.ts'
-import type { TaskStore } from '../../mcp/task-store.ts'
+import { positiveWholeNumber } from '../../options.ts'
+import type { TaskStore } from '../../task-store.ts'
 import type { PortMethods } from '../common/store-class.ts'
 import { checkSweep } from '../common/sweeps.ts'
 import { fieldValues, patchValues } from '../common/columns.ts'

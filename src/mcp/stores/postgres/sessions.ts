@@ -1,5 +1,5 @@
 /**
- * @module storage/postgres/sessions
+ * @module mcp/stores/postgres/sessions
  * The `SessionStore` methods of the PostgreSQL store ({@link sessionMethods}): sessions with their
  * principal, creation time and log level, subscriptions and input slots. The caps on a principal's
  * sessions and subscriptions are counted under one per-principal advisory lock
@@ -8,9 +8,9 @@
  * transaction as its insert. The streams' own methods are `streams.ts`'s.
  */
 import type { Sql } from 'postgres'
-import { MAX_SUBSCRIPTIONS_PER_SESSION, type SessionStore } from '../../mcp/session-store.ts'
+import { MAX_SUBSCRIPTIONS_PER_SESSION, type SessionStore } from '../../session-store.ts'
 import { capParam, sessionRecord, subscribeRefusal } from '../common/sessions.ts'
-import type { StreamStore } from '../../mcp/stream-store.ts'
+import type { StreamStore } from '../../stream-store.ts'
 import type { PortMethods } from '../common/store-class.ts'
 import { dec, enc } from './text.ts'
 

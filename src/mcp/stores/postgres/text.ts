@@ -1,5 +1,5 @@
 /**
- * @module storage/postgres/text
+ * @module mcp/stores/postgres/text
  * How every string crosses into PostgreSQL `text`, which cannot hold U+0000: a reversible, order- and
  * prefix-preserving escape ({@link enc}, undone by {@link dec}), so stored values are escaped and
  * everything returned is exactly what was given. Every port module of the PostgreSQL store binds

@@ -1,5 +1,5 @@
 /**
- * @module storage/postgres/streams
+ * @module mcp/stores/postgres/streams
  * The `StreamStore` methods of the PostgreSQL store ({@link streamMethods}): the records of a
  * session's resumable streams, created under the cap on a session's live records (at the cap, its
  * oldest ended records and their events evicted down to half the cap; evicted, counted and inserted
@@ -9,8 +9,8 @@
  * `common/streams.ts`; ending a session removes its streams (`sessions.ts`).
  */
 import type { Sql } from 'postgres'
-import { positiveWholeNumber } from '../../mcp/options.ts'
-import { streamsLeftByEviction, type StreamStore } from '../../mcp/stream-store.ts'
+import { positiveWholeNumber } from '../../options.ts'
+import { streamsLeftByEviction, type StreamStore } from '../../stream-store.ts'
 import { fieldValues, patchAssignments, patchValues } from '../common/columns.ts'
 import type { PortMethods } from '../common/store-class.ts'
 import {

@@ -1,10 +1,11 @@
 /**
- * @module storage/sqlite/driver
- * How the SQLite-dialect store reaches one database: a {@link SqliteDriver}, which the node:sqlite
- * adapter (`storage/sqlite.ts`, a synchronous call in this process) and the D1 adapter
- * (`storage/d1.ts`, an RPC to the binding) implement, and the values and rows that cross it.
- * Types only.
+ * @module mcp/stores/sqlite/driver
+ * How a SQLite-dialect store reaches one database: a {@link SqliteDriver}, which the node:sqlite
+ * driver (`node-sqlite.ts`, a synchronous call in this process) and the D1 driver (`../d1.ts`, an RPC
+ * to the binding) implement, and the values and rows that cross it. Several stores may share one
+ * driver (the engine's and an application's tables in one file). Types only.
  */
+import type { SqliteSchema } from './schema.ts'
 
 /** A value bound to, or read from, a SQLite-dialect statement. */
 export type SqliteValue = string | number | null
@@ -14,7 +15,7 @@ export interface SqliteStatement {
   params: readonly SqliteValue[]
 }
 
-/** How the store reaches one SQLite-dialect database. */
+/** How a store reaches one SQLite-dialect database. */
 export interface SqliteDriver {
   /** Every row the statement returns (none for a statement without `RETURNING`). */
   all(sql: string, params: readonly SqliteValue[]): Promise<SqliteRow[]>
@@ -24,7 +25,7 @@ export interface SqliteDriver {
   run(sql: string, params: readonly SqliteValue[]): Promise<number>
   /** Runs the statements in order as one transaction (all apply or none); the rows of each. */
   batch(statements: readonly SqliteStatement[]): Promise<SqliteRow[][]>
-  /** Makes sure the schema of `SQLITE_MIGRATIONS` is in place (applying or checking it). */
-  migrate(): Promise<void>
+  /** Brings the database up to `schema` (`schema.ts`), every step applied once across processes. */
+  migrate(schema: SqliteSchema): Promise<void>
   close(): Promise<void>
 }
