@@ -1,0 +1,297 @@
+/**
+ * @module mcp/front-door
+ * `createMcpServer`: the engine's front door. From the tools, resources and prompts a server
+ * defines, it makes a Web-standard `fetch(request)` handler (what `export default` wants on
+ * Workers, Deno and Bun, and `serve({ fetch })` takes on Node) and `close()`, with defaults that make
+ * the smallest server safe and working:
+ * - requests reach it on one path (`/mcp`), Host and Origin limited to loopback until
+ *   `allowedHosts` says otherwise (DNS-rebinding defence), bodies limited to 1 MiB;
+ * - `requestState` and 2025 session ids sealed with the `stateKeys` ring (the `STATE_KEYS` text
+ *   every replica shares), or with an ephemeral key and a logged warning when none is given;
+ * - the caller from `authenticate(request)`, else one local principal;
+ * - both protocol eras: 2026-07-28 requests, and 2025-era clients (`initialize`, sessions, GET
+ *   streams) with their state in the engine store (in memory unless `store` names a shared one) and
+ *   their answers carried by the event bus (in process unless `bus` names a shared one);
+ * - tasks when a tool declares `task`.
+ * A misconfiguration (nothing to serve, a name defined twice, a key ring that does not parse) throws
+ * here, at construction, with a message naming the fix. What the handler does with a request is
+ * `handler.ts`'s; the checks before it are `request-guard.ts`'s.
+ */
+import { InProcessEventBus, type EventBus } from './event-bus.ts'
+import { errorMessage, ErrorCode } from './errors.ts'
+import { createMcpHandler } from './handler.ts'
+import { formatKeyRing, generateKey, importKeyRing, parseKeyRing, type RawKey } from './key-ring.ts'
+import { consoleLogger, type McpLogger } from './logger.ts'
+import {
+  declaredTooLarge,
+  DEFAULT_MAX_BODY_BYTES,
+  hostGuard,
+  isJsonMediaType,
+  jsonRpcErrorResponse,
+  LOOPBACK_HOSTS,
+  NOT_UTF8_MESSAGE,
+  readBody,
+  tooLargeMessage,
+  UNSUPPORTED_MEDIA_TYPE_MESSAGE,
+} from './request-guard.ts'
+import { StateSealer } from './sealed-state.ts'
+import { compileServer, type ServerDefinition } from './server.ts'
+import { finalResponse } from './streaming.ts'
+import type { EngineStore } from './stores/engine-store.ts'
+import { MemoryEngineStore } from './stores/memory.ts'
+import type { McpHandler, McpHttpInput } from './http-input.ts'
+
+/** The principal of every request when no `authenticate` hook is given. */
+export const LOCAL_PRINCIPAL = 'local'
+
+/** Who made a request, as an `authenticate` hook found. */
+export interface Caller {
+  /** A stable id of the person or system (e.g. the token's issuer and subject). */
+  principal: string
+  /** The OAuth client it came through, if any: sealed state is bound to it too. */
+  client?: string
+}
+
+/**
+ * Finds who made `request`: a {@link Caller}, or the `Response` to answer instead (a 401 with its
+ * `WWW-Authenticate` challenge, say). Runs after the Host/Origin and size checks, before the body
+ * is read.
+ */
+export type Authenticate = (request: Request) => Caller | Response | Promise<Caller | Response>
+
+export interface McpServerOptions<Deps> {
+  /** What handlers see as `ctx.deps`. */
+  deps?: Deps
+  /**
+   * The key ring sealing `requestState` and session ids: `kid:secret` entries, comma-separated, the
+   * first sealing (the `STATE_KEYS` format; make one with {@link generateStateKeys}). Every replica
+   * of a deployment gets the same. Absent, an ephemeral key is made and a warning logged: nothing
+   * sealed then opens on another replica or after a restart.
+   */
+  stateKeys?: string
+  /** Lifetime of one sealed round, in seconds (default 600). */
+  stateTtlSeconds?: number
+  /** The endpoint's path; other paths are 404. Default `/mcp`. */
+  path?: string
+  /**
+   * Host names (no port) the server answers to; `['*']` for any. Default loopback only
+   * (`localhost`, `127.0.0.1`, `[::1]`): add the public host name when deploying.
+   */
+  allowedHosts?: readonly string[]
+  /** Browser origins allowed besides those of an allowed host (`https://app.example.com`). */
+  allowedOrigins?: readonly string[]
+  /** Largest request body in bytes (413 above). Default 1 MiB. */
+  maxBodyBytes?: number
+  /** Finds the caller of each request; without it every request is {@link LOCAL_PRINCIPAL}. */
+  authenticate?: Authenticate
+  /**
+   * Where 2025 sessions and streams and tasks are kept. Default in this process's memory: enough
+   * for one replica; replicas behind a load balancer share one (`stateless-mcp/sqlite`,
+   * `/postgres`, `/d1`).
+   */
+  store?: EngineStore
+  /**
+   * Carries list changes, resource updates and 2025 answers between requests. Default in process;
+   * replicas share one (`stateless-mcp/postgres`'s bus, the Durable Object bus of
+   * `stateless-mcp/workers`).
+   */
+  bus?: EventBus
+  /** Serve 2025-era clients (`initialize` and sessions) on the same path. Default `true`. */
+  legacy?: boolean
+  logger?: McpLogger
+}
+
+/** A running MCP server: its `fetch` handler, and `close()` to let its streams and store go. */
+export interface McpServer {
+  /** Answers one HTTP request to the server (any path; the endpoint is `options.path`). */
+  fetch(request: Request): Promise<Response>
+  /** Ends open streams (clients resume elsewhere), releases leases, and closes the store it made. */
+  close(): Promise<void>
+}
+
+/**
+ * A fresh key ring in the `STATE_KEYS` format (one key), for {@link McpServerOptions.stateKeys}.
+ *
+ * @example
+ * // once, then keep it as a secret every replica gets:
+ * console.log(generateStateKeys()) // k20261206ab3d:Jq4…
+ */
+export function generateStateKeys(): string {
+  return formatKeyRing([generateKey()])
+}
+
+/**
+ * Makes the `fetch` handler of an MCP server that serves `definition`'s tools, resources and
+ * prompts to clients of both protocol eras, any replica answering any request.
+ *
+ * @example
+ * import { serve } from '@hono/node-server'
+ * import * as z from 'zod'
+ * import { createMcpServer, text, tool } from 'stateless-mcp'
+ *
+ * const hello = tool({
+ *   name: 'hello',
+ *   description: 'Says hello.',
+ *   input: z.object({ name: z.string() }),
+ *   run: ({ name }) => text(`Hello, ${name}`),
+ * })
+ * const server = createMcpServer(
+ *   { info: { name: 'hello', version: '1.0.0' }, tools: [hello] },
+ *   { stateKeys: process.env.STATE_KEYS }
+ * )
+ * serve({ fetch: server.fetch, port: 3000 })
+ */
+export function createMcpServer<Deps = undefined>(
+  definition: ServerDefinition<Deps>,
+  options: McpServerOptions<Deps> = {}
+): McpServer {
+  const server = compileServer(definition)
+  if (
+    server.tools.size + server.resources.size + server.templates.length + server.prompts.size ===
+    0
+  ) {
+    throw new TypeError(
+      'createMcpServer: the server defines nothing to serve: pass at least one tool in `tools` (or a resource, resource template or prompt)'
+    )
+  }
+  const keys = options.stateKeys === undefined ? undefined : stateKeyRing(options.stateKeys)
+  const logger = options.logger ?? consoleLogger
+  const path = options.path ?? '/mcp'
+  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES
+  if (!Number.isSafeInteger(maxBodyBytes) || maxBodyBytes < 1) {
+    throw new RangeError(
+      `createMcpServer: maxBodyBytes must be a positive whole number of bytes, got ${String(maxBodyBytes)}`
+    )
+  }
+  const guard = hostGuard({
+    allowedHosts: options.allowedHosts ?? LOOPBACK_HOSTS,
+    allowedOrigins: options.allowedOrigins,
+  })
+  const ownStore = options.store === undefined
+  const store = options.store ?? new MemoryEngineStore()
+  const shutdown = new AbortController()
+  // Started by the first request, not here: Workers allow no random values or I/O at global scope.
+  // A start that failed (the store unreachable, say) is tried again by the next request.
+  let handler: Promise<McpHandler> | undefined
+  const started = (): Promise<McpHandler> =>
+    (handler ??= startHandler(server, options, store, keys, logger, shutdown.signal).catch(
+      (error: unknown) => {
+        handler = undefined
+        throw error
+      }
+    ))
+  const authenticate: Authenticate =
+    options.authenticate ?? (() => ({ principal: LOCAL_PRINCIPAL }))
+
+  async function serveRequest(request: Request): Promise<Response> {
+    const { headers, method } = request
+    const host = headers.get('host') ?? authorityOf(request.url)
+    const refusal = guard(host, headers.get('origin') ?? undefined)
+    if (refusal !== undefined) return jsonRpcErrorResponse(null, 403, refusal)
+    const post = method === 'POST'
+    if (post && declaredTooLarge(headers, maxBodyBytes))
+      return jsonRpcErrorResponse(null, 413, tooLargeMessage(maxBodyBytes))
+    const caller = await authenticate(request)
+    if (caller instanceof Response) return caller
+    const input: McpHttpInput = {
+      method,
+      body: '',
+      headers,
+      principal: caller.principal,
+      client: caller.client,
+      signal: request.signal,
+    }
+    if (!post) return (await started())(input)
+    if (!isJsonMediaType(headers.get('content-type')))
+      return jsonRpcErrorResponse(null, 415, UNSUPPORTED_MEDIA_TYPE_MESSAGE)
+    let body: string | undefined
+    try {
+      body = await readBody(request, maxBodyBytes)
+    } catch {
+      return jsonRpcErrorResponse(null, 400, NOT_UTF8_MESSAGE, {}, ErrorCode.ParseError)
+    }
+    if (body === undefined) return jsonRpcErrorResponse(null, 413, tooLargeMessage(maxBodyBytes))
+    return (await started())({ ...input, body })
+  }
+
+  return {
+    async fetch(request: Request): Promise<Response> {
+      if (!isPath(request.url, path)) return new Response('Not Found', { status: 404 })
+      try {
+        return await serveRequest(request)
+      } catch (error) {
+        return finalResponse(errorMessage(null, error, logger))
+      }
+    },
+    async close(): Promise<void> {
+      shutdown.abort()
+      if (ownStore) await store.close()
+    },
+  }
+}
+
+/** Where `url`'s path begins (its length when it has none). */
+function pathStart(url: string): number {
+  const start = url.indexOf('/', url.indexOf('//') + 2)
+  return start < 0 ? url.length : start
+}
+
+/** Whether `url`'s path is `path` (read off the text: a URL per request costs). */
+function isPath(url: string, path: string): boolean {
+  const rest = url.slice(pathStart(url))
+  const end = rest.search(/[?#]/)
+  return (end < 0 ? rest : rest.slice(0, end) || '/') === path
+}
+
+/**
+ * The host and port of `url`: what a request built in process without a `Host` header was sent
+ * to (runtimes serving HTTP build the URL from that header).
+ */
+function authorityOf(url: string): string {
+  return url.slice(url.indexOf('//') + 2, pathStart(url))
+}
+
+/** The raw ring of `text`, or a `TypeError` saying what is wrong and how to make a good one. */
+function stateKeyRing(text: string): RawKey[] {
+  try {
+    return parseKeyRing(text)
+  } catch (error) {
+    throw new TypeError(
+      `createMcpServer: stateKeys is not a key ring (${(error as Error).message}); make one with generateStateKeys() and give every replica the same text`,
+      { cause: error }
+    )
+  }
+}
+
+/** The engine's handler, once the key ring is imported and the store prepared. */
+async function startHandler<Deps>(
+  server: ReturnType<typeof compileServer<Deps>>,
+  options: McpServerOptions<Deps>,
+  store: EngineStore,
+  keys: RawKey[] | undefined,
+  logger: McpLogger,
+  shutdown: AbortSignal
+): Promise<McpHandler> {
+  if (!keys) {
+    logger.warn('no stateKeys given: sealing with an ephemeral key', {
+      effect:
+        'requestState and 2025 session ids open only in this process until it stops; give every replica the same stateKeys (generateStateKeys())',
+    })
+  }
+  const sealer = StateSealer.create({
+    keyRing: await importKeyRing(keys ?? [generateKey()]),
+    ttlSeconds: options.stateTtlSeconds,
+  })
+  await store.migrate()
+  const servesTasks = [...server.tools.values()].some((tool) => tool.definition.task)
+  return createMcpHandler({
+    server,
+    deps: options.deps as Deps,
+    sealer,
+    bus: options.bus ?? new InProcessEventBus(),
+    logger,
+    shutdown,
+    legacy: options.legacy === false ? undefined : { sessions: store },
+    tasks: servesTasks ? { store } : undefined,
+  })
+}
