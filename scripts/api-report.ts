@@ -2,7 +2,7 @@
  * @module scripts/api-report
  * The engine package's API report: for each entry of its `exports` map, one Markdown file in
  * `src/mcp/api-report/` listing every name the entry exports with its declaration, and every
- * declaration of the package those reach without exporting it (an internal type leaking into the
+ * declaration of the package those reach that no entry exports (an internal type leaking into the
  * surface shows up there). Read from the `.d.ts` the package ships (scripts/support/engine-build.ts),
  * printed without comments in a fixed order, so the report changes only when the surface does.
  * `npm run -s api:report` rewrites the files; tests/e2e/engine-package.test.ts fails when the
@@ -83,41 +83,58 @@ function fenced(blocks: readonly string[]): string {
   return blocks.length === 0 ? '(none)\n' : `\`\`\`ts\n${blocks.join('\n\n')}\n\`\`\`\n`
 }
 
-/** The report of one entry, from the program over the compiled declarations in `declarationsDir`. */
-function entryReport(
+/** One name an entry exports and the declaration it stands for (aliases followed). */
+interface ExportedName {
+  name: string
+  target: ts.Symbol
+}
+
+/** The compiled declarations of the package, read by one program. */
+interface Declarations {
+  dir: string
+  checker: ts.TypeChecker
+  printer: ts.Printer
+}
+
+function entryExports(
   program: ts.Program,
-  declarationsDir: string,
-  entry: EngineEntry,
-  specifier: string
-): string {
-  const checker = program.getTypeChecker()
-  const printer = ts.createPrinter({ removeComments: true, newLine: ts.NewLineKind.LineFeed })
-  const source = program.getSourceFile(
-    join(declarationsDir, entry.module.replace(/\.ts$/, '.d.ts'))
-  )
+  { dir, checker }: Declarations,
+  entry: EngineEntry
+): ExportedName[] {
+  const source = program.getSourceFile(join(dir, entry.module.replace(/\.ts$/, '.d.ts')))
   const module = source && checker.getSymbolAtLocation(source)
   if (!module) throw new Error(`api-report: no declarations for ${entry.module}`)
-  const inPackage = (declaration: ts.Declaration) =>
-    declaration.getSourceFile().fileName.startsWith(declarationsDir) &&
-    !ts.isTypeParameterDeclaration(declaration)
-
-  const exported = checker
+  return checker
     .getExportsOfModule(module)
     .map((symbol) => ({
       name: symbol.name,
       target: symbol.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(symbol) : symbol,
     }))
     .sort((a, b) => (a.name < b.name ? -1 : 1))
-  const exportedTargets = new Set(exported.map(({ target }) => target))
+}
 
-  const reachable = new Set<ts.Symbol>()
+/**
+ * The report of one entry: its exports, then the package's declarations they reach that no entry
+ * exports (`publicSymbols`: what any entry exports, reported there).
+ */
+function entryReport(
+  { dir, checker, printer }: Declarations,
+  specifier: string,
+  exported: readonly ExportedName[],
+  publicSymbols: ReadonlySet<ts.Symbol>
+): string {
+  const inPackage = (declaration: ts.Declaration) =>
+    declaration.getSourceFile().fileName.startsWith(dir) &&
+    !ts.isTypeParameterDeclaration(declaration)
+
+  const internal = new Set<ts.Symbol>()
   const pending = exported.flatMap(({ target }) =>
     referencedSymbols(checker, target.declarations ?? [])
   )
   for (let symbol = pending.pop(); symbol; symbol = pending.pop()) {
     const declarations = (symbol.declarations ?? []).filter(inPackage)
-    if (declarations.length === 0 || exportedTargets.has(symbol) || reachable.has(symbol)) continue
-    reachable.add(symbol)
+    if (declarations.length === 0 || publicSymbols.has(symbol) || internal.has(symbol)) continue
+    internal.add(symbol)
     pending.push(...referencedSymbols(checker, declarations))
   }
 
@@ -127,10 +144,10 @@ function entryReport(
     )
     return target.name === name ? texts.join('\n') : `// exported as ${name}\n${texts.join('\n')}`
   })
-  const reachableBlocks = [...reachable]
+  const internalBlocks = [...internal]
     .map((symbol) => {
       const declarations = (symbol.declarations ?? []).filter(inPackage)
-      const file = relative(declarationsDir, declarations[0]!.getSourceFile().fileName)
+      const file = relative(dir, declarations[0]!.getSourceFile().fileName)
       const texts = declarations.map((declaration) => declarationText(printer, declaration))
       return { key: `${file}\0${symbol.name}`, text: `// ${file}\n${texts.join('\n')}` }
     })
@@ -145,9 +162,9 @@ function entryReport(
     '## Exports',
     '',
     fenced(exportBlocks),
-    '## Reachable from the exports, not exported',
+    '## Reached from the exports, exported by no entry',
     '',
-    fenced(reachableBlocks),
+    fenced(internalBlocks),
   ].join('\n')
 }
 
@@ -157,13 +174,11 @@ export function renderApiReports(): Map<string, string> {
   const { entries } = readEngineEntries(manifest)
   // Inside the repository, so the declarations' imports of zod and jose resolve.
   mkdirSync(join(REPO_ROOT, 'dist'), { recursive: true })
-  const declarationsDir = mkdtempSync(join(REPO_ROOT, 'dist/api-report-'))
+  const dir = mkdtempSync(join(REPO_ROOT, 'dist/api-report-'))
   try {
-    compileEngine(entries, declarationsDir, { declarationsOnly: true })
+    compileEngine(entries, dir, { declarationsOnly: true })
     const program = ts.createProgram({
-      rootNames: entries.map((entry) =>
-        join(declarationsDir, entry.module.replace(/\.ts$/, '.d.ts'))
-      ),
+      rootNames: entries.map((entry) => join(dir, entry.module.replace(/\.ts$/, '.d.ts'))),
       options: {
         module: ts.ModuleKind.NodeNext,
         moduleResolution: ts.ModuleResolutionKind.NodeNext,
@@ -173,18 +188,30 @@ export function renderApiReports(): Map<string, string> {
         types: [],
       },
     })
+    const declarations: Declarations = {
+      dir,
+      checker: program.getTypeChecker(),
+      printer: ts.createPrinter({ removeComments: true, newLine: ts.NewLineKind.LineFeed }),
+    }
+    const exportsByEntry = entries.map((entry) => ({
+      entry,
+      exported: entryExports(program, declarations, entry),
+    }))
+    const publicSymbols = new Set(
+      exportsByEntry.flatMap(({ exported }) => exported.map(({ target }) => target))
+    )
     return new Map(
-      entries.map((entry) => {
+      exportsByEntry.map(({ entry, exported }) => {
         const specifier =
           entry.subpath === '.' ? manifest.name : `${manifest.name}/${entry.subpath.slice(2)}`
         return [
           `${specifier.replaceAll('/', '.')}${REPORT_SUFFIX}`,
-          entryReport(program, declarationsDir, entry, specifier),
+          entryReport(declarations, specifier, exported, publicSymbols),
         ]
       })
     )
   } finally {
-    rmSync(declarationsDir, { recursive: true, force: true })
+    rmSync(dir, { recursive: true, force: true })
   }
 }
 
