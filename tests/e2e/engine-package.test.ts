@@ -4,13 +4,16 @@
  * only, so CommonJS `require` and `node10` resolution are out of scope) find nothing; installed
  * alone into an empty folder it brings only its declared dependencies and runs no install script;
  * each entry imports with plain `node` (no type stripping), an entry whose optional peer is absent
- * failing only by naming that peer, and every entry importing once the optional peers are there.
+ * failing only by naming that peer, and every entry importing once the optional peers are there,
+ * its declarations type-checking (strict, not skipped) for a consumer with the web lib and no
+ * `@types/node`.
  * The committed API report (`src/mcp/api-report/`) must be what the sources produce.
  */
 import { execFile } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
+import ts from 'typescript'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { readCommittedReports, renderApiReports } from '../../scripts/api-report.ts'
 import { REPO_ROOT, readEngineManifest } from '../../scripts/support/engine-build.ts'
@@ -171,21 +174,62 @@ describe('the engine package, installed alone', () => {
 })
 
 describe('the engine package with its optional peers', () => {
-  let install: EngineInstall | undefined
+  let install: EngineInstall
+  let manifest: Manifest
+
+  beforeAll(async () => {
+    const peers = optionalPeers(readEngineManifest())
+    // This repository's versions of the peers, so npm's cache has them.
+    install = await installEngine({
+      packages: peers.map((peer) => `${peer}@${installedVersion(peer)}`),
+    })
+    manifest = readManifest(install.dir)
+  }, PACK_AND_INSTALL_MS)
   afterAll(() => install?.remove())
 
+  it('every entry imports with plain node', async () => {
+    for (const specifier of entrySpecifiers(manifest)) {
+      expect(await importFailure(install.dir, specifier), specifier).toBeUndefined()
+    }
+  })
+
   it(
-    'every entry imports with plain node',
-    async () => {
-      const peers = optionalPeers(readEngineManifest())
-      // This repository's versions of the peers, so npm's cache has them.
-      install = await installEngine({
-        packages: peers.map((peer) => `${peer}@${installedVersion(peer)}`),
+    "every entry's declarations type-check for a consumer without @types/node (web lib only)",
+    () => {
+      const consumer = join(install.dir, 'consumer.ts')
+      writeFileSync(
+        consumer,
+        entrySpecifiers(manifest)
+          .map((specifier, index) => `export * as entry${index} from '${specifier}'\n`)
+          .join('')
+      )
+      const program = ts.createProgram({
+        rootNames: [consumer],
+        options: {
+          module: ts.ModuleKind.NodeNext,
+          moduleResolution: ts.ModuleResolutionKind.NodeNext,
+          target: ts.ScriptTarget.ES2024,
+          lib: ['lib.es2024.d.ts', 'lib.dom.d.ts'],
+          types: [],
+          strict: true,
+          noEmit: true,
+        },
       })
-      const manifest = readManifest(install.dir)
-      for (const specifier of entrySpecifiers(manifest)) {
-        expect(await importFailure(install.dir, specifier), specifier).toBeUndefined()
-      }
+      const packageDir = join(install.dir, 'node_modules', manifest.name)
+      const errors = ts
+        .getPreEmitDiagnostics(program)
+        .filter(
+          (diagnostic) =>
+            !diagnostic.file ||
+            diagnostic.file.fileName === consumer ||
+            diagnostic.file.fileName.startsWith(packageDir)
+        )
+      const text = ts.formatDiagnostics(errors, {
+        getCanonicalFileName: (name) => name,
+        getCurrentDirectory: () => install.dir,
+        getNewLine: () => '\n',
+      })
+      expect(text).toBe('')
     },
     PACK_AND_INSTALL_MS
   )
