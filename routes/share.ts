@@ -48,7 +48,7 @@ import {
   type CookieScheme,
   type WebLogin,
 } from '../src/auth/web-login.ts'
-import { constantTimeEqual } from '../src/mcp/constant-time.ts'
+import { constantTimeEqual } from 'stateless-mcp/compose'
 import { isoTime } from '../src/notes/format.ts'
 import { SHARE_REQUEST_TTL_MS } from '../src/notes/limits.ts'
 import type { DecideOutcome, Note, NotesStore, ShareRequest } from '../src/notes/store.ts'

@@ -5,26 +5,23 @@
  * naming the variable, never echoing a secret. Defaults make `npm start` work with no configuration.
  */
 import * as z from 'zod'
-import { DEFAULT_MAX_STREAM_MS } from './mcp/event-stream.ts'
-import { DEFAULT_SESSION_TTL_SECONDS, MAX_SESSION_TTL_SECONDS } from './mcp/legacy/protocol.ts'
-import {
-  DEFAULT_MAX_SESSIONS_PER_PRINCIPAL,
-  DEFAULT_MAX_SUBSCRIPTIONS_PER_PRINCIPAL,
-  MAX_PRINCIPAL_CAP,
-} from './mcp/session-store.ts'
-import {
-  DEFAULT_MAX_STREAMS_PER_PRINCIPAL,
-  DEFAULT_MAX_STREAMS_PER_SESSION,
-  MAX_STREAM_CAP,
-  type StreamLimitOptions,
-} from './mcp/stream-limits.ts'
 import {
   DEFAULT_MAX_LIVE_TASKS,
+  DEFAULT_MAX_SESSIONS_PER_PRINCIPAL,
+  DEFAULT_MAX_STREAM_MS,
+  DEFAULT_MAX_STREAMS_PER_PRINCIPAL,
+  DEFAULT_MAX_STREAMS_PER_SESSION,
+  DEFAULT_MAX_SUBSCRIPTIONS_PER_PRINCIPAL,
+  DEFAULT_SESSION_TTL_SECONDS,
   DEFAULT_TASK_RESULT_TTL_MS,
   MAX_LIVE_TASKS_CAP,
+  MAX_PRINCIPAL_CAP,
+  MAX_SESSION_TTL_SECONDS,
+  MAX_STREAM_CAP,
   MAX_TASK_TTL_MS,
+  type StreamLimitOptions,
   type TaskOptions,
-} from './mcp/tasks/options.ts'
+} from 'stateless-mcp/compose'
 import { TelemetryEnvError, parseTelemetryEnv, type TelemetryConfig } from './telemetry/env.ts'
 
 const list = z.string().transform((value) =>

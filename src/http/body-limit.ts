@@ -11,7 +11,7 @@
  */
 import type { Context, MiddlewareHandler } from 'hono'
 import { bodyLimit } from 'hono/body-limit'
-import { declaredTooLarge } from '../mcp/request-guard.ts'
+import { declaredTooLarge } from 'stateless-mcp/compose'
 
 export interface LimitBodyOptions {
   maxBytes: number

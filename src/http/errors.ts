@@ -9,9 +9,7 @@
  * (`peekRequestId`).
  */
 import type { Context } from 'hono'
-import { requestIdOf } from '../mcp/envelope.ts'
-import { jsonRpcErrorResponse } from '../mcp/request-guard.ts'
-import type { RequestId } from '../mcp/wire.ts'
+import { jsonRpcErrorResponse, type RequestId, requestIdOf } from 'stateless-mcp/compose'
 
 /** Best-effort id of a JSON-RPC request body, read as the envelope reads it (`null` when it cannot be). */
 export async function peekRequestId(c: Context, maxBytes: number): Promise<RequestId | null> {

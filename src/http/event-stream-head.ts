@@ -5,7 +5,7 @@
  * yet (a 2025 GET stream, say) hands its client the headers at once instead of at the first
  * keep-alive. Every other response is left as it is.
  */
-import { SSE_KEEPALIVE } from '../mcp/streaming.ts'
+import { SSE_KEEPALIVE } from 'stateless-mcp/compose'
 
 /** Whether `response` is an event stream with a body. */
 export function isEventStream(response: Response): boolean {

@@ -7,15 +7,16 @@
  * stream). The Origin/Host guard is applied by `createHttpApp` in front of this route.
  */
 import { Hono, type Context, type MiddlewareHandler } from 'hono'
-import { ErrorCode } from '../mcp/errors.ts'
-import type { McpHandler, McpHttpInput } from '../mcp/http-input.ts'
+import { ErrorCode } from 'stateless-mcp'
 import {
+  decodeUtf8,
   isJsonMediaType,
+  type McpHandler,
+  type McpHttpInput,
   NOT_UTF8_MESSAGE,
   tooLargeMessage,
   UNSUPPORTED_MEDIA_TYPE_MESSAGE,
-} from '../mcp/request-guard.ts'
-import { decodeUtf8 } from '../mcp/utf8.ts'
+} from 'stateless-mcp/compose'
 import { limitBody } from './body-limit.ts'
 import { jsonRpcError, peekRequestId } from './errors.ts'
 

@@ -8,7 +8,7 @@
  * app.use('/mcp', originGuard({ allowedHosts: ['localhost', '127.0.0.1'], allowedOrigins: [] }))
  */
 import type { MiddlewareHandler } from 'hono'
-import { hostGuard, type HostGuardOptions } from '../mcp/request-guard.ts'
+import { hostGuard, type HostGuardOptions } from 'stateless-mcp/compose'
 import { jsonRpcError, peekRequestId } from './errors.ts'
 
 export interface OriginGuardOptions extends HostGuardOptions {

@@ -8,8 +8,8 @@
  * listening address; 500 "misconfigured" unless ALLOW_UNAUTHENTICATED=1).
  */
 import { assertSafeExposure, type Config } from '../config.ts'
-import { ErrorCode } from '../mcp/errors.ts'
-import { logError } from '../mcp/logger.ts'
+import { ErrorCode } from 'stateless-mcp'
+import { logError } from 'stateless-mcp/compose'
 import { jsonRpcError } from './errors.ts'
 
 /** What a client is told while the deployment, not the request, is at fault. */

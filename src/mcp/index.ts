@@ -4,7 +4,7 @@
  * `resourceTemplate`, `prompt`, or `definitions<Deps>()` for handlers that use `ctx.deps`), and serve
  * them with `createMcpServer` to clients of both protocol eras. Optional parts are subpaths:
  * `stateless-mcp/hono` (a Hono route), `stateless-mcp/sqlite`, `/postgres` and `/d1` (engine stores
- * replicas share).
+ * replicas share), `stateless-mcp/otel` (OpenTelemetry for the observer port exported here).
  */
 import { definitions } from './definitions.ts'
 
@@ -44,8 +44,22 @@ export { defineForm, type ElicitationForm } from './replay.ts'
 export { legacyTitledEnum, titledEnum } from './elicitation-schema.ts'
 export type { ServerDefinition } from './server.ts'
 export type { EngineStore } from './stores/engine-store.ts'
+export type {
+  AppTelemetry,
+  McpTelemetry,
+  ObservedServer,
+  RequestObservation,
+  ServerTelemetry,
+  StreamKind,
+} from './observer.ts'
+export type { StoreLifecycle } from './stores/common/store-class.ts'
 export { MemoryEngineStore } from './stores/memory.ts'
 export { ErrorCode, McpError } from './errors.ts'
+export { METHODS } from './protocol.ts'
+export { LEGACY_METHODS } from './legacy/protocol.ts'
+export { decodeCursor, encodeCursor } from './pagination.ts'
+export { randomBase64url } from './random.ts'
+export { sha256Base64url } from './canonical-json.ts'
 export {
   InProcessEventBus,
   type EventBus,
@@ -56,6 +70,8 @@ export {
 export type { McpLogger } from './logger.ts'
 export type {
   CallToolResult,
+  JsonObject,
+  PromptMessage,
   ContentBlock,
   CreateMessageParams,
   CreateMessageResult,

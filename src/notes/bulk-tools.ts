@@ -33,9 +33,7 @@
  * Storage, validation of answers and the wire belong to the store and the engine.
  */
 import * as z from 'zod'
-import { definitions, structured, toolError } from '../mcp/definitions.ts'
-import { titledEnum } from '../mcp/elicitation-schema.ts'
-import { defineForm } from '../mcp/replay.ts'
+import { defineForm, definitions, structured, titledEnum, toolError } from 'stateless-mcp'
 import { publishNoteChange } from './changes.ts'
 import { MAX_BULK_NOTES } from './limits.ts'
 import { tagField } from './schemas.ts'

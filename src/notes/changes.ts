@@ -5,7 +5,7 @@
  * principal, so no other caller hears of the change. Handlers publish after the store confirmed the
  * change, never before; a bus that fails surfaces as a failed call (logged by the engine).
  */
-import type { EventBus } from '../mcp/event-bus.ts'
+import type { EventBus } from 'stateless-mcp'
 import { noteUri } from './format.ts'
 
 type Change = 'created' | 'updated' | 'deleted'

@@ -4,7 +4,7 @@
  * ids and tags by prefix. The store is asked for one value more than the engine sends, so the answer
  * can say truthfully whether more exist (without claiming a total it does not know).
  */
-import type { Completer, Completion } from '../mcp/definitions.ts'
+import type { Completer, Completion } from 'stateless-mcp'
 import { COMPLETION_FETCH } from './limits.ts'
 import type { NotesDeps } from './deps.ts'
 

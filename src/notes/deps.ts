@@ -4,7 +4,7 @@
  * the public base URL and the clock). Built per deployment by `src/app.ts`; the tools, resources,
  * prompts and completions next to this module only read it.
  */
-import type { EventBus } from '../mcp/event-bus.ts'
+import type { EventBus } from 'stateless-mcp'
 import type { NotesStore } from './store.ts'
 
 export interface NotesDeps {

@@ -11,10 +11,16 @@
  * `ctx.once`. Forms are converted once, at module load, with `defineForm`.
  */
 import * as z from 'zod'
-import { definitions, sampledText, structured, text, toolError } from '../mcp/definitions.ts'
-import { titledEnum } from '../mcp/elicitation-schema.ts'
-import { defineForm } from '../mcp/replay.ts'
-import type { CreateMessageParams } from '../mcp/wire.ts'
+import {
+  type CreateMessageParams,
+  defineForm,
+  definitions,
+  sampledText,
+  structured,
+  text,
+  titledEnum,
+  toolError,
+} from 'stateless-mcp'
 import { publishNoteChange } from './changes.ts'
 import { firstSentence, wordCount } from './format.ts'
 import { noteIdOfKey } from './note-id.ts'

@@ -7,8 +7,7 @@
  * round creates: run again, the round names the same note. Runtime-neutral: random bytes from
  * `mcp/random.ts`, SHA-256 from Web Crypto.
  */
-import { sha256Base64url } from '../mcp/canonical-json.ts'
-import { randomBase64url } from '../mcp/random.ts'
+import { randomBase64url, sha256Base64url } from 'stateless-mcp'
 
 /** `n_` + 16 base64url characters (96 random bits): the note ids every adapter mints. */
 export function newNoteId(): string {

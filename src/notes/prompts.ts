@@ -7,10 +7,8 @@
  * note ids and tags by prefix, from the caller's own notes only.
  */
 import * as z from 'zod'
-import { definitions } from '../mcp/definitions.ts'
+import { definitions, ErrorCode, McpError, type PromptMessage } from 'stateless-mcp'
 import { completeNoteIds, completeTags } from './completions.ts'
-import { ErrorCode, McpError } from '../mcp/errors.ts'
-import type { PromptMessage } from '../mcp/wire.ts'
 import { NOTE_MIME_TYPE, noteUri, renderNoteMarkdown } from './format.ts'
 import { DIGEST_DAYS, MAX_DIGEST_CHARS, MAX_DIGEST_NOTES, MAX_FOCUS_CHARS } from './limits.ts'
 import { noteIdField, tagField } from './schemas.ts'

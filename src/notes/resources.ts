@@ -5,9 +5,8 @@
  * one note as markdown, and completes ids by prefix. An unknown, malformed or foreign id reads as
  * "not found" (the engine answers -32602 with `data.uri`), so nobody learns of another's notes.
  */
-import { definitions } from '../mcp/definitions.ts'
+import { definitions, type Resource } from 'stateless-mcp'
 import { completeNoteIds } from './completions.ts'
-import type { Resource } from '../mcp/wire.ts'
 import {
   isoTime,
   markdownSize,

@@ -8,8 +8,7 @@
  * asking for more. The engine checks (`mcp/scopes.ts`); the auth layer verifies tokens and applies
  * `SCOPE_IMPLIES`.
  */
-import { LEGACY_METHODS } from '../mcp/legacy/protocol.ts'
-import { METHODS } from '../mcp/protocol.ts'
+import { LEGACY_METHODS, METHODS } from 'stateless-mcp'
 
 export const NOTES_READ = 'notes:read'
 export const NOTES_WRITE = 'notes:write'

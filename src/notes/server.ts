@@ -7,7 +7,7 @@
  * `search_notes`). What handlers receive as `ctx.deps` is `NotesDeps` (`deps.ts`); the HTTP wiring
  * lives in `src/app.ts`, the approval pages in `routes/share.ts`.
  */
-import { compileServer, type CompiledServer } from '../mcp/server.ts'
+import { type CompiledServer, compileServer } from 'stateless-mcp/compose'
 import type { NotesDeps } from './deps.ts'
 import { deleteNotesByTag } from './bulk-tools.ts'
 import { createNoteFromTemplate, deleteNote, summarizeNotes } from './interactive-tools.ts'

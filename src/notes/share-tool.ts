@@ -12,7 +12,7 @@
  * The URL carries nothing but the share id: no personal data, no credential.
  */
 import * as z from 'zod'
-import { definitions, text, toolError } from '../mcp/definitions.ts'
+import { definitions, text, toolError } from 'stateless-mcp'
 import { SHARE_REQUEST_TTL_MS } from './limits.ts'
 import { noteIdField } from './schemas.ts'
 import type { NotesDeps } from './deps.ts'

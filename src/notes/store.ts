@@ -24,7 +24,7 @@
  * having changed nothing; the PostgreSQL adapter does (`storage/postgres/outage.ts`).
  */
 
-import type { StoreLifecycle } from '../mcp/stores/common/store-class.ts'
+import type { StoreLifecycle } from 'stateless-mcp'
 
 /**
  * How long a row that a sealed `requestState` may still refer to is kept after its last use: a spent

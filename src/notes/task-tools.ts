@@ -23,8 +23,7 @@
  * done when the note already holds the imported text. So a re-run writes nothing twice.
  */
 import * as z from 'zod'
-import { definitions, structured, toolError, type ToolContext } from '../mcp/definitions.ts'
-import { titledEnum } from '../mcp/elicitation-schema.ts'
+import { definitions, structured, titledEnum, type ToolContext, toolError } from 'stateless-mcp'
 import type { NotesDeps } from './deps.ts'
 import { publishNoteChange } from './changes.ts'
 import { NOTE_MIME_TYPE, renderNoteMarkdown } from './format.ts'

@@ -5,7 +5,7 @@
  * from Web Crypto as unpadded base64url. Also recognises the format (so malformed ids never reach a
  * store). Comparing a token with another in constant time is `mcp/constant-time`'s. Runtime-neutral.
  */
-import { randomBase64url } from '../mcp/random.ts'
+import { randomBase64url } from 'stateless-mcp'
 import { SHARE_TOKEN_BYTES, SHARE_TOKEN_PATTERN } from './limits.ts'
 
 export function randomToken(): string {

@@ -9,10 +9,16 @@
  * Logging never includes note contents, query text or identities: only counts and timings.
  */
 import * as z from 'zod'
-import { definitions, structured, toolError, type ToolAnnotations } from '../mcp/definitions.ts'
-import { McpError } from '../mcp/errors.ts'
-import { decodeCursor, encodeCursor } from '../mcp/pagination.ts'
-import type { CallToolResult } from '../mcp/wire.ts'
+import {
+  type CallToolResult,
+  decodeCursor,
+  definitions,
+  encodeCursor,
+  McpError,
+  structured,
+  type ToolAnnotations,
+  toolError,
+} from 'stateless-mcp'
 import { publishNoteChange } from './changes.ts'
 import { NOTE_MIME_TYPE, noteUri, toNoteView, toSearchHit, wordCount } from './format.ts'
 import {

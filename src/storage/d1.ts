@@ -19,7 +19,7 @@
  */
 import { D1Driver, D1EngineStore, type D1Like, type EngineStore } from 'stateless-mcp/d1'
 import type { SqliteDriver } from 'stateless-mcp/sqlite'
-import { storeClass } from '../mcp/stores/common/store-class.ts'
+import { storeClass } from 'stateless-mcp/compose'
 import type { NotesStore } from '../notes/store.ts'
 import { SQLITE_NOTES_METHODS, SqliteConnection } from './sqlite/store.ts'
 

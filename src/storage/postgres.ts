@@ -45,7 +45,7 @@ import {
   type PostgresConnectOptions,
   type PostgresPurge,
 } from 'stateless-mcp/postgres'
-import { StoreConnection, storeClass, type PortMethods } from '../mcp/stores/common/store-class.ts'
+import { type PortMethods, storeClass, StoreConnection } from 'stateless-mcp/compose'
 import { REPLAY_RETENTION_MS, type NotesStore } from '../notes/store.ts'
 import { noteMethods } from './postgres/notes.ts'
 import { NOTES_POSTGRES_SCHEMA } from './postgres/schema.ts'

@@ -10,7 +10,7 @@ import type { PendingQuery, Row, Sql, TransactionSql } from 'postgres'
 import { newNoteId } from '../../notes/note-id.ts'
 import type { NewNote, Note, OnceOutcome } from '../../notes/store.ts'
 import * as common from '../common/notes.ts'
-import { insertedRow, type PortMethods } from '../../mcp/stores/common/store-class.ts'
+import { insertedRow, type PortMethods } from 'stateless-mcp/compose'
 import { RANK_WEIGHTS, tsqueryLiteral, tsvectorLiteral } from './search.ts'
 import { decodePgText as dec, encodePgText as enc } from 'stateless-mcp/postgres'
 

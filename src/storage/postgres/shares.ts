@@ -8,7 +8,7 @@
 import type { Sql, TransactionSql } from 'postgres'
 import type { OnceOutcome } from '../../notes/store.ts'
 import * as common from '../common/shares.ts'
-import type { PortMethods } from '../../mcp/stores/common/store-class.ts'
+import type { PortMethods } from 'stateless-mcp/compose'
 import type { NoteRow } from '../common/notes.ts'
 import { toNote } from './notes.ts'
 import { decodePgText as dec, encodePgText as enc } from 'stateless-mcp/postgres'

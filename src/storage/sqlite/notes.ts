@@ -13,7 +13,7 @@ import { newNoteId } from '../../notes/note-id.ts'
 import type { Note } from '../../notes/store.ts'
 import * as common from '../common/notes.ts'
 import { searchTerms, wordsOf } from '../common/search-words.ts'
-import { insertedRow, type PortMethods } from '../../mcp/stores/common/store-class.ts'
+import { insertedRow, type PortMethods } from 'stateless-mcp/compose'
 import type { SqliteDriver, SqliteRow } from 'stateless-mcp/sqlite'
 import { newClaim, SQL } from './statements.ts'
 

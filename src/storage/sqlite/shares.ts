@@ -9,7 +9,7 @@
  */
 import type { ShareStatus } from '../../notes/store.ts'
 import * as common from '../common/shares.ts'
-import type { PortMethods } from '../../mcp/stores/common/store-class.ts'
+import type { PortMethods } from 'stateless-mcp/compose'
 import type { SqliteDriver, SqliteRow } from 'stateless-mcp/sqlite'
 import { toNote } from './notes.ts'
 import { newClaim, SQL } from './statements.ts'

@@ -7,7 +7,7 @@
  * returns a row (or changes one) only when it applied. Runtime-neutral text and the fresh claim the
  * once-key statements bind ({@link newClaim}); the tables are `schema.ts`'s.
  */
-import { randomBase64url } from '../../mcp/random.ts'
+import { randomBase64url } from 'stateless-mcp'
 import { REPLAY_RETENTION_MS } from '../../notes/store.ts'
 
 /** Weights of the FTS columns (title, body, tags) in bm25 ranking: title above tags above body. */

@@ -28,12 +28,7 @@
  * purge limits and refused imports; database failures propagate as the driver throws them.
  */
 import type { SqliteDriver } from 'stateless-mcp/sqlite'
-import {
-  StoreConnection,
-  storeClass,
-  type PortMethods,
-} from '../../mcp/stores/common/store-class.ts'
-import { purgeWithin } from '../../mcp/stores/common/sweeps.ts'
+import { type PortMethods, purgeWithin, storeClass, StoreConnection } from 'stateless-mcp/compose'
 import type { NotesStore } from '../../notes/store.ts'
 import { noteMethods } from './notes.ts'
 import { NOTES_SQLITE_SCHEMA } from './schema.ts'
