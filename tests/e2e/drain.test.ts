@@ -41,7 +41,7 @@ import {
   type Runtime,
   type ServerProcess,
 } from '../support/server-process.ts'
-import { within } from '../support/within.ts'
+import { Conditions, within } from '../support/within.ts'
 
 /** How long the idle connection's replica keeps it open: no test waits it out. */
 const IDLE_KEPT_SECONDS = '600'
@@ -197,19 +197,19 @@ class IdleConnection {
   readonly socket: net.Socket
   #text = ''
   #closed = false
-  readonly #changed = new Set<() => void>()
+  readonly #changes = new Conditions()
 
   private constructor(socket: net.Socket) {
     this.socket = socket
     socket.setEncoding('latin1')
     socket.on('data', (chunk: string) => {
       this.#text += chunk
-      this.#notify()
+      this.#changes.changed()
     })
     socket.on('error', () => {})
     socket.on('close', () => {
       this.#closed = true
-      this.#notify()
+      this.#changes.changed()
     })
   }
 
@@ -227,7 +227,7 @@ class IdleConnection {
   async get(path: string): Promise<string> {
     const from = this.#text.length
     this.socket.write(`GET ${path} HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n`)
-    await this.#until(
+    await this.#changes.until(
       () => /\r\n\r\n\{[^}]*\}$/.test(this.#text.slice(from)),
       `the answer to ${path}`
     )
@@ -236,26 +236,7 @@ class IdleConnection {
 
   /** Resolves once the server closed the connection. */
   whenClosed(): Promise<void> {
-    return this.#until(() => this.#closed, 'the server to close the connection')
-  }
-
-  #notify() {
-    for (const waiter of this.#changed) waiter()
-  }
-
-  #until(done: () => boolean, what: string): Promise<void> {
-    return within(
-      new Promise<void>((resolve) => {
-        const check = () => {
-          if (!done()) return
-          this.#changed.delete(check)
-          resolve()
-        }
-        this.#changed.add(check)
-        check()
-      }),
-      what
-    )
+    return this.#changes.until(() => this.#closed, 'the server to close the connection')
   }
 }
 

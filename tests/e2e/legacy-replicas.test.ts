@@ -9,12 +9,8 @@
  * (fails under CI).
  */
 import type { ClientCapabilities, ElicitResult } from '@modelcontextprotocol/sdk/types.js'
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import {
-  startAlternatingProxy,
-  type AlternatingProxy,
-  type ProxyEntry,
-} from '../support/alternating-proxy.ts'
+import { afterEach, describe, expect, it } from 'vitest'
+import { useBalancedReplicas, type ProxyEntry } from '../support/alternating-proxy.ts'
 import {
   OpenHosts,
   acceptingWith,
@@ -27,39 +23,17 @@ import {
   type LegacyHost,
 } from '../support/legacy-host.ts'
 import { testDatabaseUrl } from '../support/postgres.ts'
-import {
-  startPostgresReplicas,
-  type PostgresReplicas,
-  type ServerProcess,
-} from '../support/server-process.ts'
+import type { ServerProcess } from '../support/server-process.ts'
 
 const REPLICAS = ['legacy-pg-a', 'legacy-pg-b']
 const FORMS = { elicitation: {} }
 
 const serverUrl = await testDatabaseUrl()
-let deployment: PostgresReplicas | undefined
-let replicas: ServerProcess[] = []
-let proxy: AlternatingProxy | undefined
+const balanced = useBalancedReplicas(serverUrl, REPLICAS, { per: 'file' })
+const balancer = () => balanced().proxy
 const hosts = new OpenHosts()
 
-beforeAll(async () => {
-  if (!serverUrl) return
-  deployment = await startPostgresReplicas(serverUrl, REPLICAS)
-  replicas = deployment.servers
-  proxy = await startAlternatingProxy(replicas.map((replica) => replica.baseUrl))
-})
-
 afterEach(() => hosts.closeAll())
-
-afterAll(async () => {
-  await proxy?.close()
-  await deployment?.stop()
-})
-
-function balancer(): AlternatingProxy {
-  if (!proxy) throw new Error('the proxy did not start')
-  return proxy
-}
 
 /** A v1 host through the proxy, once its GET stream is open (so it never interleaves later). */
 const connectBalanced = (capabilities: ClientCapabilities = {}) =>
@@ -201,7 +175,7 @@ describe.skipIf(!serverUrl)('a 2025-era host behind a proxy alternating two repl
     const stream = balancer().log.find(
       (entry) => entry.seq >= since && entry.httpMethod === 'GET'
     ) as ProxyEntry
-    const other = replicas[
+    const other = balanced().deployment.servers[
       REPLICAS.indexOf(stream.replica as string) === 0 ? 1 : 0
     ] as ServerProcess
     const writer = await hosts.connect(other.url)

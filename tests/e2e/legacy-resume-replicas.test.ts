@@ -16,12 +16,8 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js'
 import { once } from 'node:events'
 import postgres from 'postgres'
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import {
-  startAlternatingProxy,
-  type AlternatingProxy,
-  type ProxyEntry,
-} from '../support/alternating-proxy.ts'
+import { afterEach, describe, expect, it } from 'vitest'
+import { useBalancedReplicas, type ProxyEntry } from '../support/alternating-proxy.ts'
 import {
   OpenHosts,
   createNote,
@@ -32,11 +28,7 @@ import {
   type OpenQuestion,
 } from '../support/legacy-host.ts'
 import { testDatabaseUrl } from '../support/postgres.ts'
-import {
-  startPostgresReplicas,
-  type PostgresReplicas,
-  type ServerProcess,
-} from '../support/server-process.ts'
+import type { ServerProcess } from '../support/server-process.ts'
 import { within } from '../support/within.ts'
 
 const REPLICAS = ['resume-pg-a', 'resume-pg-b']
@@ -49,30 +41,15 @@ const CONFIRM = { action: 'accept', content: { confirm: true } } as const
 const TAKEOVER_TEST_MS = 90_000
 
 const serverUrl = await testDatabaseUrl()
-let deployment: PostgresReplicas | undefined
-let proxy: AlternatingProxy | undefined
+const balanced = useBalancedReplicas(serverUrl, REPLICAS, { per: 'test' })
+const balancer = () => balanced().proxy
 const hosts = new OpenHosts()
 
-beforeEach(async () => {
-  if (!serverUrl) return
-  deployment = await startPostgresReplicas(serverUrl, REPLICAS)
-  proxy = await startAlternatingProxy(deployment.servers.map((replica) => replica.baseUrl))
-})
-
-afterEach(async () => {
-  await hosts.closeAll()
-  await proxy?.close()
-  await deployment?.stop()
-  proxy = deployment = undefined
-})
-
-function balancer(): AlternatingProxy {
-  if (!proxy) throw new Error('the proxy did not start')
-  return proxy
-}
+// Registered after the replicas' own: the hosts are closed first.
+afterEach(() => hosts.closeAll())
 
 function replicaAt(upstream: number): ServerProcess {
-  const replica = deployment?.servers[upstream]
+  const replica = balanced().deployment.servers[upstream]
   if (!replica) throw new Error(`no replica behind upstream ${upstream}`)
   return replica
 }
@@ -82,8 +59,7 @@ const otherThan = (upstream: number) => (upstream + 1) % REPLICAS.length
 
 /** Every note the deployment stored, whoever owns it: id and version, in id order. */
 async function storedNotes(): Promise<Array<{ id: string; version: number }>> {
-  if (!deployment) throw new Error('the replicas did not start')
-  const sql = postgres(deployment.databaseUrl, { max: 1, onnotice: () => {} })
+  const sql = postgres(balanced().deployment.databaseUrl, { max: 1, onnotice: () => {} })
   try {
     return await sql<Array<{ id: string; version: number }>>`
       SELECT id, version::int AS version FROM notes ORDER BY id`

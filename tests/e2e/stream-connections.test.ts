@@ -20,7 +20,7 @@ import type { Server, ServerResponse } from 'node:http'
 import net from 'node:net'
 import { afterEach, beforeEach, describe, expect, it, vi, type MockInstance } from 'vitest'
 import { notesServer } from '../../src/app.ts'
-import { LOCAL_PRINCIPAL } from '../../src/auth/bearer.ts'
+import { LOCAL_PRINCIPAL } from 'stateless-mcp'
 import { parseConfig } from '../../src/config.ts'
 import { createHttpApp } from '../../src/http/app.ts'
 import { RecordingLogger } from '../support/recording-logger.ts'
@@ -44,7 +44,7 @@ import { spanScope } from '../../src/telemetry/spans.ts'
 import { connectLegacyHost } from '../support/legacy-host.ts'
 import { startSession } from '../support/legacy-request.ts'
 import { mcpInit, parseSse, type JsonObject } from '../support/mcp-request.ts'
-import { within } from '../support/within.ts'
+import { Conditions, within } from '../support/within.ts'
 
 const CAP = 4
 const ROUNDS = 10
@@ -72,30 +72,19 @@ await store.migrate()
 /** The bus, telling the test each time a held-open stream (interest: a principal alone) subscribes. */
 class WatchedBus extends InProcessEventBus {
   streamsSubscribed = 0
-  readonly #waiters = new Set<() => void>()
+  readonly #changes = new Conditions()
 
   override subscribe(listener: EventListener, interest?: EventInterest): () => void {
     if (interest?.principal !== undefined && interest.session === undefined) {
       this.streamsSubscribed += 1
-      for (const waiter of this.#waiters) waiter()
+      this.#changes.changed()
     }
     return super.subscribe(listener)
   }
 
   /** Resolves once `count` streams have subscribed in all, bounded. */
-  async subscribed(count: number, what: string): Promise<void> {
-    if (this.streamsSubscribed >= count) return
-    await within(
-      new Promise<void>((resolve) => {
-        const waiter = () => {
-          if (this.streamsSubscribed < count) return
-          this.#waiters.delete(waiter)
-          resolve()
-        }
-        this.#waiters.add(waiter)
-      }),
-      what
-    )
+  subscribed(count: number, what: string): Promise<void> {
+    return this.#changes.until(() => this.streamsSubscribed >= count, what)
   }
 }
 
@@ -211,7 +200,7 @@ class RawClient {
   readonly socket: net.Socket
   #text = ''
   #reading: boolean
-  readonly #waiters = new Set<() => void>()
+  readonly #changes = new Conditions()
 
   constructor(port: number, request: string, reading: boolean) {
     this.#reading = reading
@@ -220,15 +209,11 @@ class RawClient {
     this.socket.on('data', (chunk: Buffer) => {
       this.#text += chunk.toString('latin1')
       if (!this.#reading) this.socket.pause()
-      this.#notify()
+      this.#changes.changed()
     })
-    this.socket.on('close', () => this.#notify())
+    this.socket.on('close', () => this.#changes.changed())
     this.socket.write(request)
     clients.push(this)
-  }
-
-  #notify() {
-    for (const waiter of this.#waiters) waiter()
   }
 
   get text(): string {
@@ -261,20 +246,7 @@ class RawClient {
 
   /** Resolves once `done` holds of what was received, bounded (and fails if the socket closed first). */
   async until(done: (text: string) => boolean, what: string): Promise<string> {
-    const settled = () => done(this.#text) || this.socket.destroyed
-    if (!settled()) {
-      await within(
-        new Promise<void>((resolve) => {
-          const waiter = () => {
-            if (!settled()) return
-            this.#waiters.delete(waiter)
-            resolve()
-          }
-          this.#waiters.add(waiter)
-        }),
-        what
-      )
-    }
+    await this.#changes.until(() => done(this.#text) || this.socket.destroyed, what)
     expect(done(this.#text), `${what}; received: ${this.#text.slice(0, 300)}`).toBe(true)
     return this.#text
   }

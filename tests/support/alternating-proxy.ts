@@ -17,9 +17,14 @@
  * out of the pool, a resuming GET sent to the other replica), and `cutWhen` drops one SSE answer's
  * connection right after forwarding a chosen part of it, as a network or a proxy's own timeout does
  * (the client sees its stream break; the server sees its connection close).
+ *
+ * `useBalancedReplicas` puts notes replicas on one PostgreSQL database behind such a proxy, for the
+ * tests of a file or for each test.
  */
 import { request as httpRequest, createServer, type IncomingHttpHeaders } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest'
+import { startPostgresReplicas, type PostgresReplicas } from './server-process.ts'
 import { within } from './within.ts'
 
 /** The JSON-RPC message a request body carried. */
@@ -277,5 +282,41 @@ export async function startAlternatingProxy(upstreams: string[]): Promise<Altern
         server.closeAllConnections()
         server.close(() => resolve())
       }),
+  }
+}
+
+/** Notes replicas on one PostgreSQL database (`startPostgresReplicas`) behind an alternating proxy. */
+export interface BalancedReplicas {
+  deployment: PostgresReplicas
+  proxy: AlternatingProxy
+}
+
+/**
+ * Starts the replicas `replicaIds` on a scratch database of `serverUrl`, and a proxy alternating
+ * them, before the file's tests (`per: 'file'`) or before each test (`per: 'test'`, for tests that
+ * kill a replica), and stops both after; nothing without a server (the tests skip). Answers the
+ * running deployment, or throws if it did not start.
+ */
+export function useBalancedReplicas(
+  serverUrl: string | undefined,
+  replicaIds: readonly string[],
+  { per }: { per: 'file' | 'test' }
+): () => BalancedReplicas {
+  let deployment: PostgresReplicas | undefined
+  let proxy: AlternatingProxy | undefined
+  const [before, after] = per === 'file' ? [beforeAll, afterAll] : [beforeEach, afterEach]
+  before(async () => {
+    if (!serverUrl) return
+    deployment = await startPostgresReplicas(serverUrl, replicaIds)
+    proxy = await startAlternatingProxy(deployment.servers.map((server) => server.baseUrl))
+  })
+  after(async () => {
+    await proxy?.close()
+    await deployment?.stop()
+    proxy = deployment = undefined
+  })
+  return () => {
+    if (!deployment || !proxy) throw new Error('the replicas and their proxy did not start')
+    return { deployment, proxy }
   }
 }

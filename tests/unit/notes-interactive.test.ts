@@ -146,6 +146,10 @@ describe('delete_note', () => {
 })
 
 describe('create_note_from_template', () => {
+  /** A form field's titled choices as its JSON Schema lists them: `{ const: value, title }`. */
+  const titled = (choices: Record<string, string>) =>
+    Object.entries(choices).map(([value, title]) => ({ const: value, title }))
+
   /** Calls the tool for `template`, then answers its form round with `inputResponses`. */
   async function answerTemplate(template: string, inputResponses: Record<string, unknown>) {
     const args = { template }
@@ -182,23 +186,19 @@ describe('create_note_from_template', () => {
           title: 'Tags',
           maxItems: 4,
           items: {
-            anyOf: [
-              { const: 'team', title: 'Team' },
-              { const: 'one-on-one', title: 'One-on-one' },
-              { const: 'customer', title: 'Customer' },
-              { const: 'planning', title: 'Planning' },
-            ],
+            anyOf: titled({
+              team: 'Team',
+              'one-on-one': 'One-on-one',
+              customer: 'Customer',
+              planning: 'Planning',
+            }),
           },
           default: [],
         },
         priority: {
           type: 'string',
           title: 'Priority',
-          oneOf: [
-            { const: 'low', title: 'Low' },
-            { const: 'normal', title: 'Normal' },
-            { const: 'high', title: 'High' },
-          ],
+          oneOf: titled({ low: 'Low', normal: 'Normal', high: 'High' }),
           default: 'normal',
         },
       },

@@ -17,15 +17,9 @@
 import type { Hono } from 'hono'
 import { afterEach, describe, expect, it } from 'vitest'
 import { noteUri } from '../../src/notes/format.ts'
-import {
-  DEFAULT_SHARDS,
-  DurableObjectEventBus,
-  publishUrl,
-  shardName,
-  subscribeUrl,
-  type BusNamespace,
-} from '../../src/workers/durable-object-event-bus.ts'
-import { stubOf } from '../../src/workers/durable-objects.ts'
+import { DEFAULT_SHARDS, DurableObjectEventBus, type BusNamespace } from 'stateless-mcp/workers'
+import { publishUrl, shardName, subscribeUrl } from '../../src/mcp/workers/event-bus.ts'
+import { stubOf } from '../../src/mcp/workers/durable-objects.ts'
 import { namespace, publishTo, rawSubscriber, unreachableNamespace } from './bus-sockets.ts'
 import { fixtureA, fixtureB, notesA, notesB, type Fetcher } from './isolates.ts'
 import {
@@ -109,6 +103,25 @@ const ELICITATION = { name: 'test_elicitation', arguments: { message: 'Who are y
 const streams = new SseReaders()
 afterEach(() => streams.cancelAll())
 
+/** A form-capable 2025 session in fixture-a, and its `test_elicitation` call (request `id`). */
+async function elicitingFlow(id: string) {
+  const { session } = await startSession(isolate(fixtureA), { capabilities: { elicitation: {} } })
+  const flow = streams.open(await session.request('tools/call', ELICITATION, { id }))
+  return { session, flow }
+}
+
+/** `person`'s answer to the fixture's question: accepted, with a user name and an email. */
+const answerOf = (person: string) => ({
+  action: 'accept',
+  content: { username: person, email: `${person}@example.com` },
+})
+
+/** `message` is the result of the call `id`, reporting the answer of `person`. */
+function expectAnsweredBy(message: JsonObject | undefined, id: string, person: string): void {
+  expect(message).toMatchObject({ jsonrpc: '2.0', id })
+  expect(message!.result.content[0].text).toMatch(new RegExp(`^User response: .*accept.*${person}`))
+}
+
 describe('events cross isolates through the EventBusObject', () => {
   it.each([
     {
@@ -178,33 +191,23 @@ describe('events cross isolates through the EventBusObject', () => {
   })
 
   it('a 2025 answer POSTed to one isolate completes the flow waiting in another, by the bus alone', async () => {
-    const { session } = await startSession(isolate(fixtureA), {
-      capabilities: { elicitation: {} },
-    })
-    const flow = streams.open(await session.request('tools/call', ELICITATION, { id: 'e' }))
+    const { session, flow } = await elicitingFlow('e')
     const ask = (await nextOf(flow, 'the question')) as JsonObject
     expect(ask).toMatchObject({ method: 'elicitation/create', id: expect.stringMatching(/^s2c-/) })
 
-    const answered = await onIsolate(session, isolate(fixtureB)).answer(ask.id, {
-      action: 'accept',
-      content: { username: 'ada', email: 'ada@example.com' },
-    })
+    const answered = await onIsolate(session, isolate(fixtureB)).answer(ask.id, answerOf('ada'))
     expect(answered.status).toBe(202)
 
     // fixture-a never checks the store by itself: only the bus can have woken the flow.
-    const result = (await nextOf(
+    const result = await nextOf(
       flow,
       'the result of the flow, woken in fixture-a by the answer given to fixture-b'
-    )) as JsonObject
-    expect(result).toMatchObject({ jsonrpc: '2.0', id: 'e' })
-    expect(result.result.content[0].text).toMatch(/^User response: .*accept.*ada/)
+    )
+    expectAnsweredBy(result, 'e', 'ada')
   })
 
   it('a 2025 call whose stream dropped in one isolate is resumed in another: Last-Event-ID replays the question and brings the result', async () => {
-    const { session } = await startSession(isolate(fixtureA), {
-      capabilities: { elicitation: {} },
-    })
-    const flow = streams.open(await session.request('tools/call', ELICITATION, { id: 'r' }))
+    const { session, flow } = await elicitingFlow('r')
     const ask = (await nextOf(flow, 'the question')) as JsonObject
     const [priming] = flow.ids as [string]
     await flow.cancel()
@@ -212,22 +215,14 @@ describe('events cross isolates through the EventBusObject', () => {
     const elsewhere = onIsolate(session, isolate(fixtureB))
     const resumed = streams.open(await elsewhere.get({ 'last-event-id': priming }))
     expect(await nextOf(resumed, 'the question again, from the store')).toStrictEqual(ask)
-    const answered = await elsewhere.answer(ask.id, {
-      action: 'accept',
-      content: { username: 'grace', email: 'grace@example.com' },
-    })
+    const answered = await elsewhere.answer(ask.id, answerOf('grace'))
     expect(answered.status).toBe(202)
     // Driven on in fixture-a, or taken over once its lease ran out if the drop ended it there.
-    const result = (await nextOf(resumed, 'the result on the resumed stream')) as JsonObject
-    expect(result).toMatchObject({ jsonrpc: '2.0', id: 'r' })
-    expect(result.result.content[0].text).toMatch(/^User response: .*accept.*grace/)
+    expectAnsweredBy(await nextOf(resumed, 'the result on the resumed stream'), 'r', 'grace')
   })
 
   it('a cancellation POSTed to one isolate ends the 2025 request running in another', async () => {
-    const { session } = await startSession(isolate(fixtureA), {
-      capabilities: { elicitation: {} },
-    })
-    const flow = streams.open(await session.request('tools/call', ELICITATION, { id: 'c' }))
+    const { session, flow } = await elicitingFlow('c')
     expect((await nextOf(flow, 'the question'))?.method).toBe('elicitation/create')
 
     const cancelled = await onIsolate(session, isolate(fixtureB)).notify(
