@@ -39,7 +39,7 @@ import { bodyLimit } from 'hono/body-limit'
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie'
 import { html, raw } from 'hono/html'
 import type { ContentfulStatusCode } from 'hono/utils/http-status'
-import { tokenPrincipal } from '../src/auth/bearer.ts'
+import { tokenPrincipal } from 'stateless-mcp/bearer'
 import { LoginError } from '../src/auth/oidc-client.ts'
 import {
   CALLBACK_PATH,

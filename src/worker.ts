@@ -50,7 +50,7 @@
  *
  * With auth, the JWKS cache and the OIDC client of the approval pages live as long as the isolate
  * (built in the setup, shared by the apps of every origin): keys are fetched with `fetch` once, then
- * again only when stale or when a token names an unknown key (`auth/jwks.ts`).
+ * again only when stale or when a token names an unknown key (`stateless-mcp/bearer`'s `RemoteJwks`).
  *
  * Web standards only: this module and everything it imports must stay free of `node:*` and of the
  * Node-only adapters (tests/e2e/worker-bundle.test.ts checks the bundle).

@@ -5,7 +5,7 @@
  * SDK's so both do the same work per request; and the principal the seeded notes belong to.
  * Runtime-neutral (the Worker builds of the bench servers import it).
  */
-import { LOCAL_PRINCIPAL } from '../../src/auth/bearer.ts'
+import { LOCAL_PRINCIPAL } from 'stateless-mcp'
 import type { Note } from '../../src/notes/store.ts'
 
 export const BENCH_PRINCIPAL = LOCAL_PRINCIPAL

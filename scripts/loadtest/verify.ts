@@ -17,7 +17,7 @@
  * Notes of a flow that failed before it learned their fate (`unsettled`) may be present or absent,
  * but at most once.
  */
-import { LOCAL_PRINCIPAL } from '../../src/auth/bearer.ts'
+import { LOCAL_PRINCIPAL } from 'stateless-mcp'
 import type { Note, NotesStore } from '../../src/notes/store.ts'
 import { flowTagOf, type Expectation, type FlowRecord, type LedgerNote } from './flows.ts'
 import { ERAS, type Era } from './metrics.ts'

@@ -16,11 +16,15 @@
  * Runtime-neutral: `fetch`, Web Crypto and jose.
  */
 import { jwtVerify } from 'jose'
-import { sha256Base64url } from '../mcp/canonical-json.ts'
-import { constantTimeEqual } from '../mcp/constant-time.ts'
-import { randomBase64url } from '../mcp/random.ts'
-import { boundedText, KeysUnavailableError, type RemoteJwks } from './jwks.ts'
-import { ASYMMETRIC_ALGORITHMS, CLOCK_TOLERANCE_SECONDS } from './token-verifier.ts'
+import {
+  ASYMMETRIC_ALGORITHMS,
+  boundedText,
+  CLOCK_TOLERANCE_SECONDS,
+  KeysUnavailableError,
+  type RemoteJwks,
+} from 'stateless-mcp/bearer'
+import { randomBase64url, sha256Base64url } from 'stateless-mcp'
+import { constantTimeEqual } from 'stateless-mcp/compose'
 
 const METADATA_MAX_AGE_MS = 60 * 60_000
 const TIMEOUT_MS = 10_000

@@ -7,9 +7,9 @@
  * What depends on a base URL (the audience, the metadata URL, cookies) is built per app.
  */
 import type { JWTVerifyGetKey } from 'jose'
+import type { McpLogger } from 'stateless-mcp'
+import { RemoteJwks } from 'stateless-mcp/bearer'
 import type { AuthConfig } from '../config.ts'
-import type { McpLogger } from '../mcp/logger.ts'
-import { RemoteJwks } from './jwks.ts'
 import { OidcClient } from './oidc-client.ts'
 
 export interface AuthServices {

@@ -19,8 +19,7 @@
 import type { Context } from 'hono'
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie'
 import * as z from 'zod'
-import { constantTimeEqual } from '../mcp/constant-time.ts'
-import type { StateSealer, StateBinding } from '../mcp/sealed-state.ts'
+import { constantTimeEqual, type StateBinding, type StateSealer } from 'stateless-mcp/compose'
 import { LoginError, randomSecret, type Identity, type OidcClient } from './oidc-client.ts'
 
 export const SESSION_TTL_SECONDS = 15 * 60

@@ -18,20 +18,24 @@
  * `Retry-After` and -32030 (`mcp/errors.ts`).
  */
 import { Hono } from 'hono'
-import { Challenges } from '../auth/challenges.ts'
-import { mergeScopes, type ScopeImplications } from '../auth/scopes.ts'
-import { createAuthServices, type AuthServices } from '../auth/services.ts'
-import { TokenVerifier } from '../auth/token-verifier.ts'
-import type { Config } from '../config.ts'
 import {
-  ErrorCode,
+  Challenges,
+  mergeScopes,
+  TokenVerifier,
+  type ScopeImplications,
+} from 'stateless-mcp/bearer'
+import { createAuthServices, type AuthServices } from '../auth/services.ts'
+import type { Config } from '../config.ts'
+import { ErrorCode } from 'stateless-mcp'
+import {
+  consoleLogger,
+  describeError,
+  errorMessage,
+  finalResponse,
   INTERNAL_ERROR_MESSAGE,
   StoreUnavailableError,
-  errorMessage,
-} from '../mcp/errors.ts'
-import { consoleLogger, describeError } from '../mcp/logger.ts'
-import { type McpHandler } from '../mcp/http-input.ts'
-import { finalResponse } from '../mcp/streaming.ts'
+  type McpHandler,
+} from 'stateless-mcp/compose'
 import { bearerAuth } from './bearer-auth.ts'
 import { jsonRpcError } from './errors.ts'
 import { healthRoute } from './health-route.ts'

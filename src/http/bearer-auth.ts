@@ -1,11 +1,12 @@
 /**
  * @module http/bearer-auth
- * The Hono middleware that authenticates the MCP endpoint (`auth/bearer.ts` decides): it sets the
+ * The Hono middleware that authenticates the MCP endpoint (`stateless-mcp/bearer`'s
+ * `authenticateBearer` decides): it sets the
  * context's principal (issuer + subject), the OAuth client, the granted scopes (hierarchy applied),
  * the base scopes (AUTH_REQUIRED_SCOPE) and the 403 step-up challenge the engine answers with when an
  * operation needs more than granted (the base scopes plus its own, all named in one challenge;
  * `mcp/scopes.ts` decides from the parsed body, never from headers), or answers the refusal of
- * `auth/challenges.ts` as a JSON-RPC error response, echoing the request id when the body is small
+ * the engine's `Challenges` as a JSON-RPC error response, echoing the request id when the body is small
  * enough to read it. Without auth every request is the single local principal and every operation is
  * allowed.
  *
@@ -13,11 +14,10 @@
  * app.use('/mcp', bearerAuth({ auth: { verifier, challenges, requiredScopes: [] } }))
  */
 import type { MiddlewareHandler } from 'hono'
-import { authenticateBearer, LOCAL_PRINCIPAL, type BearerAuth } from '../auth/bearer.ts'
-import type { AuthRefusal } from '../auth/challenges.ts'
-import type { McpLogger } from '../mcp/logger.ts'
-import type { RequestId } from '../mcp/wire.ts'
-import { jsonRpcError, peekRequestId } from './errors.ts'
+import { LOCAL_PRINCIPAL, type McpLogger } from 'stateless-mcp'
+import { authenticateBearer, refusalResponse, type BearerAuth } from 'stateless-mcp/bearer'
+import type { RequestId } from 'stateless-mcp/compose'
+import { peekRequestId } from './errors.ts'
 
 declare module 'hono' {
   interface ContextVariableMap {
@@ -40,11 +40,6 @@ export interface BearerAuthOptions {
   /** Bodies up to this size are read to echo the request id in a refusal. */
   maxBodyBytes?: number
   logger?: McpLogger
-}
-
-/** The JSON-RPC error response of an authorization refusal to request `id`. */
-function refusalResponse(id: RequestId | null, refusal: AuthRefusal): Response {
-  return jsonRpcError(id, refusal.status, refusal.message, refusal.headers, refusal.code)
 }
 
 export function bearerAuth({

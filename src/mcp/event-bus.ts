@@ -95,7 +95,7 @@ export function concerns(interest: EventInterest | undefined, event: ServerEvent
  */
 export const MAX_EVENT_ID_CHARS = 256
 /**
- * Longest principal an event may carry: a token's issuer and subject joined (`auth/bearer.ts`), where
+ * Longest principal an event may carry: a token's issuer and subject joined (`tokenPrincipal`), where
  * OpenID Connect bounds the subject at 255 characters.
  */
 const MAX_EVENT_PRINCIPAL_CHARS = 1_024

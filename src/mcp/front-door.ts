@@ -8,11 +8,15 @@
  *   `allowedHosts` says otherwise (DNS-rebinding defence), bodies limited to 1 MiB;
  * - `requestState` and 2025 session ids sealed with the `stateKeys` ring (the `STATE_KEYS` text
  *   every replica shares), or with an ephemeral key and a logged warning when none is given;
- * - the caller from `authenticate(request)`, else one local principal;
+ * - the caller from `authenticate(request)`, else one local principal; the scopes a caller holds,
+ *   when the hook says, checked against each operation's (a tool's `scopes`), too few answered with
+ *   the caller's 403 step-up challenge (`stateless-mcp/bearer` makes such a hook from OAuth tokens);
  * - both protocol eras: 2026-07-28 requests, and 2025-era clients (`initialize`, sessions, GET
  *   streams) with their state in the engine store (in memory unless `store` names a shared one) and
  *   their answers carried by the event bus (in process unless `bus` names a shared one);
- * - tasks when a tool declares `task`.
+ * - tasks when a tool declares `task`;
+ * - no telemetry unless `telemetry` is given (`otelTelemetry` of `stateless-mcp/otel`): then each
+ *   request is observed, and the engine store's calls with it.
  * A misconfiguration (nothing to serve, a name defined twice, a key ring that does not parse) throws
  * here, at construction, with a message naming the fix. What the handler does with a request is
  * `handler.ts`'s; the checks before it are `request-guard.ts`'s.
@@ -40,16 +44,40 @@ import { finalResponse } from './streaming.ts'
 import type { EngineStore } from './stores/engine-store.ts'
 import { MemoryEngineStore } from './stores/memory.ts'
 import type { McpHandler, McpHttpInput } from './http-input.ts'
+import type { AppTelemetry } from './observer.ts'
+import type { RequestId } from './wire.ts'
 
 /** The principal of every request when no `authenticate` hook is given. */
 export const LOCAL_PRINCIPAL = 'local'
 
-/** Who made a request, as an `authenticate` hook found. */
+/**
+ * Who made a request, as an `authenticate` hook found, and what they may do.
+ *
+ * @example
+ * const caller: Caller = {
+ *   principal: 'alice',
+ *   scopes: ['notes:read'],
+ *   insufficientScope: (required) => new Response(`needs ${required.join(' ')}`, { status: 403 }),
+ * }
+ */
 export interface Caller {
   /** A stable id of the person or system (e.g. the token's issuer and subject). */
   principal: string
   /** The OAuth client it came through, if any: sealed state is bound to it too. */
   client?: string
+  /**
+   * The scopes the caller holds, hierarchy applied. Given, an operation runs only when they hold
+   * `requiredScopes` and its own (a tool's `scopes`); absent, every operation is allowed.
+   */
+  scopes?: readonly string[]
+  /** Scopes every operation needs besides its own (checked only when `scopes` is given). */
+  requiredScopes?: readonly string[]
+  /**
+   * The answer to an operation needing scopes the caller lacks: `required` names them all (the
+   * required ones first), `id` is the JSON-RPC request's. Default a JSON-RPC 403 naming them, without
+   * a `WWW-Authenticate` challenge.
+   */
+  insufficientScope?: (required: readonly string[], id: RequestId | null) => Response
 }
 
 /**
@@ -99,6 +127,12 @@ export interface McpServerOptions<Deps> {
   /** Serve 2025-era clients (`initialize` and sessions) on the same path. Default `true`. */
   legacy?: boolean
   logger?: McpLogger
+  /**
+   * Observes every request (a span per request parented on the client's trace context, metrics)
+   * and the engine store's calls: `otelTelemetry({ tracer, meter })` of `stateless-mcp/otel`.
+   * Default none, and nothing of it loaded.
+   */
+  telemetry?: AppTelemetry
 }
 
 /** A running MCP server: its `fetch` handler, and `close()` to let its streams and store go. */
@@ -200,6 +234,9 @@ export function createMcpServer<Deps = undefined>(
       principal: caller.principal,
       client: caller.client,
       signal: request.signal,
+      grantedScopes: caller.scopes && new Set(caller.scopes),
+      baseScopes: caller.requiredScopes,
+      insufficientScope: caller.insufficientScope,
     }
     if (!post) return (await started())(input)
     if (!isJsonMediaType(headers.get('content-type')))
@@ -283,6 +320,7 @@ async function startHandler<Deps>(
     ttlSeconds: options.stateTtlSeconds,
   })
   await store.migrate()
+  const observed = options.telemetry ? options.telemetry.instrumentStore(store) : store
   const servesTasks = [...server.tools.values()].some((tool) => tool.definition.task)
   return createMcpHandler({
     server,
@@ -291,7 +329,8 @@ async function startHandler<Deps>(
     bus: options.bus ?? new InProcessEventBus(),
     logger,
     shutdown,
-    legacy: options.legacy === false ? undefined : { sessions: store },
-    tasks: servesTasks ? { store } : undefined,
+    legacy: options.legacy === false ? undefined : { sessions: observed },
+    tasks: servesTasks ? { store: observed } : undefined,
+    telemetry: options.telemetry,
   })
 }

@@ -9,7 +9,8 @@
  * checks them once it has read it (`missingScopes`) and throws `InsufficientScopeError`, which
  * `modern-era.ts` answers with the same challenge (`scopeRefusal`). 2025-era answers to server→client
  * requests need the scopes of the call that asked (`legacy/rendezvous.ts` names it in the id).
- * Verifying tokens and expanding scope hierarchies is `src/auth/`'s job, applied by the HTTP layer.
+ * Verifying tokens and expanding scope hierarchies is `bearer/`'s job, applied by the HTTP layer (the
+ * front door's `authenticate` hook, or a framework's middleware).
  */
 import { ErrorCode, errorResponseText } from './errors.ts'
 import type { McpHttpInput } from './http-input.ts'

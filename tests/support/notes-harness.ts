@@ -16,7 +16,8 @@ import type { Hono } from 'hono'
 import { afterEach, beforeEach, expect } from 'vitest'
 import { CSRF_FIELD, csrfCookieName } from '../../routes/share.ts'
 import { createApp } from '../../src/app.ts'
-import { LOCAL_PRINCIPAL, tokenPrincipal } from '../../src/auth/bearer.ts'
+import { LOCAL_PRINCIPAL } from 'stateless-mcp'
+import { tokenPrincipal } from 'stateless-mcp/bearer'
 import { cookieScheme, sessionCookie } from '../../src/auth/web-login.ts'
 import { parseConfig } from '../../src/config.ts'
 import { publicBaseUrl } from '../../src/http/app.ts'
@@ -157,7 +158,7 @@ export async function createNotesHarness(
   const app = createApp(config, { store, sealer, bus, logger, now: () => clock.now })
   let nextId = 1
 
-  // The principal string `auth/bearer.ts` derives from a verified token (JSON `[issuer, subject]`).
+  // The principal string `stateless-mcp/bearer` derives from a verified token (JSON `[issuer, subject]`).
   const principalOf = (subject: string) =>
     options.auth ? tokenPrincipal(AUTH_ENV.AUTH_ISSUER, subject) : LOCAL_PRINCIPAL
 

@@ -15,7 +15,7 @@ import {
   KeysUnavailableError,
   MAX_JWKS_BYTES,
   RemoteJwks,
-} from '../../src/auth/jwks.ts'
+} from 'stateless-mcp/bearer'
 
 interface TestKey {
   kid: string

@@ -14,13 +14,15 @@ import {
   type JWTVerifyGetKey,
 } from 'jose'
 import { describe, expect, it } from 'vitest'
-import { expandScopes, mergeScopes, tokenScopes } from '../../src/auth/scopes.ts'
 import {
   CLOCK_TOLERANCE_SECONDS,
+  expandScopes,
   InvalidTokenError,
+  mergeScopes,
   TokenVerifier,
+  tokenScopes,
   VERIFIED_CACHE_SIZE,
-} from '../../src/auth/token-verifier.ts'
+} from 'stateless-mcp/bearer'
 
 const ISSUER = 'https://as.example'
 const AUDIENCE = 'https://notes.example/mcp'

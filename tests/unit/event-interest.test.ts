@@ -8,7 +8,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest'
 import { createApp } from '../../src/app.ts'
-import { tokenPrincipal } from '../../src/auth/bearer.ts'
+import { tokenPrincipal } from 'stateless-mcp/bearer'
 import { parseConfig } from '../../src/config.ts'
 import {
   InProcessEventBus,

@@ -12,7 +12,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js'
 import { afterEach, describe, expect, it } from 'vitest'
 import { createApp } from '../../src/app.ts'
-import { tokenPrincipal } from '../../src/auth/bearer.ts'
+import { tokenPrincipal } from 'stateless-mcp/bearer'
 import { parseConfig } from '../../src/config.ts'
 import { InProcessEventBus } from '../../src/mcp/event-bus.ts'
 import { generateKey, importKeyRing } from '../../src/mcp/key-ring.ts'

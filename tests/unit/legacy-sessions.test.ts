@@ -16,7 +16,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApp, notesServer } from '../../src/app.ts'
-import { tokenPrincipal } from '../../src/auth/bearer.ts'
+import { tokenPrincipal } from 'stateless-mcp/bearer'
 import { parseConfig } from '../../src/config.ts'
 import { InProcessEventBus } from '../../src/mcp/event-bus.ts'
 import { createMcpHandler } from '../../src/mcp/handler.ts'

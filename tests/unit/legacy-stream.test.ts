@@ -9,7 +9,8 @@
  */
 import { afterEach, describe, expect, it } from 'vitest'
 import { createApp } from '../../src/app.ts'
-import { LOCAL_PRINCIPAL, tokenPrincipal } from '../../src/auth/bearer.ts'
+import { LOCAL_PRINCIPAL } from 'stateless-mcp'
+import { tokenPrincipal } from 'stateless-mcp/bearer'
 import { parseConfig } from '../../src/config.ts'
 import { InProcessEventBus } from '../../src/mcp/event-bus.ts'
 import { generateKey, importKeyRing } from '../../src/mcp/key-ring.ts'

@@ -15,7 +15,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import * as z from 'zod'
 import { createApp } from '../../src/app.ts'
-import { tokenPrincipal } from '../../src/auth/bearer.ts'
+import { tokenPrincipal } from 'stateless-mcp/bearer'
 import { parseConfig } from '../../src/config.ts'
 import { createHttpApp } from '../../src/http/app.ts'
 import { definitions, text } from '../../src/mcp/definitions.ts'

@@ -1,9 +1,9 @@
 /**
- * @module auth/challenges
+ * @module mcp/bearer/challenges
  * What the MCP endpoint answers when authorization fails, as an `AuthRefusal`: the HTTP status, the
  * JSON-RPC error code and message, and the headers, `Cache-Control: no-store` and, for 401 and 403, a
  * `WWW-Authenticate: Bearer` challenge naming the protected-resource metadata (RFC 9728) so a client
- * can find the authorization server (`http/bearer-auth.ts` writes it as a JSON-RPC error response,
+ * can find the authorization server (`refusalResponse` writes it as a JSON-RPC error response,
  * echoing the request id when known):
  * - no credentials (no `Authorization`, or another scheme): 401 with `resource_metadata` and the
  *   baseline `scope`, and no `error` (RFC 6750 §3.1);
@@ -16,10 +16,19 @@
  *   client must not throw its token away).
  * `offline_access` never appears in a challenge: it is not this server's to ask for (SEP-2207).
  */
-import { ErrorCode } from '../mcp/errors.ts'
+import { ErrorCode } from '../errors.ts'
+import { jsonRpcErrorResponse } from '../request-guard.ts'
+import type { RequestId } from '../wire.ts'
 import { mergeScopes } from './scopes.ts'
 
-/** One refusal of an authorization failure: the HTTP status, the JSON-RPC error and the headers. */
+/**
+ * One refusal of an authorization failure: the HTTP status, the JSON-RPC error and the headers.
+ *
+ * @example
+ * const refusal: AuthRefusal = challenges.missingToken()
+ * refusal.status // 401
+ * refusal.headers['www-authenticate'] // Bearer scope="notes:read", resource_metadata="https://…"
+ */
 export interface AuthRefusal {
   status: 400 | 401 | 403 | 503
   code: ErrorCode
@@ -27,6 +36,15 @@ export interface AuthRefusal {
   headers: Record<string, string>
 }
 
+/**
+ * Where a client finds this server's authorization details, and the scopes every 401 asks for.
+ *
+ * @example
+ * const options: ChallengesOptions = {
+ *   resourceMetadataUrl: 'https://mcp.example.com/.well-known/oauth-protected-resource/mcp',
+ *   baseline: ['notes:read'],
+ * }
+ */
 export interface ChallengesOptions {
   /** URL of this server's protected-resource metadata. */
   resourceMetadataUrl: string
@@ -43,6 +61,16 @@ const param = (name: string, value: string) => `${name}="${value}"`
 const challengeScopes = (scopes: readonly string[]) =>
   mergeScopes(scopes.filter((scope) => scope !== 'offline_access')).join(' ')
 
+/**
+ * The refusals of one protected resource, each with its `WWW-Authenticate` challenge.
+ *
+ * @example
+ * const challenges = new Challenges({
+ *   resourceMetadataUrl: 'https://mcp.example.com/.well-known/oauth-protected-resource/mcp',
+ *   baseline: ['notes:read'],
+ * })
+ * return refusalResponse(null, challenges.insufficientScope(['notes:write']))
+ */
 export class Challenges {
   readonly #metadata: string
   readonly #baseline: string
@@ -109,4 +137,14 @@ export class Challenges {
       headers: { ...NO_STORE, 'retry-after': '5' },
     }
   }
+}
+
+/**
+ * The JSON-RPC error response of `refusal`, answering request `id` (`null` when unknown).
+ *
+ * @example
+ * const response = refusalResponse(null, challenges.missingToken()) // 401, WWW-Authenticate: Bearer …
+ */
+export function refusalResponse(id: RequestId | null, refusal: AuthRefusal): Response {
+  return jsonRpcErrorResponse(id, refusal.status, refusal.message, refusal.headers, refusal.code)
 }

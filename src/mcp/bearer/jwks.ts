@@ -1,5 +1,5 @@
 /**
- * @module auth/jwks
+ * @module mcp/bearer/jwks
  * `RemoteJwks`: an authorization server's signing keys (its JWKS document), fetched with `fetch` and
  * kept for the life of the process (Node) or isolate (Workers), handed to jose as a key resolver.
  *
@@ -25,12 +25,41 @@ import {
   type JWSHeaderParameters,
 } from 'jose'
 
+/**
+ * How long fetched keys are used before the document is fetched again (10 minutes).
+ *
+ * @example
+ * new RemoteJwks({ url, maxAgeMs: DEFAULT_JWKS_MAX_AGE_MS / 2 })
+ */
 export const DEFAULT_JWKS_MAX_AGE_MS = 10 * 60_000
+/**
+ * Least time between two fetches that a failure or an unknown `kid` causes (30 seconds).
+ *
+ * @example
+ * new RemoteJwks({ url, cooldownMs: DEFAULT_JWKS_COOLDOWN_MS * 2 })
+ */
 export const DEFAULT_JWKS_COOLDOWN_MS = 30_000
+/**
+ * Longest wait for the JWKS document (5 seconds).
+ *
+ * @example
+ * new RemoteJwks({ url, timeoutMs: DEFAULT_JWKS_TIMEOUT_MS * 2 })
+ */
 export const DEFAULT_JWKS_TIMEOUT_MS = 5_000
-/** Largest JWKS document read, in bytes (real ones hold a few keys: a few KiB). */
+/**
+ * Largest JWKS document read, in bytes (real ones hold a few keys: a few KiB).
+ *
+ * @example
+ * const text = await boundedText(response, MAX_JWKS_BYTES)
+ */
 export const MAX_JWKS_BYTES = 256 * 1024
 
+/**
+ * Where the keys are and how they are kept: the defaults suit any authorization server.
+ *
+ * @example
+ * const options: RemoteJwksOptions = { url: 'https://auth.example.com/.well-known/jwks.json' }
+ */
 export interface RemoteJwksOptions {
   url: string
   /** Default `globalThis.fetch`, looked up per fetch. */
@@ -44,14 +73,30 @@ export interface RemoteJwksOptions {
   onStale?: (reason: string) => void
 }
 
-/** The authorization server's keys could not be had at all (fetch failed, nothing cached). */
+/**
+ * The authorization server's keys could not be had at all (fetch failed, nothing cached): answer
+ * 503, not 401, since the token is not at fault.
+ *
+ * @example
+ * try {
+ *   await verifier.verify(token)
+ * } catch (error) {
+ *   if (error instanceof KeysUnavailableError) return new Response(null, { status: 503 })
+ *   throw error
+ * }
+ */
 export class KeysUnavailableError extends Error {
   override name = 'KeysUnavailableError'
 }
 
 type KeyResolver = ReturnType<typeof createLocalJWKSet>
 
-/** Reads at most `limit` bytes of a response body as text; more is an error. */
+/**
+ * Reads at most `limit` bytes of a response body as strict UTF-8 text; more is an error.
+ *
+ * @example
+ * const document = JSON.parse(await boundedText(await fetch(url), 64 * 1024)) as unknown
+ */
 export async function boundedText(response: Response, limit: number): Promise<string> {
   const declared = Number(response.headers.get('content-length'))
   if (Number.isFinite(declared) && declared > limit) throw new Error(`body over ${limit} bytes`)
@@ -78,6 +123,14 @@ export async function boundedText(response: Response, limit: number): Promise<st
   return new TextDecoder('utf-8', { fatal: true }).decode(bytes)
 }
 
+/**
+ * An authorization server's JWKS, fetched and kept as the module header says; hand `getKey` to
+ * jose or to {@link TokenVerifier}.
+ *
+ * @example
+ * const jwks = new RemoteJwks({ url: 'https://auth.example.com/.well-known/jwks.json' })
+ * const { payload } = await jwtVerify(token, jwks.getKey, { issuer, audience })
+ */
 export class RemoteJwks {
   readonly url: string
   readonly #fetch: typeof fetch | undefined

@@ -1,5 +1,5 @@
 /**
- * @module auth/token-verifier
+ * @module mcp/bearer/token-verifier
  * `TokenVerifier.verify(token)`: is this bearer token an access token for this server, and whose? A
  * JWT passes only if all hold (MCP authorization; OAuth 2.1 §5.2; RFC 8707; RFC 9068):
  * - signed with an allowed algorithm: the asymmetric ones (`ASYMMETRIC_ALGORITHMS`) with the
@@ -18,10 +18,15 @@
  * cause, if any, is for the log. Runtime-neutral: Web Crypto and jose.
  */
 import { errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose'
-import { sha256Base64url } from '../mcp/canonical-json.ts'
+import { sha256Base64url } from '../canonical-json.ts'
 import { expandScopes, tokenScopes, type ScopeImplications } from './scopes.ts'
 
-/** What signs access tokens verified with a JWKS: never a symmetric algorithm. */
+/**
+ * What signs access tokens verified with a JWKS: never a symmetric algorithm.
+ *
+ * @example
+ * await jwtVerify(idToken, jwks.getKey, { issuer, audience, algorithms: [...ASYMMETRIC_ALGORITHMS] })
+ */
 export const ASYMMETRIC_ALGORITHMS: readonly string[] = Object.freeze([
   'RS256',
   'RS384',
@@ -35,12 +40,35 @@ export const ASYMMETRIC_ALGORITHMS: readonly string[] = Object.freeze([
   'EdDSA',
   'Ed25519',
 ])
-/** The one algorithm accepted with a shared secret (AUTH_JWT_SECRET). */
+/**
+ * The one algorithm accepted with a shared secret.
+ *
+ * @example
+ * await jwtVerify(token, secret, { algorithms: [...SECRET_ALGORITHMS] })
+ */
 export const SECRET_ALGORITHMS: readonly string[] = Object.freeze(['HS256'])
-/** How far the clocks of this server and the authorization server may disagree. */
+/**
+ * How far the clocks of this server and the authorization server may disagree, in seconds.
+ *
+ * @example
+ * await jwtVerify(idToken, jwks.getKey, { clockTolerance: CLOCK_TOLERANCE_SECONDS })
+ */
 export const CLOCK_TOLERANCE_SECONDS = 30
+/**
+ * How many verified tokens a {@link TokenVerifier} remembers (the oldest go first).
+ *
+ * @example
+ * console.log(`at most ${VERIFIED_CACHE_SIZE} tokens are remembered`)
+ */
 export const VERIFIED_CACHE_SIZE = 1024
 
+/**
+ * What a verified access token says: who, through which client, with which scopes, until when.
+ *
+ * @example
+ * const { issuer, subject, scopes } = await verifier.verify(token)
+ * if (!scopes.has('notes:read')) return forbidden()
+ */
 export interface VerifiedToken {
   readonly issuer: string
   readonly subject: string
@@ -52,6 +80,17 @@ export interface VerifiedToken {
   readonly expiresAt: number
 }
 
+/**
+ * Which tokens a {@link TokenVerifier} accepts.
+ *
+ * @example
+ * const options: TokenVerifierOptions = {
+ *   issuer: 'https://auth.example.com',
+ *   audience: 'https://mcp.example.com/mcp',
+ *   key: new RemoteJwks({ url: 'https://auth.example.com/.well-known/jwks.json' }).getKey,
+ *   implies: { 'notes:write': ['notes:read'] },
+ * }
+ */
 export interface TokenVerifierOptions {
   issuer: string
   audience: string
@@ -61,7 +100,17 @@ export interface TokenVerifierOptions {
   now?: () => number
 }
 
-/** The token is not one this server accepts; `description` is what the challenge may say. */
+/**
+ * The token is not one this server accepts; `description` is what the challenge may say.
+ *
+ * @example
+ * try {
+ *   await verifier.verify(token)
+ * } catch (error) {
+ *   if (error instanceof InvalidTokenError) return refusalResponse(null, challenges.invalidToken(error.description))
+ *   throw error
+ * }
+ */
 export class InvalidTokenError extends Error {
   override name = 'InvalidTokenError'
   readonly description: string
@@ -95,6 +144,17 @@ function describe(error: unknown, audience: string): string {
   return 'The access token is malformed.'
 }
 
+/**
+ * Verifies bearer tokens as the module header says, remembering each verified one until it expires.
+ *
+ * @example
+ * const verifier = new TokenVerifier({
+ *   issuer: 'https://auth.example.com',
+ *   audience: 'https://mcp.example.com/mcp',
+ *   key: new RemoteJwks({ url: 'https://auth.example.com/.well-known/jwks.json' }).getKey,
+ * })
+ * const { issuer, subject, client, scopes } = await verifier.verify(token)
+ */
 export class TokenVerifier {
   readonly audience: string
   readonly #issuer: string

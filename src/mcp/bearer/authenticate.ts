@@ -1,40 +1,64 @@
 /**
- * @module auth/bearer
+ * @module mcp/bearer/authenticate
  * Bearer-token authentication (MCP authorization: an OAuth 2.1 resource server), apart from HTTP:
  * `authenticateBearer` reads one request's credentials, from its `Authorization: Bearer` header only
  * (a token in the URL is refused: it ends up in logs and histories), verifies the token with
  * `TokenVerifier` (signature, algorithm, issuer, exact audience, lifetime) and answers the caller it
  * names (the principal, issuer + subject; the OAuth client; the granted scopes, hierarchy applied) or
- * the refusal to answer with (`challenges.ts`). Without auth every request is the single local
- * principal (`LOCAL_PRINCIPAL`). Tokens are never logged. The Hono middleware that applies it to the
- * MCP endpoint, and hands the engine the 403 step-up challenge, is `http/bearer-auth.ts`.
+ * the refusal to answer with (`challenges.ts`). Tokens are never logged. The front door's hook that
+ * applies it (and hands the engine the 403 step-up challenge) is `front-door-auth.ts`; an HTTP
+ * framework's middleware calls it the same way.
  */
-import type { McpLogger } from '../mcp/logger.ts'
+import type { McpLogger } from '../logger.ts'
 import type { AuthRefusal, Challenges } from './challenges.ts'
 import { KeysUnavailableError } from './jwks.ts'
 import { InvalidTokenError, type TokenVerifier } from './token-verifier.ts'
 
-export const LOCAL_PRINCIPAL = 'local'
-
-/** The principal of a verified token: its issuer and subject, unambiguously joined. */
+/**
+ * The principal of a verified token: its issuer and subject, unambiguously joined (JSON
+ * `[issuer, subject]`), so that two authorization servers' subjects never meet.
+ *
+ * @example
+ * tokenPrincipal('https://auth.example.com', 'alice') // '["https://auth.example.com","alice"]'
+ */
 export function tokenPrincipal(issuer: string, subject: string): string {
   return JSON.stringify([issuer, subject])
 }
 
+/**
+ * How one protected resource authenticates: its verifier, its refusals, and the scopes every
+ * operation needs.
+ *
+ * @example
+ * const auth: BearerAuth = { verifier, challenges, requiredScopes: ['notes:read'] }
+ */
 export interface BearerAuth {
   verifier: TokenVerifier
   challenges: Challenges
-  /** Scopes every operation needs besides its own (AUTH_REQUIRED_SCOPE). */
+  /** Scopes every operation needs besides its own. */
   requiredScopes: readonly string[]
 }
 
-/** What one request presents: its `Authorization` header, and whether its URL carries a token. */
+/**
+ * What one request presents: its `Authorization` header, and whether its URL carries a token.
+ *
+ * @example
+ * const credentials: BearerCredentials = {
+ *   authorization: request.headers.get('authorization') ?? undefined,
+ *   tokenInUrl: new URL(request.url).searchParams.has('access_token'),
+ * }
+ */
 export interface BearerCredentials {
   authorization: string | undefined
   tokenInUrl: boolean
 }
 
-/** The caller a verified token names. */
+/**
+ * The caller a verified token names.
+ *
+ * @example
+ * const { principal, client, grantedScopes } = outcome.caller
+ */
 export interface BearerCaller {
   /** `[issuer, subject]` as JSON (`tokenPrincipal`). */
   principal: string
@@ -48,7 +72,14 @@ export interface BearerCaller {
 const BEARER = /^Bearer +([A-Za-z0-9._~+/-]+=*) *$/i
 const BEARER_SCHEME = /^Bearer(?: |$)/i
 
-/** The caller `credentials` authenticate, or the refusal; anything but a token's fault throws. */
+/**
+ * The caller `credentials` authenticate, or the refusal; anything but a token's fault throws.
+ *
+ * @example
+ * const outcome = await authenticateBearer(auth, credentials, logger)
+ * if ('refusal' in outcome) return refusalResponse(null, outcome.refusal)
+ * const { principal, grantedScopes } = outcome.caller
+ */
 export async function authenticateBearer(
   { verifier, challenges }: BearerAuth,
   { authorization, tokenInUrl }: BearerCredentials,
