@@ -5,6 +5,9 @@
  * `NODE_DISABLE_COMPILE_CACHE=1` turns it off), so a replica started again loads its code in less
  * than half the time; then starts the server of `node/server.ts` from the environment, which
  * describes everything it does (store, key ring, telemetry, shutdown).
+ * Launched with `--max-semi-space-size=16` (`npm start`, the container image): V8's young generation
+ * then has the same cap on any host; left to V8 it follows the host's memory, and a replica's resident
+ * set grows under load by up to three times that cap (`scripts/loadtest/processes.ts` says more).
  */
 import { enableCompileCache, flushCompileCache } from 'node:module'
 

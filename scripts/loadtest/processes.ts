@@ -1,9 +1,10 @@
 /**
  * @module scripts/loadtest/processes
- * The processes a load-test run starts: Node replicas (`src/node.ts`, each on a fixed loopback port
- * so a replica killed mid-run restarts where nginx and the clients expect it; with the `held-imports`
- * entry, the same server through `scripts/support/held-import-replica.ts`, whose imports the run can hold
- * mid-way over the IPC channel, `hold`; with `sampled`, through `scripts/support/sampled-replica.ts`
+ * The processes a load-test run starts: Node replicas (`src/node.ts` with `npm start`'s Node flags,
+ * {@link SERVER_NODE_FLAGS}, each on a fixed loopback port so a replica killed mid-run restarts
+ * where nginx and the clients expect it; with the `held-imports` entry, the same server through
+ * `scripts/support/held-import-replica.ts`, whose imports the run can hold mid-way over the IPC
+ * channel, `hold`; with `sampled`, through `scripts/support/sampled-replica.ts`
  * with `--expose-gc`, which a soak samples, `sample`: `/proc/<pid>` and the IPC channel) and nginx
  * (foreground, `-p <run dir> -c <generated config>`). A replica ends as a fault wants it: `kill`
  * (SIGKILL), or `terminate` (SIGTERM and its own drain, reporting how it exited), and `start` again
@@ -34,6 +35,16 @@ const OUTPUT_LIMIT = 32 * 1024
  */
 export type ReplicaEntry = 'server' | 'held-imports' | 'sampled'
 
+/**
+ * The Node flags of `npm start` (package.json's `start`, and the container image's command): V8's
+ * young generation capped at 16 MiB a semi-space, whatever the host. Left to V8, its cap follows the
+ * heap limit, itself a share of the host's memory (32 to 64 MiB a semi-space on a 24 GiB machine,
+ * 1 MiB in a 512 MiB container), and a replica's resident set grows by up to three times that under
+ * load and keeps it: a soak would measure another process than a container runs.
+ */
+export const SERVER_NODE_FLAGS = ['--max-semi-space-size=16']
+
+/** Each entry's script and the flags it needs besides {@link SERVER_NODE_FLAGS}. */
 const ENTRIES: Record<ReplicaEntry, { script: string; nodeFlags: string[] }> = {
   server: { script: 'src/node.ts', nodeFlags: [] },
   'held-imports': { script: 'scripts/support/held-import-replica.ts', nodeFlags: [] },
@@ -135,7 +146,8 @@ export class ReplicaProcess {
     this.#env = { ...this.#env, ...changes }
     const { script, nodeFlags } = ENTRIES[this.#entry]
     // Output piped either way (the IPC channel is a fourth descriptor): the cast says so to the types.
-    const child = spawn(process.execPath, [...nodeFlags, join(root, script)], {
+    const flags = [...SERVER_NODE_FLAGS, ...nodeFlags]
+    const child = spawn(process.execPath, [...flags, join(root, script)], {
       cwd: root,
       env: this.#env,
       stdio: this.#entry === 'server' ? ['ignore', 'pipe', 'pipe'] : IPC_STDIO,

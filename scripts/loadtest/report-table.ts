@@ -4,14 +4,15 @@
  * run's setup, totals and infrastructure counters, the two eras side by side, then per era its
  * failures by kind (and the kinds it may fail with), its flows by kind and latency percentiles, the
  * tasks scenario's section, a soak's section (per replica: its samples, the resident set, heap and
- * handles from first to last judged sample with their slope, and its verdict), the problems the
+ * handles from first to last judged sample with their slope, and its verdict; then where its memory
+ * is, from the warm-up's end to the last sample), the problems the
  * store check found and the first failed flows.
  */
 import { ERAS, type Era, type Percentiles } from './metrics.ts'
 import type { DatabaseReport } from './faults/database.ts'
 import type { RollingReport } from './faults/rolling.ts'
 import type { EraSummary, FaultReport, LoadtestSummary, TasksSummary } from './report.ts'
-import type { MetricTrend, SoakReport } from './soak.ts'
+import type { MetricTrend, ReplicaSoak, SoakReport } from './soak.ts'
 
 function pct(part: number, whole: number): string {
   return whole === 0 ? '—' : `${((100 * part) / whole).toFixed(1)}%`
@@ -189,7 +190,34 @@ function trendCell(trend: MetricTrend | null): string {
   )
 }
 
-/** The soak's own section: how it was judged, then a row per replica. */
+/**
+ * Where a replica's memory is, as `first→last` MiB from the first judged sample (the warm-up's end)
+ * to the last, after its resident set's start, peak and end over the whole run.
+ */
+function memoryRow(r: ReplicaSoak, warmupS: number): [string, ...string[]] {
+  const first = r.points.find((point) => point.s >= warmupS)
+  const last = r.points.at(-1)
+  const range = (figure: (point: ReplicaSoak['points'][number]) => number | null) => {
+    const from = first && figure(first)
+    const to = last && figure(last)
+    return from === null || from === undefined || to === null || to === undefined
+      ? '—'
+      : `${from}→${to}`
+  }
+  const rss = r.rss_mib
+  return [
+    r.id,
+    rss ? `${rss.start} / ${rss.peak} / ${rss.end}` : '—',
+    range((point) => point.heap_total),
+    range((point) => point.young),
+    range((point) => point.external),
+    range((point) => point.array_buffers),
+    range((point) => point.native),
+    range((point) => point.file),
+  ]
+}
+
+/** The soak's own section: how it was judged, then a row per replica, then its memory's parts. */
 function soakSection(soak: SoakReport): string[] {
   const { bounds } = soak
   const per = soak.judged_by === 'slope_per_hour' ? 'per hour' : 'over the judged window'
@@ -213,6 +241,21 @@ function soakSection(soak: SoakReport): string[] {
       ]),
     ]),
     ...soak.replicas.flatMap((r) => r.problems.map((p) => `    ${r.id}: ${p}`)),
+    '  memory (MiB): RSS over the run; the rest from the warm-up to the end (native: anonymous ' +
+      'memory outside the V8 heap; file: mapped files)',
+    ...aligned([
+      [
+        'replica',
+        'RSS start / peak / end',
+        'heap total',
+        'young gen',
+        'external',
+        'array buffers',
+        'native',
+        'file',
+      ],
+      ...soak.replicas.map((r) => memoryRow(r, soak.warmup_s)),
+    ]),
   ]
 }
 

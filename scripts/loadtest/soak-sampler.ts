@@ -51,9 +51,9 @@ export class SoakSampler {
     const atS = (performance.now() - start) / 1000
     try {
       const sample = await replica.sample(SAMPLE_TIMEOUT_MS)
-      const { rss, heapUsed, handles, fds } = sample
-      series.points.push({ atS, rss, heapUsed, handles, fds })
-      series.resourcesAtEnd = sample.resources
+      const { resources, collected: _, ...figures } = sample
+      series.points.push({ atS, ...figures })
+      series.resourcesAtEnd = resources
     } catch {
       series.failedSamples += 1
     }

@@ -43,11 +43,20 @@ export const HOURLY_BOUNDS: Bounds = { rss: 256, heap: 16, handles: 60, fds: 60 
 /** Most a metric may grow over the judged window of a short soak. */
 export const WINDOW_BOUNDS: Bounds = { rss: 64, heap: 8, handles: 40, fds: 40 }
 
-/** One sample, as the judgement needs it: seconds since the users started, memory in bytes. */
+/**
+ * One sample, as the judgement and the breakdown need it: seconds since the users started, memory
+ * in bytes (`scripts/support/replica-sampling.ts` says what each figure is).
+ */
 export interface SoakPoint {
   atS: number
   rss: number
   heapUsed: number
+  heapTotal: number
+  external: number
+  arrayBuffers: number
+  youngGeneration: number
+  /** `null` without `/proc`. */
+  anonymous: number | null
   handles: number
   /** `null` without `/proc`. */
   fds: number | null
@@ -85,10 +94,32 @@ export interface ReplicaSoak {
   /** `null` without `/proc` (or too few samples). */
   fds: MetricTrend | null
   resources_at_end: Record<string, number>
+  /** MiB over the whole run, warm-up included: what a container's memory limit must hold. */
+  rss_mib: { start: number; peak: number; end: number } | null
   problems: string[]
   passed: boolean
-  /** Every sample, warm-up included: `[seconds, RSS MiB, heap MiB, handles, fds]`, to judge again. */
-  points: Array<[number, number, number, number, number | null]>
+  /** Every sample, warm-up included, memory in MiB: to judge again and to see where memory went. */
+  points: ReportedPoint[]
+}
+
+/**
+ * One sample in the report, MiB: `native` is the anonymous memory outside the V8 heap (the
+ * allocator's arenas, which hold `external`, and thread stacks), `file` the resident mapped files
+ * (the binary, shared libraries); both `null` without `/proc`.
+ */
+export interface ReportedPoint {
+  s: number
+  rss: number
+  heap_used: number
+  heap_total: number
+  external: number
+  array_buffers: number
+  /** V8's young generation, part of `heap_total`. */
+  young: number
+  native: number | null
+  file: number | null
+  handles: number
+  fds: number | null
 }
 
 export interface SoakReport {
@@ -212,15 +243,38 @@ function judgeReplica(
     failed_samples: series.failedSamples,
     ...trends,
     resources_at_end: series.resourcesAtEnd,
+    rss_mib: residentRange(series.points),
     problems,
     passed: memoryJudged && problems.length === 0,
-    points: series.points.map((point) => [
-      round(point.atS, 1),
-      round(point.rss / MIB),
-      round(point.heapUsed / MIB),
-      point.handles,
-      point.fds,
-    ]),
+    points: series.points.map(reportedPoint),
+  }
+}
+
+function residentRange(points: readonly SoakPoint[]): ReplicaSoak['rss_mib'] {
+  if (points.length === 0) return null
+  const rss = points.map((point) => point.rss / MIB)
+  return {
+    start: round(rss[0] as number),
+    peak: round(Math.max(...rss)),
+    end: round(rss[rss.length - 1] as number),
+  }
+}
+
+function reportedPoint(point: SoakPoint): ReportedPoint {
+  const mib = (bytes: number) => round(bytes / MIB)
+  const { anonymous } = point
+  return {
+    s: round(point.atS, 1),
+    rss: mib(point.rss),
+    heap_used: mib(point.heapUsed),
+    heap_total: mib(point.heapTotal),
+    external: mib(point.external),
+    array_buffers: mib(point.arrayBuffers),
+    young: mib(point.youngGeneration),
+    native: anonymous === null ? null : mib(anonymous - point.heapTotal),
+    file: anonymous === null ? null : mib(point.rss - anonymous),
+    handles: point.handles,
+    fds: point.fds,
   }
 }
 

@@ -5,17 +5,22 @@
  * `sampled-replica.ts`, with `--expose-gc`):
  * - the replica's, {@link answerSamples}: on `{ type: 'sample', id }` it runs a full garbage
  *   collection (so the heap figure is what is retained, not garbage waiting for a collection), then
- *   answers `process.memoryUsage()` and its active resources (`process.getActiveResourcesInfo()`,
- *   counted by kind: sockets, servers, timers, …);
+ *   answers `process.memoryUsage()` (heap used and reserved, external memory, array buffers), the
+ *   size of V8's young generation (its semi-spaces grow under load up to `--max-semi-space-size`)
+ *   and its active resources (`process.getActiveResourcesInfo()`, counted by kind: sockets, servers,
+ *   timers, …);
  * - the spawner's, {@link sampleReplica}: asks for that and adds what it reads from outside, where
- *   Linux exposes it: the resident set (`VmRSS` of `/proc/<pid>/status`) and the open file
- *   descriptors (the entries of `/proc/<pid>/fd`). Elsewhere the RSS is the replica's own figure and
- *   the descriptors are not counted.
+ *   Linux exposes it: the resident set (`VmRSS` of `/proc/<pid>/status`), its anonymous part
+ *   (`/proc/<pid>/smaps_rollup`: the V8 heap, the allocator's arenas, stacks; the rest is mapped
+ *   files: the binary, shared libraries) and the open file descriptors (the entries of
+ *   `/proc/<pid>/fd`). Elsewhere the RSS is the replica's own figure and the anonymous part and the
+ *   descriptors are not known.
  * Nothing here is reachable from a request: only the IPC channel of the process that spawned the
  * replica asks.
  */
 import type { ChildProcess } from 'node:child_process'
 import { readdir, readFile } from 'node:fs/promises'
+import { getHeapSpaceStatistics } from 'node:v8'
 
 /** What the spawner asks. */
 export interface SampleRequest {
@@ -33,6 +38,8 @@ export interface SampleReply {
   heapUsed: number
   heapTotal: number
   external: number
+  arrayBuffers: number
+  youngGeneration: number
   /** `process.getActiveResourcesInfo()`, by kind. */
   resources: Record<string, number>
 }
@@ -43,8 +50,16 @@ export interface ReplicaSample {
   rss: number
   /** V8 heap used after a full collection, bytes. */
   heapUsed: number
+  /** V8 heap reserved (every space, the young generation's semi-spaces too), bytes. */
   heapTotal: number
+  /** Memory outside the heap that V8 objects hold (buffers among it), bytes. */
   external: number
+  /** `ArrayBuffer`s and Node `Buffer`s (part of `external`), bytes. */
+  arrayBuffers: number
+  /** V8's young generation (new space and its large objects), reserved, bytes (part of `heapTotal`). */
+  youngGeneration: number
+  /** The anonymous part of the resident set, bytes; `null` without `/proc`. */
+  anonymous: number | null
   /** Active handles and requests (every kind together). */
   handles: number
   resources: Record<string, number>
@@ -71,6 +86,14 @@ function countByKind(kinds: readonly string[]): Record<string, number> {
   return counts
 }
 
+const YOUNG_SPACES = new Set(['new_space', 'new_large_object_space'])
+
+function youngGenerationBytes(): number {
+  return getHeapSpaceStatistics()
+    .filter((space) => YOUNG_SPACES.has(space.space_name))
+    .reduce((total, space) => total + space.space_size, 0)
+}
+
 /** The replica's half: answers every sample request on `channel` (see the module header). */
 export function answerSamples(channel: SampleChannel, collect: (() => void) | undefined): void {
   channel.on('message', (message) => {
@@ -85,6 +108,8 @@ export function answerSamples(channel: SampleChannel, collect: (() => void) | un
       heapUsed: memory.heapUsed,
       heapTotal: memory.heapTotal,
       external: memory.external,
+      arrayBuffers: memory.arrayBuffers,
+      youngGeneration: youngGenerationBytes(),
       resources: countByKind(process.getActiveResourcesInfo()),
     })
   })
@@ -95,6 +120,13 @@ async function residentBytes(pid: number): Promise<number | undefined> {
   const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => undefined)
   const kib = status?.match(/^VmRSS:\s+(\d+)\s+kB$/m)?.[1]
   return kib === undefined ? undefined : Number(kib) * 1024
+}
+
+/** `Anonymous` of `/proc/<pid>/smaps_rollup`, in bytes; `null` where there is no such file. */
+async function anonymousBytes(pid: number): Promise<number | null> {
+  const rollup = await readFile(`/proc/${pid}/smaps_rollup`, 'utf8').catch(() => undefined)
+  const kib = rollup?.match(/^Anonymous:\s+(\d+)\s+kB$/m)?.[1]
+  return kib === undefined ? null : Number(kib) * 1024
 }
 
 async function openDescriptors(pid: number): Promise<number | null> {
@@ -138,12 +170,19 @@ export async function sampleReplica(
     child.once('exit', onExit)
     child.send?.({ type: 'sample', id } satisfies SampleRequest)
   })
-  const [rss, fds] = await Promise.all([residentBytes(pid), openDescriptors(pid)])
+  const [rss, anonymous, fds] = await Promise.all([
+    residentBytes(pid),
+    anonymousBytes(pid),
+    openDescriptors(pid),
+  ])
   return {
     rss: rss ?? reply.rss,
     heapUsed: reply.heapUsed,
     heapTotal: reply.heapTotal,
     external: reply.external,
+    arrayBuffers: reply.arrayBuffers,
+    youngGeneration: reply.youngGeneration,
+    anonymous,
     handles: Object.values(reply.resources).reduce((total, n) => total + n, 0),
     resources: reply.resources,
     fds,

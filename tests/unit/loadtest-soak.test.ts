@@ -5,8 +5,11 @@
  * synthetic samples: a steady leak fails a long soak by its slope per hour and a short one by its
  * growth over the window, flat noise passes both, a jump during the warm-up is left out, and a
  * replica that missed samples or has too few fails. The verdict is the run's (`report.ts`), and the
- * table prints it (`report-table.ts`).
+ * table prints it (`report-table.ts`) with where each replica's memory is. The replicas run with
+ * `npm start`'s Node flags (`processes.ts`), so a soak measures the process that is deployed.
  */
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { Metrics } from '../../scripts/loadtest/metrics.ts'
 import { parseOptions, SOAK_DEFAULT_RATE, UsageError } from '../../scripts/loadtest/options.ts'
@@ -16,6 +19,7 @@ import {
   taskPacersFor,
   TASK_FLOW_INTERVAL_MS,
 } from '../../scripts/loadtest/pacing.ts'
+import { SERVER_NODE_FLAGS } from '../../scripts/loadtest/processes.ts'
 import { formatTable } from '../../scripts/loadtest/report-table.ts'
 import { buildSummary } from '../../scripts/loadtest/report.ts'
 import {
@@ -59,10 +63,17 @@ function series(id: string, durationS: number, intervalS: number, shape: Shape):
   for (let atS = 0; atS <= durationS; atS += intervalS) {
     const early = shape.warmupJumpUntilS !== undefined && atS < shape.warmupJumpUntilS
     const base = early ? -1 : 0
+    const rss = (120 + base * 40 + (shape.rssPerS ?? 0) * atS + amplitude * jitter()) * MIB
+    const heapUsed = (24 + base * 10 + (shape.heapPerS ?? 0) * atS + amplitude * jitter()) * MIB
     points.push({
       atS,
-      rss: (120 + base * 40 + (shape.rssPerS ?? 0) * atS + amplitude * jitter()) * MIB,
-      heapUsed: (24 + base * 10 + (shape.heapPerS ?? 0) * atS + amplitude * jitter()) * MIB,
+      rss,
+      heapUsed,
+      heapTotal: heapUsed + 16 * MIB,
+      external: 4 * MIB,
+      arrayBuffers: 1 * MIB,
+      youngGeneration: 16 * MIB,
+      anonymous: rss - 56 * MIB,
       handles: Math.round(40 + base * 20 + (shape.handlesPerS ?? 0) * atS + amplitude * jitter()),
       fds: Math.round(45 + base * 20 + amplitude * jitter()),
     })
@@ -157,6 +168,9 @@ describe('a sampled replica', () => {
     const [reply] = sent as [SampleReply]
     expect(reply).toMatchObject({ type: 'sample', id: 7, collected: true })
     expect(reply.heapUsed).toBeGreaterThan(0)
+    expect(reply.youngGeneration).toBeGreaterThan(0)
+    expect(reply.youngGeneration).toBeLessThan(reply.heapTotal)
+    expect(reply.arrayBuffers).toBeLessThanOrEqual(reply.external)
     const kinds = process.getActiveResourcesInfo()
     expect(Object.values(reply.resources).reduce((a, b) => a + b, 0)).toBe(kinds.length)
   })
@@ -325,5 +339,100 @@ describe('the judgement of a soak', () => {
     expect(table).toMatch(/\n {2}r2 +169\/181 .*OVER.* NO\n/)
     expect(table).toMatch(/r2: resident set \(MiB\) grew \d+(\.\d+)?\/h, bound 256/)
     expect(table).toMatch(/FAILED$/)
+  })
+})
+
+describe("where a replica's memory is", () => {
+  it("reports the resident set's start, peak and end over the whole run, warm-up included", () => {
+    const replica = series('r1', CI_SOAK, 1, { warmupJumpUntilS: 8 })
+    // A peak in the middle of the run, above where it ends.
+    const middle = replica.points[20] as SoakPoint
+    replica.points[20] = { ...middle, rss: 300 * MIB }
+    const report = judgeSoak({ durationS: CI_SOAK, rate: 20, intervalMs: 1000, series: [replica] })
+    expect(report.replicas[0]?.rss_mib).toEqual({ start: 80, peak: 300, end: 120 })
+  })
+
+  it('breaks every sample down: heap reserved and young, external, native and file-backed', () => {
+    const everySecond = series('r1', CI_SOAK, 1, {})
+    const report = judgeSoak({
+      durationS: CI_SOAK,
+      rate: 20,
+      intervalMs: 1000,
+      series: [everySecond],
+    })
+    expect(report.replicas[0]?.points[10]).toEqual({
+      s: 10,
+      rss: 120,
+      heap_used: 24,
+      heap_total: 40,
+      young: 16,
+      external: 4,
+      array_buffers: 1,
+      // Anonymous 64 MiB, of which the heap reserves 40.
+      native: 24,
+      file: 56,
+      handles: 40,
+      fds: 45,
+    })
+    const noProc = series('r1', CI_SOAK, 1, {})
+    noProc.points = noProc.points.map((point) => ({ ...point, anonymous: null }))
+    const [point] = judgeSoak({ durationS: CI_SOAK, rate: 20, intervalMs: 1000, series: [noProc] })
+      .replicas[0]!.points
+    expect(point).toMatchObject({ native: null, file: null })
+  })
+
+  it("prints it per replica, from the warm-up's end to the last sample", () => {
+    const summary = buildSummary({
+      options: parseOptions(['--soak', '0.75']),
+      store: 'sqlite',
+      metrics: new Metrics(),
+      ledger: [],
+      verification: {
+        storedNotes: 0,
+        eras: {
+          modern: {
+            expected: { present: 0, absent: 0, unsettled: 0 },
+            lost: 0,
+            notDeleted: 0,
+            duplicated: 0,
+            halfDone: 0,
+          },
+          '2025': {
+            expected: { present: 0, absent: 0, unsettled: 0 },
+            lost: 0,
+            notDeleted: 0,
+            duplicated: 0,
+            halfDone: 0,
+          },
+        },
+        unattributed: 0,
+        problems: [],
+      },
+      elapsedS: CI_SOAK,
+      fault: null,
+      soak: judgeSoak({
+        durationS: CI_SOAK,
+        rate: 20,
+        intervalMs: 1000,
+        series: [series('r1', CI_SOAK, 1, { rssPerS: 0.5 })],
+      }),
+    })
+    const table = formatTable(summary)
+    expect(table).toContain('RSS start / peak / end')
+    // RSS growing half a MiB a second from 120; native (anonymous 64 MiB at 0 s less the heap's
+    // 40) from the warm-up's end (9 s) to the last sample (45 s).
+    expect(table).toMatch(
+      /\n {2}r1 +120 \/ 142\.5 \/ 142\.5 +40→40 +16→16 +4→4 +1→1 +28\.5→46\.5 +56→56\n/
+    )
+  })
+})
+
+describe("the replicas' Node flags", () => {
+  it('are those of npm start, so a soak measures the process that is deployed', () => {
+    const manifest = JSON.parse(
+      readFileSync(join(import.meta.dirname, '../../package.json'), 'utf8')
+    ) as { scripts: Record<string, string> }
+    expect(manifest.scripts.start).toBe(`node ${SERVER_NODE_FLAGS.join(' ')} src/node.ts`)
+    expect(SERVER_NODE_FLAGS).toContain('--max-semi-space-size=16')
   })
 })

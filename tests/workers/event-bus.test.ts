@@ -17,15 +17,9 @@
 import type { Hono } from 'hono'
 import { afterEach, describe, expect, it } from 'vitest'
 import { noteUri } from '../../src/notes/format.ts'
-import {
-  DEFAULT_SHARDS,
-  DurableObjectEventBus,
-  publishUrl,
-  shardName,
-  subscribeUrl,
-  type BusNamespace,
-} from '../../src/workers/durable-object-event-bus.ts'
-import { stubOf } from '../../src/workers/durable-objects.ts'
+import { DEFAULT_SHARDS, DurableObjectEventBus, type BusNamespace } from 'stateless-mcp/workers'
+import { publishUrl, shardName, subscribeUrl } from '../../src/mcp/workers/event-bus.ts'
+import { stubOf } from '../../src/mcp/workers/durable-objects.ts'
 import { namespace, publishTo, rawSubscriber, unreachableNamespace } from './bus-sockets.ts'
 import { fixtureA, fixtureB, notesA, notesB, type Fetcher } from './isolates.ts'
 import {

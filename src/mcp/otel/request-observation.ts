@@ -1,5 +1,5 @@
 /**
- * @module telemetry/request-observation
+ * @module mcp/otel/request-observation
  * The engine's `RequestObservation` on OpenTelemetry: for one MCP request or notification, its SERVER
  * span (named and attributed as the semantic conventions for MCP say, `conventions.ts`; parented as
  * `spans.ts` says), the child spans of the steps the engine reports (sealing and opening
@@ -8,7 +8,9 @@
  *
  * Names that clients choose are bounded: a tool or prompt name only when the server has it, a method
  * outside the known ones as `_OTHER`, a protocol version only when supported, a resource URI up to
- * 2048 characters, a request id up to 256, a status description cut at 256.
+ * 2048 characters, a request id up to 256, a status description cut at 256. Generic: it reads only
+ * what the engine reports and the protocol defines (a server's tool and prompt names through
+ * `ObservedServer`).
  */
 import {
   SpanKind,
@@ -19,11 +21,11 @@ import {
   type Span,
   type Tracer,
 } from '@opentelemetry/api'
-import { ErrorCode } from '../mcp/errors.ts'
-import { LEGACY_METHODS } from '../mcp/legacy/protocol.ts'
-import type { ObservedServer, RequestObservation } from '../mcp/observer.ts'
-import { META_PROTOCOL_VERSION, METHODS } from '../mcp/protocol.ts'
-import { isObject, type JsonObject } from '../mcp/wire.ts'
+import { ErrorCode } from '../errors.ts'
+import { LEGACY_METHODS } from '../legacy/protocol.ts'
+import type { ObservedServer, RequestObservation } from '../observer.ts'
+import { META_PROTOCOL_VERSION, METHODS } from '../protocol.ts'
+import { isObject, type JsonObject } from '../wire.ts'
 import {
   ATTR,
   GEN_AI_EXECUTE_TOOL,
@@ -32,9 +34,10 @@ import {
   OTHER_METHOD,
   TOOL_ERROR,
   isServerFailure,
+  type OwnNames,
 } from './conventions.ts'
 import type { Instruments } from './metrics.ts'
-import { markFailed, parentOf, type SpanScope } from './spans.ts'
+import { markFailed, parentOf, type SpanScope, type TraceContextReader } from './spans.ts'
 
 const MAX_URI_CHARS = 2048
 /** Longest request id recorded (ids are the client's: a longer one is left out). */
@@ -49,9 +52,20 @@ const URI_METHODS: ReadonlySet<string> = new Set([
   LEGACY_METHODS.unsubscribe,
 ])
 
+/** What every request observation of one telemetry shares. */
+export interface ObservationParts {
+  /** Absent: no spans (metrics only). */
+  readonly tracer: Tracer | undefined
+  readonly instruments: Instruments
+  readonly scope: SpanScope
+  readonly propagator: TraceContextReader
+  readonly names: OwnNames
+}
+
 export class OtelRequestObservation implements RequestObservation {
   readonly #tracer: Tracer | undefined
   readonly #instruments: Instruments
+  readonly #names: OwnNames
   readonly #started = performance.now()
   readonly #method: string
   readonly #tool: string | undefined
@@ -65,9 +79,7 @@ export class OtelRequestObservation implements RequestObservation {
   #ended = false
 
   constructor(
-    tracer: Tracer | undefined,
-    instruments: Instruments,
-    scope: SpanScope,
+    { tracer, instruments, scope, propagator, names }: ObservationParts,
     server: ObservedServer,
     message: JsonObject & { method: string },
     headers: Headers
@@ -75,6 +87,7 @@ export class OtelRequestObservation implements RequestObservation {
     this.#tracer = tracer
     this.#instruments = instruments
     this.#scope = scope
+    this.#names = names
     const method = message.method
     this.#method = KNOWN_METHODS.has(method) ? method : OTHER_METHOD
     const params = isObject(message.params) ? message.params : undefined
@@ -102,7 +115,7 @@ export class OtelRequestObservation implements RequestObservation {
     if (URI_METHODS.has(method) && typeof uri === 'string' && uri.length <= MAX_URI_CHARS)
       attributes[ATTR.mcpResourceUri] = uri
     const target = this.#tool ?? this.#prompt
-    const { parent, links } = parentOf(params, headers)
+    const { parent, links } = parentOf(propagator, params, headers)
     this.#span = tracer.startSpan(
       target === undefined ? this.#method : `${this.#method} ${target}`,
       { kind: SpanKind.SERVER, attributes, links },
@@ -157,9 +170,9 @@ export class OtelRequestObservation implements RequestObservation {
   }
 
   stateRejected(reason: string): void {
-    this.#span?.setAttribute(ATTR.requestStateRejection, reason)
+    this.#span?.setAttribute(this.#names.requestStateRejection, reason)
     this.#instruments.rejections.add(1, {
-      [ATTR.requestStateRejection]: reason,
+      [this.#names.requestStateRejection]: reason,
       [ATTR.mcpMethodName]: this.#method,
     })
   }
@@ -194,7 +207,7 @@ export class OtelRequestObservation implements RequestObservation {
     this.#ended = true
     const seconds = (performance.now() - this.#started) / 1000
     const attributes = this.#common()
-    if (resultType) attributes[ATTR.resultType] = resultType
+    if (resultType) attributes[this.#names.resultType] = resultType
     if (code !== undefined) attributes[ATTR.rpcResponseStatusCode] = String(code)
     if (errorType) attributes[ATTR.errorType] = errorType
     this.#instruments.duration.record(seconds, attributes)
@@ -206,7 +219,7 @@ export class OtelRequestObservation implements RequestObservation {
     }
     const span = this.#span
     if (!span) return
-    if (resultType) span.setAttribute(ATTR.resultType, resultType)
+    if (resultType) span.setAttribute(this.#names.resultType, resultType)
     if (code !== undefined) span.setAttribute(ATTR.rpcResponseStatusCode, String(code))
     if (errorType) {
       span.setAttribute(ATTR.errorType, errorType)

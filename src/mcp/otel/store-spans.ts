@@ -1,22 +1,32 @@
 /**
- * @module telemetry/store-spans
- * The store wrapper of the composition root (`AppTelemetry.instrumentStore`): a CLIENT span around
- * each store call made while a request runs, nested under the request's span through its
- * `SpanScope` (none outside one: the task takeover loop's polling stays out of traces), attributed
- * with `db.system.name` and `db.operation.name`, and the status of every task record written
- * counted in `task.status_changes`.
+ * @module mcp/otel/store-spans
+ * The store wrapper of a composition root (`AppTelemetry.instrumentStore`: the front door's engine
+ * store, the notes app's two stores): a CLIENT span around each store call made while a request
+ * runs, nested under the request's span through its `SpanScope` (none outside one: the task
+ * takeover loop's polling stays out of traces), attributed with `db.operation.name` (the method's
+ * name) and `db.system.name` when the owner names the database, and the status of every task record
+ * written counted in `task.status_changes`. Generic: it wraps any object's methods, and reads only
+ * the engine store's task calls (`createTask`, `updateTask`).
  */
-import { SpanKind, trace, type Context, type Counter, type Tracer } from '@opentelemetry/api'
-import { ATTR } from './conventions.ts'
+import {
+  SpanKind,
+  trace,
+  type Attributes,
+  type Context,
+  type Counter,
+  type Tracer,
+} from '@opentelemetry/api'
+import { ATTR, type OwnNames } from './conventions.ts'
 import { markFailed, type SpanScope } from './spans.ts'
 
 export interface StoreTelemetry {
   /** Absent: no spans (the task status is still counted). */
   tracer: Tracer | undefined
   scope: SpanScope
-  /** `db.system.name` of the store's spans: `sqlite`, `postgresql`, … */
-  database: string
+  /** `db.system.name` of the store's spans: `sqlite`, `postgresql`, …; absent: not recorded. */
+  database: string | undefined
   taskStatus: Counter
+  names: OwnNames
 }
 
 /**
@@ -53,7 +63,7 @@ function storeCall(
         ? storeSpan(telemetry, tracer, parent, name, () => method.apply(target, args))
         : method.apply(target, args)
     if (name === 'createTask' || name === 'updateTask')
-      countTaskStatus(telemetry.taskStatus, name, args, result)
+      countTaskStatus(telemetry, name, args, result)
     return result
   }
 }
@@ -65,14 +75,9 @@ function storeSpan(
   name: string,
   call: () => unknown
 ): unknown {
-  const span = tracer.startSpan(
-    `store.${name}`,
-    {
-      kind: SpanKind.CLIENT,
-      attributes: { [ATTR.dbSystemName]: database, [ATTR.dbOperationName]: name },
-    },
-    parent
-  )
+  const attributes: Attributes = { [ATTR.dbOperationName]: name }
+  if (database !== undefined) attributes[ATTR.dbSystemName] = database
+  const span = tracer.startSpan(`store.${name}`, { kind: SpanKind.CLIENT, attributes }, parent)
   const fail = (error: unknown) => {
     markFailed(span, error)
     span.end()
@@ -104,7 +109,7 @@ function storeSpan(
  * `patch.status`, each when it applied (a task over the cap, a missed compare-and-set: nothing).
  */
 function countTaskStatus(
-  taskStatus: Counter,
+  { taskStatus, names }: StoreTelemetry,
   name: 'createTask' | 'updateTask',
   args: unknown[],
   result: unknown
@@ -116,7 +121,7 @@ function countTaskStatus(
   if (typeof status !== 'string' || !(result instanceof Promise)) return
   result.then(
     (record: unknown) => {
-      if (record) taskStatus.add(1, { [ATTR.taskStatus]: status })
+      if (record) taskStatus.add(1, { [names.taskStatus]: status })
     },
     () => {}
   )

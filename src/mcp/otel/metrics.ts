@@ -1,52 +1,61 @@
 /**
- * @module telemetry/metrics
- * The instruments of this server's metrics (`Instruments`: the conventions' operation duration, and
+ * @module mcp/otel/metrics
+ * The instruments of the engine's metrics (`Instruments`: the conventions' operation duration, and
  * open streams, rounds per completed flow, refused states by reason, task status changes), each
  * defined once in one table (kind, name, unit, description, a histogram's buckets) and created on a
  * meter (a no-op one when metrics are off), and the open-stream count (`countOpenStream`): a
- * held-open response's body counted in `open_streams` until it ends. What each observation records
- * into them is `request-observation.ts`' and `store-spans.ts`'.
+ * held-open response's body counted in `open_streams` until it ends. Generic: each instrument counts
+ * something the engine does for any server. What each observation records into them is
+ * `request-observation.ts`' and `store-spans.ts`'.
  */
 import type { Attributes, Counter, Histogram, Meter, UpDownCounter } from '@opentelemetry/api'
-import type { StreamKind } from '../mcp/observer.ts'
-import { ATTR, DURATION_BUCKETS, KNOWN_VERSIONS, METRIC, ROUND_BUCKETS } from './conventions.ts'
+import type { StreamKind } from '../observer.ts'
+import {
+  ATTR,
+  DURATION_BUCKETS,
+  KNOWN_VERSIONS,
+  OPERATION_DURATION,
+  ROUND_BUCKETS,
+  type OwnNames,
+} from './conventions.ts'
 
 /** What each instrument is: its kind, its name in the conventions, its unit and description. */
-const DEFINITIONS = {
-  duration: {
-    kind: 'histogram',
-    name: METRIC.operationDuration,
-    unit: 's',
-    description:
-      'MCP request or notification duration as observed on the receiver from the time it was received until the result or ack is sent.',
-    buckets: DURATION_BUCKETS,
-  },
-  openStreams: {
-    kind: 'upDownCounter',
-    name: METRIC.openStreams,
-    unit: '{stream}',
-    description: 'Listen and 2025-era GET streams this replica holds open.',
-  },
-  rounds: {
-    kind: 'histogram',
-    name: METRIC.flowRounds,
-    unit: '{round}',
-    description: 'Rounds (requests) a multi round-trip flow took, counted when it completes.',
-    buckets: ROUND_BUCKETS,
-  },
-  rejections: {
-    kind: 'counter',
-    name: METRIC.stateRejections,
-    unit: '{rejection}',
-    description: 'requestState tokens refused, by the reason only the server log otherwise sees.',
-  },
-  taskStatus: {
-    kind: 'counter',
-    name: METRIC.taskStatusChanges,
-    unit: '{change}',
-    description: 'Task records written into a status by this replica (working when created).',
-  },
-} satisfies Record<string, InstrumentDefinition>
+const definitions = (names: OwnNames) =>
+  ({
+    duration: {
+      kind: 'histogram',
+      name: OPERATION_DURATION,
+      unit: 's',
+      description:
+        'MCP request or notification duration as observed on the receiver from the time it was received until the result or ack is sent.',
+      buckets: DURATION_BUCKETS,
+    },
+    openStreams: {
+      kind: 'upDownCounter',
+      name: names.openStreams,
+      unit: '{stream}',
+      description: 'Listen and 2025-era GET streams this replica holds open.',
+    },
+    rounds: {
+      kind: 'histogram',
+      name: names.flowRounds,
+      unit: '{round}',
+      description: 'Rounds (requests) a multi round-trip flow took, counted when it completes.',
+      buckets: ROUND_BUCKETS,
+    },
+    rejections: {
+      kind: 'counter',
+      name: names.stateRejections,
+      unit: '{rejection}',
+      description: 'requestState tokens refused, by the reason only the server log otherwise sees.',
+    },
+    taskStatus: {
+      kind: 'counter',
+      name: names.taskStatusChanges,
+      unit: '{change}',
+      description: 'Task records written into a status by this replica (working when created).',
+    },
+  }) satisfies Record<string, InstrumentDefinition>
 
 interface InstrumentDefinition {
   kind: keyof InstrumentKinds
@@ -66,10 +75,11 @@ interface InstrumentKinds {
 
 /** The instruments every observation records into. */
 export type Instruments = {
-  readonly [Name in keyof typeof DEFINITIONS]: InstrumentKinds[(typeof DEFINITIONS)[Name]['kind']]
+  readonly [Name in keyof Definitions]: InstrumentKinds[Definitions[Name]['kind']]
 }
+type Definitions = ReturnType<typeof definitions>
 
-export function createInstruments(meter: Meter): Instruments {
+export function createInstruments(meter: Meter, names: OwnNames): Instruments {
   const create = ({ kind, name, unit, description, buckets }: InstrumentDefinition) => {
     if (kind === 'counter') return meter.createCounter(name, { unit, description })
     if (kind === 'upDownCounter') return meter.createUpDownCounter(name, { unit, description })
@@ -77,7 +87,7 @@ export function createInstruments(meter: Meter): Instruments {
     return meter.createHistogram(name, { unit, description, ...(advice && { advice }) })
   }
   return Object.fromEntries(
-    Object.entries(DEFINITIONS).map(([key, definition]) => [key, create(definition)])
+    Object.entries(definitions(names)).map(([key, definition]) => [key, create(definition)])
   ) as Instruments
 }
 
@@ -90,13 +100,14 @@ export function createInstruments(meter: Meter): Instruments {
  */
 export function countOpenStream(
   openStreams: UpDownCounter,
+  kindAttribute: string,
   kind: StreamKind,
   protocolVersion: string,
   response: Response
 ): Response {
   const source = response.body
   if (!source) return response
-  const attributes: Attributes = { [ATTR.streamKind]: kind }
+  const attributes: Attributes = { [kindAttribute]: kind }
   if (KNOWN_VERSIONS.has(protocolVersion)) attributes[ATTR.mcpProtocolVersion] = protocolVersion
   openStreams.add(1, attributes)
   let open = true
