@@ -29,7 +29,7 @@ import { READ, SCOPE_IMPLIES } from './notes/scopes.ts'
 import { createNotesServer } from './notes/server.ts'
 import type { NotesStore } from './notes/store.ts'
 import type { EngineStore } from './mcp/stores/engine-store.ts'
-import type { AppTelemetry } from './mcp/observer.ts'
+import type { AppTelemetry } from 'stateless-mcp'
 
 export interface AppDeps {
   /** The notes application's store: notes, share requests and links. */
@@ -73,8 +73,9 @@ export interface AppDeps {
    */
   tasks?: Omit<TaskOptions, 'store' | 'now'>
   /**
-   * Traces and metrics (`telemetry/`), when the runtime entry configured them: the engine observes
-   * every request, and both stores are wrapped once here so their calls become child spans.
+   * Traces and metrics (`telemetry/`, on `stateless-mcp/otel`), when the runtime entry configured
+   * them: the engine observes every request, and both stores are wrapped once here so their calls
+   * become child spans.
    */
   telemetry?: AppTelemetry
 }

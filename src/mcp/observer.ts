@@ -4,7 +4,8 @@
  * `mcp/replayable.ts` report, as interfaces only (no OpenTelemetry import, nothing at run time). An
  * engine built without telemetry holds `undefined` where these would be, and every hook is an
  * optional call on it: with telemetry off no request allocates anything for it. The implementation
- * is `telemetry/otel.ts`, loaded by the runtime entries only when telemetry is configured.
+ * on OpenTelemetry is `mcp/otel/` (the `stateless-mcp/otel` entry), loaded only where telemetry is
+ * configured; another can implement these interfaces.
  *
  * What the engine reports is what only it knows: the message it read (method, id, target, the trace
  * context in `params._meta`), how the request ended (its result or JSON-RPC error), the 2025-era
@@ -14,13 +15,25 @@
  * the implementation's.
  */
 
-/** The parts of a compiled server telemetry reads: the names of its own tools and prompts. */
+/**
+ * The parts of a compiled server telemetry reads: the names of its own tools and prompts.
+ *
+ * @example
+ * const known = (server: ObservedServer, tool: string) => server.tools.has(tool)
+ */
 export interface ObservedServer {
   readonly tools: ReadonlyMap<string, unknown>
   readonly prompts: ReadonlyMap<string, unknown>
 }
 
-/** Telemetry as the runtime entry hands it to the app: bound to a server by each handler. */
+/**
+ * Telemetry as the runtime entry hands it to the app: bound to a server by each handler.
+ *
+ * @example
+ * const quiet: McpTelemetry = {
+ *   forServer: () => ({ request: () => undefined, stream: (_kind, _version, response) => response }),
+ * }
+ */
 export interface McpTelemetry {
   forServer(server: ObservedServer): ServerTelemetry
 }
@@ -28,14 +41,33 @@ export interface McpTelemetry {
 /**
  * Telemetry as a composition root uses it: the engine's, plus spans around a store's calls (and the
  * status of the task records it writes), wrapped once around the store every part of the app shares.
+ * `createMcpServer`'s `telemetry` option takes one; `otelTelemetry` of `stateless-mcp/otel` makes one.
+ *
+ * @example
+ * import { otelTelemetry } from 'stateless-mcp/otel'
+ *
+ * const telemetry: AppTelemetry = otelTelemetry({ tracer: trace.getTracer('my-server') })
+ * const server = createMcpServer(definition, { telemetry })
  */
 export interface AppTelemetry extends McpTelemetry {
   instrumentStore<T extends object>(store: T): T
 }
 
-/** A held-open stream: `subscriptions/listen` (2026-07-28) or a 2025-era session's GET stream. */
+/**
+ * A held-open stream: `subscriptions/listen` (2026-07-28) or a 2025-era session's GET stream.
+ *
+ * @example
+ * const kind: StreamKind = 'listen'
+ */
 export type StreamKind = 'listen' | 'get'
 
+/**
+ * Telemetry bound to one server: what its handler calls per message and per held-open stream.
+ *
+ * @example
+ * const observation = telemetry.forServer(server).request(message, request.headers)
+ * observation?.succeeded(result)
+ */
 export interface ServerTelemetry {
   /**
    * Starts observing one JSON-RPC message as parsed from a POST body: its server span (continuing
@@ -47,6 +79,13 @@ export interface ServerTelemetry {
   stream(kind: StreamKind, protocolVersion: string, response: Response): Response
 }
 
+/**
+ * The observation of one request or notification, from its parsing to its answer.
+ *
+ * @example
+ * const opened = await observation.step('open requestState', () => sealer.open(token))
+ * observation.succeeded({ resultType: 'complete' })
+ */
 export interface RequestObservation {
   /** Runs `run` with this request's span current, so that spans started inside (store calls) nest. */
   run<T>(run: () => T): T

@@ -6,12 +6,11 @@
  * (`OTEL_METRIC_EXPORT_INTERVAL`), and, with METRICS_PORT, the Prometheus text exposition served by a
  * server of its own on HOST:METRICS_PORT at `/metrics` (GET or HEAD; any other path 404, any other
  * method 405) — never on the MCP port. Store calls nest under their request through Node's
- * AsyncLocalStorage. Node-only: the Worker has `workers/telemetry.ts`.
+ * AsyncLocalStorage (the engine's default, `stateless-mcp/otel`). Node-only: the Worker has
+ * `workers/telemetry.ts`.
  */
-import { AsyncLocalStorage } from 'node:async_hooks'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import type { Context } from '@opentelemetry/api'
 import { OTLPMetricExporter as JsonMetricExporter } from '@opentelemetry/exporter-metrics-otlp-http'
 import { AggregationTemporalityPreference } from '@opentelemetry/exporter-metrics-otlp-http'
 import { OTLPMetricExporter as ProtobufMetricExporter } from '@opentelemetry/exporter-metrics-otlp-proto'
@@ -22,7 +21,6 @@ import type { OTLPExporterNodeConfigBase } from '@opentelemetry/otlp-exporter-ba
 import { PeriodicExportingMetricReader, type MetricReader } from '@opentelemetry/sdk-metrics'
 import type { OtlpTarget, Temporality, TelemetryConfig } from '../telemetry/env.ts'
 import { startTelemetry, type Telemetry } from '../telemetry/otel.ts'
-import { spanScope } from '../telemetry/spans.ts'
 
 export interface NodeTelemetryOptions {
   /** `config.telemetry`: the OTLP side; absent with METRICS_PORT alone (Prometheus only). */
@@ -115,7 +113,6 @@ export async function startNodeTelemetry(options: NodeTelemetryOptions): Promise
     config,
     replicaId: options.replicaId,
     database: options.database,
-    scope: spanScope(new AsyncLocalStorage<Context>()),
     spanExporter:
       traces &&
       (traces.protocol === 'http/json'

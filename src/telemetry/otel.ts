@@ -1,22 +1,20 @@
 /**
  * @module telemetry/otel
- * The engine's telemetry (`mcp/observer.ts`) on OpenTelemetry, for both runtimes, assembled:
- * `OtelTelemetry` binds the observer port to a tracer and a meter (one `OtelRequestObservation` per
- * MCP request or notification, `request-observation.ts`; held-open streams counted, `metrics.ts`;
- * the store wrapper, `store-spans.ts`), and `startTelemetry` builds the providers from a runtime's
- * exporters and readers (`node/telemetry.ts`, `workers/telemetry.ts` choose them) with the resource
- * and sampler the configuration names. Nothing here touches the global OpenTelemetry API state, so
- * several instances (tests) never interfere.
- *
- * Never recorded: arguments, results, note contents, tokens, session ids as sent (the session's
- * random id is), `requestState`, task ids, the principal. Names that clients choose are bounded
- * (`request-observation.ts` says how).
+ * The notes app's telemetry providers, for both runtimes: `startTelemetry` builds the OpenTelemetry
+ * SDK's tracer and meter providers from a runtime's exporters and readers (`node/telemetry.ts`,
+ * `workers/telemetry.ts` choose them) with the resource and sampler the `OTEL_*` configuration
+ * names, and binds the engine's observer to them (`otelTelemetry` of `stateless-mcp/otel`, which
+ * owns what is recorded: spans, metrics, the store wrapper) with the app's own names (`notes_mcp.`
+ * attributes and metrics, the `notes-mcp` instrumentation scope) and the W3C trace context and
+ * baggage as the propagator. App-specific, so not the engine's: the SDK, its exporters, the
+ * environment's configuration and the service's resource. Nothing here touches the global
+ * OpenTelemetry API state, so several instances (tests) never interfere.
  */
 import {
-  createNoopMeter,
-  type MeterProvider as ApiMeterProvider,
-  type Tracer,
-} from '@opentelemetry/api'
+  CompositePropagator,
+  W3CBaggagePropagator,
+  W3CTraceContextPropagator,
+} from '@opentelemetry/core'
 import { resourceFromAttributes, type Resource } from '@opentelemetry/resources'
 import { MeterProvider, type MetricReader } from '@opentelemetry/sdk-metrics'
 import {
@@ -29,106 +27,16 @@ import {
   type Sampler,
   type SpanExporter,
 } from '@opentelemetry/sdk-trace'
-import type {
-  AppTelemetry,
-  ObservedServer,
-  RequestObservation,
-  ServerTelemetry,
-  StreamKind,
-} from '../mcp/observer.ts'
-import { isObject, type JsonObject } from '../mcp/wire.ts'
-import { ATTR } from './conventions.ts'
+import type { AppTelemetry } from 'stateless-mcp'
+import { otelTelemetry } from 'stateless-mcp/otel'
 import { DEFAULT_SERVICE_NAME, type SpanBatch, type TelemetryConfig } from './env.ts'
-import { countOpenStream, createInstruments, type Instruments } from './metrics.ts'
-import { OtelRequestObservation } from './request-observation.ts'
-import type { SpanScope } from './spans.ts'
-import { instrumentStore, type StoreTelemetry } from './store-spans.ts'
 
+/** The instrumentation scope of the app's spans and metrics. */
 const INSTRUMENTATION = 'notes-mcp'
-
-class ObservedHandler implements ServerTelemetry {
-  readonly #telemetry: OtelTelemetry
-  readonly #server: ObservedServer
-
-  constructor(telemetry: OtelTelemetry, server: ObservedServer) {
-    this.#telemetry = telemetry
-    this.#server = server
-  }
-
-  request(message: unknown, headers: Headers): RequestObservation | undefined {
-    if (!isObject(message) || typeof message.method !== 'string') return undefined
-    return this.#telemetry.observe(
-      this.#server,
-      message as JsonObject & { method: string },
-      headers
-    )
-  }
-
-  stream(kind: StreamKind, protocolVersion: string, response: Response): Response {
-    return this.#telemetry.countStream(kind, protocolVersion, response)
-  }
-}
-
-export interface OtelTelemetryOptions {
-  /** Absent: no traces (metrics only). */
-  tracerProvider?: { getTracer(name: string): Tracer }
-  /** Absent: no metrics (traces only). */
-  meterProvider?: ApiMeterProvider
-  scope: SpanScope
-  /** `db.system.name` of the store's spans: `sqlite`, `postgresql`, … */
-  database: string
-}
-
-/** `McpTelemetry` on OpenTelemetry, plus the store wrapper of the composition root. */
-export class OtelTelemetry implements AppTelemetry {
-  readonly #tracer: Tracer | undefined
-  readonly #instruments: Instruments
-  readonly #scope: SpanScope
-  readonly #store: StoreTelemetry
-
-  constructor(options: OtelTelemetryOptions) {
-    this.#tracer = options.tracerProvider?.getTracer(INSTRUMENTATION)
-    this.#instruments = createInstruments(
-      options.meterProvider?.getMeter(INSTRUMENTATION) ?? createNoopMeter()
-    )
-    this.#scope = options.scope
-    this.#store = {
-      tracer: this.#tracer,
-      scope: options.scope,
-      database: options.database,
-      taskStatus: this.#instruments.taskStatus,
-    }
-  }
-
-  forServer(server: ObservedServer): ServerTelemetry {
-    return new ObservedHandler(this, server)
-  }
-
-  observe(
-    server: ObservedServer,
-    message: JsonObject & { method: string },
-    headers: Headers
-  ): RequestObservation {
-    return new OtelRequestObservation(
-      this.#tracer,
-      this.#instruments,
-      this.#scope,
-      server,
-      message,
-      headers
-    )
-  }
-
-  /** `response` with its body counted in `open_streams` until it ends (`countOpenStream`). */
-  countStream(kind: StreamKind, protocolVersion: string, response: Response): Response {
-    return countOpenStream(this.#instruments.openStreams, kind, protocolVersion, response)
-  }
-
-  /** `store` with its calls observed (`store-spans.ts`). */
-  instrumentStore<T extends object>(store: T): T {
-    return instrumentStore(store, this.#store)
-  }
-}
+/** The namespace of the engine's own attribute and metric names, as the app's operators know them. */
+const NAMESPACE = 'notes_mcp'
+const SERVICE_NAME = 'service.name'
+const SERVICE_INSTANCE_ID = 'service.instance.id'
 
 function samplerFor({ name, ratio }: TelemetryConfig['sampler']): Sampler {
   switch (name) {
@@ -159,9 +67,8 @@ export function telemetryResource(
   const attributes = config?.resourceAttributes ?? {}
   return resourceFromAttributes({
     ...attributes,
-    [ATTR.serviceName]: config?.serviceName ?? DEFAULT_SERVICE_NAME,
-    [ATTR.serviceInstanceId]:
-      attributes[ATTR.serviceInstanceId] ?? replicaId ?? crypto.randomUUID(),
+    [SERVICE_NAME]: config?.serviceName ?? DEFAULT_SERVICE_NAME,
+    [SERVICE_INSTANCE_ID]: attributes[SERVICE_INSTANCE_ID] ?? replicaId ?? crypto.randomUUID(),
   })
 }
 
@@ -178,8 +85,8 @@ function batchProcessor(exporter: SpanExporter, batch: SpanBatch | undefined): B
 export interface TelemetryParts {
   config: TelemetryConfig | undefined
   replicaId: string | undefined
+  /** `db.system.name` of the store's spans: `sqlite`, `postgresql`, … */
   database: string
-  scope: SpanScope
   /** The span exporter of `config.traces`; absent: no traces. */
   spanExporter?: SpanExporter
   /** Metric readers (OTLP, Prometheus); none: no metrics. */
@@ -188,7 +95,7 @@ export interface TelemetryParts {
 
 /** A running telemetry: the engine's side, and the lifecycle of its providers. */
 export interface Telemetry {
-  readonly telemetry: OtelTelemetry
+  readonly telemetry: AppTelemetry
   /** Exports the spans that ended and are still buffered. */
   flushSpans(): Promise<void>
   /** Exports what is buffered: spans, and metrics through their readers' flush. */
@@ -211,10 +118,13 @@ export function startTelemetry(parts: TelemetryParts): Telemetry {
     parts.metricReaders.length > 0
       ? new MeterProvider({ resource, readers: parts.metricReaders })
       : undefined
-  const telemetry = new OtelTelemetry({
-    tracerProvider,
-    meterProvider,
-    scope: parts.scope,
+  const telemetry = otelTelemetry({
+    tracer: tracerProvider?.getTracer(INSTRUMENTATION),
+    meter: meterProvider?.getMeter(INSTRUMENTATION),
+    propagator: new CompositePropagator({
+      propagators: [new W3CTraceContextPropagator(), new W3CBaggagePropagator()],
+    }),
+    namespace: NAMESPACE,
     database: parts.database,
   })
   return {

@@ -7,27 +7,18 @@
  * `OTEL_METRIC_EXPORT_INTERVAL` has passed since this isolate last exported them. Each isolate is
  * its own `service.instance.id` unless REPLICA_ID names one (then every isolate shares it: leave it
  * unset on Workers, or prefer delta temporality). Store calls nest under their request when the
- * runtime provides AsyncLocalStorage (`process.getBuiltinModule`, where Node compatibility is on);
- * without it they get no span, the request and its sealing steps still do. Web standards only.
+ * runtime provides AsyncLocalStorage (`process.getBuiltinModule`, where Node compatibility is on:
+ * the engine's default, `stateless-mcp/otel`); without it they get no span, the request and its
+ * sealing steps still do. Web standards only.
  */
-import { consoleLogger, describeError } from '../mcp/logger.ts'
+import { consoleLogger, describeError } from 'stateless-mcp/compose'
 import type { TelemetryConfig } from '../telemetry/env.ts'
 import { FetchMetricReader, FetchSpanExporter } from '../telemetry/fetch-exporter.ts'
 import { startTelemetry, type Telemetry } from '../telemetry/otel.ts'
-import { spanScope, type ContextStorage } from '../telemetry/spans.ts'
 
 export interface WorkerTelemetry extends Telemetry {
   /** What to `waitUntil` after a request: its spans, and the metrics when an export is due. */
   afterRequest(): Promise<void>
-}
-
-/** The runtime's AsyncLocalStorage, where it offers one without an import. */
-function runtimeContextStorage(): ContextStorage | undefined {
-  const runtime = (globalThis as { process?: { getBuiltinModule?: (id: string) => unknown } })
-    .process
-  const hooks = runtime?.getBuiltinModule?.('node:async_hooks') as
-    { AsyncLocalStorage?: new () => ContextStorage } | undefined
-  return hooks?.AsyncLocalStorage ? new hooks.AsyncLocalStorage() : undefined
 }
 
 export function startWorkerTelemetry(
@@ -39,7 +30,6 @@ export function startWorkerTelemetry(
     config,
     replicaId,
     database: 'cloudflare.d1',
-    scope: spanScope(runtimeContextStorage()),
     spanExporter: config.traces && new FetchSpanExporter(config.traces),
     metricReaders: reader ? [reader] : [],
   })

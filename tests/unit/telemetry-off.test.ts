@@ -1,10 +1,11 @@
 /**
  * With telemetry off nothing of it is loaded: the modules both runtime entries load at start (their
- * static imports and top-level `await import()`s, followed through every relative import; type-only
- * imports are erased) reach no `@opentelemetry/*` package and no telemetry module but the
- * OpenTelemetry-free ones (the environment parser and the engine's observer interfaces). The
- * implementation is reached only through the entries' dynamic `import()`, taken when an `OTEL_*`
- * variable (or METRICS_PORT on Node) is set.
+ * static imports and top-level `await import()`s, followed through every relative import and every
+ * entry of the engine package, `stateless-mcp/…`, through its `exports` map; type-only imports are
+ * erased) reach no `@opentelemetry/*` package and no telemetry module but the OpenTelemetry-free
+ * one (the environment parser). The implementation is reached only through the entries' dynamic
+ * `import()`, taken when an `OTEL_*` variable (or METRICS_PORT on Node) is set. The engine's own
+ * entries load no OpenTelemetry either, but `stateless-mcp/otel`.
  */
 import { readFileSync } from 'node:fs'
 import { dirname, join, relative, resolve } from 'node:path'
@@ -17,6 +18,21 @@ const STATIC_IMPORT = /^\s*(?:import|export)\s+(?!type\b)(?:[^'";]*?\s+from\s+)?
 
 /** A module's own top-level `await import()` (unindented: taken at start, not in a function). */
 const TOP_LEVEL_IMPORT = /^(?:const|let)\s[^\n]*=\s*await import\(['"]([^'"]+)['"]\)/gm
+
+/** The engine package's entries: `stateless-mcp/…` → its source module. */
+const ENGINE_EXPORTS = (
+  JSON.parse(readFileSync(join(root, 'src/mcp/package.json'), 'utf8')) as {
+    exports: Record<string, string>
+  }
+).exports
+
+/** The module of `specifier` when it names an entry of the engine package. */
+function engineModule(specifier: string): string | undefined {
+  const [name, ...rest] = specifier.split('/')
+  if (name !== 'stateless-mcp') return undefined
+  const target = ENGINE_EXPORTS[['.', ...rest].join('/')]
+  return target && join('src/mcp', target)
+}
 
 function staticImports(file: string): string[] {
   const text = readFileSync(join(root, file), 'utf8')
@@ -35,7 +51,9 @@ function loadedAtStart(entry: string): { files: Set<string>; packages: Set<strin
     if (files.has(file)) continue
     files.add(file)
     for (const specifier of staticImports(file)) {
-      if (specifier.startsWith('.'))
+      const engine = engineModule(specifier)
+      if (engine) pending.push(engine)
+      else if (specifier.startsWith('.'))
         pending.push(relative(root, resolve(root, dirname(file), specifier)))
       else packages.add(specifier)
     }
@@ -43,7 +61,7 @@ function loadedAtStart(entry: string): { files: Set<string>; packages: Set<strin
   return { files, packages }
 }
 
-const OPENTELEMETRY_FREE = ['src/telemetry/env.ts', 'src/telemetry/conventions.ts']
+const OPENTELEMETRY_FREE = ['src/telemetry/env.ts']
 
 /** Each entry, and the module of it that starts telemetry when it is configured. */
 const ENTRIES = [
@@ -70,7 +88,10 @@ describe.each(ENTRIES)('the entry %s with telemetry off', (entry, starter) => {
 
   it('loads no telemetry module that imports OpenTelemetry', () => {
     const telemetry = [...files].filter(
-      (file) => file.startsWith('src/telemetry/') || file.endsWith('/telemetry.ts')
+      (file) =>
+        file.startsWith('src/telemetry/') ||
+        file.startsWith('src/mcp/otel') ||
+        file.endsWith('/telemetry.ts')
     )
     expect(telemetry.filter((file) => !OPENTELEMETRY_FREE.includes(file))).toEqual([])
   })
@@ -81,3 +102,22 @@ describe.each(ENTRIES)('the entry %s with telemetry off', (entry, starter) => {
     expect(text).toMatch(/await import\('\.\/(workers\/)?telemetry\.ts'\)/)
   })
 })
+
+describe.each(Object.entries(ENGINE_EXPORTS).filter(([, target]) => target.endsWith('.ts')))(
+  'the engine entry stateless-mcp%s',
+  (subpath, target) => {
+    const { files, packages } = loadedAtStart(join('src/mcp', target))
+    const openTelemetry = [...packages].filter((name) => name.startsWith('@opentelemetry/'))
+
+    if (subpath === './otel') {
+      it('loads @opentelemetry/api alone of OpenTelemetry', () => {
+        expect(openTelemetry).toEqual(['@opentelemetry/api'])
+      })
+    } else {
+      it('loads no OpenTelemetry package and no module of mcp/otel/', () => {
+        expect(openTelemetry).toEqual([])
+        expect([...files].filter((file) => file.startsWith('src/mcp/otel'))).toEqual([])
+      })
+    }
+  }
+)

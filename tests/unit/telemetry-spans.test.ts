@@ -15,11 +15,11 @@ import { parseConfig } from '../../src/config.ts'
 import { InProcessEventBus } from '../../src/mcp/event-bus.ts'
 import { generateKey, importKeyRing } from '../../src/mcp/key-ring.ts'
 import { StateSealer } from '../../src/mcp/sealed-state.ts'
-import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
 import { parseTelemetryEnv } from '../../src/telemetry/env.ts'
 import { startNodeTelemetry, type NodeTelemetry } from '../../src/node/telemetry.ts'
 import { LEGACY_VERSION, initializeMessage } from '../support/legacy-request.ts'
 import { postMcp, readMessages, requestApp } from '../support/mcp-request.ts'
+import { sqliteStores, type TestStores } from '../support/sqlite-stores.ts'
 import { newTask, storeTask } from '../support/store-contract.ts'
 import {
   startOtlpReceiver,
@@ -34,7 +34,7 @@ const META_SPAN = '4444444444444444'
 
 let receiver: OtlpReceiver
 let telemetry: NodeTelemetry
-let store: SqliteNotesStore
+let stores: TestStores
 let app: ReturnType<typeof createApp>
 
 beforeAll(async () => {
@@ -52,11 +52,11 @@ beforeAll(async () => {
     database: 'sqlite',
     host: '127.0.0.1',
   })
-  store = new SqliteNotesStore({ path: ':memory:' })
-  await store.migrate()
+  stores = await sqliteStores()
   const sealer = StateSealer.create({ keyRing: await importKeyRing([generateKey()]) })
   app = createApp(parseConfig({}), {
-    store,
+    store: stores.store,
+    engineStore: stores.engineStore,
     sealer,
     bus: new InProcessEventBus(),
     telemetry: telemetry.telemetry,
@@ -65,7 +65,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await telemetry?.shutdown()
-  await store?.close()
+  await stores?.close()
   await receiver?.close()
 })
 
@@ -261,7 +261,7 @@ describe("operators' metrics", () => {
   })
 
   it('counts the status every task record is written into', async () => {
-    const tasks = telemetry.telemetry.instrumentStore(store)
+    const tasks = telemetry.telemetry.instrumentStore(stores.engineStore)
     const record = await storeTask(tasks, newTask('local', Date.now()))
     expect(await tasks.updateTask(record.id, record.version, { status: 'completed' })).toBeDefined()
     // A compare-and-set that misses writes nothing, so it counts nothing.
@@ -279,7 +279,7 @@ describe("operators' metrics", () => {
   })
 
   it('gives store calls made outside any request no span', async () => {
-    const outside = telemetry.telemetry.instrumentStore(store)
+    const outside = telemetry.telemetry.instrumentStore(stores.store)
     await outside.listTags('local')
     await telemetry.flushSpans()
     expect(receiver.spans.filter((span) => span.name === 'store.listTags')).toEqual([])

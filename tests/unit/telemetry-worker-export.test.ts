@@ -36,7 +36,8 @@ it('settles with a warning when the collector refuses the metrics', async () => 
   const warn = vi.spyOn(console, 'warn').mockImplementation(() => {})
   try {
     // One open stream counted: a metric to export.
-    running.telemetry.countStream('listen', '2026-07-28', new Response('stream'))
+    const server = { tools: new Map(), prompts: new Map() }
+    running.telemetry.forServer(server).stream('listen', '2026-07-28', new Response('stream'))
     await new Promise((resolve) => setTimeout(resolve, 5))
     await expect(running.afterRequest()).resolves.toBeUndefined()
     expect(exports).toBeGreaterThan(0)
