@@ -1,7 +1,8 @@
 /**
  * @module scripts/image-build
  * `npm run -s image:build`: builds the container image of the `Dockerfile` with podman and prints
- * its name as the last line of stdout (podman's own output goes to stderr). It installs nothing; what
+ * its name as the last line of stdout (podman's own output goes to stderr); with `--fleet`, first
+ * the compose fleet's PostgreSQL and nginx images too (`deploy/postgres`, `deploy/nginx`). It installs nothing; what
  * it needs besides podman it makes once and reuses (each step is skipped when already done):
  * - a `containers.conf` for podman ({@link containersConf}): `runc` as the runtime when installed
  *   (crun refuses hybrid cgroup v1/v2 machines), the `cgroupfs` cgroup manager (systemd need not be
@@ -99,14 +100,40 @@ export async function podmanEnvironment(): Promise<NodeJS.ProcessEnv> {
   return { ...process.env, CONTAINERS_CONF: path }
 }
 
-/** Runs `command` with podman's environment, its output on this process's stderr; throws on failure. */
-async function run(command: string, args: string[], env: NodeJS.ProcessEnv): Promise<void> {
-  const child = spawn(command, args, { cwd: root, env, stdio: ['ignore', 2, 2] })
+/** How the builds report: podman's output on stderr as it comes, or kept and shown on failure. */
+export interface BuildOptions {
+  quiet?: boolean
+}
+
+/** The end of a quiet command's output that a failure shows. */
+const FAILURE_OUTPUT_CHARS = 8_000
+
+/** Runs `command` with podman's environment, its output as `options` say; throws on failure. */
+async function run(
+  command: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  { quiet = false }: BuildOptions = {}
+): Promise<void> {
+  const child = spawn(command, args, {
+    cwd: root,
+    env,
+    stdio: ['ignore', quiet ? 'pipe' : 2, quiet ? 'pipe' : 2],
+  })
+  let output = ''
+  const keep = (chunk: Buffer) =>
+    (output = (output + chunk.toString()).slice(-FAILURE_OUTPUT_CHARS))
+  child.stdout?.on('data', keep)
+  child.stderr?.on('data', keep)
   const code = await new Promise<number | null>((resolve, reject) => {
     child.once('error', reject)
     child.once('exit', resolve)
   })
-  if (code !== 0) throw new ImageBuildError(`${command} ${args.join(' ')} exited with ${code}`)
+  if (code !== 0) {
+    throw new ImageBuildError(
+      `${command} ${args.join(' ')} exited with ${code}${output ? `:\n${output}` : ''}`
+    )
+  }
 }
 
 /** Whether podman holds an image named `name`. */
@@ -115,7 +142,10 @@ export function imageExists(name: string, env: NodeJS.ProcessEnv): boolean {
 }
 
 /** Makes {@link BASE_IMAGE} from Debian's packages when podman has none by that name. */
-export async function ensureBaseImage(env: NodeJS.ProcessEnv): Promise<void> {
+export async function ensureBaseImage(
+  env: NodeJS.ProcessEnv,
+  options: BuildOptions = {}
+): Promise<void> {
   if (imageExists(BASE_IMAGE, env)) return
   if (!commandExists('mmdebstrap')) {
     throw new ImageBuildError(
@@ -126,7 +156,9 @@ export async function ensureBaseImage(env: NodeJS.ProcessEnv): Promise<void> {
   await mkdir(WORK_DIR, { recursive: true })
   const tarball = join(WORK_DIR, 'bookworm-base.tar')
   try {
-    process.stderr.write(`image-build: making ${BASE_IMAGE} with mmdebstrap (about a minute)\n`)
+    if (!options.quiet) {
+      process.stderr.write(`image-build: making ${BASE_IMAGE} with mmdebstrap (about a minute)\n`)
+    }
     await run(
       'mmdebstrap',
       [
@@ -139,9 +171,10 @@ export async function ensureBaseImage(env: NodeJS.ProcessEnv): Promise<void> {
         tarball,
         ...DEBIAN_MIRRORS,
       ],
-      env
+      env,
+      options
     )
-    await run('podman', ['import', '--change', 'CMD ["bash"]', tarball, BASE_IMAGE], env)
+    await run('podman', ['import', '--change', 'CMD ["bash"]', tarball, BASE_IMAGE], env, options)
   } finally {
     await rm(tarball, { force: true })
   }
@@ -163,38 +196,55 @@ async function checkNodeVersion(): Promise<void> {
   }
 }
 
+/** Where `podman build` runs: the tool, the configuration and the base checked or made first. */
+async function readyToBuild(options: BuildOptions): Promise<NodeJS.ProcessEnv> {
+  if (!commandExists('podman')) {
+    throw new ImageBuildError('podman is not installed (apt-get install podman runc mmdebstrap)')
+  }
+  const env = await podmanEnvironment()
+  await ensureBaseImage(env, options)
+  return env
+}
+
+/** `podman build` of the context `dir` (relative to the repository) into `tag`, never pulling. */
+async function podmanBuild(
+  env: NodeJS.ProcessEnv,
+  options: BuildOptions,
+  tag: string,
+  dir: string
+): Promise<void> {
+  const secret = existsSync(HOST_CA_BUNDLE) ? ['--secret', `id=hostca,src=${HOST_CA_BUNDLE}`] : []
+  const args = ['build', '--pull=never', '--layers', ...secret, '--tag', tag, dir]
+  await run('podman', args, env, options)
+}
+
 /**
  * Builds {@link IMAGE_NAME} as the module header says (containers.conf and base image first, when
  * missing) and answers its name.
  */
-export async function buildImage(): Promise<string> {
-  if (!commandExists('podman')) {
-    throw new ImageBuildError('podman is not installed (apt-get install podman runc mmdebstrap)')
-  }
+export async function buildImage(options: BuildOptions = {}): Promise<string> {
   await checkNodeVersion()
-  const env = await podmanEnvironment()
-  await ensureBaseImage(env)
-  const secret = existsSync(HOST_CA_BUNDLE) ? ['--secret', `id=hostca,src=${HOST_CA_BUNDLE}`] : []
-  await run(
-    'podman',
-    [
-      'build',
-      '--pull=never',
-      '--layers',
-      ...secret,
-      '--tag',
-      IMAGE_NAME,
-      '--file',
-      'Dockerfile',
-      '.',
-    ],
-    env
-  )
+  await podmanBuild(await readyToBuild(options), options, IMAGE_NAME, '.')
   return IMAGE_NAME
+}
+
+/** The compose fleet's PostgreSQL and balancer images (deploy/compose.yaml names them so). */
+export const FLEET_IMAGES = {
+  postgres: 'localhost/notes-mcp-postgres:latest',
+  nginx: 'localhost/notes-mcp-nginx:latest',
+} as const
+
+/** Builds {@link FLEET_IMAGES} from `deploy/postgres` and `deploy/nginx` (Debian's packages). */
+export async function buildFleetImages(options: BuildOptions = {}): Promise<typeof FLEET_IMAGES> {
+  const env = await readyToBuild(options)
+  await podmanBuild(env, options, FLEET_IMAGES.postgres, 'deploy/postgres')
+  await podmanBuild(env, options, FLEET_IMAGES.nginx, 'deploy/nginx')
+  return FLEET_IMAGES
 }
 
 if (import.meta.main) {
   try {
+    if (process.argv.includes('--fleet')) await buildFleetImages()
     process.stdout.write(`${await buildImage()}\n`)
   } catch (error) {
     process.stderr.write(
