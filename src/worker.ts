@@ -31,12 +31,13 @@
  *   counted per isolate, by one `StreamLimits` the apps of every origin share: isolates share no
  *   memory, so that is the count a Worker has (a caller spread over several isolates may hold the
  *   cap in each), and it is what protects an isolate's own 128 MB;
- * - the event bus is the `EventBusObject` Durable Object bound as `EVENT_BUS` (`workers/durable-object-event-bus.ts`):
- *   listen and 2025 GET streams hear changes made through any isolate, and a 2025 answer reaches the
- *   isolate whose flow waits for it; a missing binding is a misconfiguration, like a missing `DB`;
+ * - the event bus is the `EventBusObject` Durable Object bound as `EVENT_BUS` (`stateless-mcp/workers`),
+ *   on `EVENT_BUS_SHARDS` shards (default 4): listen and 2025 GET streams hear changes made through
+ *   any isolate, and a 2025 answer reaches the isolate whose flow waits for it; a missing binding is
+ *   a misconfiguration, like a missing `DB`, and so is a shard count outside 1 to 64;
  * - tasks (`import_notes`, `export_notes`) never run in an isolate, whose work ends with its response:
  *   each is handed to its own `TaskRunnerObject` Durable Object, bound as `TASK_RUNNER`
- *   (`workers/task-scheduler.ts`), before `CreateTaskResult` is answered, and that object's alarm runs
+ *   (`stateless-mcp/workers`), before `CreateTaskResult` is answered, and that object's alarm runs
  *   it, resumes it after `tasks/update`, and takes it over if the object died mid-run. The object
  *   builds its handlers' app from the same bindings ({@link TaskRunnerObject}), and the cron trigger
  *   also hands over any runnable task nothing runs (a lost hand-off). A missing binding is a
@@ -72,19 +73,17 @@ import { D1SchemaMissingError, openD1Stores } from './storage/d1.ts'
 import type { WorkerTelemetry } from './workers/telemetry.ts'
 import {
   DurableObjectEventBus,
-  EVENT_BUS_BINDING,
-  isBusNamespace,
-} from './workers/durable-object-event-bus.ts'
-import {
   DurableObjectTaskScheduler,
+  EVENT_BUS_BINDING,
   TASK_RUNNER_BINDING,
+  defineTaskRunnerObject,
   handOverRunnableTasks,
+  isBusNamespace,
   isTaskRunnerNamespace,
-} from './workers/task-scheduler.ts'
-import { defineTaskRunnerObject } from './workers/task-runner-object.ts'
+} from 'stateless-mcp/workers'
 
 /** The Durable Object class of the event bus, bound as `EVENT_BUS` (wrangler.toml). */
-export { EventBusObject } from './workers/event-bus-object.ts'
+export { EventBusObject } from 'stateless-mcp/workers'
 
 /** Bindings of the notes Worker (wrangler.toml vars, secrets, the D1 and Durable Object bindings). */
 interface WorkerEnv {
@@ -140,7 +139,11 @@ function d1Binding(env: WorkerEnv): D1Like {
   return env.DB
 }
 
-/** The event bus over the `EventBusObject` namespace every isolate of the deployment shares. */
+/**
+ * The event bus over the `EventBusObject` namespace every isolate of the deployment shares, on
+ * `EVENT_BUS_SHARDS` shards (the bus's default when unset or empty; a var of wrangler.toml, a
+ * string or a number there, the same in every Worker bound to the namespace).
+ */
 function eventBus(env: WorkerEnv): DurableObjectEventBus {
   const namespace = env[EVENT_BUS_BINDING]
   if (!isBusNamespace(namespace)) {
@@ -148,7 +151,14 @@ function eventBus(env: WorkerEnv): DurableObjectEventBus {
       `the Durable Object binding ${EVENT_BUS_BINDING} is missing: see [[durable_objects.bindings]] in wrangler.toml`
     )
   }
-  return new DurableObjectEventBus({ namespace, logger: consoleLogger })
+  const value = env.EVENT_BUS_SHARDS
+  const shards = value === undefined || value === '' ? undefined : Number(value)
+  try {
+    return new DurableObjectEventBus({ namespace, shards, logger: consoleLogger })
+  } catch (error) {
+    if (!(error instanceof RangeError)) throw error
+    throw new ConfigError(`Invalid configuration: EVENT_BUS_SHARDS: ${error.message}`)
+  }
 }
 
 /** The scheduler that hands tasks to their `TaskRunnerObject`, the namespace every isolate shares. */

@@ -7,12 +7,18 @@
  * deployment made. A server that cannot be reached is `StoreUnavailableError` (answered 503 with
  * `Retry-After`), and calls made while it is down are refused at once until it answers again. An
  * application keeping its own tables in the same database shares the pool: open it with
- * {@link connectPostgres} and give it to both stores.
+ * {@link connectPostgres} and give it to both stores. Replicas sharing the database hear each
+ * other's events on {@link PostgresEventBus} (LISTEN/NOTIFY).
  */
 import postgres, { type Sql } from 'postgres'
 import { OUTAGE_CONNECTION_OPTIONS } from './stores/postgres/outage.ts'
 import { PostgresDialectEngineStore } from './stores/postgres/store.ts'
 
+export {
+  DEFAULT_EVENT_CHANNEL,
+  PostgresEventBus,
+  type PostgresEventBusOptions,
+} from './buses/postgres.ts'
 export { isUnreachable, OUTAGE_CONNECTION_OPTIONS, withOutages } from './stores/postgres/outage.ts'
 export {
   LEGACY_SCHEMA_VERSION,

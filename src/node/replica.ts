@@ -23,11 +23,17 @@ import { consoleLogger, logError } from '../mcp/logger.ts'
 import { startExpirySweeps } from '../mcp/stores/expiry-sweeps.ts'
 import type { NotesStore } from '../notes/store.ts'
 import { openPostgresStores } from '../storage/postgres.ts'
+import { PostgresEventBus } from 'stateless-mcp/postgres'
 import { openSqliteStores } from '../storage/sqlite.ts'
 import { createNodeSealer } from './crypto.ts'
 import { loadOrCreateKeyRing } from './key-file.ts'
-import { PostgresEventBus } from './postgres-event-bus.ts'
 import type { NodeTelemetry } from './telemetry.ts'
+
+/**
+ * The LISTEN/NOTIFY channel of the notes replicas: the name they have always used, so replicas of
+ * an older release and this one hear each other during a rolling update.
+ */
+const NOTES_EVENT_CHANNEL = 'notes_mcp_events'
 
 /** The runtimes a replica runs on; telemetry export is Node's only. */
 export type ReplicaRuntime = 'Node' | 'Deno' | 'Bun' | 'Lambda' | 'Netlify'
@@ -115,7 +121,11 @@ export async function openReplica(
 
   // With PostgreSQL, list changes and resource updates reach listen streams on every replica.
   const bus = config.databaseUrl
-    ? await PostgresEventBus.start({ url: config.databaseUrl, logger: consoleLogger })
+    ? await PostgresEventBus.start({
+        url: config.databaseUrl,
+        channel: NOTES_EVENT_CHANNEL,
+        logger: consoleLogger,
+      })
     : new InProcessEventBus()
 
   const draining = new AbortController()

@@ -2,7 +2,8 @@
  * Bundle isolation of the Worker: builds it exactly as `wrangler deploy` would (`--dry-run`, offline)
  * and fails if the bundle pulls Node-only code — any `node:*` import, `node:sqlite`, the Node entry
  * (`src/node.ts`) and everything under `src/node/`, the Node-only adapters (`src/storage/sqlite.ts`,
- * `src/storage/postgres.ts` and everything under `src/storage/postgres/`) or the Node-only packages
+ * `src/storage/postgres.ts` and everything under `src/storage/postgres/`, the engine's PostgreSQL
+ * event bus `src/mcp/buses/postgres.ts`) or the Node-only packages
  * behind them. Reads esbuild's metafile (what went in) and the bundle text (what
  * came out), prints the bundle size, and proves the check bites on a deliberately leaky entry.
  */
@@ -20,7 +21,12 @@ const work = mkdtempSync(join(tmpdir(), 'notes-worker-bundle-'))
 /** Source folders none of whose files (today's or a future one) may reach the Worker. */
 const NODE_ONLY_FOLDERS = ['src/node/', 'src/storage/postgres/']
 /** Source files outside those folders that must never reach the Worker. */
-const NODE_ONLY_FILES = ['src/node.ts', 'src/storage/sqlite.ts', 'src/storage/postgres.ts']
+const NODE_ONLY_FILES = [
+  'src/node.ts',
+  'src/storage/sqlite.ts',
+  'src/storage/postgres.ts',
+  'src/mcp/buses/postgres.ts',
+]
 
 /** Whether a bundle input (a path from the project root, as esbuild names it) is Node-only source. */
 function isNodeOnlySource(input: string): boolean {

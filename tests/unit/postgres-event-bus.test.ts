@@ -1,5 +1,5 @@
 /**
- * The LISTEN/NOTIFY event bus (`src/node/postgres-event-bus.ts`): an event published on one bus
+ * The LISTEN/NOTIFY event bus (`stateless-mcp/postgres`, `src/mcp/buses/postgres.ts`): an event published on one bus
  * reaches the listeners of every bus on the same database (its own included), the 2025-era session
  * signals too; a malformed payload on the channel is dropped, and an event outside the bus's bounds is
  * delivered on its own replica only; a channel name that is not a plain identifier is refused. A
@@ -10,7 +10,7 @@
 import postgres from 'postgres'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { MAX_EVENT_ID_CHARS, type ServerEvent } from '../../src/mcp/event-bus.ts'
-import { PostgresEventBus } from '../../src/node/postgres-event-bus.ts'
+import { PostgresEventBus } from 'stateless-mcp/postgres'
 import { testDatabaseUrl } from '../support/postgres.ts'
 
 const url = await testDatabaseUrl()

@@ -9,15 +9,9 @@
  */
 import { env } from 'cloudflare:test'
 import type { ServerEvent } from '../../src/mcp/event-bus.ts'
-import {
-  EVENT_BUS_BINDING,
-  publishUrl,
-  subscribeUrl,
-  type BusChannel,
-  type BusNamespace,
-  type BusSocket,
-} from '../../src/workers/durable-object-event-bus.ts'
-import { stubOf } from '../../src/workers/durable-objects.ts'
+import { EVENT_BUS_BINDING, type BusNamespace, type BusSocket } from 'stateless-mcp/workers'
+import { publishUrl, subscribeUrl, type BusChannel } from '../../src/mcp/workers/event-bus.ts'
+import { stubOf } from '../../src/mcp/workers/durable-objects.ts'
 
 export const namespace = env[EVENT_BUS_BINDING] as BusNamespace
 

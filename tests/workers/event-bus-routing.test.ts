@@ -8,15 +8,14 @@
  */
 import { describe, expect, it } from 'vitest'
 import type { EventInterest, ServerEvent } from '../../src/mcp/event-bus.ts'
+import { DEFAULT_SHARDS, DurableObjectEventBus } from 'stateless-mcp/workers'
 import {
-  DEFAULT_SHARDS,
-  DurableObjectEventBus,
   keyedObject,
   shardName,
   subscribeUrl,
   type BusChannel,
-} from '../../src/workers/durable-object-event-bus.ts'
-import { stubOf } from '../../src/workers/durable-objects.ts'
+} from '../../src/mcp/workers/event-bus.ts'
+import { stubOf } from '../../src/mcp/workers/durable-objects.ts'
 import { Heard, namespace, publishTo, rawSubscriber, unreachableNamespace } from './bus-sockets.ts'
 
 const fresh = () => crypto.randomUUID()

@@ -1,5 +1,5 @@
 /**
- * @module node/postgres-event-bus
+ * @module mcp/buses/postgres
  * An `EventBus` that fans events out across every replica sharing one PostgreSQL database, with
  * LISTEN/NOTIFY: `publish` sends a NOTIFY, and every replica (this one included) delivers what it
  * hears on the channel to its own listeners: list changes and resource updates for listen and GET
@@ -9,18 +9,19 @@
  * `ServerEventSchema`, which the other replicas would drop); a payload heard on the channel that is
  * not a well-formed event (`ServerEventSchema`: strict shapes, bounded ids) is dropped. Every replica
  * hears the whole channel, and hands each event to the listeners its `EventInterest` names (the
- * in-process bus's index). Node-only (the `postgres` driver).
+ * in-process bus's index). On the `postgres` driver (the optional peer of `stateless-mcp/postgres`,
+which exports this bus), so for Node, Deno and Bun, not Workers.
  *
  * The channel is heard on one connection of its own, which never idles out. When the database goes
  * away (restart, failover, kill), that connection is lost and what is notified until it is back is
  * never heard: the bus logs one warning, LISTENs again as soon as the database answers (the pool
- * reconnecting at most a second apart: the engine's `OUTAGE_CONNECTION_OPTIONS`), logs that it hears
- * again, and delivers locally `EVERYTHING_MAY_HAVE_CHANGED` (`mcp/event-bus.ts`), so every listen
+ * reconnecting at most a second apart: `OUTAGE_CONNECTION_OPTIONS`), logs that it hears again, and
+ * delivers locally `EVERYTHING_MAY_HAVE_CHANGED` (`mcp/event-bus.ts`), so every listen
  * and GET stream of this replica tells its client to re-read its lists.
  */
 import postgres, { type Sql } from 'postgres'
-import type { McpLogger } from '../mcp/logger.ts'
-import { OUTAGE_CONNECTION_OPTIONS } from 'stateless-mcp/postgres'
+import type { McpLogger } from '../logger.ts'
+import { OUTAGE_CONNECTION_OPTIONS } from '../stores/postgres/outage.ts'
 import {
   EVERYTHING_MAY_HAVE_CHANGED,
   InProcessEventBus,
@@ -30,16 +31,42 @@ import {
   type EventInterest,
   type EventListener,
   type ServerEvent,
-} from '../mcp/event-bus.ts'
+} from '../event-bus.ts'
 
-export const DEFAULT_EVENT_CHANNEL = 'notes_mcp_events'
+/** The channel a {@link PostgresEventBus} NOTIFYs and LISTENs on unless told another. */
+export const DEFAULT_EVENT_CHANNEL = 'mcp_events'
 
+/** How {@link PostgresEventBus.start} reaches the database, and where it carries events. */
 export interface PostgresEventBusOptions {
+  /** `postgres://user:password@host:port/database`: the database every replica shares. */
   url: string
+  /**
+   * The LISTEN/NOTIFY channel, a lower-case SQL identifier; every replica of one deployment uses the
+   * same, and deployments sharing a database each their own. Default {@link DEFAULT_EVENT_CHANNEL}.
+   */
   channel?: string
+  /** Where the bus says it lost and regained the database, and which events it could not send. */
   logger?: McpLogger
 }
 
+/**
+ * The event bus of replicas sharing one PostgreSQL database (see the module header): pass it as the
+ * `bus` of every replica's server, and `close()` it after the server.
+ *
+ * @example
+ * ```ts
+ * import { createMcpServer } from 'stateless-mcp'
+ * import { PostgresEngineStore, PostgresEventBus } from 'stateless-mcp/postgres'
+ *
+ * const url = process.env.DATABASE_URL!
+ * const bus = await PostgresEventBus.start({ url })
+ * const server = createMcpServer(definition, {
+ *   stateKeys: process.env.STATE_KEYS,
+ *   store: new PostgresEngineStore({ url }),
+ *   bus,
+ * })
+ * ```
+ */
 export class PostgresEventBus implements EventBus {
   /** The pool NOTIFYs are sent on. */
   readonly #sql: Sql
@@ -73,14 +100,26 @@ export class PostgresEventBus implements EventBus {
     this.#listening = postgres(url, listening)
   }
 
-  /** Connects and starts listening; resolves once LISTEN is in place (rejects, closed, if it fails). */
+  /**
+   * Connects and starts listening; resolves once LISTEN is in place (rejects, closed, if it fails).
+   * Throws `TypeError` for a channel that is not a lower-case SQL identifier.
+   *
+   * @example
+   * ```ts
+   * const bus = await PostgresEventBus.start({ url: process.env.DATABASE_URL!, channel: 'greeter_events' })
+   * ```
+   */
   static async start({
     url,
     channel = DEFAULT_EVENT_CHANNEL,
     logger,
   }: PostgresEventBusOptions): Promise<PostgresEventBus> {
+    if (typeof url !== 'string' || !/^postgres(ql)?:\/\//.test(url))
+      throw new TypeError('PostgresEventBus: url must be a postgres:// URL')
     if (!/^[a-z_][a-z0-9_]{0,62}$/.test(channel))
-      throw new TypeError('channel must be a lower-case SQL identifier')
+      throw new TypeError(
+        'PostgresEventBus: channel must be a lower-case SQL identifier (a-z, 0-9 and _, at most 63)'
+      )
     const bus = new PostgresEventBus(url, channel, logger)
     try {
       await bus.#listen()

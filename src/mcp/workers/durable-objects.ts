@@ -1,8 +1,8 @@
 /**
- * @module workers/durable-objects
+ * @module mcp/workers/durable-objects
  * A Durable Object namespace binding as the Worker's own objects use it — structural, so a real binding
  * satisfies it without workers-types — the check that a binding looks like one (made once, at setup),
- * and the stub of the object of a name. The event bus (`durable-object-event-bus.ts`) and the task
+ * and the stub of the object of a name. The event bus (`event-bus.ts`) and the task
  * scheduler (`task-scheduler.ts`) each name their namespace with the stub they call.
  */
 

@@ -1,7 +1,7 @@
 /**
- * @module workers/event-bus-object
+ * @module mcp/workers/event-bus-object
  * `EventBusObject`, the Durable Object behind `DurableObjectEventBus`
- * (`durable-object-event-bus.ts`, which explains the design): one object of the Workers event bus — a
+ * (`event-bus.ts`, which explains the design): one object of the Workers event bus — a
  * shard, or the object of one principal or one session (the same class; what it carries depends only
  * on what is sent to it), SQLite-backed and storing nothing. It
  * - accepts subscriptions (`GET /subscribe?since=…&hear=…`, a WebSocket upgrade) with the
@@ -16,8 +16,8 @@
  * keeps it from hibernating. Subscribers send nothing; a socket that does is closed. Logs never name
  * the object (its name is a digest, and stays out of them anyway).
  */
-import { parseServerEvent } from '../mcp/event-bus.ts'
-import { logError } from '../mcp/logger.ts'
+import { parseServerEvent } from '../event-bus.ts'
+import { logError } from '../logger.ts'
 import {
   BUS_CHANNELS,
   CLOCK_SKEW_MS,
@@ -34,11 +34,11 @@ import {
   type BusChannel,
   type BusNamespace,
   type BusSocket,
-} from './durable-object-event-bus.ts'
+} from './event-bus.ts'
 import { stubOf } from './durable-objects.ts'
 
-/** The part of `DurableObjectState` this object uses. */
-interface BusObjectState {
+/** The part of `DurableObjectState` this object uses (a real state satisfies it). */
+export interface BusObjectState {
   acceptWebSocket(socket: BusSocket, tags: string[]): void
   getWebSockets(tag: string): BusSocket[]
 }
@@ -77,6 +77,24 @@ function relayParam(value: string | null): number[] | undefined {
   return valid ? shards : undefined
 }
 
+/**
+ * One object of the Workers event bus (see the module header): export it from the Worker entry and
+ * bind it as `EVENT_BUS`, a SQLite-backed class, in every Worker whose `DurableObjectEventBus` uses
+ * the namespace.
+ *
+ * @example
+ * ```ts
+ * // worker.ts
+ * export { EventBusObject } from 'stateless-mcp/workers'
+ * // wrangler.toml:
+ * // [[durable_objects.bindings]]
+ * // name = "EVENT_BUS"
+ * // class_name = "EventBusObject"
+ * // [[migrations]]
+ * // tag = "v1"
+ * // new_sqlite_classes = ["EventBusObject"]
+ * ```
+ */
 export class EventBusObject {
   readonly #state: BusObjectState
   readonly #namespace: BusNamespace | undefined

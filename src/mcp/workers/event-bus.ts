@@ -1,5 +1,5 @@
 /**
- * @module workers/durable-object-event-bus
+ * @module mcp/workers/event-bus
  * The `EventBus` of the Workers runtime: `DurableObjectEventBus` carries an event published by any
  * isolate of any Worker bound to the `EventBusObject` namespace (binding {@link EVENT_BUS_BINDING}) to
  * the subscribers, in any such isolate, that need it — `subscriptions/listen` streams, 2025-era GET
@@ -14,10 +14,11 @@
  *   loads its own object, never the others' (one object per key, as Durable Objects are meant to be
  *   used). Object names are SHA-256 digests of the key ({@link keyedObject}), so a name seen in
  *   Cloudflare's tools or a log does not show whose it is.
- * - **{@link DEFAULT_SHARDS} shards for what has no key.** A list change of the whole server (tools,
- *   prompts) is for every stream. It goes to one shard at random, which sends it to its sockets and
- *   relays it to its peers (one subrequest for the Worker, whatever the shard count); each stream
- *   joins one shard at random besides its principal's object, so no object holds every socket.
+ * - **Shards for what has no key** ({@link DEFAULT_SHARDS} unless `shards` says otherwise, at most
+ *   {@link MAX_SHARDS}). A list change of the whole server (tools, prompts) is for every stream. It
+ *   goes to one shard at random, which sends it to its sockets and relays it to its peers (one
+ *   subrequest for the Worker, whatever the shard count); each stream joins one shard at random
+ *   besides its principal's object, so no object holds every socket.
  * - **A subscriber without interest still hears everything**, as the interface promises: it joins
  *   every shard, and each keyed object relays what it receives to one shard (chosen by the key's
  *   digest, so one key's events stay in order), which sends it only to such subscribers. The engine
@@ -49,13 +50,21 @@
  *   trusts (an answer is read back from the store, where the waiting flow also polls for it), and
  *   every listener still keeps only what is its own.
  *
+ * The ceiling, from Cloudflare's limits of one object (at most 32,768 hibernatable WebSockets, about
+ * 1,000 requests a second before it answers `overloaded`): every subscriber with a principal holds a
+ * socket on one shard, so a deployment holds at most 32,768 × shards streams (131,072 with the
+ * default 4; a million needs 31 shards), and one principal at most 32,768 (all on its object). Every
+ * keyed event costs one request of its object and one of a shard, so the shards together take about
+ * 1,000 × shards keyed events a second; an event without a key costs one request of every shard, so
+ * those stay under about 1,000 a second whatever the count.
+ *
  * Events are validated where they enter an object and again where a subscriber receives them
  * (`ServerEventSchema` of `mcp/event-bus.ts`: strict shapes, bounded ids). Runtime-neutral: structural
  * types of the Workers APIs it uses, nothing from `node:*` or from workers-types.
  */
 import { base64url } from 'jose'
-import { canonicalJson, sha256Base64url } from '../mcp/canonical-json.ts'
-import type { McpLogger } from '../mcp/logger.ts'
+import { canonicalJson, sha256Base64url } from '../canonical-json.ts'
+import type { McpLogger } from '../logger.ts'
 import {
   concerns,
   eventScope,
@@ -66,7 +75,7 @@ import {
   type EventListener,
   type EventScope,
   type ServerEvent,
-} from '../mcp/event-bus.ts'
+} from '../event-bus.ts'
 import { isDurableNamespace, stubOf, type DurableNamespace } from './durable-objects.ts'
 
 /** The binding name of the `EventBusObject` namespace, in every Worker's configuration. */
@@ -122,6 +131,7 @@ export async function keyedObject(
   shards: number
 ): Promise<{ name: string; shard: number }> {
   const [kind, value] = 'session' in key ? ['session', key.session] : ['principal', key.principal]
+  // The tag names the digest's purpose; kept from the first deployments, so objects keep their names.
   const digest = await sha256Base64url(canonicalJson(['notes-mcp/event-bus', kind, value]))
   const bytes = base64url.decode(digest)
   return { name: `${kind}-${digest}`, shard: ((bytes[0]! << 8) | bytes[1]!) % shards }
@@ -162,11 +172,17 @@ export type BusNamespace = DurableNamespace<BusStub>
 /** Whether a binding looks like the bus's namespace (checked once, at setup). */
 export const isBusNamespace: (value: unknown) => value is BusNamespace = isDurableNamespace
 
+/** Where a {@link DurableObjectEventBus} carries events, over how many shards. */
 export interface DurableObjectEventBusOptions {
   /** The `EventBusObject` namespace (`env.EVENT_BUS`). */
   namespace: BusNamespace
-  /** How many shards; every Worker bound to the namespace must use the same number. */
+  /**
+   * How many objects carry the events without a key and hold one socket of every stream, from 1 to
+   * {@link MAX_SHARDS}; default {@link DEFAULT_SHARDS}. Each holds at most 32,768 streams: raise it
+   * past 32,768 × shards open streams. Every Worker bound to the namespace must use the same number.
+   */
   shards?: number
+  /** Where the bus says an event could not be sent, or a subscription could not connect. */
   logger?: McpLogger
 }
 
@@ -296,6 +312,31 @@ interface FeedPlan {
   hear: BusChannel[]
 }
 
+/**
+ * The event bus of a Worker (see the module header): build it once per isolate from the
+ * `EventBusObject` namespace binding, pass it as the server's `bus`, and export `EventBusObject`
+ * from the Worker entry. Throws `TypeError` for a binding that is not a
+ * namespace, and `RangeError` for a shard count outside 1 to {@link MAX_SHARDS}.
+ *
+ * @example
+ * ```ts
+ * import { createMcpServer } from 'stateless-mcp'
+ * import { DurableObjectEventBus, type BusNamespace } from 'stateless-mcp/workers'
+ *
+ * export { EventBusObject } from 'stateless-mcp/workers' // bound as EVENT_BUS (wrangler.toml)
+ *
+ * let server: ReturnType<typeof createMcpServer> | undefined
+ * export default {
+ *   fetch(request: Request, env: { EVENT_BUS: BusNamespace; STATE_KEYS: string }) {
+ *     server ??= createMcpServer(definition, {
+ *       stateKeys: env.STATE_KEYS,
+ *       bus: new DurableObjectEventBus({ namespace: env.EVENT_BUS, shards: 8 }),
+ *     })
+ *     return server.fetch(request)
+ *   },
+ * }
+ * ```
+ */
 export class DurableObjectEventBus implements EventBus {
   readonly #namespace: BusNamespace
   readonly #shards: number
@@ -308,7 +349,9 @@ export class DurableObjectEventBus implements EventBus {
       throw new TypeError('namespace must be the EventBusObject Durable Object namespace binding')
     }
     if (!Number.isInteger(shards) || shards < 1 || shards > MAX_SHARDS) {
-      throw new RangeError(`shards must be an integer from 1 to ${MAX_SHARDS}`)
+      throw new RangeError(
+        `DurableObjectEventBus: shards must be an integer from 1 to ${MAX_SHARDS}, the same in every Worker bound to the namespace (got ${String(shards)})`
+      )
     }
     this.#namespace = namespace
     this.#shards = shards

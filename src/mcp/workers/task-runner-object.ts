@@ -1,9 +1,9 @@
 /**
- * @module workers/task-runner-object
+ * @module mcp/workers/task-runner-object
  * `defineTaskRunnerObject(setup)` builds `TaskRunnerObject`, the Durable Object that runs one task
  * on Workers (`task-scheduler.ts` explains why one object per task, and owns the wire). A Worker entry
- * builds it with what its handlers need (`setup(env)`: the compiled server, the handlers' deps, the task store),
- * exports it, and binds it as `TASK_RUNNER` with a SQLite-backed migration of its own.
+ * builds it with what its handlers need (`setup(env)`: the server, the handlers' deps, the task
+ * store), exports it, and binds it as `TASK_RUNNER` with a SQLite-backed migration of its own.
  *
  * An object's life:
  * - `POST /schedule` (the task id) stores the id (another id gets 409: an object runs one task for
@@ -30,24 +30,23 @@
  * Workers Paid (50 on Free). So a run ends its slice after {@link TASK_SLICE_MS}: it releases its
  * lease, as on a shutdown, and the next alarm (set at once) runs the handler again from the top with
  * the journal, `ctx.once` results replayed and answers kept, so a task that journals its steps goes
- * on where it was. `import_notes` is one: its plan (the id of every note) is journalled before it
- * writes, and the store skips the notes of a batch already written, so an import continues across as
- * many invocations as it needs and creates each note once. Its largest import (5 000 notes) takes
- * under 200 queries and bus events (per 100 notes one insert batch, one event and one progress write;
- * the plan's reads; a lease renewal every few seconds) and little CPU, within one Paid invocation; a
- * run past the CPU limit is cut off by the runtime, which is the object dying mid-run, above. A
- * handler that journals nothing (a plain long computation) starts again at every slice, so it must
- * finish within one.
+ * on where it was. A task that journals its plan before it writes (the notes app's `import_notes`:
+ * the id of every note), and whose writes skip what a batch already wrote, continues across as many
+ * invocations as it needs and does each step once. Every invocation's queries count against the
+ * limit (store reads and writes, a lease renewal every few seconds, bus events); a run past the CPU
+ * limit is cut off by the runtime, which is the object dying mid-run, above. A handler that
+ * journals nothing (a plain long computation) starts again at every slice, so it must finish within
+ * one.
  *
  * Runtime-neutral: structural types of the Workers APIs it uses, nothing from `node:*` or from
  * workers-types.
  */
-import { consoleLogger, logError, type McpLogger } from '../mcp/logger.ts'
-import type { CompiledServer } from '../mcp/server.ts'
-import { TERMINAL_TASK_STATUSES, type TaskRecord, type TaskStore } from '../mcp/task-store.ts'
-import { TaskEngine } from '../mcp/tasks/engine.ts'
-import { DEFAULT_TASK_LEASE_MS, type TaskOptions } from '../mcp/tasks/options.ts'
-import { leaseHeld } from '../mcp/tasks/record.ts'
+import { consoleLogger, logError, type McpLogger } from '../logger.ts'
+import { compileServer, type CompiledServer, type ServerDefinition } from '../server.ts'
+import { TERMINAL_TASK_STATUSES, type TaskRecord, type TaskStore } from '../task-store.ts'
+import { TaskEngine } from '../tasks/engine.ts'
+import { DEFAULT_TASK_LEASE_MS, type TaskOptions } from '../tasks/options.ts'
+import { leaseHeld } from '../tasks/record.ts'
 import { CANCEL_PATH, SCHEDULE_PATH, isTaskId } from './task-scheduler.ts'
 
 /** Longest slice of a run in one alarm invocation (their wall-time limit is 15 minutes). */
@@ -59,10 +58,13 @@ const TASK_KEY = 'task'
 /** The replica name in this object's leases. */
 const RUNNER_NAME = 'task-object'
 
-/** What an object needs to run its task's handler: the same parts as the Worker's own deps. */
+/** What an object needs to run its task's handler: the same parts as the Worker's own server. */
 export interface TaskRunnerHost<Deps> {
-  server: CompiledServer<Deps>
+  /** What the Worker serves (or that compiled): the object runs its tools' task handlers. */
+  server: ServerDefinition<Deps> | CompiledServer<Deps>
+  /** What the handlers see as `ctx.deps`, built from the object's bindings. */
   deps: Deps
+  /** The store the Worker's server keeps its tasks in (the same database). */
   store: TaskStore
   logger?: McpLogger
   /**
@@ -85,7 +87,7 @@ export interface TaskRunnerObjectOptions {
 }
 
 /** The part of `DurableObjectStorage` the object uses. */
-interface TaskObjectStorage {
+export interface TaskObjectStorage {
   get<T>(key: string): Promise<T | undefined>
   put(key: string, value: unknown): Promise<void>
   deleteAll(): Promise<void>
@@ -93,10 +95,22 @@ interface TaskObjectStorage {
   deleteAlarm(): Promise<void>
 }
 
-/** The part of `DurableObjectState` the object uses. */
-interface TaskObjectState {
+/** The part of `DurableObjectState` the object uses (a real state satisfies it). */
+export interface TaskObjectState {
   storage: TaskObjectStorage
 }
+
+/** A `TaskRunnerObject`, as the Workers runtime calls it: its requests and its alarm. */
+export interface TaskRunnerDurableObject {
+  fetch(request: Request): Promise<Response>
+  alarm(): Promise<void>
+}
+
+/** The class {@link defineTaskRunnerObject} returns, constructed by the runtime. */
+export type TaskRunnerObjectClass<Env> = new (
+  state: TaskObjectState,
+  env: Env
+) => TaskRunnerDurableObject
 
 /** A running object: the engine whose runner runs the task, and the store it reads. */
 interface Runner<Deps> {
@@ -115,11 +129,35 @@ export function nextLook(record: TaskRecord | undefined, now: number): number | 
   return leaseHeld(record, now) ? record.leaseExpiresAt! + LEASE_GRACE_MS : now
 }
 
-/** The `TaskRunnerObject` class of a Worker whose handlers `setup` builds. */
+/**
+ * The `TaskRunnerObject` class of a Worker whose handlers `setup` builds: export it from the Worker
+ * entry, bind it as `TASK_RUNNER` (a SQLite-backed class), and hand the server's tasks to it with a
+ * `DurableObjectTaskScheduler` on the same binding. Throws `RangeError` for a
+ * lease or slice that is not a positive number of milliseconds.
+ *
+ * @example
+ * ```ts
+ * import { defineTaskRunnerObject } from 'stateless-mcp/workers'
+ * import { D1EngineStore } from 'stateless-mcp/d1'
+ *
+ * export const TaskRunnerObject = defineTaskRunnerObject(async (env: { DB: D1Database }) => {
+ *   const store = new D1EngineStore({ db: env.DB })
+ *   await store.migrate()
+ *   return { server: definition, deps: {}, store }
+ * })
+ * ```
+ */
 export function defineTaskRunnerObject<Deps, Env>(
   setup: TaskRunnerSetup<Deps, Env>,
   options: TaskRunnerObjectOptions = {}
-) {
+): TaskRunnerObjectClass<Env> {
+  for (const [name, value] of Object.entries(options)) {
+    if (value !== undefined && !(typeof value === 'number' && value > 0 && value < Infinity)) {
+      throw new RangeError(
+        `defineTaskRunnerObject: options.${name} must be a positive number of milliseconds`
+      )
+    }
+  }
   const settings: TaskObjectSettings<Deps, Env> = {
     setup,
     leaseMs: options.leaseMs ?? DEFAULT_TASK_LEASE_MS,
@@ -230,8 +268,9 @@ class TaskObject<Deps, Env> {
         logger = consoleLogger,
         tasks,
       } = await this.#settings.setup(this.#env)
+      const compiled = 'toolListing' in server ? server : compileServer(server)
       const engine = new TaskEngine(
-        { server, deps, logger },
+        { server: compiled, deps, logger },
         {
           resultTtlMs: tasks?.resultTtlMs,
           store,

@@ -1,5 +1,5 @@
 /**
- * @module workers/task-scheduler
+ * @module mcp/workers/task-scheduler
  * Tasks on Workers, the isolate's half: the `TaskScheduler` (`mcp/tasks/engine.ts`) of a Worker,
  * which hands every runnable task to its own Durable Object (`TaskRunnerObject`, built by
  * `task-runner-object.ts`, bound as {@link TASK_RUNNER_BINDING}), the wire both halves share, and the
@@ -31,9 +31,9 @@
  * Runtime-neutral: structural types of the Workers APIs it uses, nothing from `node:*` or from
  * workers-types.
  */
-import { canonicalJson, sha256Base64url } from '../mcp/canonical-json.ts'
-import type { TaskScheduler } from '../mcp/tasks/options.ts'
-import type { TaskStore } from '../mcp/task-store.ts'
+import { canonicalJson, sha256Base64url } from '../canonical-json.ts'
+import type { TaskScheduler } from '../tasks/options.ts'
+import type { TaskStore } from '../task-store.ts'
 import { isDurableNamespace, stubOf, type DurableNamespace } from './durable-objects.ts'
 
 /** The binding name of the `TaskRunnerObject` namespace, in every Worker that serves tasks. */
@@ -69,6 +69,7 @@ export const isTaskRunnerNamespace: (value: unknown) => value is TaskRunnerNames
 
 /** The name of task `id`'s object: a digest of the id. */
 export async function taskObjectName(id: string): Promise<string> {
+  // The tag names the digest's purpose; kept from the first deployments, so objects keep their names.
   return `task-${await sha256Base64url(canonicalJson(['notes-mcp/task-runner', id]))}`
 }
 
@@ -80,6 +81,20 @@ export async function taskObject(
   return stubOf(namespace, await taskObjectName(id))
 }
 
+/**
+ * The task scheduler of a Worker (see the module header): hands each runnable task to its own
+ * `TaskRunnerObject` ({@link TASK_RUNNER_BINDING}, built by `defineTaskRunnerObject`). Throws
+ * `TypeError` for a binding that is not a Durable Object namespace.
+ *
+ * @example
+ * ```ts
+ * import { DurableObjectTaskScheduler, isTaskRunnerNamespace } from 'stateless-mcp/workers'
+ *
+ * const namespace = env.TASK_RUNNER
+ * if (!isTaskRunnerNamespace(namespace)) throw new Error('bind TASK_RUNNER in wrangler.toml')
+ * const scheduler = new DurableObjectTaskScheduler({ namespace })
+ * ```
+ */
 export class DurableObjectTaskScheduler implements TaskScheduler {
   readonly #namespace: TaskRunnerNamespace
 
@@ -109,6 +124,15 @@ export class DurableObjectTaskScheduler implements TaskScheduler {
  * One pass of the cron backstop: hands every task the store finds working with no live lease at
  * `now` (up to `limit`) to its object. Answers how many it handed over; a failed hand-off is
  * counted out and left to the next pass.
+ *
+ * @example
+ * ```ts
+ * export default {
+ *   async scheduled(event: { scheduledTime: number }, env: Env) {
+ *     await handOverRunnableTasks(store(env), scheduler(env), event.scheduledTime)
+ *   },
+ * }
+ * ```
  */
 export async function handOverRunnableTasks(
   store: TaskStore,
