@@ -25,18 +25,16 @@ import { StateSealer } from '../../src/mcp/sealed-state.ts'
 import { D1NotesStore, type D1Like } from '../../src/storage/d1.ts'
 import {
   DurableObjectEventBus,
-  EVENT_BUS_BINDING,
-  isBusNamespace,
-} from '../../src/workers/durable-object-event-bus.ts'
-import {
   DurableObjectTaskScheduler,
+  EVENT_BUS_BINDING,
   TASK_RUNNER_BINDING,
+  defineTaskRunnerObject,
+  isBusNamespace,
   isTaskRunnerNamespace,
-} from '../../src/workers/task-scheduler.ts'
-import { defineTaskRunnerObject } from '../../src/workers/task-runner-object.ts'
+} from 'stateless-mcp/workers'
 import { createFixtureApp, fixtureServer } from '../conformance/fixture-app.ts'
 
-export { EventBusObject } from '../../src/workers/event-bus-object.ts'
+export { EventBusObject } from 'stateless-mcp/workers'
 
 type Env = Record<string, unknown>
 

@@ -31,14 +31,12 @@ import { D1NotesStore, type D1Like, type D1PreparedLike } from '../../src/storag
 import worker from '../../src/worker.ts'
 import {
   DurableObjectEventBus,
-  type BusNamespace,
-} from '../../src/workers/durable-object-event-bus.ts'
-import {
   DurableObjectTaskScheduler,
   TASK_RUNNER_BINDING,
-  taskObjectName,
+  type BusNamespace,
   type TaskRunnerNamespace,
-} from '../../src/workers/task-scheduler.ts'
+} from 'stateless-mcp/workers'
+import { taskObjectName } from '../../src/mcp/workers/task-scheduler.ts'
 import { MCP_URL, expectResult, mcpInit, type JsonObject } from '../support/mcp-request.ts'
 import { storeTask } from '../support/store-contract.ts'
 import { TASKS, TASKS_AND_FORMS, isTerminal, waitForTask } from '../support/tasks.ts'
