@@ -5,7 +5,9 @@
  * the engine's signals for 2025 sessions: an answer to a server→client request was delivered to the
  * store (`input_delivered`), or the client cancelled a request (`request_cancelled`); the replica
  * holding that request's stream acts on it, or a resumable stream has a new event in the store
- * (`stream_appended`), which a replica serving its resumed connection reads back. `InProcessEventBus` reaches streams of the same process
+ * (`stream_appended`), which a replica serving its resumed connection reads back, or the session
+ * ended (`session_ended`: deleted, or evicted at its principal's session cap), and every replica
+ * ends the GET streams and waiting calls it holds of it (`legacy/session-end.ts`). `InProcessEventBus` reaches streams of the same process
  * only; a deployment with several replicas plugs in a bus that fans out across them (same interface).
  * Events scoped to a principal reach only that principal's streams. Events are signals, never data a
  * listener trusts: an answer is read back from the store, for the session it was expected in.
@@ -29,6 +31,7 @@ export type ServerEvent =
   | { kind: 'input_delivered'; session: string; requestId: string }
   | { kind: 'request_cancelled'; session: string; requestId: string }
   | { kind: 'stream_appended'; session: string; stream: string }
+  | { kind: 'session_ended'; session: string }
 
 export type EventListener = (event: ServerEvent) => void
 
@@ -70,6 +73,7 @@ export function eventScope(event: ServerEvent): EventScope {
     case 'input_delivered':
     case 'request_cancelled':
     case 'stream_appended':
+    case 'session_ended':
       return { session: event.session }
     case 'resources_list_changed':
     case 'resource_updated':
@@ -123,6 +127,7 @@ export const ServerEventSchema: z.ZodType<ServerEvent> = z.discriminatedUnion('k
   z.strictObject({ kind: z.literal('input_delivered'), session: EventId, requestId: EventId }),
   z.strictObject({ kind: z.literal('request_cancelled'), session: EventId, requestId: EventId }),
   z.strictObject({ kind: z.literal('stream_appended'), session: EventId, stream: EventId }),
+  z.strictObject({ kind: z.literal('session_ended'), session: EventId }),
 ])
 
 /** The event in a JSON text, or `undefined` when it is not one a bus carries. */

@@ -23,7 +23,8 @@
  *   the socket, to a client that never reads, with no write timeout on Node to end them. The client
  *   reconnects and re-reads, as it must after any reconnect (the 2025 SDKs reopen a GET stream that
  *   broke as they do one that ended).
- * - The maximum duration, or server shutdown, ends it gracefully: an optional closing message and
+ * - The maximum duration, server shutdown, or the end of what the stream belongs to (`ended`: the
+ *   2025 session of a GET stream, `legacy/session-end.ts`) ends it gracefully: an optional closing message and
  *   an optional SSE `retry` field (when a reconnecting client should come back) join the queue, and
  *   the stream closes once the client has read all of it. A client that has not within `endGraceMs`
  *   is not reading: that is logged and the stream errored as above. No timer outlives the end.
@@ -94,6 +95,8 @@ export interface EventStreamOptions extends EventStreamBounds {
   signal: AbortSignal
   /** Aborted when the server shuts down: the stream then ends gracefully. */
   shutdown?: AbortSignal
+  /** Aborted when what the stream belongs to has ended (its 2025 session): it ends gracefully. */
+  ended?: AbortSignal
   /** Messages sent as soon as the stream opens. */
   opening?: readonly unknown[]
   /**
@@ -164,7 +167,7 @@ class EventStreamSource implements UnderlyingDefaultSource<Uint8Array> {
   #draining = false
   /** Messages sent so far (numbered on from `ids.after`). */
   #sent = 0
-  /** Stops what feeds an open stream: the bus, the keep-alive, the maximum duration, shutdown. */
+  /** Stops what feeds an open stream (`#feed`). */
   #stopFeeding = () => {}
   #endGrace: ReturnType<typeof setTimeout> | undefined
 
@@ -177,13 +180,13 @@ class EventStreamSource implements UnderlyingDefaultSource<Uint8Array> {
 
   /** Sends the opening messages, then starts feeding the stream (unless it is already over). */
   start(controller: ReadableStreamDefaultController<Uint8Array>): void {
-    const { signal, shutdown } = this.#options
+    const { signal, shutdown, ended } = this.#options
     this.#controller = controller
     for (const message of this.#options.opening ?? []) this.#sendMessage(message)
     this.#stopFeeding = this.#feed()
     signal.addEventListener('abort', this.#clientGone)
     if (signal.aborted) this.#clientGone()
-    else if (shutdown?.aborted) this.#endGracefully()
+    else if (shutdown?.aborted || ended?.aborted) this.#endGracefully()
   }
 
   /** The client read: the queue has room again, so the backlog moves on, or an end is read. */
@@ -196,9 +199,12 @@ class EventStreamSource implements UnderlyingDefaultSource<Uint8Array> {
     this.#clientGone()
   }
 
-  /** Starts what feeds the open stream: the bus, the keep-alive, the maximum duration, shutdown. */
+  /**
+   * Starts what feeds the open stream: the bus, the keep-alive, the maximum duration, shutdown and
+   * the end of what it belongs to.
+   */
   #feed(): () => void {
-    const { bus, interest, shutdown } = this.#options
+    const { bus, interest, shutdown, ended } = this.#options
     const unsubscribe = bus.subscribe(this.#accept, interest)
     // A keep-alive goes out only when nothing else waits: an unread queue needs none.
     const keepAlive = setInterval(() => {
@@ -209,11 +215,13 @@ class EventStreamSource implements UnderlyingDefaultSource<Uint8Array> {
       this.#options.maxDurationMs ?? DEFAULT_MAX_STREAM_MS
     )
     shutdown?.addEventListener('abort', this.#endGracefully)
+    ended?.addEventListener('abort', this.#endGracefully)
     return () => {
       unsubscribe()
       clearInterval(keepAlive)
       clearTimeout(maxDuration)
       shutdown?.removeEventListener('abort', this.#endGracefully)
+      ended?.removeEventListener('abort', this.#endGracefully)
     }
   }
 

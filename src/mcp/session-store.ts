@@ -92,8 +92,9 @@ export interface SessionStore extends StreamStore {
    * expiry sealed in its id). When `principal` holds `maxPerPrincipal` or more sessions live at `now`
    * (`Infinity`: no cap), it first ends as many of them as leave room for this one, the oldest created
    * first (ties by sid), with their subscriptions and streams, in one atomic step with the insert:
-   * the principal never holds more than the cap, however many creations race. Answers how many
-   * sessions it ended.
+   * the principal never holds more than the cap, however many creations race. Answers the sids of
+   * the sessions it ended (from the same atomic step), so that its caller tells every replica
+   * holding them (`legacy/session-end.ts`).
    */
   createSession(
     sid: string,
@@ -101,7 +102,7 @@ export interface SessionStore extends StreamStore {
     expiresAt: number,
     now: number,
     maxPerPrincipal: number
-  ): Promise<number>
+  ): Promise<string[]>
   /**
    * The record of session `sid`; `undefined` when it was never created, has ended or was purged. An
    * expired record not yet purged is answered with its `expiresAt` (its caller judges it).

@@ -172,7 +172,7 @@ export function describeEngineStoreContract(
 
       /** Records session `id` of `principal`, created at T0 and live until `expiresAt`. */
       async function open(id: string, principal = alice, expiresAt = LIVE): Promise<void> {
-        expect(await store.createSession(id, principal, expiresAt, T0, ROOMY)).toBe(0)
+        expect(await store.createSession(id, principal, expiresAt, T0, ROOMY)).toStrictEqual([])
       }
 
       /** Which of `ids` the store holds the record of a session of (expired or not). */
@@ -318,25 +318,31 @@ export function describeEngineStoreContract(
         }
       })
 
-      it("at its cap, a principal's new session ends its oldest-created live one, with that one's subscriptions", async () => {
+      it("at its cap, a principal's new session ends its oldest-created live one, with that one's subscriptions, and names it", async () => {
         const cap = 3
         const sids = Array.from({ length: cap + 2 }, () => unique('sid'))
         const [first, second] = sids as [string, string]
         // Created one millisecond apart; the oldest lives longest, so expiry decides nothing.
         for (const [i, id] of sids.slice(0, cap).entries()) {
-          expect(await store.createSession(id, alice, LIVE + (cap - i) * HOUR, T0 + i, cap)).toBe(0)
+          expect(
+            await store.createSession(id, alice, LIVE + (cap - i) * HOUR, T0 + i, cap)
+          ).toStrictEqual([])
         }
         expect(await subscribe(first, 'note://n_1')).toBe('subscribed')
         const bobs = unique('sid')
         await open(bobs, bob)
         expect(await subscribe(bobs, 'note://n_1')).toBe('subscribed')
 
-        expect(await store.createSession(sids[cap]!, alice, LIVE, T0 + cap, cap)).toBe(1)
+        expect(await store.createSession(sids[cap]!, alice, LIVE, T0 + cap, cap)).toStrictEqual([
+          first,
+        ])
         expect(await recordedOf(sids)).toStrictEqual(sids.slice(1, cap + 1))
         expect(await store.isSubscribed(first, 'note://n_1')).toBe(false)
         expect(await subscribe(first, 'note://n_2')).toBe('no_session')
         // The next one ends the next oldest; another principal's sessions are not touched.
-        expect(await store.createSession(sids[cap + 1]!, alice, LIVE, T0 + cap + 1, cap)).toBe(1)
+        expect(
+          await store.createSession(sids[cap + 1]!, alice, LIVE, T0 + cap + 1, cap)
+        ).toStrictEqual([second])
         expect(await store.getSession(second)).toBeUndefined()
         expect(await recordedOf(sids)).toStrictEqual(sids.slice(2))
         expect(await store.getSession(bobs)).toStrictEqual({ expiresAt: LIVE })
@@ -346,14 +352,14 @@ export function describeEngineStoreContract(
       it("an ended session's subscriptions free their places in the principal's cap of subscriptions", async () => {
         const cap = MAX_SUBSCRIPTIONS_PER_SESSION
         const uri = (i: number) => `note://n_${i}`
-        expect(await store.createSession(sid, alice, LIVE, T0, 2)).toBe(0)
+        expect(await store.createSession(sid, alice, LIVE, T0, 2)).toStrictEqual([])
         for (let i = 0; i < cap; i++)
           expect(await subscribe(sid, uri(i), T0, cap)).toBe('subscribed')
-        expect(await store.createSession(other, alice, LIVE, T0 + 1, 2)).toBe(0)
+        expect(await store.createSession(other, alice, LIVE, T0 + 1, 2)).toStrictEqual([])
         expect(await subscribe(other, uri(0), T0 + 1, cap)).toStrictEqual(principalFull(cap))
         // A third session at the cap of two ends the first and every place it held.
         const third = unique('sid')
-        expect(await store.createSession(third, alice, LIVE, T0 + 2, 2)).toBe(1)
+        expect(await store.createSession(third, alice, LIVE, T0 + 2, 2)).toStrictEqual([sid])
         for (let i = 0; i < cap; i++) {
           expect(await subscribe(i % 2 ? other : third, uri(i), T0 + 2, cap)).toBe('subscribed')
         }
@@ -363,10 +369,11 @@ export function describeEngineStoreContract(
       it('a principal over its cap (a lower cap than before) keeps only its newest sessions and the new one', async () => {
         const sids = Array.from({ length: 5 }, () => unique('sid'))
         for (const [i, id] of sids.entries()) {
-          expect(await store.createSession(id, alice, LIVE, T0 + i, ROOMY)).toBe(0)
+          expect(await store.createSession(id, alice, LIVE, T0 + i, ROOMY)).toStrictEqual([])
         }
         const late = unique('sid')
-        expect(await store.createSession(late, alice, LIVE, T0 + 10, 2)).toBe(4)
+        const ended = await store.createSession(late, alice, LIVE, T0 + 10, 2)
+        expect(ended.toSorted()).toStrictEqual(sids.slice(0, 4).toSorted())
         expect(await recordedOf([...sids, late])).toStrictEqual([sids[4], late])
       })
 
@@ -374,14 +381,18 @@ export function describeEngineStoreContract(
         const cap = 2
         const old = [unique('sid'), unique('sid')]
         for (const [i, id] of old.entries()) {
-          expect(await store.createSession(id, alice, T0 + HOUR, T0 + i, cap)).toBe(0)
+          expect(await store.createSession(id, alice, T0 + HOUR, T0 + i, cap)).toStrictEqual([])
         }
         const [kept, late] = [unique('sid'), unique('sid')]
         // While both are live, a third ends the older of them.
-        expect(await store.createSession(kept, alice, LIVE + HOUR, T0 + HOUR - 1, cap)).toBe(1)
+        expect(
+          await store.createSession(kept, alice, LIVE + HOUR, T0 + HOUR - 1, cap)
+        ).toStrictEqual([old[0]])
         expect(await recordedOf([...old, kept])).toStrictEqual([old[1], kept])
         // Once the other has expired it holds no place: one more leaves `kept` alone.
-        expect(await store.createSession(late, alice, LIVE + HOUR, T0 + HOUR, cap)).toBe(0)
+        expect(await store.createSession(late, alice, LIVE + HOUR, T0 + HOUR, cap)).toStrictEqual(
+          []
+        )
         expect(await store.getSession(kept)).toStrictEqual({ expiresAt: LIVE + HOUR })
         expect(await store.getSession(late)).toStrictEqual({ expiresAt: LIVE + HOUR })
       })
@@ -390,7 +401,7 @@ export function describeEngineStoreContract(
         const cap = 4
         const older = Array.from({ length: cap }, () => unique('sid'))
         for (const [i, id] of older.entries()) {
-          expect(await store.createSession(id, alice, LIVE, T0 + i, cap)).toBe(0)
+          expect(await store.createSession(id, alice, LIVE, T0 + i, cap)).toStrictEqual([])
         }
         // As many newer ones as the cap, issued together: each ends one older session, whichever
         // order they run in, so the newest are the ones kept.
@@ -398,16 +409,22 @@ export function describeEngineStoreContract(
         const evicted = await Promise.all(
           newer.map((id, i) => store.createSession(id, alice, LIVE, T0 + 10 + i, cap))
         )
-        expect(evicted).toStrictEqual(newer.map(() => 1))
+        // Each names the one it ended: every older session, once.
+        expect(evicted.map((sids) => sids.length)).toStrictEqual(newer.map(() => 1))
+        expect(evicted.flat().toSorted()).toStrictEqual(older.toSorted())
         expect(await recordedOf([...older, ...newer])).toStrictEqual(newer)
         // Three times the cap more: the principal ends up with exactly the cap, all of them new.
         const burst = Array.from({ length: 3 * cap }, () => unique('sid'))
         const ended = await Promise.all(
           burst.map((id, i) => store.createSession(id, alice, LIVE, T0 + 20 + i, cap))
         )
-        expect(ended.reduce((a, b) => a + b, 0)).toBe(burst.length)
+        const kept = await recordedOf(burst)
         expect(await recordedOf(newer)).toStrictEqual([])
-        expect(await recordedOf(burst)).toHaveLength(cap)
+        expect(kept).toHaveLength(cap)
+        // Every session ended is named once, by the creation that ended it.
+        expect(ended.flat().toSorted()).toStrictEqual(
+          [...newer, ...burst].filter((id) => !kept.includes(id)).toSorted()
+        )
       })
 
       it('renewSession keeps a live session and its subscriptions until the later expiry; never shortens, never brings back an ended, expired or unknown session', async () => {
@@ -976,7 +993,7 @@ export function describeEngineStoreContract(
 
       it("endSession removes the session's streams and their events, and no other session's", async () => {
         for (const id of [sid, other]) {
-          expect(await store.createSession(id, alice, LIVE, T0, 1_000)).toBe(0)
+          expect(await store.createSession(id, alice, LIVE, T0, 1_000)).toStrictEqual([])
           await storeStream(store, newStream(id, 's1', { call: '{}' }))
           await append(id, 's1', [1, 2])
         }
@@ -993,11 +1010,11 @@ export function describeEngineStoreContract(
         const cap = 2
         const third = unique('sid')
         for (const [i, id] of [sid, other].entries()) {
-          expect(await store.createSession(id, alice, LIVE, T0 + i, cap)).toBe(0)
+          expect(await store.createSession(id, alice, LIVE, T0 + i, cap)).toStrictEqual([])
           await storeStream(store, newStream(id, 's1'))
           await append(id, 's1', [1])
         }
-        expect(await store.createSession(third, alice, LIVE, T0 + 2, cap)).toBe(1)
+        expect(await store.createSession(third, alice, LIVE, T0 + 2, cap)).toStrictEqual([sid])
         expect(await store.getStream(sid, 's1')).toBeUndefined()
         expect(await seqsAfter(sid, 's1')).toStrictEqual([])
         expect(await store.getStream(other, 's1')).toBeDefined()

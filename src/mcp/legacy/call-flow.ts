@@ -21,7 +21,10 @@
  * or the store failed: `call-stream.ts`) cannot wait for the client, and is refused before it asks
  * anything; so is every call that would ask where responses reach the client only once they have
  * ended (`InteractiveFlowBounds.unavailable`, its reason the answer).
- * A flow ended early is a tool error for `tools/call`, a JSON-RPC error otherwise. JSON-RPC errors
+ * A flow ended early is a tool error for `tools/call`, a JSON-RPC error otherwise. A call waiting
+ * for the client when its session ends (`session-end.ts`: deleted, evicted at the session cap, or
+ * expired) ends at once with -32001 and `SESSION_ENDED_MESSAGE`, written live on its connection (the
+ * session's streams are no longer kept), and gives back its stream slot. JSON-RPC errors
  * answer HTTP 200, as 2025 clients expect, but for a store that cannot be reached (503, `Retry-After`;
  * on a stream already open, its last event).
  */
@@ -53,7 +56,18 @@ import {
 } from './input-shim.ts'
 import { newRequestId, type AskingCall } from './rendezvous.ts'
 import type { LegacySession } from './session.ts'
-import { cancelKey, type LegacyEraContext, type LegacyInput } from './transport.ts'
+import {
+  SESSION_ENDED_MESSAGE,
+  sessionEndedResponse,
+  watchSessionEnd,
+  type SessionEndWatch,
+} from './session-end.ts'
+import {
+  cancelKey,
+  type LegacyEraContext,
+  type LegacyInput,
+  type OpenedSession,
+} from './transport.ts'
 
 /** The reason a flow's stop signal aborts with (a plain value: no `DOMException` to build). */
 const STOPPED = 'the flow stopped'
@@ -98,19 +112,20 @@ export function failure<Deps>(
 }
 
 /**
- * Serves `request` of `session` to its end (module header): a new call, or with `taken` one claimed
+ * Serves `request` of the session `opened` to its end (module header): a new call, or with `taken` one claimed
  * from another replica. Answers its response (for a taken call, its stream's connection, already
  * the resuming GET's).
  */
 export async function dispatchCall<Deps>(
   era: LegacyEraContext<Deps>,
   request: McpRequest,
-  session: LegacySession,
+  opened: OpenedSession,
   input: LegacyInput,
   observation: RequestObservation | undefined,
   taken?: TakenCall
 ): Promise<Response> {
   const { id } = request
+  const { session } = opened
   const { sid } = session
   const cancellation = new Cancellation()
   const stream = taken?.stream ?? new CallStream(era.streams, session, request)
@@ -124,7 +139,7 @@ export async function dispatchCall<Deps>(
     },
     { session: sid }
   )
-  const flow = new CallFlow(era, session, input, request, stream, taken)
+  const flow = new CallFlow(era, opened, input, request, stream, taken)
   /** Settles into the final message, serialisation included; never rejects. */
   const settle = async (): Promise<FinalMessage> => {
     try {
@@ -139,6 +154,10 @@ export async function dispatchCall<Deps>(
     } catch (error) {
       // A flow another replica drives now answers nothing here (`CallFlow.end`).
       if (error instanceof LeaseLostError) return { text: '', status: 200 }
+      if (error instanceof SessionEndedError) {
+        observation?.failed(error)
+        return { text: sessionEndedResponse(id), status: 404 }
+      }
       observation?.failed(error)
       return failure(era, id, error)
     } finally {
@@ -155,6 +174,7 @@ export async function dispatchCall<Deps>(
 /** The host of one call's flow on this replica (module header). */
 class CallFlow<Deps> implements FlowHost {
   readonly #era: LegacyEraContext<Deps>
+  readonly #opened: OpenedSession
   readonly #session: LegacySession
   readonly #input: LegacyInput
   readonly #request: McpRequest
@@ -168,17 +188,20 @@ class CallFlow<Deps> implements FlowHost {
   #stopper: AbortController | undefined
   /** Set once another replica holds the call: this one writes nothing more. */
   #lost = false
+  /** Set once the session ended while the call waited: it ends with `SessionEndedError`. */
+  #sessionEnded = false
 
   constructor(
     era: LegacyEraContext<Deps>,
-    session: LegacySession,
+    opened: OpenedSession,
     input: LegacyInput,
     request: McpRequest,
     stream: CallStream,
     taken: TakenCall | undefined
   ) {
     this.#era = era
-    this.#session = session
+    this.#opened = opened
+    this.#session = opened.session
     this.#input = input
     this.#request = request
     this.#stream = stream
@@ -255,10 +278,19 @@ class CallFlow<Deps> implements FlowHost {
     const cancelled = env.cancellation.signal
     cancelled.addEventListener('abort', () => this.#stop.abort(STOPPED), { once: true })
     let slot: StreamSlot | undefined
+    let watch: SessionEndWatch | undefined
+    /** From here the call may wait for its client: it holds a stream slot and watches its session. */
+    const waits = () => {
+      slot = era.streamLimits.acquire({ principal, session: sid }, 'interactive')
+      watch = watchSessionEnd(era, sid, this.#opened.record.expiresAt)
+      watch.ended.addEventListener('abort', () => {
+        this.#sessionEnded = true
+        this.#stop.abort(STOPPED)
+      })
+    }
     try {
       // A call taken over waits for the client from the start.
-      if (this.#resumeFrom)
-        slot = era.streamLimits.acquire({ principal, session: sid }, 'interactive')
+      if (this.#resumeFrom) waits()
       return await runWithClientInput(
         async (inputResponses) => {
           const outcome = await dispatch(
@@ -267,9 +299,7 @@ class CallFlow<Deps> implements FlowHost {
               : { ...request, params: { ...request.params, inputResponses } },
             rounds
           )
-          if (!slot && outcome.result.resultType === 'input_required') {
-            slot = era.streamLimits.acquire({ principal, session: sid }, 'interactive')
-          }
+          if (!slot && outcome.result.resultType === 'input_required') waits()
           return outcome
         },
         {
@@ -288,12 +318,14 @@ class CallFlow<Deps> implements FlowHost {
         }
       )
     } catch (error) {
+      if (this.#sessionEnded) throw new SessionEndedError()
       if (this.#lease?.signal.aborted || error instanceof LeaseLostError) {
         this.#lost = true
         throw new LeaseLostError()
       }
       return endedFlow(request.method, error)
     } finally {
+      watch?.stop()
       slot?.release()
     }
   }
@@ -307,6 +339,7 @@ class CallFlow<Deps> implements FlowHost {
   async end(message: FinalMessage, cancelled: boolean): Promise<void> {
     if (!this.#stream.streaming) return
     const log = this.#stream.open()
+    if (this.#sessionEnded) return log.endLive(message.text)
     if (this.#lost || this.#lease?.signal.aborted || log.lost) {
       log.connection?.letGo()
       return
@@ -376,6 +409,14 @@ function unkeptFlow(reason: UnkeptStream): McpError {
     { cap: 'streams', scope: 'session', limit: held, held },
     `Too many calls of this session are in progress (${held} at once, on any replica); let some finish or cancel them first, then try again.`
   )
+}
+
+/** The call's session ended while it waited (`session-end.ts`): it ends with -32001. */
+class SessionEndedError extends Error {
+  override name = 'SessionEndedError'
+  constructor() {
+    super(SESSION_ENDED_MESSAGE)
+  }
 }
 
 /** The flow's lease passed to another replica: it drives the call now, and this one stops. */

@@ -209,7 +209,7 @@ function served<Deps>(
 ): Promise<Response> {
   if (message.kind === 'notification')
     return notification(era, message, opened.session, input, observation)
-  if (message.kind === 'response') return answer(era, message, opened.session, input, observation)
+  if (message.kind === 'response') return answer(era, message, opened, input, observation)
   return request(era, message, opened, input, observation)
 }
 
@@ -256,12 +256,11 @@ export function createLegacyEra<Deps>(options: LegacyEraOptions<Deps>): LegacyEr
     async get(input) {
       try {
         const opened = await openSession(era, input, null)
-        const { session } = opened
         await keepListenerLive(era, opened)
         const lastEventId = input.headers.get('last-event-id')
         return lastEventId === null
-          ? notificationStream(era, session, input)
-          : await resumeStream(era, session, input, lastEventId)
+          ? notificationStream(era, opened, input)
+          : await resumeStream(era, opened, input, lastEventId)
       } catch (error) {
         return failed(era, error, null)
       }

@@ -17,7 +17,13 @@ import * as z from 'zod'
 import { LEGACY_NOTIFICATIONS } from './protocol.ts'
 import type { LegacySession } from './session.ts'
 import { adoptWaitingCall } from './resume.ts'
-import { cancelKey, type LegacyEraContext, type LegacyInput, type Message } from './transport.ts'
+import {
+  cancelKey,
+  type LegacyEraContext,
+  type LegacyInput,
+  type Message,
+  type OpenedSession,
+} from './transport.ts'
 
 const CancelledParamsSchema = z.looseObject({ requestId: z.union([z.string(), z.number()]) })
 
@@ -51,10 +57,11 @@ export async function notification<Deps>(
 export async function answer<Deps>(
   era: LegacyEraContext<Deps>,
   message: Extract<Message, { kind: 'response' }>,
-  session: LegacySession,
+  opened: OpenedSession,
   input: LegacyInput,
   observation: RequestObservation | undefined
 ): Promise<Response> {
+  const { session } = opened
   const denied = scopeChallenge(era.server, { id: null, ...message.call }, input, observation)
   if (denied) return denied
   const payload = JSON.stringify(message.raw)
@@ -68,7 +75,7 @@ export async function answer<Deps>(
     await era.bus.publish({ kind: 'input_delivered', session: session.sid, requestId: message.id })
     // No flow waits for it here: the replica driving it may be gone, and then this one goes on.
     if (!handedOver) {
-      void adoptWaitingCall(era, session, input, message.id).catch((error: unknown) =>
+      void adoptWaitingCall(era, opened, input, message.id).catch((error: unknown) =>
         era.logger.warn('a waiting call could not be taken over', {
           session: session.sid.slice(0, 8),
           error: error instanceof Error ? error.message : String(error),

@@ -5,7 +5,8 @@
  * - `initialize` negotiates a 2025 revision (echoes a supported one, else offers the newest; never
  *   2026-07-28), answers with a sealed `Mcp-Session-Id` (`session.ts`) and records the session in
  *   the store until the expiry sealed in it; a principal holding `maxSessions` live sessions has its
- *   oldest-created one ended to make room (logged; that id then answers 404 like any ended session);
+ *   oldest-created one ended to make room (logged, and announced to every replica, which ends what it
+ *   holds of it: `session-end.ts`; that id then answers 404 like any ended session);
  * - `ping`, `logging/setLevel` and `resources/(un)subscribe` change or read only the store, except
  *   that a subscription is accepted only for a URI the caller can read (the engine's
  *   `resources/read` answers, and its -32602 with `data.uri` is the refusal), and within the caps
@@ -33,6 +34,7 @@ import { Cancellation, finalResponse, jsonResponse, jsonText } from '../streamin
 import { isObject, isRequestId, type JsonObject, type RequestId } from '../wire.ts'
 import * as z from 'zod'
 import { dispatchCall, failure } from './call-flow.ts'
+import { announceSessionEnded } from './session-end.ts'
 import {
   HEADER_SESSION_ID,
   LATEST_LEGACY_VERSION,
@@ -128,12 +130,13 @@ export async function initialize<Deps>(
     era.now(),
     maxSessions
   )
-  if (evicted > 0) {
+  if (evicted.length > 0) {
     era.logger.warn('initialize ended the oldest sessions of a principal at its session cap', {
       session: session.sid.slice(0, 8),
-      evicted,
+      evicted: evicted.length,
       maxSessions,
     })
+    await announceSessionEnded(era, evicted)
   }
   observation?.session(session.sid, protocolVersion)
   observation?.succeeded()
@@ -176,7 +179,7 @@ export async function request<Deps>(
     return errorResponse(id, ErrorCode.MethodNotFound, `Method not found: ${method}`, 200)
   }
   const engine = engineRequest(era.server, message, opened)
-  return dispatchCall(era, engine, opened.session, input, observation)
+  return dispatchCall(era, engine, opened, input, observation)
 }
 
 /** Methods that only touch the store; `undefined` when the request's method is not one of them. */

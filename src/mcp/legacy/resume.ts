@@ -15,6 +15,8 @@
  * - the session's GET notification stream is opened again with the same stream id, numbered on
  *   (`stream.ts`), first telling the client to re-read what it lists (what changed meanwhile was
  *   not kept).
+ * Either ends when its session does (`session-end.ts`): a call's stream then carries the call's
+ * error (-32001, the session ended) and closes.
  * Resumption is bound to the session (and so to its principal): an id naming another session's
  * stream, a stream whose events are past their retention, or no id this server sends is refused
  * with 400 -32600, and the client opens a fresh stream. Resuming a call's stream needs the scopes of
@@ -32,6 +34,7 @@ import { CallLease, claimable, drivenHere, orphaned, storedCall, takesOver } fro
 import { CallStream } from './call-stream.ts'
 import { FIRST_ANSWER_POLL_MS, streamOfRequestId } from './rendezvous.ts'
 import type { LegacySession } from './session.ts'
+import { sessionEndedResponse, watchSessionEnd } from './session-end.ts'
 import { notAcceptable, notificationStream } from './stream.ts'
 import {
   ENDED_STREAM_RETENTION_MS,
@@ -41,23 +44,29 @@ import {
   isFinalEvent,
   parseEventId,
 } from './stream-log.ts'
-import { TransportError, type LegacyEraContext, type LegacyInput } from './transport.ts'
+import {
+  TransportError,
+  type LegacyEraContext,
+  type LegacyInput,
+  type OpenedSession,
+} from './transport.ts'
 
 /** Events read from the store at a time. */
 const REPLAY_PAGE = 100
 /** The longest pause between two checks of the store while a resumed stream waits. */
 const MAX_TAIL_POLL_MS = 2_000
 
-/** The response to a `GET` of `session` with `Last-Event-ID: lastEventId` (module header). */
+/** The response to a `GET` of the session `opened` with `Last-Event-ID: lastEventId` (module header). */
 export async function resumeStream<Deps>(
   era: LegacyEraContext<Deps>,
-  session: LegacySession,
+  opened: OpenedSession,
   input: LegacyInput,
   lastEventId: string
 ): Promise<Response> {
   const named = parseEventId(lastEventId.trim())
   if (!named) throw unresumable('is not an event id this server sent')
-  if (named.kind === 'get') return notificationStream(era, session, input, named)
+  if (named.kind === 'get') return notificationStream(era, opened, input, named)
+  const { session } = opened
   const { sid } = session
   const record = await era.sessions.getStream(sid, named.stream)
   const call = record && record.expiresAt > era.now() ? storedCall(record) : undefined
@@ -80,7 +89,7 @@ export async function resumeStream<Deps>(
     return jsonText(text, status)
   }
   const connection = new SseConnection(era.streams.connection, () => slot.release())
-  void new ResumedStream(era, session, input, record, connection)
+  void new ResumedStream(era, opened, input, record, connection)
     .run(named.seq, first)
     .catch((error: unknown) => {
       era.logger.error('a resumed stream failed', {
@@ -104,6 +113,7 @@ function unresumable(why: string): TransportError {
 /** One resumed connection of a call's stream, on this replica (module header). */
 class ResumedStream<Deps> {
   readonly #era: LegacyEraContext<Deps>
+  readonly #opened: OpenedSession
   readonly #session: LegacySession
   readonly #input: LegacyInput
   readonly #stream: string
@@ -116,13 +126,14 @@ class ResumedStream<Deps> {
 
   constructor(
     era: LegacyEraContext<Deps>,
-    session: LegacySession,
+    opened: OpenedSession,
     input: LegacyInput,
     record: StreamRecord,
     connection: SseConnection
   ) {
     this.#era = era
-    this.#session = session
+    this.#opened = opened
+    this.#session = opened.session
     this.#input = input
     this.#record = record
     this.#stream = record.stream
@@ -143,6 +154,16 @@ class ResumedStream<Deps> {
       },
       { session: sid }
     )
+    const watch = watchSessionEnd(this.#era, sid, this.#opened.record.expiresAt)
+    const sessionEnded = () => {
+      this.#connection.event(
+        undefined,
+        sessionEndedResponse(storedCall(this.#record)?.request.id ?? null)
+      )
+      this.#connection.close()
+      wake()
+    }
+    watch.ended.addEventListener('abort', sessionEnded)
     try {
       let events = first
       let pollMs = FIRST_ANSWER_POLL_MS
@@ -179,6 +200,8 @@ class ResumedStream<Deps> {
       }
     } finally {
       unsubscribe()
+      watch.stop()
+      watch.ended.removeEventListener('abort', sessionEnded)
     }
   }
 
@@ -231,7 +254,7 @@ class ResumedStream<Deps> {
     }
     driveClaimed(
       this.#era,
-      this.#session,
+      this.#opened,
       this.#input,
       this.#record,
       lease,
@@ -250,10 +273,11 @@ class ResumedStream<Deps> {
  */
 export async function adoptWaitingCall<Deps>(
   era: LegacyEraContext<Deps>,
-  session: LegacySession,
+  opened: OpenedSession,
   input: LegacyInput,
   requestId: string
 ): Promise<void> {
+  const { session } = opened
   const stream = streamOfRequestId(requestId)
   // Driven here: this replica's own flow takes the answer (the common case costs no read). Shutting
   // down: the answer is stored, and the replica the client's resumed stream reaches claims the call.
@@ -275,7 +299,7 @@ export async function adoptWaitingCall<Deps>(
     if (events.some(({ payload }) => isFinalEvent(payload))) return lease.release({ ended: true })
     if (events.length < REPLAY_PAGE) break
   }
-  driveClaimed(era, session, input, record, lease, lastSeq)
+  driveClaimed(era, opened, input, record, lease, lastSeq)
 }
 
 /** What a call that stopped before it waited for the client is ended with, on its stream. */
@@ -290,13 +314,14 @@ const STOPPED_MESSAGE =
  */
 function driveClaimed<Deps>(
   era: LegacyEraContext<Deps>,
-  session: LegacySession,
+  opened: OpenedSession,
   input: LegacyInput,
   record: StreamRecord,
   lease: CallLease,
   lastSeq: number,
   connection?: SseConnection
 ): void {
+  const { session } = opened
   const call = storedCall(record)
   const checkpoint = call?.checkpoint
   if (!call || !checkpoint) {
@@ -320,5 +345,5 @@ function driveClaimed<Deps>(
   // Requests the old driver named in its checkpoint but did not live to write go out now.
   writeAsks(log, checkpoint.waiting, lastSeq)
   const stream = CallStream.resumed(era.streams, session, call.request, log)
-  void dispatchCall(era, call.request, session, input, undefined, { stream, lease, checkpoint })
+  void dispatchCall(era, call.request, opened, input, undefined, { stream, lease, checkpoint })
 }

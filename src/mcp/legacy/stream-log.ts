@@ -300,6 +300,17 @@ export class StreamLog {
     })
   }
 
+  /**
+   * Writes `text` live only (no id: nothing of the stream is kept any more, its session having
+   * ended) and closes the connection, once what was written before is out.
+   */
+  endLive(text: string): void {
+    this.#written = this.#written.then(() => {
+      this.#connection?.event(undefined, text)
+      this.#connection?.close()
+    })
+  }
+
   /** Lets go of the connection (`SseConnection.letGo`) once what was written before is out. */
   letGo(): void {
     this.#written = this.#written.then(() => this.#connection?.letGo())

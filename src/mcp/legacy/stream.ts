@@ -9,8 +9,10 @@
  *   so the client reconnects, as it does after a drop, and is counted while open with telemetry on.
  *   Its messages carry ids (`g…`, `stream-log.ts`), so a client resumes it with `Last-Event-ID`;
  *   nothing it sent is kept, so a resumed one opens with list-changed hints instead (`resume.ts`),
- *   numbered on from where it was left unless that runs near the ids' range (then afresh);
- * - DELETE ends the session for every replica: its record and subscriptions leave the store (204).
+ *   numbered on from where it was left unless that runs near the ids' range (then afresh). It ends
+ *   when its session does (`session-end.ts`), on whichever replica holds it;
+ * - DELETE ends the session for every replica: its record and subscriptions leave the store (204),
+ *   and every replica is told (`session_ended`), so its GET streams and waiting calls end too.
  */
 import { ErrorCode, errorMessage, errorResponseText } from '../errors.ts'
 import { eventNotification } from '../event-notification.ts'
@@ -21,18 +23,20 @@ import { scopeChallenge } from '../scopes.ts'
 import type { StreamSlot } from '../stream-limits.ts'
 import { jsonText } from '../streaming.ts'
 import type { LegacySession } from './session.ts'
+import { announceSessionEnded, watchSessionEnd } from './session-end.ts'
 import { MAX_EVENT_SEQ, STREAM_RETRY_MS, newStreamId } from './stream-log.ts'
-import type { LegacyEraContext, LegacyInput } from './transport.ts'
+import type { LegacyEraContext, LegacyInput, OpenedSession } from './transport.ts'
 
 /**
- * The GET stream of `session`, or the refusal to answer instead. `resumed` names the stream a client
+ * The GET stream of the session `opened` (its record as read), or the refusal to answer instead, to
+ * end when the session ends. `resumed` names the stream a client
  * resumes (`Last-Event-ID`, `resume.ts`): it goes on under the same id, numbered on, and opens with
  * the list-changed notifications the server advertises, since what changed while the client was
  * away was not kept (a re-read hint, as after any reconnect).
  */
 export function notificationStream<Deps>(
   era: LegacyEraContext<Deps>,
-  session: LegacySession,
+  { session, record }: OpenedSession,
   input: LegacyInput,
   resumed?: { stream: string; seq: number }
 ): Response {
@@ -50,6 +54,7 @@ export function notificationStream<Deps>(
     const { text, status } = errorMessage(null, error, era.logger)
     return jsonText(text, status)
   }
+  const watch = watchSessionEnd(era, session.sid, record.expiresAt)
   try {
     const filter = {
       principal,
@@ -66,6 +71,7 @@ export function notificationStream<Deps>(
       interest: { principal },
       signal: input.signal ?? new AbortController().signal,
       shutdown: era.shutdown,
+      ended: watch.ended,
       retryMs: STREAM_RETRY_MS,
       ids: numbering(resumed),
       opening: resumed
@@ -75,12 +81,17 @@ export function notificationStream<Deps>(
         : undefined,
       logger: era.logger,
       logFields: { stream: 'get', session: session.sid.slice(0, 8) },
-      onEnd: () => slot.release(),
+      onEnd: () => {
+        watch.stop()
+        slot.release()
+      },
       map: (event) => eventNotification(event, filter),
     })
     return era.telemetry ? era.telemetry.stream('get', session.protocolVersion, stream) : stream
   } catch (error) {
-    slot.release() // nothing holds a stream that failed to open
+    // nothing holds a stream that failed to open
+    watch.stop()
+    slot.release()
     throw error
   }
 }
@@ -131,5 +142,6 @@ export async function endSession<Deps>(
   const denied = scopeChallenge(era.server, { id: null, method: 'DELETE', params: {} }, input)
   if (denied) return denied
   await era.sessions.endSession(session.sid)
+  await announceSessionEnded(era, [session.sid])
   return new Response(null, { status: 204 })
 }

@@ -129,7 +129,7 @@ const sessionMethods: PortMethods<
   async createSession(sid, principal, expiresAt, now, maxPerPrincipal) {
     const db = this.db
     if (db.sessions.has(sid)) throw new Error(`session ${sid} is already recorded`)
-    let ended = 0
+    const ended: string[] = []
     if (Number.isFinite(maxPerPrincipal)) {
       const live = [...(db.sessionsOf.get(principal) ?? [])]
         .map((id) => db.sessions.get(id) as SessionRow)
@@ -137,7 +137,7 @@ const sessionMethods: PortMethods<
         .sort(newestFirst)
       for (const session of live.slice(Math.max(0, maxPerPrincipal - 1))) {
         db.endSession(session.sid)
-        ended += 1
+        ended.push(session.sid)
       }
     }
     db.sessions.set(sid, { sid, principal, createdAt: now, expiresAt })

@@ -28,12 +28,12 @@ export const sessionMethods: PortMethods<Omit<SessionStore, keyof StreamStore>, 
     const owner = enc(principal)
     const cap = capParam(maxPerPrincipal)
     return this.db.begin(async (tx) => {
-      let evicted = 0
+      let evicted: string[] = []
       if (cap !== null) {
         await tx`SELECT pg_advisory_xact_lock(${PRINCIPAL_SESSIONS_LOCK_CLASS}, hashtext(${owner}))`
         // The principal's live sessions beyond the newest cap - 1, oldest created first (ties by
         // sid), end with their subscriptions, streams and stream events to make room for this one.
-        const [row] = await tx<Array<{ evicted: number }>>`
+        const ended = await tx<Array<{ sid: string }>>`
           WITH ended AS (
             DELETE FROM sessions WHERE sid IN (
               SELECT sid FROM sessions WHERE principal = ${owner} AND expires_at > ${now}
@@ -47,8 +47,8 @@ export const sessionMethods: PortMethods<Omit<SessionStore, keyof StreamStore>, 
           ), unevented AS (
             DELETE FROM stream_events WHERE sid IN (SELECT sid FROM ended)
           )
-          SELECT count(*)::int AS evicted FROM ended`
-        evicted = row?.evicted ?? 0
+          SELECT sid FROM ended`
+        evicted = ended.map((row) => dec(row.sid))
       }
       await tx`
         INSERT INTO sessions (sid, principal, created_at, expires_at)

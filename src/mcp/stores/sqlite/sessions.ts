@@ -21,7 +21,7 @@ export const sessionMethods: PortMethods<Omit<SessionStore, keyof StreamStore>, 
     const cap = capParam(maxPerPrincipal)
     if (cap === null) {
       await db.run(create.sql, create.params)
-      return 0
+      return []
     }
     const overCap = [principal, now, cap]
     const evictions = [SQL.evictSubscriptions, SQL.evictStreams, SQL.evictStreamEvents]
@@ -30,7 +30,7 @@ export const sessionMethods: PortMethods<Omit<SessionStore, keyof StreamStore>, 
       { sql: SQL.evictSessions, params: overCap },
       create,
     ])
-    return rows[evictions.length]?.length ?? 0
+    return (rows[evictions.length] ?? []).map((row) => String(row.sid))
   },
 
   async getSession(sid) {
