@@ -20,7 +20,9 @@
  * connection is done (the client gone, the stream's end read, or the stream dropped and its
  * connection reset: `event-stream.ts`), never merely when the server gives up on it, so a client
  * that stops reading cannot keep connections past the cap; an interactive call when its final
- * message is settled.
+ * message is settled. The streams and waiting calls of a 2025 session that ends (DELETE, eviction at
+ * its principal's session cap, expiry) end with it on every replica (`legacy/session-end.ts`), and
+ * give their slots back so.
  */
 import { CapExceededError } from './errors.ts'
 import { positiveWholeNumber } from './options.ts'
