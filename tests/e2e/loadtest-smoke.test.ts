@@ -67,10 +67,7 @@ afterAll(async () => {
 })
 
 /** Runs the load test to its end (SIGTERM, then SIGKILL, if it overruns) and reads its summary. */
-function loadtest(
-  name: string,
-  args: string[]
-): Promise<{ code: number | null; output: string; summary: LoadtestSummary }> {
+function loadtest(name: string, args: string[]): Promise<Run> {
   const out = join(dir, `${name}.json`)
   const child = spawn(
     process.execPath,
@@ -111,6 +108,12 @@ function loadtest(
 }
 
 type Run = { code: number | null; output: string; summary: LoadtestSummary }
+
+/** `loadtest` balanced through nginx (`--mode balanced`, then `args`); fails without nginx. */
+async function balancedLoadtest(name: string, args: string[] = []): Promise<Run> {
+  if (!nginx) throw new Error(`${NO_NGINX} (CI=true: this fails instead of skipping)`)
+  return loadtest(name, ['--mode', 'balanced', ...args])
+}
 
 /**
  * One era's flows sound; `allowed`, the clean failures it may have: by default those of a kill
@@ -244,8 +247,7 @@ describe('the load test (2 replicas, 2 modern, 2 2025-era and 2 task users, 4 s 
     'balanced through nginx: nothing lost or duplicated in either era or the tasks, none stuck; rounds, answers and polls cross replicas',
     { timeout: TEST_TIMEOUT_MS },
     async () => {
-      if (!nginx) throw new Error(`${NO_NGINX} (CI=true: this fails instead of skipping)`)
-      const run = await loadtest('balanced', ['--mode', 'balanced'])
+      const run = await balancedLoadtest('balanced')
       expectSound(run)
       expect(run.summary.mode).toBe('balanced')
       expect(run.summary.fault).toBeNull()
@@ -262,8 +264,7 @@ describe('the load test (2 replicas, 2 modern, 2 2025-era and 2 task users, 4 s 
     'balanced through nginx with one replica killed and restarted: each flow of either era completes or fails cleanly, nothing lost or duplicated; the tasks it ran finish elsewhere, none lost, duplicated or stuck',
     { timeout: TEST_TIMEOUT_MS },
     async () => {
-      if (!nginx) throw new Error(`${NO_NGINX} (CI=true: this fails instead of skipping)`)
-      const run = await loadtest('balanced-kill', ['--mode', 'balanced', '--kill'])
+      const run = await balancedLoadtest('balanced-kill', ['--kill'])
       expectSound(run)
       expect(run.summary.mode).toBe('balanced')
       expectTakenOver(run)
@@ -275,8 +276,7 @@ describe('the load test (2 replicas, 2 modern, 2 2025-era and 2 task users, 4 s 
     'balanced through nginx across two rolling deploys that add, then promote, a new key: every replica drains and exits 0, no flow of either era or the tasks fails, nothing lost or duplicated',
     { timeout: TEST_TIMEOUT_MS },
     async () => {
-      if (!nginx) throw new Error(`${NO_NGINX} (CI=true: this fails instead of skipping)`)
-      const run = await loadtest('balanced-rolling', ['--mode', 'balanced', '--fault', 'rolling'])
+      const run = await balancedLoadtest('balanced-rolling', ['--fault', 'rolling'])
       expectSound(run)
       const fault = run.summary.fault
       if (fault?.kind !== 'rolling') throw new Error(`not a rolling deploy: ${run.output}`)
@@ -311,7 +311,7 @@ describe('the load test (2 replicas, 2 modern, 2 2025-era and 2 task users, 4 s 
     'balanced through nginx with --fault %s: requests meet the outage and are refused cleanly, every replica serves the store again, nothing lost or duplicated',
     { timeout: TEST_TIMEOUT_MS },
     async (kind) => {
-      const run = await loadtest(`balanced-${kind}`, ['--mode', 'balanced', '--fault', kind])
+      const run = await balancedLoadtest(`balanced-${kind}`, ['--fault', kind])
       expectDatabaseFault(run, kind)
     }
   )
@@ -320,8 +320,7 @@ describe('the load test (2 replicas, 2 modern, 2 2025-era and 2 task users, 4 s 
     'a 45-second soak through nginx at a steady rate: every replica sampled throughout, none growing past its bound, nothing lost or duplicated',
     { timeout: TEST_TIMEOUT_MS },
     async () => {
-      if (!nginx) throw new Error(`${NO_NGINX} (CI=true: this fails instead of skipping)`)
-      const run = await loadtest('balanced-soak', ['--mode', 'balanced', '--soak', '0.75'])
+      const run = await balancedLoadtest('balanced-soak', ['--soak', '0.75'])
       // Without a fault no flow may fail at all: the run's own verdict says every era and the
       // tasks passed (nothing lost, duplicated or half done, no error, no 5xx) and so did the soak.
       const { summary } = run

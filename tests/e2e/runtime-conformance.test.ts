@@ -12,17 +12,10 @@
  * conformance-results/<runtime>-2025; the lists, the runner and the pinning tests are
  * tests/support/conformance.ts's.
  */
-import { afterAll, beforeAll } from 'vitest'
-import {
-  REQUIREMENT_SETS,
-  describeRefereeRun,
-  runBothLegs,
-  type RefereeRun,
-  type RequirementSet,
-} from '../support/conformance.ts'
-import { createScratchDatabase, type ScratchDatabase } from '../../scripts/support/postgres.ts'
+import { describeBothLegs, type RequirementSet } from '../support/conformance.ts'
+import { createScratchDatabase } from '../../scripts/support/postgres.ts'
 import { testDatabaseUrl } from '../support/postgres.ts'
-import { startServer, type Runtime, type ServerProcess } from '../support/server-process.ts'
+import { startServer, type Runtime } from '../support/server-process.ts'
 
 const RUNTIMES: ReadonlyArray<Exclude<Runtime, 'node'>> = ['deno', 'bun', 'lambda', 'netlify']
 const SUFFIX: Record<RequirementSet, string> = { '2026-07-28': '', '2025-11-25': '-2025' }
@@ -31,30 +24,29 @@ const SUFFIX: Record<RequirementSet, string> = { '2026-07-28': '', '2025-11-25':
 const IN_POSTGRES: ReadonlySet<Runtime> = new Set(['netlify'])
 const serverUrl = await testDatabaseUrl()
 
+/** The fixture on `runtime` (and its own scratch database, where it keeps sessions in one). */
+async function startFixture(runtime: Runtime) {
+  const database = IN_POSTGRES.has(runtime) ? await createScratchDatabase(serverUrl!) : undefined
+  const fixture = await startServer(
+    'fixture',
+    database ? { DATABASE_URL: database.url } : {},
+    runtime
+  ).catch(async (error: unknown) => {
+    await database?.drop()
+    throw error
+  })
+  const stop = async () => {
+    await fixture.stop()
+    await database?.drop()
+  }
+  return { url: fixture.url, stop }
+}
+
 for (const runtime of RUNTIMES) {
   if (IN_POSTGRES.has(runtime) && !serverUrl) continue
-  let fixture: ServerProcess | undefined
-  let database: ScratchDatabase | undefined
-  let runs = new Map<RequirementSet, RefereeRun>()
-
-  beforeAll(async () => {
-    if (IN_POSTGRES.has(runtime)) database = await createScratchDatabase(serverUrl!)
-    fixture = await startServer('fixture', database ? { DATABASE_URL: database.url } : {}, runtime)
-    const outOf = (requirements: RequirementSet) =>
-      `conformance-results/${runtime}${SUFFIX[requirements]}`
-    runs = await runBothLegs(fixture.url, runtime, outOf, 240_000)
-  }, 540_000)
-
-  afterAll(async () => {
-    await fixture?.stop()
-    await database?.drop()
-  })
-
-  for (const requirements of REQUIREMENT_SETS) {
-    describeRefereeRun(
-      `official conformance referee, requirement set ${requirements}, on ${runtime}`,
-      requirements,
-      () => runs.get(requirements)
-    )
-  }
+  describeBothLegs(
+    runtime,
+    () => startFixture(runtime),
+    (requirements) => `conformance-results/${runtime}${SUFFIX[requirements]}`
+  )
 }

@@ -7,38 +7,17 @@
  * conformance-results/worker and conformance-results/worker-2025. The scenario lists, the runner and
  * the pinning tests are shared with the Node run in tests/support/conformance.ts.
  */
-import { afterAll, beforeAll } from 'vitest'
 import { formatKeyRing, generateKey } from '../../src/mcp/key-ring.ts'
-import {
-  REQUIREMENT_SETS,
-  describeRefereeRun,
-  runBothLegs,
-  type RefereeRun,
-  type RequirementSet,
-} from '../support/conformance.ts'
-import { startWorker, type WorkerProcess } from '../workers/wrangler-dev.ts'
+import { describeBothLegs, type RequirementSet } from '../support/conformance.ts'
+import { startWorker } from '../workers/wrangler-dev.ts'
 
 const OUT: Record<RequirementSet, string> = {
   '2026-07-28': 'conformance-results/worker',
   '2025-11-25': 'conformance-results/worker-2025',
 }
 
-let worker: WorkerProcess | undefined
-let runs = new Map<RequirementSet, RefereeRun>()
-
-beforeAll(async () => {
-  worker = await startWorker({ vars: { STATE_KEYS: formatKeyRing([generateKey()]) } })
-  runs = await runBothLegs(worker.url, 'workerd', (requirements) => OUT[requirements], 240_000)
-}, 540_000)
-
-afterAll(async () => {
-  await worker?.stop()
-})
-
-for (const requirements of REQUIREMENT_SETS) {
-  describeRefereeRun(
-    `official conformance referee, requirement set ${requirements}, on workerd (wrangler dev)`,
-    requirements,
-    () => runs.get(requirements)
-  )
-}
+describeBothLegs(
+  'workerd (wrangler dev)',
+  () => startWorker({ vars: { STATE_KEYS: formatKeyRing([generateKey()]) } }),
+  (requirements) => OUT[requirements]
+)

@@ -1,16 +1,18 @@
 /**
  * @module tests/support/conformance
  * What the conformance tests share (tests/conformance/referee.test.ts on Node,
- * tests/e2e/worker-conformance.test.ts on workerd): the scenarios of each requirement set (2026-07-28
- * and 2025-11-25) this project must pass (the tasks extension's too, on both runtimes), a runner for the
- * official referee (`scripts/conformance.ts`, one leg per run) that parses its summary, and the
- * `describe` block that pins the results. Where the server runs (the fixture started by the script,
- * or a Worker under `wrangler dev`) is each test's own business.
+ * tests/e2e/worker-conformance.test.ts on workerd, tests/e2e/runtime-conformance.test.ts on the
+ * other runtimes): the scenarios of each requirement set (2026-07-28 and 2025-11-25) this project
+ * must pass (the tasks extension's too, on every runtime), a runner for the official referee
+ * (`scripts/conformance.ts`, one leg per run) that parses its summary, the `describe` block that
+ * pins the results, and both legs run and pinned against a server a test starts
+ * (`describeBothLegs`). Where the server runs (the fixture started by the script, a Worker under
+ * `wrangler dev`, the fixture on another runtime) is each test's own business.
  */
 import { spawn } from 'node:child_process'
 import { readFileSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 export type RequirementSet = '2026-07-28' | '2025-11-25'
 
@@ -193,13 +195,13 @@ export async function runReferee(
 }
 
 /** Both requirement sets, in the order a server is run through them. */
-export const REQUIREMENT_SETS: readonly RequirementSet[] = ['2026-07-28', '2025-11-25']
+const REQUIREMENT_SETS: readonly RequirementSet[] = ['2026-07-28', '2025-11-25']
 
 /**
  * Both legs against the server at `url`, one after the other, each leg's results under
  * `outOf(leg)`; logs each leg's scored passes (`Conformance <leg> on <where>: n/m scored pass`).
  */
-export async function runBothLegs(
+async function runBothLegs(
   url: string,
   where: string,
   outOf: (requirements: RequirementSet) => string,
@@ -214,6 +216,43 @@ export async function runBothLegs(
     console.log(`Conformance ${requirements} on ${where}: ${passing}/${scored.length} scored pass`)
   }
   return runs
+}
+
+/** A server the referee runs against, and how to end it. */
+export interface RefereeTarget {
+  url: string
+  stop(): Promise<void>
+}
+
+/**
+ * The referee against the server `start` starts before the file's tests: both legs, one after the
+ * other, each leg's results under `outOf(leg)`, each leg pinned by `describeRefereeRun`, titled
+ * "… on `where`"; the server is stopped after them.
+ */
+export function describeBothLegs(
+  where: string,
+  start: () => Promise<RefereeTarget>,
+  outOf: (requirements: RequirementSet) => string
+): void {
+  let target: RefereeTarget | undefined
+  let runs = new Map<RequirementSet, RefereeRun>()
+
+  beforeAll(async () => {
+    target = await start()
+    runs = await runBothLegs(target.url, where, outOf, 240_000)
+  }, 540_000)
+
+  afterAll(async () => {
+    await target?.stop()
+  })
+
+  for (const requirements of REQUIREMENT_SETS) {
+    describeRefereeRun(
+      `official conformance referee, requirement set ${requirements}, on ${where}`,
+      requirements,
+      () => runs.get(requirements)
+    )
+  }
 }
 
 /** The status of each check of `scenario` in the results of `run` (its latest run). */
