@@ -1,8 +1,9 @@
 /**
  * @module tests/support/tasks
  * What the tasks tests share (tests/unit/tasks-*.test.ts in-process, tests/e2e/tasks-*.test.ts over
- * HTTP): the client capabilities that declare the tasks extension, one request to a server process,
- * a task runner driven by hand, and waiting for a task to reach a state by polling `tasks/get` as a
+ * HTTP, tests/workers/ in workerd): the client capabilities that declare the tasks extension, one
+ * request to a server process, a task stored for a runner that was never handed it, a task runner
+ * driven by hand, and waiting for a task to reach a state by polling `tasks/get` as a
  * client does, bounded without asserting anything about timing.
  */
 import { TASKS_EXTENSION } from '../../src/mcp/protocol.ts'
@@ -10,13 +11,44 @@ import {
   DEFAULT_MAX_TASK_JOURNAL_CHARS,
   DEFAULT_TASK_RESULT_TTL_MS,
 } from '../../src/mcp/tasks/options.ts'
+import type { TaskStore } from '../../src/mcp/task-store.ts'
+import { writeCall, writeJournal } from '../../src/mcp/tasks/record.ts'
 import { TaskRunner, type TaskRunnerOptions } from '../../src/mcp/tasks/runner.ts'
+import { newTaskId } from '../../src/mcp/tasks/wire.ts'
 import { expectResult, mcpInit, type JsonObject } from './mcp-request.ts'
+import { storeTask } from './store-contract.ts'
 
 /** `_meta` client capabilities that declare the tasks extension (and nothing else). */
 export const TASKS = { extensions: { [TASKS_EXTENSION]: {} } }
 /** The tasks extension and form elicitation. */
 export const TASKS_AND_FORMS = { elicitation: {}, ...TASKS }
+
+/**
+ * Stores a task of the local principal calling `tool` with `args` that needs a runner and was never
+ * handed to one (a minute to live); answers its id.
+ */
+export async function unscheduledTask(
+  store: Pick<TaskStore, 'createTask'>,
+  tool: string,
+  args: JsonObject
+): Promise<string> {
+  const now = Date.now()
+  const taskId = newTaskId()
+  await storeTask(store, {
+    id: taskId,
+    owner: 'local',
+    principal: 'local',
+    tool,
+    args: writeCall({ arguments: args, principal: 'local', capabilities: TASKS }),
+    status: 'working',
+    createdAt: now,
+    updatedAt: now,
+    expiresAt: now + 60_000,
+    pollIntervalMs: 1_000,
+    journal: writeJournal({ replay: {}, issued: {} }),
+  })
+  return taskId
+}
 
 /** One request to the MCP endpoint at `url` over HTTP; answers its result (asserting success). */
 export async function rpcAt(

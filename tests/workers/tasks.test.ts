@@ -24,8 +24,7 @@ import { importKeyRing, parseKeyRing } from '../../src/mcp/key-ring.ts'
 import { StateSealer } from '../../src/mcp/sealed-state.ts'
 import { TaskEngine } from '../../src/mcp/tasks/engine.ts'
 import { DEFAULT_TASK_RESULT_TTL_MS } from '../../src/mcp/tasks/options.ts'
-import { leaseHeld, writeCall, writeJournal } from '../../src/mcp/tasks/record.ts'
-import { newTaskId } from '../../src/mcp/tasks/wire.ts'
+import { leaseHeld } from '../../src/mcp/tasks/record.ts'
 import { createNotesServer } from '../../src/notes/server.ts'
 import { D1NotesStore, type D1Like, type D1PreparedLike } from '../../src/storage/d1.ts'
 import worker from '../../src/worker.ts'
@@ -38,8 +37,7 @@ import {
 } from 'stateless-mcp/workers'
 import { taskObjectName } from '../../src/mcp/workers/task-scheduler.ts'
 import { MCP_URL, expectResult, mcpInit, type JsonObject } from '../support/mcp-request.ts'
-import { storeTask } from '../support/store-contract.ts'
-import { TASKS, TASKS_AND_FORMS, isTerminal, waitForTask } from '../support/tasks.ts'
+import { TASKS_AND_FORMS, isTerminal, unscheduledTask, waitForTask } from '../support/tasks.ts'
 import { fixtureA, fixtureB, notesA, notesB, type Fetcher } from './isolates.ts'
 
 const runners = env[TASK_RUNNER_BINDING] as TaskRunnerNamespace
@@ -174,26 +172,6 @@ function onBatch(db: D1Like, seen: (n: number) => void): D1Like {
   }
 }
 
-/** A task of the local principal that needs a runner and was never handed to one. */
-async function unscheduledTask(tool: string, args: JsonObject): Promise<string> {
-  const now = Date.now()
-  const taskId = newTaskId()
-  await storeTask(records, {
-    id: taskId,
-    owner: 'local',
-    principal: 'local',
-    tool,
-    args: writeCall({ arguments: args, principal: 'local', capabilities: TASKS }),
-    status: 'working',
-    createdAt: now,
-    updatedAt: now,
-    expiresAt: now + 60_000,
-    pollIntervalMs: 1_000,
-    journal: writeJournal({ replay: {}, issued: {} }),
-  })
-  return taskId
-}
-
 const dying: DyingDatabase[] = []
 afterEach(() => {
   for (const db of dying.splice(0)) db.kill()
@@ -303,7 +281,9 @@ describe('a run in slices', () => {
       },
       { store, replicaId: 'sliced', maxRunning: 1, takeoverIntervalMs: 0 }
     )
-    const taskId = await unscheduledTask('import_notes', { markdown: markdownOf('Sliced', 800) })
+    const taskId = await unscheduledTask(records, 'import_notes', {
+      markdown: markdownOf('Sliced', 800),
+    })
 
     const released = await engine.run(taskId, slice.signal)
     expect(released?.status).toBe('working')
@@ -341,7 +321,7 @@ describe('takeover of a task whose runner died', () => {
   })
 
   it('the cron trigger hands over a runnable task nobody handed over (its hand-off was lost)', async () => {
-    const taskId = await unscheduledTask('export_notes', {})
+    const taskId = await unscheduledTask(records, 'export_notes', {})
 
     await worker.scheduled({ scheduledTime: Date.now() }, env)
 
