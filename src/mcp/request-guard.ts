@@ -138,8 +138,20 @@ export const NOT_UTF8_MESSAGE = 'Parse error: the body is not valid UTF-8.'
  * past that (the reading stops there), a `TypeError` when it is not well-formed UTF-8.
  */
 export async function readBody(request: Request, maxBytes: number): Promise<string | undefined> {
-  if (!request.body) return ''
-  const reader = request.body.getReader()
+  const bytes = await readBounded(request.body, maxBytes)
+  return bytes && decodeUtf8(bytes)
+}
+
+/**
+ * The bytes of a request's or response's `body` (none: empty), read at most `maxBytes` into memory:
+ * `undefined` when they grow past that (the reading stops there).
+ */
+export async function readBounded(
+  body: ReadableStream<Uint8Array> | null,
+  maxBytes: number
+): Promise<Uint8Array | undefined> {
+  if (!body) return new Uint8Array(0)
+  const reader = body.getReader()
   const chunks: Uint8Array[] = []
   let size = 0
   for (;;) {
@@ -158,5 +170,5 @@ export async function readBody(request: Request, maxBytes: number): Promise<stri
     bytes.set(chunk, offset)
     offset += chunk.byteLength
   }
-  return decodeUtf8(bytes)
+  return bytes
 }

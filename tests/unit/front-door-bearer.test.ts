@@ -22,6 +22,7 @@ import {
   resourceMetadataUrl,
   tokenPrincipal,
 } from 'stateless-mcp/bearer'
+import { greet } from '../support/greet-tool.ts'
 import { initializeMessage } from '../support/legacy-request.ts'
 import {
   mcpInit,
@@ -34,22 +35,6 @@ const ISSUER = 'https://auth.example'
 const AUDIENCE = 'http://127.0.0.1:8787/mcp'
 const METADATA_URL = 'http://127.0.0.1:8787/.well-known/oauth-protected-resource/mcp'
 
-const greet = tool({
-  name: 'greet',
-  description: 'Greets the caller, asking the name when it is missing.',
-  input: z.object({ name: z.string().optional() }),
-  async run({ name }, ctx) {
-    if (!name) {
-      const answer = await ctx.elicit('name', {
-        message: 'What is your name?',
-        schema: z.object({ name: z.string() }),
-      })
-      if (answer.action !== 'accept') return text('Hello, whoever you are')
-      name = answer.content.name
-    }
-    return text(`Hello, ${name}`)
-  },
-})
 const whoami = tool({
   name: 'whoami',
   description: 'Says who is calling.',
@@ -146,6 +131,22 @@ async function messageOf(response: Response): Promise<JsonObject> {
   return messages[0] as JsonObject
 }
 
+/** A 2025-era POST of `message` with `token` as its bearer (and `session`'s headers). */
+function legacyPost(token: string, message: object, session: Record<string, string> = {}) {
+  return new Request('http://127.0.0.1:8787/mcp', {
+    method: 'POST',
+    headers: {
+      host: '127.0.0.1:8787',
+      authorization: `Bearer ${token}`,
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      ...(session['mcp-session-id'] ? { 'mcp-protocol-version': '2025-11-25' } : {}),
+      ...session,
+    },
+    body: JSON.stringify(message),
+  })
+}
+
 /** The `tools/call` of `name` with `token`. */
 async function call(name: string, token: string | undefined, args: object = {}) {
   return server.fetch(post('tools/call', token, { params: { name, arguments: { ...args } } }))
@@ -223,39 +224,11 @@ describe('bearerAuth refuses', () => {
 
   it('a 2025-era session’s call needing more scopes than its token grants', async () => {
     const token = await sign({ scope: 'notes:read' })
-    const opened = await server.fetch(
-      new Request('http://127.0.0.1:8787/mcp', {
-        method: 'POST',
-        headers: {
-          host: '127.0.0.1:8787',
-          authorization: `Bearer ${token}`,
-          'content-type': 'application/json',
-          accept: 'application/json, text/event-stream',
-        },
-        body: JSON.stringify(initializeMessage()),
-      })
-    )
+    const opened = await server.fetch(legacyPost(token, initializeMessage()))
     expect(opened.status).toBe(200)
-    const session = opened.headers.get('mcp-session-id') as string
-    const response = await server.fetch(
-      new Request('http://127.0.0.1:8787/mcp', {
-        method: 'POST',
-        headers: {
-          host: '127.0.0.1:8787',
-          authorization: `Bearer ${token}`,
-          'content-type': 'application/json',
-          accept: 'application/json, text/event-stream',
-          'mcp-session-id': session,
-          'mcp-protocol-version': '2025-11-25',
-        },
-        body: JSON.stringify({
-          jsonrpc: '2.0',
-          id: 7,
-          method: 'tools/call',
-          params: { name: 'erase', arguments: {} },
-        }),
-      })
-    )
+    const session = { 'mcp-session-id': opened.headers.get('mcp-session-id') as string }
+    const call = { jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'erase' } }
+    const response = await server.fetch(legacyPost(token, call, session))
     expect(response.status).toBe(403)
     expect(response.headers.get('www-authenticate')).toContain('error="insufficient_scope"')
   })

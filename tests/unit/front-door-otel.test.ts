@@ -23,6 +23,7 @@ import { afterAll, beforeEach, describe, expect, it } from 'vitest'
 import * as z from 'zod'
 import { createMcpServer, generateStateKeys, text, tool, type McpLogger } from 'stateless-mcp'
 import { otelTelemetry } from 'stateless-mcp/otel'
+import { greet } from '../support/greet-tool.ts'
 import { mcpInit, readMessages } from '../support/mcp-request.ts'
 
 const TRACE = '0af7651916cd43dd8448eb211c80319c'
@@ -31,23 +32,6 @@ const HEADER_TRACE = '11111111111111111111111111111111'
 const HEADER_SPAN = '2222222222222222'
 
 const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks'
-
-const greet = tool({
-  name: 'greet',
-  description: 'Greets a person, asking the name when it is missing.',
-  input: z.object({ name: z.string().optional() }),
-  async run({ name }, ctx) {
-    if (!name) {
-      const answer = await ctx.elicit('name', {
-        message: 'What is your name?',
-        schema: z.object({ name: z.string() }),
-      })
-      if (answer.action !== 'accept') return text('Hello, whoever you are')
-      name = answer.content.name
-    }
-    return text(`Hello, ${name}`)
-  },
-})
 
 /** A tool that may run as a task: the server then serves `tasks/get` from its engine store. */
 const report = tool({

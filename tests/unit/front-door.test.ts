@@ -8,36 +8,18 @@
  * resumed GET stream at the top of the id range still sending ids the server accepts back.
  */
 import { describe, expect, it } from 'vitest'
-import * as z from 'zod'
 import {
   createMcpServer,
   generateStateKeys,
   InProcessEventBus,
-  text,
-  tool,
   type McpLogger,
 } from 'stateless-mcp'
 import { mcpRoute } from 'stateless-mcp/hono'
 import { Hono } from 'hono'
 import { parseEventId } from '../../src/mcp/legacy/stream-log.ts'
+import { greet } from '../support/greet-tool.ts'
 import { mcpInit, readMessages } from '../support/mcp-request.ts'
 
-const greet = tool({
-  name: 'greet',
-  description: 'Greets a person, asking the name when it is missing.',
-  input: z.object({ name: z.string().optional() }),
-  async run({ name }, ctx) {
-    if (!name) {
-      const answer = await ctx.elicit('name', {
-        message: 'What is your name?',
-        schema: z.object({ name: z.string() }),
-      })
-      if (answer.action !== 'accept') return text('Hello, whoever you are')
-      name = answer.content.name
-    }
-    return text(`Hello, ${name}`)
-  },
-})
 const definition = {
   info: { name: 'greeter', version: '1.0.0' },
   tools: [greet],

@@ -24,6 +24,8 @@ import {
   type JSONWebKeySet,
   type JWSHeaderParameters,
 } from 'jose'
+import { readBounded } from '../request-guard.ts'
+import { decodeUtf8 } from '../utf8.ts'
 
 /**
  * How long fetched keys are used before the document is fetched again (10 minutes).
@@ -100,27 +102,9 @@ type KeyResolver = ReturnType<typeof createLocalJWKSet>
 export async function boundedText(response: Response, limit: number): Promise<string> {
   const declared = Number(response.headers.get('content-length'))
   if (Number.isFinite(declared) && declared > limit) throw new Error(`body over ${limit} bytes`)
-  const reader = response.body?.getReader()
-  if (!reader) return ''
-  const chunks: Uint8Array[] = []
-  let size = 0
-  for (;;) {
-    const { done, value } = await reader.read()
-    if (done) break
-    size += value.byteLength
-    if (size > limit) {
-      await reader.cancel()
-      throw new Error(`body over ${limit} bytes`)
-    }
-    chunks.push(value)
-  }
-  const bytes = new Uint8Array(size)
-  let offset = 0
-  for (const chunk of chunks) {
-    bytes.set(chunk, offset)
-    offset += chunk.byteLength
-  }
-  return new TextDecoder('utf-8', { fatal: true }).decode(bytes)
+  const bytes = await readBounded(response.body, limit)
+  if (bytes === undefined) throw new Error(`body over ${limit} bytes`)
+  return decodeUtf8(bytes)
 }
 
 /**
