@@ -28,7 +28,7 @@ import type { TaskOptions } from './mcp/tasks/options.ts'
 import { READ, SCOPE_IMPLIES } from './notes/scopes.ts'
 import { createNotesServer } from './notes/server.ts'
 import type { NotesStore } from './notes/store.ts'
-import type { EngineStore } from './mcp/stores/engine-store.ts'
+import type { EngineStore } from 'stateless-mcp'
 import type { AppTelemetry } from 'stateless-mcp'
 
 export interface AppDeps {

@@ -68,7 +68,7 @@ import { StateSealer } from './mcp/sealed-state.ts'
 import { StreamLimits } from './mcp/stream-limits.ts'
 import type { NotesDeps } from './notes/deps.ts'
 import type { D1Like } from 'stateless-mcp/d1'
-import { sweepExpired } from './mcp/stores/expiry-sweeps.ts'
+import { sweepExpired } from 'stateless-mcp/compose'
 import { D1SchemaMissingError, openD1Stores } from './storage/d1.ts'
 import type { WorkerTelemetry } from './workers/telemetry.ts'
 import {

@@ -21,7 +21,7 @@ import { createMcpHandler } from '../../src/mcp/handler.ts'
 import { generateKey } from '../../src/mcp/key-ring.ts'
 import { MAX_STREAM_CAP, StreamLimits } from '../../src/mcp/stream-limits.ts'
 import { createNodeSealer } from '../../src/node/crypto.ts'
-import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
+import { openSqliteStores } from '../../src/storage/sqlite.ts'
 import { benchServer } from './ours-server.ts'
 import { serveBench } from './serve.ts'
 
@@ -48,14 +48,15 @@ const telemetry = (await running)?.telemetry
 // The sealer as the Node entry (`src/node.ts`) configures it, with a fresh key ring per process.
 const sealer = await createNodeSealer([generateKey()], 600)
 const path = process.env.BENCH_DB
-const store = new SqliteNotesStore({ path: path ?? ':memory:' })
-await store.migrate()
+const stores = openSqliteStores({ path: path ?? ':memory:' })
+await stores.migrate()
+const { notes: store, engine: engineStore } = stores
 const bus = new InProcessEventBus()
 
 let app: Hono
 if (process.env.BENCH_APP === 'notes') {
   const { createApp } = await import('../../src/app.ts')
-  app = createApp(config, { store, sealer, bus, telemetry })
+  app = createApp(config, { store, engineStore, sealer, bus, telemetry })
 } else {
   const handler = createMcpHandler({
     server: benchServer,
@@ -65,7 +66,7 @@ if (process.env.BENCH_APP === 'notes') {
     // No cap on the sessions of one principal: the legacy_session scenario opens tens of
     // thousands, all of the one local principal, and past the default cap of 1,000 every one would
     // also end the oldest, which is not the cost this scenario measures.
-    legacy: { sessions: store, limits: { sessionsPerPrincipal: Infinity } },
+    legacy: { sessions: engineStore, limits: { sessionsPerPrincipal: Infinity } },
     streamLimits: new StreamLimits(config.streamLimits),
     telemetry,
   })
@@ -73,5 +74,5 @@ if (process.env.BENCH_APP === 'notes') {
 }
 
 serveBench(process.env.BENCH_APP === 'notes' ? 'ours-notes-app' : 'ours', app.fetch, () =>
-  store.close()
+  stores.close()
 )

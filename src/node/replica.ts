@@ -20,7 +20,7 @@ import { ConfigError, assertSafeExposure, parseConfig, type Config } from '../co
 import { InProcessEventBus } from '../mcp/event-bus.ts'
 import { parseKeyRing } from '../mcp/key-ring.ts'
 import { consoleLogger, logError } from '../mcp/logger.ts'
-import { startExpirySweeps } from '../mcp/stores/expiry-sweeps.ts'
+import { startExpirySweeps } from 'stateless-mcp/compose'
 import type { NotesStore } from '../notes/store.ts'
 import { openPostgresStores } from '../storage/postgres.ts'
 import { PostgresEventBus } from 'stateless-mcp/postgres'

@@ -109,7 +109,7 @@ export class ShareNotApprovedError extends Error {
   override name = 'ShareNotApprovedError'
 }
 
-export { StoreNotMigratedError } from '../mcp/stores/common/store-class.ts'
+export { StoreNotMigratedError } from 'stateless-mcp/compose'
 
 export interface NotesStore extends StoreLifecycle {
   create(principal: string, note: NewNote, now: number): Promise<Note>

@@ -3,17 +3,17 @@
  * The conformance fixture opened on a runtime with Node's APIs, as its entries serve it
  * (`fixture-server.ts` on Node, Deno and Bun; `fixture-lambda.ts` on Lambda, `netlify/` on Netlify):
  * the configuration from the environment, the key ring from STATE_KEYS or a fresh one per process,
- * and 2025-era session records in an in-memory SQLite store (sessions end with the process, as their
- * key ring does), or in the PostgreSQL database of DATABASE_URL, as on the function platforms, whose
- * bundles carry no SQLite migration files.
+ * and 2025-era session records in the engine's memory store (sessions end with the process, as their
+ * key ring does), or in the PostgreSQL database of DATABASE_URL, as on the function platforms, where
+ * every invocation may run in another process.
  */
 import type { Hono } from 'hono'
 import { parseConfig, type Config } from '../../src/config.ts'
 import { InProcessEventBus } from '../../src/mcp/event-bus.ts'
 import { formatKeyRing, generateKey, parseKeyRing } from '../../src/mcp/key-ring.ts'
 import { createNodeSealer } from '../../src/node/crypto.ts'
-import { PostgresNotesStore } from '../../src/storage/postgres.ts'
-import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
+import { MemoryEngineStore } from 'stateless-mcp'
+import { PostgresEngineStore } from 'stateless-mcp/postgres'
 import { createFixtureApp } from './fixture-app.ts'
 
 export interface FixtureReplica {
@@ -30,8 +30,8 @@ export async function openFixture(
   const keys = parseKeyRing(config.stateKeys ?? formatKeyRing([generateKey()]))
   const sealer = await createNodeSealer(keys, config.stateTtlSeconds)
   const sessions = config.databaseUrl
-    ? new PostgresNotesStore({ url: config.databaseUrl })
-    : new SqliteNotesStore({ path: ':memory:' })
+    ? new PostgresEngineStore({ url: config.databaseUrl })
+    : new MemoryEngineStore()
   await sessions.migrate()
   const shutdown = new AbortController()
   const app = createFixtureApp(config, {

@@ -38,7 +38,7 @@ import { HEADER_PROTOCOL_VERSION } from '../../src/mcp/protocol.ts'
 import { StateSealer } from '../../src/mcp/sealed-state.ts'
 import { StreamLimits, type StreamSlot } from '../../src/mcp/stream-limits.ts'
 import { noteUri } from '../../src/notes/format.ts'
-import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
+import { sqliteStores } from '../support/sqlite-stores.ts'
 import { OtelTelemetry } from '../../src/telemetry/otel.ts'
 import { spanScope } from '../../src/telemetry/spans.ts'
 import { connectLegacyHost } from '../support/legacy-host.ts'
@@ -66,8 +66,7 @@ const LAST_CHUNK = '\r\n0\r\n\r\n'
 const TOO_MANY_STREAMS = 429
 
 const sealer = StateSealer.create({ keyRing: await importKeyRing([generateKey()]) })
-const store = new SqliteNotesStore({ path: ':memory:' })
-await store.migrate()
+const { store, engineStore } = await sqliteStores()
 
 /** The bus, telling the test each time a held-open stream (interest: a principal alone) subscribes. */
 class WatchedBus extends InProcessEventBus {
@@ -131,7 +130,7 @@ async function startStreamServer(options: { bounds?: EventStreamBounds; telemetr
     shutdown: shutdown.signal,
     streamLimits: limits,
     listen: options.bounds,
-    legacy: { sessions: store, stream: options.bounds },
+    legacy: { sessions: engineStore, stream: options.bounds },
     telemetry: options.telemetry
       ? new OtelTelemetry({ scope: spanScope(undefined), database: 'sqlite' })
       : undefined,

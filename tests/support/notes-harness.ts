@@ -27,7 +27,9 @@ import { generateKey, importKeyRing } from '../../src/mcp/key-ring.ts'
 import { META_LOG_LEVEL, type LogLevel } from '../../src/mcp/protocol.ts'
 import { StateSealer } from '../../src/mcp/sealed-state.ts'
 import type { ClientCapabilities } from '../../src/mcp/wire.ts'
-import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
+import type { SqliteEngineStore } from '../../src/mcp/sqlite.ts'
+import type { SqliteNotesStore } from '../../src/storage/sqlite.ts'
+import { sqliteStores } from './sqlite-stores.ts'
 import { postMcp, readMessages, requestApp, type JsonValue } from './mcp-request.ts'
 import { TEST_AUTH_ENV, bearer } from './test-tokens.ts'
 
@@ -100,6 +102,7 @@ export interface DecisionOptions extends PageOptions {
 export interface NotesHarness {
   app: Hono
   store: SqliteNotesStore
+  engineStore: SqliteEngineStore
   bus: InProcessEventBus
   /** Events published on the bus since the harness was built. */
   events: ServerEvent[]
@@ -138,8 +141,8 @@ export async function createNotesHarness(
   const cookies = cookieScheme(publicBaseUrl(config))
   /** The CSRF cookie name of the share page at `url` (`/share/<id>`). */
   const csrfNameOf = (url: string) => csrfCookieName(cookies, new URL(url).pathname.split('/')[2]!)
-  const store = new SqliteNotesStore({ path: ':memory:' })
-  await store.migrate()
+  const stores = await sqliteStores()
+  const { store, engineStore } = stores
   const bus = new InProcessEventBus()
   const events: ServerEvent[] = []
   bus.subscribe((event) => events.push(event))
@@ -155,7 +158,7 @@ export async function createNotesHarness(
     warn: (message, fields) => logs.push({ level: 'warn', message, fields }),
     error: (message, fields) => logs.push({ level: 'error', message, fields }),
   }
-  const app = createApp(config, { store, sealer, bus, logger, now: () => clock.now })
+  const app = createApp(config, { store, engineStore, sealer, bus, logger, now: () => clock.now })
   let nextId = 1
 
   // The principal string `stateless-mcp/bearer` derives from a verified token (JSON `[issuer, subject]`).
@@ -280,6 +283,7 @@ export async function createNotesHarness(
   return {
     app,
     store,
+    engineStore,
     bus,
     events,
     logs,
@@ -292,7 +296,7 @@ export async function createNotesHarness(
     principalOf,
     openSharePage,
     submitDecision,
-    close: () => store.close(),
+    close: () => stores.close(),
   }
 }
 

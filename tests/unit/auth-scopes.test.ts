@@ -17,7 +17,7 @@ import { ConfigError, assertSafeExposure, isLoopbackHost, parseConfig } from '..
 import { InProcessEventBus } from '../../src/mcp/event-bus.ts'
 import { generateKey, importKeyRing } from '../../src/mcp/key-ring.ts'
 import { StateSealer } from '../../src/mcp/sealed-state.ts'
-import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
+import { sqliteStores } from '../support/sqlite-stores.ts'
 import { initializeMessage } from '../support/legacy-request.ts'
 import { MCP_URL, mcpInit, postMcp, type JsonObject } from '../support/mcp-request.ts'
 import {
@@ -28,12 +28,11 @@ import {
 } from '../support/test-tokens.ts'
 
 async function notesApp(env: Record<string, string> = {}) {
-  const store = new SqliteNotesStore({ path: ':memory:' })
-  await store.migrate()
+  const { store, engineStore } = await sqliteStores()
   const config = parseConfig({ ...TEST_AUTH_ENV, ...env })
   const sealer = StateSealer.create({ keyRing: await importKeyRing([generateKey()]) })
   const logger = { warn: () => {}, error: () => {} }
-  return createApp(config, { store, sealer, bus: new InProcessEventBus(), logger })
+  return createApp(config, { store, engineStore, sealer, bus: new InProcessEventBus(), logger })
 }
 
 const app = await notesApp()

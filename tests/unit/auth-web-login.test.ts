@@ -30,7 +30,8 @@ import { generateKey, importKeyRing } from '../../src/mcp/key-ring.ts'
 import { StateSealer } from '../../src/mcp/sealed-state.ts'
 import { SHARE_REQUEST_TTL_MS } from '../../src/notes/limits.ts'
 import { randomToken } from '../../src/notes/tokens.ts'
-import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
+import type { SqliteNotesStore } from '../../src/storage/sqlite.ts'
+import { sqliteStores } from '../support/sqlite-stores.ts'
 import {
   MCP_CLIENT_ID,
   signingKey,
@@ -72,8 +73,7 @@ async function appAt(
   publicUrl: string,
   options: { fetch?: typeof fetch; sealer?: StateSealer } = {}
 ): Promise<{ app: Hono; store: SqliteNotesStore }> {
-  const store = new SqliteNotesStore({ path: ':memory:' })
-  await store.migrate()
+  const { store, engineStore } = await sqliteStores()
   const config = parseConfig({
     PUBLIC_URL: publicUrl,
     ALLOWED_HOSTS: new URL(publicUrl).hostname,
@@ -85,7 +85,7 @@ async function appAt(
   const sealer = options.sealer ?? (await newSealer())
   const auth =
     options.fetch && createAuthServices(config.auth as AuthConfig, { fetch: options.fetch })
-  const app = createApp(config, { store, sealer, bus: new InProcessEventBus(), auth })
+  const app = createApp(config, { store, engineStore, sealer, bus: new InProcessEventBus(), auth })
   return { app, store }
 }
 
@@ -619,13 +619,18 @@ describe('deciding as the right person', () => {
 
 describe('without a web client', () => {
   it('answers the approval page with 503 and decides nothing', async () => {
-    const store = new SqliteNotesStore({ path: ':memory:' })
-    await store.migrate()
+    const { store, engineStore } = await sqliteStores()
     const sealer = await newSealer()
     const warnings: string[] = []
     const logger = { warn: (message: string) => warnings.push(message), error: () => {} }
     const config = parseConfig({ AUTH_ISSUER: as.issuer, AUTH_JWKS_URL: as.jwksUrl })
-    const app = createApp(config, { store, sealer, bus: new InProcessEventBus(), logger })
+    const app = createApp(config, {
+      store,
+      engineStore,
+      sealer,
+      bus: new InProcessEventBus(),
+      logger,
+    })
     expect(warnings).toEqual(['share approvals need AUTH_WEB_CLIENT_ID and AUTH_WEB_CLIENT_SECRET'])
     const id = await pendingShare(store)
     const response = await get(app, `http://127.0.0.1/share/${id}`)

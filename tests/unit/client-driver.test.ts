@@ -42,7 +42,7 @@ import {
 import { StateSealer } from '../../src/mcp/sealed-state.ts'
 import { compileServer } from '../../src/mcp/server.ts'
 import type { JsonObject, RequestId } from '../../src/mcp/wire.ts'
-import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
+import { SqliteEngineStore } from '../../src/mcp/sqlite.ts'
 import { tasksConformanceTools } from '../conformance/fixture-tasks-tools.ts'
 import { tempDataDir } from '../support/server-process.ts'
 
@@ -901,7 +901,7 @@ const taskServer = compileServer<unknown>({
 })
 
 const taskDir = await tempDataDir('notes-mcp-client-tasks-')
-const taskStores: SqliteNotesStore[] = []
+const taskStores: SqliteEngineStore[] = []
 const replicaShutdowns: AbortController[] = []
 let taskFile = 0
 const taskSealer = StateSealer.create({
@@ -938,7 +938,7 @@ async function engine(
   const path = join(taskDir, `tasks-${++taskFile}.db`)
   const handlers = new Map<string, McpHandler>()
   for (const host of hosts) {
-    const store = new SqliteNotesStore({ path })
+    const store = new SqliteEngineStore({ path })
     await store.migrate()
     taskStores.push(store)
     const shutdown = new AbortController()

@@ -18,7 +18,7 @@ import {
 import { generateKey, importKeyRing } from '../../src/mcp/key-ring.ts'
 import { StateSealer } from '../../src/mcp/sealed-state.ts'
 import { noteUri } from '../../src/notes/format.ts'
-import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
+import { sqliteStores } from '../support/sqlite-stores.ts'
 import { createFixtureApp } from '../conformance/fixture-app.ts'
 import { SseReaders, TEST_AUTH_ENV, bearer, startSession } from '../support/legacy-request.ts'
 import { expectResult, postMcp, type JsonObject } from '../support/mcp-request.ts'
@@ -34,15 +34,14 @@ class RecordingBus extends InProcessEventBus {
 }
 
 const sealer = StateSealer.create({ keyRing: await importKeyRing([generateKey()]) })
-const store = new SqliteNotesStore({ path: ':memory:' })
-await store.migrate()
+const { store, engineStore } = await sqliteStores()
 const bus = new RecordingBus()
-const app = createApp(parseConfig(TEST_AUTH_ENV), { store, sealer, bus })
+const app = createApp(parseConfig(TEST_AUTH_ENV), { store, engineStore, sealer, bus })
 /** The conformance fixture without store checks: a 2025 answer can only arrive by the bus. */
 const fixture = createFixtureApp(parseConfig({}), {
   sealer,
   bus,
-  sessions: store,
+  sessions: engineStore,
   answerPollMs: Infinity,
 })
 const principalOf = (subject: string) => tokenPrincipal(TEST_AUTH_ENV.AUTH_ISSUER, subject)

@@ -12,13 +12,12 @@ import { InProcessEventBus } from '../../src/mcp/event-bus.ts'
 import { generateKey, importKeyRing } from '../../src/mcp/key-ring.ts'
 import { StateSealer } from '../../src/mcp/sealed-state.ts'
 import type { NotesStore } from '../../src/notes/store.ts'
-import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
+import { sqliteStores } from '../support/sqlite-stores.ts'
 import { requestApp } from '../support/mcp-request.ts'
 import { TEST_AUTH_ENV } from '../support/test-tokens.ts'
 
 const sealer = StateSealer.create({ keyRing: await importKeyRing([generateKey()]) })
-const sqlite = new SqliteNotesStore({ path: ':memory:' })
-await sqlite.migrate()
+const { store: sqlite, engineStore } = await sqliteStores()
 
 /** A store whose every call fails, as a database that is down. */
 const unreachable = new Proxy(sqlite, {
@@ -32,6 +31,7 @@ const unreachable = new Proxy(sqlite, {
 function app(options: { draining?: AbortSignal; store?: NotesStore; env?: object } = {}) {
   return createApp(parseConfig({ ...options.env }), {
     store: options.store ?? sqlite,
+    engineStore,
     sealer,
     bus: new InProcessEventBus(),
     draining: options.draining,

@@ -20,7 +20,7 @@ import { MAX_BATCH_MESSAGES } from '../../src/mcp/legacy/batch.ts'
 import { HEADER_SESSION_ID } from '../../src/mcp/legacy/protocol.ts'
 import { HEADER_PROTOCOL_VERSION, PROTOCOL_VERSION } from '../../src/mcp/protocol.ts'
 import { StateSealer } from '../../src/mcp/sealed-state.ts'
-import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
+import { sqliteStores } from '../support/sqlite-stores.ts'
 import { createFixtureApp } from '../conformance/fixture-app.ts'
 import {
   SseReaders,
@@ -37,15 +37,14 @@ const SESSION_NOT_FOUND = -32001
 const BATCH_REVISION = '2025-03-26'
 
 /** The notes app (without and with auth) and the fixture, on one store, key ring and bus. */
-const store = new SqliteNotesStore({ path: ':memory:' })
-await store.migrate()
+const { store, engineStore } = await sqliteStores()
 const shared = {
   sealer: StateSealer.create({ keyRing: await importKeyRing([generateKey()]) }),
   bus: new InProcessEventBus(),
 }
-const app = createApp(parseConfig({}), { store, ...shared })
-const authApp = createApp(parseConfig(TEST_AUTH_ENV), { store, ...shared })
-const fixture = createFixtureApp(parseConfig({}), { sessions: store, ...shared })
+const app = createApp(parseConfig({}), { store, engineStore, ...shared })
+const authApp = createApp(parseConfig(TEST_AUTH_ENV), { store, engineStore, ...shared })
+const fixture = createFixtureApp(parseConfig({}), { sessions: engineStore, ...shared })
 
 const streams = new SseReaders()
 afterEach(() => streams.cancelAll())

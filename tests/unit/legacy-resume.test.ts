@@ -37,8 +37,9 @@ import { createApp } from '../../src/app.ts'
 import { LOCAL_PRINCIPAL } from 'stateless-mcp'
 import { tokenPrincipal } from 'stateless-mcp/bearer'
 import { createNotesServer } from '../../src/notes/server.ts'
+import type { EngineStore } from '../../src/mcp/stores/engine-store.ts'
 import type { NotesStore } from '../../src/notes/store.ts'
-import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
+import { sqliteStores } from '../support/sqlite-stores.ts'
 import { compileServer, type CompiledServer } from '../../src/mcp/server.ts'
 import { text } from '../../src/mcp/definitions.ts'
 import type { NotesDeps } from '../../src/notes/deps.ts'
@@ -60,8 +61,8 @@ const LEASE_MS = 10_000
 const PAST_THE_LEASE = LEASE_MS + 1_000
 
 const sealer = StateSealer.create({ keyRing: await importKeyRing([generateKey()]) })
-const store = new SqliteNotesStore({ path: ':memory:' })
-await store.migrate()
+/** The notes, and the engine's state every replica shares (`store`). */
+const { store: notes, engineStore: store } = await sqliteStores()
 const notesServer = createNotesServer()
 
 const streams = new SseReaders()
@@ -75,8 +76,10 @@ afterEach(() => {
 })
 
 interface ReplicaOptions {
-  /** The replica's store (default the shared one). */
-  store?: NotesStore
+  /** The replica's engine store (default the shared one). */
+  store?: EngineStore
+  /** The replica's notes store (default the shared one). */
+  notes?: NotesStore
   bus?: EventBus
   /** Added to the replica's clock. */
   skewMs?: number
@@ -95,20 +98,20 @@ interface ReplicaOptions {
 function replica(options: ReplicaOptions = {}) {
   const shutdown = new AbortController()
   shutdowns.push(shutdown)
-  const notes = options.store ?? store
+  const sessions = options.store ?? store
   const bus = options.bus ?? new InProcessEventBus()
   const now = () => Date.now() + (options.skewMs ?? 0)
   return createHttpApp({
     config: parseConfig({}),
     handler: createMcpHandler({
       server: options.server ?? notesServer,
-      deps: { notes, bus, baseUrl: 'http://127.0.0.1:8787', now: Date.now },
+      deps: { notes: options.notes ?? notes, bus, baseUrl: 'http://127.0.0.1:8787', now: Date.now },
       sealer,
       bus,
       draining: options.draining,
       shutdown: shutdown.signal,
       legacy: {
-        sessions: notes,
+        sessions,
         now,
         input: { answerPollMs: options.answerPollMs ?? 20 },
         stream:
@@ -122,34 +125,39 @@ function replica(options: ReplicaOptions = {}) {
 }
 
 /**
- * The shared store, until `die()`: from then on every call fails, as a replica that died makes no
+ * The shared stores, until `die()`: from then on every call fails, as a replica that died makes no
  * more calls (`dieAfter` dies right after the first call of that name succeeds).
  */
-function mortalStore(dieAfter?: keyof NotesStore) {
+function mortalStore(dieAfter?: keyof EngineStore | keyof NotesStore) {
   let dead = false
-  const proxy = new Proxy(store, {
-    get(target, name, receiver) {
-      const value: unknown = Reflect.get(target, name, receiver)
-      if (typeof value !== 'function') return value
-      return async (...args: unknown[]) => {
-        if (dead) throw new Error('this replica is dead')
-        const result: unknown = await (value as (...a: unknown[]) => unknown).apply(target, args)
-        if (name === dieAfter) dead = true
-        return result
-      }
-    },
-  })
-  return { store: proxy, die: () => (dead = true) }
+  const mortal = <Store extends object>(shared: Store): Store =>
+    new Proxy(shared, {
+      get(target, name, receiver) {
+        const value: unknown = Reflect.get(target, name, receiver)
+        if (typeof value !== 'function') return value
+        return async (...args: unknown[]) => {
+          if (dead) throw new Error('this replica is dead')
+          const result: unknown = await (value as (...a: unknown[]) => unknown).apply(target, args)
+          if (name === dieAfter) dead = true
+          return result
+        }
+      },
+    })
+  return {
+    store: mortal<EngineStore>(store),
+    notes: mortal<NotesStore>(notes),
+    die: () => (dead = true),
+  }
 }
 
 const FORM_CLIENT = { elicitation: {} }
 const ACCEPT = { action: 'accept', content: { confirm: true } }
 
 async function seed(title: string): Promise<string> {
-  return (await store.create(LOCAL_PRINCIPAL, { title, body: 'body', tags: [] }, Date.now())).id
+  return (await notes.create(LOCAL_PRINCIPAL, { title, body: 'body', tags: [] }, Date.now())).id
 }
 
-const exists = async (id: string) => (await store.get(LOCAL_PRINCIPAL, id)) !== undefined
+const exists = async (id: string) => (await notes.get(LOCAL_PRINCIPAL, id)) !== undefined
 
 /** The stream of `delete_note` of `noteId` called (as request `del`) in `session`. */
 async function callDelete(session: LegacySession, noteId: string): Promise<SseReader> {
@@ -423,7 +431,8 @@ describe('a call that stopped before it waited for the client', () => {
 describe('resuming with auth', () => {
   const alice = tokenPrincipal(TEST_AUTH_ENV.AUTH_ISSUER, 'alice')
   const authApp = createApp(parseConfig(TEST_AUTH_ENV), {
-    store,
+    store: notes,
+    engineStore: store,
     sealer,
     bus: new InProcessEventBus(),
   })
@@ -432,7 +441,7 @@ describe('resuming with auth', () => {
   })
 
   it("gives another principal nothing (404, as for any session not its own), and a token of the session's principal without the call's scopes the 403", async () => {
-    const noteId = (await store.create(alice, { title: 'Hers', body: 'b', tags: [] }, Date.now()))
+    const noteId = (await notes.create(alice, { title: 'Hers', body: 'b', tags: [] }, Date.now()))
       .id
     const { session } = await startSession(authApp, {
       capabilities: FORM_CLIENT,
@@ -578,7 +587,7 @@ describe('a call that outlives its replica', () => {
 
   it('deletes once when the dead replica deleted the note but never stored the answer', async () => {
     const mortal = mortalStore('delete')
-    const a = replica({ store: mortal.store })
+    const a = replica({ store: mortal.store, notes: mortal.notes })
     const b = replica({ skewMs: PAST_THE_LEASE })
     const { noteId, session, stream, ask, askId } = await deleteFlow(a, 'Half done')
     await stream.cancel()

@@ -25,6 +25,7 @@ import { HEADER_SESSION_ID } from '../../src/mcp/legacy/protocol.ts'
 import { SessionCodec } from '../../src/mcp/legacy/session.ts'
 import { StateSealer } from '../../src/mcp/sealed-state.ts'
 import { noteUri } from '../../src/notes/format.ts'
+import { SqliteEngineStore } from '../../src/mcp/sqlite.ts'
 import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
 import { OpenHosts, acceptingWith, createNote, noteExists } from '../support/legacy-host.ts'
 import { LegacySession, SseReader, postLegacy, startSession } from '../support/legacy-request.ts'
@@ -55,19 +56,28 @@ const codecFor = async (keys: RawKey[], ttlSeconds = TTL_SECONDS) =>
   new SessionCodec((await sealerFor(keys)).withTtl(ttlSeconds))
 
 const bus = new InProcessEventBus()
+/** The notes every app of this file keeps (each test's sessions live in a store of its own). */
+const notes = new SqliteNotesStore({ path: ':memory:' })
+await notes.migrate()
 
-/** The notes app on `store`, with the shortest session lifetime and ring `keys`. */
+/** The notes app keeping its sessions in `store`, with the shortest session lifetime and ring `keys`. */
 async function notesApp(
-  store: SqliteNotesStore,
+  store: SqliteEngineStore,
   keys: RawKey[] = [keyA],
   logger?: RecordingLogger
 ): Promise<Hono> {
   const config = parseConfig({ SESSION_TTL_SECONDS: String(TTL_SECONDS) })
-  return createApp(config, { store, sealer: await sealerFor(keys), bus, logger })
+  return createApp(config, {
+    store: notes,
+    engineStore: store,
+    sealer: await sealerFor(keys),
+    bus,
+    logger,
+  })
 }
 
-async function memoryStore<T extends SqliteNotesStore>(
-  make: () => T = () => new SqliteNotesStore({ path: ':memory:' }) as T
+async function memoryStore<T extends SqliteEngineStore>(
+  make: () => T = () => new SqliteEngineStore({ path: ':memory:' }) as T
 ): Promise<T> {
   const store = make()
   await store.migrate()
@@ -100,7 +110,7 @@ async function expectLive(session: LegacySession) {
 }
 
 /** Purges every expired row of `store` at the clock's now. */
-async function purge(store: SqliteNotesStore) {
+async function purge(store: SqliteEngineStore) {
   while ((await store.purgeExpired(clock.now, 1000)) > 0);
 }
 
@@ -152,7 +162,7 @@ describe('SessionCodec', () => {
 })
 
 describe('sliding sessions', () => {
-  let store: SqliteNotesStore
+  let store: SqliteEngineStore
   let app: Hono
 
   beforeAll(async () => {
@@ -197,7 +207,7 @@ describe('sliding sessions', () => {
   })
 
   it('an id past its sealed expiry works while its record lives, with its subscriptions; a record expired is no session, purged or not', async () => {
-    const noteId = (await store.create(LOCAL_PRINCIPAL, { title: 'Kept', body: 'x', tags: [] }, 1))
+    const noteId = (await notes.create(LOCAL_PRINCIPAL, { title: 'Kept', body: 'x', tags: [] }, 1))
       .id
     const { session } = await startSession(app)
     const sid = (await sidOf(session.id)) as string
@@ -253,7 +263,7 @@ describe('sliding sessions', () => {
   })
 
   it('every POST answer carries the re-sealed id when the record slides: the 202 of a notification, an SSE stream, the 202 of an answer', async () => {
-    const noteId = (await store.create(LOCAL_PRINCIPAL, { title: 'Due', body: 'x', tags: [] }, 1))
+    const noteId = (await notes.create(LOCAL_PRINCIPAL, { title: 'Due', body: 'x', tags: [] }, 1))
       .id
     const { session } = await startSession(app, { capabilities: FORM_CLIENT })
     const sid = (await sidOf(session.id)) as string
@@ -306,7 +316,7 @@ describe('sliding sessions', () => {
   })
 
   it('sends no id for a session DELETEd while its sliding is decided: it stays ended', async () => {
-    class EndedMeanwhile extends SqliteNotesStore {
+    class EndedMeanwhile extends SqliteEngineStore {
       override async renewSession(sid: string, expiresAt: number, now: number) {
         await this.endSession(sid)
         return super.renewSession(sid, expiresAt, now)
@@ -325,7 +335,7 @@ describe('sliding sessions', () => {
 
   it('answers all the same, without a new id, when the store fails the sliding (logged); the next message slides it', async () => {
     let failing = true
-    class FailingRenewal extends SqliteNotesStore {
+    class FailingRenewal extends SqliteEngineStore {
       override async renewSession(sid: string, expiresAt: number, now: number) {
         if (failing) throw new Error('store unavailable')
         return super.renewSession(sid, expiresAt, now)
@@ -352,7 +362,7 @@ describe('sliding sessions', () => {
 })
 
 describe('real clients with their default settings', () => {
-  let store: SqliteNotesStore
+  let store: SqliteEngineStore
   /** The app the in-process server serves now: a test swaps it (a restart with new settings). */
   let current: Hono
   let server: ServerType
@@ -402,7 +412,7 @@ describe('real clients with their default settings', () => {
       const first = transport.sessionId as string
       expect(first).toMatch(/^[\x21-\x7e]+$/)
       const sid = (await sidOf(first)) as string
-      await store.create(LOCAL_PRINCIPAL, { title: 'Slid', body: 'x', tags: ['v2'] }, 1)
+      await notes.create(LOCAL_PRINCIPAL, { title: 'Slid', body: 'x', tags: ['v2'] }, 1)
       // Eight steps of 25 s: 200 s of use, over three lifetimes of 60 s; expired rows purged.
       const started = clock.now
       while (clock.now - started <= 3 * TTL) {

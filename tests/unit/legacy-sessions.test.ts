@@ -30,7 +30,8 @@ import {
 import { StateSealer } from '../../src/mcp/sealed-state.ts'
 import { noteUri } from '../../src/notes/format.ts'
 import { MAX_SUBSCRIPTIONS_PER_SESSION } from '../../src/mcp/session-store.ts'
-import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
+import { SqliteEngineStore } from '../../src/mcp/sqlite.ts'
+import { sqliteStores } from '../support/sqlite-stores.ts'
 import { createFixtureApp } from '../conformance/fixture-app.ts'
 import {
   LEGACY_VERSION,
@@ -60,7 +61,7 @@ const sealerFor = async (keys: RawKey[], now?: () => number) =>
 
 const keyA = generateKey()
 const sealer = await sealerFor([keyA])
-const sessions = new SqliteNotesStore({ path: ':memory:' })
+const sessions = new SqliteEngineStore({ path: ':memory:' })
 await sessions.migrate()
 const bus = new InProcessEventBus()
 
@@ -71,9 +72,13 @@ const app = fixture()
 const authApp = fixture(TEST_AUTH_ENV)
 
 /** The notes app on a store of its own, with one note of the local principal. */
-const notesStore = new SqliteNotesStore({ path: ':memory:' })
-await notesStore.migrate()
-const notesApp = createApp(parseConfig({}), { store: notesStore, sealer, bus })
+const { store: notesStore, engineStore: notesSessions } = await sqliteStores()
+const notesApp = createApp(parseConfig({}), {
+  store: notesStore,
+  engineStore: notesSessions,
+  sealer,
+  bus,
+})
 const noteId = (
   await notesStore.create('local', { title: 'Groceries', body: 'milk', tags: [] }, Date.now())
 ).id
@@ -385,7 +390,7 @@ describe('session ids', () => {
   it('keeps a DELETEd session unknown until its own expiry, whatever the TTL of the replica that ended it', async () => {
     const clock = { now: Date.now() }
     const timedSealer = await sealerFor([keyA], () => clock.now)
-    const store = new SqliteNotesStore({ path: ':memory:' })
+    const store = new SqliteEngineStore({ path: ':memory:' })
     await store.migrate()
     const replica = (ttlSeconds: number) =>
       createFixtureApp(parseConfig({ SESSION_TTL_SECONDS: String(ttlSeconds) }), {
@@ -632,7 +637,7 @@ describe('session methods', () => {
 
   it('answers a subscribe whose session ended after the request found it with the 404 of any session not found', async () => {
     /** Ends the session just before subscribing it: what a DELETE, or an eviction, racing does. */
-    class EndingStore extends SqliteNotesStore {
+    class EndingStore extends SqliteEngineStore {
       override async addSubscription(sid: string, uri: string, now: number, cap: number) {
         await this.endSession(sid)
         return super.addSubscription(sid, uri, now, cap)
@@ -673,7 +678,12 @@ describe('session methods', () => {
   )
 
   it("refuses a subscription to a note that does not exist or is another principal's, as resources/read does", async () => {
-    const notesAuthApp = createApp(parseConfig(TEST_AUTH_ENV), { store: notesStore, sealer, bus })
+    const notesAuthApp = createApp(parseConfig(TEST_AUTH_ENV), {
+      store: notesStore,
+      engineStore: notesSessions,
+      sealer,
+      bus,
+    })
     const alicesNote = await notesStore.create(
       tokenPrincipal(TEST_AUTH_ENV.AUTH_ISSUER, 'alice'),
       { title: 'Diary', body: 'private', tags: [] },
@@ -735,7 +745,7 @@ function ping1(id = 1): JsonObject {
 describe('what one principal may keep in the store', () => {
   const SESSIONS_CAP = 3
   const SUBSCRIPTIONS_CAP = 150
-  const limitedStore = new SqliteNotesStore({ path: ':memory:' })
+  const limitedStore = new SqliteEngineStore({ path: ':memory:' })
   /** What the engine of `limited` logged. */
   const warnings: Array<{ message: string; fields?: Record<string, unknown> }> = []
   const limited = createFixtureApp(

@@ -18,10 +18,10 @@ import {
   newStreamId,
   parseEventId,
 } from '../../src/mcp/legacy/stream-log.ts'
-import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
+import { SqliteEngineStore } from '../../src/mcp/sqlite.ts'
 import { parseSse } from '../support/mcp-request.ts'
 
-const store = new SqliteNotesStore({ path: ':memory:' })
+const store = new SqliteEngineStore({ path: ':memory:' })
 await store.migrate()
 const NOW = Date.now()
 const context = {

@@ -16,7 +16,7 @@ import { InProcessEventBus } from '../../src/mcp/event-bus.ts'
 import { generateKey, importKeyRing } from '../../src/mcp/key-ring.ts'
 import { StateSealer } from '../../src/mcp/sealed-state.ts'
 import { noteUri } from '../../src/notes/format.ts'
-import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
+import { sqliteStores } from '../support/sqlite-stores.ts'
 import { createFixtureApp } from '../conformance/fixture-app.ts'
 import {
   SseReaders,
@@ -33,11 +33,10 @@ const INVALID_PARAMS = -32602
 const SESSION_NOT_FOUND = -32001
 
 const sealer = StateSealer.create({ keyRing: await importKeyRing([generateKey()]) })
-const store = new SqliteNotesStore({ path: ':memory:' })
-await store.migrate()
+const { store, engineStore } = await sqliteStores()
 const bus = new InProcessEventBus()
-const app = createApp(parseConfig({}), { store, sealer, bus })
-const authApp = createApp(parseConfig(TEST_AUTH_ENV), { store, sealer, bus })
+const app = createApp(parseConfig({}), { store, engineStore, sealer, bus })
+const authApp = createApp(parseConfig(TEST_AUTH_ENV), { store, engineStore, sealer, bus })
 
 const streams = new SseReaders()
 afterEach(() => streams.cancelAll())
@@ -157,7 +156,7 @@ describe('the GET notification stream', () => {
   })
 
   it('sends tools and prompts list changes when the server advertises them (fixture triggers)', async () => {
-    const fixture = createFixtureApp(parseConfig({}), { sealer, bus, sessions: store })
+    const fixture = createFixtureApp(parseConfig({}), { sealer, bus, sessions: engineStore })
     const { session } = await startSession(fixture)
     const stream = streams.open(await session.get())
     for (const name of ['test_trigger_tool_change', 'test_trigger_prompt_change']) {

@@ -15,7 +15,7 @@ import { StateSealer } from '../../src/mcp/sealed-state.ts'
 import { compileServer } from '../../src/mcp/server.ts'
 import { createNotesServer } from '../../src/notes/server.ts'
 import { NOTES_READ, NOTES_WRITE } from '../../src/notes/scopes.ts'
-import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
+import { SqliteEngineStore } from '../../src/mcp/sqlite.ts'
 import { SseReader, initializeMessage } from '../support/legacy-request.ts'
 import { callMcp, type HandlerCallOptions } from '../support/mcp-request.ts'
 
@@ -62,7 +62,7 @@ const server = compileServer<null>({
   ],
 })
 const sealer = StateSealer.create({ keyRing: await importKeyRing([generateKey()]) })
-const sessions = new SqliteNotesStore({ path: ':memory:' })
+const sessions = new SqliteEngineStore({ path: ':memory:' })
 await sessions.migrate()
 const handler = createMcpHandler({
   server,

@@ -1,8 +1,8 @@
 /**
  * @module tests/unit/sqlite-group-commit
- * The node:sqlite driver's group commit (`src/storage/sqlite.ts`): the statements asked for in one
- * turn of the event loop run in one transaction when the turn ends, and each caller is answered
- * as if its statement had run alone. Tries to break it: a constraint failure beside good writes, a
+ * The node:sqlite driver's group commit (`src/mcp/stores/sqlite/node-sqlite.ts`): the statements
+ * asked for in one turn of the event loop run in one transaction when the turn ends, and each
+ * caller is answered as if its statement had run alone. Tries to break it: a constraint failure beside good writes, a
  * failed batch, a full disk (a failure that ends the transaction), a failed commit, a read asked
  * for after a write, `close()` with a group pending, and another process's connection wanting the
  * write lock while a group waits for its turn to end (it must not wait for the turn).
@@ -11,7 +11,7 @@ import { DatabaseSync } from 'node:sqlite'
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { NodeSqliteDriver } from '../../src/storage/sqlite.ts'
+import { NodeSqliteDriver } from '../../src/mcp/sqlite.ts'
 import { tempDataDir } from '../../scripts/support/local-resources.ts'
 
 let directory: string

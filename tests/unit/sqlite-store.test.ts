@@ -1,14 +1,16 @@
 /**
- * The node:sqlite adapter: the shared `NotesStore` contract against an in-memory database and against a
- * file (there with the failures inside the database, made by triggers on the file), plus what only
- * SQLite has: WAL on a file, several connections on one file, replicas (processes) opening and
+ * The node:sqlite adapters: the engine's store (`stateless-mcp/sqlite`) and the notes store
+ * (`storage/sqlite.ts`), each through its contract against an in-memory database and against a file
+ * (the notes' there with the failures inside the database, made by triggers on the file), and both
+ * on one connection to one file, as a replica opens them; plus what only SQLite has: WAL on a file, several connections on one file, replicas (processes) opening and
  * migrating one new file at the same moment, threads racing on one file for once-keys, bulk deletes,
  * versions, decisions, input slots and the caps on subscriptions and sessions (node:sqlite answers
  * synchronously, so only separate threads interleave), task versions, the live-task cap and imports,
  * stream takeovers, event appends and the cap on a session's stream records, the migration
- * bookkeeping and the upgrade of an older file, FTS5 index consistency, the indexes behind runnable
- * tasks and the live-task count, the adapter's own errors, and the sweeps of expired rows
- * (`storage/purge.ts`) over this store.
+ * bookkeeping (each store's own table, adopting an older file's shared one: `sqlite-migration.test.ts`
+ * brings a file of every older step forward) and the upgrade of an older file, FTS5 index
+ * consistency, the indexes behind runnable tasks and the live-task count, the adapters' own errors,
+ * and the sweeps of expired rows (the engine's `expiry-sweeps.ts`) over these stores.
  */
 
 import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
@@ -20,19 +22,26 @@ import { createInterface } from 'node:readline'
 import { DatabaseSync } from 'node:sqlite'
 import { Worker } from 'node:worker_threads'
 import { MAX_SUBSCRIPTIONS_PER_SESSION } from '../../src/mcp/session-store.ts'
+import { NodeSqliteDriver, SqliteEngineStore } from '../../src/mcp/sqlite.ts'
+import { startExpirySweeps, sweepExpired } from '../../src/mcp/stores/expiry-sweeps.ts'
+import { ENGINE_SQLITE_SCHEMA } from '../../src/mcp/stores/sqlite/schema.ts'
+import { SQL } from '../../src/mcp/stores/sqlite/statements.ts'
 import {
   REPLAY_RETENTION_MS,
   ShareNotApprovedError,
   StoreNotMigratedError,
 } from '../../src/notes/store.ts'
-import { startExpirySweeps, sweepExpired } from '../../src/storage/purge.ts'
-import { SQL, SQLITE_MIGRATIONS } from '../../src/storage/sqlite/statements.ts'
+import { NOTES_SQLITE_SCHEMA } from '../../src/storage/sqlite/schema.ts'
 import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
 import {
   describeNotesStoreContract,
-  newTask,
   noteId,
   sqliteRefusal,
+} from '../support/notes-store-contract.ts'
+import { bothStores, type BothStores } from '../support/sqlite-stores.ts'
+import {
+  describeEngineStoreContract,
+  newTask,
   storeStream,
   storeTask,
 } from '../support/store-contract.ts'
@@ -46,10 +55,30 @@ function tempPath(): string {
   return join(tempRoot, `db-${fileCounter}`, 'notes.sqlite')
 }
 
-async function openStore(path: string): Promise<SqliteNotesStore> {
+async function openNotes(path: string): Promise<SqliteNotesStore> {
   const store = new SqliteNotesStore({ path })
   await store.migrate()
   return store
+}
+
+async function openEngine(path: string): Promise<SqliteEngineStore> {
+  const store = new SqliteEngineStore({ path })
+  await store.migrate()
+  return store
+}
+
+/** The steps each store records in its own table, on a file it migrated. */
+const RECORDED = {
+  mcp_schema: ENGINE_SQLITE_SCHEMA.steps.map(({ version }) => ({ version })),
+  notes_schema: NOTES_SQLITE_SCHEMA.steps.map(({ version }) => ({ version })),
+}
+
+/** The rows of each store's bookkeeping table in the file at `path`. */
+function recordedSteps(path: string) {
+  return onFile(path, (db) => ({
+    mcp_schema: db.prepare('SELECT version FROM mcp_schema ORDER BY version').all(),
+    notes_schema: db.prepare('SELECT version FROM notes_schema ORDER BY version').all(),
+  }))
 }
 
 /** Runs `work` on a separate raw connection to the file, the way another process would see it. */
@@ -66,10 +95,13 @@ afterAll(() => {
   rmSync(tempRoot, { recursive: true, force: true })
 })
 
-describeNotesStoreContract('sqlite :memory:', () => openStore(':memory:'))
+describeEngineStoreContract('sqlite :memory:', () => openEngine(':memory:'))
+/** On a file, on the connection the notes store shares, as a replica opens them. */
+describeEngineStoreContract('sqlite file shared with the notes', () => bothStores(tempPath()))
+describeNotesStoreContract('sqlite :memory:', () => openNotes(':memory:'))
 /** The file of the contract test running now. */
 let contractPath = ''
-describeNotesStoreContract('sqlite file', () => openStore((contractPath = tempPath())), {
+describeNotesStoreContract('sqlite file', () => openNotes((contractPath = tempPath())), {
   async refuseInDatabase(write, title) {
     const path = contractPath
     const { create, drop } = sqliteRefusal(`refuse_${write.toLowerCase()}`, write, title)
@@ -109,7 +141,8 @@ const RACES = {
     store.addSubscription('sid', id + '#' + seed, 1, Infinity).then((o) => o === 'subscribed')`,
   subscribeAcross: `(store, id, i, seed) =>
     store.addSubscription('sid-' + seed, id, 1, ${PRINCIPAL_SUBSCRIPTIONS}).then((o) => o === 'subscribed')`,
-  openSession: `(store, id, i, seed) => store.createSession(id + '#' + seed, 'p', 10, 2, ${PRINCIPAL_SESSIONS})`,
+  openSession: `(store, id, i, seed) =>
+    store.createSession(id + '#' + seed, 'p', 10, 2, ${PRINCIPAL_SESSIONS}).then((ended) => ended.length)`,
   task: `(store, id, i, seed) =>
     store.updateTask(id, 1, { statusMessage: 'by ' + seed }).then((task) => task !== undefined)`,
   import: `(store, id, i, seed) =>
@@ -142,7 +175,7 @@ const REPLICA_SLOT_MS = 40
 const REPLICA_SOURCE = `
   import { createInterface } from 'node:readline'
   import { setTimeout as sleep } from 'node:timers/promises'
-  const { SqliteNotesStore } = await import(process.argv[1])
+  const { bothStores } = await import(process.argv[1])
   const { files, slotMs } = JSON.parse(process.argv[2])
   const input = createInterface({ input: process.stdin })[Symbol.asyncIterator]()
   console.log('ready')
@@ -153,8 +186,7 @@ const REPLICA_SOURCE = `
     await sleep(Math.max(0, at - Date.now() - 5))
     while (Date.now() < at) {}
     try {
-      const store = new SqliteNotesStore({ path })
-      await store.migrate()
+      const store = await bothStores(path)
       await store.create('p', { title: 'replica ' + process.pid, body: '', tags: [] }, 1)
       await store.close()
       outcomes.push('ok')
@@ -171,7 +203,7 @@ const REPLICA_SOURCE = `
  * {@link REPLICA_SOURCE}); answers each replica's outcomes, file by file.
  */
 async function startReplicasTogether(files: string[], replicas: number): Promise<string[][]> {
-  const storeUrl = new URL('../../src/storage/sqlite.ts', import.meta.url).href
+  const storeUrl = new URL('../support/sqlite-stores.ts', import.meta.url).href
   const args = ['--input-type=module', '-e', REPLICA_SOURCE, storeUrl]
   const children: ChildProcess[] = []
   try {
@@ -194,11 +226,11 @@ async function startReplicasTogether(files: string[], replicas: number): Promise
   }
 }
 
-describe('SqliteNotesStore on a file', () => {
+describe('the SQLite stores on a file', () => {
   let path: string
-  const opened: SqliteNotesStore[] = []
+  const opened: BothStores[] = []
   const open = async () => {
-    const store = await openStore(path)
+    const store = await bothStores(path)
     opened.push(store)
     return store
   }
@@ -241,18 +273,18 @@ describe('SqliteNotesStore on a file', () => {
     const holder = new DatabaseSync(path)
     holder.exec('BEGIN IMMEDIATE')
     const store = new SqliteNotesStore({ path })
-    opened.push(store)
     const migrating = store.migrate()
     holder.exec('COMMIT')
     holder.close()
     await migrating
     await store.create('p', { title: 't', body: '', tags: [] }, T0)
+    await store.close()
     expect(inspect((db) => db.prepare('PRAGMA journal_mode').get())).toEqual({
       journal_mode: 'wal',
     })
-    expect(
-      inspect((db) => db.prepare('SELECT count(*) AS n FROM schema_migrations').get())
-    ).toEqual({ n: SQLITE_MIGRATIONS.length })
+    expect(inspect((db) => db.prepare('SELECT count(*) AS n FROM notes_schema').get())).toEqual({
+      n: NOTES_SQLITE_SCHEMA.steps.length,
+    })
   })
 
   it('replicas starting at the same moment on new files all open and migrate them', async () => {
@@ -260,24 +292,25 @@ describe('SqliteNotesStore on a file', () => {
     const outcomes = await startReplicasTogether(files, REPLICAS)
     expect(outcomes).toEqual(Array.from({ length: REPLICAS }, () => files.map(() => 'ok')))
     for (const file of files) {
-      const [migrations, notes] = onFile(file, (db) => [
-        db.prepare('SELECT version FROM schema_migrations ORDER BY version').all(),
-        db.prepare('SELECT count(*) AS n FROM notes').get(),
-      ])
-      expect(migrations).toEqual(SQLITE_MIGRATIONS.map((_, i) => ({ version: i + 1 })))
-      expect(notes).toEqual({ n: REPLICAS })
+      expect(recordedSteps(file)).toEqual(RECORDED)
+      expect(onFile(file, (db) => db.prepare('SELECT count(*) AS n FROM notes').get())).toEqual({
+        n: REPLICAS,
+      })
     }
   })
 
-  it('records each migration once, however often and by however many stores it runs', async () => {
+  it("records each step once, in its own store's table, however often and by however many stores it runs", async () => {
     const first = await open()
     const second = await open()
     await first.migrate()
     await second.migrate()
-    const versions = inspect((db) =>
-      db.prepare('SELECT version FROM schema_migrations ORDER BY version').all()
-    )
-    expect(versions).toEqual(SQLITE_MIGRATIONS.map((_, i) => ({ version: i + 1 })))
+    expect(recordedSteps(path)).toEqual(RECORDED)
+    // A fresh file has no shared bookkeeping: that table is an older deployment's.
+    expect(
+      inspect((db) =>
+        db.prepare("SELECT name FROM sqlite_master WHERE name = 'schema_migrations'").get()
+      )
+    ).toBeUndefined()
   })
 
   it('upgrades a file from before the shared schema, keeping its spent once-keys', async () => {
@@ -337,15 +370,14 @@ describe('SqliteNotesStore on a file', () => {
    * file, released together from a barrier; answers how many times `op` succeeded in all of them.
    */
   async function race(op: keyof typeof RACES, ids: string[], threads = 4) {
-    const storeUrl = new URL('../../src/storage/sqlite.ts', import.meta.url).href
+    const storeUrl = new URL('../support/sqlite-stores.ts', import.meta.url).href
     const barrier = new Int32Array(new SharedArrayBuffer(4))
     const attempt = RACES[op]
     const source = `
       const { parentPort, workerData } = require('node:worker_threads')
       const { storeUrl, path, ids, seed, barrier, threads } = workerData
-      import(storeUrl).then(async ({ SqliteNotesStore }) => {
-        const store = new SqliteNotesStore({ path })
-        await store.migrate()
+      import(storeUrl).then(async ({ bothStores }) => {
+        const store = await bothStores(path)
         Atomics.add(barrier, 0, 1)
         while (Atomics.load(barrier, 0) < threads) Atomics.wait(barrier, 0, Atomics.load(barrier, 0), 50)
         let won = 0
@@ -365,7 +397,7 @@ describe('SqliteNotesStore on a file', () => {
     return wins.reduce((a, b) => a + b, 0)
   }
 
-  async function seedNotes(store: SqliteNotesStore, count: number): Promise<string[]> {
+  async function seedNotes(store: BothStores, count: number): Promise<string[]> {
     const ids: string[] = []
     for (let i = 0; i < count; i++) {
       ids.push((await store.create('p', { title: `n${i}`, body: '', tags: [] }, 0)).id)
@@ -438,7 +470,9 @@ describe('SqliteNotesStore on a file', () => {
     const store = await open()
     // The principal is at its cap with sessions older than any the threads open.
     for (let i = 0; i < PRINCIPAL_SESSIONS; i++) {
-      expect(await store.createSession(`old-${i}`, 'p', 10, 1, PRINCIPAL_SESSIONS)).toBe(0)
+      expect(await store.createSession(`old-${i}`, 'p', 10, 1, PRINCIPAL_SESSIONS)).toStrictEqual(
+        []
+      )
     }
     const ids = Array.from({ length: 60 }, (_, i) => `sid-${i}`)
     // Each thread adds how many sessions its creations ended.
@@ -620,7 +654,7 @@ describe('SqliteNotesStore specifics', () => {
   let store: SqliteNotesStore
 
   beforeEach(async () => {
-    store = await openStore(':memory:')
+    store = await openNotes(':memory:')
   })
 
   afterEach(async () => {
@@ -686,6 +720,29 @@ describe('SqliteNotesStore specifics', () => {
 
   it('rejects a missing path at construction', () => {
     expect(() => new SqliteNotesStore({ path: '' })).toThrow(TypeError)
+    expect(() => new SqliteEngineStore({ path: '' })).toThrow(TypeError)
+  })
+
+  it('the engine store before migrate and after close throws StoreNotMigratedError', async () => {
+    const fresh = new SqliteEngineStore({ path: ':memory:' })
+    await expect(fresh.getSession('sid')).rejects.toBeInstanceOf(StoreNotMigratedError)
+    await fresh.migrate()
+    await fresh.close()
+    await expect(fresh.getTask('t')).rejects.toMatchObject({ name: 'StoreNotMigratedError' })
+  })
+
+  it('a store sharing a connection leaves it open at close, for the other store and its opener', async () => {
+    const driver = new NodeSqliteDriver({ path: ':memory:' })
+    const notes = new SqliteNotesStore({ driver })
+    const engine = new SqliteEngineStore({ driver })
+    await notes.migrate()
+    await engine.migrate()
+    await notes.close()
+    await engine.createSession('sid', 'p', T0 + 1, T0, 10)
+    expect(await engine.getSession('sid')).toStrictEqual({ expiresAt: T0 + 1 })
+    await engine.close()
+    expect(await driver.get('SELECT count(*) AS n FROM sessions', [])).toEqual({ n: 1 })
+    await driver.close()
   })
 })
 
@@ -695,7 +752,7 @@ describe('sweeps of expired rows over SqliteNotesStore', () => {
   const later = T0 + REPLAY_RETENTION_MS + 1
 
   beforeEach(async () => {
-    store = await openStore(':memory:')
+    store = await openNotes(':memory:')
   })
 
   afterEach(async () => {
@@ -731,7 +788,7 @@ describe('sweeps of expired rows over SqliteNotesStore', () => {
     const [first] = await expiredShares(1)
     const warnings: unknown[] = []
     const logger = { warn: (...args: unknown[]) => warnings.push(args), error: () => {} }
-    const stop = startExpirySweeps(store, { intervalMs: 1000, logger, now: () => later })
+    const stop = startExpirySweeps([store], { intervalMs: 1000, logger, now: () => later })
 
     await vi.advanceTimersByTimeAsync(999)
     expect(await store.getShareRequest(first!)).toMatchObject({ id: first, status: 'pending' })
@@ -752,7 +809,7 @@ describe('sweeps of expired rows over SqliteNotesStore', () => {
     const logger = { warn: (message: string) => warnings.push(message), error: () => {} }
     // Never migrated: every purge throws StoreNotMigratedError.
     const unmigrated = new SqliteNotesStore({ path: ':memory:' })
-    const stop = startExpirySweeps(unmigrated, { intervalMs: 1000, logger })
+    const stop = startExpirySweeps([unmigrated], { intervalMs: 1000, logger })
     await vi.advanceTimersByTimeAsync(2000)
     stop()
     expect(warnings).toEqual([

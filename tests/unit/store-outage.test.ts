@@ -1,6 +1,6 @@
 /**
  * A store that cannot be reached: which failures of the `postgres` driver count as unreachable
- * (`storage/postgres/outage.ts`), calls refused at once while it is down (but one probe at a time:
+ * (`mcp/stores/postgres/outage.ts`), calls refused at once while it is down (but one probe at a time:
  * `OutageBreaker`), the one error they become (`StoreUnavailableError`: -32030, HTTP 503,
  * `Retry-After`, a frozen message, never the driver's text), and how both eras answer it through the
  * whole app (a 2026 `tools/call`; in the 2025 era a request in a session, the session lookup itself
@@ -23,8 +23,8 @@ import type { LegacyEraContext } from '../../src/mcp/legacy/transport.ts'
 import { HEADER_SESSION_ID } from '../../src/mcp/legacy/protocol.ts'
 import { HEADER_PROTOCOL_VERSION } from '../../src/mcp/protocol.ts'
 import { compileServer } from '../../src/mcp/server.ts'
-import { OutageBreaker, isUnreachable, withOutages } from '../../src/storage/postgres/outage.ts'
-import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
+import { SqliteEngineStore } from '../../src/mcp/sqlite.ts'
+import { OutageBreaker, isUnreachable, withOutages } from '../../src/mcp/stores/postgres/outage.ts'
 import { MCP_URL, mcpInit } from '../support/mcp-request.ts'
 import { useNotesHarness } from '../support/notes-harness.ts'
 import { initializeMessage, startSession } from '../support/legacy-request.ts'
@@ -326,7 +326,7 @@ describe('a task whose handler meets the outage', () => {
         }),
       ],
     })
-    const store = new SqliteNotesStore({ path: ':memory:' })
+    const store = new SqliteEngineStore({ path: ':memory:' })
     await store.migrate()
     const logger = new RecordingLogger()
     const runner = soloTaskRunner({ server, deps: {}, store, logger })

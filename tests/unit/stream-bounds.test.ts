@@ -28,6 +28,7 @@ import { StateSealer } from '../../src/mcp/sealed-state.ts'
 import { MAX_LISTEN_URI_CHARS } from '../../src/mcp/wire.ts'
 import { noteUri } from '../../src/notes/format.ts'
 import { sseEvent } from '../../src/mcp/streaming.ts'
+import { SqliteEngineStore } from '../../src/mcp/sqlite.ts'
 import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
 import { SseReader, startSession } from '../support/legacy-request.ts'
 import { expectError, postMcp, type JsonObject } from '../support/mcp-request.ts'
@@ -45,8 +46,8 @@ const ENDED = 'stream ended: the client fell too far behind'
 /** What reading a dropped stream's body rejects with. */
 const DROPPED = { name: 'StreamDroppedError' }
 
-/** The store, counting the GET stream's subscription lookups. */
-class CountingStore extends SqliteNotesStore {
+/** The engine's store, counting the GET stream's subscription lookups. */
+class CountingStore extends SqliteEngineStore {
   subscriptionLookups = 0
   override isSubscribed(sid: string, uri: string): Promise<boolean> {
     this.subscriptionLookups += 1
@@ -57,12 +58,20 @@ class CountingStore extends SqliteNotesStore {
 const sealer = StateSealer.create({ keyRing: await importKeyRing([generateKey()]) })
 const store = new CountingStore({ path: ':memory:' })
 await store.migrate()
+const notes = new SqliteNotesStore({ path: ':memory:' })
+await notes.migrate()
 
 /** A notes app of its own (bus, logger), so one test's streams never hear another's events. */
 function notesApp() {
   const bus = new InProcessEventBus()
   const logger = new RecordingLogger()
-  const app = createApp(parseConfig({}), { store, sealer, bus, logger })
+  const app = createApp(parseConfig({}), {
+    store: notes,
+    engineStore: store,
+    sealer,
+    bus,
+    logger,
+  })
   const publish = (count: number, event: (index: number) => ServerEvent) => {
     for (let index = 0; index < count; index++) bus.publish(event(index))
   }
@@ -135,7 +144,7 @@ describe('an unread stream', () => {
   it('looks up no more subscriptions than it sends: a GET stream behind on lookups is dropped instead', async () => {
     const { app, logger, publish } = notesApp()
     const noteId = (
-      await store.create(LOCAL_PRINCIPAL, { title: 'Watched', body: '', tags: [] }, 1)
+      await notes.create(LOCAL_PRINCIPAL, { title: 'Watched', body: '', tags: [] }, 1)
     ).id
     const { session } = await startSession(app)
     const subscribed = await session.request('resources/subscribe', { uri: noteUri(noteId) })
@@ -257,7 +266,7 @@ describe('the size of a listen filter', () => {
 describe('the bounds of a stream', () => {
   it('are refused at construction when not positive integers, naming the option', () => {
     const bus = new InProcessEventBus()
-    const deps = { notes: store, bus, baseUrl: 'http://127.0.0.1', now: Date.now }
+    const deps = { notes, bus, baseUrl: 'http://127.0.0.1', now: Date.now }
     const build = (options: Pick<McpHandlerOptions<typeof deps>, 'listen' | 'legacy'>) => () =>
       createMcpHandler({ server: notesServer, deps, sealer, bus, ...options })
     const zero = build({ listen: { maxQueuedBytes: 0 } })

@@ -26,7 +26,7 @@ import { StreamLimits } from '../../src/mcp/stream-limits.ts'
 import { generateKey, importKeyRing } from '../../src/mcp/key-ring.ts'
 import { StateSealer } from '../../src/mcp/sealed-state.ts'
 import { compileServer } from '../../src/mcp/server.ts'
-import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
+import { sqliteStores } from '../support/sqlite-stores.ts'
 import {
   SseReaders,
   TEST_AUTH_ENV,
@@ -57,8 +57,7 @@ const SESSION_FULL: Cap = { scope: 'session', limit: PER_SESSION }
 const PRINCIPAL_FULL: Cap = { scope: 'principal', limit: PER_PRINCIPAL }
 
 const sealer = StateSealer.create({ keyRing: await importKeyRing([generateKey()]) })
-const store = new SqliteNotesStore({ path: ':memory:' })
-await store.migrate()
+const { store, engineStore } = await sqliteStores()
 
 const streams = new SseReaders()
 afterEach(() => streams.cancelAll())
@@ -66,7 +65,7 @@ afterEach(() => streams.cancelAll())
 /** A notes app of its own: its caps count only the streams of one test. */
 function notesApp(shutdown?: AbortSignal) {
   const bus = new InProcessEventBus()
-  return { app: createApp(parseConfig(CAPS), { store, sealer, bus, shutdown }), bus }
+  return { app: createApp(parseConfig(CAPS), { store, engineStore, sealer, bus, shutdown }), bus }
 }
 type Deps = ReturnType<typeof notesApp>['app']
 
@@ -354,7 +353,7 @@ describe('a 2025 interactive call refused after it streamed progress', () => {
       deps: null,
       sealer,
       bus: new InProcessEventBus(),
-      legacy: { sessions: store },
+      legacy: { sessions: engineStore },
       streamLimits: new StreamLimits({ perSession: 1 }),
     })
     const app = createHttpApp({ config: parseConfig({}), handler })

@@ -26,7 +26,7 @@ import type { TaskOptions } from '../../src/mcp/tasks/options.ts'
 import { issueKeys } from '../../src/mcp/tasks/record.ts'
 import type { TaskStore } from '../../src/mcp/task-store.ts'
 import type { CallToolResult } from '../../src/mcp/wire.ts'
-import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
+import { SqliteEngineStore } from '../../src/mcp/sqlite.ts'
 import {
   callMcp,
   expectError,
@@ -204,9 +204,9 @@ const dir = await tempDataDir('notes-mcp-tasks-')
 /** Each test's SQLite file; each "replica" opens it with its own store, as separate processes do. */
 let path = ''
 let files = 0
-const stores: SqliteNotesStore[] = []
-async function openStore(): Promise<SqliteNotesStore> {
-  const store = new SqliteNotesStore({ path })
+const stores: SqliteEngineStore[] = []
+async function openStore(): Promise<SqliteEngineStore> {
+  const store = new SqliteEngineStore({ path })
   await store.migrate()
   stores.push(store)
   return store

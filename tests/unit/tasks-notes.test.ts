@@ -36,8 +36,10 @@ import {
   MAX_SYNC_IMPORT_NOTES,
 } from '../../src/notes/limits.ts'
 import { parseImport } from '../../src/notes/task-tools.ts'
-import { sweepExpired } from '../../src/storage/purge.ts'
-import { SqliteNotesStore } from '../../src/storage/sqlite.ts'
+import { sweepExpired } from '../../src/mcp/stores/expiry-sweeps.ts'
+import type { SqliteEngineStore } from '../../src/mcp/sqlite.ts'
+import type { SqliteNotesStore } from '../../src/storage/sqlite.ts'
+import { sqliteStores } from '../support/sqlite-stores.ts'
 import { expectError, expectResult, postMcp, type JsonObject } from '../support/mcp-request.ts'
 import { TASKS, TASKS_AND_FORMS, isTerminal, waitForTask } from '../support/tasks.ts'
 import { TEST_AUTH_ENV, expectInsufficientScope, signTestToken } from '../support/test-tokens.ts'
@@ -49,19 +51,27 @@ const sealer = StateSealer.create({
 const logger: McpLogger = { warn: () => {}, error: () => {} }
 
 let store: SqliteNotesStore
+/** The engine's store of the app under test: the task records. */
+let tasks: SqliteEngineStore
+let closeStores: () => Promise<void>
 let shutdown: AbortController
 let app: ReturnType<typeof createApp>
 let ids = 0
 
-/** The notes app configured by `env`, on its own store (in memory unless `path` names a file). */
+/** The notes app configured by `env`, on its own stores (in memory unless `path` names a file). */
 async function notesApp(
   env: Record<string, string> = {},
   { path = ':memory:', now }: { path?: string; now?: () => number } = {}
-): Promise<{ store: SqliteNotesStore; app: ReturnType<typeof createApp> }> {
-  const own = new SqliteNotesStore({ path })
-  await own.migrate()
+): Promise<{
+  store: SqliteNotesStore
+  tasks: SqliteEngineStore
+  app: ReturnType<typeof createApp>
+  close: () => Promise<void>
+}> {
+  const own = await sqliteStores(path)
   const built = createApp(parseConfig(env), {
-    store: own,
+    store: own.store,
+    engineStore: own.engineStore,
     sealer,
     bus: new InProcessEventBus(),
     logger,
@@ -69,16 +79,16 @@ async function notesApp(
     now,
     tasks: { replicaId: 'unit', takeoverIntervalMs: 0 },
   })
-  return { store: own, app: built }
+  return { store: own.store, tasks: own.engineStore, app: built, close: own.close }
 }
 
 beforeEach(async () => {
   shutdown = new AbortController()
-  ;({ store, app } = await notesApp())
+  ;({ store, tasks, app, close: closeStores } = await notesApp())
 })
 afterEach(async () => {
   shutdown.abort()
-  await store.close()
+  await closeStores()
 })
 
 async function rpc(
@@ -257,7 +267,7 @@ describe('import_notes', () => {
       const notes = (await notesByTitle(own.store)).get('Alpha') ?? []
       expect(notes).toHaveLength(alphas)
       expect(notes.some((note) => note.body === 'old')).toBe(true)
-      await own.store.close()
+      await own.close()
     }
   })
 
@@ -315,7 +325,7 @@ describe('import_notes', () => {
     const { taskId } = await call('import_notes', { markdown: markdownOf(120) })
     await parked(taskId)
     // What a replica that died mid-import leaves: some planned notes created, the task not done.
-    const record = await store.getTask(taskId)
+    const record = await tasks.getTask(taskId)
     const plan = readJournal(record!.journal).replay.o?.plan as { ids: string[] }
     expect(plan.ids).toHaveLength(120)
     const earlier = plan.ids
@@ -386,7 +396,7 @@ describe('export_notes', () => {
         .map(({ title, body, tags }) => ({ title, body, tags }))
         .sort((x, y) => x.title.localeCompare(y.title))
     expect(shape(await notesByTitle(other.store))).toEqual(shape(await notesByTitle()))
-    await other.store.close()
+    await other.close()
   })
 
   it(`refuses a bundle larger than ${MAX_EXPORT_BYTES} bytes`, async () => {
@@ -414,7 +424,7 @@ describe('scopes of the task operations', () => {
   beforeEach(async () => {
     own = await notesApp(TEST_AUTH_ENV)
   })
-  afterEach(() => own.store.close())
+  afterEach(() => own.close())
 
   /** One request of alice's with a token granting `scope` (none at all when absent). */
   async function asAlice(
@@ -484,7 +494,7 @@ describe('scopes of the task operations', () => {
       )
       await expectStepUp(refused, 'notes:write')
     }
-    const record = await own.store.getTask(taskId)
+    const record = await own.tasks.getTask(taskId)
     expect(record).toMatchObject({ status: 'input_required' })
     expect(record?.inputResponses).toBeUndefined()
     await expectStepUp(await asAlice('notes:read', 'tasks/get', { taskId }, TASKS), 'notes:write')
@@ -503,14 +513,14 @@ describe('scopes of the task operations', () => {
     for (const scope of [undefined, 'notes:read']) {
       await expectStepUp(await asAlice(scope, 'tasks/cancel', { taskId }, TASKS), 'notes:write')
     }
-    expect(await own.store.getTask(taskId)).toMatchObject({ status: 'input_required' })
-    expect((await own.store.getTask(taskId))?.cancelRequested).toBeFalsy()
+    expect(await own.tasks.getTask(taskId)).toMatchObject({ status: 'input_required' })
+    expect((await own.tasks.getTask(taskId))?.cancelRequested).toBeFalsy()
     await resultOf(await asAlice('notes:write', 'tasks/cancel', { taskId }, TASKS))
     expect(await getAs('notes:write', taskId)).toMatchObject({ status: 'cancelled' })
   })
 
   it('names the base scope with the tool’s in the one challenge', async () => {
-    await own.store.close()
+    await own.close()
     own = await notesApp({ ...TEST_AUTH_ENV, AUTH_REQUIRED_SCOPE: 'mcp' })
     const taskId = await startTask('mcp notes:read', 'export_notes', {})
     await expectStepUp(await asAlice('mcp', 'tasks/get', { taskId }, TASKS), 'mcp notes:read')
@@ -544,7 +554,7 @@ describe('what exports keep in the store', () => {
   let files = 0
   let clock: number
   let path: string
-  let own: { store: SqliteNotesStore; app: ReturnType<typeof createApp> }
+  let own: Awaited<ReturnType<typeof notesApp>>
 
   /** The notes app on a new SQLite file, configured by `env`, on the test's clock. */
   function appOnFile(env: Record<string, string> = {}): Promise<typeof own> {
@@ -556,7 +566,7 @@ describe('what exports keep in the store', () => {
     clock = Date.now()
     own = await appOnFile()
   })
-  afterEach(() => own.store.close())
+  afterEach(() => own.close())
 
   /** The rows of `tasks` and the UTF-8 bytes of every value they hold, read from the file. */
   function storedTasks(): { rows: number; bytes: number } {
@@ -630,14 +640,14 @@ describe('what exports keep in the store', () => {
     await expectError(gone, { status: 200, code: -32602, id: ids })
     const after = await exported()
     expect(after.status).toBe('completed')
-    await sweepExpired(own.store, clock)
+    await sweepExpired(own.tasks, clock)
     const left = storedTasks()
     expect(left.rows).toBe(1)
     expect(left.bytes).toBeLessThanOrEqual(bundleBytes + RECORD_OVERHEAD_BYTES)
   })
 
   it('takes the cap and the retention from MAX_LIVE_TASKS_PER_PRINCIPAL and TASK_RESULT_TTL_SECONDS', async () => {
-    await own.store.close()
+    await own.close()
     own = await appOnFile({ MAX_LIVE_TASKS_PER_PRINCIPAL: '1', TASK_RESULT_TTL_SECONDS: '30' })
     const done = await exported()
     expect(done.ttlMs).toBe(30_000)

@@ -22,7 +22,7 @@ import { parseConfig } from '../../src/config.ts'
 import { consoleLogger } from '../../src/mcp/logger.ts'
 import { importKeyRing, parseKeyRing } from '../../src/mcp/key-ring.ts'
 import { StateSealer } from '../../src/mcp/sealed-state.ts'
-import { D1NotesStore, type D1Like } from '../../src/storage/d1.ts'
+import { D1EngineStore, type D1Like } from '../../src/mcp/d1.ts'
 import {
   DurableObjectEventBus,
   DurableObjectTaskScheduler,
@@ -48,7 +48,7 @@ function eventBus(env: Env): DurableObjectEventBus {
 
 /** The Durable Object that runs the fixture's tasks, bound as `TASK_RUNNER`. */
 export const TaskRunnerObject = defineTaskRunnerObject(async (env: Env) => {
-  const store = new D1NotesStore({ db: env.DB as D1Like })
+  const store = new D1EngineStore({ db: env.DB as D1Like })
   await store.migrate()
   return { server: fixtureServer, deps: { bus: eventBus(env) }, store }
 })
@@ -66,7 +66,7 @@ async function build(env: Env): Promise<Hono> {
     keyRing: await importKeyRing(parseKeyRing(config.stateKeys)),
     ttlSeconds: config.stateTtlSeconds,
   })
-  const sessions = new D1NotesStore({ db: env.DB as D1Like })
+  const sessions = new D1EngineStore({ db: env.DB as D1Like })
   await sessions.migrate()
   const answerPollMs =
     strings.ANSWER_POLL_MS === undefined ? undefined : Number(strings.ANSWER_POLL_MS)

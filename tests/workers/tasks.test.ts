@@ -26,7 +26,8 @@ import { TaskEngine } from '../../src/mcp/tasks/engine.ts'
 import { DEFAULT_TASK_RESULT_TTL_MS } from '../../src/mcp/tasks/options.ts'
 import { leaseHeld } from '../../src/mcp/tasks/record.ts'
 import { createNotesServer } from '../../src/notes/server.ts'
-import { D1NotesStore, type D1Like, type D1PreparedLike } from '../../src/storage/d1.ts'
+import { D1EngineStore, type D1Like, type D1PreparedLike } from '../../src/mcp/d1.ts'
+import { openD1Stores } from '../../src/storage/d1.ts'
 import worker from '../../src/worker.ts'
 import {
   DurableObjectEventBus,
@@ -45,7 +46,7 @@ const runners = env[TASK_RUNNER_BINDING] as TaskRunnerNamespace
 const OBJECT_RUNNER = /^task-object-/
 
 /** The task records, read straight from the database every isolate shares. */
-const records = new D1NotesStore({ db: env.DB })
+const records = new D1EngineStore({ db: env.DB })
 
 beforeAll(() => records.migrate())
 
@@ -187,8 +188,8 @@ async function dyingReplica(
 ): Promise<{ app: Fetcher; db: DyingDatabase }> {
   const db = new DyingDatabase(env.DB, batches)
   dying.push(db)
-  const store = new D1NotesStore({ db })
-  await store.migrate()
+  const stores = openD1Stores(db)
+  await stores.migrate()
   const config = parseConfig({ STATE_KEYS: env.STATE_KEYS })
   const sealer = StateSealer.create({
     keyRing: await importKeyRing(parseKeyRing(env.STATE_KEYS)),
@@ -196,7 +197,8 @@ async function dyingReplica(
   })
   const bus = new DurableObjectEventBus({ namespace: env.EVENT_BUS as BusNamespace })
   const app = createApp(config, {
-    store,
+    store: stores.notes,
+    engineStore: stores.engine,
     sealer,
     bus,
     tasks: { replicaId: 'dying', leaseMs, takeoverIntervalMs: 0 },
@@ -270,16 +272,16 @@ describe('a run in slices', () => {
   it('an import whose slice ends mid-way releases its lease with what it did kept, and its object finishes it from the journal with every note once', async () => {
     const slice = new AbortController()
     // The slice ends as the third batch of notes is written.
-    const store = new D1NotesStore({ db: onBatch(env.DB, (n) => n === 3 && slice.abort()) })
-    await store.migrate()
+    const stores = openD1Stores(onBatch(env.DB, (n) => n === 3 && slice.abort()))
+    await stores.migrate()
     const bus = new DurableObjectEventBus({ namespace: env.EVENT_BUS as BusNamespace })
     const engine = new TaskEngine(
       {
         server: createNotesServer(),
-        deps: { notes: store, bus, baseUrl: 'http://127.0.0.1', now: Date.now },
+        deps: { notes: stores.notes, bus, baseUrl: 'http://127.0.0.1', now: Date.now },
         logger: consoleLogger,
       },
-      { store, replicaId: 'sliced', maxRunning: 1, takeoverIntervalMs: 0 }
+      { store: stores.engine, replicaId: 'sliced', maxRunning: 1, takeoverIntervalMs: 0 }
     )
     const taskId = await unscheduledTask(records, 'import_notes', {
       markdown: markdownOf('Sliced', 800),

@@ -8,7 +8,7 @@
 import { env } from 'cloudflare:test'
 import { describe, expect, it } from 'vitest'
 import { REPLAY_RETENTION_MS } from '../../src/notes/store.ts'
-import { D1NotesStore } from '../../src/storage/d1.ts'
+import { openD1Stores } from '../../src/storage/d1.ts'
 import worker from '../../src/worker.ts'
 import { MCP_URL, mcpInit } from '../support/mcp-request.ts'
 
@@ -98,8 +98,8 @@ describe('the Worker entry builds its app once per isolate, and only once it can
 
 describe('the scheduled handler purges expired rows', () => {
   it('removes expired share requests, once-keys and sessions from D1 and keeps live ones', async () => {
-    const store = new D1NotesStore({ db: env.DB })
-    await store.migrate()
+    const { notes: store, engine, ...stores } = openD1Stores(env.DB)
+    await stores.migrate()
     const now = Date.now() + REPLAY_RETENTION_MS + 60_000
     const note = await store.create('p', { title: 't', body: '', tags: [] }, 0)
     const share = (id: string, expiresAt: number) =>
@@ -107,15 +107,15 @@ describe('the scheduled handler purges expired rows', () => {
     await share('expired', 1_000)
     const live = await share('live', now + 60_000)
     await store.delete('p', 'n_doesnotexist0000', 'spent-key')
-    await store.createSession('sid-over', 'p', now - 1, 0, 10)
-    await store.createSession('sid-live', 'p', now + 60_000, 0, 10)
+    await engine.createSession('sid-over', 'p', now - 1, 0, 10)
+    await engine.createSession('sid-live', 'p', now + 60_000, 0, 10)
 
     await worker.scheduled({ scheduledTime: now }, { DB: env.DB, TASK_RUNNER: env.TASK_RUNNER })
 
     expect(await store.getShareRequest('expired')).toBeUndefined()
     expect(await store.getShareRequest('live')).toEqual(live)
-    expect(await store.getSession('sid-over')).toBeUndefined()
-    expect(await store.getSession('sid-live')).toStrictEqual({ expiresAt: now + 60_000 })
+    expect(await engine.getSession('sid-over')).toBeUndefined()
+    expect(await engine.getSession('sid-live')).toStrictEqual({ expiresAt: now + 60_000 })
     // The spent key is forgotten: it spends afresh.
     expect(await store.delete('p', note.id, 'spent-key')).toEqual({ kind: 'done', value: true })
   })
