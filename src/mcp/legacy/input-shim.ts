@@ -173,7 +173,8 @@ export async function runWithClientInput(
         )
       }
       await sleep(urlPollMs, signal)
-      outcome = await round(inputResponses)
+      // A flow stopped meanwhile (cancelled, its session ended) runs no round more.
+      if (!signal.aborted) outcome = await round(inputResponses)
       continue
     }
     asked += 1
