@@ -5,7 +5,8 @@
  * cap of one, and by the expiry of its record (the sealer's and the era's clock moved by the test,
  * the timer behind it faked and run); each time, its open GET stream ends, its call waiting for an
  * answer ends with -32001 saying the session ended, and the two slots they held are free at once: a
- * new session opens two streams where the cap was full. Waits are the streams' ends, never timers.
+ * new session opens two streams where the cap was full; a call's stream resumed on another connection
+ * carries the call's error too. Waits are the streams' ends, never timers.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { Hono } from 'hono'
@@ -27,6 +28,7 @@ import {
   type LegacySession,
   type SseReader,
 } from '../support/legacy-request.ts'
+import type { JsonObject } from '../support/mcp-request.ts'
 
 const SESSION_NOT_FOUND = -32001
 const TTL_SECONDS = 60
@@ -145,6 +147,29 @@ describe('an ended 2025 session ends what it holds', () => {
     expect(events).toContainEqual({ kind: 'session_ended', session: expect.any(String) })
     await expectEnded(held)
     expect((await session.get()).status).toBe(404)
+    await expectSlotsFree(app)
+  })
+
+  it('DELETE ends a waiting call resumed on another connection: its resumed stream carries the error', async () => {
+    const { app } = await replica()
+    const { session } = await startSession(app, { capabilities: FORM_CLIENT })
+    const first = streams.open(
+      await session.request('tools/call', { name: 'greet', arguments: {} }, { id: 'greet' })
+    )
+    const ask = (await first.next()) as JsonObject
+    expect(ask).toMatchObject({ method: 'elicitation/create' })
+    // The connection drops; the client resumes the call's stream after the question.
+    await first.cancel()
+    const resumed = streams.open(await session.get({ 'last-event-id': first.idOf(ask) }))
+
+    expect((await session.delete()).status).toBe(204)
+    expect(await resumed.rest()).toStrictEqual([
+      {
+        jsonrpc: '2.0',
+        id: 'greet',
+        error: { code: SESSION_NOT_FOUND, message: expect.stringMatching(/^Session ended: /) },
+      },
+    ])
     await expectSlotsFree(app)
   })
 
