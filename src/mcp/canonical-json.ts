@@ -20,14 +20,36 @@ import { base64url } from 'jose'
 
 const encoder = new TextEncoder()
 
-/** The canonical JSON text of `value`. Throws `TypeError` for anything JSON cannot represent exactly. */
+/**
+ * The canonical JSON text of `value`. Throws `TypeError` for anything JSON cannot represent
+ * exactly. Use it where two equal values must give one text: a digest, a cache key, a derived name.
+ *
+ * @example
+ * ```ts
+ * import { canonicalJson } from 'stateless-mcp/compose'
+ *
+ * canonicalJson({ b: 1, a: [true, null] }) // '{"a":[true,null],"b":1}'
+ * canonicalJson({ a: 1 }) === canonicalJson({ ...{ a: 1 } }) // true
+ * ```
+ */
 export function canonicalJson(value: unknown): string {
   const text = write(value, new Set(), '')
   if (text === undefined) throw new TypeError('canonicalJson: the value has no JSON representation')
   return text
 }
 
-/** Base64url (no padding) of the SHA-256 of the UTF-8 bytes of `text`. */
+/**
+ * Base64url (no padding) of the SHA-256 of the UTF-8 bytes of `text`: a short, URL-safe digest (a
+ * PKCE code challenge, an id derived from a secret), on Web Crypto in every runtime.
+ *
+ * @example
+ * ```ts
+ * import { randomBase64url, sha256Base64url } from 'stateless-mcp'
+ *
+ * const codeVerifier = randomBase64url(32)
+ * const codeChallenge = await sha256Base64url(codeVerifier) // 43 characters
+ * ```
+ */
 export async function sha256Base64url(text: string): Promise<string> {
   const digest = await crypto.subtle.digest('SHA-256', encoder.encode(text))
   return base64url.encode(new Uint8Array(digest))

@@ -5,7 +5,20 @@
  * where they first differ. Runtime-neutral (no `node:crypto` `timingSafeEqual`, which Workers lack).
  */
 
-/** Whether `a` and `b` are equal, comparing every UTF-16 code unit; unequal lengths are unequal. */
+/**
+ * Whether `a` and `b` are equal, comparing every UTF-16 code unit; unequal lengths are unequal.
+ * Use it instead of `===` to compare a secret a client sent with the one kept (a token, a CSRF
+ * `state`).
+ *
+ * @example
+ * ```ts
+ * import { constantTimeEqual } from 'stateless-mcp/compose'
+ *
+ * if (!constantTimeEqual(url.searchParams.get('state') ?? '', login.state)) {
+ *   return new Response('Forbidden', { status: 403 })
+ * }
+ * ```
+ */
 export function constantTimeEqual(a: string, b: string): boolean {
   if (a.length !== b.length) return false
   let difference = 0

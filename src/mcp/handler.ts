@@ -43,6 +43,11 @@ import { DEFAULT_TASK_TAKEOVER_INTERVAL_MS, type TaskOptions } from './tasks/opt
 import type { McpTelemetry, RequestObservation, ServerTelemetry } from './observer.ts'
 import { isObject, isRequestId } from './wire.ts'
 
+/**
+ * What {@link createMcpHandler} serves and with what: the compiled server and its `deps`, the
+ * sealer, the event bus, and the optional parts (2025-era sessions, tasks, stream caps, shutdown,
+ * telemetry).
+ */
 export interface McpHandlerOptions<Deps> {
   server: CompiledServer<Deps>
   deps: Deps
@@ -100,6 +105,40 @@ export interface McpHandlerOptions<Deps> {
   telemetry?: McpTelemetry
 }
 
+/**
+ * The engine itself, for an application that composes its own HTTP face (module header): one
+ * {@link McpHttpInput} in, one `Response` out. The face does what `createMcpServer` would do before
+ * it: the Host/Origin check, the body limit, authentication, the media type and UTF-8 checks (the
+ * helpers of `stateless-mcp/compose`). Throws `TypeError` for options that cannot serve (a server
+ * advertising `listChanged` or `subscribe` without a `bus`).
+ *
+ * @example
+ * ```ts
+ * import { InProcessEventBus, MemoryEngineStore } from 'stateless-mcp'
+ * import {
+ *   compileServer,
+ *   createMcpHandler,
+ *   importKeyRing,
+ *   parseKeyRing,
+ *   StateSealer,
+ * } from 'stateless-mcp/compose'
+ *
+ * const store = new MemoryEngineStore()
+ * await store.migrate()
+ * const handler = createMcpHandler({
+ *   server: compileServer({ info: { name: 'hello', version: '1.0.0' }, tools: [hello] }),
+ *   deps: undefined,
+ *   sealer: StateSealer.create({
+ *     keyRing: await importKeyRing(parseKeyRing(process.env.STATE_KEYS!)),
+ *   }),
+ *   bus: new InProcessEventBus(),
+ *   legacy: { sessions: store },
+ * })
+ *
+ * // in the face's POST route, once the request passed its checks:
+ * const response = await handler({ body, headers: request.headers, principal: 'local' })
+ * ```
+ */
 export function createMcpHandler<Deps>(options: McpHandlerOptions<Deps>): McpHandler {
   const { deps, sealer, bus, shutdown } = options
   const logger = options.logger ?? consoleLogger

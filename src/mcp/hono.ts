@@ -8,6 +8,7 @@
 import { Hono } from 'hono'
 import type { McpServer } from './front-door.ts'
 
+/** Where {@link mcpRoute} mounts the server. */
 export interface McpRouteOptions {
   /** The endpoint's path; the same as the server's `path` option. Default `/mcp`. */
   path?: string

@@ -31,4 +31,8 @@ export interface McpHttpInput {
   insufficientScope?: (required: readonly string[], id: RequestId | null) => Response
 }
 
+/**
+ * The engine's handler, as `createMcpHandler` makes it: answers one request to the MCP endpoint.
+ * An HTTP face calls it for POST, and for GET and DELETE (2025-era sessions; a 405 otherwise).
+ */
 export type McpHandler = (input: McpHttpInput) => Promise<Response>

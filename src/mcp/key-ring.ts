@@ -63,7 +63,19 @@ export interface KeyRing {
   get(kid: string): RingKey | undefined
 }
 
-/** Parses `STATE_KEYS` text into raw entries (first seals). Throws `TypeError`/`RangeError`. */
+/**
+ * Parses `STATE_KEYS` text into raw entries (first seals). Throws `TypeError`/`RangeError`, whose
+ * messages name the entry by position and never include a secret.
+ *
+ * @example
+ * ```ts
+ * import { importKeyRing, parseKeyRing, StateSealer } from 'stateless-mcp/compose'
+ *
+ * const sealer = StateSealer.create({
+ *   keyRing: await importKeyRing(parseKeyRing(process.env.STATE_KEYS!)),
+ * })
+ * ```
+ */
 export function parseKeyRing(text: string): RawKey[] {
   if (typeof text !== 'string') throw new TypeError('STATE_KEYS must be a string')
   if (text.trim() === '') throw new RangeError('STATE_KEYS must hold at least one kid:secret entry')
@@ -81,7 +93,18 @@ export function parseKeyRing(text: string): RawKey[] {
   return keys
 }
 
-/** A fresh entry: kid `k` + UTC date `YYYYMMDD` + 4 random chars, and 32 random bytes. */
+/**
+ * A fresh entry: kid `k` + UTC date `YYYYMMDD` + 4 random chars, and 32 random bytes. Use it to
+ * rotate the ring (add it on every replica, then move it first), or for an ephemeral ring in tests.
+ *
+ * @example
+ * ```ts
+ * import { formatKeyRing, generateKey, parseKeyRing } from 'stateless-mcp/compose'
+ *
+ * // rotation, step one: the new key appended (it opens; the first entry still seals)
+ * const next = formatKeyRing([...parseKeyRing(process.env.STATE_KEYS!), generateKey()])
+ * ```
+ */
 export function generateKey(): RawKey {
   const date = new Date().toISOString().slice(0, 10).replaceAll('-', '')
   const random = crypto.getRandomValues(new Uint8Array(KID_SUFFIX_LENGTH))
@@ -93,7 +116,16 @@ export function generateKey(): RawKey {
   }
 }
 
-/** The `STATE_KEYS` text for `keys` (unpadded base64url secrets); `parseKeyRing` reads it back. */
+/**
+ * The `STATE_KEYS` text for `keys` (unpadded base64url secrets); `parseKeyRing` reads it back.
+ *
+ * @example
+ * ```ts
+ * import { formatKeyRing, generateKey } from 'stateless-mcp/compose'
+ *
+ * console.log(formatKeyRing([generateKey()])) // k20261206q7za:Jq4…
+ * ```
+ */
 export function formatKeyRing(keys: readonly RawKey[]): string {
   validateRawKeys(keys)
   return keys.map((key) => `${key.kid}:${base64url.encode(key.secret)}`).join(',')
@@ -102,6 +134,14 @@ export function formatKeyRing(keys: readonly RawKey[]): string {
 /**
  * Imports every secret once, as non-extractable keys, and returns the ring. The first entry seals.
  * The caller keeps (and may wipe) the raw secrets; the ring holds only `CryptoKey`s.
+ *
+ * @example
+ * ```ts
+ * import { generateKey, importKeyRing, StateSealer } from 'stateless-mcp/compose'
+ *
+ * // an ephemeral ring: what it seals opens only in this process
+ * const sealer = StateSealer.create({ keyRing: await importKeyRing([generateKey()]) })
+ * ```
  */
 export async function importKeyRing(raw: readonly RawKey[]): Promise<KeyRing> {
   validateRawKeys(raw)

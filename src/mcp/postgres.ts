@@ -30,6 +30,7 @@ export { purgePostgres, type PostgresPurge } from './stores/postgres/store.ts'
 export { dec as decodePgText, enc as encodePgText } from './stores/postgres/text.ts'
 export type { EngineStore } from './stores/engine-store.ts'
 
+/** Where a pool of {@link connectPostgres} (or a store's own) connects, and how large it is. */
 export interface PostgresConnectOptions {
   /** `postgres://user:password@host:port/database` (query parameters become connection settings). */
   url: string

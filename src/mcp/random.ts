@@ -25,7 +25,17 @@ export function randomBytes(count: number): Uint8Array {
   return bytes
 }
 
-/** `count` fresh random bytes as unpadded base64url: ids, keys and secrets. */
+/**
+ * `count` fresh random bytes as unpadded base64url: ids, keys and secrets. `count` is from 1 to
+ * 4096 (a `RangeError` otherwise).
+ *
+ * @example
+ * ```ts
+ * import { randomBase64url } from 'stateless-mcp'
+ *
+ * const shareToken = randomBase64url(32) // 43 URL-safe characters, 256 random bits
+ * ```
+ */
 export function randomBase64url(count: number): string {
   return base64url.encode(randomBytes(count))
 }

@@ -11,12 +11,34 @@ import { ErrorCode, errorResponseText, type ErrorCode as Code } from './errors.t
 import { decodeUtf8 } from './utf8.ts'
 import type { RequestId } from './wire.ts'
 
-/** The Host names a server answers to until told otherwise: loopback only. */
+/**
+ * The Host names a server answers to until told otherwise: loopback only. Start from it to allow a
+ * public name beside local use.
+ *
+ * @example
+ * ```ts
+ * import { hostGuard, LOOPBACK_HOSTS } from 'stateless-mcp/compose'
+ *
+ * const guard = hostGuard({ allowedHosts: [...LOOPBACK_HOSTS, 'notes.example.com'] })
+ * ```
+ */
 export const LOOPBACK_HOSTS: readonly string[] = ['localhost', '127.0.0.1', '[::1]']
 
-/** The default largest request body, in bytes (1 MiB). */
+/**
+ * The default largest request body, in bytes (1 MiB): `createMcpServer`'s `maxBodyBytes` unless
+ * given, and a sensible bound for a face of one's own.
+ *
+ * @example
+ * ```ts
+ * import { createMcpServer } from 'stateless-mcp'
+ * import { DEFAULT_MAX_BODY_BYTES } from 'stateless-mcp/compose'
+ *
+ * const server = createMcpServer(definition, { maxBodyBytes: 4 * DEFAULT_MAX_BODY_BYTES })
+ * ```
+ */
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 
+/** What {@link hostGuard} allows: the Host names answered, and browser origins besides theirs. */
 export interface HostGuardOptions {
   /** Host names (no port) the server answers to; `*` allows any. Compared case-insensitively. */
   allowedHosts: readonly string[]
@@ -106,7 +128,16 @@ export function jsonRpcErrorResponse(
   })
 }
 
-/** The 413 message of a body over `maxBytes`. */
+/**
+ * The 413 message of a body over `maxBytes`, for a refusal of one's own that reads as the engine's.
+ *
+ * @example
+ * ```ts
+ * import { jsonRpcErrorResponse, tooLargeMessage } from 'stateless-mcp/compose'
+ *
+ * return jsonRpcErrorResponse(null, 413, tooLargeMessage(1_048_576))
+ * ```
+ */
 export function tooLargeMessage(maxBytes: number): string {
   return `Payload Too Large: the body exceeds ${maxBytes} bytes.`
 }
@@ -114,6 +145,15 @@ export function tooLargeMessage(maxBytes: number): string {
 /**
  * Whether a declared `Content-Length` is over `maxBytes` (or not a length at all). A request with
  * none, or chunked, is judged while its body is read ({@link readBody}).
+ *
+ * @example
+ * ```ts
+ * import { declaredTooLarge, jsonRpcErrorResponse, tooLargeMessage } from 'stateless-mcp/compose'
+ *
+ * if (declaredTooLarge(request.headers, maxBytes)) {
+ *   return jsonRpcErrorResponse(null, 413, tooLargeMessage(maxBytes))
+ * }
+ * ```
  */
 export function declaredTooLarge(headers: Headers, maxBytes: number): boolean {
   const length = headers.get('content-length')
@@ -121,21 +161,76 @@ export function declaredTooLarge(headers: Headers, maxBytes: number): boolean {
   return !/^\d+$/.test(length) || Number(length) > maxBytes
 }
 
-/** Whether the request says its body is JSON (`application/json`, any parameters). */
+/**
+ * Whether the request says its body is JSON (`application/json`, any parameters): an MCP POST
+ * whose `Content-Type` is not is answered 415.
+ *
+ * @example
+ * ```ts
+ * import { isJsonMediaType } from 'stateless-mcp/compose'
+ *
+ * isJsonMediaType('application/json; charset=utf-8') // true
+ * isJsonMediaType('text/plain') // false
+ * ```
+ */
 export function isJsonMediaType(contentType: string | null | undefined): boolean {
   return contentType != null && /^application\/json\s*(;|$)/i.test(contentType)
 }
 
-/** The 415 message of a POST whose body is not declared JSON. */
+/**
+ * The 415 message of a POST whose body is not declared JSON.
+ *
+ * @example
+ * ```ts
+ * import {
+ *   isJsonMediaType,
+ *   jsonRpcErrorResponse,
+ *   UNSUPPORTED_MEDIA_TYPE_MESSAGE,
+ * } from 'stateless-mcp/compose'
+ *
+ * if (!isJsonMediaType(request.headers.get('content-type'))) {
+ *   return jsonRpcErrorResponse(null, 415, UNSUPPORTED_MEDIA_TYPE_MESSAGE)
+ * }
+ * ```
+ */
 export const UNSUPPORTED_MEDIA_TYPE_MESSAGE =
   'Unsupported Media Type: send the JSON-RPC message as application/json.'
 
-/** The -32700 message of a body that is not UTF-8. */
+/**
+ * The -32700 message of a body that is not UTF-8 (answered with HTTP 400).
+ *
+ * @example
+ * ```ts
+ * import { ErrorCode } from 'stateless-mcp'
+ * import { jsonRpcErrorResponse, NOT_UTF8_MESSAGE } from 'stateless-mcp/compose'
+ *
+ * return jsonRpcErrorResponse(null, 400, NOT_UTF8_MESSAGE, {}, ErrorCode.ParseError)
+ * ```
+ */
 export const NOT_UTF8_MESSAGE = 'Parse error: the body is not valid UTF-8.'
 
 /**
  * The body of `request` as text, read at most `maxBytes` into memory: `undefined` when it grows
  * past that (the reading stops there), a `TypeError` when it is not well-formed UTF-8.
+ *
+ * @example
+ * ```ts
+ * import { ErrorCode } from 'stateless-mcp'
+ * import {
+ *   jsonRpcErrorResponse,
+ *   NOT_UTF8_MESSAGE,
+ *   readBody,
+ *   tooLargeMessage,
+ * } from 'stateless-mcp/compose'
+ *
+ * let body: string | undefined
+ * try {
+ *   body = await readBody(request, maxBytes)
+ * } catch {
+ *   return jsonRpcErrorResponse(null, 400, NOT_UTF8_MESSAGE, {}, ErrorCode.ParseError)
+ * }
+ * if (body === undefined) return jsonRpcErrorResponse(null, 413, tooLargeMessage(maxBytes))
+ * ```
  */
 export async function readBody(request: Request, maxBytes: number): Promise<string | undefined> {
   const bytes = await readBounded(request.body, maxBytes)

@@ -110,6 +110,7 @@ export interface OpenOptions {
   readonly expired?: 'refuse' | 'accept'
 }
 
+/** What {@link StateSealer.create} takes: the key ring, and the lifetime and bounds of a state. */
 export interface StateSealerOptions {
   readonly keyRing: KeyRing
   /** Lifetime of one sealed state (one round), in whole seconds, 1..86400. Default 600. */
@@ -173,6 +174,25 @@ export class StateTooLargeError extends Error {
   }
 }
 
+/**
+ * Seals state into opaque tokens any replica holding the same key ring opens (module header): the
+ * `requestState` of multi round-trip requests and the ids of 2025-era sessions, given to
+ * `createMcpHandler`, and any value of an application's that must travel through a client sealed
+ * and bound (a cookie, say).
+ *
+ * @example
+ * ```ts
+ * import { importKeyRing, parseKeyRing, StateSealer } from 'stateless-mcp/compose'
+ *
+ * const sealer = StateSealer.create({
+ *   keyRing: await importKeyRing(parseKeyRing(process.env.STATE_KEYS!)),
+ *   ttlSeconds: 900,
+ * })
+ * const binding = { principal: 'alice', method: 'cookie', target: 'session', args: {} }
+ * const { token } = await sealer.seal(binding, { signedIn: true })
+ * const { journal } = await sealer.open(token, binding) // { signedIn: true }
+ * ```
+ */
 export class StateSealer {
   readonly ttlSeconds: number
   readonly maxTokenChars: number

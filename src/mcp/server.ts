@@ -107,6 +107,30 @@ const DEFAULT_CACHE: Record<CacheableResult, CacheHint> = {
 const TOOL_NAME = /^[A-Za-z0-9_.-]{1,128}$/
 const HEADER_TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/
 
+/**
+ * Checks a server's definitions once and compiles what every request reuses (module header): the
+ * `server` of `createMcpHandler`. Throws `TypeError` or `RangeError` naming what is malformed (a
+ * tool name, a name defined twice, a page size). Compile once per process or isolate, not per
+ * request.
+ *
+ * @example
+ * ```ts
+ * import * as z from 'zod'
+ * import { text, tool } from 'stateless-mcp'
+ * import { compileServer } from 'stateless-mcp/compose'
+ *
+ * const hello = tool({
+ *   name: 'hello',
+ *   description: 'Says hello.',
+ *   input: z.object({ name: z.string() }),
+ *   run: ({ name }) => text(`Hello, ${name}`),
+ * })
+ * export const server = compileServer({
+ *   info: { name: 'hello', version: '1.0.0' },
+ *   tools: [hello],
+ * })
+ * ```
+ */
 export function compileServer<Deps>(options: ServerDefinition<Deps>): CompiledServer<Deps> {
   const pageSize = options.pageSize ?? DEFAULT_PAGE_SIZE
   if (!Number.isSafeInteger(pageSize) || pageSize < 1 || pageSize > 1000) {

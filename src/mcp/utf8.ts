@@ -10,7 +10,23 @@
 const replacing = new TextDecoder('utf-8')
 const fatal = new TextDecoder('utf-8', { fatal: true })
 
-/** `bytes` as text; throws a `TypeError` when they are not well-formed UTF-8. A BOM is dropped. */
+/**
+ * `bytes` as text; throws a `TypeError` when they are not well-formed UTF-8. A BOM is dropped.
+ * Use it to read a request body the engine will parse: malformed bytes are refused, not replaced.
+ *
+ * @example
+ * ```ts
+ * import { ErrorCode } from 'stateless-mcp'
+ * import { decodeUtf8, jsonRpcErrorResponse, NOT_UTF8_MESSAGE } from 'stateless-mcp/compose'
+ *
+ * let body: string
+ * try {
+ *   body = decodeUtf8(await request.arrayBuffer())
+ * } catch {
+ *   return jsonRpcErrorResponse(null, 400, NOT_UTF8_MESSAGE, {}, ErrorCode.ParseError)
+ * }
+ * ```
+ */
 export function decodeUtf8(bytes: ArrayBuffer | Uint8Array): string {
   const text = replacing.decode(bytes)
   return text.includes('\uFFFD') ? fatal.decode(bytes) : text

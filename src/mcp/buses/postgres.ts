@@ -33,7 +33,20 @@ import {
   type ServerEvent,
 } from '../event-bus.ts'
 
-/** The channel a {@link PostgresEventBus} NOTIFYs and LISTENs on unless told another. */
+/**
+ * The channel a {@link PostgresEventBus} NOTIFYs and LISTENs on unless told another. Give each
+ * deployment sharing one database a channel of its own.
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_EVENT_CHANNEL, PostgresEventBus } from 'stateless-mcp/postgres'
+ *
+ * const bus = await PostgresEventBus.start({
+ *   url: process.env.DATABASE_URL!,
+ *   channel: `${DEFAULT_EVENT_CHANNEL}_staging`,
+ * })
+ * ```
+ */
 export const DEFAULT_EVENT_CHANNEL = 'mcp_events'
 
 /** How {@link PostgresEventBus.start} reaches the database, and where it carries events. */

@@ -22,6 +22,7 @@ export const PURGE_MAX_BATCHES = 20
 /** How often a Node replica sweeps. */
 export const PURGE_INTERVAL_MS = 10 * 60_000
 
+/** How much one sweep ({@link sweepExpired}) may remove: rows per batch, and batches. */
 export interface SweepOptions {
   /** Defaults to {@link PURGE_BATCH_ROWS}. */
   batchRows?: number
@@ -56,6 +57,7 @@ export async function sweepExpired(
   return removed
 }
 
+/** How often {@link startExpirySweeps} sweeps, how much each sweep removes, where failures go. */
 export interface ExpirySweepsOptions extends SweepOptions {
   /** Defaults to {@link PURGE_INTERVAL_MS}. */
   intervalMs?: number

@@ -14,7 +14,23 @@
  * (`owned: false`), for its opener to close. Runtime-neutral.
  */
 
-/** A store method ran before `migrate()` prepared (or checked) the schema, or after `close()`. */
+/**
+ * A store method ran before `migrate()` prepared (or checked) the schema, or after `close()`: the
+ * error of every store made with {@link storeClass}, the engine's included. Its message names the
+ * fix.
+ *
+ * @example
+ * ```ts
+ * import { StoreNotMigratedError } from 'stateless-mcp/compose'
+ *
+ * try {
+ *   await bookmarks.add('https://example.com')
+ * } catch (error) {
+ *   if (error instanceof StoreNotMigratedError) console.error('call migrate() at startup')
+ *   throw error
+ * }
+ * ```
+ */
 export class StoreNotMigratedError extends Error {
   override name = 'StoreNotMigratedError'
 }
@@ -36,7 +52,30 @@ export type PortMethods<Port, Handle, Store = Port> = Port & ThisType<StoreThis<
 /**
  * A store's database handle (a driver, a pool) and its lifecycle: `migrate()` prepares (or checks)
  * the schema through {@link prepare}, `close()` releases the handle through {@link release}, once,
- * when the store owns it.
+ * when the store owns it. Extend it for an application's store, then give it its methods with
+ * {@link storeClass}.
+ *
+ * @example
+ * ```ts
+ * import type { Sql } from 'postgres'
+ * import { StoreConnection } from 'stateless-mcp/compose'
+ * import { migratePostgresSchema } from 'stateless-mcp/postgres'
+ *
+ * class BookmarksConnection extends StoreConnection<Sql> {
+ *   protected prepare(sql: Sql): Promise<void> {
+ *     return migratePostgresSchema(sql, {
+ *       table: 'bookmarks_schema',
+ *       steps: [
+ *         { version: 1, statements: ['CREATE TABLE bookmarks (id serial PRIMARY KEY, url text)'] },
+ *       ],
+ *     })
+ *   }
+ *
+ *   protected async release(sql: Sql): Promise<void> {
+ *     await sql.end({ timeout: 5 })
+ *   }
+ * }
+ * ```
  */
 export abstract class StoreConnection<Handle> implements StoreLifecycle {
   readonly #handle: Handle
@@ -77,6 +116,32 @@ export abstract class StoreConnection<Handle> implements StoreLifecycle {
  * `Connection` made a `Store`: every method of `methods` put on its prototype (not enumerable, as a
  * class's methods are). Answers `Connection` itself, typed as the store it now is (its handle stays
  * out of the type: only the port methods reach it).
+ *
+ * @example
+ * ```ts
+ * import type { Sql } from 'postgres'
+ * import type { StoreLifecycle } from 'stateless-mcp'
+ * import { insertedRow, storeClass } from 'stateless-mcp/compose'
+ * import { connectPostgres } from 'stateless-mcp/postgres'
+ *
+ * interface BookmarksStore extends StoreLifecycle {
+ *   add(url: string): Promise<number>
+ * }
+ *
+ * const Bookmarks = storeClass<BookmarksStore, [sql: Sql, owned?: boolean], Sql>(
+ *   BookmarksConnection, // a StoreConnection<Sql> subclass
+ *   {
+ *     async add(url) {
+ *       const [row] = await this.db<{ id: number }[]>`
+ *         INSERT INTO bookmarks (url) VALUES (${url}) RETURNING id`
+ *       return insertedRow(row).id
+ *     },
+ *   }
+ * )
+ *
+ * const bookmarks = new Bookmarks(connectPostgres({ url: process.env.DATABASE_URL! }))
+ * await bookmarks.migrate()
+ * ```
  */
 export function storeClass<Store extends StoreLifecycle, Args extends unknown[], Handle>(
   Connection: new (...args: Args) => StoreConnection<Handle>,
@@ -92,7 +157,19 @@ export function storeClass<Store extends StoreLifecycle, Args extends unknown[],
   return Connection as unknown as new (...args: Args) => Store
 }
 
-/** The row an `INSERT … RETURNING` answered: a port method's insert always answers one (none is a fault). */
+/**
+ * The row an `INSERT … RETURNING` answered: a port method's insert always answers one (none is a
+ * fault, thrown as an `Error`).
+ *
+ * @example
+ * ```ts
+ * import { insertedRow } from 'stateless-mcp/compose'
+ *
+ * // in a port method over a SqliteDriver (`this.db`):
+ * const [row] = await this.db.all('INSERT INTO bookmarks (url) VALUES (?) RETURNING id', [url])
+ * return insertedRow(row).id
+ * ```
+ */
 export function insertedRow<Row>(row: Row | undefined): Row {
   if (row === undefined) throw new Error('INSERT … RETURNING produced no row')
   return row

@@ -55,7 +55,16 @@ const MAX_RECONNECT_DELAY_SECONDS = 1
  * {@link MAX_RECONNECT_DELAY_SECONDS} apart (a query waiting for a connection waits for the next
  * attempt), so one attempt fails within about `CONNECT_TIMEOUT_SECONDS +
  * MAX_RECONNECT_DELAY_SECONDS` (at once when the server refuses connections), and the pool serves
- * again within about a second of the server's return.
+ * again within about a second of the server's return. {@link connectPostgres} applies them; spread
+ * them into the options of a pool made otherwise.
+ *
+ * @example
+ * ```ts
+ * import postgres from 'postgres'
+ * import { OUTAGE_CONNECTION_OPTIONS } from 'stateless-mcp/postgres'
+ *
+ * const sql = postgres(process.env.DATABASE_URL!, { max: 20, ...OUTAGE_CONNECTION_OPTIONS })
+ * ```
  */
 export const OUTAGE_CONNECTION_OPTIONS = {
   connect_timeout: CONNECT_TIMEOUT_SECONDS,
@@ -64,7 +73,22 @@ export const OUTAGE_CONNECTION_OPTIONS = {
 
 type AsyncMethod = (...args: unknown[]) => Promise<unknown>
 
-/** Whether `error`, thrown by the driver, means the server cannot be reached (module header). */
+/**
+ * Whether `error`, thrown by the driver, means the server cannot be reached (module header): a
+ * socket or connection failure, a server shutting down or starting up, SQLSTATE class 08.
+ *
+ * @example
+ * ```ts
+ * import { StoreUnavailableError } from 'stateless-mcp/compose'
+ * import { isUnreachable } from 'stateless-mcp/postgres'
+ *
+ * try {
+ *   await sql`SELECT 1`
+ * } catch (error) {
+ *   throw isUnreachable(error) ? new StoreUnavailableError(error) : error
+ * }
+ * ```
+ */
 export function isUnreachable(error: unknown): boolean {
   if (typeof error !== 'object' || error === null) return false
   // A host name with several addresses fails with each address's error.
@@ -138,7 +162,21 @@ function breakerOf(store: object): OutageBreaker {
 /**
  * `methods` (a port's async methods) each run through their store's {@link OutageBreaker}: a driver
  * error that means unreachable becomes `StoreUnavailableError`, and while the server is down calls
- * are refused at once; `this`, the arguments and every other outcome pass through.
+ * are refused at once; `this`, the arguments and every other outcome pass through. Wrap the methods
+ * of an application's PostgreSQL store with it, so that an outage is answered 503 as the engine's
+ * is.
+ *
+ * @example
+ * ```ts
+ * import type { Sql } from 'postgres'
+ * import { storeClass } from 'stateless-mcp/compose'
+ * import { withOutages } from 'stateless-mcp/postgres'
+ *
+ * const Bookmarks = storeClass<BookmarksStore, [sql: Sql, owned?: boolean], Sql>(
+ *   BookmarksConnection,
+ *   withOutages(bookmarkMethods)
+ * )
+ * ```
  */
 export function withOutages<Methods extends object>(methods: Methods): Methods {
   const wrapped: Record<string, unknown> = {}

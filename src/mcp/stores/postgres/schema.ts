@@ -20,7 +20,22 @@ import type { Sql } from 'postgres'
 /** Key of the advisory lock that serialises migrations across replicas (the older code's key). */
 const MIGRATION_LOCK_KEY = 0x6e6f7465736d6370n // "notesmcp"
 
-/** The last step the shared bookkeeping of older deployments ever recorded (module header). */
+/**
+ * The last step the shared bookkeeping of older deployments ever recorded (module header): a
+ * schema of an application that shared that bookkeeping numbers its new steps after it.
+ *
+ * @example
+ * ```ts
+ * import { LEGACY_SCHEMA_VERSION, migratePostgresSchema } from 'stateless-mcp/postgres'
+ *
+ * await migratePostgresSchema(sql, {
+ *   table: 'app_schema',
+ *   steps: [
+ *     { version: LEGACY_SCHEMA_VERSION + 1, statements: ['ALTER TABLE things ADD note text'] },
+ *   ],
+ * })
+ * ```
+ */
 export const LEGACY_SCHEMA_VERSION = 8
 
 /** One step of a schema: its number, and its statements, applied in order. */

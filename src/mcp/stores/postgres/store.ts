@@ -48,7 +48,24 @@ const PURGES: readonly PostgresPurge[] = [
 /**
  * Removes at most `limit` rows of `purges`' tables expired at `now`, the budget spent in order; the
  * rows are chosen and locked once, in a materialised CTE, then deleted by their ctid; rows another
- * replica's purge holds are skipped, so sweeping replicas never wait on each other.
+ * replica's purge holds are skipped, so sweeping replicas never wait on each other. The
+ * `purgeExpired` of an application's PostgreSQL store, written in one call.
+ *
+ * @example
+ * ```ts
+ * import type { Sql } from 'postgres'
+ * import type { PortMethods } from 'stateless-mcp/compose'
+ * import { purgePostgres, type PostgresPurge } from 'stateless-mcp/postgres'
+ *
+ * const PURGES: PostgresPurge[] = [
+ *   { table: 'drafts', expired: (sql, now) => sql`expires_at <= ${now}` },
+ * ]
+ * const sweepMethods: PortMethods<Pick<BookmarksStore, 'purgeExpired'>, Sql> = {
+ *   purgeExpired(now, limit) {
+ *     return purgePostgres(this.db, now, limit, PURGES)
+ *   },
+ * }
+ * ```
  */
 export function purgePostgres(
   sql: Sql,

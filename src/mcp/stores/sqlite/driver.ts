@@ -9,7 +9,9 @@ import type { SqliteSchema } from './schema.ts'
 
 /** A value bound to, or read from, a SQLite-dialect statement. */
 export type SqliteValue = string | number | null
+/** A row a statement returns: its columns by name. */
 export type SqliteRow = Record<string, SqliteValue>
+/** A statement and its parameters, one of the statements of a {@link SqliteDriver.batch}. */
 export interface SqliteStatement {
   sql: string
   params: readonly SqliteValue[]

@@ -62,7 +62,21 @@ interface Queued {
 /** How one queued statement went: its value, or its error. */
 type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown }
 
-/** Milliseconds a writer waits for another process's lock before failing with SQLITE_BUSY. */
+/**
+ * Milliseconds a writer waits for another process's lock before failing with SQLITE_BUSY: the
+ * `busyTimeoutMs` of a {@link NodeSqliteDriver} unless given.
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_BUSY_TIMEOUT_MS, SqliteEngineStore } from 'stateless-mcp/sqlite'
+ *
+ * // many processes writing one file: let each wait longer for the lock
+ * const store = new SqliteEngineStore({
+ *   path: 'data/mcp.db',
+ *   busyTimeoutMs: 3 * DEFAULT_BUSY_TIMEOUT_MS,
+ * })
+ * ```
+ */
 export const DEFAULT_BUSY_TIMEOUT_MS = 5000
 
 /** First and longest pause between two attempts at the switch to WAL mode (see the module header). */
@@ -71,6 +85,7 @@ const WAL_RETRY_MAX_PAUSE_MS = 100
 /** SQLite's primary result code for a lock held by another connection (extended codes add high bits). */
 const SQLITE_BUSY = 5
 
+/** Which SQLite file a {@link NodeSqliteDriver} opens, and how long it waits for another's lock. */
 export interface SqliteFileOptions {
   /** File path, or `':memory:'` for a private in-memory database. */
   path: string
