@@ -6,7 +6,9 @@
  * the timer behind it faked and run); each time, its open GET stream ends, its call waiting for an
  * answer ends with -32001 saying the session ended, and the two slots they held are free at once: a
  * new session opens two streams where the cap was full; a call's stream resumed on another connection
- * carries the call's error too. Waits are the streams' ends, never timers.
+ * carries the call's error too. The event itself crosses a bus between processes as every event does
+ * (its wire schema) and reaches only listeners of its session. Waits are the streams' ends, never
+ * timers.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { Hono } from 'hono'
@@ -21,6 +23,12 @@ import {
   type ServerEvent,
 } from 'stateless-mcp'
 import { StateSealer, StreamLimits, compileServer, createMcpHandler } from 'stateless-mcp/compose'
+import {
+  concerns,
+  eventScope,
+  parseServerEvent,
+  serializeServerEvent,
+} from '../../src/mcp/event-bus.ts'
 import { generateKey, importKeyRing } from '../../src/mcp/key-ring.ts'
 import {
   SseReaders,
@@ -135,6 +143,17 @@ async function expectSlotsFree(app: Hono) {
   await expectCapFull(session)
   return held
 }
+
+describe('the session_ended event', () => {
+  it('crosses a bus between processes unchanged (the wire schema) and is scoped to its session', () => {
+    const event: ServerEvent = { kind: 'session_ended', session: 'sid-1' }
+    expect(parseServerEvent(serializeServerEvent(event))).toStrictEqual(event)
+    expect(eventScope(event)).toStrictEqual({ session: 'sid-1' })
+    expect(concerns({ principal: LOCAL_PRINCIPAL }, event)).toBe(false)
+    expect(concerns({ session: 'sid-1' }, event)).toBe(true)
+    expect(parseServerEvent(JSON.stringify({ ...event, extra: 1 }))).toBeUndefined()
+  })
+})
 
 describe('an ended 2025 session ends what it holds', () => {
   it('DELETE ends its GET stream and its waiting call, and frees their slots', async () => {
