@@ -1,11 +1,14 @@
 /**
- * The PostgreSQL adapter: the shared `NotesStore` contract against a throw-away database (with the
- * failures inside the database, made by triggers), plus what only PostgreSQL has: several stores
+ * The PostgreSQL adapters: the engine's store (`stateless-mcp/postgres`) and the notes store
+ * (`storage/postgres.ts`), each through its contract against a throw-away database (the notes' with
+ * the failures inside the database, made by triggers), the engine's also on the pool the notes
+ * share, plus what only PostgreSQL has: several stores
  * (replicas) on one database racing on once-keys, bulk deletes, share decisions, input slots, the
  * caps on subscriptions (per session and per principal) and on a principal's sessions, task
  * versions, the live-task cap, the cap on a session's stream records, imports and migrations, text
  * PostgreSQL cannot hold (U+0000), search independent of the database's locale, the UTF8
- * requirement, and the adapter's own error types.
+ * requirement, and the adapters' own error types. (A database of an older deployment brought
+ * forward: `store-migration.test.ts`.)
  *
  * Needs a server: `TEST_DATABASE_URL`, or PostgreSQL on 127.0.0.1:5432 (see tests/support/postgres.ts;
  * `.ci/run` installs and starts one). Without one the file fails under `CI=true` and is reported as
@@ -15,18 +18,24 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import postgres from 'postgres'
 import { createScratchDatabase, type ScratchDatabase } from '../../scripts/support/postgres.ts'
-import { PostgresNotesStore } from '../../src/storage/postgres.ts'
+import { PostgresEngineStore } from '../../src/mcp/postgres.ts'
 import { MAX_SUBSCRIPTIONS_PER_SESSION } from '../../src/mcp/session-store.ts'
-import { POSTGRES_SCHEMA_VERSION } from '../../src/storage/postgres/schema.ts'
+import { ENGINE_POSTGRES_SCHEMA } from '../../src/mcp/stores/postgres/schema.ts'
 import { ShareNotApprovedError, StoreNotMigratedError } from '../../src/notes/store.ts'
+import { openPostgresStores, PostgresNotesStore } from '../../src/storage/postgres.ts'
+import { NOTES_POSTGRES_SCHEMA } from '../../src/storage/postgres/schema.ts'
+import { bothOf, type BothStores } from '../support/both-stores.ts'
 import {
   describeNotesStoreContract,
-  newTask,
   noteId,
   REFUSED_IN_DATABASE,
+  type RefuseInDatabase,
+} from '../support/notes-store-contract.ts'
+import {
+  describeEngineStoreContract,
+  newTask,
   storeStream,
   storeTask,
-  type RefuseInDatabase,
 } from '../support/store-contract.ts'
 import { testDatabaseUrl } from '../support/postgres.ts'
 
@@ -43,9 +52,9 @@ async function asAdmin<T>(url: string, work: (admin: postgres.Sql) => Promise<T>
   }
 }
 
-describe.skipIf(serverUrl === undefined)('PostgresNotesStore', () => {
+describe.skipIf(serverUrl === undefined)('the PostgreSQL stores', () => {
   const scratches: ScratchDatabase[] = []
-  const opened: PostgresNotesStore[] = []
+  const opened: Array<{ close(): Promise<void> }> = []
   /** The database of this file: every test invents its own principals, so one is enough. */
   let shared: ScratchDatabase
 
@@ -55,8 +64,18 @@ describe.skipIf(serverUrl === undefined)('PostgresNotesStore', () => {
     return db
   }
 
-  async function open(url = shared.url, max?: number): Promise<PostgresNotesStore> {
-    const store = new PostgresNotesStore(max === undefined ? { url } : { url, max })
+  /** Both stores on one pool of the database at `url`, as a replica opens them, migrated. */
+  async function open(url = shared.url, max?: number): Promise<BothStores> {
+    const stores = openPostgresStores(max === undefined ? { url } : { url, max })
+    const store = bothOf(stores.notes, stores.engine, stores.close)
+    opened.push(store)
+    await store.migrate()
+    return store
+  }
+
+  /** The engine's store alone, on a pool of its own. */
+  async function openEngine(url = shared.url): Promise<PostgresEngineStore> {
+    const store = new PostgresEngineStore({ url })
     opened.push(store)
     await store.migrate()
     return store
@@ -92,6 +111,8 @@ describe.skipIf(serverUrl === undefined)('PostgresNotesStore', () => {
     }
   }
 
+  describeEngineStoreContract('postgres', () => openEngine())
+  describeEngineStoreContract('postgres, the pool shared with the notes', () => open())
   describeNotesStoreContract('postgres', () => open(), { refuseInDatabase })
   describeNotesStoreContract('postgres, one connection', () => open(shared.url, 1), {
     refuseInDatabase,
@@ -409,7 +430,7 @@ describe.skipIf(serverUrl === undefined)('PostgresNotesStore', () => {
       // The principal is at its cap with sessions older than any the stores open, each subscribed.
       for (let i = 0; i < cap; i++) {
         const sid = `old-${i}-${principal}`
-        expect(await stores[0].createSession(sid, principal, T0 + 10, T0, cap)).toBe(0)
+        expect(await stores[0].createSession(sid, principal, T0 + 10, T0, cap)).toStrictEqual([])
         expect(await stores[0].addSubscription(sid, 'note://n_1', T0, Infinity)).toBe('subscribed')
       }
       const evicted = await Promise.all(
@@ -419,7 +440,7 @@ describe.skipIf(serverUrl === undefined)('PostgresNotesStore', () => {
           )
         )
       )
-      expect(evicted.reduce((a, b) => a + b, 0)).toBe(evicted.length)
+      expect(evicted.reduce((a, b) => a + b.length, 0)).toBe(evicted.length)
       const [row] = await asAdmin(
         shared.url,
         (admin) => admin`
@@ -462,17 +483,18 @@ describe.skipIf(serverUrl === undefined)('PostgresNotesStore', () => {
       const db = await scratch()
       await Promise.all(Array.from({ length: 5 }, () => open(db.url)))
       await asAdmin(db.url, async (admin) => {
-        const rows = await admin`SELECT version FROM schema_migrations ORDER BY version`
-        expect(rows.map((r) => r.version)).toEqual(
-          Array.from({ length: POSTGRES_SCHEMA_VERSION }, (_, i) => i + 1)
-        )
+        for (const { table, steps } of [ENGINE_POSTGRES_SCHEMA, NOTES_POSTGRES_SCHEMA]) {
+          const rows = await admin`SELECT version FROM ${admin(table)} ORDER BY version`
+          expect(rows.map((r) => r.version)).toEqual(steps.map((step) => step.version))
+        }
         const tables = await admin`
           SELECT table_name FROM information_schema.tables
           WHERE table_schema = current_schema() ORDER BY table_name`
         expect(tables.map((r) => r.table_name)).toEqual([
           'input_slots',
+          'mcp_schema',
           'notes',
-          'schema_migrations',
+          'notes_schema',
           'session_streams',
           'session_subscriptions',
           'sessions',
@@ -488,14 +510,16 @@ describe.skipIf(serverUrl === undefined)('PostgresNotesStore', () => {
     it('refuses a database that is not UTF8', async () => {
       const db = await scratch({ encoding: 'SQL_ASCII', locale: 'C' })
       const store = new PostgresNotesStore({ url: db.url })
-      opened.push(store)
+      const engine = new PostgresEngineStore({ url: db.url })
+      opened.push(store, engine)
       await expect(store.migrate()).rejects.toThrow(/UTF8/)
       await expect(store.list('p', 0, 1)).rejects.toBeInstanceOf(StoreNotMigratedError)
+      await expect(engine.migrate()).rejects.toThrow(/UTF8/)
     })
   })
 
   describe('text and search', () => {
-    const titles = async (store: PostgresNotesStore, p: string, text: string, tags?: string[]) =>
+    const titles = async (store: BothStores, p: string, text: string, tags?: string[]) =>
       (await store.search(p, { text, ...(tags ? { tags } : {}), offset: 0, limit: 10 })).items.map(
         (n) => n.title
       )
@@ -671,6 +695,18 @@ describe.skipIf(serverUrl === undefined)('PostgresNotesStore', () => {
     it('rejects a missing url or a bad pool size at construction', () => {
       expect(() => new PostgresNotesStore({ url: '' })).toThrow(TypeError)
       expect(() => new PostgresNotesStore({ url: shared.url, max: 0 })).toThrow(TypeError)
+      expect(() => new PostgresEngineStore({ url: '' })).toThrow(TypeError)
+    })
+
+    it('a store sharing the pool leaves it open at close, for the other store and its opener', async () => {
+      const stores = openPostgresStores({ url: shared.url })
+      await stores.migrate()
+      await stores.notes.close()
+      const sid = `sid-${crypto.randomUUID()}`
+      expect(await stores.engine.createSession(sid, 'p', T0 + 1, T0, 10)).toEqual([])
+      expect(await stores.engine.getSession(sid)).toStrictEqual({ expiresAt: T0 + 1 })
+      await stores.close()
+      await expect(stores.engine.getSession(sid)).rejects.toBeInstanceOf(StoreNotMigratedError)
     })
   })
 })

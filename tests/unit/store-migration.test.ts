@@ -21,28 +21,11 @@ import postgres from 'postgres'
 import { afterAll, describe, expect, it } from 'vitest'
 import { createScratchDatabase, type ScratchDatabase } from '../../scripts/support/postgres.ts'
 import { ENGINE_POSTGRES_SCHEMA } from '../../src/mcp/stores/postgres/schema.ts'
-import type { EngineStore } from '../../src/mcp/stores/engine-store.ts'
-import type { NotesStore } from '../../src/notes/store.ts'
 import { openPostgresStores } from '../../src/storage/postgres.ts'
 import { NOTES_POSTGRES_SCHEMA } from '../../src/storage/postgres/schema.ts'
 import { openSqliteStores } from '../../src/storage/sqlite.ts'
+import { expectKept, sqliteRowsAt, T0 } from '../support/older-deployment.ts'
 import { testDatabaseUrl } from '../support/postgres.ts'
-import { newTask } from '../support/store-contract.ts'
-
-const T0 = 1_750_000_000_000
-const HOUR = 3_600_000
-/** Every row made below lives until then. */
-const LATER = T0 + 24 * HOUR
-
-/** What a deployment from before left in its database, through the stores of that time. */
-const OLD = {
-  sid: 'sid-old',
-  principal: 'p',
-  stream: 'stream-old',
-  /** The checkpoint of a call waiting for the client: what a replica needs to re-drive it. */
-  call: '{"request":{"method":"tools/call"},"round":1}',
-  task: newTask('p', T0, { expiresAt: LATER }),
-} as const
 
 /** The steps of the shared schema `step` and before, as their files under `migrations/`. */
 function sqliteFilesUpTo(step: number): string[] {
@@ -51,96 +34,6 @@ function sqliteFilesUpTo(step: number): string[] {
     .filter((file) => Number(/^(\d+)_/.exec(file)?.[1]) <= step)
     .sort()
     .map((file) => readFileSync(new URL(file, dir), 'utf8'))
-}
-
-/** The rows a deployment that had applied the shared schema up to `step` held, in SQLite. */
-function sqliteRowsAt(step: number): string {
-  const rows = [
-    `INSERT INTO notes (id, principal, title, body, tags, created_at, updated_at, version)
-      VALUES ('n_oldnote00000000', 'p', 'Kept', 'from before', '["old"]', ${T0}, ${T0}, 1)`,
-  ]
-  if (step >= 5) {
-    rows.push(
-      `INSERT INTO sessions (sid, principal, log_level, created_at, expires_at)
-        VALUES ('${OLD.sid}', 'p', 'info', ${T0}, ${LATER})`,
-      `INSERT INTO session_subscriptions (sid, uri, principal, expires_at)
-        VALUES ('${OLD.sid}', 'note://n_oldnote00000000', 'p', ${LATER})`,
-      `INSERT INTO input_slots (sid, request_id, payload, expires_at)
-        VALUES ('${OLD.sid}', 'r1', '{"answer":1}', ${LATER})`
-    )
-  }
-  if (step >= 6) {
-    const task = OLD.task
-    rows.push(
-      `INSERT INTO tasks (id, owner, principal, tool, args, created_at, status, updated_at,
-        expires_at, poll_interval_ms, journal, version)
-        VALUES ('${task.id}', 'p', 'p', '${task.tool}', '${task.args}', ${T0}, 'working', ${T0},
-          ${LATER}, 1000, '[]', 3)`
-    )
-  }
-  if (step >= 7) {
-    rows.push(
-      `INSERT INTO session_streams (sid, stream, call, lease_owner, lease_expires_at, ended,
-        expires_at, version)
-        VALUES ('${OLD.sid}', '${OLD.stream}', '${OLD.call}', 'replica-a', ${T0 + 10_000}, 0,
-          ${LATER}, 4)`,
-      ...[1, 2, 3].map(
-        (seq) => `INSERT INTO stream_events (sid, stream, seq, payload, expires_at)
-          VALUES ('${OLD.sid}', '${OLD.stream}', ${seq}, '{"seq":${seq}}', ${LATER})`
-      )
-    )
-  }
-  return rows.join(';\n')
-}
-
-/** What the stores of today must find of the rows {@link sqliteRowsAt} made at `step`, and use. */
-async function expectKept(notes: NotesStore, engine: EngineStore, step: number): Promise<void> {
-  expect(await notes.get('p', 'n_oldnote00000000')).toMatchObject({ title: 'Kept', tags: ['old'] })
-  const now = T0 + HOUR
-  if (step >= 5) {
-    expect(await engine.getSession(OLD.sid)).toStrictEqual({ expiresAt: LATER, logLevel: 'info' })
-    expect(await engine.isSubscribed(OLD.sid, 'note://n_oldnote00000000')).toBe(true)
-    expect(await engine.readInput(OLD.sid, 'r1')).toBe('{"answer":1}')
-    expect(await engine.renewSession(OLD.sid, LATER + HOUR, now)).toBe(true)
-  }
-  if (step >= 6) {
-    expect(await engine.getTask(OLD.task.id)).toMatchObject({ status: 'working', version: 3 })
-    expect(await engine.updateTask(OLD.task.id, 3, { status: 'completed' })).toMatchObject({
-      status: 'completed',
-      version: 4,
-    })
-    expect(await engine.countLiveTasks('p', now)).toBe(1)
-  }
-  if (step >= 7) {
-    expect(await engine.getStream(OLD.sid, OLD.stream)).toStrictEqual({
-      sid: OLD.sid,
-      stream: OLD.stream,
-      call: OLD.call,
-      leaseOwner: 'replica-a',
-      leaseExpiresAt: T0 + 10_000,
-      ended: false,
-      expiresAt: LATER,
-      version: 4,
-    })
-    expect(await engine.readEvents(OLD.sid, OLD.stream, 1, 10, now)).toStrictEqual([
-      { seq: 2, payload: '{"seq":2}' },
-      { seq: 3, payload: '{"seq":3}' },
-    ])
-    // Another replica takes the call over from the checkpoint, and the stream goes on.
-    const taken = { leaseOwner: 'replica-b', leaseExpiresAt: now + 10_000 }
-    expect(await engine.updateStream(OLD.sid, OLD.stream, 4, taken)).toMatchObject({ version: 5 })
-    expect(await engine.appendEvent(OLD.sid, OLD.stream, 4, '{"seq":4}', LATER)).toBe(true)
-    expect(await engine.appendEvent(OLD.sid, OLD.stream, 3, '{"again":3}', LATER)).toBe(false)
-  }
-  // Whatever the step, the engine's tables are all there now, and take new rows.
-  expect(await engine.createSession('sid-new', 'p', LATER, now, 1_000)).toHaveLength(0)
-  expect(
-    await engine.createStream({ sid: 'sid-new', stream: 's', expiresAt: LATER }, 64, now)
-  ).toMatchObject({ version: 1 })
-  expect(await engine.createTask(newTask('p', now, { expiresAt: LATER }), 10)).toBeDefined()
-  expect(await notes.create('p', { title: 'New', body: '', tags: [] }, now)).toMatchObject({
-    version: 1,
-  })
 }
 
 describe('a node:sqlite file of an older deployment', () => {

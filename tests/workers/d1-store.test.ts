@@ -1,14 +1,30 @@
 /**
- * The D1 adapter inside workerd, against local D1 with `migrations/` applied: the shared `NotesStore`
- * contract (the same suite the node:sqlite adapter passes, with the failures inside D1 made by
- * triggers, so its batches are seen to be transactions), plus what only this adapter has: the schema
- * check in `migrate()`, its error types, and a full-text index that stays consistent.
+ * The D1 adapters inside workerd, against local D1 with `migrations/` applied (as wrangler does for
+ * the notes Worker): a database an older deployment left, brought forward by today's stores; the
+ * engine's store (`stateless-mcp/d1`) through the engine contract, adopting the tables those
+ * migrations made; the notes store through the notes contract (the same suites the node:sqlite
+ * adapters pass, with the failures inside D1 made by triggers, so its batches are seen to be
+ * transactions); what only the notes adapter has: the schema check in `migrate()`, its error types,
+ * and a full-text index that stays consistent; and last, once every table is dropped, the engine's
+ * store on a D1 database without the notes Worker's migrations, making its tables itself.
  */
 import { env } from 'cloudflare:test'
-import { describe, expect, it } from 'vitest'
-import { D1_MIGRATIONS, D1NotesStore, D1SchemaMissingError } from '../../src/storage/d1.ts'
+import { beforeAll, describe, expect, it } from 'vitest'
+import { D1EngineStore } from '../../src/mcp/d1.ts'
+import {
+  D1_MIGRATIONS,
+  D1NotesStore,
+  D1SchemaMissingError,
+  openD1Stores,
+} from '../../src/storage/d1.ts'
 import { ShareNotApprovedError, StoreNotMigratedError } from '../../src/notes/store.ts'
-import { describeNotesStoreContract, noteId, sqliteRefusal } from '../support/store-contract.ts'
+import {
+  describeNotesStoreContract,
+  noteId,
+  sqliteRefusal,
+} from '../support/notes-store-contract.ts'
+import { expectKept, sqliteRowsAt } from '../support/older-deployment.ts'
+import { describeEngineStoreContract } from '../support/store-contract.ts'
 
 const T0 = 1_750_000_000_000
 
@@ -17,6 +33,44 @@ async function openStore(): Promise<D1NotesStore> {
   await store.migrate()
   return store
 }
+
+async function openEngine(): Promise<D1EngineStore> {
+  const store = new D1EngineStore({ db: env.DB })
+  await store.migrate()
+  return store
+}
+
+/** `env.DB` answering every statement that names `table` as D1 answers for a table that is not there. */
+function withoutTable(table: string) {
+  return {
+    prepare: (sql: string) =>
+      sql.includes(table)
+        ? {
+            bind() {
+              return this
+            },
+            all: async () => {
+              throw new Error(`D1_ERROR: no such table: ${table}: SQLITE_ERROR`)
+            },
+          }
+        : env.DB.prepare(sql),
+    batch: env.DB.batch.bind(env.DB),
+  }
+}
+
+// First, before any store of today touched the database: the rows an older deployment left.
+describe('a D1 database an older deployment migrated with wrangler', () => {
+  it('keeps every note, session, stream and task, and serves them', async () => {
+    for (const row of sqliteRowsAt(8).split(';\n')) await env.DB.prepare(row).run()
+    const stores = openD1Stores(env.DB)
+    await stores.migrate()
+    await expectKept(stores.notes, stores.engine, 8)
+    const adopted = await env.DB.prepare('SELECT version FROM mcp_schema').all()
+    expect(adopted.results).toEqual([{ version: 8 }])
+  })
+})
+
+describeEngineStoreContract('D1 (local, inside workerd), on the tables wrangler made', openEngine)
 
 describeNotesStoreContract('D1 (local, inside workerd)', openStore, {
   async refuseInDatabase(write, title) {
@@ -34,7 +88,7 @@ describe('D1NotesStore specifics', () => {
   })
 
   it('migrate() refuses a database without the migrations, naming the command to run', async () => {
-    const store = new D1NotesStore({ db: env.DB, migrationsTable: 'no_such_table' })
+    const store = new D1NotesStore({ db: withoutTable('d1_migrations') as never })
     const attempt = store.migrate()
     await expect(attempt).rejects.toBeInstanceOf(D1SchemaMissingError)
     await expect(attempt).rejects.toThrow(/wrangler d1 migrations apply DB/)
@@ -43,6 +97,9 @@ describe('D1NotesStore specifics', () => {
   it('migrate() lets a failure other than a missing table through', async () => {
     const unreachable = {
       prepare: () => ({
+        bind() {
+          return this
+        },
         all: async () => {
           throw new Error('D1_ERROR: Network connection lost.')
         },
@@ -131,5 +188,30 @@ describe('D1NotesStore specifics', () => {
 
   it('rejects a binding that is not a D1 database', () => {
     expect(() => new D1NotesStore({ db: {} as never })).toThrow(TypeError)
+    expect(() => new D1EngineStore({ db: {} as never })).toThrow(TypeError)
   })
+})
+
+// Last: the same database emptied, as one no notes Worker ever migrated.
+describe('a D1 database without the notes Worker’s migrations', () => {
+  beforeAll(async () => {
+    // Newest first: a table goes before those its rows refer to.
+    const { results } = await env.DB.prepare(
+      `SELECT name FROM sqlite_master WHERE type = 'table'
+        AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%' AND name NOT LIKE 'notes_fts_%'
+        ORDER BY rowid DESC`
+    ).all<{ name: string }>()
+    for (const { name } of results) await env.DB.prepare(`DROP TABLE IF EXISTS "${name}"`).run()
+  })
+
+  it('the engine store makes its tables itself, recording each step', async () => {
+    const store = await openEngine()
+    const { results } = await env.DB.prepare(
+      'SELECT version FROM mcp_schema ORDER BY version'
+    ).all()
+    expect(results).toEqual([3, 4, 5, 6, 7, 8].map((version) => ({ version })))
+    await store.close()
+  })
+
+  describeEngineStoreContract('D1 (local, inside workerd), tables made by the engine', openEngine)
 })

@@ -8,7 +8,7 @@ declare module 'cloudflare:test' {
     queries: string[]
   }
   export const env: {
-    DB: import('../../src/storage/d1.ts').D1Like & { exec(sql: string): Promise<unknown> }
+    DB: import('../../src/mcp/d1.ts').D1Like & { exec(sql: string): Promise<unknown> }
     TEST_MIGRATIONS: D1Migration[]
     STATE_KEYS: string
     [name: string]: unknown
