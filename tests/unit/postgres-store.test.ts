@@ -67,7 +67,7 @@ describe.skipIf(serverUrl === undefined)('the PostgreSQL stores', () => {
   /** Both stores on one pool of the database at `url`, as a replica opens them, migrated. */
   async function open(url = shared.url, max?: number): Promise<BothStores> {
     const stores = openPostgresStores(max === undefined ? { url } : { url, max })
-    const store = bothOf(stores.notes, stores.engine, stores.close)
+    const store = bothOf(stores.notes, stores.engine, () => stores.close())
     opened.push(store)
     await store.migrate()
     return store
