@@ -72,11 +72,16 @@ export interface AskOptions {
   acceptUnsolicited?: boolean
 }
 
+/**
+ * The question of a form-mode `ctx.elicit`: the message shown to the person, and the zod object
+ * whose fields make the form (flat: strings, numbers, booleans, single and multi selects).
+ */
 export interface ElicitOptions<S extends z.ZodObject> extends AskOptions {
   message: string
   schema: S
 }
 
+/** The question of `ctx.elicitUrl`: the message, and the URL the person is asked to open. */
 export interface ElicitUrlOptions extends AskOptions {
   message: string
   url: string
@@ -153,6 +158,10 @@ export interface ToolContext<Deps> extends ReplayContext<Deps> {
   startTask(options?: StartTaskOptions): Promise<void>
 }
 
+/**
+ * Hints about a tool's behaviour, published with it: a client may use them to decide what to
+ * confirm with the person. Hints only, never a security boundary.
+ */
 export interface ToolAnnotations {
   title?: string
   readOnlyHint?: boolean
@@ -161,6 +170,10 @@ export interface ToolAnnotations {
   openWorldHint?: boolean
 }
 
+/**
+ * A tool as an application defines it (with `tool`, or `definitions<Deps>().tool`): its name,
+ * description, zod input (and output) and the handler that runs a call.
+ */
 export interface ToolDefinition<Deps, S extends z.ZodObject = z.ZodObject> {
   name: string
   title?: string
@@ -182,10 +195,15 @@ export interface ToolDefinition<Deps, S extends z.ZodObject = z.ZodObject> {
   run(args: z.output<S>, ctx: ToolContext<Deps>): Promise<CallToolResult> | CallToolResult
 }
 
+/** A resource at a fixed URI as an application defines it (`resource`): its listing and `read`. */
 export interface ResourceDefinition<Deps> extends Resource {
   read: (ctx: ReplayContext<Deps>) => Promise<ReadResourceResult> | ReadResourceResult
 }
 
+/**
+ * Resources under a URI template as an application defines them (`resourceTemplate`): the
+ * template's listing, `read` for a URI it matches, and optionally `list` and completions.
+ */
 export interface ResourceTemplateDefinition<Deps> {
   /** RFC 6570 level-1 template, e.g. `note://{id}`; each variable matches one path segment. */
   uriTemplate: string
@@ -207,6 +225,7 @@ export interface ResourceTemplateDefinition<Deps> {
   complete?: Record<string, Completer<Deps>>
 }
 
+/** One argument of a prompt, as listed to clients (its value arrives as a string). */
 export interface PromptArgument {
   name: string
   title?: string
@@ -214,6 +233,7 @@ export interface PromptArgument {
   required?: boolean
 }
 
+/** A prompt as an application defines it (`prompt`): its listing, its arguments and `get`. */
 export interface PromptDefinition<Deps> {
   name: string
   title?: string
@@ -238,7 +258,31 @@ export type Completer<Deps> = (
  */
 export type Completion = string[] | { values: string[]; total?: number }
 
-/** Typed definition helpers bound to one application type. */
+/**
+ * Typed definition helpers bound to one application type: use them instead of `tool`, `resource`,
+ * `resourceTemplate` and `prompt` when handlers read `ctx.deps`.
+ *
+ * @example
+ * ```ts
+ * import * as z from 'zod'
+ * import { createMcpServer, definitions, text } from 'stateless-mcp'
+ *
+ * interface Deps {
+ *   greeting: string
+ * }
+ * const { tool } = definitions<Deps>()
+ * const greet = tool({
+ *   name: 'greet',
+ *   description: 'Greets someone.',
+ *   input: z.object({ name: z.string() }),
+ *   run: ({ name }, ctx) => text(`${ctx.deps.greeting}, ${name}`),
+ * })
+ * const server = createMcpServer<Deps>(
+ *   { info: { name: 'greeter', version: '1.0.0' }, tools: [greet] },
+ *   { deps: { greeting: 'Hello' } }
+ * )
+ * ```
+ */
 export function definitions<Deps>() {
   return {
     tool: <S extends z.ZodObject>(definition: ToolDefinition<Deps, S>) =>
@@ -249,16 +293,65 @@ export function definitions<Deps>() {
   }
 }
 
+/**
+ * A tool result of one text block: the usual answer of a tool.
+ *
+ * @example
+ * ```ts
+ * import * as z from 'zod'
+ * import { text, tool } from 'stateless-mcp'
+ *
+ * const hello = tool({
+ *   name: 'hello',
+ *   description: 'Says hello.',
+ *   input: z.object({ name: z.string() }),
+ *   run: ({ name }) => text(`Hello, ${name}`),
+ * })
+ * ```
+ */
 export function text(value: string): CallToolResult {
   return { content: [{ type: 'text', text: value }] }
 }
 
-/** A tool execution failure the model should see (`isError: true`), not a protocol error. */
+/**
+ * A tool execution failure the model should see (`isError: true`), not a protocol error: for input
+ * the tool cannot act on, so that the model may correct itself and call again.
+ *
+ * @example
+ * ```ts
+ * import * as z from 'zod'
+ * import { text, tool, toolError } from 'stateless-mcp'
+ *
+ * const divide = tool({
+ *   name: 'divide',
+ *   description: 'Divides a by b.',
+ *   input: z.object({ a: z.number(), b: z.number() }),
+ *   run: ({ a, b }) => (b === 0 ? toolError('b must not be 0') : text(String(a / b))),
+ * })
+ * ```
+ */
 export function toolError(message: string): CallToolResult {
   return { content: [{ type: 'text', text: message }], isError: true }
 }
 
-/** A structured result with its JSON text copy, as the spec recommends. */
+/**
+ * A structured result with its JSON text copy, as the spec recommends: the answer of a tool that
+ * declares an `output` schema (the value must match it). `extra` blocks follow the text.
+ *
+ * @example
+ * ```ts
+ * import * as z from 'zod'
+ * import { structured, tool } from 'stateless-mcp'
+ *
+ * const add = tool({
+ *   name: 'add',
+ *   description: 'Adds two numbers.',
+ *   input: z.object({ a: z.number(), b: z.number() }),
+ *   output: z.object({ sum: z.number() }),
+ *   run: ({ a, b }) => structured({ sum: a + b }),
+ * })
+ * ```
+ */
 export function structured(value: unknown, extra: ContentBlock[] = []): CallToolResult {
   return {
     content: [{ type: 'text', text: JSON.stringify(value) }, ...extra],
@@ -266,7 +359,29 @@ export function structured(value: unknown, extra: ContentBlock[] = []): CallTool
   }
 }
 
-/** The text of a sampling answer: its text blocks (one block or an array of them), joined and trimmed. */
+/**
+ * The text of a sampling answer: its text blocks (one block or an array of them), joined and
+ * trimmed. Use it on what `ctx.sample` answers.
+ *
+ * @example
+ * ```ts
+ * import * as z from 'zod'
+ * import { sampledText, text, tool } from 'stateless-mcp'
+ *
+ * const summarize = tool({
+ *   name: 'summarize',
+ *   description: 'Summarizes a text with the client model.',
+ *   input: z.object({ body: z.string() }),
+ *   run: async ({ body }, ctx) => {
+ *     const answer = await ctx.sample('summary', {
+ *       messages: [{ role: 'user', content: { type: 'text', text: `Summarize:\n${body}` } }],
+ *       maxTokens: 200,
+ *     })
+ *     return text(sampledText(answer.content))
+ *   },
+ * })
+ * ```
+ */
 export function sampledText(content: CreateMessageResult['content']): string {
   const blocks: unknown[] = Array.isArray(content) ? content : [content]
   return blocks

@@ -226,6 +226,19 @@ function fail(name: string, why: string): never {
  * A zod enum of the keys of `titles` whose elicitation form shows each value with its title
  * (`oneOf`/`anyOf` of `{ const, title }`). Use it alone for a titled single select, or inside
  * `z.array(...)` for a titled multi select.
+ *
+ * @example
+ * ```ts
+ * import * as z from 'zod'
+ * import { titledEnum } from 'stateless-mcp'
+ *
+ * // in a handler:
+ * const answer = await ctx.elicit('priority', {
+ *   message: 'How urgent is it?',
+ *   schema: z.object({ priority: titledEnum({ low: 'Some day', high: 'Today' }) }),
+ * })
+ * if (answer.action === 'accept') console.log(answer.content.priority) // 'low' or 'high'
+ * ```
  */
 export function titledEnum<const T extends Readonly<Record<string, string>>>(
   titles: T
@@ -237,6 +250,16 @@ export function titledEnum<const T extends Readonly<Record<string, string>>>(
  * A titled single select in the deprecated SEP-1330 shape: `enum` with the titles in `enumNames`.
  * Prefer `titledEnum`; this one exists for clients that read only `enumNames` (revision 2025-06-18).
  * Single selects only: `z.array(legacyTitledEnum(...))` throws at conversion.
+ *
+ * @example
+ * ```ts
+ * import * as z from 'zod'
+ * import { legacyTitledEnum } from 'stateless-mcp'
+ *
+ * const Size = z.object({ size: legacyTitledEnum({ s: 'Small', m: 'Medium', l: 'Large' }) })
+ * // in a handler:
+ * const answer = await ctx.elicit('size', { message: 'Which size?', schema: Size })
+ * ```
  */
 export function legacyTitledEnum<const T extends Readonly<Record<string, string>>>(
   titles: T

@@ -128,6 +128,14 @@ function nestsDeeperThan(value: unknown, max: number): boolean {
  * The id a parsed JSON-RPC message carries, when it is one this revision allows (a string or an
  * integer); `null` when it has none, another, or is no message object at all. Every reader of a
  * message's id uses it: the envelope below, and the HTTP layer echoing the id in a refusal.
+ *
+ * @example
+ * ```ts
+ * import { jsonRpcErrorResponse, requestIdOf } from 'stateless-mcp/compose'
+ *
+ * const id = requestIdOf(JSON.parse(body)) // 7 for {"jsonrpc":"2.0","id":7,…}; null without an id
+ * return jsonRpcErrorResponse(id, 403, 'Forbidden: this tool is disabled.')
+ * ```
  */
 export function requestIdOf(message: unknown): RequestId | null {
   return isObject(message) && isRequestId(message.id) ? message.id : null

@@ -29,6 +29,17 @@ import { describeError, type McpLogger } from './logger.ts'
 import type { FinalMessage } from './streaming.ts'
 import type { RequestId } from './wire.ts'
 
+/**
+ * The JSON-RPC and MCP error codes the engine answers with, by name: the `code` of an `McpError` a
+ * handler throws, and of a refusal an HTTP face writes itself.
+ *
+ * @example
+ * ```ts
+ * import { ErrorCode, McpError } from 'stateless-mcp'
+ *
+ * throw new McpError(ErrorCode.InvalidParams, 'Invalid params: no note with that id.')
+ * ```
+ */
 export const ErrorCode = {
   ParseError: -32700,
   InvalidRequest: -32600,
@@ -41,12 +52,27 @@ export const ErrorCode = {
   StoreUnavailable: -32030,
 } as const
 
+/** One of the codes of the `ErrorCode` object: what an `McpError`'s `code` holds. */
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode]
 
 /** Frozen message for every `requestState` failure; the real reason goes to the server log only. */
 export const INVALID_REQUEST_STATE_MESSAGE = 'Invalid or expired requestState'
 
-/** Frozen message of every -32603 sent for a failure whose cause went to the server log only. */
+/**
+ * Frozen message of every -32603 sent for a failure whose cause went to the server log only; an
+ * HTTP face answers its own unexpected failures with it too.
+ *
+ * @example
+ * ```ts
+ * import { ErrorCode } from 'stateless-mcp'
+ * import { INTERNAL_ERROR_MESSAGE, jsonRpcErrorResponse } from 'stateless-mcp/compose'
+ *
+ * app.onError((error) => {
+ *   console.error(error)
+ *   return jsonRpcErrorResponse(null, 500, INTERNAL_ERROR_MESSAGE, {}, ErrorCode.InternalError)
+ * })
+ * ```
+ */
 export const INTERNAL_ERROR_MESSAGE =
   'Internal error: the server failed to process the request; the failure was logged.'
 
@@ -57,6 +83,30 @@ export const STORE_UNAVAILABLE_MESSAGE =
 /** The `Retry-After` of a store refusal: about what a database restart or a failover takes. */
 export const STORE_RETRY_AFTER_SECONDS = 5
 
+/**
+ * An error answered to the client as it is: its code, message and `data`. Throw it from a handler
+ * to refuse the request itself (an unknown id, say) rather than report a tool's failure to the
+ * model (`toolError`). Any other error a handler throws is answered without its message: a tool's
+ * as an `isError` result, another handler's as -32603.
+ *
+ * @example
+ * ```ts
+ * import { ErrorCode, McpError, prompt } from 'stateless-mcp'
+ *
+ * const review = prompt({
+ *   name: 'review',
+ *   description: 'Asks for a review of a note.',
+ *   arguments: [{ name: 'id', required: true }],
+ *   get: ({ id }) => {
+ *     if (!/^[0-9]+$/.test(id ?? '')) {
+ *       throw new McpError(ErrorCode.InvalidParams, 'Invalid params: id must be a number.')
+ *     }
+ *     const text = `Review note ${id}.`
+ *     return { messages: [{ role: 'user', content: { type: 'text', text } }] }
+ *   },
+ * })
+ * ```
+ */
 export class McpError extends Error {
   override name = 'McpError'
   readonly code: ErrorCode
@@ -85,6 +135,18 @@ export interface JsonRpcErrorObject {
 /**
  * The JSON text of the JSON-RPC error response to request `id` (`null` when it could not be read): the
  * one writer of error responses, for the engine of both eras, the HTTP layer and the runtime entries.
+ *
+ * @example
+ * ```ts
+ * import { ErrorCode } from 'stateless-mcp'
+ * import { errorResponseText } from 'stateless-mcp/compose'
+ *
+ * const body = errorResponseText(null, {
+ *   code: ErrorCode.InvalidRequest,
+ *   message: 'Bad Request: this server is shutting down.',
+ * })
+ * return new Response(body, { status: 503, headers: { 'content-type': 'application/json' } })
+ * ```
  */
 export function errorResponseText(id: RequestId | null, error: JsonRpcErrorObject): string {
   return JSON.stringify({ jsonrpc: '2.0', id, error })
@@ -115,7 +177,17 @@ export class CapExceededError extends McpError {
 
 /**
  * The store could not be reached (module header): -32030, HTTP 503 with `Retry-After`. `cause` is the
- * driver's failure, for the log only.
+ * driver's failure, for the log only. Throw it from an application's own store when its backend
+ * cannot be reached, so that the request is answered as the engine's stores answer it.
+ *
+ * @example
+ * ```ts
+ * import { StoreUnavailableError } from 'stateless-mcp/compose'
+ *
+ * const response = await fetch(`${notesApi}/notes/${id}`).catch((error: unknown) => {
+ *   throw new StoreUnavailableError(error)
+ * })
+ * ```
  */
 export class StoreUnavailableError extends McpError {
   override name = 'StoreUnavailableError'
@@ -181,7 +253,15 @@ export class InvalidRequestStateError extends Error {
  * The final message for a failure of request `id`: an `McpError` as it is, anything else (and an
  * `McpError` whose data JSON cannot express) -32603 without detail, its cause logged. Never throws.
  * The HTTP status comes from the table above; `stage` says whether the envelope failed. A store
- * refusal carries its `Retry-After`, and its cause is logged as a warning.
+ * refusal carries its `Retry-After`, and its cause is logged as a warning. Use it, with
+ * `finalResponse`, to answer what escapes an HTTP face of one's own as the engine would.
+ *
+ * @example
+ * ```ts
+ * import { consoleLogger, errorMessage, finalResponse } from 'stateless-mcp/compose'
+ *
+ * app.onError((error) => finalResponse(errorMessage(null, error, consoleLogger)))
+ * ```
  */
 export function errorMessage(
   id: RequestId | null,

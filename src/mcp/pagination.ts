@@ -16,11 +16,33 @@ export const DEFAULT_PAGE_SIZE = 50
  */
 export const MAX_CURSOR_LENGTH = 200
 
+/**
+ * The opaque cursor of position `offset` in the list named `list`, as `nextCursor` carries it;
+ * {@link decodeCursor} reads it back.
+ *
+ * @example
+ * ```ts
+ * import { decodeCursor, encodeCursor } from 'stateless-mcp'
+ *
+ * const nextCursor = encodeCursor('notes', 50)
+ * decodeCursor('notes', nextCursor) // 50
+ * ```
+ */
 export function encodeCursor(list: string, offset: number): string {
   return base64url.encode(JSON.stringify({ l: list, o: offset }))
 }
 
-/** The offset a cursor points at; `undefined` (no cursor) is the first page. */
+/**
+ * The offset a cursor points at; `undefined` (no cursor) is the first page. A cursor of another
+ * list, tampered with or too long is an `McpError` -32602.
+ *
+ * @example
+ * ```ts
+ * import { decodeCursor } from 'stateless-mcp'
+ *
+ * const offset = decodeCursor('notes', params.cursor) // 0 without a cursor
+ * ```
+ */
 export function decodeCursor(list: string, cursor: string | undefined): number {
   if (cursor === undefined) return 0
   if (cursor.length > MAX_CURSOR_LENGTH) {

@@ -5,9 +5,43 @@
  * names these constants instead of spelling the strings again.
  */
 
+/**
+ * The protocol revision this engine speaks on every request: 2026-07-28 (2025-era clients are
+ * served through `initialize` and sessions instead).
+ *
+ * @example
+ * ```ts
+ * import { PROTOCOL_VERSION } from 'stateless-mcp/compose'
+ *
+ * const headers = { 'mcp-protocol-version': PROTOCOL_VERSION }
+ * ```
+ */
 export const PROTOCOL_VERSION = '2026-07-28'
+/**
+ * The revisions a request may name in its `_meta` (the others are answered -32022 listing these).
+ *
+ * @example
+ * ```ts
+ * import { SUPPORTED_PROTOCOL_VERSIONS } from 'stateless-mcp/compose'
+ *
+ * SUPPORTED_PROTOCOL_VERSIONS.includes('2026-07-28') // true
+ * ```
+ */
 export const SUPPORTED_PROTOCOL_VERSIONS: readonly string[] = [PROTOCOL_VERSION]
 
+/**
+ * The `_meta` key of the revision a 2026-07-28 request is written in.
+ *
+ * @example
+ * ```ts
+ * import { META_PROTOCOL_VERSION, PROTOCOL_VERSION } from 'stateless-mcp/compose'
+ *
+ * const meta = {
+ *   [META_PROTOCOL_VERSION]: PROTOCOL_VERSION,
+ *   'io.modelcontextprotocol/clientCapabilities': {},
+ * }
+ * ```
+ */
 export const META_PROTOCOL_VERSION = 'io.modelcontextprotocol/protocolVersion'
 export const META_CLIENT_CAPABILITIES = 'io.modelcontextprotocol/clientCapabilities'
 export const META_CLIENT_INFO = 'io.modelcontextprotocol/clientInfo'
@@ -16,12 +50,46 @@ export const META_SERVER_INFO = 'io.modelcontextprotocol/serverInfo'
 export const META_SUBSCRIPTION_ID = 'io.modelcontextprotocol/subscriptionId'
 
 export const HEADER_PROTOCOL_VERSION = 'mcp-protocol-version'
+/**
+ * The HTTP header that repeats a request's JSON-RPC method (`Mcp-Method`), so that a proxy or a
+ * route can act on it without reading the body.
+ *
+ * @example
+ * ```ts
+ * import { ErrorCode, METHODS } from 'stateless-mcp'
+ * import { HEADER_METHOD, jsonRpcErrorResponse } from 'stateless-mcp/compose'
+ *
+ * // a runtime that cannot hold streams open refuses listen before the engine
+ * app.post('/mcp', async (c, next) => {
+ *   if (c.req.header(HEADER_METHOD) !== METHODS.listen) return next()
+ *   const message = 'Method not found: this deployment holds no streams open.'
+ *   return jsonRpcErrorResponse(null, 404, message, {}, ErrorCode.MethodNotFound)
+ * })
+ * ```
+ */
 export const HEADER_METHOD = 'mcp-method'
 export const HEADER_NAME = 'mcp-name'
 /** `Mcp-Param-{Name}` headers mirror tool arguments annotated with `x-mcp-header`. */
 export const HEADER_PARAM_PREFIX = 'Mcp-Param-'
 
-/** Methods a 2026-07-28 server answers (each still gated by the capability it belongs to). */
+/**
+ * Methods a 2026-07-28 server answers (each still gated by the capability it belongs to), by name:
+ * for a server's `scopes` per method, or a route that tells methods apart.
+ *
+ * @example
+ * ```ts
+ * import { createMcpServer, METHODS } from 'stateless-mcp'
+ *
+ * const server = createMcpServer(
+ *   {
+ *     info: { name: 'notes', version: '1.0.0' },
+ *     tools: [addNote],
+ *     scopes: { [METHODS.resourcesRead]: ['notes:read'], [METHODS.listen]: ['notes:read'] },
+ *   },
+ *   { authenticate }
+ * )
+ * ```
+ */
 export const METHODS = {
   discover: 'server/discover',
   toolsList: 'tools/list',

@@ -107,7 +107,17 @@ const formCache = new WeakMap<z.ZodObject, ElicitationForm>()
 
 /**
  * Converts a zod object into an elicitation form, at definition time: a schema the wire cannot express
- * throws a `TypeError` here rather than in the middle of a request.
+ * throws a `TypeError` here rather than in the middle of a request. Call it where a form's schema
+ * is declared, so that a schema no client could be shown fails at startup.
+ *
+ * @example
+ * ```ts
+ * import * as z from 'zod'
+ * import { defineForm } from 'stateless-mcp'
+ *
+ * const Confirm = z.object({ confirm: z.boolean().describe('Delete the note?') })
+ * defineForm(Confirm) // throws now if the form cannot be expressed; ctx.elicit reuses it
+ * ```
  */
 export function defineForm<S extends z.ZodObject>(schema: S): ElicitationForm<S> {
   let form = formCache.get(schema)

@@ -14,12 +14,13 @@ import { SqliteDialectEngineStore } from './stores/sqlite/store.ts'
 export { DEFAULT_BUSY_TIMEOUT_MS, NodeSqliteDriver } from './stores/sqlite/node-sqlite.ts'
 export type { SqliteFileOptions } from './stores/sqlite/node-sqlite.ts'
 export type {
+  SchemaStep,
   SqliteDriver,
   SqliteRow,
+  SqliteSchema,
   SqliteStatement,
   SqliteValue,
 } from './stores/sqlite/driver.ts'
-export type { SchemaStep, SqliteSchema } from './stores/sqlite/schema.ts'
 export type { EngineStore } from './stores/engine-store.ts'
 
 /** A file of its own (`path`), or a connection shared with other stores (`driver`). */

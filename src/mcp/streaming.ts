@@ -49,6 +49,23 @@ export function sseIdentified(id: string, data: string): Uint8Array {
   return encoder.encode(`id: ${id}\ndata: ${data}\n\n`)
 }
 
+/**
+ * An SSE comment, as bytes: sent on an idle event stream so that proxies keep it open, or first, so
+ * that a runtime sends a stream's head before it has anything to say.
+ *
+ * @example
+ * ```ts
+ * import { SSE_KEEPALIVE } from 'stateless-mcp/compose'
+ *
+ * // the engine's event stream, begun by a comment
+ * const body = response.body!.pipeThrough(
+ *   new TransformStream<Uint8Array, Uint8Array>({
+ *     start: (controller) => controller.enqueue(SSE_KEEPALIVE),
+ *   })
+ * )
+ * return new Response(body, response)
+ * ```
+ */
 export const SSE_KEEPALIVE = encoder.encode(': keep-alive\n\n')
 
 /** The SSE `retry` field: how many milliseconds a client that reconnects should wait first. */
@@ -67,7 +84,17 @@ export interface FinalMessage {
   headers?: Headers
 }
 
-/** The final message sent as plain JSON: with its own headers when it has them. */
+/**
+ * The final message sent as plain JSON: with its own headers when it has them. Turns what
+ * `errorMessage` answers into a `Response`.
+ *
+ * @example
+ * ```ts
+ * import { consoleLogger, errorMessage, finalResponse } from 'stateless-mcp/compose'
+ *
+ * return finalResponse(errorMessage(null, error, consoleLogger))
+ * ```
+ */
 export function finalResponse({ text, status, headers }: FinalMessage): Response {
   return headers ? new Response(text, { status, headers }) : jsonText(text, status)
 }

@@ -20,13 +20,27 @@
 
 export type TaskStatus = 'working' | 'input_required' | 'completed' | 'cancelled' | 'failed'
 
-/** Statuses after which a task never changes again. */
+/**
+ * Statuses after which a task never changes again.
+ *
+ * @example
+ * ```ts
+ * import { TERMINAL_TASK_STATUSES } from 'stateless-mcp/compose'
+ *
+ * const task = await store.getTask(id)
+ * if (task && TERMINAL_TASK_STATUSES.has(task.status)) console.log(`${id} ended: ${task.status}`)
+ * ```
+ */
 export const TERMINAL_TASK_STATUSES: ReadonlySet<TaskStatus> = new Set([
   'completed',
   'cancelled',
   'failed',
 ])
 
+/**
+ * One task as the store keeps it (module header): its owner, tool and arguments, status and
+ * outcome, replay journal, the runner's lease and the version every change is compared against.
+ */
 export interface TaskRecord {
   /** Unguessable id (at least 128 random bits, header-safe base64url). */
   readonly id: string
@@ -82,6 +96,10 @@ export type TaskPatch = {
   ]?: undefined extends TaskRecord[K] ? TaskRecord[K] | null : TaskRecord[K]
 }
 
+/**
+ * The port of the store that keeps task records, shared by every replica (each engine store
+ * implements it): conditional writes, so that two replicas never both win a transition.
+ */
 export interface TaskStore {
   /**
    * Stores a new record (version 1, not cancelled), unless its principal already holds `maxLive`

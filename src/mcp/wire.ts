@@ -8,10 +8,23 @@
 import * as z from 'zod'
 import { MAX_EVENT_URI_CHARS } from './event-bus.ts'
 
+/** A JSON object as the engine reads and writes it: members by name, their values unchecked. */
 export type JsonObject = Record<string, unknown>
+/** A JSON-RPC request id: a string or a number (the engine accepts only integers). */
 export type RequestId = string | number
 
-/** A JSON object: not `null`, not an array. */
+/**
+ * A JSON object: not `null`, not an array. The guard to apply to parsed JSON before reading its
+ * members.
+ *
+ * @example
+ * ```ts
+ * import { isObject } from 'stateless-mcp/compose'
+ *
+ * const message: unknown = JSON.parse(body)
+ * if (isObject(message) && typeof message.method === 'string') console.log(message.method)
+ * ```
+ */
 export function isObject(value: unknown): value is JsonObject {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
@@ -55,6 +68,10 @@ export type TextResourceContents = { uri: string; mimeType?: string; text: strin
 export type BlobResourceContents = { uri: string; mimeType?: string; blob: string }
 export type ResourceContents = TextResourceContents | BlobResourceContents
 
+/**
+ * One block of content in a tool result or a prompt message: text, an image, audio, an embedded
+ * resource or a link to one.
+ */
 export type ContentBlock =
   | { type: 'text'; text: string; annotations?: Annotations }
   | { type: 'image'; data: string; mimeType: string; annotations?: Annotations }
@@ -62,6 +79,7 @@ export type ContentBlock =
   | { type: 'resource'; resource: ResourceContents; annotations?: Annotations }
   | ({ type: 'resource_link' } & Resource)
 
+/** A resource as listed to clients (`resources/list`): its URI, its name and what describes it. */
 export interface Resource {
   uri: string
   name: string
@@ -81,22 +99,30 @@ export interface ResourceTemplate {
   annotations?: Annotations
 }
 
+/**
+ * What a tool answers: content for the model, `structuredContent` matching the tool's `output`
+ * schema if it declares one, and `isError` for a failure the model should see (`text`,
+ * `structured` and `toolError` make them).
+ */
 export interface CallToolResult {
   content: ContentBlock[]
   structuredContent?: unknown
   isError?: boolean
 }
 
+/** One message of a prompt: who says it, and one block of content. */
 export interface PromptMessage {
   role: 'user' | 'assistant'
   content: ContentBlock
 }
 
+/** What a prompt's `get` answers: its messages, and optionally a description. */
 export interface GetPromptResult {
   description?: string
   messages: PromptMessage[]
 }
 
+/** What a resource's `read` answers: its contents, each text or a base64 blob, with its URI. */
 export interface ReadResourceResult {
   contents: ResourceContents[]
 }
@@ -119,6 +145,10 @@ export interface InputRequiredResult {
   requestState?: string
 }
 
+/**
+ * The person's answer to `ctx.elicit` (or `ctx.elicitUrl`): `accept` with the form's content, or
+ * `decline` or `cancel` without any.
+ */
 export type ElicitAnswer<T> =
   { action: 'accept'; content: T } | { action: 'decline' } | { action: 'cancel' }
 
@@ -127,6 +157,7 @@ export interface SamplingMessage {
   content: unknown
 }
 
+/** What `ctx.sample` asks of the client's model: the messages, a token budget and preferences. */
 export interface CreateMessageParams {
   messages: SamplingMessage[]
   maxTokens: number
@@ -140,6 +171,10 @@ export interface CreateMessageParams {
   toolChoice?: { mode?: 'auto' | 'required' | 'none' }
 }
 
+/**
+ * The client's answer to `ctx.sample`: the model's message (read its text with `sampledText`), the
+ * model's name and why it stopped.
+ */
 export interface CreateMessageResult {
   role: 'user' | 'assistant'
   content: unknown
@@ -147,6 +182,7 @@ export interface CreateMessageResult {
   stopReason?: string
 }
 
+/** A root the client exposes (`ctx.roots`): a URI, usually `file://`, and an optional name. */
 export interface Root {
   uri: string
   name?: string

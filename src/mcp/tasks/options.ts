@@ -11,6 +11,18 @@ import type { TaskStore } from '../task-store.ts'
 
 export const DEFAULT_TASK_TTL_MS = 3_600_000
 export const DEFAULT_TASK_POLL_INTERVAL_MS = 1_000
+/**
+ * How long a runner's lease on a task holds without renewal unless `leaseMs` says otherwise (10 s):
+ * a task whose replica died is taken over by another once it has passed.
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_TASK_LEASE_MS, type TaskOptions } from 'stateless-mcp/compose'
+ *
+ * // a store whose writes may stall for seconds: leases that outlast them
+ * const tasks: TaskOptions = { store, leaseMs: 3 * DEFAULT_TASK_LEASE_MS }
+ * ```
+ */
 export const DEFAULT_TASK_LEASE_MS = 10_000
 export const DEFAULT_TASK_TAKEOVER_INTERVAL_MS = 2_000
 export const DEFAULT_MAX_RUNNING_TASKS = 16
@@ -24,6 +36,13 @@ export const DEFAULT_MAX_TASK_JOURNAL_CHARS = 256 * 1024
  * what one replica runs at once (`maxRunning`), so a host can keep a replica busy and still have as
  * many ended tasks' outcomes waiting to be read, while the records a principal can make the store
  * keep stay few.
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_MAX_LIVE_TASKS, type TaskOptions } from 'stateless-mcp/compose'
+ *
+ * const tasks: TaskOptions = { store, maxLiveTasks: 2 * DEFAULT_MAX_LIVE_TASKS }
+ * ```
  */
 export const DEFAULT_MAX_LIVE_TASKS = 32
 /**
@@ -31,12 +50,44 @@ export const DEFAULT_MAX_LIVE_TASKS = 32
  * client is given to come back with the next round of a flow (`STATE_TTL_SECONDS`' default). A client
  * polling at `pollIntervalMs` reads it within seconds; one whose connection dropped has time to
  * reconnect and read it.
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_TASK_RESULT_TTL_MS, type TaskOptions } from 'stateless-mcp/compose'
+ *
+ * // results kept an hour
+ * const tasks: TaskOptions = { store, resultTtlMs: 6 * DEFAULT_TASK_RESULT_TTL_MS }
+ * ```
  */
 export const DEFAULT_TASK_RESULT_TTL_MS = 600_000
-/** Longest lifetime a task may be given: a week. */
+/**
+ * Longest lifetime a task may be given (`ttlMs`, `resultTtlMs`): a week.
+ *
+ * @example
+ * ```ts
+ * import { MAX_TASK_TTL_MS, type TaskOptions } from 'stateless-mcp/compose'
+ *
+ * // tasks that may run for days
+ * const tasks: TaskOptions = { store, ttlMs: MAX_TASK_TTL_MS }
+ * ```
+ */
 export const MAX_TASK_TTL_MS = 7 * 86_400_000
-/** Largest `maxLiveTasks` accepted. */
+/**
+ * Largest `maxLiveTasks` accepted (a `RangeError` above).
+ *
+ * @example
+ * ```ts
+ * import { MAX_LIVE_TASKS_CAP, type TaskOptions } from 'stateless-mcp/compose'
+ *
+ * const wanted = Number(process.env.MAX_LIVE_TASKS ?? 32)
+ * const tasks: TaskOptions = { store, maxLiveTasks: Math.min(wanted, MAX_LIVE_TASKS_CAP) }
+ * ```
+ */
 export const MAX_LIVE_TASKS_CAP = 100_000
+/**
+ * How a handler serves the tasks extension (`createMcpHandler`'s `tasks`): the store of task
+ * records, this replica's share of running them, their lifetimes and the caps per principal.
+ */
 export interface TaskOptions {
   /** Where task records live; every replica that should answer for a task shares it. */
   store: TaskStore

@@ -78,11 +78,43 @@ import {
 } from '../event-bus.ts'
 import { isDurableNamespace, stubOf, type DurableNamespace } from './durable-objects.ts'
 
-/** The binding name of the `EventBusObject` namespace, in every Worker's configuration. */
+/**
+ * The binding name of the `EventBusObject` namespace, in every Worker's configuration
+ * (`[[durable_objects.bindings]]` of `wrangler.toml`).
+ *
+ * @example
+ * ```ts
+ * import { EVENT_BUS_BINDING, isBusNamespace } from 'stateless-mcp/workers'
+ *
+ * const namespace = (env as Record<string, unknown>)[EVENT_BUS_BINDING]
+ * if (!isBusNamespace(namespace)) throw new Error(`bind ${EVENT_BUS_BINDING} in wrangler.toml`)
+ * ```
+ */
 export const EVENT_BUS_BINDING = 'EVENT_BUS'
-/** Objects a deployment spreads the events without a key over (see the module header). */
+/**
+ * Objects a deployment spreads the events without a key over (see the module header), unless
+ * `shards` says otherwise.
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_SHARDS, DurableObjectEventBus } from 'stateless-mcp/workers'
+ *
+ * // past 32,768 × 4 open streams: twice the objects
+ * const bus = new DurableObjectEventBus({ namespace: env.EVENT_BUS, shards: 2 * DEFAULT_SHARDS })
+ * ```
+ */
 export const DEFAULT_SHARDS = 4
-/** Most shards a deployment may use. */
+/**
+ * Most shards a deployment may use (a `RangeError` above).
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_SHARDS, DurableObjectEventBus, MAX_SHARDS } from 'stateless-mcp/workers'
+ *
+ * const shards = Math.min(Number(env.EVENT_BUS_SHARDS ?? DEFAULT_SHARDS), MAX_SHARDS)
+ * const bus = new DurableObjectEventBus({ namespace: env.EVENT_BUS, shards })
+ * ```
+ */
 export const MAX_SHARDS = 64
 /** How long a subscription waits before it connects (events meanwhile are replayed). */
 const CONNECT_DELAY_MS = 100
@@ -169,7 +201,18 @@ interface BusStub {
 /** The `EventBusObject` namespace binding, as far as the bus uses it. */
 export type BusNamespace = DurableNamespace<BusStub>
 
-/** Whether a binding looks like the bus's namespace (checked once, at setup). */
+/**
+ * Whether a binding looks like the bus's namespace (checked once, at setup): a missing or misnamed
+ * binding is then reported by name instead of failing at the first event.
+ *
+ * @example
+ * ```ts
+ * import { DurableObjectEventBus, isBusNamespace } from 'stateless-mcp/workers'
+ *
+ * if (!isBusNamespace(env.EVENT_BUS)) throw new Error('bind EVENT_BUS in wrangler.toml')
+ * const bus = new DurableObjectEventBus({ namespace: env.EVENT_BUS })
+ * ```
+ */
 export const isBusNamespace: (value: unknown) => value is BusNamespace = isDurableNamespace
 
 /** Where a {@link DurableObjectEventBus} carries events, over how many shards. */

@@ -49,7 +49,17 @@ import { DEFAULT_TASK_LEASE_MS, type TaskOptions } from '../tasks/options.ts'
 import { leaseHeld } from '../tasks/record.ts'
 import { CANCEL_PATH, SCHEDULE_PATH, isTaskId } from './task-scheduler.ts'
 
-/** Longest slice of a run in one alarm invocation (their wall-time limit is 15 minutes). */
+/**
+ * Longest slice of a run in one alarm invocation (their wall-time limit is 15 minutes): the
+ * default `sliceMs` of {@link defineTaskRunnerObject}; a run that goes on continues in the next.
+ *
+ * @example
+ * ```ts
+ * import { defineTaskRunnerObject, TASK_SLICE_MS } from 'stateless-mcp/workers'
+ *
+ * export const TaskRunnerObject = defineTaskRunnerObject(setup, { sliceMs: TASK_SLICE_MS / 2 })
+ * ```
+ */
 export const TASK_SLICE_MS = 10 * 60_000
 /** How long past a lease's end the object looks again, so that it finds the lease lapsed. */
 const LEASE_GRACE_MS = 250
@@ -79,6 +89,7 @@ export type TaskRunnerSetup<Deps, Env> = (
   env: Env
 ) => TaskRunnerHost<Deps> | Promise<TaskRunnerHost<Deps>>
 
+/** How a `TaskRunnerObject` runs its task: the lease of a run, and the slice per alarm. */
 export interface TaskRunnerObjectOptions {
   /** Lease of a run, renewed every third of it. Default the engine's (10 s). */
   leaseMs?: number

@@ -36,7 +36,19 @@ import type { TaskScheduler } from '../tasks/options.ts'
 import type { TaskStore } from '../task-store.ts'
 import { isDurableNamespace, stubOf, type DurableNamespace } from './durable-objects.ts'
 
-/** The binding name of the `TaskRunnerObject` namespace, in every Worker that serves tasks. */
+/**
+ * The binding name of the `TaskRunnerObject` namespace, in every Worker that serves tasks.
+ *
+ * @example
+ * ```ts
+ * import { isTaskRunnerNamespace, TASK_RUNNER_BINDING } from 'stateless-mcp/workers'
+ *
+ * const namespace = (env as Record<string, unknown>)[TASK_RUNNER_BINDING]
+ * if (!isTaskRunnerNamespace(namespace)) {
+ *   throw new Error(`bind ${TASK_RUNNER_BINDING} in wrangler.toml`)
+ * }
+ * ```
+ */
 export const TASK_RUNNER_BINDING = 'TASK_RUNNER'
 /** Paths of the object's two endpoints (the host of a stub's URL is never read). */
 export const SCHEDULE_PATH = '/schedule'
@@ -44,7 +56,16 @@ export const CANCEL_PATH = '/cancel'
 const OBJECT_ORIGIN = 'https://task-runner.internal'
 /**
  * Most tasks one cron run hands over: one subrequest each, plus the query that finds them, within
- * the 50 subrequests of a Free-plan invocation beside the purge of expired rows.
+ * the 50 subrequests of a Free-plan invocation beside the purge of expired rows. The default
+ * `limit` of {@link handOverRunnableTasks}.
+ *
+ * @example
+ * ```ts
+ * import { HAND_OVER_BATCH, handOverRunnableTasks } from 'stateless-mcp/workers'
+ *
+ * // a paid plan allows 1,000 subrequests per invocation
+ * await handOverRunnableTasks(store, scheduler, event.scheduledTime, 10 * HAND_OVER_BATCH)
+ * ```
  */
 export const HAND_OVER_BATCH = 25
 /** What a task id may be (the engine's are 32 base64url characters; the wire allows up to 128). */
@@ -63,7 +84,18 @@ interface TaskRunnerStub {
 /** The `TaskRunnerObject` namespace binding, as far as the scheduler uses it. */
 export type TaskRunnerNamespace = DurableNamespace<TaskRunnerStub>
 
-/** Whether a binding looks like the scheduler's namespace (checked once, at setup). */
+/**
+ * Whether a binding looks like the scheduler's namespace (checked once, at setup): a missing or
+ * misnamed binding is then reported by name instead of failing at the first task.
+ *
+ * @example
+ * ```ts
+ * import { DurableObjectTaskScheduler, isTaskRunnerNamespace } from 'stateless-mcp/workers'
+ *
+ * if (!isTaskRunnerNamespace(env.TASK_RUNNER)) throw new Error('bind TASK_RUNNER in wrangler.toml')
+ * const scheduler = new DurableObjectTaskScheduler({ namespace: env.TASK_RUNNER })
+ * ```
+ */
 export const isTaskRunnerNamespace: (value: unknown) => value is TaskRunnerNamespace =
   isDurableNamespace
 

@@ -9,8 +9,14 @@
  * other's batch recorded every step. Runtime-neutral: it talks to a structural {@link D1Like} binding
  * and imports nothing from `node:*` or from workers-types.
  */
-import type { SqliteDriver, SqliteRow, SqliteStatement, SqliteValue } from './driver.ts'
-import { migrationPlan, SCHEMA_FACTS, type SchemaFacts, type SqliteSchema } from './schema.ts'
+import type {
+  SqliteDriver,
+  SqliteRow,
+  SqliteSchema,
+  SqliteStatement,
+  SqliteValue,
+} from './driver.ts'
+import { migrationPlan, SCHEMA_FACTS, type SchemaFacts } from './schema.ts'
 
 /** The statement surface of a D1 binding the driver uses (a real `D1Database` satisfies it). */
 export interface D1PreparedLike {

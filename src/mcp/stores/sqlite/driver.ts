@@ -2,11 +2,10 @@
  * @module mcp/stores/sqlite/driver
  * How a SQLite-dialect store reaches one database: a {@link SqliteDriver}, which the node:sqlite
  * driver (`node-sqlite.ts`, a synchronous call in this process) and the D1 driver (`../d1.ts`, an RPC
- * to the binding) implement, and the values and rows that cross it. Several stores may share one
- * driver (the engine's and an application's tables in one file). Types only.
+ * to the binding) implement, the values and rows that cross it, and the shape of a schema kept in
+ * code. Several stores may share one driver (the engine's and an application's tables in one file).
+ * Types only.
  */
-import type { SqliteSchema } from './schema.ts'
-
 /** A value bound to, or read from, a SQLite-dialect statement. */
 export type SqliteValue = string | number | null
 /** A row a statement returns: its columns by name. */
@@ -15,6 +14,22 @@ export type SqliteRow = Record<string, SqliteValue>
 export interface SqliteStatement {
   sql: string
   params: readonly SqliteValue[]
+}
+
+/** One step of a schema: its number, and its statements (one statement each), applied in order. */
+export interface SchemaStep {
+  readonly version: number
+  readonly statements: readonly string[]
+}
+
+/**
+ * A schema kept in code (`schema.ts` brings a database up to it): its steps, in order, and the table
+ * that records which were applied.
+ */
+export interface SqliteSchema {
+  /** A plain SQL identifier, the schema's own (`version`, `applied_at`). */
+  readonly table: string
+  readonly steps: readonly SchemaStep[]
 }
 
 /** How a store reaches one SQLite-dialect database. */

@@ -46,8 +46,14 @@ import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { setImmediate } from 'node:timers'
 import { setTimeout as sleep } from 'node:timers/promises'
-import type { SqliteDriver, SqliteRow, SqliteStatement, SqliteValue } from './driver.ts'
-import { migrationPlan, SCHEMA_FACTS, type SchemaFacts, type SqliteSchema } from './schema.ts'
+import type {
+  SqliteDriver,
+  SqliteRow,
+  SqliteSchema,
+  SqliteStatement,
+  SqliteValue,
+} from './driver.ts'
+import { migrationPlan, SCHEMA_FACTS, type SchemaFacts } from './schema.ts'
 
 /** A statement that only reads (the store's reads all start so; its writes never do). */
 const READ_ONLY = /^\s*SELECT\b/i

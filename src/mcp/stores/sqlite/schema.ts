@@ -16,20 +16,7 @@
  * an older deployment created keeps every session, stream and task, and a new one gets every step.
  * Runtime-neutral text and pure functions.
  */
-import type { SqliteRow, SqliteStatement } from './driver.ts'
-
-/** One step of a schema: its number, and its statements (one statement each), applied in order. */
-export interface SchemaStep {
-  readonly version: number
-  readonly statements: readonly string[]
-}
-
-/** A schema kept in code: its steps, in order, and the table that records which were applied. */
-export interface SqliteSchema {
-  /** A plain SQL identifier, the schema's own (`version`, `applied_at`). */
-  readonly table: string
-  readonly steps: readonly SchemaStep[]
-}
+import type { SqliteRow, SqliteSchema, SqliteStatement } from './driver.ts'
 
 /** The last step the shared bookkeeping of older deployments ever recorded (module header). */
 export const LEGACY_SCHEMA_VERSION = 8
