@@ -314,6 +314,21 @@ describe('module layout', () => {
     expect(importsOutside(graph, 'engine', ['engine'])).toEqual([])
   })
 
+  it('the engine imports node:sqlite only in its SQLite driver, which its runtime-neutral entries never reach', () => {
+    const importers = modules('src/mcp').filter((file) =>
+      specifiers(readFileSync(join(root, file), 'utf8')).includes('node:sqlite')
+    )
+    expect(importers).toEqual(['src/mcp/stores/sqlite/node-sqlite.ts'])
+    const reached = new Set<string>()
+    const visit = (file: string): void => {
+      if (reached.has(file)) return
+      reached.add(file)
+      for (const next of graph.get(file) ?? []) visit(next)
+    }
+    for (const entry of ['src/mcp/index.ts', 'src/mcp/d1.ts', 'src/mcp/compose.ts']) visit(entry)
+    expect(reached).not.toContain('src/mcp/stores/sqlite/node-sqlite.ts')
+  })
+
   it('notes never imports storage (storage implements the notes store)', () => {
     expect(arrows(graph, 'notes', 'storage')).toEqual([])
   })
