@@ -78,6 +78,27 @@ export default defineConfig(
     },
   },
   {
+    // Dogfooding: the applications on the engine (the notes server and its runtimes, its pages, the
+    // conformance fixture, the benchmark's servers) reach it only through the package's public
+    // entries, as any team would, so nothing they need can hide outside the API report.
+    files: ['src/**/*.ts', 'routes/**/*.ts', 'tests/conformance/**/*.ts', 'scripts/bench/**/*.ts'],
+    ignores: ['src/mcp/**', 'src/client/**'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: '^(\\.\\.?/)+(src/)?mcp/',
+              message:
+                "Import the engine through its public entries ('stateless-mcp', 'stateless-mcp/compose', 'stateless-mcp/sqlite', …), not by path.",
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     files: ['tests/**/*.ts'],
     rules: {
       // Off in tests only: they read arbitrary JSON answers as JsonObject (Record<string, any>, see

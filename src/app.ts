@@ -19,12 +19,14 @@ import { WebLogin } from './auth/web-login.ts'
 import type { Config } from './config.ts'
 import { createHttpApp, publicBaseUrl } from './http/app.ts'
 import { originGuard } from './http/origin-guard.ts'
-import { consoleLogger, type McpLogger } from './mcp/logger.ts'
-import { createMcpHandler } from './mcp/handler.ts'
-import type { EventBus } from './mcp/event-bus.ts'
-import type { StateSealer } from './mcp/sealed-state.ts'
-import { StreamLimits } from './mcp/stream-limits.ts'
-import type { TaskOptions } from './mcp/tasks/options.ts'
+import type { EventBus, McpLogger } from 'stateless-mcp'
+import {
+  consoleLogger,
+  createMcpHandler,
+  type StateSealer,
+  StreamLimits,
+  type TaskOptions,
+} from 'stateless-mcp/compose'
 import { READ, SCOPE_IMPLIES } from './notes/scopes.ts'
 import { createNotesServer } from './notes/server.ts'
 import type { NotesStore } from './notes/store.ts'

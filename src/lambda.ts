@@ -22,8 +22,8 @@ import { Hono } from 'hono'
 import { handle, streamHandle } from 'hono/aws-lambda'
 import { jsonRpcError, peekRequestId } from './http/errors.ts'
 import { withStreamHeadFirst } from './http/event-stream-head.ts'
-import { ErrorCode } from './mcp/errors.ts'
-import { HEADER_METHOD, METHODS } from './mcp/protocol.ts'
+import { ErrorCode, METHODS } from 'stateless-mcp'
+import { HEADER_METHOD } from 'stateless-mcp/compose'
 import { functionReplica, type FunctionPlatform } from './node/function-replica.ts'
 
 /** Lambda; streams end within its longest timeout (900 s), with room to end well. */

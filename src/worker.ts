@@ -62,10 +62,14 @@ import { createAuthServices } from './auth/services.ts'
 import { ConfigError, parseConfig, type Config } from './config.ts'
 import { publicBaseUrl } from './http/app.ts'
 import { refusedExposure, setupFailed, setupFailure } from './http/serverless.ts'
-import { consoleLogger, logError } from './mcp/logger.ts'
-import { importKeyRing, parseKeyRing } from './mcp/key-ring.ts'
-import { StateSealer } from './mcp/sealed-state.ts'
-import { StreamLimits } from './mcp/stream-limits.ts'
+import {
+  consoleLogger,
+  importKeyRing,
+  logError,
+  parseKeyRing,
+  StateSealer,
+  StreamLimits,
+} from 'stateless-mcp/compose'
 import type { NotesDeps } from './notes/deps.ts'
 import type { D1Like } from 'stateless-mcp/d1'
 import { sweepExpired } from 'stateless-mcp/compose'

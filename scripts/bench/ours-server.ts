@@ -6,8 +6,8 @@
  * over the seeded notes (same arguments and hit shape as the notes server's tool; Node only, where the
  * SQLite store exists). The SDK's counterpart is `sdk-server.ts`.
  */
-import { definitions, structured, text } from '../../src/mcp/definitions.ts'
-import { compileServer } from '../../src/mcp/server.ts'
+import { definitions, structured, text } from 'stateless-mcp'
+import { compileServer } from 'stateless-mcp/compose'
 import type { NotesStore } from '../../src/notes/store.ts'
 import { ConfirmForm, EchoInput, NoInput, SearchInput, SearchOutput } from './schemas.ts'
 import { searchCursor, searchHit } from './search-hits.ts'

@@ -9,9 +9,7 @@
 import type { Hono } from 'hono'
 import { parseConfig } from '../../src/config.ts'
 import { createHttpApp } from '../../src/http/app.ts'
-import { createMcpHandler } from '../../src/mcp/handler.ts'
-import { importKeyRing, parseKeyRing } from '../../src/mcp/key-ring.ts'
-import { StateSealer } from '../../src/mcp/sealed-state.ts'
+import { createMcpHandler, importKeyRing, parseKeyRing, StateSealer } from 'stateless-mcp/compose'
 import { benchServer } from './ours-server.ts'
 
 interface Env {

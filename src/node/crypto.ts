@@ -6,10 +6,13 @@
  * digests and the same compact JWE as the defaults, so Node and Workers replicas agree.
  */
 import { createCipheriv, createDecipheriv, createSecretKey, hash } from 'node:crypto'
-import type { Base64urlCodec } from '../mcp/base64url.ts'
-import type { AesGcm } from '../mcp/compact-jwe.ts'
-import { importKeyRing, type RawKey } from '../mcp/key-ring.ts'
-import { StateSealer } from '../mcp/sealed-state.ts'
+import {
+  type AesGcm,
+  type Base64urlCodec,
+  importKeyRing,
+  type RawKey,
+  StateSealer,
+} from 'stateless-mcp/compose'
 
 const TAG_BYTES = 16
 

@@ -27,7 +27,7 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http'
 import { Server as NetServer } from 'node:net'
 import { setTimeout as delay } from 'node:timers/promises'
-import { logError } from '../mcp/logger.ts'
+import { logError } from 'stateless-mcp/compose'
 import type { Replica } from './replica.ts'
 
 /** After the grace, how long closing the store and flushing telemetry may take before the exit. */

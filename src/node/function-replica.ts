@@ -25,7 +25,7 @@
  */
 import { ConfigError } from '../config.ts'
 import { refusedExposure, setupFailure } from '../http/serverless.ts'
-import { logError } from '../mcp/logger.ts'
+import { logError } from 'stateless-mcp/compose'
 import { openReplica, type Replica, type ReplicaRuntime } from './replica.ts'
 
 /** A function platform, as its entry describes it. */

@@ -7,7 +7,7 @@
  */
 import { link, mkdir, readFile, unlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { formatKeyRing, generateKey } from '../mcp/key-ring.ts'
+import { formatKeyRing, generateKey } from 'stateless-mcp/compose'
 
 export const KEY_FILE_NAME = 'state-keys'
 

@@ -15,7 +15,8 @@
 import { serve } from '@hono/node-server'
 import type { Server } from 'node:http'
 import type { Duplex } from 'node:stream'
-import { ErrorCode, errorResponseText } from '../mcp/errors.ts'
+import { ErrorCode } from 'stateless-mcp'
+import { errorResponseText } from 'stateless-mcp/compose'
 import { drainOnSignals, nodeListener } from './drain.ts'
 import { openReplica, startOrExit, type ReplicaOptions } from './replica.ts'
 

@@ -14,10 +14,16 @@
  * Runtime-neutral.
  */
 import * as z from 'zod'
-import { definitions, sampledText, text } from '../../src/mcp/definitions.ts'
-import { legacyTitledEnum, titledEnum } from '../../src/mcp/elicitation-schema.ts'
-import { defineForm, type ElicitationForm } from '../../src/mcp/replay.ts'
-import type { ElicitAnswer } from '../../src/mcp/wire.ts'
+import {
+  defineForm,
+  definitions,
+  type ElicitAnswer,
+  type ElicitationForm,
+  legacyTitledEnum,
+  sampledText,
+  text,
+  titledEnum,
+} from 'stateless-mcp'
 
 // The tools read nothing from the application, so they fit any fixture app.
 const { tool } = definitions<unknown>()

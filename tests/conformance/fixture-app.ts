@@ -13,21 +13,24 @@ import * as z from 'zod'
 import type { Config } from '../../src/config.ts'
 import { createHttpApp } from '../../src/http/app.ts'
 import {
+  type CreateMessageParams,
   definitions,
+  type EventBus,
+  type McpLogger,
+  type ReplayContext,
   sampledText,
+  type ServerEvent,
   text,
   toolError,
-  type ReplayContext,
-} from '../../src/mcp/definitions.ts'
-import type { McpLogger } from '../../src/mcp/logger.ts'
-import type { EventBus, ServerEvent } from '../../src/mcp/event-bus.ts'
-import { createMcpHandler } from '../../src/mcp/handler.ts'
-import type { StateSealer } from '../../src/mcp/sealed-state.ts'
-import type { SessionStore } from '../../src/mcp/session-store.ts'
-import type { TaskScheduler } from '../../src/mcp/tasks/options.ts'
-import { compileServer } from '../../src/mcp/server.ts'
-import type { TaskStore } from '../../src/mcp/task-store.ts'
-import type { CreateMessageParams } from '../../src/mcp/wire.ts'
+} from 'stateless-mcp'
+import {
+  compileServer,
+  createMcpHandler,
+  type SessionStore,
+  type StateSealer,
+  type TaskScheduler,
+  type TaskStore,
+} from 'stateless-mcp/compose'
 import { noArgsTools } from '../support/no-args-tool.ts'
 import { legacyConformanceTools, pause } from './fixture-2025-tools.ts'
 import { tasksConformanceTools } from './fixture-tasks-tools.ts'

@@ -9,8 +9,8 @@
  */
 import type { Hono } from 'hono'
 import { parseConfig, type Config } from '../../src/config.ts'
-import { InProcessEventBus } from '../../src/mcp/event-bus.ts'
-import { formatKeyRing, generateKey, parseKeyRing } from '../../src/mcp/key-ring.ts'
+import { InProcessEventBus } from 'stateless-mcp'
+import { formatKeyRing, generateKey, parseKeyRing } from 'stateless-mcp/compose'
 import { createNodeSealer } from '../../src/node/crypto.ts'
 import { MemoryEngineStore } from 'stateless-mcp'
 import { PostgresEngineStore } from 'stateless-mcp/postgres'

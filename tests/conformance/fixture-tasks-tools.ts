@@ -14,9 +14,14 @@
  * Ordinary engine handlers: the engine creates, stores, runs and answers the tasks. Runtime-neutral.
  */
 import * as z from 'zod'
-import { definitions, text, toolError } from '../../src/mcp/definitions.ts'
-import { ErrorCode, McpError } from '../../src/mcp/errors.ts'
-import type { CallToolResult } from '../../src/mcp/wire.ts'
+import {
+  type CallToolResult,
+  definitions,
+  ErrorCode,
+  McpError,
+  text,
+  toolError,
+} from 'stateless-mcp'
 import { pause } from './fixture-2025-tools.ts'
 
 // The tools read nothing from the application, so they fit any fixture app.

@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { formatKeyRing, generateKey } from '../../src/mcp/key-ring.ts'
 import { installEngine, installedVersion, type EngineInstall } from '../support/engine-package.ts'
 import { acceptingWith, connectLegacyHost, resultText } from '../support/legacy-host.ts'
-import { mcpInit, readMessages } from '../support/mcp-request.ts'
+import { firstMessage, mcpInit } from '../support/mcp-request.ts'
 import { freePort } from '../support/server-process.ts'
 import { readCompatibilityDate, WRANGLER_CLI, WRANGLER_ENV } from '../workers/wrangler-dev.ts'
 
@@ -193,7 +193,7 @@ describe('the README example on Node 24, two replicas with one STATE_KEYS', () =
       a.url,
       mcpInit('tools/call', { params: { name: 'greet', arguments: {} }, capabilities })
     )
-    const [asked] = await readMessages(first)
+    const asked = await firstMessage(first)
     expect(asked.result).toMatchObject({
       resultType: 'input_required',
       inputRequests: { name: { method: 'elicitation/create' } },
@@ -210,7 +210,7 @@ describe('the README example on Node 24, two replicas with one STATE_KEYS', () =
         capabilities,
       })
     )
-    const [answered] = await readMessages(second)
+    const answered = await firstMessage(second)
     expect(answered.result.content).toEqual([{ type: 'text', text: 'Hello, Ada' }])
   })
 })

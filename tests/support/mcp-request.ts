@@ -191,6 +191,13 @@ export async function readMessages(response: Response): Promise<JsonObject[]> {
   return [await response.json()]
 }
 
+/** The first JSON-RPC message of a response (failing the test when there is none). */
+export async function firstMessage(response: Response): Promise<JsonObject> {
+  const [message] = await readMessages(response)
+  expect(message, 'the response carries no JSON-RPC message').toBeDefined()
+  return message as JsonObject
+}
+
 export interface ExpectedError {
   status: number
   code: number

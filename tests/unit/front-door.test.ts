@@ -18,7 +18,7 @@ import { mcpRoute } from 'stateless-mcp/hono'
 import { Hono } from 'hono'
 import { parseEventId } from '../../src/mcp/legacy/stream-log.ts'
 import { greet } from '../support/greet-tool.ts'
-import { mcpInit, readMessages } from '../support/mcp-request.ts'
+import { firstMessage, mcpInit } from '../support/mcp-request.ts'
 
 const definition = {
   info: { name: 'greeter', version: '1.0.0' },
@@ -30,7 +30,7 @@ const definition = {
 function recordingLogger(): McpLogger & { lines: string[] } {
   const lines: string[] = []
   const keep = (message: string) => void lines.push(message)
-  return { lines, info: keep, warn: keep, error: keep }
+  return { lines, warn: keep, error: keep }
 }
 
 const quiet = recordingLogger()
@@ -91,7 +91,7 @@ async function firstEventId(response: Response): Promise<string> {
 
 describe('the front door’s checks before the engine', () => {
   it('serves a tools/call on its path', async () => {
-    const [message] = await readMessages(
+    const message = await firstMessage(
       await server.fetch(
         post('tools/call', { params: { name: 'greet', arguments: { name: 'Ada' } } })
       )
@@ -110,7 +110,7 @@ describe('the front door’s checks before the engine', () => {
   ])('refuses %s with 403 until told otherwise', async (_, headers, named) => {
     const response = await server.fetch(post('tools/list', { headers }))
     expect(response.status).toBe(403)
-    const [message] = await readMessages(response)
+    const message = await firstMessage(response)
     expect(message.error.message).toContain(named)
   })
 
@@ -161,7 +161,7 @@ describe('the front door’s checks before the engine', () => {
       })
     )
     expect(malformed.status).toBe(400)
-    const [message] = await readMessages(malformed)
+    const message = await firstMessage(malformed)
     expect(message.error.code).toBe(-32700)
   })
 })
@@ -189,7 +189,7 @@ describe('authenticate', () => {
   it('binds a sealed round to the principal it found', async () => {
     const capabilities = { elicitation: { form: {} } }
     const params = { name: 'greet', arguments: {} }
-    const [asked] = await readMessages(
+    const asked = await firstMessage(
       await guarded.fetch(
         post('tools/call', { params, capabilities, headers: { 'x-user': 'ada' } })
       )
@@ -199,13 +199,13 @@ describe('authenticate', () => {
       inputResponses: { name: { action: 'accept', content: { name: 'Ada' } } },
       requestState: asked.result.requestState,
     }
-    const [stolen] = await readMessages(
+    const stolen = await firstMessage(
       await guarded.fetch(
         post('tools/call', { params: answer, capabilities, headers: { 'x-user': 'mallory' } })
       )
     )
     expect(stolen.error).toMatchObject({ code: -32602, message: 'Invalid or expired requestState' })
-    const [finished] = await readMessages(
+    const finished = await firstMessage(
       await guarded.fetch(
         post('tools/call', { params: answer, capabilities, headers: { 'x-user': 'ada' } })
       )
@@ -247,7 +247,7 @@ describe('construction', () => {
       })
     )
     expect(response.status).toBe(400)
-    const [message] = await readMessages(response)
+    const message = await firstMessage(response)
     expect(message).toMatchObject({
       id: 1,
       error: {
@@ -329,7 +329,7 @@ describe('the Hono route', () => {
     const app = new Hono()
     app.get('/', (c) => c.text('home'))
     app.route('/', mcpRoute(server))
-    const [message] = await readMessages(await app.fetch(post('tools/list')))
+    const message = await firstMessage(await app.fetch(post('tools/list')))
     expect(message.result.tools.map((listed: { name: string }) => listed.name)).toEqual(['greet'])
     expect(await (await app.fetch(new Request('http://127.0.0.1/'))).text()).toBe('home')
   })
