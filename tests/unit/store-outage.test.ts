@@ -226,9 +226,13 @@ describe('the error a request gets', () => {
 describe('both eras through the app while the store is away', () => {
   const harness = useNotesHarness()
 
-  /** Makes the harness store's `name` refuse as an unreachable PostgreSQL would. */
+  /**
+   * Makes `name` of the harness's store that has it (the notes' `create`, the engine's session
+   * methods) refuse as an unreachable PostgreSQL would.
+   */
   function refuse(name: 'create' | 'getSession' | 'createSession'): void {
-    const store = harness().store as unknown as Record<string, unknown>
+    const { store: notes, engineStore } = harness()
+    const store = (name === 'create' ? notes : engineStore) as unknown as Record<string, unknown>
     store[name] = () => Promise.reject(new StoreUnavailableError(driverError('ECONNREFUSED')))
   }
 
