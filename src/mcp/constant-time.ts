@@ -14,7 +14,8 @@
  * ```ts
  * import { constantTimeEqual } from 'stateless-mcp/compose'
  *
- * if (!constantTimeEqual(url.searchParams.get('state') ?? '', login.state)) {
+ * const state = new URL(request.url).searchParams.get('state') ?? ''
+ * if (!constantTimeEqual(state, login.state)) {
  *   return new Response('Forbidden', { status: 403 })
  * }
  * ```

@@ -163,11 +163,15 @@ export function storeClass<Store extends StoreLifecycle, Args extends unknown[],
  *
  * @example
  * ```ts
- * import { insertedRow } from 'stateless-mcp/compose'
+ * import type { SqliteDriver } from 'stateless-mcp/sqlite'
+ * import { insertedRow, type PortMethods } from 'stateless-mcp/compose'
  *
- * // in a port method over a SqliteDriver (`this.db`):
- * const [row] = await this.db.all('INSERT INTO bookmarks (url) VALUES (?) RETURNING id', [url])
- * return insertedRow(row).id
+ * const bookmarkMethods: PortMethods<{ add(url: string): Promise<number> }, SqliteDriver> = {
+ *   async add(url) {
+ *     const [row] = await this.db.all('INSERT INTO bookmarks (url) VALUES (?) RETURNING id', [url])
+ *     return Number(insertedRow(row).id)
+ *   },
+ * }
  * ```
  */
 export function insertedRow<Row>(row: Row | undefined): Row {
