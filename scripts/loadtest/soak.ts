@@ -18,6 +18,14 @@
  *   window is judged against {@link WINDOW_BOUNDS} instead. That still fails a gross leak (a socket or
  *   timer kept per flow, hundreds of kilobytes per second) but not a slow one: say so, and run long.
  * A replica also fails with too few judged samples or a sample it did not answer.
+ *
+ * Each replica's report also says where its memory is, sample by sample: the heap reserved and its
+ * young generation, external memory and array buffers, and (from `/proc`) the anonymous memory
+ * outside the heap and the mapped files; with the resident set's start, peak and end over the whole
+ * run, what a container's memory limit must hold. A resident set that grows on a flat heap after GC
+ * with the heap reserved is V8 keeping pages (its young generation grows under load up to
+ * `--max-semi-space-size`); with the anonymous memory outside the heap, the allocator or a native
+ * leak.
  */
 
 export const MIB = 1024 * 1024

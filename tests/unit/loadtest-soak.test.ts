@@ -32,6 +32,7 @@ import {
   WINDOW_BOUNDS,
   type ReplicaSeries,
   type SoakPoint,
+  type SoakReport,
 } from '../../scripts/loadtest/soak.ts'
 import { answerSamples, type SampleReply } from '../../scripts/support/replica-sampling.ts'
 
@@ -88,6 +89,51 @@ function judge(durationS: number, shapes: Shape[]) {
     rate: 20,
     intervalMs,
     series: shapes.map((shape, n) => series(`r${n + 1}`, durationS, intervalMs / 1000, shape)),
+  })
+}
+
+/** The summary of a soak of `durationS` with one completed flow, nothing lost, judged `soak`. */
+function soakSummary(durationS: number, soak: SoakReport) {
+  return buildSummary({
+    options: parseOptions(['--soak', String(durationS / 60)]),
+    store: 'sqlite',
+    metrics: new Metrics(),
+    ledger: [
+      {
+        era: 'modern',
+        kind: 'create_delete',
+        user: 1,
+        seq: 1,
+        tag: 'u1-f1',
+        notes: [],
+        completed: true,
+        failedCleanly: false,
+      },
+    ],
+    verification: {
+      storedNotes: 0,
+      eras: {
+        modern: {
+          expected: { present: 0, absent: 0, unsettled: 0 },
+          lost: 0,
+          notDeleted: 0,
+          duplicated: 0,
+          halfDone: 0,
+        },
+        '2025': {
+          expected: { present: 0, absent: 0, unsettled: 0 },
+          lost: 0,
+          notDeleted: 0,
+          duplicated: 0,
+          halfDone: 0,
+        },
+      },
+      unattributed: 0,
+      problems: [],
+    },
+    elapsedS: durationS,
+    fault: null,
+    soak,
   })
 }
 
@@ -287,48 +333,7 @@ describe('the judgement of a soak', () => {
   })
 
   it('makes the run fail when the soak fails, and prints every replica', () => {
-    const summarize = (shapes: Shape[]) =>
-      buildSummary({
-        options: parseOptions(['--soak', '30']),
-        store: 'sqlite',
-        metrics: new Metrics(),
-        ledger: [
-          {
-            era: 'modern',
-            kind: 'create_delete',
-            user: 1,
-            seq: 1,
-            tag: 'u1-f1',
-            notes: [],
-            completed: true,
-            failedCleanly: false,
-          },
-        ],
-        verification: {
-          storedNotes: 0,
-          eras: {
-            modern: {
-              expected: { present: 0, absent: 0, unsettled: 0 },
-              lost: 0,
-              notDeleted: 0,
-              duplicated: 0,
-              halfDone: 0,
-            },
-            '2025': {
-              expected: { present: 0, absent: 0, unsettled: 0 },
-              lost: 0,
-              notDeleted: 0,
-              duplicated: 0,
-              halfDone: 0,
-            },
-          },
-          unattributed: 0,
-          problems: [],
-        },
-        elapsedS: THIRTY_MIN,
-        fault: null,
-        soak: judge(THIRTY_MIN, shapes),
-      })
+    const summarize = (shapes: Shape[]) => soakSummary(THIRTY_MIN, judge(THIRTY_MIN, shapes))
     expect(summarize([{ noise: 1 }, { noise: 1 }]).passed).toBe(true)
     const leaking = summarize([{ noise: 1 }, { noise: 1, rssPerS: 300 / 3600 }])
     expect(leaking.passed).toBe(false)
@@ -382,42 +387,13 @@ describe("where a replica's memory is", () => {
   })
 
   it("prints it per replica, from the warm-up's end to the last sample", () => {
-    const summary = buildSummary({
-      options: parseOptions(['--soak', '0.75']),
-      store: 'sqlite',
-      metrics: new Metrics(),
-      ledger: [],
-      verification: {
-        storedNotes: 0,
-        eras: {
-          modern: {
-            expected: { present: 0, absent: 0, unsettled: 0 },
-            lost: 0,
-            notDeleted: 0,
-            duplicated: 0,
-            halfDone: 0,
-          },
-          '2025': {
-            expected: { present: 0, absent: 0, unsettled: 0 },
-            lost: 0,
-            notDeleted: 0,
-            duplicated: 0,
-            halfDone: 0,
-          },
-        },
-        unattributed: 0,
-        problems: [],
-      },
-      elapsedS: CI_SOAK,
-      fault: null,
-      soak: judgeSoak({
-        durationS: CI_SOAK,
-        rate: 20,
-        intervalMs: 1000,
-        series: [series('r1', CI_SOAK, 1, { rssPerS: 0.5 })],
-      }),
+    const soak = judgeSoak({
+      durationS: CI_SOAK,
+      rate: 20,
+      intervalMs: 1000,
+      series: [series('r1', CI_SOAK, 1, { rssPerS: 0.5 })],
     })
-    const table = formatTable(summary)
+    const table = formatTable(soakSummary(CI_SOAK, soak))
     expect(table).toContain('RSS start / peak / end')
     // RSS growing half a MiB a second from 120; native (anonymous 64 MiB at 0 s less the heap's
     // 40) from the warm-up's end (9 s) to the last sample (45 s).
