@@ -29,6 +29,8 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { cpus, tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
+import { measureBusFanout } from './bench/bus-fanout.ts'
+import { busFanoutFailures, formatBusFanout } from './bench/bus-fanout-report.ts'
 import { formatColdStarts, hasFailures, measureColdStarts } from './bench/cold-start.ts'
 import { runListenScale } from './bench/listen-scale.ts'
 import { runLoad, type DriveOptions, type LoadResult } from './bench/load.ts'
@@ -37,6 +39,7 @@ import { formatProfile, summarizeProfile } from './bench/profile.ts'
 import {
   formatSpread,
   formatTable,
+  fanOutLimit,
   formatTargets,
   isFigures,
   medianPass,
@@ -80,6 +83,8 @@ const LOADGEN_CPU = 0
 
 /** The cold-start report's name for \`--only\` (not a load scenario: \`bench/cold-start.ts\`). */
 const COLD_START = 'cold_start'
+/** The event buses across replica processes, for \`--only\` (\`bench/bus-fanout.ts\`). */
+const BUS_FANOUT = 'bus_fanout'
 
 const USAGE = `Usage: node scripts/bench.ts [--quick] [--out FILE] [--connections N] [--warmup S] [--duration S]
          [--only a,b] [--servers ours,sdk,bare,fastmcp,tmcp,mcp-handler,hono-mcp,agents] [--notes N]
@@ -95,7 +100,8 @@ const USAGE = `Usage: node scripts/bench.ts [--quick] [--out FILE] [--connection
                  does not depend on which server ran while the machine was faster; the spread of
                  the passes is printed and kept (\`passes\`)
   --streams N    listen streams of the scale scenario (default 1,000; the SDK refuses more than
-                 1,024 per handler), --changes N the changes delivered to them (default 20)
+                 1,024 per handler, so past 1,000 it runs at 1,000), --changes N the changes
+                 delivered to them (default 20)
   --cold-runs N  measured starts per server of the cold-start report (\`--only ${COLD_START}\`;
                  default 5, 1 with --quick), each after one unmeasured start
   --profile DIR  profile our server instead (\`node --cpu-prof\`; other servers with --servers) on
@@ -125,7 +131,7 @@ const { values } = parseArgs({
 
 if (values.help) {
   console.log(
-    `${USAGE}\n\nScenarios (--only):\n${SCENARIOS.map((s) => `  ${s.name.padEnd(18)} ${s.description}`).join('\n')}\n  ${COLD_START.padEnd(18)} time to the first answer of a fresh process or isolate, Worker bundle sizes`
+    `${USAGE}\n\nScenarios (--only):\n${SCENARIOS.map((s) => `  ${s.name.padEnd(18)} ${s.description}`).join('\n')}\n  ${COLD_START.padEnd(18)} time to the first answer of a fresh process or isolate, Worker bundle sizes\n  ${BUS_FANOUT.padEnd(18)} events/s and publish → delivery p99 across 1, 4 and 16 replica processes on the PostgreSQL and Redis buses, and the 2025 interactive flow across replicas`
   )
   process.exit(0)
 }
@@ -155,7 +161,7 @@ const coldRuns = Math.round(positive('cold-runs', values['cold-runs'], quick ? 1
 const profileDir = values.profile === undefined ? undefined : resolve(values.profile)
 
 const wanted = values.only?.split(',').map((name) => name.trim())
-const known = [...SCENARIOS.map((s) => s.name), COLD_START]
+const known = [...SCENARIOS.map((s) => s.name), COLD_START, BUS_FANOUT]
 const unknown = wanted?.filter((name) => !known.includes(name)) ?? []
 if (unknown.length > 0) {
   console.error(`Unknown scenario(s): ${unknown.join(', ')}. Known: ${known.join(', ')}`)
@@ -186,15 +192,21 @@ const coldStarts =
   profileDir === undefined &&
   values.servers === undefined &&
   (wanted === undefined || wanted.includes(COLD_START))
+/** Fleets of our replicas over each bus: not a comparison with other servers, so not for --servers. */
+const busFanout =
+  profileDir === undefined &&
+  values.servers === undefined &&
+  (wanted === undefined || wanted.includes(BUS_FANOUT))
 
 function runtimeOf(name: string): 'node' | 'workerd' {
   return SCENARIOS.find((s) => s.name === name)?.runtime ?? 'node'
 }
 
-/** Streams and changes of a scale scenario in this run. */
-function scaleOf(scenario: ScaleScenario): { streams: number; changes: number } {
+/** Streams and changes of a scale scenario in this run, for the server `kind` (at most its cap). */
+function scaleOf(scenario: ScaleScenario, kind: ServerKind): { streams: number; changes: number } {
+  const streams = streamsOverride ?? (quick ? Math.min(100, scenario.streams) : scenario.streams)
   return {
-    streams: streamsOverride ?? (quick ? Math.min(100, scenario.streams) : scenario.streams),
+    streams: Math.min(streams, scenario.maxStreams?.[kind] ?? Infinity),
     changes: changesOverride ?? (quick ? Math.min(3, scenario.changes) : scenario.changes),
   }
 }
@@ -314,7 +326,7 @@ async function measure(
   }
   try {
     return scenario.unit === 'streams'
-      ? await measureScale(scenario, server)
+      ? await measureScale(scenario, kind, server)
       : await measureLoad(scenario, kind, server)
   } catch (error) {
     const tail = server.output().trim().split('\n').slice(-5).join('\n')
@@ -398,8 +410,12 @@ async function measureLoad(
  * Opens the scale scenario's streams on the server, reads its memory with them open, then times
  * the delivery of each change to all of them; CPU and background load cover the changes.
  */
-async function measureScale(scenario: ScaleScenario, server: ServerProcess): Promise<ScaleFigures> {
-  const { streams, changes } = scaleOf(scenario)
+async function measureScale(
+  scenario: ScaleScenario,
+  kind: ServerKind,
+  server: ServerProcess
+): Promise<ScaleFigures> {
+  const { streams, changes } = scaleOf(scenario, kind)
   let cpuBefore: ReturnType<typeof cpuMicros>
   let busyBefore: number | undefined
   let loadgenBefore = process.cpuUsage()
@@ -430,6 +446,10 @@ async function measureScale(scenario: ScaleScenario, server: ServerProcess): Pro
   const mib = (bytes: number | undefined) =>
     bytes === undefined ? null : round(bytes / 2 ** 20, 1)
   const peak = memoryBytes(server.pid, 'VmHWM')
+  const fanOut = result.fanOutSeconds
+  const serverCores = cpu === undefined || fanOut === 0 ? null : round(cpu / 1e6 / fanOut, 2)
+  const loadgenCores =
+    fanOut === 0 ? null : round((loadgen.user + loadgen.system) / 1e6 / fanOut, 2)
   return {
     streams: result.streams,
     opened: result.opened,
@@ -452,6 +472,10 @@ async function measureScale(scenario: ScaleScenario, server: ServerProcess): Pro
     peakRssMiB: mib(peak),
     errors: result.errors,
     backgroundCores: background === null ? null : round(background, 2),
+    fanOutSeconds: round(fanOut, 2),
+    serverCores,
+    loadgenCores,
+    limit: fanOutLimit(serverCores, loadgenCores),
     ...(result.firstError !== undefined && { firstError: result.firstError }),
   }
 }
@@ -486,7 +510,8 @@ function describeOutcome(outcome: Outcome, unit: string): string {
       `every stream reached in p50 ${outcome.allDeliveredMs.p50} ms / p99 ${outcome.allDeliveredMs.p99} ms ` +
       `(one stream p50 ${outcome.deliveryMs.p50} ms, p99 ${outcome.deliveryMs.p99} ms), ` +
       `${outcome.cpuUsPerDelivery} µs CPU per notification, ${outcome.missed} missed, ` +
-      `other load ${outcome.backgroundCores}` +
+      `limit: ${outcome.limit} (cores during the fan-out: server ${outcome.serverCores}, ` +
+      `generator ${outcome.loadgenCores}), other load ${outcome.backgroundCores}` +
       `${outcome.errors > 0 ? `, ${outcome.errors} ERRORS (${outcome.firstError})` : ''}`
     )
   }
@@ -582,6 +607,15 @@ async function benchmark(tool: string | undefined, pinned: boolean): Promise<num
       })
     }
 
+    if (busFanout) {
+      console.log('Event buses across replica processes:')
+      report.busFanout = await measureBusFanout({
+        root,
+        quick,
+        log: (line) => console.log(`  ${line}`),
+      })
+    }
+
     const cpuList = cpus()
     report.meta = {
       date: new Date().toISOString(),
@@ -659,6 +693,7 @@ async function benchmark(tool: string | undefined, pinned: boolean): Promise<num
     writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`)
     if (Object.keys(report.scenarios).length > 0) console.log(`\n${formatTable(report)}\n`)
     if (report.coldStarts) console.log(`\n${formatColdStarts(report.coldStarts)}\n`)
+    if (report.busFanout) console.log(`\n${formatBusFanout(report.busFanout)}\n`)
     const spread = formatSpread(report)
     if (spread) console.log(`${spread}\n`)
     const targets = formatTargets(report)
@@ -669,6 +704,9 @@ async function benchmark(tool: string | undefined, pinned: boolean): Promise<num
       .filter(([, s]) => s.flagged)
       .map(([name]) => name)
     if (report.coldStarts && hasFailures(report.coldStarts)) flagged.push(COLD_START)
+    const busFailures = report.busFanout ? busFanoutFailures(report.busFanout) : []
+    for (const failure of busFailures) console.error(`${BUS_FANOUT}: ${failure}`)
+    if (busFailures.length > 0) flagged.push(BUS_FANOUT)
     if (flagged.length > 0) {
       console.error(`Verification errors in: ${flagged.join(', ')}`)
       return 1

@@ -6,7 +6,8 @@
  * window closes: it POSTs `tools/call confirm_echo` and reads the SSE stream of its response; when
  * the server's `elicitation/create` request arrives on it, it POSTs the confirmation as a JSON-RPC
  * response (expecting 202) on a second keep-alive socket, and reads on until the tool's result ends
- * the stream. A flow counts when the result is the echoed text.
+ * the stream. A flow counts when the result is the echoed text. Across replicas, the answer goes to
+ * another server than the one holding the call (`answerOrigin`).
  *
  * Counts per HTTP exchange (two per flow: the call, whose latency runs until its stream ends, and the
  * answer), like autocannon's: responses, verified, mismatches, socket errors and timeouts (a flow
@@ -81,9 +82,14 @@ async function exchange(agent: Agent, origin: string, request: HttpRequest): Pro
 }
 
 /** Runs the flows as clients speaking `version` (the latest 2025 revision the server negotiates). */
+/**
+ * Drives the flow (module header) on `options.origin`; with `answerOrigin`, every answer is POSTed to
+ * that server instead, while the call stays held by the first (a fleet: `bus-fanout.ts`).
+ */
 export async function runLegacyFlows(
   options: DriveOptions,
-  version: LegacyVersion = LEGACY_PROTOCOL_VERSION
+  version: LegacyVersion = LEGACY_PROTOCOL_VERSION,
+  answerOrigin: string = options.origin
 ): Promise<LoadResult> {
   const legacyRequests = legacyRequestsFor(version)
   const agent = new Agent({ keepAlive: true, maxSockets: options.connections * 2 })
@@ -141,7 +147,7 @@ export async function runLegacyFlows(
           const answerStarted = performance.now()
           const reply = await exchange(
             agent,
-            options.origin,
+            answerOrigin,
             legacyRequests.confirmAnswer(session, requestId)
           )
           record(

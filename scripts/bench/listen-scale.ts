@@ -55,6 +55,8 @@ export interface ScaleResult {
   /** From sending a change to its notification on the last stream (one sample per change). */
   allDeliveredMs: { p50: number; p90: number; p99: number; mean: number; max: number }
   changeSeconds: number
+  /** Summed over the changes: from sending each change until its last stream heard it (or the timeout). */
+  fanOutSeconds: number
   errors: number
   firstError?: string
 }
@@ -156,6 +158,7 @@ export async function runListenScale(options: ScaleOptions): Promise<ScaleResult
   const allDelivered = new Latencies()
   let delivered = 0
   let missed = 0
+  let fanOutMs = 0
   try {
     const rssBeforeBytes = options.rss()
     const openStarted = performance.now()
@@ -196,6 +199,7 @@ export async function runListenScale(options: ScaleOptions): Promise<ScaleResult
         )
       }
       await within(all, DELIVERY_TIMEOUT_MS, 'delivering a change').catch(() => undefined)
+      fanOutMs += performance.now() - sent
       for (const stream of streams) stream.onChange = undefined
       for (const ms of arrivals) deliveries.record(ms)
       delivered += arrivals.length
@@ -215,6 +219,7 @@ export async function runListenScale(options: ScaleOptions): Promise<ScaleResult
       deliveryMs: deliveries.summary(),
       allDeliveredMs: allDelivered.summary(),
       changeSeconds: (performance.now() - changesStarted) / 1000,
+      fanOutSeconds: fanOutMs / 1000,
       errors,
       ...(firstError !== undefined && { firstError }),
     }

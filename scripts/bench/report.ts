@@ -12,6 +12,7 @@
  *   server CPU per delivered notification, other ÷ ours.
  * The targets of the performance issue are checked here too (`formatTargets`).
  */
+import type { BusFanOutReport } from './bus-fanout-report.ts'
 import type { ColdStartReport } from './cold-start.ts'
 import type { LoadResult } from './load.ts'
 import {
@@ -80,8 +81,43 @@ export interface ScaleFigures {
   peakRssMiB: number | null
   errors: number
   backgroundCores: number | null
+  /** Summed over the changes: from sending each until its last stream heard it. */
+  fanOutSeconds: number
+  /** CPU the server and the load generator used over those seconds, in cores (1 = one core busy). */
+  serverCores: number | null
+  loadgenCores: number | null
+  /** Which side bounded the delivery times (`fanOutLimit`). */
+  limit: FanOutLimit
   firstError?: string
 }
+
+/**
+ * What bounded a fan-out's delivery times: the side that kept its core busy most of the time
+ * (`BUSY_CORE` or more) and more than the other; `neither` when both waited (e.g. on other load);
+ * `null` when the CPU figures are missing.
+ */
+export type FanOutLimit = 'server' | 'load generator' | 'neither' | null
+
+/** A side using this much of a core or more during a fan-out is what the other waits on. */
+export const BUSY_CORE = 0.75
+
+export function fanOutLimit(serverCores: number | null, loadgenCores: number | null): FanOutLimit {
+  if (serverCores === null || loadgenCores === null) return null
+  if (Math.max(serverCores, loadgenCores) < BUSY_CORE) return 'neither'
+  return serverCores >= loadgenCores ? 'server' : 'load generator'
+}
+
+/**
+ * Our listen streams as measured before the issue-36 work, at 10,000 streams on this machine (the
+ * issue's own figures), printed beside every scale run for reference, and the issue's aims.
+ */
+export const LISTEN_BASELINE = {
+  streams: 10_000,
+  rssPerStreamKiB: 28.8,
+  allDeliveredMs: { p50: 303, p99: 512 },
+  cpuUsPerDelivery: 30,
+  source: 'issue 36, measured before its work (2-core machine)',
+} as const
 
 export interface ServerFailure {
   failure: string
@@ -127,6 +163,8 @@ export interface ScaleReport extends ReportBase {
   bare: null
   memory_ratio_vs_sdk: number | null
   cpu_ratio_vs_sdk: number | null
+  /** Our figures before the issue-36 work, for reference (`LISTEN_BASELINE`). */
+  baseline: typeof LISTEN_BASELINE
 }
 
 export type ScenarioReport = LoadReport | ScaleReport
@@ -136,6 +174,8 @@ export interface BenchReport {
   scenarios: Record<string, ScenarioReport>
   /** Starts of fresh processes and isolates, and Worker bundle sizes (`cold-start.ts`). */
   coldStarts?: ColdStartReport
+  /** The event buses across replica processes (`bus-fanout.ts`). */
+  busFanout?: BusFanOutReport
 }
 
 /** Background load (cores used by other processes) above which a measured window counts as disturbed. */
@@ -248,10 +288,15 @@ export function scaleReport(
     ours,
     sdk,
     bare: null,
-    ratio_vs_sdk: quotient(theirs?.allDeliveredMs.p50, mine?.allDeliveredMs.p50),
+    // Reaching every stream takes longer with more of them: compared only at the same count.
+    ratio_vs_sdk:
+      theirs?.opened === mine?.opened
+        ? quotient(theirs?.allDeliveredMs.p50, mine?.allDeliveredMs.p50)
+        : null,
     ratio_vs_bare: null,
     memory_ratio_vs_sdk: quotient(theirs?.rssPerStreamKiB, mine?.rssPerStreamKiB),
     cpu_ratio_vs_sdk: quotient(theirs?.cpuUsPerDelivery, mine?.cpuUsPerDelivery),
+    baseline: LISTEN_BASELINE,
     errors,
     flagged: errors > 0,
     disturbed: [ours, sdk].some(isDisturbed),
@@ -313,8 +358,8 @@ export function formatTable(report: BenchReport): string {
   if (scale.length === 0) return lines.join('\n')
   lines.push(
     '',
-    '| scenario | server | streams | RSS/stream KiB | to one stream p50 / p99 ms | to every stream p50 / p99 ms | CPU µs/notification | missed | errors | ours/SDK (every stream) | ours/SDK (memory) | other load (cores) |',
-    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|'
+    '| scenario | server | streams | RSS/stream KiB | to one stream p50 / p99 ms | to every stream p50 / p99 ms | CPU µs/notification | missed | errors | ours/SDK (every stream) | ours/SDK (memory) | limit (server / generator cores) | other load (cores) |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|'
   )
   for (const [name, scenario] of scale) {
     for (const kind of ['ours', 'sdk'] as const) {
@@ -327,7 +372,7 @@ export function formatTable(report: BenchReport): string {
           : ['', '']
       if (!isFigures(outcome)) {
         lines.push(
-          `| ${label} | ${kind} | failed: ${outcome.failure.split('\n')[0]} | | | | | | 1 | | | |`
+          `| ${label} | ${kind} | failed: ${outcome.failure.split('\n')[0]} | | | | | | 1 | | | | |`
         )
         continue
       }
@@ -336,9 +381,16 @@ export function formatTable(report: BenchReport): string {
           `${cell(outcome.deliveryMs.p50, 2)} / ${cell(outcome.deliveryMs.p99, 2)} | ` +
           `${cell(outcome.allDeliveredMs.p50, 2)} / ${cell(outcome.allDeliveredMs.p99, 2)} | ` +
           `${cell(outcome.cpuUsPerDelivery, 1)} | ${cell(outcome.missed)} | ${errorCount(outcome)} | ` +
-          `${ratios[0]} | ${ratios[1]} | ${cell(outcome.backgroundCores, 2)} |`
+          `${ratios[0]} | ${ratios[1]} | ${outcome.limit ?? '–'} (${cell(outcome.serverCores, 2)} / ` +
+          `${cell(outcome.loadgenCores, 2)}) | ${cell(outcome.backgroundCores, 2)} |`
       )
     }
+    const before = scenario.baseline
+    lines.push(
+      `| ${name} | ours before (${before.source}) | ${cell(before.streams)} | ` +
+        `${cell(before.rssPerStreamKiB, 1)} | | ${cell(before.allDeliveredMs.p50)} / ` +
+        `${cell(before.allDeliveredMs.p99)} | ${cell(before.cpuUsPerDelivery, 1)} | | | | | | |`
+    )
   }
   return lines.join('\n')
 }
@@ -352,8 +404,12 @@ interface Target {
   cpuVs?: { reference: string; max: number }
   /** Ours ÷ each peer of the scenario in throughput, at least. */
   vsPeers?: number
-  /** Listen streams: our p99 from a change to every stream no higher than the SDK's. */
+  /** Listen streams: our p99 from a change to every stream no higher than the SDK's (same count). */
   fanOutP99?: true
+  /** Listen streams: our server CPU per notification delivered, in µs, at most. */
+  cpuPerNotificationMax?: number
+  /** Listen streams: our resident memory per stream, in KiB, at most. */
+  rssPerStreamMaxKiB?: number
 }
 
 /** What issues 14 and 23 ask of a full run. */
@@ -369,7 +425,7 @@ export const TARGETS: Record<string, Target> = {
   notes_search: { vsSdk: 1.5 },
   workerd_tools_call: { vsPeers: 1 },
   workerd_mrtr_flow: { vsPeers: 1 },
-  listen_scale: { fanOutP99: true },
+  listen_scale: { fanOutP99: true, cpuPerNotificationMax: 5, rssPerStreamMaxKiB: 20 },
 }
 
 function verdict(scenario: ScenarioReport, met: boolean | null): string {
@@ -455,9 +511,37 @@ export function formatTargets(report: BenchReport): string {
       const p99 = (outcome: ScaleOutcome | null) =>
         isFigures(outcome) ? outcome.allDeliveredMs.p99 : null
       const [ours, sdk] = [p99(scenario.ours), p99(scenario.sdk)]
+      const opened = (outcome: ScaleOutcome | null) => (isFigures(outcome) ? outcome.opened : null)
+      const [mine, theirs] = [opened(scenario.ours), opened(scenario.sdk)]
+      const comparable = ours !== null && sdk !== null && mine === theirs
       lines.push(
-        `${name}: change → every stream p99 ours ${ours ?? '–'} ms, SDK ${sdk ?? '–'} ms ` +
-          `(target: no higher) ${verdict(scenario, ours === null || sdk === null ? null : ours <= sdk)}`
+        `${name}: change → every stream p99 ours ${ours ?? '–'} ms at ${mine ?? '–'} streams, ` +
+          `SDK ${sdk ?? '–'} ms at ${theirs ?? '–'} (target: no higher at the same count) ` +
+          verdict(scenario, comparable ? ours <= sdk : null)
+      )
+    }
+    const mine = scenario.unit === 'streams' && isFigures(scenario.ours) ? scenario.ours : null
+    if (target.cpuPerNotificationMax !== undefined && scenario.unit === 'streams') {
+      const value = mine?.cpuUsPerDelivery ?? null
+      lines.push(
+        `${name}: our server CPU per notification ${value ?? '–'} µs at ${mine?.opened ?? '–'} ` +
+          `streams (target ≤ ${target.cpuPerNotificationMax}; before: ` +
+          `${scenario.baseline.cpuUsPerDelivery}) ` +
+          verdict(scenario, value === null ? null : value <= target.cpuPerNotificationMax)
+      )
+    }
+    if (target.rssPerStreamMaxKiB !== undefined && scenario.unit === 'streams') {
+      const value = mine?.rssPerStreamKiB ?? null
+      lines.push(
+        `${name}: our memory per stream ${value ?? '–'} KiB at ${mine?.opened ?? '–'} streams ` +
+          `(target ≤ ${target.rssPerStreamMaxKiB}; before: ${scenario.baseline.rssPerStreamKiB}) ` +
+          verdict(scenario, value === null ? null : value <= target.rssPerStreamMaxKiB)
+      )
+    }
+    if (mine?.limit === 'load generator') {
+      lines.push(
+        `${name}: the load generator, not the server, bounded the delivery times ` +
+          `(generator ${mine.loadgenCores} cores, server ${mine.serverCores} during the fan-out)`
       )
     }
     if (scenario.disturbed) {

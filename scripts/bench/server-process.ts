@@ -21,6 +21,8 @@ export interface ServerProcess {
   url: string
   /** The last 64 KiB the process wrote (stdout and stderr). */
   output(): string
+  /** The child, to talk to over its IPC channel, when started with `ipc`. */
+  ipc?: ChildProcess
   stop(): Promise<void>
 }
 
@@ -50,6 +52,8 @@ export interface StartOptions {
    * `workerd`, the JSON `listen` message workerd writes on descriptor 3 (`--control-fd 3`).
    */
   ready: 'stdout' | 'workerd'
+  /** Opens an IPC channel to a Node server (descriptor 3): `ServerProcess.ipc`. */
+  ipc?: boolean
 }
 
 /** workerd's control message once socket `http` listens. */
@@ -75,7 +79,12 @@ export async function startServer(options: StartOptions): Promise<ServerProcess>
   const child = spawn(command, args, {
     cwd: options.cwd,
     env: { ...process.env, ...options.env },
-    stdio: ['ignore', 'pipe', 'pipe', options.ready === 'workerd' ? 'pipe' : 'ignore'],
+    stdio: [
+      'ignore',
+      'pipe',
+      'pipe',
+      options.ready === 'workerd' ? 'pipe' : options.ipc ? 'ipc' : 'ignore',
+    ],
   })
   live.add(child)
   child.once('exit', () => live.delete(child))
@@ -128,6 +137,7 @@ export async function startServer(options: StartOptions): Promise<ServerProcess>
     pid: child.pid as number,
     url,
     output: () => output,
+    ...(options.ipc && { ipc: child }),
     stop: () => stopChild(child),
   }
 }
