@@ -3,7 +3,8 @@
  * and fails if the bundle pulls Node-only code — any `node:*` import, `node:sqlite`, the Node entry
  * (`src/node.ts`) and everything under `src/node/`, the Node-only adapters (`src/storage/sqlite.ts`,
  * `src/storage/postgres.ts` and everything under `src/storage/postgres/`, the engine's PostgreSQL
- * event bus `src/mcp/buses/postgres.ts`) or the Node-only packages
+ * event bus `src/mcp/buses/postgres.ts`, its node:sqlite and PostgreSQL store entries with the
+ * node:sqlite driver) or the Node-only packages
  * behind them. Reads esbuild's metafile (what went in) and the bundle text (what
  * came out), prints the bundle size, and proves the check bites on a deliberately leaky entry.
  */
@@ -26,6 +27,9 @@ const NODE_ONLY_FILES = [
   'src/storage/sqlite.ts',
   'src/storage/postgres.ts',
   'src/mcp/buses/postgres.ts',
+  'src/mcp/sqlite.ts',
+  'src/mcp/stores/sqlite/node-sqlite.ts',
+  'src/mcp/postgres.ts',
 ]
 
 /** Whether a bundle input (a path from the project root, as esbuild names it) is Node-only source. */
