@@ -29,7 +29,7 @@ const encoder = new TextEncoder()
  * import { canonicalJson } from 'stateless-mcp/compose'
  *
  * canonicalJson({ b: 1, a: [true, null] }) // '{"a":[true,null],"b":1}'
- * canonicalJson({ a: 1 }) === canonicalJson({ ...{ a: 1 } }) // true
+ * canonicalJson({ a: 1, b: 2 }) === canonicalJson({ b: 2, a: 1 }) // true
  * ```
  */
 export function canonicalJson(value: unknown): string {

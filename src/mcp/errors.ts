@@ -141,11 +141,12 @@ export interface JsonRpcErrorObject {
  * import { ErrorCode } from 'stateless-mcp'
  * import { errorResponseText } from 'stateless-mcp/compose'
  *
+ * // a refusal written where no Response can be made (Node's `clientError`, on the raw socket)
  * const body = errorResponseText(null, {
  *   code: ErrorCode.InvalidRequest,
- *   message: 'Bad Request: this server is shutting down.',
+ *   message: 'Bad Request: the HTTP request is malformed.',
  * })
- * return new Response(body, { status: 503, headers: { 'content-type': 'application/json' } })
+ * socket.end(`HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\n\r\n${body}`)
  * ```
  */
 export function errorResponseText(id: RequestId | null, error: JsonRpcErrorObject): string {

@@ -63,7 +63,7 @@ const OBJECT_ORIGIN = 'https://task-runner.internal'
  * ```ts
  * import { HAND_OVER_BATCH, handOverRunnableTasks } from 'stateless-mcp/workers'
  *
- * // a paid plan allows 1,000 subrequests per invocation
+ * // where the plan allows more subrequests per invocation
  * await handOverRunnableTasks(store, scheduler, event.scheduledTime, 10 * HAND_OVER_BATCH)
  * ```
  */
