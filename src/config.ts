@@ -45,6 +45,18 @@ const EnvSchema = z.object({
     .string()
     .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')
     .optional(),
+  /**
+   * The event bus of a Node fleet past one database: `redis://host:port` (one server) or
+   * `redis+cluster://host:port,host:port` (a Redis Cluster; `rediss` for TLS). Without it the
+   * replicas of one PostgreSQL database share its LISTEN/NOTIFY bus (`stateless-mcp/redis`).
+   */
+  EVENT_BUS_URL: z
+    .string()
+    .regex(
+      /^rediss?(\+cluster)?:\/\/[^\s]+$/,
+      'must be a redis:// URL (one server) or redis+cluster://host:port,host:port (a cluster)'
+    )
+    .optional(),
   /** Key ring: `kid:secret,kid:secret` (first seals, all open). Generated under DATA_DIR when absent on Node. */
   STATE_KEYS: z.string().min(1).optional(),
   STATE_TTL_SECONDS: int(1, 86_400).default(600),
@@ -154,6 +166,8 @@ export interface Config {
   host: string
   dataDir: string
   databaseUrl?: string
+  /** EVENT_BUS_URL: the Redis bus the replicas share instead of PostgreSQL's LISTEN/NOTIFY. */
+  eventBusUrl?: string
   stateKeys?: string
   stateTtlSeconds: number
   sessionTtlSeconds: number
@@ -203,6 +217,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     host: e.HOST,
     dataDir: e.DATA_DIR,
     databaseUrl: e.DATABASE_URL,
+    eventBusUrl: e.EVENT_BUS_URL,
     stateKeys: e.STATE_KEYS,
     stateTtlSeconds: e.STATE_TTL_SECONDS,
     sessionTtlSeconds: e.SESSION_TTL_SECONDS,

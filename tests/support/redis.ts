@@ -141,6 +141,8 @@ export interface RedisCluster {
   url: string
   /** The node serving `channel`'s slot as its master now. */
   masterOf(channel: string): Promise<RedisNode>
+  /** The shard channels with a subscriber on any live master now, sorted. */
+  shardChannels(): Promise<string[]>
   /** Resolves once every live node reports `cluster_state:ok` and every live replica its link up. */
   settled(): Promise<void>
   stop(): Promise<void>
@@ -197,6 +199,20 @@ export async function startRedisCluster(): Promise<RedisCluster> {
       const master = nodes.find((node) => node.port === range?.[2][1])
       if (master === undefined) throw new Error(`no master serves slot ${slot}`)
       return master
+    },
+    async shardChannels() {
+      const channels = await Promise.all(
+        nodes.map(async (node) => {
+          const role = await node.cli('ROLE').catch(() => '')
+          return role.startsWith('master')
+            ? (await node.cli('PUBSUB', 'SHARDCHANNELS')).split('\n')
+            : []
+        })
+      )
+      return channels
+        .flat()
+        .filter((channel) => channel !== '')
+        .sort()
     },
     async settled() {
       await until(async () => {

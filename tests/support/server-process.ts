@@ -223,16 +223,18 @@ export interface PostgresReplicas {
 /**
  * Starts one notes server a replica id (`REPLICA_ID`) on a scratch database of the PostgreSQL server
  * behind `serverUrl`, all with one data directory and one key ring, the replica of `replicaIds[i]` on
- * `runtimes[i]` (Node where none is named). Should one fail to start, those
+ * `runtimes[i]` (Node where none is named), each with `extraEnv` too. Should one fail to start, those
  * already started are stopped and the database dropped before the error is thrown again.
  */
 export async function startPostgresReplicas(
   serverUrl: string,
   replicaIds: readonly string[],
-  runtimes: readonly Runtime[] = []
+  runtimes: readonly Runtime[] = [],
+  extraEnv: Record<string, string> = {}
 ): Promise<PostgresReplicas> {
   const database = await createScratchDatabase(serverUrl)
   const env = {
+    ...extraEnv,
     DATABASE_URL: database.url,
     DATA_DIR: await tempDataDir(),
     STATE_KEYS: formatKeyRing([generateKey()]),
