@@ -2,9 +2,10 @@
  * @module node/replica
  * One notes replica on a runtime with Node's APIs (Node, Deno, Bun), before anything listens:
  * `openReplica` reads the environment, opens the store (SQLite under DATA_DIR, or PostgreSQL when
- * DATABASE_URL is set, with a LISTEN/NOTIFY event bus so notifications reach every replica; the
- * notes and the engine's state share the file or the pool), loads (or on first start generates) the
- * requestState key ring, purges expired rows of both stores on a timer (the engine's
+ * DATABASE_URL is set, with a LISTEN/NOTIFY event bus so notifications reach every replica, or the
+ * Redis bus of `stateless-mcp/redis` when EVENT_BUS_URL is set; the notes and the engine's state
+ * share the file or the pool), loads (or on first start generates) the requestState key ring,
+ * purges expired rows of both stores on a timer (the engine's
  * `startExpirySweeps`), serves tasks from the engine's store, taking over those of replicas that died
  * (`mcp/tasks/`), and builds the app. On Node, with an `OTEL_*` variable or METRICS_PORT set, it loads
  * telemetry (`node/telemetry.ts`, a dynamic import: without them nothing of OpenTelemetry is loaded).
@@ -17,7 +18,7 @@ import type { Hono } from 'hono'
 import { join } from 'node:path'
 import { createApp } from '../app.ts'
 import { ConfigError, assertSafeExposure, parseConfig, type Config } from '../config.ts'
-import { InProcessEventBus } from '../mcp/event-bus.ts'
+import { InProcessEventBus, type EventBus } from '../mcp/event-bus.ts'
 import { parseKeyRing } from '../mcp/key-ring.ts'
 import { consoleLogger, logError } from '../mcp/logger.ts'
 import { startExpirySweeps } from 'stateless-mcp/compose'
@@ -119,14 +120,9 @@ export async function openReplica(
   const engineStore = stores.engine
   const stopSweeps = startExpirySweeps([store, engineStore], { logger: consoleLogger })
 
-  // With PostgreSQL, list changes and resource updates reach listen streams on every replica.
-  const bus = config.databaseUrl
-    ? await PostgresEventBus.start({
-        url: config.databaseUrl,
-        channel: NOTES_EVENT_CHANNEL,
-        logger: consoleLogger,
-      })
-    : new InProcessEventBus()
+  // With Redis (EVENT_BUS_URL) or PostgreSQL, list changes, resource updates and the 2025 session
+  // signals reach the streams and flows of every replica.
+  const bus = await openEventBus(config)
 
   const draining = new AbortController()
   const shutdown = new AbortController()
@@ -160,11 +156,35 @@ export async function openReplica(
     shutdown,
     tasksStopped: () => tasksStopped,
     close: async () => {
-      for (const closed of await Promise.allSettled([stores.close(), telemetry?.shutdown()])) {
+      const closing = [stores.close(), telemetry?.shutdown(), bus.close?.()]
+      for (const closed of await Promise.allSettled(closing.filter((step) => step !== undefined))) {
         if (closed.status === 'rejected') logError('closing at shutdown failed', closed.reason)
       }
     },
   }
+}
+
+/**
+ * The bus the replica's streams hear on: Redis sharded pub/sub when EVENT_BUS_URL is set (loaded only
+ * then), else PostgreSQL's LISTEN/NOTIFY with DATABASE_URL, else this process only.
+ */
+async function openEventBus(config: Config): Promise<EventBus & { close?(): Promise<void> }> {
+  if (config.eventBusUrl) {
+    const { RedisEventBus } = await import('stateless-mcp/redis')
+    return RedisEventBus.start({
+      url: config.eventBusUrl,
+      channelPrefix: NOTES_EVENT_CHANNEL,
+      logger: consoleLogger,
+    })
+  }
+  if (config.databaseUrl) {
+    return PostgresEventBus.start({
+      url: config.databaseUrl,
+      channel: NOTES_EVENT_CHANNEL,
+      logger: consoleLogger,
+    })
+  }
+  return new InProcessEventBus()
 }
 
 /** Runs an entry's start; a failure is printed (a configuration error as it is) and exits with 1. */
