@@ -5,7 +5,8 @@
  * scope names, on either bus; a replica subscribes only to the channels of the listeners it holds
  * (read back with `PUBSUB SHARDCHANNELS`), and unsubscribes a channel after its last listener
  * leaves; on the cluster, channels land on different shards and still carry their events. Losing
- * Redis (the subscriber's connection killed, a master killed and its replica promoted) is logged
+ * Redis (the subscriber's connection killed or cut for its output buffer, a master killed and its
+ * replica promoted) is logged
  * once, healed, and the listeners are told that everything may have changed, then hear again.
  * Malformed payloads and events on the wrong channel are dropped; bad options are refused. Without
  * `redis-server`: fails under `CI=true`, skipped (visibly) elsewhere.
@@ -164,6 +165,27 @@ describe.skipIf(!runs)('RedisEventBus on one redis-server', () => {
     } finally {
       await cut.close()
     }
+  })
+
+  it('when Redis cuts its subscriber for its output buffer: tells its listeners, hears again', async () => {
+    const heard = new Heard()
+    const stop = buses[1]!.subscribe(heard.listener, { principal: 'heidi' })
+    await stop.ready
+    const admin = createClient({ url: server.url })
+    await admin.connect()
+    try {
+      // A hard limit below one event: the subscriber is cut as soon as the event is queued to it.
+      await admin.configSet('client-output-buffer-limit', 'pubsub 1kb 0 0')
+      const large: ServerEvent = { ...principalEvent('heidi'), uri: `note://${'n'.repeat(2_000)}` }
+      await buses[0]!.publish(large)
+      await admin.configSet('client-output-buffer-limit', 'pubsub 32mb 8mb 60')
+    } finally {
+      await admin.close()
+    }
+    expect(await heard.next(3)).toEqual([...EVERYTHING_MAY_HAVE_CHANGED])
+    await buses[0]!.publish(principalEvent('heidi'))
+    expect(await heard.next()).toEqual([principalEvent('heidi')])
+    stop()
   })
 
   it('refuses a listener naming nothing, and URLs and prefixes it cannot use', async () => {
