@@ -6,8 +6,8 @@
  * parent, caller errors (-32602, -32601) in `rpc.response.status_code` only, failures (-32021,
  * `tool_error`) as `error.type` with an error status, names clients choose kept bounded (unknown
  * tools out of span names, unknown methods as `_OTHER`), refused states counted by reason, open
- * listen streams counted up and down, task status changes, and store calls outside a request left
- * without a span.
+ * listen streams counted up and down, task status changes, the engine store's calls nested in their
+ * request as the notes store's are, and store calls outside a request left without a span.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApp } from '../../src/app.ts'
@@ -17,7 +17,7 @@ import { generateKey, importKeyRing } from '../../src/mcp/key-ring.ts'
 import { StateSealer } from '../../src/mcp/sealed-state.ts'
 import { parseTelemetryEnv } from '../../src/telemetry/env.ts'
 import { startNodeTelemetry, type NodeTelemetry } from '../../src/node/telemetry.ts'
-import { LEGACY_VERSION, initializeMessage } from '../support/legacy-request.ts'
+import { LEGACY_VERSION, initializeMessage, startSession } from '../support/legacy-request.ts'
 import { postMcp, readMessages, requestApp } from '../support/mcp-request.ts'
 import { sqliteStores, type TestStores } from '../support/sqlite-stores.ts'
 import { newTask, storeTask } from '../support/store-contract.ts'
@@ -291,6 +291,28 @@ describe("operators' metrics", () => {
       traceId: server.traceId,
       parentSpanId: server.spanId,
     })
+  })
+
+  it("makes the engine store's calls child spans of their request too (a 2025 call that asks keeps its stream)", async () => {
+    const note = await stores.store.create('local', { title: 'Asked', body: '', tags: [] }, 1)
+    const { session } = await startSession(app, { capabilities: { elicitation: {} } })
+    const asking = await session.request(
+      'tools/call',
+      { name: 'delete_note', arguments: { id: note.id } },
+      { id: 'engine-store-span' }
+    )
+    expect(asking.headers.get('content-type')).toBe('text/event-stream')
+    await asking.body!.cancel()
+    // The call's span ends with its flow; its children, the notes store's read of the note and the
+    // engine store's record of the stream, are exported as they end, under one parent.
+    const stream = () => receiver.spans.find((span) => span.name === 'store.createStream')
+    await receiver.waitFor(() => stream() !== undefined)
+    const { traceId, parentSpanId } = stream()!
+    const read = receiver.spans.find(
+      (span) => span.name === 'store.get' && span.traceId === traceId
+    )
+    expect(parentSpanId).toMatch(/^[0-9a-f]{16}$/)
+    expect(read).toMatchObject({ parentSpanId })
   })
 
   it('reads a listen stream body only as the client does (the stream still answers)', async () => {
