@@ -15,7 +15,9 @@
  * start it again) happens meanwhile, and the users go on until it is over. Afterwards the store is read back and held
  * against what every flow's answers asked for (`loadtest/verify.ts`), and the summary
  * (`loadtest/report.ts`), per era and with the fault's own section, is printed as tables
- * (`loadtest/report-table.ts`) and written as JSON. Exits 1 when the run did not pass.
+ * (`loadtest/report-table.ts`) and written as JSON. The exit status is the verdict's, whatever
+ * happens after it (`loadtest/exit-status.ts`): 0 when it passed, 1 when it did not or the run
+ * failed before it.
  *
  * The tasks scenario (`loadtest/task-flow.ts`) runs by default, with `--tasks 2` users besides the
  * others (`--tasks 0` leaves it out): the issue's claim that a task survives the replica running it
@@ -59,6 +61,7 @@ import type { Fault, FaultContext } from './loadtest/faults/fault.ts'
 import { databaseFault } from './loadtest/faults/database.ts'
 import { killFault } from './loadtest/faults/kill.ts'
 import { DRAIN_GRACE_S, rollingFault } from './loadtest/faults/rolling.ts'
+import { ExitDecision } from './loadtest/exit-status.ts'
 import { formatTable } from './loadtest/report-table.ts'
 import { prepareStore, type SharedStore } from './loadtest/store.ts'
 import type { FlowRecord } from './loadtest/flows.ts'
@@ -133,7 +136,11 @@ function settlingClient(endpoints: Endpoint[], balancer: string | undefined): Mc
   })
 }
 
-async function run(options: LoadtestOptions, watchdog: AbortController): Promise<boolean> {
+async function run(
+  options: LoadtestOptions,
+  watchdog: AbortController,
+  decision: ExitDecision
+): Promise<void> {
   const runDir = await tempDataDir('notes-loadtest-')
   let store: SharedStore | undefined
   try {
@@ -311,7 +318,7 @@ async function run(options: LoadtestOptions, watchdog: AbortController): Promise
     await mkdir(dirname(options.out), { recursive: true })
     await writeFile(options.out, `${JSON.stringify(summary, null, 2)}\n`)
     console.log(`\n${formatTable(summary)}\n\nSummary written to ${options.out}`)
-    return summary.passed
+    decision.verdict(summary.passed)
   } finally {
     await stopAll()
     await store?.dispose().catch((error: unknown) => {
@@ -321,7 +328,12 @@ async function run(options: LoadtestOptions, watchdog: AbortController): Promise
   }
 }
 
-async function main(): Promise<void> {
+/** Runs the load test and answers its exit status (`loadtest/exit-status.ts`). */
+async function main(): Promise<number> {
+  const decision = new ExitDecision((line) => console.error(line))
+  process.on('unhandledRejection', (reason) =>
+    decision.failure('a promise rejected with no handler', reason)
+  )
   let options: LoadtestOptions
   try {
     options = parseOptions(process.argv.slice(2))
@@ -329,8 +341,8 @@ async function main(): Promise<void> {
     if (!(error instanceof UsageError)) throw error
     if (error.message) console.error(error.message)
     console.error(USAGE)
-    process.exitCode = error.message ? 2 : 0
-    return
+    decision.usage(!error.message)
+    return decision.status()
   }
   const watchdog = new AbortController()
   process.on('exit', killAllNow)
@@ -345,11 +357,14 @@ async function main(): Promise<void> {
     })
   }
   try {
-    process.exitCode = (await run(options, watchdog)) ? 0 : 1
+    await run(options, watchdog, decision)
   } catch (error) {
-    console.error(`load test failed: ${error instanceof Error ? error.message : String(error)}`)
-    process.exitCode = 1
+    decision.failure('the run', error)
   }
+  console.log(decision.finalLine())
+  return decision.status()
 }
 
-await main()
+// Exits at once with the verdict's status: a timer or socket a cleanup step left open neither delays
+// the exit nor, settling later, changes its code.
+process.exit(await main())
