@@ -12,8 +12,8 @@
  * - the base image `docker.io/library/debian:bookworm-slim`, when podman has none by that name (no
  *   registry serves one here): Debian bookworm from Debian's mirror by `mmdebstrap --variant=minbase`
  *   with its merged-/usr hook (else apt picks `usrmerge`, which brings the whole of perl), without
- *   documentation or translations as in Debian's slim images, imported under that name, so the
- *   Dockerfile stays the one a registry-connected `docker build` takes.
+ *   documentation, translations or apt's caches as in Debian's slim images, imported under that
+ *   name, so the Dockerfile stays the one a registry-connected `docker build` takes.
  * The build never pulls (`--pull=never`) and hands the host's CA bundle to the steps that download
  * (Node and npm, the dependencies) as a build secret, for a TLS-intercepting proxy whose CA only the
  * host trusts; the secret is not kept in the image. Layers are cached by podman: a build with nothing
@@ -43,6 +43,17 @@ const DEBIAN_MIRRORS = [
  * What Debian's own slim images leave out (documentation, manual pages, translations), kept out of
  * the base and, through the dpkg configuration it keeps, out of every package a build installs.
  */
+/**
+ * What Debian's images tell apt, so that a layer that installs packages keeps no downloaded package
+ * and no package cache (80 MB otherwise): their `docker-clean`, written into the base once it is
+ * made (mmdebstrap itself needs the downloads), with the caches it leaves then (its own cleanup no
+ * longer finds them) removed.
+ */
+const APT_NO_CACHE = [
+  'APT::Keep-Downloaded-Packages "false"',
+  'Dir::Cache::pkgcache ""',
+  'Dir::Cache::srcpkgcache ""',
+]
 const SLIM_PATH_FILTERS = [
   'path-exclude=/usr/share/doc/*',
   'path-include=/usr/share/doc/*/copyright',
@@ -167,6 +178,7 @@ export async function ensureBaseImage(
         '--mode=root',
         '--quiet',
         ...SLIM_PATH_FILTERS.map((filter) => `--dpkgopt=${filter}`),
+        `--customize-hook=printf '%s;\\n' ${APT_NO_CACHE.map((option) => `'${option}'`).join(' ')} > "$1/etc/apt/apt.conf.d/docker-clean" && rm -f "$1"/var/cache/apt/*.bin`,
         'bookworm',
         tarball,
         ...DEBIAN_MIRRORS,
@@ -196,14 +208,22 @@ async function checkNodeVersion(): Promise<void> {
   }
 }
 
-/** Where `podman build` runs: the tool, the configuration and the base checked or made first. */
-async function readyToBuild(options: BuildOptions): Promise<NodeJS.ProcessEnv> {
-  if (!commandExists('podman')) {
-    throw new ImageBuildError('podman is not installed (apt-get install podman runc mmdebstrap)')
-  }
-  const env = await podmanEnvironment()
-  await ensureBaseImage(env, options)
-  return env
+let ready: Promise<NodeJS.ProcessEnv> | undefined
+
+/**
+ * Where `podman build` runs: the tool, the configuration and the base checked or made first, once
+ * per process, so that builds started together wait for one base.
+ */
+function readyToBuild(options: BuildOptions): Promise<NodeJS.ProcessEnv> {
+  ready ??= (async () => {
+    if (!commandExists('podman')) {
+      throw new ImageBuildError('podman is not installed (apt-get install podman runc mmdebstrap)')
+    }
+    const env = await podmanEnvironment()
+    await ensureBaseImage(env, options)
+    return env
+  })()
+  return ready
 }
 
 /** `podman build` of the context `dir` (relative to the repository) into `tag`, never pulling. */
@@ -237,6 +257,7 @@ export const FLEET_IMAGES = {
 /** Builds {@link FLEET_IMAGES} from `deploy/postgres` and `deploy/nginx` (Debian's packages). */
 export async function buildFleetImages(options: BuildOptions = {}): Promise<typeof FLEET_IMAGES> {
   const env = await readyToBuild(options)
+  // One after the other, so that their output reads in order.
   await podmanBuild(env, options, FLEET_IMAGES.postgres, 'deploy/postgres')
   await podmanBuild(env, options, FLEET_IMAGES.nginx, 'deploy/nginx')
   return FLEET_IMAGES

@@ -319,7 +319,25 @@ describe.skipIf(!RUN)('the fleet manifests', () => {
         }
         expect(served.size).toBe(FLEET_REPLICAS)
       } finally {
+        // podman-compose 1.0.3's down leaves the replicas' anonymous /data volumes: removed by name.
+        const containers = await podman(
+          'ps',
+          '--all',
+          '--quiet',
+          '--filter',
+          `label=io.podman.compose.project=${composeProject}`
+        ).catch(() => '')
+        const volumes = containers
+          ? await podman(
+              'inspect',
+              '--format',
+              '{{range .Mounts}}{{.Name}} {{end}}',
+              ...containers.split('\n')
+            ).catch(() => '')
+          : ''
         await compose('down', '--volumes').catch(() => {})
+        const names = volumes.split(/\s+/).filter((name) => /^[0-9a-f]{64}$/.test(name))
+        if (names.length > 0) await podman('volume', 'rm', '--force', ...names).catch(() => {})
         await podman('network', 'rm', '--force', `${composeProject}_default`).catch(() => {})
       }
     },

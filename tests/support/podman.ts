@@ -55,10 +55,12 @@ export function podman(...args: string[]): Promise<string> {
   return withPodmanEnv('podman', args)
 }
 
-/** Builds the server's image and the fleet's PostgreSQL and nginx images (each cached by podman). */
+/**
+ * Builds the server's image and the fleet's PostgreSQL and nginx images (each cached by podman), the
+ * server's alongside the fleet's: a cold build mostly waits for downloads.
+ */
 export async function buildAllImages(): Promise<void> {
-  await buildFleetImages({ quiet: true })
-  await buildImage({ quiet: true })
+  await Promise.all([buildFleetImages({ quiet: true }), buildImage({ quiet: true })])
 }
 
 export interface ContainerOptions {
