@@ -17,10 +17,11 @@
  * Runtime-neutral: it talks to a structural binding and imports nothing from `node:*` or from
  * workers-types.
  */
-import { D1Driver, D1EngineStore, type D1Like, type EngineStore } from 'stateless-mcp/d1'
+import { D1Driver, D1EngineStore, type D1Like } from 'stateless-mcp/d1'
 import type { SqliteDriver } from 'stateless-mcp/sqlite'
 import { storeClass } from 'stateless-mcp/compose'
 import type { NotesStore } from '../notes/store.ts'
+import { storesOnOneConnection, type DeploymentStores } from './common/stores.ts'
 import { SQLITE_NOTES_METHODS, SqliteConnection } from './sqlite/store.ts'
 
 /** The migration files under `migrations/` this code needs, in order (wrangler applies them). */
@@ -80,25 +81,16 @@ export class D1NotesStore extends D1DialectStore {
   }
 }
 
-/** The notes and the engine's state in one D1 database (nothing to close: the binding is the runtime's). */
-export interface D1Stores {
-  notes: NotesStore
-  engine: EngineStore
-  /** Checks the notes' migrations, then brings the engine's tables up to date. */
-  migrate(): Promise<void>
-}
-
-/** The notes store and the engine's store over one driver of `db`. */
-export function openD1Stores(db: D1Like): D1Stores {
+/**
+ * The notes store and the engine's store over one driver of `db`: `migrate()` checks the notes'
+ * migrations, then brings the engine's tables up to date (adopting those wrangler made); closing
+ * releases nothing (the binding is the runtime's).
+ */
+export function openD1Stores(db: D1Like): DeploymentStores {
   const driver = new D1Driver(db)
-  const notes = new D1NotesStore({ db: driver })
-  const engine = new D1EngineStore({ driver })
-  return {
-    notes,
-    engine,
-    async migrate() {
-      await notes.migrate()
-      await engine.migrate()
-    },
-  }
+  return storesOnOneConnection(
+    new D1NotesStore({ db: driver }),
+    new D1EngineStore({ driver }),
+    () => driver.close()
+  )
 }

@@ -41,12 +41,12 @@ import {
   PostgresEngineStore,
   purgePostgres,
   withOutages,
-  type EngineStore,
   type PostgresConnectOptions,
   type PostgresPurge,
 } from 'stateless-mcp/postgres'
 import { type PortMethods, storeClass, StoreConnection } from 'stateless-mcp/compose'
 import { REPLAY_RETENTION_MS, type NotesStore } from '../notes/store.ts'
+import { storesOnOneConnection, type DeploymentStores } from './common/stores.ts'
 import { noteMethods } from './postgres/notes.ts'
 import { NOTES_POSTGRES_SCHEMA } from './postgres/schema.ts'
 import { shareMethods } from './postgres/shares.ts'
@@ -94,31 +94,12 @@ export class PostgresNotesStore extends storeClass<
   Sql
 >(PostgresConnection, withOutages({ ...noteMethods, ...shareMethods, ...sweepMethods })) {}
 
-/** The notes and the engine's state in one database, on one pool, and how to close them. */
-export interface PostgresStores {
-  notes: NotesStore
-  engine: EngineStore
-  /** Migrates both (the notes first, then the engine's tables). */
-  migrate(): Promise<void>
-  /** Closes both stores, then ends the pool. */
-  close(): Promise<void>
-}
-
 /** Opens the notes store and the engine's store on one pool. */
-export function openPostgresStores(options: PostgresConnectOptions): PostgresStores {
+export function openPostgresStores(options: PostgresConnectOptions): DeploymentStores {
   const sql = connectPostgres(options)
-  const notes = new PostgresNotesStore({ sql })
-  const engine = new PostgresEngineStore({ sql })
-  return {
-    notes,
-    engine,
-    async migrate() {
-      await notes.migrate()
-      await engine.migrate()
-    },
-    async close() {
-      await Promise.allSettled([notes.close(), engine.close()])
-      await sql.end({ timeout: 5 })
-    },
-  }
+  return storesOnOneConnection(
+    new PostgresNotesStore({ sql }),
+    new PostgresEngineStore({ sql }),
+    () => sql.end({ timeout: 5 })
+  )
 }

@@ -9,11 +9,10 @@
 import {
   NodeSqliteDriver,
   SqliteEngineStore,
-  type EngineStore,
   type SqliteDriver,
   type SqliteFileOptions,
 } from 'stateless-mcp/sqlite'
-import type { NotesStore } from '../notes/store.ts'
+import { storesOnOneConnection, type DeploymentStores } from './common/stores.ts'
 import { SqliteDialectStore } from './sqlite/store.ts'
 
 /** A file of its own (`path`), or a connection shared with the engine's store (`driver`). */
@@ -29,31 +28,12 @@ export class SqliteNotesStore extends SqliteDialectStore {
   }
 }
 
-/** The notes and the engine's state in one file, on one connection, and how to close them. */
-export interface SqliteStores {
-  notes: NotesStore
-  engine: EngineStore
-  /** Migrates both (the notes first, then the engine's tables). */
-  migrate(): Promise<void>
-  /** Closes both stores, then the file. */
-  close(): Promise<void>
-}
-
 /** Opens the notes store and the engine's store on one connection to the file `options.path`. */
-export function openSqliteStores(options: SqliteFileOptions): SqliteStores {
+export function openSqliteStores(options: SqliteFileOptions): DeploymentStores {
   const driver = new NodeSqliteDriver(options)
-  const notes = new SqliteNotesStore({ driver })
-  const engine = new SqliteEngineStore({ driver })
-  return {
-    notes,
-    engine,
-    async migrate() {
-      await notes.migrate()
-      await engine.migrate()
-    },
-    async close() {
-      await Promise.allSettled([notes.close(), engine.close()])
-      await driver.close()
-    },
-  }
+  return storesOnOneConnection(
+    new SqliteNotesStore({ driver }),
+    new SqliteEngineStore({ driver }),
+    () => driver.close()
+  )
 }

@@ -4,13 +4,14 @@
  * stores must find of it: the rows ({@link sqliteRowsAt}: a note, a session with a subscription and
  * an answered input slot, a stream with its events and the checkpoint of a call waiting on it, a
  * task, as the stores of then wrote them after each step of the shared schema) and the checks
- * ({@link expectKept}: all there, and usable). For the migration tests of node:sqlite and PostgreSQL
- * (`tests/unit/store-migration.test.ts`) and of D1 (`tests/workers/d1-store.test.ts`).
- * Runtime-neutral.
+ * ({@link expectKept}: all there, and usable; {@link expectBroughtForward}: migrated, checked,
+ * closed). For the migration tests of node:sqlite and PostgreSQL (`tests/unit/store-migration.test.ts`)
+ * and of D1 (`tests/workers/d1-store.test.ts`). Runtime-neutral.
  */
 import { expect } from 'vitest'
 import type { EngineStore } from '../../src/mcp/stores/engine-store.ts'
 import type { NotesStore } from '../../src/notes/store.ts'
+import type { DeploymentStores } from '../../src/storage/common/stores.ts'
 import { newTask } from './store-contract.ts'
 
 export const T0 = 1_750_000_000_000
@@ -120,4 +121,14 @@ export async function expectKept(
   expect(await notes.create('p', { title: 'New', body: '', tags: [] }, now)).toMatchObject({
     version: 1,
   })
+}
+
+/** Migrates the stores of a database an older deployment left at `step`, checks them, closes them. */
+export async function expectBroughtForward(stores: DeploymentStores, step: number): Promise<void> {
+  await stores.migrate()
+  try {
+    await expectKept(stores.notes, stores.engine, step)
+  } finally {
+    await stores.close()
+  }
 }

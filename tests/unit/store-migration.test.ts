@@ -24,7 +24,7 @@ import { ENGINE_POSTGRES_SCHEMA } from '../../src/mcp/stores/postgres/schema.ts'
 import { openPostgresStores } from '../../src/storage/postgres.ts'
 import { NOTES_POSTGRES_SCHEMA } from '../../src/storage/postgres/schema.ts'
 import { openSqliteStores } from '../../src/storage/sqlite.ts'
-import { expectKept, sqliteRowsAt, T0 } from '../support/older-deployment.ts'
+import { expectBroughtForward, sqliteRowsAt, T0 } from '../support/older-deployment.ts'
 import { testDatabaseUrl } from '../support/postgres.ts'
 
 /** The steps of the shared schema `step` and before, as their files under `migrations/`. */
@@ -59,15 +59,7 @@ describe('a node:sqlite file of an older deployment', () => {
 
   it.each([8, 7, 6, 5])(
     'at step %i keeps every note, session, stream and task, and serves them',
-    async (step) => {
-      const stores = openSqliteStores({ path: olderFile(step) })
-      await stores.migrate()
-      try {
-        await expectKept(stores.notes, stores.engine, step)
-      } finally {
-        await stores.close()
-      }
-    }
+    async (step) => expectBroughtForward(openSqliteStores({ path: olderFile(step) }), step)
   )
 
   it('records, in each store’s own table, the step it adopted and those it applied', async () => {
@@ -127,15 +119,8 @@ describe.skipIf(serverUrl === undefined)('a PostgreSQL database of an older depl
 
   it.each([8, 7, 6, 5])(
     'at step %i keeps every note, session, stream and task, and serves them',
-    async (step) => {
-      const stores = openPostgresStores({ url: await olderDatabase(step) })
-      await stores.migrate()
-      try {
-        await expectKept(stores.notes, stores.engine, step)
-      } finally {
-        await stores.close()
-      }
-    }
+    async (step) =>
+      expectBroughtForward(openPostgresStores({ url: await olderDatabase(step) }), step)
   )
 
   it('records, in each store’s own table, the step it adopted and those it applied', async () => {
