@@ -43,8 +43,14 @@ export interface InteractiveRun {
   firstMismatch?: string
 }
 
+/** A fleet size that could not be measured (its replicas did not start, an agent failed). */
+export interface FleetFailure {
+  replicas: number
+  failure: string
+}
+
 export type BusOutcome =
-  | { runs: FanOutRun[]; interactive: InteractiveRun | { failure: string } }
+  | { runs: Array<FanOutRun | FleetFailure>; interactive: InteractiveRun | { failure: string } }
   | { skipped: string }
   | { failure: string }
 
@@ -120,7 +126,9 @@ export function busFanoutFailures(report: BusFanOutReport): string[] {
       continue
     }
     for (const run of outcome.runs) {
-      if (run.lost > 0 || run.failedPublishes > 0) {
+      if ('failure' in run) {
+        failures.push(`${bus} with ${run.replicas} replicas: ${run.failure.split('\n')[0]}`)
+      } else if (run.lost > 0 || run.failedPublishes > 0) {
         failures.push(
           `${bus} with ${run.replicas} replicas: ${run.lost} deliveries lost, ` +
             `${run.failedPublishes} publishes failed`
@@ -167,6 +175,12 @@ export function formatBusFanout(report: BusFanOutReport): string {
       continue
     }
     for (const run of outcome.runs) {
+      if ('failure' in run) {
+        lines.push(
+          `| ${bus} | ${run.replicas} | failed: ${run.failure.split('\n')[0]} | | | | | | |`
+        )
+        continue
+      }
       lines.push(
         `| ${bus} | ${run.replicas} | ${run.listeners} | ${cell(run.events)} | ` +
           `${cell(run.eventsPerSecond)} | ${cell(run.deliveriesPerSecond)} | ` +

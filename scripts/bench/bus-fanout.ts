@@ -38,6 +38,7 @@ import {
   type BusFanOutReport,
   type BusOutcome,
   type FanOutRun,
+  type FleetFailure,
   type InteractiveRun,
 } from './bus-fanout-report.ts'
 import { runLegacyFlows } from './legacy-flow.ts'
@@ -54,6 +55,9 @@ const POLL_MS = 100
 const COMMAND_TIMEOUT_MS = 60_000
 const FLOW_CONNECTIONS = 10
 const REDIS_START_TIMEOUT_MS = 10_000
+/** Replicas started together, and how long each may take (16 Node processes share 2 cores here). */
+const STARTING_AT_ONCE = 4
+const REPLICA_START_TIMEOUT_MS = 90_000
 /** Every listener is a stream of this one principal (the bench's local one). */
 const PRINCIPAL = 'local'
 
@@ -103,31 +107,34 @@ interface Fleet {
   stateKeys: string
 }
 
+/** Starts `size` replicas, `STARTING_AT_ONCE` at a time; stops those started if one fails. */
 async function startFleet(fleet: Fleet, size: number, root: string): Promise<ServerProcess[]> {
-  const started = await Promise.allSettled(
-    Array.from({ length: size }, (_, index) =>
-      startServer({
-        kind: `${fleet.bus} replica ${index + 1}`,
-        command: [process.execPath, join(root, 'scripts', 'bench', 'fleet-replica.ts')],
-        env: {
-          BENCH_BUS: fleet.bus,
-          BENCH_BUS_URL: fleet.busUrl,
-          BENCH_STORE_URL: fleet.storeUrl,
-          BENCH_STATE_KEYS: fleet.stateKeys,
-        },
-        cwd: root,
-        ready: 'stdout',
-        ipc: true,
-      })
+  const replicas: ServerProcess[] = []
+  for (let first = 0; first < size; first += STARTING_AT_ONCE) {
+    const started = await Promise.allSettled(
+      Array.from({ length: Math.min(STARTING_AT_ONCE, size - first) }, (_, offset) =>
+        startServer({
+          kind: `${fleet.bus} replica ${first + offset + 1}`,
+          command: [process.execPath, join(root, 'scripts', 'bench', 'fleet-replica.ts')],
+          env: {
+            BENCH_BUS: fleet.bus,
+            BENCH_BUS_URL: fleet.busUrl,
+            BENCH_STORE_URL: fleet.storeUrl,
+            BENCH_STATE_KEYS: fleet.stateKeys,
+          },
+          cwd: root,
+          ready: 'stdout',
+          ipc: true,
+          startupTimeoutMs: REPLICA_START_TIMEOUT_MS,
+        })
+      )
     )
-  )
-  const replicas = started.flatMap((result) =>
-    result.status === 'fulfilled' ? [result.value] : []
-  )
-  const failed = started.find((result) => result.status === 'rejected')
-  if (failed) {
-    await Promise.all(replicas.map((replica) => replica.stop()))
-    throw failed.reason
+    for (const result of started) if (result.status === 'fulfilled') replicas.push(result.value)
+    const failed = started.find((result) => result.status === 'rejected')
+    if (failed) {
+      await Promise.all(replicas.map((replica) => replica.stop()))
+      throw failed.reason
+    }
   }
   return replicas
 }
@@ -207,13 +214,14 @@ async function measureBus(
 ): Promise<Exclude<BusOutcome, { skipped: string }>> {
   const sizes = options.quick ? QUICK_FLEET_SIZES : FLEET_SIZES
   const events = options.events ?? (options.quick ? QUICK_EVENTS : EVENTS)
-  const runs: FanOutRun[] = []
+  const runs: Array<FanOutRun | FleetFailure> = []
   let interactive: InteractiveRun | { failure: string } = {
     failure: 'no fleet of two replicas or more',
   }
   for (const size of sizes) {
-    const replicas = await startFleet(fleet, size, options.root)
+    let replicas: ServerProcess[] = []
     try {
+      replicas = await startFleet(fleet, size, options.root)
       const run = await fanOut(replicas, events)
       runs.push(run)
       options.log(
@@ -234,6 +242,9 @@ async function measureBus(
                 `${interactive.errors} errors`
         )
       }
+    } catch (error) {
+      runs.push({ replicas: size, failure: message(error) })
+      options.log(`${fleet.bus}, ${size} replica(s): FAILED: ${message(error).split('\n')[0]}`)
     } finally {
       await Promise.all(replicas.map((replica) => replica.stop()))
     }

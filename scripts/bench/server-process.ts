@@ -54,6 +54,8 @@ export interface StartOptions {
   ready: 'stdout' | 'workerd'
   /** Opens an IPC channel to a Node server (descriptor 3): `ServerProcess.ipc`. */
   ipc?: boolean
+  /** How long it may take to say it listens; default 30 s. */
+  startupTimeoutMs?: number
 }
 
 /** workerd's control message once socket `http` listens. */
@@ -101,7 +103,7 @@ export async function startServer(options: StartOptions): Promise<ServerProcess>
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => {
       reject(new Error(`${options.kind} server did not start in time:\n${output}`))
-    }, STARTUP_TIMEOUT_MS)
+    }, options.startupTimeoutMs ?? STARTUP_TIMEOUT_MS)
     if (options.ready === 'workerd') {
       let control = ''
       const onControl = (chunk: Buffer) => {

@@ -5,7 +5,9 @@
  * (agents' handler among them) on workerd, drives every scenario (2026-07-28 and 2025-era
  * requests and flows, listen streams at scale), verifies every answer, and writes a report with
  * figures and ratios for each scenario and server, every peer's ratio included, and the cold starts
- * (one measured start of each server, the Worker bundle sizes). No timing is
+ * (one measured start of each server, the Worker bundle sizes), and the event buses across fleets
+ * of one and two replica processes (PostgreSQL, and Redis when `redis-server` is installed; under
+ * CI=true both must run). The listen streams run at 100, never the 10,000 of the full scale run. No timing is
  * asserted — a CI machine's speed says nothing — only the structure of the report and zero
  * verification errors. Takes about five minutes.
  */
@@ -14,6 +16,8 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { BusFanOutReport } from '../../scripts/bench/bus-fanout-report.ts'
+import { IN_CI } from '../support/ci.ts'
 
 const root = join(import.meta.dirname, '../..')
 
@@ -62,6 +66,7 @@ interface ScaleFigures {
   deliveryMs: { p50: number; p99: number }
   allDeliveredMs: { p50: number; p99: number }
   errors: number
+  limit: string | null
 }
 
 interface Start {
@@ -72,6 +77,7 @@ interface Start {
 
 interface Report {
   meta: Record<string, unknown>
+  busFanout?: BusFanOutReport
   coldStarts?: {
     node: Array<Start & { server: string }>
     bundles: Array<{ worker: string; rawBytes: number; gzipBytes: number; measuredBy: string }>
@@ -174,6 +180,7 @@ describe('npm run bench -- --quick', () => {
         errors: 0,
       })
       expect(figures.rssPerStreamKiB).not.toBeNull()
+      expect(['server', 'load generator', 'neither']).toContain(figures.limit)
       expect(Number.isFinite(figures.allDeliveredMs.p99)).toBe(true)
       expect(figures.allDeliveredMs.p50).toBeGreaterThanOrEqual(figures.deliveryMs.p50)
     }
@@ -218,6 +225,39 @@ describe('npm run bench -- --quick', () => {
     for (const bundle of cold.bundles) {
       expect(bundle.gzipBytes, bundle.worker).toBeGreaterThan(0)
       expect(bundle.rawBytes, bundle.worker).toBeGreaterThan(bundle.gzipBytes)
+    }
+  })
+
+  it('carries events between replica processes on each bus, none lost, and the 2025 interactive flow across two replicas', () => {
+    const buses = report.busFanout?.buses
+    expect(buses, 'busFanout').toBeDefined()
+    for (const bus of ['postgres', 'redis'] as const) {
+      const outcome = buses?.[bus]
+      expect(outcome, bus).toBeDefined()
+      if (!outcome) continue
+      if ('skipped' in outcome) {
+        // Under CI=true every service is there: a skipped bus fails.
+        expect(IN_CI, `${bus} skipped under CI: ${outcome.skipped}`).toBe(false)
+        console.warn(`bench smoke: bus_fanout on ${bus} skipped: ${outcome.skipped}`)
+        continue
+      }
+      expect('failure' in outcome ? outcome.failure : undefined, bus).toBeUndefined()
+      if ('failure' in outcome) continue
+      expect(outcome.runs.map((run) => run.replicas)).toEqual([1, 2])
+      for (const run of outcome.runs) {
+        expect(
+          'failure' in run ? run.failure : undefined,
+          `${bus} × ${run.replicas}`
+        ).toBeUndefined()
+        if ('failure' in run) continue
+        expect(run).toMatchObject({ lost: 0, failedPublishes: 0, delivered: run.events })
+        expect(run.eventsPerSecond).toBeGreaterThan(0)
+        expect(Number.isFinite(run.latencyMs.p99)).toBe(true)
+      }
+      const flow = outcome.interactive
+      expect('failure' in flow ? flow.failure : undefined, `${bus} interactive`).toBeUndefined()
+      if (!('failure' in flow)) expect(flow).toMatchObject({ replicas: 2, errors: 0 })
+      if (!('failure' in flow)) expect(flow.flows).toBeGreaterThan(0)
     }
   })
 
