@@ -12,6 +12,11 @@ import type { StoreKind } from './store.ts'
 export type Mode = 'direct' | 'balanced'
 /** How nginx picks a replica: any but the one that served the flow's last round, or any. */
 export type Balancer = 'avoid-previous' | 'round-robin'
+/**
+ * The replicas' event bus: `store`, the store's own (PostgreSQL's LISTEN/NOTIFY, or none across
+ * processes on SQLite); `redis`, a private Redis Cluster of the run's (EVENT_BUS_URL).
+ */
+export type BusKind = 'store' | 'redis'
 
 export interface LoadtestOptions {
   durationS: number
@@ -24,6 +29,7 @@ export interface LoadtestOptions {
   mode: Mode
   /** `undefined`: PostgreSQL when a server answers, else SQLite. */
   store: StoreKind | undefined
+  bus: BusKind
   balancer: Balancer
   /** The fault injected mid-run (`--fault NAME`; `--kill` is `--fault kill`). */
   fault: FaultKind | undefined
@@ -67,6 +73,9 @@ export const USAGE = `Usage: npm run loadtest -- [options]
   --store postgres|sqlite   default: postgres when a server answers (DATABASE_URL,
                             TEST_DATABASE_URL or 127.0.0.1:5432), else sqlite in a temporary
                             DATA_DIR; either way a fresh store per run
+  --bus store|redis         the replicas' event bus: the store's (LISTEN/NOTIFY on postgres;
+                            default), or redis: a private Redis Cluster of the run's (three
+                            masters with a replica each, on loopback; needs redis-server)
   --balancer avoid-previous|round-robin
                             nginx routing in balanced mode (default avoid-previous: round robin
                             over the replicas but the one that served the flow's previous round)
@@ -160,6 +169,7 @@ function readArgs(argv: string[]) {
       tasks: { type: 'string', default: '2' },
       mode: { type: 'string', default: 'balanced' },
       store: { type: 'string' },
+      bus: { type: 'string', default: 'store' },
       balancer: { type: 'string', default: 'avoid-previous' },
       fault: { type: 'string' },
       kill: { type: 'boolean', default: false },
@@ -244,6 +254,7 @@ export function parseOptions(argv: string[]): LoadtestOptions {
       values.store === undefined
         ? undefined
         : oneOf('store', values.store, ['postgres', 'sqlite'] as const),
+    bus: oneOf('bus', values.bus, ['store', 'redis'] as const),
     balancer: oneOf('balancer', values.balancer, ['avoid-previous', 'round-robin'] as const),
     fault,
     out: resolve(values.out),

@@ -176,7 +176,11 @@ describe.skipIf(!runs)('RedisEventBus on one redis-server', () => {
     try {
       // A hard limit below one event: the subscriber is cut as soon as the event is queued to it.
       await admin.configSet('client-output-buffer-limit', 'pubsub 1kb 0 0')
-      const large: ServerEvent = { ...principalEvent('heidi'), uri: `note://${'n'.repeat(2_000)}` }
+      const large: ServerEvent = {
+        kind: 'resource_updated',
+        uri: `note://${'n'.repeat(2_000)}`,
+        principal: 'heidi',
+      }
       await buses[0]!.publish(large)
       await admin.configSet('client-output-buffer-limit', 'pubsub 32mb 8mb 60')
     } finally {
