@@ -73,6 +73,7 @@ import { readAllNotes, verifyStore } from './loadtest/verify.ts'
 import { SoakSampler } from './loadtest/soak-sampler.ts'
 import { judgeSoak, sampleIntervalMs, type ReplicaSeries } from './loadtest/soak.ts'
 import { freePort, tempDataDir } from './support/local-resources.ts'
+import { startRedisCluster, type RedisCluster } from './support/redis.ts'
 
 /** After the duration, how long flows in flight may take before the watchdog aborts them. */
 const GRACE_MS = 45_000
@@ -143,10 +144,16 @@ async function run(
 ): Promise<void> {
   const runDir = await tempDataDir('notes-loadtest-')
   let store: SharedStore | undefined
+  let redis: RedisCluster | undefined
   try {
     store = await prepareStore(options.store, isDatabaseFault(options.fault))
     const stateKeys = formatKeyRing([generateKey()])
     const env = replicaEnvironment(store, stateKeys)
+    // --bus redis: the replicas' events on a private Redis Cluster instead of the store's bus.
+    if (options.bus === 'redis') {
+      redis = await startRedisCluster()
+      env.EVENT_BUS_URL = redis.url
+    }
     const fault = chooseFault(options, stateKeys)
     const replicas: ReplicaProcess[] = []
     for (let i = 1; i <= options.replicas; i++) {
@@ -174,7 +181,8 @@ async function run(
 
     console.log(
       `notes-mcp load test: ${options.mode}${balancer ? ` via nginx (${options.balancer})` : ''}, ` +
-        `${store.kind} (${store.where}), ${options.replicas} replicas, ${options.users} users ` +
+        `${store.kind} (${store.where})${redis ? ', events on a Redis Cluster' : ''}, ` +
+        `${options.replicas} replicas, ${options.users} users ` +
         `(2025 share ${options.legacyShare}) and ${options.taskUsers} task users, ` +
         `${options.durationS} s${fault ? `, ${fault.describe}` : ''}` +
         `${options.rate ? `, paced to ${options.rate} flows/s` : ''}`
@@ -321,6 +329,7 @@ async function run(
     decision.verdict(summary.passed)
   } finally {
     await stopAll()
+    await redis?.stop()
     await store?.dispose().catch((error: unknown) => {
       console.error(`could not remove the scratch store: ${String(error)}`)
     })

@@ -6,7 +6,9 @@
  * second one's conflict questions answered through `tasks/update`) and `export_notes`, all as tasks
  * polled across replicas. Three runs: through nginx (balanced mode; skipped, visibly, when nginx is
  * not installed, failing instead under `CI=true`) with every replica up and again with one replica
- * SIGKILLed and restarted mid-run, and in direct mode with the kill. Each run must end with, for
+ * SIGKILLed and restarted mid-run (again with the replicas' events on a private Redis Cluster,
+ * `--bus redis`; skipped, visibly, without `redis-server`, failing under `CI=true`), and in direct
+ * mode with the kill. Each run must end with, for
  * both eras, nothing lost, duplicated, left undeleted or half done and no error; every modern flow
  * completed (any replica serves any of its rounds), every 2025 flow completed or failed cleanly
  * while the replica was down and only because the killed replica never answered one of its requests
@@ -40,6 +42,7 @@ import type { EraSummary, LoadtestSummary, TasksSummary } from '../../scripts/lo
 import { MIN_JUDGED_SAMPLES } from '../../scripts/loadtest/soak.ts'
 import { STORE_UNAVAILABLE_KIND } from '../../scripts/loadtest/routing.ts'
 import { privatePostgresAvailable } from '../../scripts/support/private-postgres.ts'
+import { redisInstalled } from '../../scripts/support/redis.ts'
 import { IN_CI, serviceTestsRun } from '../support/ci.ts'
 import { tempDataDir } from '../support/server-process.ts'
 
@@ -54,6 +57,12 @@ const RUN_DATABASE_FAULTS = serviceTestsRun(
   'Load test database faults',
   nginx !== undefined && privatePostgresAvailable(),
   `${NO_NGINX}, or no PostgreSQL server binaries (initdb, postgres)`
+)
+
+const RUN_REDIS_BUS = serviceTestsRun(
+  'Load test on a Redis bus',
+  nginx !== undefined && redisInstalled(),
+  `${NO_NGINX}, or no redis-server and redis-cli`
 )
 
 let dir: string
@@ -269,6 +278,18 @@ describe('the load test (2 replicas, 2 modern, 2 2025-era and 2 task users, 4 s 
       expect(run.summary.mode).toBe('balanced')
       expectTakenOver(run)
       console.info(describeRun('balanced --kill', run.summary))
+    }
+  )
+
+  it.skipIf(!RUN_REDIS_BUS)(
+    "balanced through nginx, the events on a Redis Cluster, one replica killed and restarted: the same soundness as on the store's bus",
+    { timeout: TEST_TIMEOUT_MS },
+    async () => {
+      const run = await balancedLoadtest('balanced-redis-kill', ['--bus', 'redis', '--kill'])
+      expect(run.output).toContain('events on a Redis Cluster')
+      expectSound(run)
+      expectTakenOver(run)
+      console.info(describeRun('balanced --bus redis --kill', run.summary))
     }
   )
 
