@@ -15,6 +15,7 @@
  *   streams) with their state in the engine store (in memory unless `store` names a shared one) and
  *   their answers carried by the event bus (in process unless `bus` names a shared one);
  * - tasks when a tool declares `task`;
+ * - the store's expired rows swept every ten minutes, driven by requests (`requestDrivenSweeps`);
  * - no telemetry unless `telemetry` is given (`otelTelemetry` of `stateless-mcp/otel`): then each
  *   request is observed, and the engine store's calls with it.
  * A misconfiguration (nothing to serve, a name defined twice, a key ring that does not parse) throws
@@ -25,7 +26,7 @@ import { InProcessEventBus, type EventBus } from './event-bus.ts'
 import { errorMessage, ErrorCode } from './errors.ts'
 import { createMcpHandler } from './handler.ts'
 import { formatKeyRing, generateKey, importKeyRing, parseKeyRing, type RawKey } from './key-ring.ts'
-import { consoleLogger, type McpLogger } from './logger.ts'
+import { consoleLogger, describeError, type McpLogger } from './logger.ts'
 import {
   declaredTooLarge,
   DEFAULT_MAX_BODY_BYTES,
@@ -42,6 +43,7 @@ import { StateSealer } from './sealed-state.ts'
 import { compileServer, type ServerDefinition } from './server.ts'
 import { finalResponse } from './streaming.ts'
 import type { EngineStore } from './stores/engine-store.ts'
+import { PURGE_INTERVAL_MS, sweepExpired } from './stores/expiry-sweeps.ts'
 import { MemoryEngineStore } from './stores/memory.ts'
 import type { McpHandler, McpHttpInput } from './http-input.ts'
 import type { AppTelemetry } from './observer.ts'
@@ -216,6 +218,7 @@ export function createMcpServer<Deps = undefined>(
     ))
   const authenticate: Authenticate =
     options.authenticate ?? (() => ({ principal: LOCAL_PRINCIPAL }))
+  const sweeps = requestDrivenSweeps(store, logger)
 
   async function serveRequest(request: Request): Promise<Response> {
     const { headers, method } = request
@@ -254,6 +257,7 @@ export function createMcpServer<Deps = undefined>(
   return {
     async fetch(request: Request): Promise<Response> {
       if (!isPath(request.url, path)) return new Response('Not Found', { status: 404 })
+      sweeps.due()
       try {
         return await serveRequest(request)
       } catch (error) {
@@ -263,6 +267,35 @@ export function createMcpServer<Deps = undefined>(
     async close(): Promise<void> {
       shutdown.abort()
       if (ownStore) await store.close()
+    },
+  }
+}
+
+/**
+ * Sweeps of the store's expired rows driven by requests, on every runtime alike (a Worker may keep
+ * no timer between requests): the first request after {@link PURGE_INTERVAL_MS} since the last
+ * sweep starts one in the background, bounded as `sweepExpired` bounds it, one at a time. Sessions,
+ * streams and tasks whose lifetime ended so leave the store, the in-memory one included, even on a
+ * server nobody restarts.
+ */
+function requestDrivenSweeps(store: EngineStore, logger: McpLogger): { due(): void } {
+  let last = Date.now()
+  let running = false
+  return {
+    due() {
+      const now = Date.now()
+      if (running || now - last < PURGE_INTERVAL_MS) return
+      running = true
+      last = now
+      sweepExpired(store, now)
+        .catch((error: unknown) => {
+          logger.warn('expired-row sweep failed; a later request retries', {
+            error: describeError(error),
+          })
+        })
+        .finally(() => {
+          running = false
+        })
     },
   }
 }

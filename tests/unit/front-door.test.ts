@@ -5,13 +5,15 @@
  * refusal answered as is, its principal binding sealed state), the ephemeral key's warning, a
  * misconfiguration thrown at construction with its fix named, a 2026-only server's answer to
  * `initialize` (-32022 naming the revisions served), HEAD answered as GET (the same `Allow`), and a
- * resumed GET stream at the top of the id range still sending ids the server accepts back.
+ * resumed GET stream at the top of the id range still sending ids the server accepts back, and the
+ * store's expired rows swept as requests come.
  */
-import { describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import {
   createMcpServer,
   generateStateKeys,
   InProcessEventBus,
+  MemoryEngineStore,
   type McpLogger,
 } from 'stateless-mcp'
 import { mcpRoute } from 'stateless-mcp/hono'
@@ -211,6 +213,30 @@ describe('authenticate', () => {
       )
     )
     expect(finished.result.content).toEqual([{ type: 'text', text: 'Hello, Ada' }])
+  })
+})
+
+describe('the store’s expired rows', () => {
+  afterEach(() => vi.useRealTimers())
+
+  it('are swept by the first request ten minutes after the last sweep, once at a time', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] })
+    const store = new MemoryEngineStore()
+    const purges: number[] = []
+    const purgeExpired = store.purgeExpired.bind(store)
+    store.purgeExpired = (now, limit) => {
+      purges.push(now)
+      return purgeExpired(now, limit)
+    }
+    const swept = createMcpServer(definition, { stateKeys, logger: quiet, store })
+    await swept.fetch(post('tools/list'))
+    vi.setSystemTime(Date.now() + 9 * 60_000)
+    await swept.fetch(post('tools/list'))
+    expect(purges).toEqual([])
+    vi.setSystemTime(Date.now() + 2 * 60_000)
+    await Promise.all([swept.fetch(post('tools/list')), swept.fetch(post('tools/list'))])
+    expect(purges).toEqual([Date.now()])
+    await swept.close()
   })
 })
 
