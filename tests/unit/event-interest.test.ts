@@ -112,8 +112,10 @@ describe('what subscribers tell the bus', () => {
     const flow = streams.open(await session.request('tools/call', ELICITATION, { id: 'e' }))
     const ask = (await flow.next()) as JsonObject
     expect(ask).toMatchObject({ method: 'elicitation/create' })
-    // The request's cancellation and the wait for its answer, both for the session alone.
+    // The request's cancellation, the wait for its answer and the session's end
+    // (`legacy/session-end.ts`), each for the session alone.
     expect(bus.interests.slice(before)).toEqual([
+      { session: expect.any(String) },
       { session: expect.any(String) },
       { session: expect.any(String) },
     ])
