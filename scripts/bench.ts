@@ -475,7 +475,7 @@ async function measureScale(
     fanOutSeconds: round(fanOut, 2),
     serverCores,
     loadgenCores,
-    limit: fanOutLimit(serverCores, loadgenCores),
+    limit: fanOutLimit(serverCores, loadgenCores, background),
     ...(result.firstError !== undefined && { firstError: result.firstError }),
   }
 }

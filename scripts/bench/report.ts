@@ -93,17 +93,24 @@ export interface ScaleFigures {
 
 /**
  * What bounded a fan-out's delivery times: the side that kept its core busy most of the time
- * (`BUSY_CORE` or more) and more than the other; `neither` when both waited (e.g. on other load);
+ * (`BUSY_CORE` or more) and more than the other; when both waited, `other load` if other processes
+ * used more than `DISTURBED_CORES` meanwhile (the two sides waited for a core), else `neither`;
  * `null` when the CPU figures are missing.
  */
-export type FanOutLimit = 'server' | 'load generator' | 'neither' | null
+export type FanOutLimit = 'server' | 'load generator' | 'other load' | 'neither' | null
 
 /** A side using this much of a core or more during a fan-out is what the other waits on. */
 export const BUSY_CORE = 0.75
 
-export function fanOutLimit(serverCores: number | null, loadgenCores: number | null): FanOutLimit {
+export function fanOutLimit(
+  serverCores: number | null,
+  loadgenCores: number | null,
+  backgroundCores: number | null
+): FanOutLimit {
   if (serverCores === null || loadgenCores === null) return null
-  if (Math.max(serverCores, loadgenCores) < BUSY_CORE) return 'neither'
+  if (Math.max(serverCores, loadgenCores) < BUSY_CORE) {
+    return (backgroundCores ?? 0) > DISTURBED_CORES ? 'other load' : 'neither'
+  }
   return serverCores >= loadgenCores ? 'server' : 'load generator'
 }
 

@@ -44,15 +44,20 @@ function figures(opened: number, overrides: Partial<ScaleFigures> = {}): ScaleFi
 
 describe('fanOutLimit', () => {
   it('names the side that kept its core busy, the busier of the two', () => {
-    expect(fanOutLimit(0.95, 0.5)).toBe('server')
-    expect(fanOutLimit(0.6, 0.99)).toBe('load generator')
-    expect(fanOutLimit(0.9, 0.9)).toBe('server')
+    expect(fanOutLimit(0.95, 0.5, 0)).toBe('server')
+    expect(fanOutLimit(0.6, 0.99, 0)).toBe('load generator')
+    expect(fanOutLimit(0.9, 0.9, 1.5)).toBe('server')
   })
 
-  it('names neither when both mostly waited, and nothing without figures', () => {
-    expect(fanOutLimit(0.5, 0.6)).toBe('neither')
-    expect(fanOutLimit(null, 0.9)).toBeNull()
-    expect(fanOutLimit(0.9, null)).toBeNull()
+  it('names other load when both waited while other processes used the cores, else neither', () => {
+    expect(fanOutLimit(0.22, 0.16, 1.69)).toBe('other load')
+    expect(fanOutLimit(0.5, 0.6, 0.1)).toBe('neither')
+    expect(fanOutLimit(0.5, 0.6, null)).toBe('neither')
+  })
+
+  it('names nothing without the CPU figures', () => {
+    expect(fanOutLimit(null, 0.9, 0)).toBeNull()
+    expect(fanOutLimit(0.9, null, 0)).toBeNull()
   })
 })
 
