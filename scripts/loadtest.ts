@@ -60,6 +60,7 @@ import { buildSummary, type FaultReport } from './loadtest/report.ts'
 import type { Fault, FaultContext } from './loadtest/faults/fault.ts'
 import { databaseFault } from './loadtest/faults/database.ts'
 import { killFault } from './loadtest/faults/kill.ts'
+import { redisFault } from './loadtest/faults/redis.ts'
 import { DRAIN_GRACE_S, rollingFault } from './loadtest/faults/rolling.ts'
 import { ExitDecision } from './loadtest/exit-status.ts'
 import { formatTable } from './loadtest/report-table.ts'
@@ -119,6 +120,8 @@ function chooseFault(options: LoadtestOptions, stateKeys: string): Fault<FaultRe
     case 'pg-restart':
     case 'pg-kill':
       return databaseFault(options.fault)
+    case 'redis-restart':
+      return redisFault()
     case undefined:
       return undefined
   }
@@ -219,6 +222,7 @@ async function run(
     const context: FaultContext = {
       replicas,
       store,
+      redis,
       metrics,
       start,
       durationMs,

@@ -79,7 +79,7 @@ export const USAGE = `Usage: npm run loadtest -- [options]
   --balancer avoid-previous|round-robin
                             nginx routing in balanced mode (default avoid-previous: round robin
                             over the replicas but the one that served the flow's previous round)
-  --fault kill|rolling|pg-restart|pg-kill
+  --fault kill|rolling|pg-restart|pg-kill|redis-restart
                             a fault mid-run (see the README's "Proving it"):
                             kill: SIGKILL one replica and restart it about 1.5 s later;
                             with task users, one seen running a task
@@ -90,6 +90,9 @@ export const USAGE = `Usage: npm run loadtest -- [options]
                             stopped cleanly and started again 6 s later
                             pg-kill: the same server SIGKILLed and started again 6 s later,
                             with crash recovery (both: postgres only)
+                            redis-restart: a master of the run's Redis Cluster SIGKILLed,
+                            its replica promoted, the node started again as a replica; every
+                            replica's bus must hear again (needs --bus redis)
   --kill                    the same as --fault kill
   --soak MINUTES            a long run at a steady rate instead of --duration (0.5 to 1440,
                             fractions allowed; no fault): every replica's resident set, heap
@@ -203,6 +206,11 @@ export function parseOptions(argv: string[]): LoadtestOptions {
   }
   if (values.help) throw new UsageError('')
   refuseSqliteWithDatabaseFault(values.fault, values.store)
+  if (values.fault === 'redis-restart' && values.bus !== 'redis') {
+    throw new UsageError(
+      '--fault redis-restart restarts a node of the Redis bus: it needs --bus redis'
+    )
+  }
   const fault = faultOf(values.fault, values.kill)
   const soakMinutes =
     values.soak === undefined ? undefined : decimal('soak', values.soak, 0.5, 1440)

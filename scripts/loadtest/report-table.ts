@@ -101,6 +101,12 @@ function faultLine(fault: FaultReport): string {
         `back at ${fault.back_at_s} s (${fault.outage_s} s down), ${fault.refused} requests refused; ` +
         `replicas serving again by ${fault.recovered_at_s ?? 'never'} s${verdict}`
       )
+    case 'redis-restart':
+      return (
+        `Redis master ${fault.killed_node} SIGKILLed at ${fault.killed_at_s} s, replica promoted by ` +
+        `${fault.failed_over_at_s ?? 'never'} s, node back by ${fault.rejoined_at_s ?? 'never'} s; ` +
+        `buses heard again after ${fault.heard_again.map(({ replica, after_ms }) => `${replica} ${after_ms ?? 'never'} ms`).join(', ')}${verdict}`
+      )
   }
 }
 

@@ -43,6 +43,7 @@ import {
   type TaskMetrics,
 } from './metrics.ts'
 import type { DatabaseReport } from './faults/database.ts'
+import type { RedisReport } from './faults/redis.ts'
 import type { AllowedFailures } from './faults/fault.ts'
 import type { KillReport } from './faults/kill.ts'
 import type { RollingReport } from './faults/rolling.ts'
@@ -55,7 +56,7 @@ import type { TaskVerification } from './task-verify.ts'
 import type { EraVerification, Verification } from './verify.ts'
 
 /** The fault's own section, by kind (`faults/*.ts`). */
-export type FaultReport = KillReport | RollingReport | DatabaseReport
+export type FaultReport = KillReport | RollingReport | DatabaseReport | RedisReport
 
 export interface EraSummary {
   users: number

@@ -8,7 +8,9 @@
  * not installed, failing instead under `CI=true`) with every replica up and again with one replica
  * SIGKILLed and restarted mid-run (again with the replicas' events on a private Redis Cluster,
  * `--bus redis`; skipped, visibly, without `redis-server`, failing under `CI=true`), and in direct
- * mode with the kill. Each run must end with, for
+ * mode with the kill. On the Redis bus, a master of the cluster killed, its replica promoted and
+ * the node started again (`--fault redis-restart`): no flow fails, and every replica's bus hears
+ * again. Each run must end with, for
  * both eras, nothing lost, duplicated, left undeleted or half done and no error; every modern flow
  * completed (any replica serves any of its rounds), every 2025 flow completed or failed cleanly
  * while the replica was down and only because the killed replica never answered one of its requests
@@ -290,6 +292,26 @@ describe('the load test (2 replicas, 2 modern, 2 2025-era and 2 task users, 4 s 
       expectSound(run)
       expectTakenOver(run)
       console.info(describeRun('balanced --bus redis --kill', run.summary))
+    }
+  )
+
+  it.skipIf(!RUN_REDIS_BUS)(
+    "balanced through nginx with a master of the Redis Cluster killed, its replica promoted and the node back: no flow fails, nothing lost or duplicated, every replica's bus hears again",
+    { timeout: TEST_TIMEOUT_MS },
+    async () => {
+      const run = await balancedLoadtest('balanced-redis-restart', [
+        '--bus',
+        'redis',
+        '--fault',
+        'redis-restart',
+      ])
+      expectSound(run)
+      const fault = run.summary.fault
+      if (fault?.kind !== 'redis-restart') throw new Error(`not a Redis restart: ${run.output}`)
+      expect(fault.passed, run.output).toBe(true)
+      expect(fault.heard_again.map(({ after_ms }) => after_ms !== null)).toEqual([true, true])
+      expect(run.summary.flows_failed_cleanly, run.output).toBe(0)
+      console.info(describeRun('balanced --bus redis --fault redis-restart', run.summary))
     }
   )
 

@@ -26,8 +26,20 @@ describe('the load test options: faults', () => {
 
   it('refuses a fault it does not know, naming the ones it does', () => {
     expect(() => parseOptions(['--fault', 'flood'])).toThrow(
-      new UsageError('--fault must be one of kill, rolling, pg-restart, pg-kill, got flood')
+      new UsageError(
+        '--fault must be one of kill, rolling, pg-restart, pg-kill, redis-restart, got flood'
+      )
     )
+  })
+
+  it("takes --bus store|redis (the store's by default), and --fault redis-restart only with --bus redis", () => {
+    expect(parseOptions([]).bus).toBe('store')
+    expect(parseOptions(['--bus', 'redis', '--fault', 'redis-restart'])).toMatchObject({
+      bus: 'redis',
+      fault: 'redis-restart',
+    })
+    expect(() => parseOptions(['--bus', 'kafka'])).toThrow(/--bus must be one of store, redis/)
+    expect(() => parseOptions(['--fault', 'redis-restart'])).toThrow(/needs --bus redis/)
   })
 
   it('refuses two faults in one run', () => {

@@ -7,20 +7,24 @@
  * must absorb without a visible failure); and what the run must set up for it before any replica
  * starts (`holdImports`: the replicas start through the held-import entry). The faults themselves:
  * `kill.ts` (SIGKILL one replica), `rolling.ts` (a rolling deploy with a key rotation),
- * `database.ts` (the PostgreSQL server restarted or killed, then back).
+ * `database.ts` (the PostgreSQL server restarted or killed, then back), `redis.ts` (a master of the
+ * run's Redis Cluster killed, its replica promoted, the node back).
  */
 import type { Metrics } from '../metrics.ts'
 import type { ReplicaProcess } from '../processes.ts'
 import type { SharedStore } from '../store.ts'
+import type { RedisCluster } from '../../support/redis.ts'
 
 /** The faults a run can inject (`--fault NAME`; `--kill` is `--fault kill`). */
-export const FAULT_KINDS = ['kill', 'rolling', 'pg-restart', 'pg-kill'] as const
+export const FAULT_KINDS = ['kill', 'rolling', 'pg-restart', 'pg-kill', 'redis-restart'] as const
 export type FaultKind = (typeof FAULT_KINDS)[number]
 
 /** What a fault sees of the run. */
 export interface FaultContext {
   replicas: ReplicaProcess[]
   store: SharedStore
+  /** The run's Redis Cluster, with `--bus redis`. */
+  redis?: RedisCluster
   metrics: Metrics
   /** `performance.now()` when the users started. */
   start: number
