@@ -44,6 +44,7 @@ import {
   isFigures,
   medianPass,
   round,
+  roundPercentiles,
   scaleReport,
   scenarioReport,
   type BenchReport,
@@ -477,16 +478,6 @@ async function measureScale(
     loadgenCores,
     limit: fanOutLimit(serverCores, loadgenCores, background),
     ...(result.firstError !== undefined && { firstError: result.firstError }),
-  }
-}
-
-function roundPercentiles(latency: LoadResult['latencyMs']): LoadResult['latencyMs'] {
-  return {
-    p50: round(latency.p50, 3),
-    p90: round(latency.p90, 3),
-    p99: round(latency.p99, 3),
-    mean: round(latency.mean, 3),
-    max: round(latency.max, 3),
   }
 }
 

@@ -7,6 +7,7 @@
  * agents said into a run's figures; `busFanoutFailures` names what must fail the bench.
  */
 import { Latencies, type LoadResult } from './load.ts'
+import { round, roundPercentiles } from './report.ts'
 
 type Percentiles = LoadResult['latencyMs']
 
@@ -96,23 +97,8 @@ export function summarizeFanOut(input: {
     seconds: round(seconds, 3),
     eventsPerSecond: rate(everywhere),
     deliveriesPerSecond: rate(delivered),
-    latencyMs: roundedPercentiles(latencies.summary()),
+    latencyMs: roundPercentiles(latencies.summary()),
     machineCores: input.machineCores === null ? null : round(input.machineCores, 2),
-  }
-}
-
-function round(value: number, digits: number): number {
-  const scale = 10 ** digits
-  return Math.round(value * scale) / scale
-}
-
-function roundedPercentiles(latency: Percentiles): Percentiles {
-  return {
-    p50: round(latency.p50, 3),
-    p90: round(latency.p90, 3),
-    p99: round(latency.p99, 3),
-    mean: round(latency.mean, 3),
-    max: round(latency.max, 3),
   }
 }
 

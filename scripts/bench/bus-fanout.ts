@@ -42,7 +42,7 @@ import {
   type InteractiveRun,
 } from './bus-fanout-report.ts'
 import { runLegacyFlows } from './legacy-flow.ts'
-import { machineBusyMicros, startServer, type ServerProcess } from './server-process.ts'
+import { machineBusyMicros, startServer, stopChild, type ServerProcess } from './server-process.ts'
 
 export const FLEET_SIZES = [1, 4, 16] as const
 export const QUICK_FLEET_SIZES = [1, 2] as const
@@ -296,18 +296,6 @@ async function startRedis(binary: string): Promise<{ url: string; child: ChildPr
   throw new Error(`redis-server on port ${port} did not answer within ${REDIS_START_TIMEOUT_MS} ms`)
 }
 
-function stopProcess(child: ChildProcess): Promise<void> {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolve()
-    const force = setTimeout(() => child.kill('SIGKILL'), 2000)
-    child.once('exit', () => {
-      clearTimeout(force)
-      resolve()
-    })
-    child.kill('SIGTERM')
-  })
-}
-
 export const BUS_FANOUT_METHOD =
   'per bus and fleet size: replica processes (scripts/bench/fleet-replica.ts, unpinned) sharing the bus; every replica but the first holds one listener with the interest of a listen stream of one principal (the first itself in a fleet of one), the first publishes N resource_updated events for that principal (64 awaiting the bus at most) carrying their publish time; events/s = N / (last delivery on the last listener − first publish); latency = delivery − publish (wall clock of one machine); the 2025 interactive flow: 10 clients, the call POSTed to replica 1 and every answer to replica 2; engine state in a scratch PostgreSQL database; Redis: a redis-server of the run on loopback'
 
@@ -352,7 +340,7 @@ export async function measureBusFanout(options: BusFanOutOptions): Promise<BusFa
     }
     return report
   } finally {
-    if (redis) await stopProcess(redis.child)
+    if (redis) await stopChild(redis.child)
     await scratch.drop()
   }
 }

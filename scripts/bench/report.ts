@@ -234,6 +234,17 @@ export function round(value: number, digits: number): number {
   return Math.round(value * scale) / scale
 }
 
+/** Latency percentiles rounded to the µs. */
+export function roundPercentiles(latency: Percentiles): Percentiles {
+  return {
+    p50: round(latency.p50, 3),
+    p90: round(latency.p90, 3),
+    p99: round(latency.p99, 3),
+    mean: round(latency.mean, 3),
+    max: round(latency.max, 3),
+  }
+}
+
 export function scenarioReport(
   scenario: LoadScenario,
   outcomes: Partial<Record<ServerKind, ServerOutcome>>
