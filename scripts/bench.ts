@@ -663,7 +663,7 @@ async function benchmark(tool: string | undefined, pinned: boolean): Promise<num
         workerd:
           'the Worker builds bundled as `wrangler deploy --dry-run` bundles them and served by `workerd serve` (the binary wrangler runs), one process, no proxy in front',
         scale:
-          'listen streams on connections of their own, opened in batches of 100; RSS per stream = (VmRSS with the streams open, after 1 s) − (VmRSS before) over the streams; delivery = from sending create_note to the notification arriving on a stream, read by the load generator',
+          'listen streams on connections of their own, opened in batches of 100; RSS per stream = (VmRSS with the streams open, after 1 s) − (VmRSS before) over the streams; delivery = from sending create_note to the notification arriving on a stream, read by the load generator; CPU per notification = server utime+stime over the changes ÷ notifications delivered; limit = the side (server, load generator) that kept ≥ 0.75 of its core busy during the fan-out and more than the other, else other load (others above 0.25 core) or neither; servers with a stream cap run at it (the SDK: 1,000)',
         latency:
           "autocannon's per-request timer, kept at µs resolution (its own histogram rounds to whole ms)",
         cpu: 'server utime+stime (all threads) from /proc/<pid>/stat over the measured window, divided by responses',
