@@ -10,6 +10,7 @@
  */
 import { createMcpHandler, MAX_STREAM_CAP, parseKeyRing, StreamLimits } from 'stateless-mcp/compose'
 import { PostgresEngineStore } from 'stateless-mcp/postgres'
+import postgres from 'postgres'
 import { parseConfig } from '../../src/config.ts'
 import { createHttpApp } from '../../src/http/app.ts'
 import { createNodeSealer } from '../../src/node/crypto.ts'
@@ -28,7 +29,9 @@ const config = parseConfig({
 const keys = process.env.BENCH_STATE_KEYS
 if (!keys) throw new Error('BENCH_STATE_KEYS is required')
 const sealer = await createNodeSealer(parseKeyRing(keys), 600)
-const engineStore = new PostgresEngineStore({ url: storeUrl, max: 4 })
+// Few connections, closed when idle: 16 replicas share one server with whatever else runs there.
+const sql = postgres(storeUrl, { max: 2, idle_timeout: 5, onnotice: () => {} })
+const engineStore = new PostgresEngineStore({ sql })
 // The driver migrated the database before any replica started: this finds it current.
 await engineStore.migrate()
 const bus = await openBenchBus(process.env.BENCH_BUS, process.env.BENCH_BUS_URL)
@@ -47,5 +50,6 @@ serveBench(
   async () => {
     await bus.close?.()
     await engineStore.close()
+    await sql.end({ timeout: 5 })
   }
 )
