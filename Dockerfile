@@ -87,4 +87,5 @@ USER 10001:10001
 VOLUME /data
 EXPOSE 8787
 STOPSIGNAL SIGTERM
-CMD ["node", "src/node.ts"]
+# The young generation pinned as `npm start` pins it (docs/containers.md, "Memory").
+CMD ["node", "--max-semi-space-size=16", "src/node.ts"]
