@@ -39,8 +39,7 @@ import { StateSealer } from '../../src/mcp/sealed-state.ts'
 import { StreamLimits, type StreamSlot } from '../../src/mcp/stream-limits.ts'
 import { noteUri } from '../../src/notes/format.ts'
 import { sqliteStores } from '../support/sqlite-stores.ts'
-import { OtelTelemetry } from '../../src/telemetry/otel.ts'
-import { spanScope } from '../../src/telemetry/spans.ts'
+import { otelTelemetry } from 'stateless-mcp/otel'
 import { connectLegacyHost } from '../support/legacy-host.ts'
 import { startSession } from '../support/legacy-request.ts'
 import { mcpInit, parseSse, type JsonObject } from '../support/mcp-request.ts'
@@ -131,9 +130,7 @@ async function startStreamServer(options: { bounds?: EventStreamBounds; telemetr
     streamLimits: limits,
     listen: options.bounds,
     legacy: { sessions: engineStore, stream: options.bounds },
-    telemetry: options.telemetry
-      ? new OtelTelemetry({ scope: spanScope(undefined), database: 'sqlite' })
-      : undefined,
+    telemetry: options.telemetry ? otelTelemetry() : undefined,
   })
   const app = createHttpApp({ config, handler })
   const server = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 }) as Server
