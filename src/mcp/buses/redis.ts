@@ -173,9 +173,23 @@ async function connect(url: string, onTrouble: (error: unknown) => void): Promis
       // node-redis moves a demoted master's or a moved slot's listeners with this internal event.
       .on('__resubscribeListeners', () => onTrouble('channels moved to another node'))
     await client.connect()
+    // A master demoted by a failover sends `sunsubscribe` to its subscribers; node-redis moves their
+    // channels to the new master on its own, reporting it only on the node's pub/sub client.
+    const watched = new WeakSet<object>()
+    const watchPubSubClients = () => {
+      for (const master of client.masters) {
+        const pubSub = master.pubSub?.client
+        if (pubSub === undefined || watched.has(pubSub)) continue
+        watched.add(pubSub)
+        pubSub.on('sharded-channel-moved', () => onTrouble('a channel moved to another node'))
+      }
+    }
     return {
       sPublish: (channel, message) => client.sPublish(channel, message),
-      sSubscribe: (channel, handler) => client.sSubscribe(channel, handler),
+      sSubscribe: async (channel, handler) => {
+        await client.sSubscribe(channel, handler)
+        watchPubSubClients()
+      },
       sUnsubscribe: (channel, handler) => client.sUnsubscribe(channel, handler),
       close: () => client.close(),
     }
