@@ -53,20 +53,7 @@ export {
   type TaskScheduler,
 } from './tasks/options.ts'
 export { TERMINAL_TASK_STATUSES, type TaskRecord, type TaskStore } from './task-store.ts'
-export {
-  declaredTooLarge,
-  DEFAULT_MAX_BODY_BYTES,
-  hostGuard,
-  isJsonMediaType,
-  jsonRpcErrorResponse,
-  LOOPBACK_HOSTS,
-  NOT_UTF8_MESSAGE,
-  readBody,
-  tooLargeMessage,
-  UNSUPPORTED_MEDIA_TYPE_MESSAGE,
-  type HostGuard,
-  type HostGuardOptions,
-} from './request-guard.ts'
+export * from './request-guard.ts'
 export {
   errorMessage,
   errorResponseText,

@@ -11,6 +11,7 @@
  * other's events on {@link PostgresEventBus} (LISTEN/NOTIFY).
  */
 import postgres, { type Sql } from 'postgres'
+import { ownedOrShared } from './stores/common/store-class.ts'
 import { OUTAGE_CONNECTION_OPTIONS } from './stores/postgres/outage.ts'
 import { PostgresDialectEngineStore } from './stores/postgres/store.ts'
 
@@ -83,10 +84,6 @@ export type PostgresEngineStoreOptions = PostgresConnectOptions | { sql: Sql }
  */
 export class PostgresEngineStore extends PostgresDialectEngineStore {
   constructor(options: PostgresEngineStoreOptions) {
-    if (options !== null && typeof options === 'object' && 'sql' in options) {
-      super(options.sql, false)
-    } else {
-      super(connectPostgres(options), true)
-    }
+    super(...ownedOrShared(options, 'sql', connectPostgres))
   }
 }

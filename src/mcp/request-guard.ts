@@ -7,6 +7,7 @@
  * body's declared size (413), its media type (415) and its strict UTF-8 (-32700), each refusal a
  * JSON-RPC error response ({@link jsonRpcErrorResponse}). Web standards only.
  */
+import { readBounded } from './bounded-body.ts'
 import { ErrorCode, errorResponseText, type ErrorCode as Code } from './errors.ts'
 import { decodeUtf8 } from './utf8.ts'
 import type { RequestId } from './wire.ts'
@@ -235,35 +236,4 @@ export const NOT_UTF8_MESSAGE = 'Parse error: the body is not valid UTF-8.'
 export async function readBody(request: Request, maxBytes: number): Promise<string | undefined> {
   const bytes = await readBounded(request.body, maxBytes)
   return bytes && decodeUtf8(bytes)
-}
-
-/**
- * The bytes of a request's or response's `body` (none: empty), read at most `maxBytes` into memory:
- * `undefined` when they grow past that (the reading stops there).
- */
-export async function readBounded(
-  body: ReadableStream<Uint8Array> | null,
-  maxBytes: number
-): Promise<Uint8Array | undefined> {
-  if (!body) return new Uint8Array(0)
-  const reader = body.getReader()
-  const chunks: Uint8Array[] = []
-  let size = 0
-  for (;;) {
-    const { done, value } = await reader.read()
-    if (done) break
-    size += value.byteLength
-    if (size > maxBytes) {
-      await reader.cancel().catch(() => undefined)
-      return undefined
-    }
-    chunks.push(value)
-  }
-  const bytes = new Uint8Array(size)
-  let offset = 0
-  for (const chunk of chunks) {
-    bytes.set(chunk, offset)
-    offset += chunk.byteLength
-  }
-  return bytes
 }

@@ -10,6 +10,7 @@
 import { NodeSqliteDriver, type SqliteFileOptions } from './stores/sqlite/node-sqlite.ts'
 import type { SqliteDriver } from './stores/sqlite/driver.ts'
 import { SqliteDialectEngineStore } from './stores/sqlite/store.ts'
+import { ownedOrShared } from './stores/common/store-class.ts'
 
 export { DEFAULT_BUSY_TIMEOUT_MS, NodeSqliteDriver } from './stores/sqlite/node-sqlite.ts'
 export type { SqliteFileOptions } from './stores/sqlite/node-sqlite.ts'
@@ -40,10 +41,6 @@ export type SqliteEngineStoreOptions = SqliteFileOptions | { driver: SqliteDrive
  */
 export class SqliteEngineStore extends SqliteDialectEngineStore {
   constructor(options: SqliteEngineStoreOptions) {
-    if (options !== null && typeof options === 'object' && 'driver' in options) {
-      super(options.driver, false)
-    } else {
-      super(new NodeSqliteDriver(options), true)
-    }
+    super(...ownedOrShared(options, 'driver', (file) => new NodeSqliteDriver(file)))
   }
 }

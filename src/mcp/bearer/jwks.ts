@@ -24,7 +24,7 @@ import {
   type JSONWebKeySet,
   type JWSHeaderParameters,
 } from 'jose'
-import { readBounded } from '../request-guard.ts'
+import { readBounded } from '../bounded-body.ts'
 import { decodeUtf8 } from '../utf8.ts'
 
 /**

@@ -113,6 +113,23 @@ export abstract class StoreConnection<Handle> implements StoreLifecycle {
 }
 
 /**
+ * The handle a store is made on, and whether it owns it: the one `options[key]` shares (left open
+ * for its opener to close), or else one `open(options)` opens for the store alone (released at its
+ * `close()`). What the public store classes do with their options (`{ path }` or `{ driver }`,
+ * `{ url }` or `{ sql }`).
+ */
+export function ownedOrShared<Options, Key extends string, Opened>(
+  options: Options,
+  key: Key,
+  open: (options: Exclude<Options, Record<Key, unknown>>) => Opened
+): [handle: Opened | Extract<Options, Record<Key, unknown>>[Key], owned: boolean] {
+  if (options !== null && typeof options === 'object' && key in options) {
+    return [(options as Extract<Options, Record<Key, unknown>>)[key], false]
+  }
+  return [open(options as Exclude<Options, Record<Key, unknown>>), true]
+}
+
+/**
  * `Connection` made a `Store`: every method of `methods` put on its prototype (not enumerable, as a
  * class's methods are). Answers `Connection` itself, typed as the store it now is (its handle stays
  * out of the type: only the port methods reach it).
