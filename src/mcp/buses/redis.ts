@@ -63,12 +63,12 @@ import {
  */
 export const DEFAULT_REDIS_CHANNEL_PREFIX = 'mcp'
 /** First wait before channels are subscribed again after a failure; doubled up to the maximum. */
-export const RETRY_BASE_MS = 100
-export const RETRY_MAX_MS = 5_000
+const RETRY_BASE_MS = 100
+const RETRY_MAX_MS = 5_000
 /** Longest a subscribe, an unsubscribe or a publish may take before it counts as failed. */
-export const COMMAND_TIMEOUT_MS = 5_000
+const COMMAND_TIMEOUT_MS = 5_000
 /** Most commands waiting on one connection; past it a publish fails (and is delivered locally). */
-export const MAX_QUEUED_COMMANDS = 10_000
+const MAX_QUEUED_COMMANDS = 10_000
 
 /** How {@link RedisEventBus.start} reaches Redis, and how it names its channels. */
 export interface RedisEventBusOptions {
