@@ -16,7 +16,7 @@ import type {
   SqliteStatement,
   SqliteValue,
 } from './driver.ts'
-import { migrationPlan, SCHEMA_FACTS, type SchemaFacts } from './schema.ts'
+import { migrationPlan, readSchemaFacts, type SchemaFacts } from './schema.ts'
 
 /** The statement surface of a D1 binding the driver uses (a real `D1Database` satisfies it). */
 export interface D1PreparedLike {
@@ -88,19 +88,10 @@ export class D1Driver implements SqliteDriver {
   async close(): Promise<void> {}
 
   async #schemaFacts(schema: SqliteSchema): Promise<SchemaFacts> {
-    const tables = new Set(
-      (await this.all(SCHEMA_FACTS.tables, [schema.table])).map((row) => String(row.name))
-    )
-    const read = (sql: string) => this.all(sql, [])
-    const legacy = await Promise.all(
-      SCHEMA_FACTS.legacy.filter(({ table }) => tables.has(table)).map(({ sql }) => read(sql))
-    )
-    return {
-      recorded: tables.has(schema.table)
-        ? await read(SCHEMA_FACTS.recorded(schema.table))
-        : undefined,
-      legacy: legacy.flat(),
-    }
+    const reads = readSchemaFacts(schema)
+    let read = reads.next()
+    while (!read.done) read = reads.next(await this.all(read.value.sql, read.value.params))
+    return read.value
   }
 
   #statement(sql: string, params: readonly SqliteValue[]): D1PreparedLike {

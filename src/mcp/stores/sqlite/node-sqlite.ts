@@ -53,7 +53,7 @@ import type {
   SqliteStatement,
   SqliteValue,
 } from './driver.ts'
-import { migrationPlan, SCHEMA_FACTS, type SchemaFacts } from './schema.ts'
+import { migrationPlan, readSchemaFacts, type SchemaFacts } from './schema.ts'
 
 /** A statement that only reads (the store's reads all start so; its writes never do). */
 const READ_ONLY = /^\s*SELECT\b/i
@@ -181,19 +181,12 @@ export class NodeSqliteDriver implements SqliteDriver {
 
   /** What the file records of `schema` and of the bookkeeping it adopts (`schema.ts`). */
   #schemaFacts(schema: SqliteSchema): SchemaFacts {
-    const tables = new Set(
-      this.#db
-        .prepare(SCHEMA_FACTS.tables)
-        .all(schema.table)
-        .map((row) => String(row.name))
-    )
-    const read = (sql: string) => this.#db.prepare(sql).all() as SqliteRow[]
-    return {
-      recorded: tables.has(schema.table) ? read(SCHEMA_FACTS.recorded(schema.table)) : undefined,
-      legacy: SCHEMA_FACTS.legacy
-        .filter(({ table }) => tables.has(table))
-        .flatMap(({ sql }) => read(sql)),
+    const reads = readSchemaFacts(schema)
+    let read = reads.next()
+    while (!read.done) {
+      read = reads.next(this.#db.prepare(read.value.sql).all(...read.value.params) as SqliteRow[])
     }
+    return read.value
   }
 
   async close(): Promise<void> {

@@ -4,8 +4,8 @@
  * alike), for the engine's tables ({@link ENGINE_SQLITE_SCHEMA}) and for an application's own tables
  * on the same database: a {@link SqliteSchema} is numbered steps and the name of the table that
  * records which were applied. {@link migrationPlan} answers, from what the database holds
- * ({@link SchemaFacts}, read by {@link SCHEMA_FACTS}' statements), the statements that bring it up to
- * date: the steps not recorded, each with its row, run by the driver in one transaction (node:sqlite)
+ * ({@link SchemaFacts}, found by the reads of {@link readSchemaFacts}, which each driver runs its
+ * way), the statements that bring it up to date: the steps not recorded, each with its row, run by the driver in one transaction (node:sqlite)
  * or one batch (D1).
  *
  * Adoption: until this package kept its own, one bookkeeping table recorded the steps of the whole
@@ -21,7 +21,7 @@ import type { SqliteRow, SqliteSchema, SqliteStatement } from './driver.ts'
 /** The last step the shared bookkeeping of older deployments ever recorded (module header). */
 export const LEGACY_SCHEMA_VERSION = 8
 
-/** What {@link migrationPlan} needs to know of a database, as {@link SCHEMA_FACTS} reads it. */
+/** What {@link migrationPlan} needs to know of a database, as {@link readSchemaFacts} finds it. */
 export interface SchemaFacts {
   /** The rows (`version`) of the schema's own table; `undefined` when the table does not exist. */
   recorded: readonly SqliteRow[] | undefined
@@ -30,7 +30,7 @@ export interface SchemaFacts {
 }
 
 /** The statements that read {@link SchemaFacts}: which tables exist, then the rows of each. */
-export const SCHEMA_FACTS = {
+const SCHEMA_FACTS = {
   /** ?1 the schema's table: which of it and the older bookkeeping tables exist (`name`). */
   tables: `SELECT name FROM sqlite_master
     WHERE type = 'table' AND name IN (?1, 'schema_migrations', 'd1_migrations')`,
@@ -40,6 +40,26 @@ export const SCHEMA_FACTS = {
     { table: 'd1_migrations', sql: 'SELECT name FROM d1_migrations' },
   ],
 } as const
+
+/**
+ * The reads that find the {@link SchemaFacts} of `schema` in a database, for both drivers: each
+ * statement is yielded for the driver to run (in this process or as an RPC) and takes its rows back;
+ * which tables exist comes first, then the rows of each. Answers the facts.
+ */
+export function* readSchemaFacts(
+  schema: SqliteSchema
+): Generator<SqliteStatement, SchemaFacts, SqliteRow[]> {
+  const existing = yield { sql: SCHEMA_FACTS.tables, params: [schema.table] }
+  const tables = new Set(existing.map((row) => String(row.name)))
+  const legacy: SqliteRow[] = []
+  for (const { table, sql } of SCHEMA_FACTS.legacy) {
+    if (tables.has(table)) legacy.push(...(yield { sql, params: [] }))
+  }
+  const recorded = tables.has(schema.table)
+    ? yield { sql: SCHEMA_FACTS.recorded(schema.table), params: [] }
+    : undefined
+  return { recorded, legacy }
+}
 
 /**
  * The statements that bring a database holding `facts` up to `schema`: its table created when new
