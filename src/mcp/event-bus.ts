@@ -56,13 +56,20 @@ export interface EventInterest {
   session?: string
 }
 
+/**
+ * What `EventBus.subscribe` returns: the function that removes the listener, and, from a bus whose
+ * subscription takes a round trip (Redis), `ready`, settled once what is published from then on
+ * reaches the listener. Absent, the listener hears at once.
+ */
+export type Unsubscribe = (() => void) & { readonly ready?: Promise<void> }
+
 export interface EventBus {
   publish(event: ServerEvent): void | Promise<void>
   /**
-   * Returns the function that removes the listener. `interest` promises what the listener needs; the
-   * bus may deliver more, and the listener filters.
+   * Returns the function that removes the listener (with `ready`, {@link Unsubscribe}). `interest`
+   * promises what the listener needs; the bus may deliver more, and the listener filters.
    */
-  subscribe(listener: EventListener, interest?: EventInterest): () => void
+  subscribe(listener: EventListener, interest?: EventInterest): Unsubscribe
 }
 
 /** Who an event is for: one session, one principal, or everyone (`undefined`). */

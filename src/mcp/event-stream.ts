@@ -97,7 +97,10 @@ export interface EventStreamOptions extends EventStreamBounds {
   shutdown?: AbortSignal
   /** Aborted when what the stream belongs to has ended (its 2025 session): it ends gracefully. */
   ended?: AbortSignal
-  /** Messages sent as soon as the stream opens. */
+  /**
+   * Messages that acknowledge the stream: sent first, once the bus hears for it (its subscription's
+   * `ready`, `Unsubscribe`), so nothing published after a client read them is missed.
+   */
   opening?: readonly unknown[]
   /**
    * Gives every message an SSE `id`, `<stream>.<n>` with `n` counting on from `after` (a 2025-era
@@ -165,6 +168,8 @@ class EventStreamSource implements UnderlyingDefaultSource<Uint8Array> {
   /** Events not mapped yet, oldest first: waiting for room in the queue or for `map`. */
   readonly #backlog: ServerEvent[] = []
   #draining = false
+  /** Whether the opening messages went out (once the bus hears for this stream). */
+  #acknowledged = false
   /** Messages sent so far (numbered on from `ids.after`). */
   #sent = 0
   /** Stops what feeds an open stream (`#feed`). */
@@ -182,11 +187,25 @@ class EventStreamSource implements UnderlyingDefaultSource<Uint8Array> {
   start(controller: ReadableStreamDefaultController<Uint8Array>): void {
     const { signal, shutdown, ended } = this.#options
     this.#controller = controller
-    for (const message of this.#options.opening ?? []) this.#sendMessage(message)
-    this.#stopFeeding = this.#feed()
+    const subscribed = this.#feed()
     signal.addEventListener('abort', this.#clientGone)
-    if (signal.aborted) this.#clientGone()
-    else if (shutdown?.aborted || ended?.aborted) this.#endGracefully()
+    if (signal.aborted) return this.#clientGone()
+    if (shutdown?.aborted || ended?.aborted || !subscribed) {
+      this.#acknowledge()
+      if (shutdown?.aborted || ended?.aborted) this.#endGracefully()
+      return
+    }
+    // The opening messages acknowledge the stream: not before the bus hears for it.
+    const acknowledge = () => this.#acknowledge()
+    subscribed.then(acknowledge, acknowledge)
+  }
+
+  /** Sends the opening messages, then lets the events heard meanwhile follow them. */
+  #acknowledge(): void {
+    if (this.#state !== 'open' || this.#acknowledged) return
+    this.#acknowledged = true
+    for (const message of this.#options.opening ?? []) this.#sendMessage(message)
+    void this.#drain()
   }
 
   /** The client read: the queue has room again, so the backlog moves on, or an end is read. */
@@ -201,9 +220,10 @@ class EventStreamSource implements UnderlyingDefaultSource<Uint8Array> {
 
   /**
    * Starts what feeds the open stream: the bus, the keep-alive, the maximum duration, shutdown and
-   * the end of what it belongs to.
+   * the end of what it belongs to ({@link #stopFeeding} stops them). Answers the bus's `ready`,
+   * when its subscription takes a round trip.
    */
-  #feed(): () => void {
+  #feed(): Promise<void> | undefined {
     const { bus, interest, shutdown, ended } = this.#options
     const unsubscribe = bus.subscribe(this.#accept, interest)
     // A keep-alive goes out only when nothing else waits: an unread queue needs none.
@@ -216,13 +236,14 @@ class EventStreamSource implements UnderlyingDefaultSource<Uint8Array> {
     )
     shutdown?.addEventListener('abort', this.#endGracefully)
     ended?.addEventListener('abort', this.#endGracefully)
-    return () => {
+    this.#stopFeeding = () => {
       unsubscribe()
       clearInterval(keepAlive)
       clearTimeout(maxDuration)
       shutdown?.removeEventListener('abort', this.#endGracefully)
       ended?.removeEventListener('abort', this.#endGracefully)
     }
+    return unsubscribe.ready
   }
 
   /** A bus event: into the backlog if the stream listens for it, or the end of a stream too far behind. */
@@ -235,7 +256,7 @@ class EventStreamSource implements UnderlyingDefaultSource<Uint8Array> {
 
   /** Maps the backlog in order while the queue has room; one `map` at a time. */
   async #drain(): Promise<void> {
-    if (this.#draining) return
+    if (this.#draining || !this.#acknowledged) return
     this.#draining = true
     try {
       while (this.#state === 'open' && this.#backlog.length > 0 && this.#hasRoom()) {
