@@ -10,10 +10,10 @@
  *   principal's channel and the everyone channel; one naming a session, its session's channel.
  * - **A replica subscribes only to the channels of listeners it holds now**, counted per channel:
  *   the first listener of a channel subscribes it, the last one to leave unsubscribes it. An event
- *   thus costs only the replicas that hold a listener for it. `subscribe` answers at once (the
- *   engine's streams subscribe synchronously); what it returns carries `ready`, a promise that
- *   settles once every channel the listener needs is subscribed on Redis, for a caller that must
- *   not miss what is published right after it subscribes. A listener naming neither a principal nor
+ *   thus costs only the replicas that hold a listener for it. `subscribe` answers at once; what it
+ *   returns carries `ready` (the port's `Unsubscribe`), a promise that settles once every channel
+ *   the listener needs is subscribed on Redis: the engine's held-open streams acknowledge only
+ *   then, so they miss nothing published after their client read the acknowledgement. A listener naming neither a principal nor
  *   a session would need every channel, which sharded pub/sub cannot give: it is refused.
  * - **Losing Redis** (the connection closed or cut for its output buffer, a node killed, a failover,
  *   a demoted master's `sunsubscribe`) is handled as the PostgreSQL bus handles losing its
