@@ -17,7 +17,7 @@
  * tokenizer details such as accent folding) and how the store is created and torn down.
  */
 
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import {
   MAX_DELETE_NOTES,
   MAX_IMPORT_NOTES,
@@ -26,7 +26,14 @@ import {
   type Note,
   type NotesStore,
 } from '../../src/notes/store.ts'
-import { HOUR, T0, unique, type StoreContractOptions } from './store-contract.ts'
+import {
+  freshStoreEachTest,
+  HOUR,
+  itRefusesInvalidPurgeLimits,
+  T0,
+  unique,
+  type StoreContractOptions,
+} from './store-contract.ts'
 
 export interface NotesStoreContractOptions extends StoreContractOptions {
   /**
@@ -84,24 +91,12 @@ export function describeNotesStoreContract(
   makeStore: () => Promise<NotesStore>,
   options: NotesStoreContractOptions = {}
 ): void {
-  const closeAfterEach = options.closeAfterEach ?? true
   const refuseInDatabase = options.refuseInDatabase
 
   describe(`NotesStore contract: ${name}`, () => {
-    let store: NotesStore
-    /** The principal under test and a stranger who must never see or touch its notes. */
-    let alice: string
-    let bob: string
-
-    beforeEach(async () => {
-      store = await makeStore()
-      alice = unique('alice')
-      bob = unique('bob')
-    })
-
-    afterEach(async () => {
-      if (closeAfterEach) await store.close()
-    })
+    // The principal under test, alice, and bob, a stranger who must never see or touch her notes.
+    let store: NotesStore, alice: string, bob: string
+    freshStoreEachTest(makeStore, options, (fixture) => ({ store, alice, bob } = fixture))
 
     /** Creates notes in order, one millisecond apart, so the last one is the most recent. */
     async function seed(principal: string, notes: NewNote[], start = T0): Promise<Note[]> {
@@ -1346,12 +1341,7 @@ export function describeNotesStoreContract(
         expect(await store.purgeExpired(now, 3)).toBe(1)
       })
 
-      it('rejects a limit that is not a positive integer', async () => {
-        for (const limit of [0, -1, 1.5, Number.NaN]) {
-          await expect(store.purgeExpired(T0, limit)).rejects.toBeInstanceOf(RangeError)
-        }
-        await expect(store.purgeExpired(Number.NaN, 10)).rejects.toBeInstanceOf(RangeError)
-      })
+      itRefusesInvalidPurgeLimits(() => store)
     })
   })
 }

@@ -47,6 +47,46 @@ export function unique(label: string): string {
   return `${label}-${Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('')}`
 }
 
+/** A contract test's store and principals: `alice` under test, `bob` who must stay apart from her. */
+export interface ContractFixture<Store> {
+  store: Store
+  alice: string
+  bob: string
+}
+
+/**
+ * Inside a contract's `describe`, for each of its tests: a store from `makeStore` and two principals
+ * of the test's own, handed to `use` before it; the store closed after it unless
+ * `options.closeAfterEach` is false.
+ */
+export function freshStoreEachTest<Store extends { close(): Promise<void> }>(
+  makeStore: () => Promise<Store>,
+  options: StoreContractOptions,
+  use: (fixture: ContractFixture<Store>) => void
+): void {
+  const closeAfterEach = options.closeAfterEach ?? true
+  let store: Store
+  beforeEach(async () => {
+    store = await makeStore()
+    use({ store, alice: unique('alice'), bob: unique('bob') })
+  })
+  afterEach(async () => {
+    if (closeAfterEach) await store.close()
+  })
+}
+
+/** The test of both contracts that `purgeExpired` refuses a limit, or a time, it cannot sweep by. */
+export function itRefusesInvalidPurgeLimits(
+  storeOfTest: () => { purgeExpired(now: number, limit: number): Promise<number> }
+): void {
+  it('rejects a limit that is not a positive integer', async () => {
+    for (const limit of [0, -1, 1.5, Number.NaN]) {
+      await expect(storeOfTest().purgeExpired(T0, limit)).rejects.toBeInstanceOf(RangeError)
+    }
+    await expect(storeOfTest().purgeExpired(Number.NaN, 10)).rejects.toBeInstanceOf(RangeError)
+  })
+}
+
 const MIB = 1024 * 1024
 
 function utf8Bytes(text: string): number {
@@ -126,23 +166,10 @@ export function describeEngineStoreContract(
   makeStore: () => Promise<EngineStore>,
   options: StoreContractOptions = {}
 ): void {
-  const closeAfterEach = options.closeAfterEach ?? true
-
   describe(`EngineStore contract: ${name}`, () => {
-    let store: EngineStore
-    /** The principal under test and another one, whose sessions and tasks must stay apart. */
-    let alice: string
-    let bob: string
-
-    beforeEach(async () => {
-      store = await makeStore()
-      alice = unique('alice')
-      bob = unique('bob')
-    })
-
-    afterEach(async () => {
-      if (closeAfterEach) await store.close()
-    })
+    // The principal under test, alice, and bob, whose sessions and tasks must stay apart from hers.
+    let store: EngineStore, alice: string, bob: string
+    freshStoreEachTest(makeStore, options, (fixture) => ({ store, alice, bob } = fixture))
 
     const createTask = (task: NewTask) => storeTask(store, task)
 
@@ -1519,12 +1546,7 @@ export function describeEngineStoreContract(
         expect(await store.purgeExpired(now, 2)).toBe(0)
       })
 
-      it('rejects a limit that is not a positive integer', async () => {
-        for (const limit of [0, -1, 1.5, Number.NaN]) {
-          await expect(store.purgeExpired(T0, limit)).rejects.toBeInstanceOf(RangeError)
-        }
-        await expect(store.purgeExpired(Number.NaN, 10)).rejects.toBeInstanceOf(RangeError)
-      })
+      itRefusesInvalidPurgeLimits(() => store)
     })
   })
 }
