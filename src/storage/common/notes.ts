@@ -3,10 +3,11 @@
  * What every adapter's note methods ({@link NoteMethods}) decide the same way: the note a row maps
  * to ({@link noteOf}), the checks of an
  * import and of a bulk delete, what `deleteMany` answers from the rows deleted, `delete` itself
- * ({@link deleteOne}), what a missed `update` answers, tag normalisation, the paging check and the
+ * ({@link withDeleteOne}), what a missed `update` answers, tag normalisation, the paging check and the
  * page built from a `LIMIT limit + 1` read. Runtime-neutral:
- * only the store contract and the note-id pattern of `notes/limits.ts`.
+ * only the store contract, the note-id pattern of `notes/limits.ts` and the engine's store-kit types.
  */
+import type { PortMethods } from 'stateless-mcp/compose'
 import { NOTE_ID_PATTERN } from '../../notes/limits.ts'
 import {
   MAX_DELETE_NOTES,
@@ -94,14 +95,24 @@ export function deletedInOrder(ids: readonly string[], deleted: readonly string[
 }
 
 /**
- * `delete` on every adapter, which each dialect's note methods take in: the `deleteMany` of its one
- * id (the store's, so its transaction and once-key), answering whether it deleted it.
+ * A dialect's note methods with `delete`, the same on every adapter: the dialect's own `deleteMany`
+ * of its one id (so its transaction and once-key), answering whether it deleted it. The dialect's
+ * method, not the store's: a store whose methods are wrapped (the PostgreSQL outage breaker,
+ * `withOutages`) would otherwise run one call through its wrapper twice, and a breaker probing for
+ * the server refuses the inner call, so a server back from an outage would stay refused for as
+ * long as only deletes came.
  */
-export const deleteOne: Pick<NoteMethods, 'delete'> & ThisType<NotesStore> = {
-  async delete(principal, id, onceKey) {
-    const outcome = await this.deleteMany(principal, [id], onceKey)
-    return outcome.kind === 'done' ? { kind: 'done', value: outcome.value.length > 0 } : outcome
-  },
+export function withDeleteOne<Handle>(
+  methods: PortMethods<Omit<NoteMethods, 'delete'>, Handle, NotesStore>
+): PortMethods<NoteMethods, Handle, NotesStore> {
+  const { deleteMany } = methods
+  return {
+    ...methods,
+    async delete(principal, id, onceKey) {
+      const outcome = await deleteMany.call(this, principal, [id], onceKey)
+      return outcome.kind === 'done' ? { kind: 'done', value: outcome.value.length > 0 } : outcome
+    },
+  }
 }
 
 /**

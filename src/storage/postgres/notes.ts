@@ -14,9 +14,7 @@ import { insertedRow, type PortMethods } from 'stateless-mcp/compose'
 import { RANK_WEIGHTS, tsqueryLiteral, tsvectorLiteral } from './search.ts'
 import { decodePgText as dec, encodePgText as enc } from 'stateless-mcp/postgres'
 
-export const noteMethods: PortMethods<common.NoteMethods, Sql> = {
-  ...common.deleteOne,
-
+export const noteMethods: PortMethods<common.NoteMethods, Sql> = common.withDeleteOne({
   async create(principal, note, now) {
     const sql = this.db
     const [row] = await sql<Array<common.NoteRow<string[]>>>`
@@ -162,7 +160,7 @@ export const noteMethods: PortMethods<common.NoteMethods, Sql> = {
       ORDER BY 1 LIMIT ${limit}`
     return rows.map((row) => dec(row.tag))
   },
-}
+})
 
 /** A note of the store from its row (strings unescaped). */
 export function toNote(row: common.NoteRow<string[]>): Note {

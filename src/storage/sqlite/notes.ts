@@ -17,9 +17,7 @@ import { insertedRow, type PortMethods } from 'stateless-mcp/compose'
 import type { SqliteDriver, SqliteRow } from 'stateless-mcp/sqlite'
 import { newClaim, SQL } from './statements.ts'
 
-export const noteMethods: PortMethods<common.NoteMethods, SqliteDriver> = {
-  ...common.deleteOne,
-
+export const noteMethods: PortMethods<common.NoteMethods, SqliteDriver> = common.withDeleteOne({
   async create(principal, note, now) {
     const row = await this.db.get(SQL.insertNote, [
       newNoteId(),
@@ -116,7 +114,7 @@ export const noteMethods: PortMethods<common.NoteMethods, SqliteDriver> = {
     const rows = await db.all(SQL.completeTags, [principal, likePrefix(prefix), limit])
     return rows.map((row) => String(row.tag))
   },
-}
+})
 
 /** A note of the store from its row, as every note statement selects it (tags as a JSON array). */
 export function toNote(row: SqliteRow): Note {
