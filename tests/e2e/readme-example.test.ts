@@ -18,7 +18,7 @@ import { installEngine, installedVersion, type EngineInstall } from '../support/
 import { acceptingWith, connectLegacyHost, resultText } from '../support/legacy-host.ts'
 import { firstMessage, mcpInit } from '../support/mcp-request.ts'
 import { freePort } from '../support/server-process.ts'
-import { readCompatibilityDate, WRANGLER_CLI, WRANGLER_ENV } from '../workers/wrangler-dev.ts'
+import { readCompatibilityDate, WRANGLER_ENV, wranglerDevArgs } from '../workers/wrangler-dev.ts'
 
 const root = join(import.meta.dirname, '../..')
 const bin = join(root, 'node_modules/.bin')
@@ -254,22 +254,11 @@ const RUNTIMES: Record<string, (install: EngineInstall, port: number) => Promise
     return startReplica(
       install,
       process.execPath,
-      [
-        WRANGLER_CLI,
-        'dev',
-        '--config',
-        join(worker, 'wrangler.toml'),
-        '--local',
-        '--ip',
-        '127.0.0.1',
-        '--port',
-        String(port),
-        '--inspector-port',
-        String(await freePort()),
-        '--show-interactive-dev-session=false',
-        '--persist-to',
-        join(worker, 'state'),
-      ],
+      await wranglerDevArgs({
+        config: join(worker, 'wrangler.toml'),
+        port,
+        persistTo: join(worker, 'state'),
+      }),
       port,
       { WRANGLER_REGISTRY_PATH: join(worker, 'registry') }
     )

@@ -7,6 +7,8 @@
  * a dev registry of its own unless the test shares one between the Workers that bind each other's
  * Durable Objects (`registry`). Resolves once `/healthz` answers; `stop()` ends wrangler and its
  * workerd processes (one process group).
+ * The command line of such a `wrangler dev` is {@link wranglerDevArgs}, for a test that starts
+ * wrangler its own way (the README example's Worker).
  * The tests' one import for running wrangler too: its CLI, offline environment and wrangler.toml's
  * compatibility date are the scripts' (`scripts/support/wrangler.ts`), re-exported so tests never
  * reach into `scripts/` for them.
@@ -27,6 +29,42 @@ export {
 const root = join(import.meta.dirname, '../..')
 
 export const FIXTURE_WORKER_CONFIG = join(root, 'tests/workers/wrangler.fixture.toml')
+
+/** What {@link wranglerDevArgs} serves, where, and with which state. */
+export interface WranglerDevOptions {
+  /** The wrangler.toml. */
+  config: string
+  /** The port it serves on, on 127.0.0.1. */
+  port: number
+  /** A dotenv file of the Worker's variables, if any. */
+  envFile?: string
+  /** The folder of its local state (D1, KV…). */
+  persistTo: string
+}
+
+/**
+ * The command line (after the Node executable) of `wrangler dev` serving a Worker offline, on
+ * loopback, with an inspector port of its own and no interactive session.
+ */
+export async function wranglerDevArgs(options: WranglerDevOptions): Promise<string[]> {
+  return [
+    WRANGLER_CLI,
+    'dev',
+    '--config',
+    options.config,
+    '--local',
+    '--ip',
+    '127.0.0.1',
+    '--port',
+    String(options.port),
+    '--inspector-port',
+    String(await freePort()),
+    '--show-interactive-dev-session=false',
+    ...(options.envFile === undefined ? [] : ['--env-file', options.envFile]),
+    '--persist-to',
+    options.persistTo,
+  ]
+}
 
 export interface WorkerProcess {
   url: string
@@ -94,25 +132,7 @@ export async function startWorker(options: StartWorkerOptions = {}): Promise<Wor
   }
 
   const port = await freePort()
-  const inspectorPort = await freePort()
-  const args = [
-    WRANGLER_CLI,
-    'dev',
-    '--config',
-    config,
-    '--local',
-    '--ip',
-    '127.0.0.1',
-    '--port',
-    String(port),
-    '--inspector-port',
-    String(inspectorPort),
-    '--show-interactive-dev-session=false',
-    '--env-file',
-    envFile,
-    '--persist-to',
-    state,
-  ]
+  const args = await wranglerDevArgs({ config, port, envFile, persistTo: state })
   const child = spawn(process.execPath, args, {
     cwd: root,
     env,
