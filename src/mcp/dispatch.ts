@@ -18,7 +18,7 @@ import type { DispatchEnv, DispatchResult } from './dispatch-env.ts'
 import type { McpRequest } from './envelope.ts'
 import { ErrorCode, McpError } from './errors.ts'
 import { decodeCursor, encodeCursor, paginate } from './pagination.ts'
-import { parseParams } from './params.ts'
+import { definitionNamed, parseParams } from './params.ts'
 import { METHODS, SUPPORTED_PROTOCOL_VERSIONS, TASKS_EXTENSION } from './protocol.ts'
 import { bindingFor, runReplayable } from './replayable.ts'
 import { matchTemplate, type CompiledServer } from './server.ts'
@@ -307,8 +307,7 @@ async function getPrompt<Deps>(
   env: DispatchEnv<Deps>
 ): Promise<DispatchResult> {
   const params = parseParams(GetPromptParamsSchema, request.params)
-  const prompt = env.server.prompts.get(params.name)
-  if (!prompt) throw new McpError(ErrorCode.InvalidParams, `Unknown prompt: ${params.name}`)
+  const prompt = definitionNamed(env.server.prompts, 'prompt', params.name)
   const args = params.arguments ?? {}
   const missing = (prompt.arguments ?? [])
     .filter((a) => a.required && args[a.name] === undefined)
@@ -333,9 +332,7 @@ async function complete<Deps>(
   const { ref, argument, context } = parseParams(CompleteParamsSchema, request.params)
   let completer
   if (ref.type === 'ref/prompt') {
-    const prompt = env.server.prompts.get(ref.name)
-    if (!prompt) throw new McpError(ErrorCode.InvalidParams, `Unknown prompt: ${ref.name}`)
-    completer = prompt.complete?.[argument.name]
+    completer = definitionNamed(env.server.prompts, 'prompt', ref.name).complete?.[argument.name]
   } else {
     const template = env.server.templates.find((t) => t.definition.uriTemplate === ref.uri)
     if (!template && !env.server.resources.has(ref.uri))

@@ -11,7 +11,7 @@ import type { DispatchEnv, DispatchResult } from './dispatch-env.ts'
 import { readParamHeader, type McpRequest } from './envelope.ts'
 import { ErrorCode, McpError } from './errors.ts'
 import type { McpLogger } from './logger.ts'
-import { parseParams } from './params.ts'
+import { definitionNamed, parseParams } from './params.ts'
 import { HEADER_PARAM_PREFIX } from './protocol.ts'
 import { isSuspension } from './replay.ts'
 import { bindingFor, runReplayable } from './replayable.ts'
@@ -27,8 +27,7 @@ export async function callTool<Deps>(
   env: DispatchEnv<Deps>
 ): Promise<DispatchResult> {
   const params = parseParams(CallToolParamsSchema, request.params)
-  const tool = env.server.tools.get(params.name)
-  if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${params.name}`)
+  const tool = definitionNamed(env.server.tools, 'tool', params.name)
   const args = params.arguments ?? {}
   if (env.headers) checkHeaderParams(request, env.headers, tool, args)
   const tasks = tool.definition.task && taskAvailability(tool, request, env)
