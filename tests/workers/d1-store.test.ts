@@ -118,12 +118,6 @@ describe('D1NotesStore specifics', () => {
     await expect(fresh.list('p', 0, 1)).rejects.toMatchObject({ name: 'StoreNotMigratedError' })
   })
 
-  it('note ids are n_ followed by 16 base64url characters', async () => {
-    const store = await openStore()
-    const created = await store.create('p', { title: 't', body: '', tags: [] }, T0)
-    expect(created.id).toMatch(/^n_[A-Za-z0-9_-]{16}$/)
-  })
-
   it('search folds diacritics both ways, as on SQLite', async () => {
     const store = await openStore()
     const principal = `p-${crypto.randomUUID()}`
