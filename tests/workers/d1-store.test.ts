@@ -24,9 +24,7 @@ import {
   sqliteRefusal,
 } from '../support/notes-store-contract.ts'
 import { expectKept, sqliteRowsAt } from '../support/older-deployment.ts'
-import { describeEngineStoreContract } from '../support/store-contract.ts'
-
-const T0 = 1_750_000_000_000
+import { describeEngineStoreContract, T0 } from '../support/store-contract.ts'
 
 async function openStore(): Promise<D1NotesStore> {
   const store = new D1NotesStore({ db: env.DB })
