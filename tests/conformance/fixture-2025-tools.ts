@@ -25,10 +25,11 @@ import {
   titledEnum,
 } from 'stateless-mcp'
 
-// The tools read nothing from the application, so they fit any fixture app.
-const { tool } = definitions<unknown>()
+// The tools read nothing from the application, so they fit any fixture app (the tasks tools too).
+export const { tool } = definitions<unknown>()
 
-const noArgs = z.object({})
+/** The input of a tool that takes no arguments. */
+export const noArgs = z.object({})
 
 /** What `test_tool_with_logging` logs, in order, at `info`; the scenario wants at least three. */
 const LOG_MESSAGES = [

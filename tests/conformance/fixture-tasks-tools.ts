@@ -16,18 +16,13 @@
 import * as z from 'zod'
 import {
   type CallToolResult,
-  definitions,
   ErrorCode,
   McpError,
   text,
   toolError,
 } from 'stateless-mcp'
-import { pause } from './fixture-2025-tools.ts'
+import { noArgs, pause, tool } from './fixture-2025-tools.ts'
 
-// The tools read nothing from the application, so they fit any fixture app.
-const { tool } = definitions<unknown>()
-
-const noArgs = z.object({})
 /** How long the two jobs work before they end. */
 const JOB_MS = 1_000
 
