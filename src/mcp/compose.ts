@@ -76,6 +76,7 @@ export {
   type StoreThis,
 } from './stores/common/store-class.ts'
 export { purgeWithin } from './stores/common/sweeps.ts'
+export { SqliteSchemaConnection } from './stores/sqlite/schema.ts'
 export {
   startExpirySweeps,
   sweepExpired,

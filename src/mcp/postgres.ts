@@ -24,6 +24,7 @@ export { isUnreachable, OUTAGE_CONNECTION_OPTIONS, withOutages } from './stores/
 export {
   LEGACY_SCHEMA_VERSION,
   migratePostgresSchema,
+  PostgresSchemaConnection,
   type PostgresSchema,
   type PostgresSchemaStep,
 } from './stores/postgres/schema.ts'

@@ -9,7 +9,7 @@
  * (`sqlite/store.ts`). Made of one module per port (the engine's `common/store-class.ts`):
  * `postgres/notes.ts`, `postgres/shares.ts`, and here the connection, its lifecycle and the purge;
  * every method is wrapped by the engine's outage handling (`withOutages`). The schema is
- * `postgres/schema.ts`'s, applied by the engine's `migratePostgresSchema`; the search text builders
+ * `postgres/schema.ts`'s, applied by the engine's `PostgresSchemaConnection`; the search text builders
  * are `postgres/search.ts`'s.
  *
  * Concurrency: every check-and-set (note version, share status, single-use key, published link,
@@ -37,14 +37,14 @@
 import type { Sql } from 'postgres'
 import {
   connectPostgres,
-  migratePostgresSchema,
   PostgresEngineStore,
+  PostgresSchemaConnection,
   purgePostgres,
   withOutages,
   type PostgresConnectOptions,
   type PostgresPurge,
 } from 'stateless-mcp/postgres'
-import { type PortMethods, storeClass, StoreConnection } from 'stateless-mcp/compose'
+import { type PortMethods, storeClass } from 'stateless-mcp/compose'
 import { REPLAY_RETENTION_MS, type NotesStore } from '../notes/store.ts'
 import { storesOnOneConnection, type DeploymentStores } from './common/stores.ts'
 import { noteMethods } from './postgres/notes.ts'
@@ -67,18 +67,12 @@ const PURGES: readonly PostgresPurge[] = [
 ]
 
 /** The pool and its lifecycle: `migrate` brings the notes tables up to date, `close` ends the pool. */
-class PostgresConnection extends StoreConnection<Sql> {
+class PostgresConnection extends PostgresSchemaConnection {
+  protected readonly schema = NOTES_POSTGRES_SCHEMA
+
   constructor(options: PostgresNotesStoreOptions) {
     const shared = options !== null && typeof options === 'object' && 'sql' in options
     super(shared ? options.sql : connectPostgres(options), !shared)
-  }
-
-  protected prepare(sql: Sql): Promise<void> {
-    return migratePostgresSchema(sql, NOTES_POSTGRES_SCHEMA)
-  }
-
-  protected async release(sql: Sql): Promise<void> {
-    await sql.end({ timeout: 5 })
   }
 }
 

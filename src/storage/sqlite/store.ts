@@ -28,7 +28,12 @@
  * purge limits and refused imports; database failures propagate as the driver throws them.
  */
 import type { SqliteDriver } from 'stateless-mcp/sqlite'
-import { type PortMethods, purgeWithin, storeClass, StoreConnection } from 'stateless-mcp/compose'
+import {
+  type PortMethods,
+  purgeWithin,
+  SqliteSchemaConnection,
+  storeClass,
+} from 'stateless-mcp/compose'
 import type { NotesStore } from '../../notes/store.ts'
 import { noteMethods } from './notes.ts'
 import { NOTES_SQLITE_SCHEMA } from './schema.ts'
@@ -36,14 +41,8 @@ import { shareMethods } from './shares.ts'
 import { PURGES } from './statements.ts'
 
 /** The driver's lifecycle: `migrate` brings the notes tables up to date, `close` releases it. */
-export class SqliteConnection extends StoreConnection<SqliteDriver> {
-  protected prepare(driver: SqliteDriver): Promise<void> {
-    return driver.migrate(NOTES_SQLITE_SCHEMA)
-  }
-
-  protected release(driver: SqliteDriver): Promise<void> {
-    return driver.close()
-  }
+export class SqliteConnection extends SqliteSchemaConnection {
+  protected readonly schema = NOTES_SQLITE_SCHEMA
 }
 
 const sweepMethods: PortMethods<Pick<NotesStore, 'purgeExpired'>, SqliteDriver> = {

@@ -13,9 +13,12 @@
  * created keeps every session, stream and task. Every schema takes the lock the older code took, so
  * none reads the old bookkeeping while an older replica is still writing it.
  *
+ * A store's connection whose tables are such a schema is a {@link PostgresSchemaConnection}.
+ *
  * Identifiers compare and sort bytewise (`COLLATE "C"`), as in SQLite; times are BIGINT milliseconds.
  */
 import type { Sql } from 'postgres'
+import { StoreConnection } from '../common/store-class.ts'
 
 /** Key of the advisory lock that serialises migrations across replicas (the older code's key). */
 const MIGRATION_LOCK_KEY = 0x6e6f7465736d6370n // "notesmcp"
@@ -102,6 +105,37 @@ export async function migratePostgresSchema(sql: Sql, schema: PostgresSchema): P
         VALUES (${step.version}, ${Date.now()})`
     }
   })
+}
+
+/**
+ * The connection of a store whose tables on a PostgreSQL pool are {@link schema}: `migrate()` brings
+ * them up to date ({@link migratePostgresSchema}), `close()` ends the pool when the store owns it.
+ * The engine's PostgreSQL store is made on one; so is an application's store sharing its pool (give
+ * it its methods with `storeClass`).
+ *
+ * @example
+ * ```ts
+ * import { PostgresSchemaConnection } from 'stateless-mcp/postgres'
+ *
+ * class BookmarksConnection extends PostgresSchemaConnection {
+ *   protected readonly schema = {
+ *     table: 'bookmarks_schema',
+ *     steps: [{ version: 1, statements: ['CREATE TABLE bookmarks (id serial PRIMARY KEY, url text)'] }],
+ *   }
+ * }
+ * ```
+ */
+export abstract class PostgresSchemaConnection extends StoreConnection<Sql> {
+  /** The store's tables, step by step. */
+  protected abstract readonly schema: PostgresSchema
+
+  protected prepare(sql: Sql): Promise<void> {
+    return migratePostgresSchema(sql, this.schema)
+  }
+
+  protected async release(sql: Sql): Promise<void> {
+    await sql.end({ timeout: 5 })
+  }
 }
 
 /**

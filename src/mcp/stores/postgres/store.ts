@@ -20,11 +20,11 @@
  * server cannot be reached (`outage.ts`). Other database failures propagate as the driver's errors.
  */
 import type { PendingQuery, Row, Sql } from 'postgres'
-import { StoreConnection, storeClass, type PortMethods } from '../common/store-class.ts'
+import { storeClass, type PortMethods } from '../common/store-class.ts'
 import { purgeWithin } from '../common/sweeps.ts'
 import type { EngineStore } from '../engine-store.ts'
 import { withOutages } from './outage.ts'
-import { ENGINE_POSTGRES_SCHEMA, migratePostgresSchema } from './schema.ts'
+import { ENGINE_POSTGRES_SCHEMA, PostgresSchemaConnection } from './schema.ts'
 import { sessionMethods } from './sessions.ts'
 import { streamMethods } from './streams.ts'
 import { taskMethods } from './tasks.ts'
@@ -84,14 +84,8 @@ export function purgePostgres(
 }
 
 /** The pool and its lifecycle: `migrate` brings the engine's tables up to date, `close` ends it. */
-class PostgresConnection extends StoreConnection<Sql> {
-  protected prepare(sql: Sql): Promise<void> {
-    return migratePostgresSchema(sql, ENGINE_POSTGRES_SCHEMA)
-  }
-
-  protected async release(sql: Sql): Promise<void> {
-    await sql.end({ timeout: 5 })
-  }
+class PostgresConnection extends PostgresSchemaConnection {
+  protected readonly schema = ENGINE_POSTGRES_SCHEMA
 }
 
 const sweepMethods: PortMethods<Pick<EngineStore, 'purgeExpired'>, Sql> = {

@@ -14,9 +14,11 @@
  * are the engine's tables), so a schema whose own table is new starts from the last step the old
  * bookkeeping recorded (at most {@link LEGACY_SCHEMA_VERSION}, the last it ever recorded): a database
  * an older deployment created keeps every session, stream and task, and a new one gets every step.
+ * A store's connection whose tables are such a schema is a {@link SqliteSchemaConnection}.
  * Runtime-neutral text and pure functions.
  */
-import type { SqliteRow, SqliteSchema, SqliteStatement } from './driver.ts'
+import { StoreConnection } from '../common/store-class.ts'
+import type { SqliteDriver, SqliteRow, SqliteSchema, SqliteStatement } from './driver.ts'
 
 /** The last step the shared bookkeeping of older deployments ever recorded (module header). */
 export const LEGACY_SCHEMA_VERSION = 8
@@ -40,6 +42,37 @@ const SCHEMA_FACTS = {
     { table: 'd1_migrations', sql: 'SELECT name FROM d1_migrations' },
   ],
 } as const
+
+/**
+ * The connection of a store whose tables on a {@link SqliteDriver} are {@link schema}: `migrate()`
+ * brings them up to date (`driver.migrate`), `close()` closes the driver when the store owns it.
+ * The engine's SQLite and D1 stores are made on one; so is an application's store sharing their
+ * driver (give it its methods with `storeClass`).
+ *
+ * @example
+ * ```ts
+ * import { SqliteSchemaConnection, storeClass } from 'stateless-mcp/compose'
+ *
+ * class BookmarksConnection extends SqliteSchemaConnection {
+ *   protected readonly schema = {
+ *     table: 'bookmarks_schema',
+ *     steps: [{ version: 1, statements: ['CREATE TABLE bookmarks (id INTEGER PRIMARY KEY, url TEXT)'] }],
+ *   }
+ * }
+ * ```
+ */
+export abstract class SqliteSchemaConnection extends StoreConnection<SqliteDriver> {
+  /** The store's tables, step by step. */
+  protected abstract readonly schema: SqliteSchema
+
+  protected prepare(driver: SqliteDriver): Promise<void> {
+    return driver.migrate(this.schema)
+  }
+
+  protected release(driver: SqliteDriver): Promise<void> {
+    return driver.close()
+  }
+}
 
 /**
  * The reads that find the {@link SchemaFacts} of `schema` in a database, for both drivers: each

@@ -21,25 +21,19 @@
  * Errors: `StoreNotMigratedError` before `migrate()` or after `close()`, `RangeError` for invalid
  * caps, purge or runnable-task limits; database failures propagate as the driver throws them.
  */
-import { StoreConnection, storeClass, type PortMethods } from '../common/store-class.ts'
+import { storeClass, type PortMethods } from '../common/store-class.ts'
 import { purgeWithin } from '../common/sweeps.ts'
 import type { EngineStore } from '../engine-store.ts'
 import type { SqliteDriver } from './driver.ts'
-import { ENGINE_SQLITE_SCHEMA } from './schema.ts'
+import { ENGINE_SQLITE_SCHEMA, SqliteSchemaConnection } from './schema.ts'
 import { sessionMethods } from './sessions.ts'
 import { PURGES } from './statements.ts'
 import { streamMethods } from './streams.ts'
 import { taskMethods } from './tasks.ts'
 
 /** The driver's lifecycle: `migrate` brings the engine's tables up to date, `close` releases it. */
-class SqliteConnection extends StoreConnection<SqliteDriver> {
-  protected prepare(driver: SqliteDriver): Promise<void> {
-    return driver.migrate(ENGINE_SQLITE_SCHEMA)
-  }
-
-  protected release(driver: SqliteDriver): Promise<void> {
-    return driver.close()
-  }
+class SqliteConnection extends SqliteSchemaConnection {
+  protected readonly schema = ENGINE_SQLITE_SCHEMA
 }
 
 const sweepMethods: PortMethods<Pick<EngineStore, 'purgeExpired'>, SqliteDriver> = {
