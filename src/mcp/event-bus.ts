@@ -23,6 +23,11 @@
  */
 import * as z from 'zod'
 
+/**
+ * An event the engine carries between requests, and between replicas on a shared bus: the list
+ * changes and resource updates an application publishes, and the signals of 2025-era sessions the
+ * engine publishes itself.
+ */
 export type ServerEvent =
   | { kind: 'tools_list_changed' }
   | { kind: 'prompts_list_changed' }
@@ -33,6 +38,7 @@ export type ServerEvent =
   | { kind: 'stream_appended'; session: string; stream: string }
   | { kind: 'session_ended'; session: string }
 
+/** What a bus hands each event to (`EventBus.subscribe`). */
 export type EventListener = (event: ServerEvent) => void
 
 /**
@@ -63,6 +69,11 @@ export interface EventInterest {
  */
 export type Unsubscribe = (() => void) & { readonly ready?: Promise<void> }
 
+/**
+ * Carries events between the requests of one process, or of every replica sharing one (the `bus`
+ * of `createMcpServer`): an application publishes list changes and resource updates on it, and the
+ * streams of both eras listen.
+ */
 export interface EventBus {
   publish(event: ServerEvent): void | Promise<void>
   /**
@@ -166,6 +177,35 @@ export function serializeServerEvent(event: ServerEvent): string | undefined {
  * listeners, a principal's event that principal's, an event for everyone every listener that hears
  * such events (those with a principal). A listener that named no interest hears everything. What it
  * delivers is exactly what {@link concerns} allows, no more: a listener still checks for itself.
+ * The default bus of a server, enough for one process; give it to handlers in `deps` to publish.
+ *
+ * @example
+ * ```ts
+ * import * as z from 'zod'
+ * import {
+ *   createMcpServer,
+ *   definitions,
+ *   InProcessEventBus,
+ *   text,
+ *   type EventBus,
+ * } from 'stateless-mcp'
+ *
+ * const bus = new InProcessEventBus()
+ * const { tool } = definitions<{ bus: EventBus }>()
+ * const touch = tool({
+ *   name: 'touch',
+ *   description: 'Marks a note as changed.',
+ *   input: z.object({ id: z.string() }),
+ *   run: async ({ id }, ctx) => {
+ *     await ctx.deps.bus.publish({ kind: 'resource_updated', uri: `note://${id}` })
+ *     return text('done')
+ *   },
+ * })
+ * const server = createMcpServer(
+ *   { info: { name: 'notes', version: '1.0.0' }, tools: [touch], subscribe: true },
+ *   { bus, deps: { bus } }
+ * )
+ * ```
  */
 export class InProcessEventBus implements EventBus {
   /** Listeners that named no interest: they hear every event. */

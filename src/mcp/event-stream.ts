@@ -42,6 +42,26 @@ import {
 } from './streaming.ts'
 
 export const DEFAULT_KEEPALIVE_MS = 15_000
+/**
+ * How long a held-open stream (a listen stream, a 2025 GET stream) lasts before it ends gracefully
+ * and its client reconnects, unless `maxDurationMs` says otherwise: an hour.
+ *
+ * @example
+ * ```ts
+ * import { compileServer, createMcpHandler, DEFAULT_MAX_STREAM_MS } from 'stateless-mcp/compose'
+ *
+ * // a platform that ends every request after 15 minutes
+ * const maxDurationMs = Math.min(DEFAULT_MAX_STREAM_MS, 14 * 60_000)
+ * const handler = createMcpHandler({
+ *   server: compileServer(definition),
+ *   deps: undefined,
+ *   sealer,
+ *   bus,
+ *   listen: { maxDurationMs },
+ *   legacy: { sessions: store, stream: { maxDurationMs } },
+ * })
+ * ```
+ */
 export const DEFAULT_MAX_STREAM_MS = 60 * 60_000
 /**
  * Bytes of messages a stream holds unread before it stops mapping events: about 150 notifications.

@@ -49,7 +49,17 @@ import type { McpHandler, McpHttpInput } from './http-input.ts'
 import type { AppTelemetry } from './observer.ts'
 import type { RequestId } from './wire.ts'
 
-/** The principal of every request when no `authenticate` hook is given. */
+/**
+ * The principal of every request when no `authenticate` hook is given.
+ *
+ * @example
+ * ```ts
+ * import { LOCAL_PRINCIPAL } from 'stateless-mcp'
+ *
+ * // in a handler
+ * if (ctx.principal === LOCAL_PRINCIPAL) ctx.log('warning', 'served without authentication')
+ * ```
+ */
 export const LOCAL_PRINCIPAL = 'local'
 
 /**
@@ -89,6 +99,10 @@ export interface Caller {
  */
 export type Authenticate = (request: Request) => Caller | Response | Promise<Caller | Response>
 
+/**
+ * What `createMcpServer` takes besides the definition: the key ring, the hosts it answers, who the
+ * caller is, the store and bus replicas share, telemetry. Each has a safe default.
+ */
 export interface McpServerOptions<Deps> {
   /** What handlers see as `ctx.deps`. */
   deps?: Deps

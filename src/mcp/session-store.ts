@@ -40,6 +40,26 @@ export const MAX_SUBSCRIPTIONS_PER_SESSION = 100
  * `initialize` ends the oldest). A host opens one per start and many never end theirs, so a person's
  * hosts may hold dozens over a week's session lifetime; a thousand keeps every session in real use
  * alive far past that, while a loop of `initialize` holds at most a few hundred kilobytes of records.
+ *
+ * @example
+ * ```ts
+ * import {
+ *   compileServer,
+ *   createMcpHandler,
+ *   DEFAULT_MAX_SESSIONS_PER_PRINCIPAL,
+ * } from 'stateless-mcp/compose'
+ *
+ * const handler = createMcpHandler({
+ *   server: compileServer(definition),
+ *   deps: undefined,
+ *   sealer,
+ *   bus,
+ *   legacy: {
+ *     sessions: store,
+ *     limits: { sessionsPerPrincipal: DEFAULT_MAX_SESSIONS_PER_PRINCIPAL / 10 },
+ *   },
+ * })
+ * ```
  */
 export const DEFAULT_MAX_SESSIONS_PER_PRINCIPAL = 1_000
 
@@ -48,12 +68,30 @@ export const DEFAULT_MAX_SESSIONS_PER_PRINCIPAL = 1_000
  * (`MAX_SUBSCRIPTIONS_PER_PRINCIPAL`): ten sessions full to {@link MAX_SUBSCRIPTIONS_PER_SESSION}, and at
  * most about 2 MB of URIs (each up to 2,048 characters), where the per-session cap alone multiplied
  * by free sessions had no bound at all.
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_MAX_SUBSCRIPTIONS_PER_PRINCIPAL } from 'stateless-mcp/compose'
+ *
+ * const legacy = {
+ *   sessions: store,
+ *   limits: { subscriptionsPerPrincipal: 2 * DEFAULT_MAX_SUBSCRIPTIONS_PER_PRINCIPAL },
+ * }
+ * ```
  */
 export const DEFAULT_MAX_SUBSCRIPTIONS_PER_PRINCIPAL = 1_000
 
 /**
  * Largest per-principal cap a deployment may configure: the count behind each cap reads up to that
  * many index entries of the principal.
+ *
+ * @example
+ * ```ts
+ * import { MAX_PRINCIPAL_CAP } from 'stateless-mcp/compose'
+ *
+ * const wanted = Number(process.env.MAX_SESSIONS_PER_PRINCIPAL ?? 1000)
+ * const limits = { sessionsPerPrincipal: Math.min(wanted, MAX_PRINCIPAL_CAP) }
+ * ```
  */
 export const MAX_PRINCIPAL_CAP = 100_000
 

@@ -32,6 +32,13 @@ import { positiveWholeNumber } from './options.ts'
  * noticed the old connection gone may briefly hold two or three) and the interactive calls waiting
  * for the person at the same time. No client needs more than a handful; 300 unread GET streams on one
  * session were accepted before this cap.
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_MAX_STREAMS_PER_SESSION, StreamLimits } from 'stateless-mcp/compose'
+ *
+ * const streamLimits = new StreamLimits({ perSession: DEFAULT_MAX_STREAMS_PER_SESSION / 2 })
+ * ```
  */
 export const DEFAULT_MAX_STREAMS_PER_SESSION = 16
 /**
@@ -39,14 +46,33 @@ export const DEFAULT_MAX_STREAMS_PER_SESSION = 16
  * few hosts open (each a listen or GET stream plus some waiting calls) stays far below it, while a
  * loop opening streams stops here. Without auth every caller is the one local principal, so this is
  * the replica's whole count: raise it when `ALLOW_UNAUTHENTICATED` serves many people.
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_MAX_STREAMS_PER_PRINCIPAL, StreamLimits } from 'stateless-mcp/compose'
+ *
+ * // no authentication, a team behind one principal
+ * const streamLimits = new StreamLimits({ perPrincipal: 8 * DEFAULT_MAX_STREAMS_PER_PRINCIPAL })
+ * ```
  */
 export const DEFAULT_MAX_STREAMS_PER_PRINCIPAL = 64
-/** Highest cap accepted (a typo of many zeros is refused at startup rather than meaning "none"). */
+/**
+ * Highest cap accepted (a typo of many zeros is refused at startup rather than meaning "none").
+ *
+ * @example
+ * ```ts
+ * import { MAX_STREAM_CAP, StreamLimits } from 'stateless-mcp/compose'
+ *
+ * const wanted = Number(process.env.MAX_STREAMS_PER_PRINCIPAL ?? 64)
+ * const streamLimits = new StreamLimits({ perPrincipal: Math.min(wanted, MAX_STREAM_CAP) })
+ * ```
+ */
 export const MAX_STREAM_CAP = 100_000
 
 /** The kinds of held stream: a listen or GET stream opens one, an interactive call waits in one. */
 export type StreamKind = 'listen' | 'get' | 'interactive'
 
+/** The caps of a {@link StreamLimits}: streams held at once per 2025 session and per principal. */
 export interface StreamLimitOptions {
   /** Default {@link DEFAULT_MAX_STREAMS_PER_SESSION}. */
   perSession?: number
@@ -68,6 +94,21 @@ export interface StreamSlot {
   readonly release: () => void
 }
 
+/**
+ * The count of held-open streams (listen, 2025 GET, waiting interactive calls) per session and per
+ * principal, and their caps: one per process or isolate, shared by every handler it serves
+ * (`createMcpHandler`'s `streamLimits`). Throws `RangeError` for a cap that is not a whole number
+ * from 1 to {@link MAX_STREAM_CAP}.
+ *
+ * @example
+ * ```ts
+ * import { compileServer, createMcpHandler, StreamLimits } from 'stateless-mcp/compose'
+ *
+ * const streamLimits = new StreamLimits({ perPrincipal: 256 })
+ * const server = compileServer(definition)
+ * const handler = createMcpHandler({ server, deps: undefined, sealer, bus, streamLimits })
+ * ```
+ */
 export class StreamLimits {
   readonly perSession: number
   readonly perPrincipal: number

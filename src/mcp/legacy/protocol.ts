@@ -8,7 +8,17 @@
  */
 import type { ClientCapabilities } from '../wire.ts'
 
-/** Revisions negotiated through `initialize`, newest first. 2026-07-28 is never negotiated this way. */
+/**
+ * Revisions negotiated through `initialize`, newest first. 2026-07-28 is never negotiated this way.
+ *
+ * @example
+ * ```ts
+ * import { LEGACY_PROTOCOL_VERSIONS, SUPPORTED_PROTOCOL_VERSIONS } from 'stateless-mcp/compose'
+ *
+ * const served = [...SUPPORTED_PROTOCOL_VERSIONS, ...LEGACY_PROTOCOL_VERSIONS]
+ * // ['2026-07-28', '2025-11-25', '2025-06-18', '2025-03-26']
+ * ```
+ */
 export const LEGACY_PROTOCOL_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26'] as const
 export type LegacyProtocolVersion = (typeof LEGACY_PROTOCOL_VERSIONS)[number]
 
@@ -17,11 +27,52 @@ export const LATEST_LEGACY_VERSION: LegacyProtocolVersion = '2025-11-25'
 
 export const HEADER_SESSION_ID = 'mcp-session-id'
 
-/** Default lifetime of a session id: a week (2025 SDK clients do not re-initialise after a 404). */
+/**
+ * Default lifetime of a session id: a week (2025 SDK clients do not re-initialise after a 404).
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_SESSION_TTL_SECONDS } from 'stateless-mcp/compose'
+ *
+ * const legacy = { sessions: store, sessionTtlSeconds: 2 * DEFAULT_SESSION_TTL_SECONDS }
+ * ```
+ */
 export const DEFAULT_SESSION_TTL_SECONDS = 7 * 86_400
-/** Longest lifetime a session id may be given (and that a retired key must outlive). */
+/**
+ * Longest lifetime a session id may be given (and that a retired key must outlive).
+ *
+ * @example
+ * ```ts
+ * import { MAX_SESSION_TTL_SECONDS } from 'stateless-mcp/compose'
+ *
+ * // retire an old state key only once every session sealed with it has expired
+ * const retireAfterMs = MAX_SESSION_TTL_SECONDS * 1000
+ * ```
+ */
 export const MAX_SESSION_TTL_SECONDS = 30 * 86_400
 
+/**
+ * Methods that exist only for 2025-era clients, by name: for a server's `scopes` per method beside
+ * `METHODS`'s.
+ *
+ * @example
+ * ```ts
+ * import { createMcpServer, LEGACY_METHODS, METHODS } from 'stateless-mcp'
+ *
+ * const server = createMcpServer(
+ *   {
+ *     info: { name: 'notes', version: '1.0.0' },
+ *     resources: [readme],
+ *     subscribe: true,
+ *     scopes: {
+ *       [METHODS.resourcesRead]: ['notes:read'],
+ *       [LEGACY_METHODS.subscribe]: ['notes:read'],
+ *     },
+ *   },
+ *   { authenticate }
+ * )
+ * ```
+ */
 export const LEGACY_METHODS = {
   initialize: 'initialize',
   ping: 'ping',
@@ -30,6 +81,17 @@ export const LEGACY_METHODS = {
   unsubscribe: 'resources/unsubscribe',
 } as const
 
+/**
+ * Notifications that exist only for 2025-era clients, by name.
+ *
+ * @example
+ * ```ts
+ * import { LEGACY_NOTIFICATIONS } from 'stateless-mcp/compose'
+ *
+ * const message = JSON.parse(body)
+ * if (message.method === LEGACY_NOTIFICATIONS.cancelled) console.log('a 2025 client cancelled')
+ * ```
+ */
 export const LEGACY_NOTIFICATIONS = {
   initialized: 'notifications/initialized',
   cancelled: 'notifications/cancelled',
