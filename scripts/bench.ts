@@ -33,7 +33,13 @@ import { measureBusFanout } from './bench/bus-fanout.ts'
 import { busFanoutFailures, formatBusFanout } from './bench/bus-fanout-report.ts'
 import { formatColdStarts, hasFailures, measureColdStarts } from './bench/cold-start.ts'
 import { runListenScale } from './bench/listen-scale.ts'
-import { runLoad, type DriveOptions, type LoadResult } from './bench/load.ts'
+import {
+  round,
+  roundPercentiles,
+  runLoad,
+  type DriveOptions,
+  type LoadResult,
+} from './bench/load.ts'
 import { seedNotes, type SeedSummary } from './bench/notes-data.ts'
 import { formatProfile, summarizeProfile } from './bench/profile.ts'
 import {
@@ -43,8 +49,6 @@ import {
   formatTargets,
   isFigures,
   medianPass,
-  round,
-  roundPercentiles,
   scaleReport,
   scenarioReport,
   type BenchReport,

@@ -6,8 +6,7 @@
  * fleet; a bus that could not run says why (`skipped`). `summarizeFanOut` turns what the replicas'
  * agents said into a run's figures; `busFanoutFailures` names what must fail the bench.
  */
-import { Latencies, type LoadResult } from './load.ts'
-import { round, roundPercentiles } from './report.ts'
+import { Latencies, round, roundPercentiles, type LoadResult } from './load.ts'
 
 type Percentiles = LoadResult['latencyMs']
 

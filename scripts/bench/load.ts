@@ -62,6 +62,23 @@ export interface LoadResult {
   firstMismatch?: string
 }
 
+/** `value` rounded to `digits` decimals, for the report. */
+export function round(value: number, digits: number): number {
+  const scale = 10 ** digits
+  return Math.round(value * scale) / scale
+}
+
+/** Latency percentiles rounded to the µs. */
+export function roundPercentiles(latency: LoadResult['latencyMs']): LoadResult['latencyMs'] {
+  return {
+    p50: round(latency.p50, 3),
+    p90: round(latency.p90, 3),
+    p99: round(latency.p99, 3),
+    mean: round(latency.mean, 3),
+    max: round(latency.max, 3),
+  }
+}
+
 /** Microsecond-resolution latency histogram: exact below one second, a sorted tail above it. */
 export class Latencies {
   readonly #counts = new Uint32Array(1_000_000)

@@ -14,7 +14,7 @@
  */
 import type { BusFanOutReport } from './bus-fanout-report.ts'
 import type { ColdStartReport } from './cold-start.ts'
-import type { LoadResult } from './load.ts'
+import { round, type LoadResult } from './load.ts'
 import {
   isPeer,
   PEERS,
@@ -227,22 +227,6 @@ function cpuPerUnit(outcome: ServerFigures): number | null {
 
 function isDisturbed(outcome: ServerOutcome | ScaleOutcome | null): boolean {
   return isFigures(outcome) && (outcome.backgroundCores ?? 0) > DISTURBED_CORES
-}
-
-export function round(value: number, digits: number): number {
-  const scale = 10 ** digits
-  return Math.round(value * scale) / scale
-}
-
-/** Latency percentiles rounded to the µs. */
-export function roundPercentiles(latency: Percentiles): Percentiles {
-  return {
-    p50: round(latency.p50, 3),
-    p90: round(latency.p90, 3),
-    p99: round(latency.p99, 3),
-    mean: round(latency.mean, 3),
-    max: round(latency.max, 3),
-  }
 }
 
 export function scenarioReport(
