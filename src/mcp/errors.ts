@@ -78,7 +78,7 @@ export const INTERNAL_ERROR_MESSAGE =
 
 /** Frozen message of every refusal of a request that needed the store while it could not be reached. */
 export const STORE_UNAVAILABLE_MESSAGE =
-  'Service unavailable: the notes database cannot be reached; retry in a few seconds.'
+  'Service unavailable: the database cannot be reached; retry in a few seconds.'
 
 /** The `Retry-After` of a store refusal: about what a database restart or a failover takes. */
 export const STORE_RETRY_AFTER_SECONDS = 5

@@ -55,7 +55,7 @@ export type {
 export type { StoreLifecycle } from './stores/common/store-class.ts'
 export { MemoryEngineStore } from './stores/memory.ts'
 export { ErrorCode, McpError } from './errors.ts'
-export { METHODS } from './protocol.ts'
+export { METHODS, type LogLevel } from './protocol.ts'
 export { LEGACY_METHODS } from './legacy/protocol.ts'
 export { decodeCursor, encodeCursor } from './pagination.ts'
 export { randomBase64url } from './random.ts'
@@ -66,6 +66,7 @@ export {
   type EventInterest,
   type EventListener,
   type ServerEvent,
+  type Unsubscribe,
 } from './event-bus.ts'
 export type { McpLogger } from './logger.ts'
 export type {

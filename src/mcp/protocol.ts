@@ -141,4 +141,5 @@ export const LOG_LEVELS = [
   'emergency',
 ] as const
 
+/** A log level of `logging/setLevel` and `notifications/message`, least severe first. */
 export type LogLevel = (typeof LOG_LEVELS)[number]

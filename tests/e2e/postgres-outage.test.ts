@@ -38,7 +38,7 @@ const binariesFound = serviceTestsRun(
 
 const REFUSAL = {
   code: -32030,
-  message: 'Service unavailable: the notes database cannot be reached; retry in a few seconds.',
+  message: 'Service unavailable: the database cannot be reached; retry in a few seconds.',
 }
 
 let database: PrivatePostgres | undefined

@@ -196,7 +196,7 @@ describe('the error a request gets', () => {
     expect(ErrorCode.StoreUnavailable).toBe(-32030)
     expect(refused.code).toBe(-32030)
     expect(refused.message).toBe(
-      'Service unavailable: the notes database cannot be reached; retry in a few seconds.'
+      'Service unavailable: the database cannot be reached; retry in a few seconds.'
     )
     expect(STORE_UNAVAILABLE_MESSAGE).toBe(refused.message)
     expect(httpStatusFor(refused, 'method')).toBe(503)
