@@ -233,6 +233,12 @@ export function createMcpServer<Deps = undefined>(
   const authenticate: Authenticate =
     options.authenticate ?? (() => ({ principal: LOCAL_PRINCIPAL }))
   const sweeps = requestDrivenSweeps(store, logger)
+  /** The started handler; a sweep of the (then migrated) store when one is due. */
+  const ready = async (): Promise<McpHandler> => {
+    const serving = await started()
+    sweeps.due()
+    return serving
+  }
 
   async function serveRequest(request: Request): Promise<Response> {
     const { headers, method } = request
@@ -255,7 +261,7 @@ export function createMcpServer<Deps = undefined>(
       baseScopes: caller.requiredScopes,
       insufficientScope: caller.insufficientScope,
     }
-    if (!post) return (await started())(input)
+    if (!post) return (await ready())(input)
     if (!isJsonMediaType(headers.get('content-type')))
       return jsonRpcErrorResponse(null, 415, UNSUPPORTED_MEDIA_TYPE_MESSAGE)
     let body: string | undefined
@@ -265,13 +271,12 @@ export function createMcpServer<Deps = undefined>(
       return jsonRpcErrorResponse(null, 400, NOT_UTF8_MESSAGE, {}, ErrorCode.ParseError)
     }
     if (body === undefined) return jsonRpcErrorResponse(null, 413, tooLargeMessage(maxBodyBytes))
-    return (await started())({ ...input, body })
+    return (await ready())({ ...input, body })
   }
 
   return {
     async fetch(request: Request): Promise<Response> {
       if (!isPath(request.url, path)) return new Response('Not Found', { status: 404 })
-      sweeps.due()
       try {
         return await serveRequest(request)
       } catch (error) {
