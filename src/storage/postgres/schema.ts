@@ -12,6 +12,7 @@ import type { PostgresSchema } from 'stateless-mcp/postgres'
 
 export const NOTES_POSTGRES_SCHEMA: PostgresSchema = {
   table: 'notes_schema',
+  adoptsSharedBookkeeping: true,
   steps: [
     {
       version: 1,

@@ -12,6 +12,7 @@ import type { SqliteSchema } from 'stateless-mcp/sqlite'
 
 export const NOTES_SQLITE_SCHEMA: SqliteSchema = {
   table: 'notes_schema',
+  adoptsSharedBookkeeping: true,
   steps: [
     {
       // Notes, their FTS5 index kept in step by triggers, and what share approvals need.

@@ -10,8 +10,11 @@
  * steps of the whole shared schema, 1 to 8. The engine's steps keep those steps' numbers (3 to 8 made
  * the engine's tables), so a schema whose own table is new starts from the last step the old
  * bookkeeping recorded (at most {@link LEGACY_SCHEMA_VERSION}): a database an older deployment
- * created keeps every session, stream and task. Every schema takes the lock the older code took, so
- * none reads the old bookkeeping while an older replica is still writing it.
+ * created keeps every session, stream and task. Only a schema that says so adopts
+ * (`adoptsSharedBookkeeping`), and only when the database holds that bookkeeping's own mark beside
+ * it, the `used_keys` table its first step made: another tool's `schema_migrations` in the same
+ * database is not taken for it. Every schema takes the lock the older code took, so none reads the
+ * old bookkeeping while an older replica is still writing it.
  *
  * A store's connection whose tables are such a schema is a {@link PostgresSchemaConnection}.
  *
@@ -22,6 +25,9 @@ import { StoreConnection } from '../common/store-class.ts'
 
 /** Key of the advisory lock that serialises migrations across replicas (the older code's key). */
 const MIGRATION_LOCK_KEY = 0x6e6f7465736d6370n // "notesmcp"
+
+/** The table the older shared bookkeeping's first step made, which marks that bookkeeping as it. */
+const SHARED_BOOKKEEPING_MARK = 'used_keys'
 
 /**
  * The last step the shared bookkeeping of older deployments ever recorded (module header): a
@@ -52,6 +58,12 @@ export interface PostgresSchema {
   /** A plain SQL identifier, the schema's own (`version`, `applied_at`). */
   readonly table: string
   readonly steps: readonly PostgresSchemaStep[]
+  /**
+   * Whether the schema adopts the step the older shared bookkeeping recorded when its own table is
+   * new (module header): set only by the schemas whose first steps that bookkeeping recorded (the
+   * engine's, and the notes server's). A schema without it starts from its own table.
+   */
+  readonly adoptsSharedBookkeeping?: boolean
 }
 
 /**
@@ -83,13 +95,14 @@ export async function migratePostgresSchema(sql: Sql, schema: PostgresSchema): P
     await tx`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK_KEY.toString()}::bigint)`
     const [found] = await tx<Array<{ own: boolean; legacy: boolean }>>`
       SELECT to_regclass(${schema.table}) IS NOT NULL AS own,
-        to_regclass('schema_migrations') IS NOT NULL AS legacy`
+        to_regclass('schema_migrations') IS NOT NULL
+          AND to_regclass(${SHARED_BOOKKEEPING_MARK}) IS NOT NULL AS legacy`
     if (!found?.own) {
       await tx`CREATE TABLE ${tx(schema.table)} (
         version integer PRIMARY KEY,
         applied_at bigint NOT NULL
       )`
-      if (found?.legacy) {
+      if (schema.adoptsSharedBookkeeping === true && found?.legacy) {
         await tx`INSERT INTO ${tx(schema.table)} (version, applied_at)
           SELECT least(max(version), ${LEGACY_SCHEMA_VERSION}), ${Date.now()} FROM schema_migrations
           HAVING max(version) IS NOT NULL`
@@ -144,6 +157,7 @@ export abstract class PostgresSchemaConnection extends StoreConnection<Sql> {
  */
 export const ENGINE_POSTGRES_SCHEMA: PostgresSchema = {
   table: 'mcp_schema',
+  adoptsSharedBookkeeping: true,
   steps: [
     {
       // What 2025-era sessions keep in the store (mcp/session-store.ts), each row with its expiry.

@@ -30,6 +30,12 @@ export interface SqliteSchema {
   /** A plain SQL identifier, the schema's own (`version`, `applied_at`). */
   readonly table: string
   readonly steps: readonly SchemaStep[]
+  /**
+   * Whether the schema adopts the step the older shared bookkeeping recorded when its own table is
+   * new (`schema.ts`'s module header): set only by the schemas whose first steps that bookkeeping
+   * recorded (the engine's, and the notes server's). A schema without it starts from its own table.
+   */
+  readonly adoptsSharedBookkeeping?: boolean
 }
 
 /** How a store reaches one SQLite-dialect database. */

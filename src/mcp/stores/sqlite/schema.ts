@@ -14,6 +14,9 @@
  * are the engine's tables), so a schema whose own table is new starts from the last step the old
  * bookkeeping recorded (at most {@link LEGACY_SCHEMA_VERSION}, the last it ever recorded): a database
  * an older deployment created keeps every session, stream and task, and a new one gets every step.
+ * Only a schema that says so adopts (`adoptsSharedBookkeeping`), and only when the database holds
+ * that bookkeeping's own mark beside it, the `used_keys` table its first step made: another tool's
+ * `schema_migrations` or `d1_migrations` in the same database is not taken for it.
  * A store's connection whose tables are such a schema is a {@link SqliteSchemaConnection}.
  * Runtime-neutral text and pure functions.
  */
@@ -23,11 +26,17 @@ import type { SqliteDriver, SqliteRow, SqliteSchema, SqliteStatement } from './d
 /** The last step the shared bookkeeping of older deployments ever recorded (module header). */
 export const LEGACY_SCHEMA_VERSION = 8
 
+/** The table the older shared bookkeeping's first step made, which marks that bookkeeping as it. */
+const SHARED_BOOKKEEPING_MARK = 'used_keys'
+
 /** What {@link migrationPlan} needs to know of a database, as {@link readSchemaFacts} finds it. */
 export interface SchemaFacts {
   /** The rows (`version`) of the schema's own table; `undefined` when the table does not exist. */
   recorded: readonly SqliteRow[] | undefined
-  /** The rows of the older bookkeeping tables that exist (`version`, or a file `name`). */
+  /**
+   * The rows of the older bookkeeping tables that exist (`version`, or a file `name`), when the
+   * schema adopts them and the database holds their mark; else none.
+   */
   legacy: readonly SqliteRow[]
 }
 
@@ -35,7 +44,7 @@ export interface SchemaFacts {
 const SCHEMA_FACTS = {
   /** ?1 the schema's table: which of it and the older bookkeeping tables exist (`name`). */
   tables: `SELECT name FROM sqlite_master
-    WHERE type = 'table' AND name IN (?1, 'schema_migrations', 'd1_migrations')`,
+    WHERE type = 'table' AND name IN (?1, 'schema_migrations', 'd1_migrations', 'used_keys')`,
   recorded: (table: string) => `SELECT version FROM ${identifier(table)}`,
   legacy: [
     { table: 'schema_migrations', sql: 'SELECT version FROM schema_migrations' },
@@ -85,8 +94,9 @@ export function* readSchemaFacts(
   const existing = yield { sql: SCHEMA_FACTS.tables, params: [schema.table] }
   const tables = new Set(existing.map((row) => String(row.name)))
   const legacy: SqliteRow[] = []
+  const adopts = schema.adoptsSharedBookkeeping === true && tables.has(SHARED_BOOKKEEPING_MARK)
   for (const { table, sql } of SCHEMA_FACTS.legacy) {
-    if (tables.has(table)) legacy.push(...(yield { sql, params: [] }))
+    if (adopts && tables.has(table)) legacy.push(...(yield { sql, params: [] }))
   }
   const recorded = tables.has(schema.table)
     ? yield { sql: SCHEMA_FACTS.recorded(schema.table), params: [] }
@@ -154,6 +164,7 @@ function identifier(name: string): string {
  */
 export const ENGINE_SQLITE_SCHEMA: SqliteSchema = {
   table: 'mcp_schema',
+  adoptsSharedBookkeeping: true,
   steps: [
     {
       // What 2025-era sessions keep; rebuilt by step 5.
