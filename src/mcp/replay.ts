@@ -160,7 +160,8 @@ const REQUIRED_CAPABILITIES: Record<ClientCapability, ClientCapabilities> = {
   roots: { roots: {} },
 }
 
-type Parse<T> = (raw: unknown) => { ok: true; value: T } | { ok: false }
+/** An answer read and checked: its value, or not one that counts (the question is asked again). */
+type Parse<T, Raw = unknown> = (raw: Raw) => { ok: true; value: T } | { ok: false }
 
 interface Ask {
   digest: string
@@ -256,25 +257,15 @@ export class Replay {
     form: ElicitationForm<S>,
     acceptUnsolicited = false
   ): Promise<ElicitAnswer<z.output<S>>> {
-    const request: InputRequest = {
-      method: 'elicitation/create',
-      params: { mode: 'form', message, requestedSchema: form.requestedSchema },
-    }
     const question = `form\u0000${JSON.stringify(message)}\u0000${form.canonicalSchema}`
-    return this.#ask<ElicitAnswer<z.output<S>>>(
+    return this.#elicitation<z.output<S>>(
       key,
       question,
-      request,
-      'elicitation.form',
+      { mode: 'form', message, requestedSchema: form.requestedSchema },
       acceptUnsolicited,
-      (raw) => {
-        const answer = elicitAnswer(raw)
-        if (!answer) return { ok: false }
-        if (answer.action !== 'accept') return { ok: true, value: { action: answer.action } }
-        const content = parseElicitationContent(form.schema, answer.content ?? {})
-        return content.ok
-          ? { ok: true, value: { action: 'accept', content: content.value as z.output<S> } }
-          : { ok: false }
+      (content) => {
+        const parsed = parseElicitationContent(form.schema, content)
+        return parsed.ok ? { ok: true, value: parsed.value as z.output<S> } : { ok: false }
       }
     )
   }
@@ -285,28 +276,14 @@ export class Replay {
     url: string,
     acceptUnsolicited = false
   ): Promise<ElicitAnswer<undefined>> {
-    const request: InputRequest = {
-      method: 'elicitation/create',
-      params: { mode: 'url', message, url },
-    }
     const question = `url\u0000${JSON.stringify([message, url])}`
-    return this.#ask<ElicitAnswer<undefined>>(
+    return this.#elicitation(
       key,
       question,
-      request,
-      'elicitation.url',
+      { mode: 'url', message, url },
       acceptUnsolicited,
-      (raw) => {
-        const answer = elicitAnswer(raw)
-        if (!answer) return { ok: false }
-        return {
-          ok: true,
-          value:
-            answer.action === 'accept'
-              ? { action: 'accept', content: undefined }
-              : { action: answer.action },
-        }
-      }
+      // The person opened the URL; an accept carries nothing of what happened there.
+      () => ({ ok: true, value: undefined })
     )
   }
 
@@ -358,6 +335,36 @@ export class Replay {
     delete this.#answers[key]
     this.#pending.set(key, ask)
     return suspend()
+  }
+
+  /**
+   * An `elicitation/create` ask in `params.mode` (its capability `elicitation.<mode>`): a decline or
+   * a cancel is the answer as it is; an accept counts once `accepted` reads its content (an absent
+   * content read as `{}`), and is asked again when it does not.
+   */
+  #elicitation<Content>(
+    key: string,
+    question: string,
+    params: { mode: 'form' | 'url'; message: string } & Record<string, unknown>,
+    acceptUnsolicited: boolean,
+    accepted: Parse<Content, Record<string, unknown>>
+  ): Promise<ElicitAnswer<Content>> {
+    return this.#ask<ElicitAnswer<Content>>(
+      key,
+      question,
+      { method: 'elicitation/create', params },
+      `elicitation.${params.mode}`,
+      acceptUnsolicited,
+      (raw) => {
+        const answer = elicitAnswer(raw)
+        if (!answer) return { ok: false }
+        if (answer.action !== 'accept') return { ok: true, value: { action: answer.action } }
+        const content = accepted(answer.content ?? {})
+        return content.ok
+          ? { ok: true, value: { action: 'accept', content: content.value } }
+          : { ok: false }
+      }
+    )
   }
 
   /**
