@@ -6,9 +6,8 @@
 # Stages: `toolchain` fetches Node (the node@24 package's binary, node-linux-<arch>) and npm from
 # npm's registry, each checked against the integrity pinned below; `manifests` keeps only the files
 # `npm ci` reads, so the dependencies layer is rebuilt only when they change; `deps` runs
-# `npm ci --omit=dev` (and the postinstall repair of the PostgreSQL driver); the final stage holds
-# Debian's minimal system, the node binary, node_modules, src/ and routes/ (what src/node.ts
-# imports): no npm, no compiler, no cache.
+# `npm ci --omit=dev`; the final stage holds Debian's minimal system, the node binary, node_modules,
+# src/ and routes/ (what src/node.ts imports): no npm, no compiler, no cache.
 #
 # Downloads use the build secret `hostca` when given (a CA bundle for a TLS-intercepting proxy:
 # `--secret id=hostca,src=/etc/ssl/certs/ca-certificates.crt`); it is mounted for those steps only
@@ -53,12 +52,12 @@ RUN --mount=type=secret,id=hostca set -eu; \
   rm /tmp/*.tgz
 ENV PATH=/opt/node/bin:$PATH
 
-# What `npm ci` reads: the lock, every package.json (the root's and its workspaces'), and the
-# postinstall script. Copied out of the whole source so that new workspaces need no edit here.
+# What `npm ci` reads: the lock and every package.json (the root's and its workspaces'). Copied out
+# of the whole source so that new workspaces need no edit here.
 FROM docker.io/library/debian:bookworm-slim AS manifests
 COPY . /context
 RUN mkdir /manifests && cd /context \
-  && find . -name package.json -o -name package-lock.json -o -path ./scripts/patch-dependencies.mjs \
+  && find . -name package.json -o -name package-lock.json \
   | tar -cf - -T - | tar -xf - -C /manifests
 
 FROM toolchain AS deps

@@ -31,7 +31,7 @@ export default defineConfig(
       parserOptions: {
         // This file is outside tsconfig.json (it is JavaScript); the default project types it.
         projectService: {
-          allowDefaultProject: ['eslint.config.js', 'scripts/patch-dependencies.mjs'],
+          allowDefaultProject: ['eslint.config.js'],
         },
         tsconfigRootDir: import.meta.dirname,
       },

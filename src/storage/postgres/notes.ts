@@ -61,7 +61,7 @@ export const noteMethods: PortMethods<common.NoteMethods, Sql> = common.withDele
           body = coalesce(${nullable(patch.body, enc)}::text, body),
           body_tsv = coalesce(${nullable(patch.body, (b) => tsvectorLiteral(b, 'D'))}::tsvector,
             body_tsv),
-          tags = coalesce(${tags === undefined ? null : sql.array(tags.map(enc))}::text[], tags),
+          tags = coalesce(${tags === undefined ? null : tags.map(enc)}::text[], tags),
           tags_tsv = coalesce(
             ${nullable(tags, (t) => tsvectorLiteral(t.join(' '), 'B'))}::tsvector, tags_tsv),
           updated_at = ${now},
@@ -86,7 +86,7 @@ export const noteMethods: PortMethods<common.NoteMethods, Sql> = common.withDele
       // The search vectors are columns of the row: they go with it.
       const deleted = await tx<Array<{ id: string }>>`
         DELETE FROM notes
-        WHERE principal = ${enc(principal)} AND id = ANY(${tx.array(ids.map(enc))}::text[])
+        WHERE principal = ${enc(principal)} AND id = ANY(${ids.map(enc)}::text[])
         RETURNING id`
       return {
         kind: 'done',
@@ -112,7 +112,7 @@ export const noteMethods: PortMethods<common.NoteMethods, Sql> = common.withDele
     const sql = this.db
     const { offset, limit } = query
     common.checkPaging(offset, limit)
-    const tags = sql.array([...new Set(query.tags ?? [])].map(enc))
+    const tags = [...new Set(query.tags ?? [])].map(enc)
     const match = tsqueryLiteral(query.text)
     if (match === null) return { items: [] }
     const rows =
@@ -190,7 +190,7 @@ function insertNote(
     INSERT INTO notes (id, principal, title, body, tags, created_at, updated_at, version,
       title_tsv, tags_tsv, body_tsv)
     SELECT ${enc(id)}::text, ${enc(principal)}::text, ${enc(note.title)}::text,
-      ${enc(note.body)}::text, ${sql.array(tags.map(enc))}::text[], ${now}::bigint, ${now}::bigint,
+      ${enc(note.body)}::text, ${tags.map(enc)}::text[], ${now}::bigint, ${now}::bigint,
       1, ${tsvectorLiteral(note.title, 'A')}::tsvector,
       ${tsvectorLiteral(tags.join(' '), 'B')}::tsvector,
       ${tsvectorLiteral(note.body, 'D')}::tsvector`
