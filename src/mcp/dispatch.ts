@@ -18,7 +18,7 @@ import type { DispatchEnv, DispatchResult } from './dispatch-env.ts'
 import type { McpRequest } from './envelope.ts'
 import { ErrorCode, McpError } from './errors.ts'
 import { decodeCursor, encodeCursor, paginate } from './pagination.ts'
-import { definitionNamed, parseParams } from './params.ts'
+import { definitionNamed, namedCall, parseParams } from './params.ts'
 import { METHODS, SUPPORTED_PROTOCOL_VERSIONS, TASKS_EXTENSION } from './protocol.ts'
 import { bindingFor, runReplayable } from './replayable.ts'
 import { matchTemplate, type CompiledServer } from './server.ts'
@@ -27,7 +27,6 @@ import { canListen } from './subscriptions.ts'
 import { callTool } from './tool-call.ts'
 import {
   CompleteParamsSchema,
-  GetPromptParamsSchema,
   ListParamsSchema,
   ReadResourceParamsSchema,
   type JsonObject,
@@ -306,9 +305,7 @@ async function getPrompt<Deps>(
   request: McpRequest,
   env: DispatchEnv<Deps>
 ): Promise<DispatchResult> {
-  const params = parseParams(GetPromptParamsSchema, request.params)
-  const prompt = definitionNamed(env.server.prompts, 'prompt', params.name)
-  const args = params.arguments ?? {}
+  const { params, definition: prompt, args } = namedCall('prompt', request, env.server.prompts)
   const missing = (prompt.arguments ?? [])
     .filter((a) => a.required && args[a.name] === undefined)
     .map((a) => a.name)

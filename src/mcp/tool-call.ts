@@ -11,13 +11,13 @@ import type { DispatchEnv, DispatchResult } from './dispatch-env.ts'
 import { readParamHeader, type McpRequest } from './envelope.ts'
 import { ErrorCode, McpError } from './errors.ts'
 import type { McpLogger } from './logger.ts'
-import { definitionNamed, parseParams } from './params.ts'
+import { namedCall } from './params.ts'
 import { HEADER_PARAM_PREFIX } from './protocol.ts'
 import { isSuspension } from './replay.ts'
 import { bindingFor, runReplayable } from './replayable.ts'
 import type { CompiledTool } from './server.ts'
 import { declaresTasks, tasksCapabilityMissing } from './tasks/wire.ts'
-import { CallToolParamsSchema, describeIssues, type CallToolResult } from './wire.ts'
+import { describeIssues, type CallToolResult } from './wire.ts'
 
 /** Integers in `Mcp-Param-*` headers are compared numerically, but only in decimal notation. */
 const DECIMAL_NUMBER = /^-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?$/
@@ -26,9 +26,7 @@ export async function callTool<Deps>(
   request: McpRequest,
   env: DispatchEnv<Deps>
 ): Promise<DispatchResult> {
-  const params = parseParams(CallToolParamsSchema, request.params)
-  const tool = definitionNamed(env.server.tools, 'tool', params.name)
-  const args = params.arguments ?? {}
+  const { params, definition: tool, args } = namedCall('tool', request, env.server.tools)
   if (env.headers) checkHeaderParams(request, env.headers, tool, args)
   const tasks = tool.definition.task && taskAvailability(tool, request, env)
   const binding = bindingFor(env, request, params.name, args)
