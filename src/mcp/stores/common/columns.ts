@@ -1,7 +1,9 @@
 /**
  * @module mcp/stores/common/columns
  * How the records changed by compare-and-set on their version (tasks, `common/tasks.ts`; streams,
- * `common/streams.ts`) meet their tables on every adapter, written once: the values an insert binds
+ * `common/streams.ts`) meet their tables on every adapter, written once: every field's column
+ * ({@link versionedColumns}) and a row as selected ({@link ColumnRow}), the fields an insert binds
+ * ({@link insertedFields}) and the values it binds
  * ({@link fieldValues}), the values a patch binds ({@link patchValues}) and the assignments of the
  * `UPDATE` that applies it ({@link patchAssignments}), and a record read back from its row
  * ({@link columnReaders}, {@link withoutAbsent}). Runtime-neutral.
@@ -9,6 +11,37 @@
 
 /** A column's value as a driver returns it (integers, flags and text as each dialect stores them). */
 export type ColumnValue = string | number | boolean | null
+
+/** A row as selected: a value for each of `Columns`' columns. */
+export type ColumnRow<Columns extends Record<string, string>> = Record<
+  Columns[keyof Columns],
+  ColumnValue
+>
+
+/**
+ * Every field of a versioned record and its column: those an insert writes and an update never
+ * changes (`fixed`), those an update may change (`patch`), and `version`, in that order.
+ */
+export function versionedColumns<
+  const Fixed extends Record<string, string>,
+  const Patch extends Record<string, string>,
+>(fixed: Fixed, patch: Patch): Fixed & Patch & { readonly version: 'version' } {
+  return { ...fixed, ...patch, version: 'version' }
+}
+
+/**
+ * The fields an insert binds, in the order of `columns`: every one but `version` and those that
+ * start at their column's default (`defaulted`).
+ */
+export function insertedFields<Field extends string, Defaulted extends Field>(
+  columns: Record<Field, string>,
+  defaulted: readonly Defaulted[]
+): Array<Exclude<Field, 'version' | Defaulted>> {
+  const excluded: readonly string[] = ['version', ...defaulted]
+  return (Object.keys(columns) as Field[]).filter(
+    (field): field is Exclude<Field, 'version' | Defaulted> => !excluded.includes(field)
+  )
+}
 
 /** A value a patch binds (how a dialect stores a boolean is its adapter's business). */
 export type PatchValue = string | number | boolean | null

@@ -13,7 +13,14 @@
  */
 import { positiveWholeNumber } from '../../options.ts'
 import type { NewStream, StoredEvent, StreamPatch, StreamRecord } from '../../stream-store.ts'
-import { columnReaders, withoutAbsent, type ColumnValue } from './columns.ts'
+import {
+  columnReaders,
+  insertedFields,
+  versionedColumns,
+  withoutAbsent,
+  type ColumnRow,
+  type ColumnValue,
+} from './columns.ts'
 
 /** The columns of `session_streams` that `createStream` writes and `updateStream` never changes. */
 const STREAM_KEY_COLUMNS = {
@@ -31,21 +38,16 @@ export const STREAM_PATCH_COLUMNS = {
 } as const satisfies Record<keyof StreamPatch, string>
 
 /** Every field of a stream record and its column of `session_streams` (the same on every adapter). */
-export const STREAM_COLUMNS = {
-  ...STREAM_KEY_COLUMNS,
-  ...STREAM_PATCH_COLUMNS,
-  version: 'version',
-} as const satisfies Record<keyof StreamRecord, string>
-
-export type StreamColumn = (typeof STREAM_COLUMNS)[keyof StreamRecord]
+export const STREAM_COLUMNS = versionedColumns(
+  STREAM_KEY_COLUMNS,
+  STREAM_PATCH_COLUMNS
+) satisfies Record<keyof StreamRecord, string>
 
 /** A `session_streams` row as selected (integers and flags as the driver returns them). */
-export type StreamRow = Record<StreamColumn, ColumnValue>
+export type StreamRow = ColumnRow<typeof STREAM_COLUMNS>
 
 /** The fields `createStream` binds, in order; a new record starts at version 1, not ended. */
-export const NEW_STREAM_FIELDS = (Object.keys(STREAM_COLUMNS) as Array<keyof StreamRecord>).filter(
-  (field): field is keyof NewStream => field !== 'version' && field !== 'ended'
-)
+export const NEW_STREAM_FIELDS: Array<keyof NewStream> = insertedFields(STREAM_COLUMNS, ['ended'])
 
 /** A stored stream record; `text` undoes the adapter's escaping of stored strings, if any. */
 export function toStreamRecord(row: StreamRow, text?: (stored: string) => string): StreamRecord {

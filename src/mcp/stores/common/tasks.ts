@@ -9,7 +9,13 @@
  * `postgres/tasks.ts`). Runtime-neutral: only the engine's `TaskStore` contract.
  */
 import type { NewTask, TaskPatch, TaskRecord, TaskStatus } from '../../task-store.ts'
-import { columnReaders, withoutAbsent, type ColumnValue } from './columns.ts'
+import {
+  columnReaders,
+  insertedFields,
+  versionedColumns,
+  withoutAbsent,
+  type ColumnRow,
+} from './columns.ts'
 
 /** The columns of `tasks` that `createTask` writes and `updateTask` never changes. */
 const TASK_FIXED_COLUMNS = {
@@ -39,21 +45,18 @@ export const TASK_PATCH_COLUMNS = {
 } as const satisfies Record<keyof TaskPatch, string>
 
 /** Every field of a task record and its column of `tasks` (the same names on every adapter). */
-export const TASK_COLUMNS = {
-  ...TASK_FIXED_COLUMNS,
-  ...TASK_PATCH_COLUMNS,
-  version: 'version',
-} as const satisfies Record<keyof TaskRecord, string>
-
-export type TaskColumn = (typeof TASK_COLUMNS)[keyof TaskRecord]
+export const TASK_COLUMNS = versionedColumns(
+  TASK_FIXED_COLUMNS,
+  TASK_PATCH_COLUMNS
+) satisfies Record<keyof TaskRecord, string>
 
 /** A `tasks` row as selected (integers and flags as the driver returns them). */
-export type TaskRow = Record<TaskColumn, ColumnValue>
+export type TaskRow = ColumnRow<typeof TASK_COLUMNS>
 
 /** The fields `createTask` binds, in order; a new record starts at version 1, not cancelled. */
-export const NEW_TASK_FIELDS = (Object.keys(TASK_COLUMNS) as Array<keyof TaskRecord>).filter(
-  (field): field is keyof NewTask => field !== 'version' && field !== 'cancelRequested'
-)
+export const NEW_TASK_FIELDS: Array<keyof NewTask> = insertedFields(TASK_COLUMNS, [
+  'cancelRequested',
+])
 
 /**
  * A stored task record; `text` undoes the adapter's escaping of stored strings, if any. NULL columns
