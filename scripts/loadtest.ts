@@ -43,8 +43,8 @@ import { mkdir, rm, writeFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { McpClient } from '../src/client/index.ts'
 import { formatKeyRing, generateKey } from '../src/mcp/key-ring.ts'
-import { MAX_STREAM_CAP } from '../src/mcp/stream-limits.ts'
-import { DEFAULT_TASK_TTL_MS, MAX_LIVE_TASKS_CAP } from '../src/mcp/tasks/options.ts'
+import { MAX_CAP } from '../src/mcp/options.ts'
+import { DEFAULT_TASK_TTL_MS } from '../src/mcp/tasks/options.ts'
 import { Metrics } from './loadtest/metrics.ts'
 import { findNginx, nginxConfig } from './loadtest/nginx-config.ts'
 import {
@@ -99,8 +99,8 @@ function replicaEnvironment(store: SharedStore, stateKeys: string): Record<strin
     ...store.env,
     STATE_KEYS: stateKeys,
     SHUTDOWN_GRACE_SECONDS: String(DRAIN_GRACE_S),
-    MAX_STREAMS_PER_PRINCIPAL: String(MAX_STREAM_CAP),
-    MAX_LIVE_TASKS_PER_PRINCIPAL: String(MAX_LIVE_TASKS_CAP),
+    MAX_STREAMS_PER_PRINCIPAL: String(MAX_CAP),
+    MAX_LIVE_TASKS_PER_PRINCIPAL: String(MAX_CAP),
     TASK_RESULT_TTL_SECONDS: String(DEFAULT_TASK_TTL_MS / 1000),
   }
   for (const name of ['PATH', 'HOME', 'LANG', 'TMPDIR', 'TZ']) {

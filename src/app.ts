@@ -106,7 +106,7 @@ export function createApp(config: Config, deps: AppDeps): Hono {
       stream: { maxDurationMs: config.streamMaxMs },
       sessions: engineStore,
       sessionTtlSeconds: config.sessionTtlSeconds,
-      limits: config.sessionLimits,
+      ...config.sessionLimits,
       input: deps.wholeResponses === undefined ? undefined : { unavailable: deps.wholeResponses },
     },
     tasks: deps.tasks && { ...config.tasks, ...deps.tasks, store: engineStore, now },

@@ -6,22 +6,21 @@
  */
 import * as z from 'zod'
 import {
-  DEFAULT_MAX_LIVE_TASKS,
+  DEFAULT_MAX_LIVE_TASKS_PER_PRINCIPAL,
   DEFAULT_MAX_SESSIONS_PER_PRINCIPAL,
-  DEFAULT_MAX_STREAM_MS,
   DEFAULT_MAX_STREAMS_PER_PRINCIPAL,
   DEFAULT_MAX_STREAMS_PER_SESSION,
   DEFAULT_MAX_SUBSCRIPTIONS_PER_PRINCIPAL,
   DEFAULT_SESSION_TTL_SECONDS,
   DEFAULT_TASK_RESULT_TTL_MS,
-  MAX_LIVE_TASKS_CAP,
-  MAX_PRINCIPAL_CAP,
+  MAX_CAP,
   MAX_SESSION_TTL_SECONDS,
-  MAX_STREAM_CAP,
   MAX_TASK_TTL_MS,
+  type ServerTaskOptions,
+  type SessionLimitOptions,
   type StreamLimitOptions,
-  type TaskOptions,
-} from 'stateless-mcp/compose'
+} from 'stateless-mcp'
+import { DEFAULT_MAX_STREAM_MS } from 'stateless-mcp/compose'
 import { TelemetryEnvError, parseTelemetryEnv, type TelemetryConfig } from './telemetry/env.ts'
 
 const list = z.string().transform((value) =>
@@ -67,10 +66,8 @@ const EnvSchema = z.object({
    * live sessions (an `initialize` beyond them ends the oldest) and resource subscriptions across
    * them (one more `resources/subscribe` is refused).
    */
-  MAX_SESSIONS_PER_PRINCIPAL: int(1, MAX_PRINCIPAL_CAP).default(DEFAULT_MAX_SESSIONS_PER_PRINCIPAL),
-  MAX_SUBSCRIPTIONS_PER_PRINCIPAL: int(1, MAX_PRINCIPAL_CAP).default(
-    DEFAULT_MAX_SUBSCRIPTIONS_PER_PRINCIPAL
-  ),
+  MAX_SESSIONS_PER_PRINCIPAL: int(1, MAX_CAP).default(DEFAULT_MAX_SESSIONS_PER_PRINCIPAL),
+  MAX_SUBSCRIPTIONS_PER_PRINCIPAL: int(1, MAX_CAP).default(DEFAULT_MAX_SUBSCRIPTIONS_PER_PRINCIPAL),
   /** Extra allowed browser origins (scheme://host[:port]); requests without Origin are always allowed. */
   ALLOWED_ORIGINS: list.default([]),
   /** Allowed Host header names (without port). Default: loopback names only. */
@@ -81,19 +78,19 @@ const EnvSchema = z.object({
    * answer), per 2025 session and per principal (`mcp/stream-limits.ts`); over them a stream's
    * opening is refused with 429, a call that would wait with 200 (both -32602).
    */
-  MAX_STREAMS_PER_SESSION: int(1, MAX_STREAM_CAP).default(DEFAULT_MAX_STREAMS_PER_SESSION),
+  MAX_STREAMS_PER_SESSION: int(1, MAX_CAP).default(DEFAULT_MAX_STREAMS_PER_SESSION),
   /**
    * Longest a response stays open (a listen or 2025 GET stream, a 2025 call's stream), for platforms
    * that cut long responses: the server then ends it with an SSE `retry`, and the client reconnects
    * (2025 clients resume where they were, `Last-Event-ID`). Default an hour.
    */
   STREAM_MAX_SECONDS: int(1, 86_400).default(DEFAULT_MAX_STREAM_MS / 1000),
-  MAX_STREAMS_PER_PRINCIPAL: int(1, MAX_STREAM_CAP).default(DEFAULT_MAX_STREAMS_PER_PRINCIPAL),
+  MAX_STREAMS_PER_PRINCIPAL: int(1, MAX_CAP).default(DEFAULT_MAX_STREAMS_PER_PRINCIPAL),
   /**
    * Tasks one principal may hold at once, across its clients: running, waiting for input, or ended
    * and kept (`mcp/tasks/engine.ts`); a tool call that would start one more answers -32602.
    */
-  MAX_LIVE_TASKS_PER_PRINCIPAL: int(1, MAX_LIVE_TASKS_CAP).default(DEFAULT_MAX_LIVE_TASKS),
+  MAX_LIVE_TASKS_PER_PRINCIPAL: int(1, MAX_CAP).default(DEFAULT_MAX_LIVE_TASKS_PER_PRINCIPAL),
   /** How long an ended task's outcome (result or error) is kept, never past the task's own TTL. */
   TASK_RESULT_TTL_SECONDS: int(1, MAX_TASK_TTL_MS / 1000).default(
     DEFAULT_TASK_RESULT_TTL_MS / 1000
@@ -172,14 +169,14 @@ export interface Config {
   stateTtlSeconds: number
   sessionTtlSeconds: number
   /** Caps on the live 2025-era sessions of one principal and on their subscriptions together. */
-  sessionLimits: { sessionsPerPrincipal: number; subscriptionsPerPrincipal: number }
+  sessionLimits: Required<SessionLimitOptions>
   allowedOrigins: string[]
   allowedHosts: string[]
   maxBodyBytes: number
   /** Caps on the streams one session and one principal hold open on this replica. */
   streamLimits: Required<StreamLimitOptions>
   /** The cap on one principal's live tasks, and how long an ended task is kept. */
-  tasks: Required<Pick<TaskOptions, 'maxLiveTasks' | 'resultTtlMs'>>
+  tasks: Required<Pick<ServerTaskOptions, 'maxLiveTasksPerPrincipal' | 'resultTtlMs'>>
   /** `STREAM_MAX_SECONDS` in milliseconds. */
   streamMaxMs: number
   publicUrl?: string
@@ -222,19 +219,19 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     stateTtlSeconds: e.STATE_TTL_SECONDS,
     sessionTtlSeconds: e.SESSION_TTL_SECONDS,
     sessionLimits: {
-      sessionsPerPrincipal: e.MAX_SESSIONS_PER_PRINCIPAL,
-      subscriptionsPerPrincipal: e.MAX_SUBSCRIPTIONS_PER_PRINCIPAL,
+      maxSessionsPerPrincipal: e.MAX_SESSIONS_PER_PRINCIPAL,
+      maxSubscriptionsPerPrincipal: e.MAX_SUBSCRIPTIONS_PER_PRINCIPAL,
     },
     allowedOrigins: e.ALLOWED_ORIGINS,
     allowedHosts: e.ALLOWED_HOSTS.map((host) => host.toLowerCase()),
     maxBodyBytes: e.MAX_BODY_BYTES,
     streamLimits: {
-      perSession: e.MAX_STREAMS_PER_SESSION,
-      perPrincipal: e.MAX_STREAMS_PER_PRINCIPAL,
+      maxStreamsPerSession: e.MAX_STREAMS_PER_SESSION,
+      maxStreamsPerPrincipal: e.MAX_STREAMS_PER_PRINCIPAL,
     },
     streamMaxMs: e.STREAM_MAX_SECONDS * 1000,
     tasks: {
-      maxLiveTasks: e.MAX_LIVE_TASKS_PER_PRINCIPAL,
+      maxLiveTasksPerPrincipal: e.MAX_LIVE_TASKS_PER_PRINCIPAL,
       resultTtlMs: e.TASK_RESULT_TTL_SECONDS * 1000,
     },
     publicUrl: e.PUBLIC_URL?.replace(/\/+$/, ''),

@@ -8,7 +8,8 @@
  * with an IPC channel, it also answers the fan-out driver's commands (`serveBusAgent`). Run as its
  * own process; loopback only.
  */
-import { createMcpHandler, MAX_STREAM_CAP, parseKeyRing, StreamLimits } from 'stateless-mcp/compose'
+import { MAX_CAP } from 'stateless-mcp'
+import { createMcpHandler, parseKeyRing, StreamLimits } from 'stateless-mcp/compose'
 import { PostgresEngineStore } from 'stateless-mcp/postgres'
 import postgres from 'postgres'
 import { parseConfig } from '../../src/config.ts'
@@ -23,7 +24,7 @@ if (!storeUrl) throw new Error('BENCH_STORE_URL (a postgres:// URL) is required'
 const config = parseConfig({
   HOST: '127.0.0.1',
   PORT: '0',
-  MAX_STREAMS_PER_PRINCIPAL: String(MAX_STREAM_CAP),
+  MAX_STREAMS_PER_PRINCIPAL: String(MAX_CAP),
 })
 // One key ring for the fleet, as replicas of a deployment share one (`bus-fanout.ts` generates it).
 const keys = process.env.BENCH_STATE_KEYS
@@ -40,7 +41,7 @@ const handler = createMcpHandler({
   deps: { notes: undefined },
   sealer,
   bus,
-  legacy: { sessions: engineStore, limits: { sessionsPerPrincipal: Infinity } },
+  legacy: { sessions: engineStore, maxSessionsPerPrincipal: Infinity },
   streamLimits: new StreamLimits(config.streamLimits),
 })
 if (process.send) serveBusAgent(bus)

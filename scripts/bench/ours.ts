@@ -16,8 +16,8 @@
 import type { Hono } from 'hono'
 import { parseConfig } from '../../src/config.ts'
 import { createHttpApp } from '../../src/http/app.ts'
-import { InProcessEventBus } from 'stateless-mcp'
-import { createMcpHandler, generateKey, MAX_STREAM_CAP, StreamLimits } from 'stateless-mcp/compose'
+import { InProcessEventBus, MAX_CAP } from 'stateless-mcp'
+import { createMcpHandler, generateKey, StreamLimits } from 'stateless-mcp/compose'
 import { createNodeSealer } from '../../src/node/crypto.ts'
 import { openSqliteStores } from '../../src/storage/sqlite.ts'
 import { benchServer } from './ours-server.ts'
@@ -32,7 +32,7 @@ const config = parseConfig({
   ...otel,
   HOST: '127.0.0.1',
   PORT: '0',
-  MAX_STREAMS_PER_PRINCIPAL: String(MAX_STREAM_CAP),
+  MAX_STREAMS_PER_PRINCIPAL: String(MAX_CAP),
 })
 const running =
   config.telemetry &&
@@ -64,7 +64,7 @@ if (process.env.BENCH_APP === 'notes') {
     // No cap on the sessions of one principal: the legacy_session scenario opens tens of
     // thousands, all of the one local principal, and past the default cap of 1,000 every one would
     // also end the oldest, which is not the cost this scenario measures.
-    legacy: { sessions: engineStore, limits: { sessionsPerPrincipal: Infinity } },
+    legacy: { sessions: engineStore, maxSessionsPerPrincipal: Infinity },
     streamLimits: new StreamLimits(config.streamLimits),
     telemetry,
   })

@@ -4,11 +4,13 @@
  * engine, as the notes server does (its Hono app, OAuth pages, telemetry set-up, several runtimes),
  * instead of taking `createMcpServer`'s `fetch`: the handler itself (`createMcpHandler`, one
  * `McpHttpInput` in, one `Response` out) and what it is built from — the compiled server, the
- * sealer and key ring, the per-caller stream caps, the task options, the checks and answers before
- * the engine, the logger and error writers — plus the kit the engine's stores are made with, for an
- * application store sharing their database connection, and the sweeps of expired rows. What is
- * exported here is reviewed in the API report like every entry; `createMcpServer` remains the way
- * for everyone else.
+ * sealer and key ring, the per-caller stream count, the task options with their store, the bounds
+ * of held streams and their defaults, the HTTP header names a face routes on, the checks and
+ * answers before the engine, the logger and error writers — plus the kit the engine's stores are
+ * made with, for an application store sharing their database connection, and the sweeps of expired
+ * rows. The protocol's names and the defaults and caps of the options `createMcpServer` shares with
+ * `createMcpHandler` are the main entry's, not repeated here. What is exported here is reviewed in
+ * the API report like every entry; `createMcpServer` remains the way for everyone else.
  */
 export { createMcpHandler, type McpHandlerOptions } from './handler.ts'
 export type { McpHandler, McpHttpInput } from './http-input.ts'
@@ -17,43 +19,37 @@ export { StateSealer, type StateBinding, type StateSealerOptions } from './seale
 export { formatKeyRing, generateKey, importKeyRing, parseKeyRing, type RawKey } from './key-ring.ts'
 export type { AesGcm } from './compact-jwe.ts'
 export type { Base64urlCodec } from './base64url.ts'
+export { StreamLimits } from './stream-limits.ts'
 export {
-  DEFAULT_MAX_STREAMS_PER_PRINCIPAL,
-  DEFAULT_MAX_STREAMS_PER_SESSION,
-  MAX_STREAM_CAP,
-  StreamLimits,
-  type StreamLimitOptions,
-} from './stream-limits.ts'
-export { DEFAULT_MAX_STREAM_MS } from './event-stream.ts'
-export {
-  DEFAULT_MAX_SESSIONS_PER_PRINCIPAL,
-  DEFAULT_MAX_SUBSCRIPTIONS_PER_PRINCIPAL,
-  MAX_PRINCIPAL_CAP,
-  type SessionStore,
-} from './session-store.ts'
-export {
-  DEFAULT_SESSION_TTL_SECONDS,
-  LEGACY_NOTIFICATIONS,
-  LEGACY_PROTOCOL_VERSIONS,
-  MAX_SESSION_TTL_SECONDS,
-} from './legacy/protocol.ts'
+  DEFAULT_END_GRACE_MS,
+  DEFAULT_KEEPALIVE_MS,
+  DEFAULT_MAX_BACKLOG_EVENTS,
+  DEFAULT_MAX_QUEUED_BYTES,
+  DEFAULT_MAX_STREAM_MS,
+  type EventStreamBounds,
+} from './event-stream.ts'
+export type { SessionStore } from './session-store.ts'
+export { HEADER_SESSION_ID } from './legacy/protocol.ts'
 export {
   HEADER_METHOD,
-  META_PROTOCOL_VERSION,
-  PROTOCOL_VERSION,
-  SUPPORTED_PROTOCOL_VERSIONS,
+  HEADER_NAME,
+  HEADER_PARAM_PREFIX,
+  HEADER_PROTOCOL_VERSION,
 } from './protocol.ts'
-export {
-  DEFAULT_MAX_LIVE_TASKS,
-  DEFAULT_TASK_LEASE_MS,
-  DEFAULT_TASK_RESULT_TTL_MS,
-  MAX_LIVE_TASKS_CAP,
-  MAX_TASK_TTL_MS,
-  type TaskOptions,
-  type TaskScheduler,
-} from './tasks/options.ts'
+export type { TaskOptions } from './tasks/options.ts'
 export { TERMINAL_TASK_STATUSES, type TaskRecord, type TaskStore } from './task-store.ts'
-export * from './request-guard.ts'
+export {
+  declaredTooLarge,
+  hostGuard,
+  isJsonMediaType,
+  jsonRpcErrorResponse,
+  NOT_UTF8_MESSAGE,
+  readBody,
+  tooLargeMessage,
+  UNSUPPORTED_MEDIA_TYPE_MESSAGE,
+  type HostGuard,
+  type HostGuardOptions,
+} from './request-guard.ts'
 export {
   errorMessage,
   errorResponseText,

@@ -41,6 +41,18 @@ import {
   sseRetry,
 } from './streaming.ts'
 
+/**
+ * How often a held-open stream sends a comment when it has nothing else to say (`keepAliveMs`), so
+ * that proxies keep the connection and a client that left is noticed: 15 seconds.
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_KEEPALIVE_MS } from 'stateless-mcp/compose'
+ *
+ * // a proxy that drops connections idle for 10 seconds
+ * const listen = { keepAliveMs: Math.min(DEFAULT_KEEPALIVE_MS, 8_000) }
+ * ```
+ */
 export const DEFAULT_KEEPALIVE_MS = 15_000
 /**
  * How long a held-open stream (a listen stream, a 2025 GET stream) lasts before it ends gracefully
@@ -67,32 +79,66 @@ export const DEFAULT_MAX_STREAM_MS = 60 * 60_000
  * Bytes of messages a stream holds unread before it stops mapping events: about 150 notifications.
  * The buffers beyond it (the runtime's socket writer, the kernel's, a proxy's) hold far more, so it
  * fills only when the client has not read for a while; it is small because every open stream may
- * hold it, and nothing is lost while it is full (events wait in the backlog).
+ * hold it, and nothing is lost while it is full (events wait in the backlog). `maxQueuedBytes`
+ * says otherwise.
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_MAX_QUEUED_BYTES } from 'stateless-mcp/compose'
+ *
+ * // resources whose update notifications are large
+ * const listen = { maxQueuedBytes: 4 * DEFAULT_MAX_QUEUED_BYTES }
+ * ```
  */
 export const DEFAULT_MAX_QUEUED_BYTES = 16 * 1024
 /**
  * Events a stream holds back (while its queue is full or `map` is busy) before it counts as too far
  * behind and ends. Each is a reference to the event object all streams share, a few bytes, so a burst
  * of the largest bulk operation (20 notes, 40 events) fits many times over; a client this far behind
- * has missed a great deal and is better served by reconnecting and re-reading.
+ * has missed a great deal and is better served by reconnecting and re-reading. `maxBacklogEvents`
+ * says otherwise.
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_MAX_BACKLOG_EVENTS } from 'stateless-mcp/compose'
+ *
+ * // bulk operations that publish thousands of events at once
+ * const listen = { maxBacklogEvents: 10 * DEFAULT_MAX_BACKLOG_EVENTS }
+ * ```
  */
 export const DEFAULT_MAX_BACKLOG_EVENTS = 1_000
 /**
  * How long a stream the server ends gracefully waits for the client to read what is still queued
  * (at most `maxQueuedBytes` and the closing message) before it is errored: a client that reads
  * takes a moment; one that has not read within a keep-alive interval is not reading, and its
- * connection is reset instead of kept open for it.
+ * connection is reset instead of kept open for it. `endGraceMs` says otherwise.
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_END_GRACE_MS } from 'stateless-mcp/compose'
+ *
+ * // a shutdown that must finish within 10 seconds
+ * const listen = { endGraceMs: Math.min(DEFAULT_END_GRACE_MS, 5_000) }
+ * ```
  */
 export const DEFAULT_END_GRACE_MS = 15_000
 /** Highest of any bound accepted: a bound is a bound, not "unlimited" by another name. */
 const MAX_BOUND = 1 << 30
 
-/** The bounds of a held-open stream, all optional (each has the default above). */
+/**
+ * The bounds of a held-open stream (`createMcpHandler`'s `listen` and `legacy.stream`), all
+ * optional, each a whole number from 1 to 2^30.
+ */
 export interface EventStreamBounds {
+  /** Default {@link DEFAULT_KEEPALIVE_MS}. */
   keepAliveMs?: number
+  /** Default {@link DEFAULT_MAX_STREAM_MS}. */
   maxDurationMs?: number
+  /** Default {@link DEFAULT_MAX_QUEUED_BYTES}. */
   maxQueuedBytes?: number
+  /** Default {@link DEFAULT_MAX_BACKLOG_EVENTS}. */
   maxBacklogEvents?: number
+  /** Default {@link DEFAULT_END_GRACE_MS}. */
   endGraceMs?: number
 }
 

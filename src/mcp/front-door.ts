@@ -14,12 +14,18 @@
  * - both protocol eras: 2026-07-28 requests, and 2025-era clients (`initialize`, sessions, GET
  *   streams) with their state in the engine store (in memory unless `store` names a shared one) and
  *   their answers carried by the event bus (in process unless `bus` names a shared one);
- * - tasks when a tool declares `task`;
+ * - tasks when a tool declares `task`, run as `tasks` says (a `scheduler` hands them to another
+ *   runtime's runners: Durable Objects on Workers);
+ * - caps on what one caller may hold: streams held open, per 2025 session and per principal
+ *   (`maxStreamsPerSession`, `maxStreamsPerPrincipal`), 2025 sessions and their subscriptions per
+ *   principal (`maxSessionsPerPrincipal`, `maxSubscriptionsPerPrincipal`), live tasks per principal
+ *   (`tasks.maxLiveTasksPerPrincipal`);
  * - the store's expired rows swept every ten minutes, driven by requests (`requestDrivenSweeps`);
  * - no telemetry unless `telemetry` is given (`otelTelemetry` of `stateless-mcp/otel`): then each
  *   request is observed, and the engine store's calls with it.
- * A misconfiguration (nothing to serve, a name defined twice, a key ring that does not parse) throws
- * here, at construction, with a message naming the fix. What the handler does with a request is
+ * A misconfiguration (nothing to serve, a name defined twice, a key ring that does not parse, a cap,
+ * lifetime or task option out of bounds, `tasks` for a server with no task tool) throws here, at
+ * construction, with a message naming the fix. What the handler does with a request is
  * `handler.ts`'s; the checks before it are `request-guard.ts`'s.
  */
 import { InProcessEventBus, type EventBus } from './event-bus.ts'
@@ -40,8 +46,13 @@ import {
   UNSUPPORTED_MEDIA_TYPE_MESSAGE,
 } from './request-guard.ts'
 import { StateSealer } from './sealed-state.ts'
-import { compileServer, type ServerDefinition } from './server.ts'
+import { compileServer, type CompiledServer, type ServerDefinition } from './server.ts'
 import { finalResponse } from './streaming.ts'
+import { MAX_SESSION_TTL_SECONDS } from './legacy/protocol.ts'
+import { positiveWholeNumber } from './options.ts'
+import { sessionLimits, type SessionLimitOptions } from './session-store.ts'
+import { StreamLimits, type StreamLimitOptions } from './stream-limits.ts'
+import { taskSettings, type ServerTaskOptions } from './tasks/options.ts'
 import type { EngineStore } from './stores/engine-store.ts'
 import { PURGE_INTERVAL_MS, sweepExpired } from './stores/expiry-sweeps.ts'
 import { MemoryEngineStore } from './stores/memory.ts'
@@ -101,9 +112,19 @@ export type Authenticate = (request: Request) => Caller | Response | Promise<Cal
 
 /**
  * What `createMcpServer` takes besides the definition: the key ring, the hosts it answers, who the
- * caller is, the store and bus replicas share, telemetry. Each has a safe default.
+ * caller is, the store and bus replicas share, 2025 sessions, tasks, the caps on what one caller may
+ * hold (`max<What>Per<Scope>`, whole numbers from 1 to `MAX_CAP`), telemetry. Each has a safe
+ * default.
+ *
+ * @example
+ * const options: McpServerOptions<undefined> = {
+ *   stateKeys: process.env.STATE_KEYS,
+ *   allowedHosts: ['mcp.example.com'],
+ *   maxSessionsPerPrincipal: 100,
+ *   tasks: { maxLiveTasksPerPrincipal: 8 },
+ * }
  */
-export interface McpServerOptions<Deps> {
+export interface McpServerOptions<Deps> extends StreamLimitOptions, SessionLimitOptions {
   /** What handlers see as `ctx.deps`. */
   deps?: Deps
   /**
@@ -142,6 +163,16 @@ export interface McpServerOptions<Deps> {
   bus?: EventBus
   /** Serve 2025-era clients (`initialize` and sessions) on the same path. Default `true`. */
   legacy?: boolean
+  /**
+   * Lifetime of a 2025 session id in seconds, renewed while the session is used. Default
+   * `DEFAULT_SESSION_TTL_SECONDS` (a week), at most `MAX_SESSION_TTL_SECONDS` (30 days).
+   */
+  sessionTtlSeconds?: number
+  /**
+   * How the tasks of `task` tools run (in the `store`): this replica's share, lifetimes, the cap per
+   * principal, or a `scheduler` that runs them elsewhere. Only for a server with a `task` tool.
+   */
+  tasks?: ServerTaskOptions
   logger?: McpLogger
   /**
    * Observes every request (a span per request parented on the client's trace context, metrics)
@@ -155,7 +186,10 @@ export interface McpServerOptions<Deps> {
 export interface McpServer {
   /** Answers one HTTP request to the server (any path; the endpoint is `options.path`). */
   fetch(request: Request): Promise<Response>
-  /** Ends open streams (clients resume elsewhere), releases leases, and closes the store it made. */
+  /**
+   * Ends open streams (clients resume elsewhere), stops the tasks running here and releases their
+   * leases and those of waiting calls, then closes the store it made.
+   */
   close(): Promise<void>
 }
 
@@ -217,19 +251,29 @@ export function createMcpServer<Deps = undefined>(
     allowedHosts: options.allowedHosts ?? LOOPBACK_HOSTS,
     allowedOrigins: options.allowedOrigins,
   })
+  const served = servedSettings(server, options)
   const ownStore = options.store === undefined
   const store = options.store ?? new MemoryEngineStore()
   const shutdown = new AbortController()
+  // What `close()` awaits before it closes the store: the end of the runs of tasks started here.
+  let runsStopped: Promise<void> | undefined
+  const parts: HandlerParts = {
+    store,
+    keys,
+    logger,
+    shutdown: shutdown.signal,
+    onRunsStopped: (stopped) => {
+      runsStopped = stopped
+    },
+  }
   // Started by the first request, not here: Workers allow no random values or I/O at global scope.
   // A start that failed (the store unreachable, say) is tried again by the next request.
   let handler: Promise<McpHandler> | undefined
   const started = (): Promise<McpHandler> =>
-    (handler ??= startHandler(server, options, store, keys, logger, shutdown.signal).catch(
-      (error: unknown) => {
-        handler = undefined
-        throw error
-      }
-    ))
+    (handler ??= startHandler(server, options, served, parts).catch((error: unknown) => {
+      handler = undefined
+      throw error
+    }))
   const authenticate: Authenticate =
     options.authenticate ?? (() => ({ principal: LOCAL_PRINCIPAL }))
   const sweeps = requestDrivenSweeps(store, logger)
@@ -285,6 +329,7 @@ export function createMcpServer<Deps = undefined>(
     },
     async close(): Promise<void> {
       shutdown.abort()
+      await runsStopped
       if (ownStore) await store.close()
     },
   }
@@ -352,14 +397,67 @@ function stateKeyRing(text: string): RawKey[] {
   }
 }
 
+/**
+ * What a server's options make of its 2025 sessions, held streams and tasks, checked here so that
+ * a bad value stops `createMcpServer` rather than the first request.
+ */
+interface ServedSettings {
+  streamLimits: StreamLimits
+  sessions: Required<SessionLimitOptions> & { sessionTtlSeconds?: number }
+  /** The task options, when a tool declares `task` (else the server serves no tasks). */
+  tasks: ServerTaskOptions | undefined
+}
+
+/**
+ * The {@link ServedSettings} of `options` for `server`: throws a `RangeError` naming the option out
+ * of bounds, or a `TypeError` for task options that cannot serve (`tasks` without a task tool, a
+ * `scheduler` with a takeover loop).
+ */
+function servedSettings<Deps>(
+  server: CompiledServer<Deps>,
+  options: McpServerOptions<Deps>
+): ServedSettings {
+  const servesTasks = [...server.tools.values()].some((tool) => tool.definition.task)
+  if (options.tasks && !servesTasks) {
+    throw new TypeError(
+      "createMcpServer: `tasks` is given but no tool declares `task`: add `task: 'optional'` (or 'required') to the tools that run as tasks, or leave `tasks` out"
+    )
+  }
+  try {
+    const { sessionTtlSeconds } = options
+    if (sessionTtlSeconds !== undefined) {
+      positiveWholeNumber('sessionTtlSeconds', sessionTtlSeconds, { max: MAX_SESSION_TTL_SECONDS })
+    }
+    const tasks = servesTasks ? (options.tasks ?? {}) : undefined
+    if (tasks) taskSettings(tasks)
+    return {
+      streamLimits: new StreamLimits(options),
+      sessions: { ...sessionLimits(options), sessionTtlSeconds },
+      tasks,
+    }
+  } catch (error) {
+    if (!(error instanceof RangeError || error instanceof TypeError)) throw error
+    const Refusal = error instanceof RangeError ? RangeError : TypeError
+    throw new Refusal(`createMcpServer: ${error.message}`, { cause: error })
+  }
+}
+
+/** What the handler is started with besides the server and its options. */
+interface HandlerParts {
+  store: EngineStore
+  keys: RawKey[] | undefined
+  logger: McpLogger
+  shutdown: AbortSignal
+  /** Told of the promise that settles once the tasks run here have stopped (after `shutdown`). */
+  onRunsStopped: (stopped: Promise<void>) => void
+}
+
 /** The engine's handler, once the key ring is imported and the store prepared. */
 async function startHandler<Deps>(
-  server: ReturnType<typeof compileServer<Deps>>,
+  server: CompiledServer<Deps>,
   options: McpServerOptions<Deps>,
-  store: EngineStore,
-  keys: RawKey[] | undefined,
-  logger: McpLogger,
-  shutdown: AbortSignal
+  served: ServedSettings,
+  { store, keys, logger, shutdown, onRunsStopped }: HandlerParts
 ): Promise<McpHandler> {
   if (!keys) {
     logger.warn('no stateKeys given: sealing with an ephemeral key', {
@@ -373,7 +471,6 @@ async function startHandler<Deps>(
   })
   await store.migrate()
   const observed = options.telemetry ? options.telemetry.instrumentStore(store) : store
-  const servesTasks = [...server.tools.values()].some((tool) => tool.definition.task)
   return createMcpHandler({
     server,
     deps: options.deps as Deps,
@@ -381,8 +478,9 @@ async function startHandler<Deps>(
     bus: options.bus ?? new InProcessEventBus(),
     logger,
     shutdown,
-    legacy: options.legacy === false ? undefined : { sessions: observed },
-    tasks: servesTasks ? { store: observed } : undefined,
+    streamLimits: served.streamLimits,
+    legacy: options.legacy === false ? undefined : { ...served.sessions, sessions: observed },
+    tasks: served.tasks && { ...served.tasks, store: observed, onStopped: onRunsStopped },
     telemetry: options.telemetry,
   })
 }

@@ -37,9 +37,9 @@ import {
   LEGACY_PROTOCOL_VERSIONS,
 } from './legacy/protocol.ts'
 import { createLegacyEra, type LegacyEra, type LegacyEraOptions } from './legacy/handler.ts'
-import type { SessionStore } from './session-store.ts'
+import type { SessionLimitOptions, SessionStore } from './session-store.ts'
 import { TaskEngine } from './tasks/engine.ts'
-import { DEFAULT_TASK_TAKEOVER_INTERVAL_MS, type TaskOptions } from './tasks/options.ts'
+import { takeoverInterval, type TaskOptions } from './tasks/options.ts'
 import type { McpTelemetry, RequestObservation, ServerTelemetry } from './observer.ts'
 import { isObject, isRequestId } from './wire.ts'
 
@@ -79,13 +79,11 @@ export interface McpHandlerOptions<Deps> {
    * Serves 2025-era clients (`initialize`, sealed sessions, GET streams, DELETE) on the same endpoint
    * and handlers; without it the endpoint speaks 2026-07-28 only. Needs `bus`.
    */
-  legacy?: {
+  legacy?: SessionLimitOptions & {
     sessions: SessionStore
     /** Lifetime of a session id in seconds (default a week, at most 30 days). */
     sessionTtlSeconds?: number
     input?: LegacyEraOptions<Deps>['input']
-    /** What one principal may keep in the store (`LegacyEraOptions.limits`). */
-    limits?: LegacyEraOptions<Deps>['limits']
     stream?: LegacyEraOptions<Deps>['stream']
     /** Resumable streams and the leases of waiting calls (`LegacyEraOptions.resume`). */
     resume?: LegacyEraOptions<Deps>['resume']
@@ -244,7 +242,7 @@ function startTaskEngine<Deps>(
 ): TaskEngine<Deps> {
   const tasks = new TaskEngine({ server, deps, logger }, taskOptions)
   draining?.addEventListener('abort', () => tasks.stopTakingWork(), { once: true })
-  const interval = taskOptions.takeoverIntervalMs ?? DEFAULT_TASK_TAKEOVER_INTERVAL_MS
+  const interval = takeoverInterval(taskOptions)
   if (interval !== 0) tasks.startTakeover(interval, shutdown)
   const { onStopped } = taskOptions
   const stop = () => {
@@ -283,7 +281,7 @@ function legacyEra<Deps>(
     shutdown: options.shutdown,
     now: legacy.now,
     input: legacy.input,
-    limits: legacy.limits,
+    limits: legacy,
     stream: legacy.stream,
     resume: legacy.resume,
     streamLimits,

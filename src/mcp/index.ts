@@ -2,9 +2,14 @@
  * @module stateless-mcp
  * The engine's public entry: define tools, resources and prompts (`tool`, `resource`,
  * `resourceTemplate`, `prompt`, or `definitions<Deps>()` for handlers that use `ctx.deps`), and serve
- * them with `createMcpServer` to clients of both protocol eras. Optional parts are subpaths:
- * `stateless-mcp/hono` (a Hono route), `stateless-mcp/sqlite`, `/postgres` and `/d1` (engine stores
- * replicas share), `stateless-mcp/otel` (OpenTelemetry for the observer port exported here).
+ * them with `createMcpServer` to clients of both protocol eras. Besides, two families of constants,
+ * each whole: the protocol's names a server uses (the revisions served, the methods of both eras for
+ * `scopes`, the log levels, the JSON-RPC error codes), and the default and highest accepted value
+ * of every number `createMcpServer` takes (with the loopback hosts it answers by default). Optional
+ * parts are subpaths: `stateless-mcp/hono` (a Hono route), `stateless-mcp/sqlite`, `/postgres` and
+ * `/d1` (engine stores replicas share), `/redis` and `/workers` (buses and task runners),
+ * `/bearer` (OAuth tokens), `stateless-mcp/otel` (OpenTelemetry for the observer port exported
+ * here), and `stateless-mcp/compose` (the engine's parts, for an HTTP face of one's own).
  */
 import { definitions } from './definitions.ts'
 
@@ -50,13 +55,50 @@ export type {
   ObservedServer,
   RequestObservation,
   ServerTelemetry,
-  StreamKind,
 } from './observer.ts'
 export type { StoreLifecycle } from './stores/common/store-class.ts'
 export { MemoryEngineStore } from './stores/memory.ts'
 export { ErrorCode, McpError } from './errors.ts'
-export { METHODS, type LogLevel } from './protocol.ts'
-export { LEGACY_METHODS } from './legacy/protocol.ts'
+export {
+  LOG_LEVELS,
+  METHODS,
+  PROTOCOL_VERSION,
+  SUPPORTED_PROTOCOL_VERSIONS,
+  type LogLevel,
+} from './protocol.ts'
+export {
+  DEFAULT_SESSION_TTL_SECONDS,
+  LEGACY_METHODS,
+  LEGACY_PROTOCOL_VERSIONS,
+  MAX_SESSION_TTL_SECONDS,
+} from './legacy/protocol.ts'
+export { DEFAULT_MAX_BODY_BYTES, LOOPBACK_HOSTS } from './request-guard.ts'
+export { DEFAULT_STATE_TTL_SECONDS, MAX_STATE_TTL_SECONDS } from './sealed-state.ts'
+export { MAX_CAP } from './options.ts'
+export {
+  DEFAULT_MAX_STREAMS_PER_PRINCIPAL,
+  DEFAULT_MAX_STREAMS_PER_SESSION,
+  type StreamKind,
+  type StreamLimitOptions,
+} from './stream-limits.ts'
+export {
+  DEFAULT_MAX_SESSIONS_PER_PRINCIPAL,
+  DEFAULT_MAX_SUBSCRIPTIONS_PER_PRINCIPAL,
+  type SessionLimitOptions,
+} from './session-store.ts'
+export {
+  DEFAULT_MAX_LIVE_TASKS_PER_PRINCIPAL,
+  DEFAULT_MAX_RUNNING_TASKS,
+  DEFAULT_MAX_TASK_JOURNAL_CHARS,
+  DEFAULT_TASK_LEASE_MS,
+  DEFAULT_TASK_POLL_INTERVAL_MS,
+  DEFAULT_TASK_RESULT_TTL_MS,
+  DEFAULT_TASK_TAKEOVER_INTERVAL_MS,
+  DEFAULT_TASK_TTL_MS,
+  MAX_TASK_TTL_MS,
+  type ServerTaskOptions,
+  type TaskScheduler,
+} from './tasks/options.ts'
 export { decodeCursor, encodeCursor } from './pagination.ts'
 export { randomBase64url } from './random.ts'
 export { sha256Base64url } from './canonical-json.ts'

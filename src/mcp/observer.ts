@@ -14,6 +14,7 @@
  * attributes, what is recorded and what never is (arguments, contents, tokens, `requestState`) is
  * the implementation's.
  */
+import type { StreamKind } from './stream-limits.ts'
 
 /**
  * The parts of a compiled server telemetry reads: the names of its own tools and prompts.
@@ -52,14 +53,6 @@ export interface McpTelemetry {
 export interface AppTelemetry extends McpTelemetry {
   instrumentStore<T extends object>(store: T): T
 }
-
-/**
- * A held-open stream: `subscriptions/listen` (2026-07-28) or a 2025-era session's GET stream.
- *
- * @example
- * const kind: StreamKind = 'listen'
- */
-export type StreamKind = 'listen' | 'get'
 
 /**
  * Telemetry bound to one server: what its handler calls per message and per held-open stream.

@@ -11,7 +11,7 @@
  *
  * @example
  * ```ts
- * import { PROTOCOL_VERSION } from 'stateless-mcp/compose'
+ * import { PROTOCOL_VERSION } from 'stateless-mcp'
  *
  * const headers = { 'mcp-protocol-version': PROTOCOL_VERSION }
  * ```
@@ -22,26 +22,14 @@ export const PROTOCOL_VERSION = '2026-07-28'
  *
  * @example
  * ```ts
- * import { SUPPORTED_PROTOCOL_VERSIONS } from 'stateless-mcp/compose'
+ * import { SUPPORTED_PROTOCOL_VERSIONS } from 'stateless-mcp'
  *
  * SUPPORTED_PROTOCOL_VERSIONS.includes('2026-07-28') // true
  * ```
  */
 export const SUPPORTED_PROTOCOL_VERSIONS: readonly string[] = [PROTOCOL_VERSION]
 
-/**
- * The `_meta` key of the revision a 2026-07-28 request is written in.
- *
- * @example
- * ```ts
- * import { META_PROTOCOL_VERSION, PROTOCOL_VERSION } from 'stateless-mcp/compose'
- *
- * const meta = {
- *   [META_PROTOCOL_VERSION]: PROTOCOL_VERSION,
- *   'io.modelcontextprotocol/clientCapabilities': {},
- * }
- * ```
- */
+/** The `_meta` key of the revision a 2026-07-28 request is written in. */
 export const META_PROTOCOL_VERSION = 'io.modelcontextprotocol/protocolVersion'
 export const META_CLIENT_CAPABILITIES = 'io.modelcontextprotocol/clientCapabilities'
 export const META_CLIENT_INFO = 'io.modelcontextprotocol/clientInfo'
@@ -49,6 +37,17 @@ export const META_LOG_LEVEL = 'io.modelcontextprotocol/logLevel'
 export const META_SERVER_INFO = 'io.modelcontextprotocol/serverInfo'
 export const META_SUBSCRIPTION_ID = 'io.modelcontextprotocol/subscriptionId'
 
+/**
+ * The HTTP header naming the revision a request is written in (`MCP-Protocol-Version`).
+ *
+ * @example
+ * ```ts
+ * import { PROTOCOL_VERSION } from 'stateless-mcp'
+ * import { HEADER_PROTOCOL_VERSION } from 'stateless-mcp/compose'
+ *
+ * const modern = request.headers.get(HEADER_PROTOCOL_VERSION) === PROTOCOL_VERSION
+ * ```
+ */
 export const HEADER_PROTOCOL_VERSION = 'mcp-protocol-version'
 /**
  * The HTTP header that repeats a request's JSON-RPC method (`Mcp-Method`), so that a proxy or a
@@ -68,8 +67,30 @@ export const HEADER_PROTOCOL_VERSION = 'mcp-protocol-version'
  * ```
  */
 export const HEADER_METHOD = 'mcp-method'
+/**
+ * The HTTP header that repeats what a request acts on (`Mcp-Name`): the tool or prompt name, the
+ * resource URI or the task id (`params.name`, `params.uri`, `params.taskId`).
+ *
+ * @example
+ * ```ts
+ * import { HEADER_NAME } from 'stateless-mcp/compose'
+ *
+ * // a route that sends one slow tool's calls to replicas of their own
+ * const slow = request.headers.get(HEADER_NAME) === 'export_notes'
+ * ```
+ */
 export const HEADER_NAME = 'mcp-name'
-/** `Mcp-Param-{Name}` headers mirror tool arguments annotated with `x-mcp-header`. */
+/**
+ * The prefix of the `Mcp-Param-{Name}` headers that mirror tool arguments annotated with
+ * `x-mcp-header`.
+ *
+ * @example
+ * ```ts
+ * import { HEADER_PARAM_PREFIX } from 'stateless-mcp/compose'
+ *
+ * const region = request.headers.get(`${HEADER_PARAM_PREFIX}Region`)
+ * ```
+ */
 export const HEADER_PARAM_PREFIX = 'Mcp-Param-'
 
 /**
@@ -130,6 +151,17 @@ export const NAMED_METHODS: Readonly<Record<string, 'name' | 'uri' | 'taskId'>> 
   [METHODS.tasksCancel]: 'taskId',
 }
 
+/**
+ * The log levels of `logging/setLevel`, `notifications/message` and `ctx.log`, least severe first.
+ *
+ * @example
+ * ```ts
+ * import { LOG_LEVELS, type LogLevel } from 'stateless-mcp'
+ *
+ * const atLeast = (level: LogLevel, floor: LogLevel) =>
+ *   LOG_LEVELS.indexOf(level) >= LOG_LEVELS.indexOf(floor)
+ * ```
+ */
 export const LOG_LEVELS = [
   'debug',
   'info',

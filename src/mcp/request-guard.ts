@@ -18,9 +18,11 @@ import type { RequestId } from './wire.ts'
  *
  * @example
  * ```ts
- * import { hostGuard, LOOPBACK_HOSTS } from 'stateless-mcp/compose'
+ * import { createMcpServer, LOOPBACK_HOSTS } from 'stateless-mcp'
  *
- * const guard = hostGuard({ allowedHosts: [...LOOPBACK_HOSTS, 'notes.example.com'] })
+ * const server = createMcpServer(definition, {
+ *   allowedHosts: [...LOOPBACK_HOSTS, 'notes.example.com'],
+ * })
  * ```
  */
 export const LOOPBACK_HOSTS: readonly string[] = ['localhost', '127.0.0.1', '[::1]']
@@ -31,8 +33,7 @@ export const LOOPBACK_HOSTS: readonly string[] = ['localhost', '127.0.0.1', '[::
  *
  * @example
  * ```ts
- * import { createMcpServer } from 'stateless-mcp'
- * import { DEFAULT_MAX_BODY_BYTES } from 'stateless-mcp/compose'
+ * import { createMcpServer, DEFAULT_MAX_BODY_BYTES } from 'stateless-mcp'
  *
  * const server = createMcpServer(definition, { maxBodyBytes: 4 * DEFAULT_MAX_BODY_BYTES })
  * ```

@@ -61,8 +61,33 @@ import {
 } from './state-claims.ts'
 import { decodeUtf8 } from './utf8.ts'
 
-const DEFAULT_STATE_TTL_SECONDS = 600
-const MAX_STATE_TTL_SECONDS = 86_400
+/**
+ * Lifetime of one sealed round (a `requestState`) unless `stateTtlSeconds` (`ttlSeconds` of a
+ * sealer) says otherwise: ten minutes for the person to answer and the client to come back.
+ *
+ * @example
+ * ```ts
+ * import { createMcpServer, DEFAULT_STATE_TTL_SECONDS } from 'stateless-mcp'
+ *
+ * // forms people take a while to fill in
+ * const server = createMcpServer(definition, { stateTtlSeconds: 3 * DEFAULT_STATE_TTL_SECONDS })
+ * ```
+ */
+export const DEFAULT_STATE_TTL_SECONDS = 600
+/**
+ * Longest lifetime a sealed round may be given (a day): a `RangeError` above.
+ *
+ * @example
+ * ```ts
+ * import { createMcpServer, MAX_STATE_TTL_SECONDS } from 'stateless-mcp'
+ *
+ * const wanted = Number(process.env.STATE_TTL_SECONDS ?? 600)
+ * const server = createMcpServer(definition, {
+ *   stateTtlSeconds: Math.min(wanted, MAX_STATE_TTL_SECONDS),
+ * })
+ * ```
+ */
+export const MAX_STATE_TTL_SECONDS = 86_400
 /** Longest lifetime `withTtl` admits: 2025-era session ids are sealed with the same ring for days. */
 const MAX_DERIVED_TTL_SECONDS = 30 * 86_400
 const DEFAULT_MAX_STATE_TOKEN_CHARS = 16_384

@@ -29,6 +29,7 @@
  * epoch) and is removed by the adapter's purge of expired rows. Adapters (node:sqlite, PostgreSQL,
  * D1) pass one contract suite (`tests/support/store-contract.ts`).
  */
+import { MAX_CAP, positiveWholeNumber } from './options.ts'
 import type { LogLevel } from './protocol.ts'
 import type { StreamStore } from './stream-store.ts'
 
@@ -36,28 +37,17 @@ import type { StreamStore } from './stream-store.ts'
 export const MAX_SUBSCRIPTIONS_PER_SESSION = 100
 
 /**
- * Default most live 2025 sessions of one principal (`MAX_SESSIONS_PER_PRINCIPAL`; the next
- * `initialize` ends the oldest). A host opens one per start and many never end theirs, so a person's
- * hosts may hold dozens over a week's session lifetime; a thousand keeps every session in real use
- * alive far past that, while a loop of `initialize` holds at most a few hundred kilobytes of records.
+ * Default most live 2025 sessions of one principal (`maxSessionsPerPrincipal`; the next `initialize`
+ * ends the oldest). A host opens one per start and many never end theirs, so a person's hosts may
+ * hold dozens over a week's session lifetime; a thousand keeps every session in real use alive far
+ * past that, while a loop of `initialize` holds at most a few hundred kilobytes of records.
  *
  * @example
  * ```ts
- * import {
- *   compileServer,
- *   createMcpHandler,
- *   DEFAULT_MAX_SESSIONS_PER_PRINCIPAL,
- * } from 'stateless-mcp/compose'
+ * import { createMcpServer, DEFAULT_MAX_SESSIONS_PER_PRINCIPAL } from 'stateless-mcp'
  *
- * const handler = createMcpHandler({
- *   server: compileServer(definition),
- *   deps: undefined,
- *   sealer,
- *   bus,
- *   legacy: {
- *     sessions: store,
- *     limits: { sessionsPerPrincipal: DEFAULT_MAX_SESSIONS_PER_PRINCIPAL / 10 },
- *   },
+ * const server = createMcpServer(definition, {
+ *   maxSessionsPerPrincipal: DEFAULT_MAX_SESSIONS_PER_PRINCIPAL / 10,
  * })
  * ```
  */
@@ -65,35 +55,57 @@ export const DEFAULT_MAX_SESSIONS_PER_PRINCIPAL = 1_000
 
 /**
  * Default most resource subscriptions one principal's sessions hold together
- * (`MAX_SUBSCRIPTIONS_PER_PRINCIPAL`): ten sessions full to {@link MAX_SUBSCRIPTIONS_PER_SESSION}, and at
- * most about 2 MB of URIs (each up to 2,048 characters), where the per-session cap alone multiplied
- * by free sessions had no bound at all.
+ * (`maxSubscriptionsPerPrincipal`): ten sessions full to {@link MAX_SUBSCRIPTIONS_PER_SESSION}, and
+ * at most about 2 MB of URIs (each up to 2,048 characters), where the per-session cap alone
+ * multiplied by free sessions had no bound at all.
  *
  * @example
  * ```ts
- * import { DEFAULT_MAX_SUBSCRIPTIONS_PER_PRINCIPAL } from 'stateless-mcp/compose'
+ * import { createMcpServer, DEFAULT_MAX_SUBSCRIPTIONS_PER_PRINCIPAL } from 'stateless-mcp'
  *
- * const legacy = {
- *   sessions: store,
- *   limits: { subscriptionsPerPrincipal: 2 * DEFAULT_MAX_SUBSCRIPTIONS_PER_PRINCIPAL },
- * }
+ * const server = createMcpServer(definition, {
+ *   maxSubscriptionsPerPrincipal: 2 * DEFAULT_MAX_SUBSCRIPTIONS_PER_PRINCIPAL,
+ * })
  * ```
  */
 export const DEFAULT_MAX_SUBSCRIPTIONS_PER_PRINCIPAL = 1_000
 
 /**
- * Largest per-principal cap a deployment may configure: the count behind each cap reads up to that
- * many index entries of the principal.
+ * What one principal may keep in the store through 2025-era sessions (`createMcpServer`'s options,
+ * or `createMcpHandler`'s `legacy`): whole numbers from 1 to `MAX_CAP`, or `Infinity` for no cap.
  *
  * @example
- * ```ts
- * import { MAX_PRINCIPAL_CAP } from 'stateless-mcp/compose'
- *
- * const wanted = Number(process.env.MAX_SESSIONS_PER_PRINCIPAL ?? 1000)
- * const limits = { sessionsPerPrincipal: Math.min(wanted, MAX_PRINCIPAL_CAP) }
- * ```
+ * const caps: SessionLimitOptions = { maxSessionsPerPrincipal: 100 }
  */
-export const MAX_PRINCIPAL_CAP = 100_000
+export interface SessionLimitOptions {
+  /**
+   * Most live sessions of one principal; at the cap a new `initialize` ends its oldest. Default
+   * {@link DEFAULT_MAX_SESSIONS_PER_PRINCIPAL}.
+   */
+  maxSessionsPerPrincipal?: number
+  /**
+   * Most resource subscriptions one principal's sessions hold together; one past it is refused.
+   * Default {@link DEFAULT_MAX_SUBSCRIPTIONS_PER_PRINCIPAL}.
+   */
+  maxSubscriptionsPerPrincipal?: number
+}
+
+/** `options` with their defaults, checked: throws the `RangeError` naming the first out of bounds. */
+export function sessionLimits(options: SessionLimitOptions): Required<SessionLimitOptions> {
+  const bounds = { max: MAX_CAP, orInfinity: true }
+  return {
+    maxSessionsPerPrincipal: positiveWholeNumber(
+      'maxSessionsPerPrincipal',
+      options.maxSessionsPerPrincipal ?? DEFAULT_MAX_SESSIONS_PER_PRINCIPAL,
+      bounds
+    ),
+    maxSubscriptionsPerPrincipal: positiveWholeNumber(
+      'maxSubscriptionsPerPrincipal',
+      options.maxSubscriptionsPerPrincipal ?? DEFAULT_MAX_SUBSCRIPTIONS_PER_PRINCIPAL,
+      bounds
+    ),
+  }
+}
 
 /** What is recorded for a session. */
 export interface SessionRecord {

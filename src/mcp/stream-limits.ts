@@ -25,7 +25,7 @@
  * give their slots back so.
  */
 import { CapExceededError } from './errors.ts'
-import { positiveWholeNumber } from './options.ts'
+import { MAX_CAP, positiveWholeNumber } from './options.ts'
 
 /**
  * Streams one 2025 session may hold at once: its GET stream (a client reconnecting before the server
@@ -35,9 +35,11 @@ import { positiveWholeNumber } from './options.ts'
  *
  * @example
  * ```ts
- * import { DEFAULT_MAX_STREAMS_PER_SESSION, StreamLimits } from 'stateless-mcp/compose'
+ * import { createMcpServer, DEFAULT_MAX_STREAMS_PER_SESSION } from 'stateless-mcp'
  *
- * const streamLimits = new StreamLimits({ perSession: DEFAULT_MAX_STREAMS_PER_SESSION / 2 })
+ * const server = createMcpServer(definition, {
+ *   maxStreamsPerSession: DEFAULT_MAX_STREAMS_PER_SESSION / 2,
+ * })
  * ```
  */
 export const DEFAULT_MAX_STREAMS_PER_SESSION = 16
@@ -49,35 +51,38 @@ export const DEFAULT_MAX_STREAMS_PER_SESSION = 16
  *
  * @example
  * ```ts
- * import { DEFAULT_MAX_STREAMS_PER_PRINCIPAL, StreamLimits } from 'stateless-mcp/compose'
+ * import { createMcpServer, DEFAULT_MAX_STREAMS_PER_PRINCIPAL } from 'stateless-mcp'
  *
  * // no authentication, a team behind one principal
- * const streamLimits = new StreamLimits({ perPrincipal: 8 * DEFAULT_MAX_STREAMS_PER_PRINCIPAL })
+ * const server = createMcpServer(definition, {
+ *   maxStreamsPerPrincipal: 8 * DEFAULT_MAX_STREAMS_PER_PRINCIPAL,
+ * })
  * ```
  */
 export const DEFAULT_MAX_STREAMS_PER_PRINCIPAL = 64
+
 /**
- * Highest cap accepted (a typo of many zeros is refused at startup rather than meaning "none").
+ * A held-open stream: a `subscriptions/listen` stream (2026-07-28) or a 2025-era session's GET
+ * stream, which open one, or a 2025-era interactive call, which waits in one for the client's answer.
+ * The caps count all three; telemetry's open-stream count is told of the first two.
  *
  * @example
- * ```ts
- * import { MAX_STREAM_CAP, StreamLimits } from 'stateless-mcp/compose'
- *
- * const wanted = Number(process.env.MAX_STREAMS_PER_PRINCIPAL ?? 64)
- * const streamLimits = new StreamLimits({ perPrincipal: Math.min(wanted, MAX_STREAM_CAP) })
- * ```
+ * const kind: StreamKind = 'listen'
  */
-export const MAX_STREAM_CAP = 100_000
-
-/** The kinds of held stream: a listen or GET stream opens one, an interactive call waits in one. */
 export type StreamKind = 'listen' | 'get' | 'interactive'
 
-/** The caps of a {@link StreamLimits}: streams held at once per 2025 session and per principal. */
+/**
+ * The caps on held-open streams, per 2025 session and per principal (`createMcpServer`'s options,
+ * or a {@link StreamLimits}): whole numbers from 1 to `MAX_CAP`.
+ *
+ * @example
+ * const caps: StreamLimitOptions = { maxStreamsPerSession: 4, maxStreamsPerPrincipal: 256 }
+ */
 export interface StreamLimitOptions {
   /** Default {@link DEFAULT_MAX_STREAMS_PER_SESSION}. */
-  perSession?: number
+  maxStreamsPerSession?: number
   /** Default {@link DEFAULT_MAX_STREAMS_PER_PRINCIPAL}. */
-  perPrincipal?: number
+  maxStreamsPerPrincipal?: number
 }
 
 /** Whose stream it is: its principal and, for the 2025 kinds, its session's random id. */
@@ -98,33 +103,33 @@ export interface StreamSlot {
  * The count of held-open streams (listen, 2025 GET, waiting interactive calls) per session and per
  * principal, and their caps: one per process or isolate, shared by every handler it serves
  * (`createMcpHandler`'s `streamLimits`). Throws `RangeError` for a cap that is not a whole number
- * from 1 to {@link MAX_STREAM_CAP}.
+ * from 1 to `MAX_CAP`.
  *
  * @example
  * ```ts
  * import { compileServer, createMcpHandler, StreamLimits } from 'stateless-mcp/compose'
  *
- * const streamLimits = new StreamLimits({ perPrincipal: 256 })
+ * const streamLimits = new StreamLimits({ maxStreamsPerPrincipal: 256 })
  * const server = compileServer(definition)
  * const handler = createMcpHandler({ server, deps: undefined, sealer, bus, streamLimits })
  * ```
  */
 export class StreamLimits {
-  readonly perSession: number
-  readonly perPrincipal: number
+  readonly maxStreamsPerSession: number
+  readonly maxStreamsPerPrincipal: number
   readonly #byPrincipal = new Map<string, number>()
   readonly #bySession = new Map<string, number>()
 
   constructor(options: StreamLimitOptions = {}) {
-    const bounds = { max: MAX_STREAM_CAP }
-    this.perSession = positiveWholeNumber(
-      'perSession',
-      options.perSession ?? DEFAULT_MAX_STREAMS_PER_SESSION,
+    const bounds = { max: MAX_CAP }
+    this.maxStreamsPerSession = positiveWholeNumber(
+      'maxStreamsPerSession',
+      options.maxStreamsPerSession ?? DEFAULT_MAX_STREAMS_PER_SESSION,
       bounds
     )
-    this.perPrincipal = positiveWholeNumber(
-      'perPrincipal',
-      options.perPrincipal ?? DEFAULT_MAX_STREAMS_PER_PRINCIPAL,
+    this.maxStreamsPerPrincipal = positiveWholeNumber(
+      'maxStreamsPerPrincipal',
+      options.maxStreamsPerPrincipal ?? DEFAULT_MAX_STREAMS_PER_PRINCIPAL,
       bounds
     )
   }
@@ -138,11 +143,11 @@ export class StreamLimits {
     const { principal, session } = holder
     const principalOpen = this.#byPrincipal.get(principal) ?? 0
     const sessionOpen = session === undefined ? 0 : (this.#bySession.get(session) ?? 0)
-    if (session !== undefined && sessionOpen >= this.perSession) {
-      throw refusal(kind, 'session', this.perSession, sessionOpen)
+    if (session !== undefined && sessionOpen >= this.maxStreamsPerSession) {
+      throw refusal(kind, 'session', this.maxStreamsPerSession, sessionOpen)
     }
-    if (principalOpen >= this.perPrincipal) {
-      throw refusal(kind, 'principal', this.perPrincipal, principalOpen)
+    if (principalOpen >= this.maxStreamsPerPrincipal) {
+      throw refusal(kind, 'principal', this.maxStreamsPerPrincipal, principalOpen)
     }
     this.#byPrincipal.set(principal, principalOpen + 1)
     if (session !== undefined) this.#bySession.set(session, sessionOpen + 1)

@@ -39,7 +39,7 @@
  * `stream-limits.ts`), so 64 in progress leaves room for every real host, while a loop of calls
  * left waiting stops here instead of filling the store. This is the one bound across replicas: the
  * in-memory caps count each replica alone. Together with the cap on a principal's sessions
- * (`limits.sessionsPerPrincipal`, default 1,000) it bounds what one principal can make the store
+ * (`maxSessionsPerPrincipal`, default 1,000) it bounds what one principal can make the store
  * keep: at most 64 records per session times that many sessions, each record's events bounded by
  * `legacy/stream-log.ts` (`MAX_KEPT_EVENTS_PER_STREAM`) and evicted with it.
  */

@@ -20,6 +20,7 @@ import {
   type ReplayContext,
   sampledText,
   type ServerEvent,
+  type TaskScheduler,
   text,
   toolError,
 } from 'stateless-mcp'
@@ -28,7 +29,6 @@ import {
   createMcpHandler,
   type SessionStore,
   type StateSealer,
-  type TaskScheduler,
   type TaskStore,
 } from 'stateless-mcp/compose'
 import { noArgsTools } from '../support/no-args-tool.ts'
@@ -499,7 +499,7 @@ export function createFixtureApp(
     legacy: sessions && {
       sessions,
       sessionTtlSeconds: config.sessionTtlSeconds,
-      limits: config.sessionLimits,
+      ...config.sessionLimits,
       input: { answerPollMs },
     },
     // Whoever runs a task (this process, or the scheduler's runners) runs every task it accepts, so

@@ -77,7 +77,7 @@ export function soloTaskRunner<Deps>(
     ...options,
     owner: 'solo',
     leaseMs: 10_000,
-    maxRunning: 4,
+    maxRunningTasks: 4,
     maxJournalChars: DEFAULT_MAX_TASK_JOURNAL_CHARS,
     resultTtlMs: DEFAULT_TASK_RESULT_TTL_MS,
     now: Date.now,

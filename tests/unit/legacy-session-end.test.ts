@@ -68,7 +68,7 @@ const sealer = StateSealer.create({
 const quiet: McpLogger = { warn: () => {}, error: () => {} }
 
 /** A replica: the engine's handler on `store` and `bus`, a principal holding two streams at most. */
-async function replica(options: { sessionsPerPrincipal?: number } = {}) {
+async function replica(options: { maxSessionsPerPrincipal?: number } = {}) {
   const sessions = new MemoryEngineStore()
   await sessions.migrate()
   const bus = new InProcessEventBus()
@@ -80,11 +80,11 @@ async function replica(options: { sessionsPerPrincipal?: number } = {}) {
     sealer,
     bus,
     logger: quiet,
-    streamLimits: new StreamLimits({ perPrincipal: 2 }),
+    streamLimits: new StreamLimits({ maxStreamsPerPrincipal: 2 }),
     legacy: {
       sessions,
       sessionTtlSeconds: TTL_SECONDS,
-      limits: { sessionsPerPrincipal: options.sessionsPerPrincipal },
+      maxSessionsPerPrincipal: options.maxSessionsPerPrincipal,
       now: () => clock.now,
     },
   })
@@ -193,7 +193,7 @@ describe('an ended 2025 session ends what it holds', () => {
   })
 
   it('initialize at a session cap of one ends the session it evicts, with its streams and calls', async () => {
-    const { app, events } = await replica({ sessionsPerPrincipal: 1 })
+    const { app, events } = await replica({ maxSessionsPerPrincipal: 1 })
     const { session } = await startSession(app, { capabilities: FORM_CLIENT })
     const held = await holdStreams(session)
 

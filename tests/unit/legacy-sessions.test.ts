@@ -780,14 +780,17 @@ describe('what one principal may keep in the store', () => {
   it.each([0, -1, 1.5, Number.NaN, 2 ** 53])(
     'refuses %s as a cap on what one principal keeps, when the handler is built',
     (cap) => {
-      for (const limits of [{ sessionsPerPrincipal: cap }, { subscriptionsPerPrincipal: cap }]) {
+      for (const limits of [
+        { maxSessionsPerPrincipal: cap },
+        { maxSubscriptionsPerPrincipal: cap },
+      ]) {
         const build = () =>
           createMcpHandler({
             server: notesServer,
             deps: {} as never,
             sealer,
             bus,
-            legacy: { sessions: limitedStore, limits },
+            legacy: { sessions: limitedStore, ...limits },
           })
         expect(build).toThrow(RangeError)
       }

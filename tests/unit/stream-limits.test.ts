@@ -354,7 +354,7 @@ describe('a 2025 interactive call refused after it streamed progress', () => {
       sealer,
       bus: new InProcessEventBus(),
       legacy: { sessions: engineStore },
-      streamLimits: new StreamLimits({ perSession: 1 }),
+      streamLimits: new StreamLimits({ maxStreamsPerSession: 1 }),
     })
     const app = createHttpApp({ config: parseConfig({}), handler })
     const { session: one } = await startSession(app, { capabilities: { elicitation: {} } })
@@ -378,9 +378,9 @@ describe('configuration', () => {
     expect(() => parseConfig({ MAX_STREAMS_PER_PRINCIPAL: '2.5' })).toThrow(
       /MAX_STREAMS_PER_PRINCIPAL/
     )
-    expect(() => new StreamLimits({ perPrincipal: Infinity })).toThrow(RangeError)
-    expect(() => new StreamLimits({ perPrincipal: Infinity })).toThrow(
-      'perPrincipal must be a whole number from 1 to 100000, got Infinity'
+    expect(() => new StreamLimits({ maxStreamsPerPrincipal: Infinity })).toThrow(RangeError)
+    expect(() => new StreamLimits({ maxStreamsPerPrincipal: Infinity })).toThrow(
+      'maxStreamsPerPrincipal must be a whole number from 1 to 100000, got Infinity'
     )
   })
 })

@@ -880,7 +880,10 @@ describe('what a principal can make the store keep', () => {
   }
 
   it('refuses a task past the cap on live tasks with -32602, storing and running nothing; an ended task holds its place until its outcome expires', async () => {
-    const { clock, store, handler } = await clocked({ maxLiveTasks: 2, resultTtlMs: 60_000 })
+    const { clock, store, handler } = await clocked({
+      maxLiveTasksPerPrincipal: 2,
+      resultTtlMs: 60_000,
+    })
     const first = await call(handler, 'work', { gate: 'cap-1' })
     const second = await call(handler, 'work', { gate: 'cap-2' })
     for (const [task, gate] of [
@@ -923,7 +926,7 @@ describe('what a principal can make the store keep', () => {
   })
 
   it('counts a principal’s tasks under every client it calls through, and no other principal’s', async () => {
-    const { handler } = await clocked({ maxLiveTasks: 1 })
+    const { handler } = await clocked({ maxLiveTasksPerPrincipal: 1 })
     const as = (principal: string, client?: string) => ({ principal, client })
     await call(handler, 'work', { gate: 'clients' }, as('alice', 'client-one'))
     for (const caller of [as('alice', 'client-two'), as('alice')]) {
@@ -1004,10 +1007,16 @@ describe('what a principal can make the store keep', () => {
     expect((await terminal(handler, taskId)).result.content[0].text).toBe('a=1 b=2')
   })
 
-  it('validates maxLiveTasks and resultTtlMs at construction, naming the option', async () => {
+  it('validates maxLiveTasksPerPrincipal and resultTtlMs at construction, naming the option', async () => {
     for (const [tasks, message] of [
-      [{ maxLiveTasks: 0 }, 'maxLiveTasks must be a whole number from 1 to 100000, got 0'],
-      [{ maxLiveTasks: 1.5 }, 'maxLiveTasks must be a whole number from 1 to 100000, got 1.5'],
+      [
+        { maxLiveTasksPerPrincipal: 0 },
+        'maxLiveTasksPerPrincipal must be a whole number from 1 to 100000, got 0',
+      ],
+      [
+        { maxLiveTasksPerPrincipal: 1.5 },
+        'maxLiveTasksPerPrincipal must be a whole number from 1 to 100000, got 1.5',
+      ],
       [{ resultTtlMs: 0 }, 'resultTtlMs must be a whole number from 1 to 604800000, got 0'],
       [
         { resultTtlMs: 8 * 86_400_000 },

@@ -281,7 +281,7 @@ describe('a run in slices', () => {
         deps: { notes: stores.notes, bus, baseUrl: 'http://127.0.0.1', now: Date.now },
         logger: consoleLogger,
       },
-      { store: stores.engine, replicaId: 'sliced', maxRunning: 1, takeoverIntervalMs: 0 }
+      { store: stores.engine, replicaId: 'sliced', maxRunningTasks: 1, takeoverIntervalMs: 0 }
     )
     const taskId = await unscheduledTask(records, 'import_notes', {
       markdown: markdownOf('Sliced', 800),

@@ -43,11 +43,7 @@ import type { RequestObservation, ServerTelemetry } from '../observer.ts'
 import { positiveWholeNumber } from '../options.ts'
 import type { StateSealer } from '../sealed-state.ts'
 import type { CompiledServer } from '../server.ts'
-import {
-  DEFAULT_MAX_SESSIONS_PER_PRINCIPAL,
-  DEFAULT_MAX_SUBSCRIPTIONS_PER_PRINCIPAL,
-  type SessionStore,
-} from '../session-store.ts'
+import { sessionLimits, type SessionLimitOptions, type SessionStore } from '../session-store.ts'
 import type { StreamLimits } from '../stream-limits.ts'
 import { finalResponse } from '../streaming.ts'
 import { randomBase64url } from '../random.ts'
@@ -96,12 +92,8 @@ export interface LegacyEraOptions<Deps> {
   stream?: EventStreamBounds
   /** Caps on the GET streams and waiting interactive POSTs a session and a principal hold open. */
   streamLimits: StreamLimits
-  /**
-   * What one principal may keep in the store (`session-store.ts`): live sessions and subscriptions
-   * across them. Defaults `DEFAULT_MAX_SESSIONS_PER_PRINCIPAL` and
-   * `DEFAULT_MAX_SUBSCRIPTIONS_PER_PRINCIPAL`; whole numbers from 1, or `Infinity` for no cap.
-   */
-  limits?: { sessionsPerPrincipal?: number; subscriptionsPerPrincipal?: number }
+  /** What one principal may keep in the store (`session-store.ts`'s `sessionLimits`). */
+  limits?: SessionLimitOptions
   /** Counts GET streams while they are open, when telemetry is on (requests are observed per post). */
   telemetry?: ServerTelemetry
   /**
@@ -126,6 +118,7 @@ export interface LegacyEra {
 function legacyEraContext<Deps>(options: LegacyEraOptions<Deps>): LegacyEraContext<Deps> {
   const { server, deps, sealer, logger } = options
   validateStreamBounds(options.stream, 'stream')
+  const caps = sessionLimits(options.limits ?? {})
   return {
     server,
     base: { server, deps, sealer, logger },
@@ -135,16 +128,8 @@ function legacyEraContext<Deps>(options: LegacyEraOptions<Deps>): LegacyEraConte
     logger,
     now: options.now ?? Date.now,
     streamLimits: options.streamLimits,
-    maxSessions: positiveWholeNumber(
-      'limits.sessionsPerPrincipal',
-      options.limits?.sessionsPerPrincipal ?? DEFAULT_MAX_SESSIONS_PER_PRINCIPAL,
-      { orInfinity: true }
-    ),
-    maxSubscriptions: positiveWholeNumber(
-      'limits.subscriptionsPerPrincipal',
-      options.limits?.subscriptionsPerPrincipal ?? DEFAULT_MAX_SUBSCRIPTIONS_PER_PRINCIPAL,
-      { orInfinity: true }
-    ),
+    maxSessions: caps.maxSessionsPerPrincipal,
+    maxSubscriptions: caps.maxSubscriptionsPerPrincipal,
     input: options.input,
     stream: options.stream,
     shutdown: options.shutdown,

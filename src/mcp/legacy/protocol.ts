@@ -13,7 +13,7 @@ import type { ClientCapabilities } from '../wire.ts'
  *
  * @example
  * ```ts
- * import { LEGACY_PROTOCOL_VERSIONS, SUPPORTED_PROTOCOL_VERSIONS } from 'stateless-mcp/compose'
+ * import { LEGACY_PROTOCOL_VERSIONS, SUPPORTED_PROTOCOL_VERSIONS } from 'stateless-mcp'
  *
  * const served = [...SUPPORTED_PROTOCOL_VERSIONS, ...LEGACY_PROTOCOL_VERSIONS]
  * // ['2026-07-28', '2025-11-25', '2025-06-18', '2025-03-26']
@@ -25,16 +25,31 @@ export type LegacyProtocolVersion = (typeof LEGACY_PROTOCOL_VERSIONS)[number]
 /** Offered when a client asks for a revision this server does not speak. */
 export const LATEST_LEGACY_VERSION: LegacyProtocolVersion = '2025-11-25'
 
-export const HEADER_SESSION_ID = 'mcp-session-id'
-
 /**
- * Default lifetime of a session id: a week (2025 SDK clients do not re-initialise after a 404).
+ * The HTTP header carrying a 2025-era session's id (`Mcp-Session-Id`), which `initialize` answers
+ * with and every later request of the session repeats.
  *
  * @example
  * ```ts
- * import { DEFAULT_SESSION_TTL_SECONDS } from 'stateless-mcp/compose'
+ * import { HEADER_SESSION_ID } from 'stateless-mcp/compose'
  *
- * const legacy = { sessions: store, sessionTtlSeconds: 2 * DEFAULT_SESSION_TTL_SECONDS }
+ * // a proxy that keeps 2025 sessions' GET streams on a pool of their own
+ * const heldStream = request.method === 'GET' && request.headers.has(HEADER_SESSION_ID)
+ * ```
+ */
+export const HEADER_SESSION_ID = 'mcp-session-id'
+
+/**
+ * Default lifetime of a session id (`sessionTtlSeconds`): a week (2025 SDK clients do not
+ * re-initialise after a 404).
+ *
+ * @example
+ * ```ts
+ * import { createMcpServer, DEFAULT_SESSION_TTL_SECONDS } from 'stateless-mcp'
+ *
+ * const server = createMcpServer(definition, {
+ *   sessionTtlSeconds: 2 * DEFAULT_SESSION_TTL_SECONDS,
+ * })
  * ```
  */
 export const DEFAULT_SESSION_TTL_SECONDS = 7 * 86_400
@@ -43,7 +58,7 @@ export const DEFAULT_SESSION_TTL_SECONDS = 7 * 86_400
  *
  * @example
  * ```ts
- * import { MAX_SESSION_TTL_SECONDS } from 'stateless-mcp/compose'
+ * import { MAX_SESSION_TTL_SECONDS } from 'stateless-mcp'
  *
  * // retire an old state key only once every session sealed with it has expired
  * const retireAfterMs = MAX_SESSION_TTL_SECONDS * 1000
@@ -81,17 +96,7 @@ export const LEGACY_METHODS = {
   unsubscribe: 'resources/unsubscribe',
 } as const
 
-/**
- * Notifications that exist only for 2025-era clients, by name.
- *
- * @example
- * ```ts
- * import { LEGACY_NOTIFICATIONS } from 'stateless-mcp/compose'
- *
- * const message = JSON.parse(body)
- * if (message.method === LEGACY_NOTIFICATIONS.cancelled) console.log('a 2025 client cancelled')
- * ```
- */
+/** Notifications that exist only for 2025-era clients, by name. */
 export const LEGACY_NOTIFICATIONS = {
   initialized: 'notifications/initialized',
   cancelled: 'notifications/cancelled',

@@ -37,7 +37,8 @@ const EVENT_ID = /^([pg][A-Za-z0-9_-]{16})\.(\d{1,9})$/
 /** The highest event number an id may carry (nine digits, what {@link parseEventId} accepts). */
 export const MAX_EVENT_SEQ = 999_999_999
 
-export type StreamKind = 'post' | 'get'
+/** What a resumable 2025 stream carries: one POST's answer, or a session's GET notifications. */
+export type LoggedStreamKind = 'post' | 'get'
 
 /**
  * The SSE `retry` sent when the server lets go of a connection (its maximum duration, shutdown, a
@@ -70,7 +71,7 @@ export const MAX_KEPT_EVENTS_PER_STREAM = 1_000
 export const ENDED_STREAM_RETENTION_MS = 2 * 60_000
 
 /** A new stream id of `kind`. */
-export function newStreamId(kind: StreamKind): string {
+export function newStreamId(kind: LoggedStreamKind): string {
   return `${kind === 'post' ? 'p' : 'g'}${randomBase64url(12)}`
 }
 
@@ -86,7 +87,7 @@ export function eventId(stream: string, seq: number): string {
 /** What a `Last-Event-ID` names, or `undefined` when it is no id this server sends. */
 export function parseEventId(
   text: string
-): { stream: string; seq: number; kind: StreamKind } | undefined {
+): { stream: string; seq: number; kind: LoggedStreamKind } | undefined {
   const [, stream, seq] = EVENT_ID.exec(text) ?? []
   if (stream === undefined || seq === undefined) return undefined
   return { stream, seq: Number(seq), kind: stream.startsWith('p') ? 'post' : 'get' }

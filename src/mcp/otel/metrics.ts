@@ -9,7 +9,7 @@
  * `request-observation.ts`' and `store-spans.ts`'.
  */
 import type { Attributes, Counter, Histogram, Meter, UpDownCounter } from '@opentelemetry/api'
-import type { StreamKind } from '../observer.ts'
+import type { StreamKind } from '../stream-limits.ts'
 import {
   ATTR,
   DURATION_BUCKETS,

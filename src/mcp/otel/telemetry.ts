@@ -23,8 +23,8 @@ import type {
   ObservedServer,
   RequestObservation,
   ServerTelemetry,
-  StreamKind,
 } from '../observer.ts'
+import type { StreamKind } from '../stream-limits.ts'
 import { isObject, type JsonObject } from '../wire.ts'
 import { DEFAULT_NAMESPACE, ownNames } from './conventions.ts'
 import { countOpenStream, createInstruments } from './metrics.ts'

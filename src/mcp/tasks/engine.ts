@@ -26,7 +26,7 @@
  * request body limit, its journal and the answers `tasks/update` stores by `maxJournalChars` (an
  * update that would store more answers -32602, nothing stored), its result by the tool
  * (`export_notes`: `MAX_EXPORT_BYTES`). And so is their number:
- * - at most `maxLiveTasks` live tasks per principal, a task being live until its record expires:
+ * - at most `maxLiveTasksPerPrincipal` live tasks per principal, a task being live until its record expires:
  *   while it runs, while it waits for input, and while its outcome is kept. The cap counts the
  *   principal (issuer and subject) across every OAuth client it calls through, not the owner
  *   binding (principal and client) a task is kept for: a client id costs an attacker nothing (a
@@ -170,7 +170,7 @@ export class TaskEngine<Deps> implements TaskService<Deps> {
       owner: `${replica}-${randomBase64url(6)}`,
       logger,
       leaseMs: settings.leaseMs,
-      maxRunning: settings.maxRunning,
+      maxRunningTasks: settings.maxRunningTasks,
       maxJournalChars: settings.maxJournalChars,
       resultTtlMs: settings.resultTtlMs,
       now: settings.now,
@@ -212,7 +212,7 @@ export class TaskEngine<Deps> implements TaskService<Deps> {
   /**
    * Creates the task of a `tools/call` whose handler started it, with the journal of the request
    * phase (its answers and `ctx.once` results), leased to this replica when it has room, and answers
-   * `CreateTaskResult` once the record is stored; a caller whose principal holds `maxLiveTasks` live
+   * `CreateTaskResult` once the record is stored; a caller whose principal holds `maxLiveTasksPerPrincipal` live
    * tasks already gets the -32602 of {@link tooManyTasks} instead, and nothing is stored or run.
    */
   async create(
@@ -241,10 +241,10 @@ export class TaskEngine<Deps> implements TaskService<Deps> {
       leaseOwner: leased ? this.#runner.owner : undefined,
       leaseExpiresAt: leased ? now + this.#settings.leaseMs : undefined,
     }
-    const record = await this.#store.createTask(task, this.#settings.maxLiveTasks)
+    const record = await this.#store.createTask(task, this.#settings.maxLiveTasksPerPrincipal)
     if (!record) {
       const live = await this.#store.countLiveTasks(env.principal, now)
-      throw tooManyTasks(live, this.#settings.maxLiveTasks, this.#settings.resultTtlMs)
+      throw tooManyTasks(live, this.#settings.maxLiveTasksPerPrincipal, this.#settings.resultTtlMs)
     }
     if (leased) this.#runner.launch(record)
     else await this.#handOver(record.id)

@@ -1,15 +1,40 @@
 /**
  * @module mcp/tasks/options
- * How a handler's tasks extension is configured: `TaskOptions` (the store, this replica's name and
- * room, the lifetimes, the bounds on what one principal can make the store keep, and the
- * `TaskScheduler` port of a runtime that runs tasks elsewhere), their defaults and caps, and
+ * How a handler's tasks extension is configured: `ServerTaskOptions` (this replica's name and room,
+ * the lifetimes, the bounds on what one principal can make the store keep, and the `TaskScheduler`
+ * port of a runtime that runs tasks elsewhere: what `createMcpServer` takes), `TaskOptions` (those
+ * and the store: what `createMcpHandler` takes), their defaults and caps, and
  * `taskSettings`, which resolves them once, when the engine is built: defaults filled in, every
  * number checked (`positiveWholeNumber`: a `RangeError` naming the option).
  */
-import { positiveWholeNumber } from '../options.ts'
+import { MAX_CAP, positiveWholeNumber } from '../options.ts'
 import type { TaskStore } from '../task-store.ts'
 
+/**
+ * Lifetime of a task from its creation unless `ttlMs` says otherwise: an hour, after which it is
+ * purged whatever its state.
+ *
+ * @example
+ * ```ts
+ * import { createMcpServer, DEFAULT_TASK_TTL_MS } from 'stateless-mcp'
+ *
+ * const server = createMcpServer(definition, { tasks: { ttlMs: 24 * DEFAULT_TASK_TTL_MS } })
+ * ```
+ */
 export const DEFAULT_TASK_TTL_MS = 3_600_000
+/**
+ * The `pollIntervalMs` suggested to clients unless `pollIntervalMs` says otherwise: a second.
+ *
+ * @example
+ * ```ts
+ * import { createMcpServer, DEFAULT_TASK_POLL_INTERVAL_MS } from 'stateless-mcp'
+ *
+ * // long tasks: clients poll every five seconds
+ * const server = createMcpServer(definition, {
+ *   tasks: { pollIntervalMs: 5 * DEFAULT_TASK_POLL_INTERVAL_MS },
+ * })
+ * ```
+ */
 export const DEFAULT_TASK_POLL_INTERVAL_MS = 1_000
 /**
  * How long a runner's lease on a task holds without renewal unless `leaseMs` says otherwise (10 s):
@@ -17,46 +42,90 @@ export const DEFAULT_TASK_POLL_INTERVAL_MS = 1_000
  *
  * @example
  * ```ts
- * import { DEFAULT_TASK_LEASE_MS, type TaskOptions } from 'stateless-mcp/compose'
+ * import { createMcpServer, DEFAULT_TASK_LEASE_MS } from 'stateless-mcp'
  *
  * // a store whose writes may stall for seconds: leases that outlast them
- * const tasks: TaskOptions = { store, leaseMs: 3 * DEFAULT_TASK_LEASE_MS }
+ * const server = createMcpServer(definition, { tasks: { leaseMs: 3 * DEFAULT_TASK_LEASE_MS } })
  * ```
  */
 export const DEFAULT_TASK_LEASE_MS = 10_000
+/**
+ * How often a replica without a `scheduler` looks for tasks to take over (those whose runner died,
+ * and those waiting for room) unless `takeoverIntervalMs` says otherwise: two seconds.
+ *
+ * @example
+ * ```ts
+ * import { createMcpServer, DEFAULT_TASK_TAKEOVER_INTERVAL_MS } from 'stateless-mcp'
+ *
+ * // many replicas on one store: each looks less often
+ * const server = createMcpServer(definition, {
+ *   tasks: { takeoverIntervalMs: 5 * DEFAULT_TASK_TAKEOVER_INTERVAL_MS },
+ * })
+ * ```
+ */
 export const DEFAULT_TASK_TAKEOVER_INTERVAL_MS = 2_000
+/**
+ * Most tasks one replica runs at once unless `maxRunningTasks` says otherwise; the others wait in
+ * the store for room here or on another replica.
+ *
+ * @example
+ * ```ts
+ * import { createMcpServer, DEFAULT_MAX_RUNNING_TASKS } from 'stateless-mcp'
+ *
+ * // tasks that mostly wait on other services
+ * const server = createMcpServer(definition, {
+ *   tasks: { maxRunningTasks: 4 * DEFAULT_MAX_RUNNING_TASKS },
+ * })
+ * ```
+ */
 export const DEFAULT_MAX_RUNNING_TASKS = 16
 /**
  * Largest journal a task may gather (the answers it was given and the keys of every ask it sent), in
- * characters: a client answering invalidly without end makes the task ask again without end.
+ * characters, unless `maxJournalChars` says otherwise: a client answering invalidly without end
+ * makes the task ask again without end.
+ *
+ * @example
+ * ```ts
+ * import { createMcpServer, DEFAULT_MAX_TASK_JOURNAL_CHARS } from 'stateless-mcp'
+ *
+ * // tasks that gather long answers
+ * const server = createMcpServer(definition, {
+ *   tasks: { maxJournalChars: 4 * DEFAULT_MAX_TASK_JOURNAL_CHARS },
+ * })
+ * ```
  */
 export const DEFAULT_MAX_TASK_JOURNAL_CHARS = 256 * 1024
 /**
- * Most live tasks one principal may hold, across all its clients (see `engine.ts`'s header): twice
- * what one replica runs at once (`maxRunning`), so a host can keep a replica busy and still have as
+ * Most live tasks one principal may hold, across all its clients, unless `maxLiveTasksPerPrincipal`
+ * says otherwise (see `engine.ts`'s header): twice what one replica runs at once
+ * (`maxRunningTasks`), so a host can keep a replica busy and still have as
  * many ended tasks' outcomes waiting to be read, while the records a principal can make the store
  * keep stay few.
  *
  * @example
  * ```ts
- * import { DEFAULT_MAX_LIVE_TASKS, type TaskOptions } from 'stateless-mcp/compose'
+ * import { createMcpServer, DEFAULT_MAX_LIVE_TASKS_PER_PRINCIPAL } from 'stateless-mcp'
  *
- * const tasks: TaskOptions = { store, maxLiveTasks: 2 * DEFAULT_MAX_LIVE_TASKS }
+ * const server = createMcpServer(definition, {
+ *   tasks: { maxLiveTasksPerPrincipal: 2 * DEFAULT_MAX_LIVE_TASKS_PER_PRINCIPAL },
+ * })
  * ```
  */
-export const DEFAULT_MAX_LIVE_TASKS = 32
+export const DEFAULT_MAX_LIVE_TASKS_PER_PRINCIPAL = 32
 /**
  * How long an ended task's record (its result, error or cancellation) is kept: ten minutes, what a
- * client is given to come back with the next round of a flow (`STATE_TTL_SECONDS`' default). A client
+ * client is given to come back with the next round of a flow (`stateTtlSeconds`' default). A client
  * polling at `pollIntervalMs` reads it within seconds; one whose connection dropped has time to
  * reconnect and read it.
  *
  * @example
  * ```ts
- * import { DEFAULT_TASK_RESULT_TTL_MS, type TaskOptions } from 'stateless-mcp/compose'
+ * import { createMcpServer, DEFAULT_TASK_RESULT_TTL_MS } from 'stateless-mcp'
  *
  * // results kept an hour
- * const tasks: TaskOptions = { store, resultTtlMs: 6 * DEFAULT_TASK_RESULT_TTL_MS }
+ * const server = createMcpServer(definition, {
+ *   tasks: { resultTtlMs: 6 * DEFAULT_TASK_RESULT_TTL_MS },
+ * })
  * ```
  */
 export const DEFAULT_TASK_RESULT_TTL_MS = 600_000
@@ -65,72 +134,100 @@ export const DEFAULT_TASK_RESULT_TTL_MS = 600_000
  *
  * @example
  * ```ts
- * import { MAX_TASK_TTL_MS, type TaskOptions } from 'stateless-mcp/compose'
+ * import { createMcpServer, MAX_TASK_TTL_MS } from 'stateless-mcp'
  *
  * // tasks that may run for days
- * const tasks: TaskOptions = { store, ttlMs: MAX_TASK_TTL_MS }
+ * const server = createMcpServer(definition, { tasks: { ttlMs: MAX_TASK_TTL_MS } })
  * ```
  */
 export const MAX_TASK_TTL_MS = 7 * 86_400_000
 /**
- * Largest `maxLiveTasks` accepted (a `RangeError` above).
+ * How a server runs the tasks of its `task` tools (`createMcpServer`'s `tasks`): this replica's name
+ * and share of running them, their lifetimes, the caps, and a `scheduler` where a runtime runs them
+ * elsewhere. Each has a default.
  *
  * @example
  * ```ts
- * import { MAX_LIVE_TASKS_CAP, type TaskOptions } from 'stateless-mcp/compose'
+ * import { createMcpServer } from 'stateless-mcp'
+ * import { DurableObjectTaskScheduler } from 'stateless-mcp/workers'
  *
- * const wanted = Number(process.env.MAX_LIVE_TASKS ?? 32)
- * const tasks: TaskOptions = { store, maxLiveTasks: Math.min(wanted, MAX_LIVE_TASKS_CAP) }
+ * const tasks: ServerTaskOptions = {
+ *   scheduler: new DurableObjectTaskScheduler({ namespace: env.TASK_RUNNER }),
+ *   maxLiveTasksPerPrincipal: 8,
+ *   resultTtlMs: 3_600_000,
+ * }
+ * const server = createMcpServer(definition, { store, bus, tasks })
  * ```
  */
-export const MAX_LIVE_TASKS_CAP = 100_000
-/**
- * How a handler serves the tasks extension (`createMcpHandler`'s `tasks`): the store of task
- * records, this replica's share of running them, their lifetimes and the caps per principal.
- */
-export interface TaskOptions {
-  /** Where task records live; every replica that should answer for a task shares it. */
-  store: TaskStore
+export interface ServerTaskOptions {
   /** Names this replica in leases and logs; a random suffix keeps two processes apart. */
   replicaId?: string
-  /** Lifetime of a task from its creation (`ttlMs`), after which it is purged. Default 1 h. */
+  /**
+   * Lifetime of a task from its creation (`ttlMs`), after which it is purged. Default
+   * {@link DEFAULT_TASK_TTL_MS}, at most {@link MAX_TASK_TTL_MS}.
+   */
   ttlMs?: number
-  /** The `pollIntervalMs` suggested to clients. Default 1 s. */
+  /** The `pollIntervalMs` suggested to clients. Default {@link DEFAULT_TASK_POLL_INTERVAL_MS}. */
   pollIntervalMs?: number
-  /** How long a runner's lease holds without renewal (it renews every third). Default 10 s. */
+  /**
+   * How long a runner's lease holds without renewal (it renews every third). Default
+   * {@link DEFAULT_TASK_LEASE_MS}.
+   */
   leaseMs?: number
   /**
-   * How often this replica looks for tasks to take over (default 2 s); 0 runs no loop, for a
+   * How often this replica looks for tasks to take over (default
+   * {@link DEFAULT_TASK_TAKEOVER_INTERVAL_MS}, and 0 with a `scheduler`); 0 runs no loop, for a
    * runtime whose runners are started otherwise (`scheduler`, the Durable Object that calls `run`).
    */
   takeoverIntervalMs?: number
-  /** Most tasks this replica runs at once. Default 16. */
-  maxRunning?: number
+  /** Most tasks this replica runs at once. Default {@link DEFAULT_MAX_RUNNING_TASKS}. */
+  maxRunningTasks?: number
+  /**
+   * Largest journal of one task, in characters (default {@link DEFAULT_MAX_TASK_JOURNAL_CHARS}); a
+   * task that would park with more fails with -32603 instead. Also bounds the answers
+   * `tasks/update` stores for a task.
+   */
+  maxJournalChars?: number
+  /**
+   * Most live tasks (running, waiting for input, or ended and kept) one principal may hold, across
+   * all its clients; a creation past it answers -32602. A whole number from 1 to `MAX_CAP`; default
+   * {@link DEFAULT_MAX_LIVE_TASKS_PER_PRINCIPAL}.
+   */
+  maxLiveTasksPerPrincipal?: number
+  /**
+   * How long a task's record is kept once it has ended, never past its `ttlMs`. Default
+   * {@link DEFAULT_TASK_RESULT_TTL_MS}, at most {@link MAX_TASK_TTL_MS}.
+   */
+  resultTtlMs?: number
+  /**
+   * Runs this engine's tasks elsewhere (see `engine.ts`'s header): the engine runs none itself, and
+   * runs no takeover loop (a `takeoverIntervalMs` other than 0 is refused). On Workers,
+   * `DurableObjectTaskScheduler` of `stateless-mcp/workers`.
+   */
+  scheduler?: TaskScheduler
+}
+
+/**
+ * How a handler serves the tasks extension (`createMcpHandler`'s `tasks`): a server's task options,
+ * the store of task records, and what a process that owns its shutdown needs.
+ *
+ * @example
+ * ```ts
+ * import { createMcpHandler, type TaskOptions } from 'stateless-mcp/compose'
+ *
+ * let stopped: Promise<void> | undefined
+ * const tasks: TaskOptions = { store, onStopped: (runs) => (stopped = runs) }
+ * const handler = createMcpHandler({ server, deps: undefined, sealer, bus, shutdown, tasks })
+ * ```
+ */
+export interface TaskOptions extends ServerTaskOptions {
+  /** Where task records live; every replica that should answer for a task shares it. */
+  store: TaskStore
   /**
    * Told, when the handler's `shutdown` aborts, of the promise that settles once every run of this
    * replica has stopped and released its lease: what a process awaits before it closes the store.
    */
   onStopped?: (stopped: Promise<void>) => void
-  /**
-   * Largest journal of one task, in characters (default 256 KiB); a task that would park with more
-   * fails with -32603 instead. Also bounds the answers `tasks/update` stores for a task.
-   */
-  maxJournalChars?: number
-  /**
-   * Most live tasks (running, waiting for input, or ended and kept) one principal may hold, across
-   * all its clients; a creation past it answers -32602. Default {@link DEFAULT_MAX_LIVE_TASKS}.
-   */
-  maxLiveTasks?: number
-  /**
-   * How long a task's record is kept once it has ended, never past its `ttlMs`. Default
-   * {@link DEFAULT_TASK_RESULT_TTL_MS}.
-   */
-  resultTtlMs?: number
-  /**
-   * Runs this engine's tasks elsewhere (see `engine.ts`'s header): the engine runs none itself. Needs
-   * `takeoverIntervalMs: 0`.
-   */
-  scheduler?: TaskScheduler
   now?: () => number
 }
 
@@ -145,15 +242,24 @@ export interface TaskScheduler {
   cancel(id: string): Promise<void>
 }
 
+/**
+ * How often the replica `options` configure looks for tasks to take over, in milliseconds (0 for
+ * never): `takeoverIntervalMs`, else none with a `scheduler` (its runners take tasks over) and
+ * {@link DEFAULT_TASK_TAKEOVER_INTERVAL_MS} without.
+ */
+export function takeoverInterval(options: ServerTaskOptions): number {
+  return options.takeoverIntervalMs ?? (options.scheduler ? 0 : DEFAULT_TASK_TAKEOVER_INTERVAL_MS)
+}
+
 /** `TaskOptions` resolved: every default filled in and every bound checked. */
 export interface TaskSettings {
   ttlMs: number
   pollIntervalMs: number
   leaseMs: number
   maxJournalChars: number
-  maxLiveTasks: number
+  maxLiveTasksPerPrincipal: number
   resultTtlMs: number
-  maxRunning: number
+  maxRunningTasks: number
   now: () => number
 }
 
@@ -161,11 +267,8 @@ export interface TaskSettings {
  * The settings `options` make, checked in the order of their fields; throws the `TypeError` of a
  * scheduler with a takeover loop, or the `RangeError` of the first number out of bounds.
  */
-export function taskSettings(options: TaskOptions): TaskSettings {
-  if (
-    options.scheduler &&
-    (options.takeoverIntervalMs ?? DEFAULT_TASK_TAKEOVER_INTERVAL_MS) !== 0
-  ) {
+export function taskSettings(options: ServerTaskOptions & Pick<TaskOptions, 'now'>): TaskSettings {
+  if (options.scheduler && takeoverInterval(options) !== 0) {
     throw new TypeError(
       'takeoverIntervalMs must be 0 with a scheduler: its runners take tasks over'
     )
@@ -183,17 +286,20 @@ export function taskSettings(options: TaskOptions): TaskSettings {
       'maxJournalChars',
       options.maxJournalChars ?? DEFAULT_MAX_TASK_JOURNAL_CHARS
     ),
-    maxLiveTasks: positiveWholeNumber(
-      'maxLiveTasks',
-      options.maxLiveTasks ?? DEFAULT_MAX_LIVE_TASKS,
-      { max: MAX_LIVE_TASKS_CAP }
+    maxLiveTasksPerPrincipal: positiveWholeNumber(
+      'maxLiveTasksPerPrincipal',
+      options.maxLiveTasksPerPrincipal ?? DEFAULT_MAX_LIVE_TASKS_PER_PRINCIPAL,
+      { max: MAX_CAP }
     ),
     resultTtlMs: positiveWholeNumber(
       'resultTtlMs',
       options.resultTtlMs ?? DEFAULT_TASK_RESULT_TTL_MS,
       { max: MAX_TASK_TTL_MS }
     ),
-    maxRunning: positiveWholeNumber('maxRunning', options.maxRunning ?? DEFAULT_MAX_RUNNING_TASKS),
+    maxRunningTasks: positiveWholeNumber(
+      'maxRunningTasks',
+      options.maxRunningTasks ?? DEFAULT_MAX_RUNNING_TASKS
+    ),
     now: options.now ?? Date.now,
   }
 }

@@ -22,7 +22,7 @@
  *   it was): an ended task's outcome is kept only that long. A handler that met an unreachable
  *   store (`StoreUnavailableError`) ends nothing: the lease goes back (or runs out) for a takeover;
  * - `sweep()` is one pass of the takeover loop: it claims (CAS) working tasks whose lease is absent
- *   or expired, up to this replica's room (`maxRunning`), and runs them; `startTakeover` repeats it;
+ *   or expired, up to this replica's room (`maxRunningTasks`), and runs them; `startTakeover` repeats it;
  * - `run(id, slice)` claims one task the same way and runs it in the caller's own time, resolving
  *   once it has ended, parked or stopped: a Durable Object's alarm (`workers/task-runner-object.ts`)
  *   drives its task with it instead of a timer, and ends a slice of the run by aborting `slice`.
@@ -71,7 +71,7 @@ export interface TaskRunnerOptions<Deps> {
   logger: McpLogger
   leaseMs: number
   /** Most tasks this replica runs at once. */
-  maxRunning: number
+  maxRunningTasks: number
   /** Largest journal a task may park with, in characters; past it the task fails. */
   maxJournalChars: number
   /** How long an ended task's record is kept (never past its expiry). */
@@ -368,7 +368,7 @@ export class TaskRunner<Deps> {
 
   /** Whether this replica may start one more run now. */
   hasRoom(): boolean {
-    return this.#takesWork && this.#runs.size < this.#options.maxRunning
+    return this.#takesWork && this.#runs.size < this.#options.maxRunningTasks
   }
 
   /**
@@ -422,8 +422,8 @@ export class TaskRunner<Deps> {
    * or never had room), up to this replica's room, and runs them. Answers how many it started.
    */
   async sweep(): Promise<number> {
-    const { store, maxRunning, now } = this.#options
-    const room = maxRunning - this.#runs.size
+    const { store, maxRunningTasks, now } = this.#options
+    const room = maxRunningTasks - this.#runs.size
     if (!this.#takesWork || room <= 0) return 0
     let started = 0
     for (const id of await store.findRunnableTasks(now(), room)) {

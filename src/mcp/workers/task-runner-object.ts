@@ -287,7 +287,7 @@ class TaskObject<Deps, Env> {
           store,
           replicaId: RUNNER_NAME,
           leaseMs: this.#settings.leaseMs,
-          maxRunning: 1,
+          maxRunningTasks: 1,
           takeoverIntervalMs: 0,
         }
       )
