@@ -3,10 +3,10 @@
  * How the records changed by compare-and-set on their version (tasks, `common/tasks.ts`; streams,
  * `common/streams.ts`) meet their tables on every adapter, written once: every field's column
  * ({@link versionedColumns}) and a row as selected ({@link ColumnRow}), the fields an insert binds
- * ({@link insertedFields}) and the values it binds
- * ({@link fieldValues}), the values a patch binds ({@link patchValues}) and the assignments of the
- * `UPDATE` that applies it ({@link patchAssignments}), and a record read back from its row
- * ({@link columnReaders}, {@link withoutAbsent}). Runtime-neutral.
+ * ({@link insertedFields}) and their values ({@link fieldValues}), the values a patch binds
+ * ({@link patchValues}) and the assignments of the `UPDATE` that applies it
+ * ({@link patchAssignments}), and a record read back from its row ({@link columnReaders},
+ * {@link withoutAbsent}). Runtime-neutral.
  */
 
 /** A column's value as a driver returns it (integers, flags and text as each dialect stores them). */
