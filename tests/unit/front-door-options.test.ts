@@ -9,7 +9,6 @@
  * running here have let their leases go.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import * as z from 'zod'
 import {
   createMcpServer,
   DEFAULT_MAX_STREAMS_PER_SESSION,
@@ -19,12 +18,12 @@ import {
   MemoryEngineStore,
   resource,
   text,
-  tool,
   type McpServerOptions,
   type ServerDefinition,
   type TaskScheduler,
 } from 'stateless-mcp'
 import { greet } from '../support/greet-tool.ts'
+import { noArgsTools } from '../support/no-args-tool.ts'
 import { expectError, expectResult, firstMessage, mcpInit } from '../support/mcp-request.ts'
 import { TASKS } from '../support/tasks.ts'
 
@@ -36,20 +35,17 @@ const greeter = { info: { name: 'greeter', version: '1.0.0' }, tools: [greet] }
 let holding: (() => void) | undefined
 
 /** A task tool that holds its run until the run is stopped (the server's close). */
-const hold = tool({
-  name: 'hold',
-  description: 'Runs as a task until stopped.',
-  input: z.object({}),
-  task: 'required',
-  async run(_args, ctx) {
+const hold = {
+  ...noArgsTools<undefined>()('hold', 'Runs as a task until stopped.', async (ctx) => {
     await ctx.startTask()
     holding?.()
     await new Promise((_resolve, reject) => {
       ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason as Error), { once: true })
     })
     return text('stopped')
-  },
-})
+  }),
+  task: 'required' as const,
+}
 const tasker = { info: { name: 'tasker', version: '1.0.0' }, tools: [hold] }
 
 const doc = (name: string) =>
