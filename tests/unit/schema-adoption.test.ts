@@ -7,9 +7,6 @@
  *
  * PostgreSQL needs a server (tests/support/postgres.ts): without one the file fails under `CI=true`.
  */
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import postgres, { type Sql } from 'postgres'
 import { migratePostgresSchema, PostgresEngineStore } from 'stateless-mcp/postgres'
@@ -19,6 +16,7 @@ import { createScratchDatabase, type ScratchDatabase } from '../../scripts/suppo
 import { ENGINE_POSTGRES_SCHEMA } from '../../src/mcp/stores/postgres/schema.ts'
 import { ENGINE_SQLITE_SCHEMA } from '../../src/mcp/stores/sqlite/schema.ts'
 import { testDatabaseUrl } from '../support/postgres.ts'
+import { scratchFiles } from '../support/scratch-files.ts'
 
 /** The tables a schema's steps create, by name. */
 function tablesOf(schema: { steps: readonly { statements: readonly string[] }[] }): string[] {
@@ -41,13 +39,11 @@ const BOOKMARKS = {
 }
 
 describe('node:sqlite', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'notes-adoption-'))
-  afterAll(() => rmSync(dir, { recursive: true, force: true }))
-  let files = 0
+  const scratch = scratchFiles('notes-adoption-')
 
   /** A file holding `setup`'s tables. */
   function file(setup: string): string {
-    const path = join(dir, `db-${++files}.db`)
+    const path = scratch('adoption.db')
     const db = new DatabaseSync(path)
     db.exec(setup)
     db.close()

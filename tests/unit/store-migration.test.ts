@@ -13,9 +13,7 @@
  * PostgreSQL needs a server (tests/support/postgres.ts): without one the file fails under `CI=true`
  * and its PostgreSQL tests are reported as skipped elsewhere. D1 is `tests/workers/d1-store.test.ts`'s.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { readdirSync, readFileSync } from 'node:fs'
 import { DatabaseSync } from 'node:sqlite'
 import postgres from 'postgres'
 import { afterAll, describe, expect, it } from 'vitest'
@@ -26,6 +24,7 @@ import { NOTES_POSTGRES_SCHEMA } from '../../src/storage/postgres/schema.ts'
 import { openSqliteStores } from '../../src/storage/sqlite.ts'
 import { expectBroughtForward, sqliteRowsAt, T0 } from '../support/older-deployment.ts'
 import { testDatabaseUrl } from '../support/postgres.ts'
+import { scratchFiles } from '../support/scratch-files.ts'
 
 /** The steps of the shared schema `step` and before, as their files under `migrations/`. */
 function sqliteFilesUpTo(step: number): string[] {
@@ -37,13 +36,11 @@ function sqliteFilesUpTo(step: number): string[] {
 }
 
 describe('a node:sqlite file of an older deployment', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'notes-migration-'))
-  afterAll(() => rmSync(dir, { recursive: true, force: true }))
-  let files = 0
+  const scratch = scratchFiles('notes-migration-')
 
   /** A file with the shared schema applied up to `step` as the node:sqlite store of then did. */
   function olderFile(step: number): string {
-    const path = join(dir, `older-${++files}.db`)
+    const path = scratch('older.db')
     const db = new DatabaseSync(path)
     db.exec(
       'CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)'

@@ -9,10 +9,10 @@
  * released step; append a new one (from 9 on).
  */
 import type { PostgresSchema } from 'stateless-mcp/postgres'
+import { NOTES_SCHEMA_BOOKKEEPING } from '../common/schema.ts'
 
 export const NOTES_POSTGRES_SCHEMA: PostgresSchema = {
-  table: 'notes_schema',
-  adoptsSharedBookkeeping: true,
+  ...NOTES_SCHEMA_BOOKKEEPING,
   steps: [
     {
       version: 1,

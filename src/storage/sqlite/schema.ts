@@ -9,10 +9,10 @@
  * files (`../d1.ts`). Never edit a released step; append a new one (from 9 on).
  */
 import type { SqliteSchema } from 'stateless-mcp/sqlite'
+import { NOTES_SCHEMA_BOOKKEEPING } from '../common/schema.ts'
 
 export const NOTES_SQLITE_SCHEMA: SqliteSchema = {
-  table: 'notes_schema',
-  adoptsSharedBookkeeping: true,
+  ...NOTES_SCHEMA_BOOKKEEPING,
   steps: [
     {
       // Notes, their FTS5 index kept in step by triggers, and what share approvals need.
