@@ -141,6 +141,17 @@ export const DEFAULT_TASK_RESULT_TTL_MS = 600_000
  * ```
  */
 export const MAX_TASK_TTL_MS = 7 * 86_400_000
+/** Where an engine with a `scheduler` sends its runnable tasks. */
+export interface TaskScheduler {
+  /**
+   * Makes sure a runner will look at task `id` soon (and again until it has ended), and resolves once
+   * that is durable. Called for a task that is working with no live lease; cheap to repeat.
+   */
+  schedule(id: string): Promise<void>
+  /** Tells the runner of task `id` that `tasks/cancel` flagged it, so its run stops at once. */
+  cancel(id: string): Promise<void>
+}
+
 /**
  * How a server runs the tasks of its `task` tools (`createMcpServer`'s `tasks`): this replica's name
  * and share of running them, their lifetimes, the caps, and a `scheduler` where a runtime runs them
@@ -229,17 +240,6 @@ export interface TaskOptions extends ServerTaskOptions {
    */
   onStopped?: (stopped: Promise<void>) => void
   now?: () => number
-}
-
-/** Where an engine with a `scheduler` sends its runnable tasks. */
-export interface TaskScheduler {
-  /**
-   * Makes sure a runner will look at task `id` soon (and again until it has ended), and resolves once
-   * that is durable. Called for a task that is working with no live lease; cheap to repeat.
-   */
-  schedule(id: string): Promise<void>
-  /** Tells the runner of task `id` that `tasks/cancel` flagged it, so its run stops at once. */
-  cancel(id: string): Promise<void>
 }
 
 /**
