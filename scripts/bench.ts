@@ -80,6 +80,7 @@ import {
 } from './bench/server-process.ts'
 import { SEARCH_QUERY } from './bench/wire.ts'
 import { bundleWorker, isWorkerKind, workerdArgs, type WorkerKind } from './bench/workerd.ts'
+import { SERVER_NODE_FLAGS } from './loadtest/processes.ts'
 import { workerdBinary } from './support/wrangler.ts'
 
 const root = join(import.meta.dirname, '..')
@@ -271,7 +272,13 @@ interface RunContext {
 /** Worker bundles by kind, built once per run (`bench/workerd.ts`). */
 const bundles = new Map<WorkerKind, Promise<string>>()
 
-/** Starts the server of `kind` for `scenario`: a Node bench server, or its Worker build on workerd. */
+/**
+ * Starts the server of `kind` for `scenario`: a Node bench server, or its Worker build on workerd. A
+ * Node server runs with `npm start`'s Node flags, whichever server it is: left to V8, the young
+ * generation's cap follows the host's memory (64 MiB a semi-space on a 24 GiB machine), and whether a
+ * run grows it to that cap or stops at half varies from run to run of the same code, moving the peak
+ * RSS by about 50 MiB (docs/performance.md, "Peak memory").
+ */
 async function startFor(
   scenario: Scenario,
   kind: ServerKind,
@@ -299,6 +306,7 @@ async function startFor(
     kind,
     command: [
       process.execPath,
+      ...SERVER_NODE_FLAGS,
       ...(context.nodeArgs?.(scenario) ?? []),
       join(root, 'scripts', 'bench', nodeEntry(kind)),
     ],
@@ -674,7 +682,7 @@ async function benchmark(tool: string | undefined, pinned: boolean): Promise<num
         cores:
           'serverCores, loadgenCores (process.cpuUsage) and backgroundCores (/proc/stat busy time of everything else) over the measured window; background load above ~0.1 core disturbs the figures',
         memory:
-          'VmHWM of the server process at the end of the measured window (peak over its life)',
+          "VmHWM of the server process at the end of the measured window (peak over its life); every Node server runs with npm start's Node flags (--max-semi-space-size=16), so its young generation has the same cap whatever the host's memory",
         flow: "autocannon per-connection context: round 1's requestState goes into round 2's body; flows/s = verified round-2 answers per second",
         verification:
           'every response: HTTP 200, content type, JSON-RPC id and result shape (identical bytes to an already verified deterministic answer pass without re-parsing)',

@@ -1,16 +1,17 @@
 /**
  * @module scripts/bench/bus-fanout
- * The `bus_fanout` measurement (`npm run bench -- --only bus_fanout`): how the event buses a Node fleet
- * shares carry events between replica processes. For each bus (PostgreSQL LISTEN/NOTIFY; Redis
- * sharded pub/sub when `stateless-mcp/redis` exists and `redis-server` is installed) and each fleet
- * size (1, 4 and 16 replicas; 1 and 2 with `--quick`), it starts that many replica processes
- * (`fleet-replica.ts`, each with an IPC channel to its agent, `bus-agent.ts`), has every replica but
- * the first hold one listener as a listen stream of the principal registers it (the first itself in
- * a fleet of one), and has the first publish `events` events for that principal, at most
- * `IN_FLIGHT` awaiting the bus at once. Figures: events per second that reached every listener, end
- * to end, and publish → delivery percentiles (`bus-fanout-report.ts`). Then, in the first fleet of
- * two replicas or more, the 2025 interactive flow (`legacy-flow.ts`) with the call held by the first
- * replica and every answer POSTed to the second, which reaches the call only through the bus.
+ * The `bus_fanout` measurement (`npm run bench -- --only bus_fanout`): how the event buses a Node
+ * fleet shares carry events between replica processes. For each bus (PostgreSQL LISTEN/NOTIFY;
+ * Redis sharded pub/sub when `stateless-mcp/redis` exists and `redis-server` is installed) and each
+ * fleet size (1, 4 and 16 replicas; 1 and 2 with `--quick`), it starts that many replica processes
+ * (`fleet-replica.ts` with `npm start`'s Node flags, each with an IPC channel to its agent,
+ * `bus-agent.ts`), has every replica but the first hold one listener as a listen stream of the
+ * principal registers it (the first itself in a fleet of one), and has the first publish `events`
+ * events for that principal, at most `IN_FLIGHT` awaiting the bus at once. Figures: events per
+ * second that reached every listener, end to end, and publish → delivery percentiles
+ * (`bus-fanout-report.ts`). Then, in the first fleet of two replicas or more, the 2025 interactive
+ * flow (`legacy-flow.ts`) with the call held by the first replica and every answer POSTed to the
+ * second, which reaches the call only through the bus.
  *
  * Where things run: PostgreSQL is the server of `TEST_DATABASE_URL` (or `DATABASE_URL`, else a local
  * one on 127.0.0.1:5432), on a scratch database of this run (the replicas' engine state, and the
@@ -26,6 +27,7 @@ import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { formatKeyRing, generateKey } from 'stateless-mcp/compose'
 import { PostgresEngineStore } from 'stateless-mcp/postgres'
+import { SERVER_NODE_FLAGS } from '../loadtest/processes.ts'
 import { freePort } from '../support/local-resources.ts'
 import {
   createScratchDatabase,
@@ -115,7 +117,11 @@ async function startFleet(fleet: Fleet, size: number, root: string): Promise<Ser
       Array.from({ length: Math.min(STARTING_AT_ONCE, size - first) }, (_, offset) =>
         startServer({
           kind: `${fleet.bus} replica ${first + offset + 1}`,
-          command: [process.execPath, join(root, 'scripts', 'bench', 'fleet-replica.ts')],
+          command: [
+            process.execPath,
+            ...SERVER_NODE_FLAGS,
+            join(root, 'scripts', 'bench', 'fleet-replica.ts'),
+          ],
           env: {
             BENCH_BUS: fleet.bus,
             BENCH_BUS_URL: fleet.busUrl,

@@ -5,16 +5,18 @@
  *
  * On Node, each server is started as a fresh process pinned to one CPU (`taskset -c 1`, as the load
  * scenarios pin theirs), and timed from the spawn to its first correctly answered request, with its
- * resident memory (VmRSS) at that moment and, apart, the time to the line it prints once it listens.
- * The notes server (`node src/node.ts`, what `npm start` runs) gets a temporary `DATA_DIR` with its
- * SQLite database and a port chosen beforehand, so the first request is sent at once and retried
- * while the port refuses connections; it is a `tools/call create_note`. It is started twice over:
- * with Node's compile cache, which its entry turns on (in a folder of this run, filled by the
- * unmeasured start as a replica's first start fills it), and without (`NODE_DISABLE_COMPILE_CACHE`),
- * as a first start is and as the other servers run (none turns the cache on). The bench servers (`ours.ts`,
- * `sdk.ts`, `bare.ts` and each `peer-*.ts`) listen on a port the kernel picks and name it
- * in their ready line, so their first request follows that line: a 2026-07-28 `tools/call echo`,
- * or for the peers, which speak the 2025 revisions only, a stateless 2025-11-25 `tools/call echo`.
+ * resident memory (VmRSS) at that moment and, apart, the time to the line it prints once it
+ * listens. Every Node server runs with `npm start`'s Node flags (`SERVER_NODE_FLAGS`), as the load
+ * scenarios' servers do. The notes server (`src/node.ts`, what `npm start` runs) gets a temporary
+ * `DATA_DIR` with its SQLite database and a port chosen beforehand, so the first request is sent at
+ * once and retried while the port refuses connections; it is a `tools/call create_note`. It is
+ * started twice over: with Node's compile cache, which its entry turns on (in a folder of this run,
+ * filled by the unmeasured start as a replica's first start fills it), and without
+ * (`NODE_DISABLE_COMPILE_CACHE`), as a first start is and as the other servers run (none turns the
+ * cache on). The bench servers (`ours.ts`, `sdk.ts`, `bare.ts` and each `peer-*.ts`) listen on a
+ * port the kernel picks and name it in their ready line, so their first request follows that line:
+ * a 2026-07-28 `tools/call echo`, or for the peers, which speak the 2025 revisions only, a
+ * stateless 2025-11-25 `tools/call echo`.
  *
  * On workerd, the size of each Worker bundle as `wrangler deploy --dry-run` builds it (raw and gzip
  * of every uploaded module, gzip at zlib's default level, as wrangler computes its "Total Upload"
@@ -37,6 +39,7 @@ import { dirname, join, resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { promisify, parseArgs } from 'node:util'
 import { gzipSync } from 'node:zlib'
+import { SERVER_NODE_FLAGS } from '../loadtest/processes.ts'
 import { freePort, tempDataDir } from '../support/local-resources.ts'
 import { WRANGLER_CLI, WRANGLER_ENV, workerdBinary } from '../support/wrangler.ts'
 import { send } from './scenarios.ts'
@@ -183,6 +186,9 @@ const CREATE_NOTE: Probe = {
   check: (response) => isCreated(response, 1),
 }
 
+/** The notes server's command line as the report names it: `npm start`'s. */
+const NOTES_COMMAND = `node ${SERVER_NODE_FLAGS.join(' ')} src/node.ts`
+
 /** The Node bench servers by file, and how each is asked. */
 const NODE_BENCH: ReadonlyArray<{ server: string; probe: Probe }> = [
   { server: 'ours', probe: MODERN_ECHO },
@@ -243,7 +249,10 @@ async function startNotesServer(
 ) {
   const port = await freePort()
   const url = `http://127.0.0.1:${port}/mcp`
-  const [command, args] = pinned([process.execPath, join(root, 'src', 'node.ts')], cpu)
+  const [command, args] = pinned(
+    [process.execPath, ...SERVER_NODE_FLAGS, join(root, 'src', 'node.ts')],
+    cpu
+  )
   const started = performance.now()
   const child = spawn(command, args, {
     cwd: root,
@@ -397,11 +406,11 @@ export async function measureColdStarts(options: ColdStartOptions): Promise<Cold
       ['npm start', { NODE_COMPILE_CACHE: compileCache }],
       ['npm start, no compile cache', { NODE_DISABLE_COMPILE_CACHE: '1' }],
     ] as const) {
-      log(`node src/node.ts (${server}) …`)
+      log(`${NOTES_COMMAND} (${server}) …`)
       const notes = await series(runs, () => startNotesServer(root, dataDir, cpu, cache))
       report.node.push({
         server,
-        command: 'node src/node.ts',
+        command: NOTES_COMMAND,
         request: CREATE_NOTE.label,
         runs: notes.samples.length,
         ...figures(notes.samples),
@@ -412,13 +421,17 @@ export async function measureColdStarts(options: ColdStartOptions): Promise<Cold
     for (const { server, probe } of NODE_BENCH) {
       const file = join('scripts', 'bench', `${server}.ts`)
       log(`${file} …`)
-      const command: [string, ...string[]] = [process.execPath, join(root, file)]
+      const command: [string, ...string[]] = [
+        process.execPath,
+        ...SERVER_NODE_FLAGS,
+        join(root, file),
+      ]
       const measured = await series(runs, () =>
         startAndAsk(server, command, 'stdout', probe, root, cpu)
       )
       report.node.push({
         server,
-        command: `node ${file}`,
+        command: `node ${SERVER_NODE_FLAGS.join(' ')} ${file}`,
         request: probe.label,
         runs: measured.samples.length,
         ...figures(measured.samples),
