@@ -19,6 +19,7 @@ which exports this bus), so for Node, Deno and Bun, not Workers.
  * delivers locally `EVERYTHING_MAY_HAVE_CHANGED` (`mcp/event-bus.ts`), so every listen
  * and GET stream of this replica tells its client to re-read its lists.
  */
+import { setTimeout as sleep } from 'node:timers/promises'
 import postgres, { type Sql } from 'postgres'
 import type { McpLogger } from '../logger.ts'
 import { OUTAGE_CONNECTION_OPTIONS } from '../stores/postgres/outage.ts'
@@ -93,6 +94,8 @@ export class PostgresEventBus implements EventBus {
   /** A LISTEN is on its way after the connection was lost (one at a time). */
   #resubscribing = false
   #closed = false
+  /** Aborted by `close()`: cuts short the wait between two attempts to LISTEN again. */
+  readonly #closing = new AbortController()
 
   private constructor(url: string, channel: string, logger: McpLogger | undefined) {
     this.#channel = channel
@@ -168,16 +171,20 @@ export class PostgresEventBus implements EventBus {
   }
 
   /**
-   * LISTENs until it is in place (each attempt waits for the pool's next reconnect), then tells this
-   * replica's streams that anything may have changed meanwhile.
+   * LISTENs until it is in place, attempts spaced as the pool's reconnects are
+   * (`OUTAGE_CONNECTION_OPTIONS.backoff`), then tells this replica's streams that anything may have
+   * changed meanwhile.
    */
   async #subscribe(): Promise<void> {
-    while (!this.#closed) {
+    for (let attempt = 1; !this.#closed; attempt++) {
       try {
         await this.#listen()
         break
       } catch {
-        // Still away: the next attempt waits for the pool's next reconnect.
+        // Still away. The driver refuses at once until its next reconnect is due, so an attempt
+        // made without waiting would spin (and starve the event loop) for the whole outage.
+        const seconds = OUTAGE_CONNECTION_OPTIONS.backoff(attempt)
+        await sleep(seconds * 1000, undefined, { signal: this.#closing.signal }).catch(() => {})
       }
     }
     this.#resubscribing = false
@@ -208,6 +215,7 @@ export class PostgresEventBus implements EventBus {
 
   async close(): Promise<void> {
     this.#closed = true
+    this.#closing.abort()
     await Promise.all([this.#sql.end({ timeout: 5 }), this.#listening.end({ timeout: 5 })])
   }
 }
