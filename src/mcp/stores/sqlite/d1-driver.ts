@@ -16,7 +16,7 @@ import type {
   SqliteStatement,
   SqliteValue,
 } from './driver.ts'
-import { migrationPlan, readSchemaFacts, type SchemaFacts } from './schema.ts'
+import { planMigration } from './schema.ts'
 
 /** The statement surface of a D1 binding the driver uses (a real `D1Database` satisfies it). */
 export interface D1PreparedLike {
@@ -74,24 +74,25 @@ export class D1Driver implements SqliteDriver {
 
   /** Applies the steps of `schema` the database has not recorded, in one batch (module header). */
   async migrate(schema: SqliteSchema): Promise<void> {
-    const plan = migrationPlan(schema, await this.#schemaFacts(schema))
+    const plan = await this.#plan(schema)
     if (plan.length === 0) return
     try {
       await this.batch(plan)
     } catch (error) {
       // Another isolate's batch may have made the tables first: done if it recorded every step.
-      if (migrationPlan(schema, await this.#schemaFacts(schema)).length > 0) throw error
+      if ((await this.#plan(schema)).length > 0) throw error
     }
   }
 
   /** Nothing to release: the binding belongs to the runtime. */
   async close(): Promise<void> {}
 
-  async #schemaFacts(schema: SqliteSchema): Promise<SchemaFacts> {
-    const reads = readSchemaFacts(schema)
-    let read = reads.next()
-    while (!read.done) read = reads.next(await this.all(read.value.sql, read.value.params))
-    return read.value
+  /** The statements that bring the database up to `schema`, from what it records (`schema.ts`). */
+  async #plan(schema: SqliteSchema): Promise<SqliteStatement[]> {
+    const migration = planMigration(schema)
+    let step = migration.next()
+    while (!step.done) step = migration.next(await this.all(step.value.sql, step.value.params))
+    return step.value
   }
 
   #statement(sql: string, params: readonly SqliteValue[]): D1PreparedLike {

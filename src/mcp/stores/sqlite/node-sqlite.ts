@@ -53,7 +53,7 @@ import type {
   SqliteStatement,
   SqliteValue,
 } from './driver.ts'
-import { migrationPlan, readSchemaFacts, type SchemaFacts } from './schema.ts'
+import { planMigration } from './schema.ts'
 
 /** A statement that only reads (the store's reads all start so; its writes never do). */
 const READ_ONLY = /^\s*SELECT\b/i
@@ -173,20 +173,22 @@ export class NodeSqliteDriver implements SqliteDriver {
     await this.#enterWal()
     if (schema === undefined) return
     this.#transaction(() => {
-      for (const { sql, params } of migrationPlan(schema, this.#schemaFacts(schema))) {
+      for (const { sql, params } of this.#plan(schema)) {
         this.#db.prepare(sql).run(...params)
       }
     })
   }
 
-  /** What the file records of `schema` and of the bookkeeping it adopts (`schema.ts`). */
-  #schemaFacts(schema: SqliteSchema): SchemaFacts {
-    const reads = readSchemaFacts(schema)
-    let read = reads.next()
-    while (!read.done) {
-      read = reads.next(this.#db.prepare(read.value.sql).all(...read.value.params) as SqliteRow[])
+  /** The statements that bring the file up to `schema`, from what it records (`schema.ts`). */
+  #plan(schema: SqliteSchema): SqliteStatement[] {
+    const migration = planMigration(schema)
+    let step = migration.next()
+    while (!step.done) {
+      step = migration.next(
+        this.#db.prepare(step.value.sql).all(...step.value.params) as SqliteRow[]
+      )
     }
-    return read.value
+    return step.value
   }
 
   async close(): Promise<void> {

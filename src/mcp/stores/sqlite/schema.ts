@@ -5,8 +5,9 @@
  * on the same database: a {@link SqliteSchema} is numbered steps and the name of the table that
  * records which were applied. {@link migrationPlan} answers, from what the database holds
  * ({@link SchemaFacts}, found by the reads of {@link readSchemaFacts}, which each driver runs its
- * way), the statements that bring it up to date: the steps not recorded, each with its row, run by the driver in one transaction (node:sqlite)
- * or one batch (D1).
+ * way), the statements that bring it up to date: the steps not recorded, each with its row, run by
+ * the driver in one transaction (node:sqlite) or one batch (D1). {@link planMigration} is both in
+ * one: the reads to run, then the plan.
  *
  * Adoption: until this package kept its own, one bookkeeping table recorded the steps of the whole
  * shared schema (`schema_migrations` on node:sqlite, wrangler's `d1_migrations` on D1, the files
@@ -30,7 +31,7 @@ export const LEGACY_SCHEMA_VERSION = 8
 const SHARED_BOOKKEEPING_MARK = 'used_keys'
 
 /** What {@link migrationPlan} needs to know of a database, as {@link readSchemaFacts} finds it. */
-export interface SchemaFacts {
+interface SchemaFacts {
   /** The rows (`version`) of the schema's own table; `undefined` when the table does not exist. */
   recorded: readonly SqliteRow[] | undefined
   /**
@@ -88,7 +89,7 @@ export abstract class SqliteSchemaConnection extends StoreConnection<SqliteDrive
  * statement is yielded for the driver to run (in this process or as an RPC) and takes its rows back;
  * which tables exist comes first, then the rows of each. Answers the facts.
  */
-export function* readSchemaFacts(
+function* readSchemaFacts(
   schema: SqliteSchema
 ): Generator<SqliteStatement, SchemaFacts, SqliteRow[]> {
   const existing = yield { sql: SCHEMA_FACTS.tables, params: [schema.table] }
@@ -105,11 +106,22 @@ export function* readSchemaFacts(
 }
 
 /**
+ * The migration of `schema`, for both drivers: yields the reads of {@link readSchemaFacts} for the
+ * driver to run (in this process or as an RPC) and take their rows back, then answers the
+ * statements of {@link migrationPlan} (none when the database is up to date).
+ */
+export function* planMigration(
+  schema: SqliteSchema
+): Generator<SqliteStatement, SqliteStatement[], SqliteRow[]> {
+  return migrationPlan(schema, yield* readSchemaFacts(schema))
+}
+
+/**
  * The statements that bring a database holding `facts` up to `schema`: its table created when new
  * (recording the step it adopts, module header), then every step after the last recorded one, each
  * followed by its row. None when the database is up to date.
  */
-export function migrationPlan(schema: SqliteSchema, facts: SchemaFacts): SqliteStatement[] {
+function migrationPlan(schema: SqliteSchema, facts: SchemaFacts): SqliteStatement[] {
   const table = identifier(schema.table)
   const plan: SqliteStatement[] = []
   let current: number
