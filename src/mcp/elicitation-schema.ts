@@ -53,6 +53,7 @@ import { isObject } from './wire.ts'
 /** The string formats an elicitation form may request. */
 export type StringFormat = 'email' | 'uri' | 'date' | 'date-time'
 
+/** A text field of a form. */
 export type StringSchema = {
   type: 'string'
   title?: string
@@ -63,6 +64,7 @@ export type StringSchema = {
   default?: string
 }
 
+/** A number field of a form (`integer` for whole numbers). */
 export type NumberSchema = {
   type: 'number' | 'integer'
   title?: string
@@ -72,6 +74,7 @@ export type NumberSchema = {
   default?: number
 }
 
+/** A yes/no field of a form. */
 export type BooleanSchema = {
   type: 'boolean'
   title?: string
@@ -79,6 +82,7 @@ export type BooleanSchema = {
   default?: boolean
 }
 
+/** A single choice among values shown as they are. */
 export type UntitledSingleSelectEnumSchema = {
   type: 'string'
   title?: string
@@ -90,6 +94,7 @@ export type UntitledSingleSelectEnumSchema = {
 /** One option of a titled select: the value sent back and the label shown. */
 export type TitledOption = { const: string; title: string }
 
+/** A single choice among values each shown by its label. */
 export type TitledSingleSelectEnumSchema = {
   type: 'string'
   title?: string
@@ -108,6 +113,7 @@ export type LegacyTitledEnumSchema = {
   default?: string
 }
 
+/** Several choices among values shown as they are. */
 export type UntitledMultiSelectEnumSchema = {
   type: 'array'
   title?: string
@@ -118,6 +124,7 @@ export type UntitledMultiSelectEnumSchema = {
   default?: string[]
 }
 
+/** Several choices among values each shown by its label. */
 export type TitledMultiSelectEnumSchema = {
   type: 'array'
   title?: string

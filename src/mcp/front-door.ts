@@ -45,7 +45,7 @@ import {
   tooLargeMessage,
   UNSUPPORTED_MEDIA_TYPE_MESSAGE,
 } from './request-guard.ts'
-import { StateSealer } from './sealed-state.ts'
+import { MAX_STATE_TTL_SECONDS, StateSealer } from './sealed-state.ts'
 import { compileServer, type CompiledServer, type ServerDefinition } from './server.ts'
 import { finalResponse } from './streaming.ts'
 import { MAX_SESSION_TTL_SECONDS } from './legacy/protocol.ts'
@@ -134,7 +134,10 @@ export interface McpServerOptions<Deps> extends StreamLimitOptions, SessionLimit
    * sealed then opens on another replica or after a restart.
    */
   stateKeys?: string
-  /** Lifetime of one sealed round, in seconds (default 600). */
+  /**
+   * Lifetime of one sealed round, in seconds. Default `DEFAULT_STATE_TTL_SECONDS` (ten minutes), at
+   * most `MAX_STATE_TTL_SECONDS` (a day).
+   */
   stateTtlSeconds?: number
   /** The endpoint's path; other paths are 404. Default `/mcp`. */
   path?: string
@@ -173,6 +176,7 @@ export interface McpServerOptions<Deps> extends StreamLimitOptions, SessionLimit
    * principal, or a `scheduler` that runs them elsewhere. Only for a server with a `task` tool.
    */
   tasks?: ServerTaskOptions
+  /** Where the server's warnings and errors go. Default one JSON line each on the console. */
   logger?: McpLogger
   /**
    * Observes every request (a span per request parented on the client's trace context, metrics)
@@ -424,7 +428,10 @@ function servedSettings<Deps>(
     )
   }
   try {
-    const { sessionTtlSeconds } = options
+    const { stateTtlSeconds, sessionTtlSeconds } = options
+    if (stateTtlSeconds !== undefined) {
+      positiveWholeNumber('stateTtlSeconds', stateTtlSeconds, { max: MAX_STATE_TTL_SECONDS })
+    }
     if (sessionTtlSeconds !== undefined) {
       positiveWholeNumber('sessionTtlSeconds', sessionTtlSeconds, { max: MAX_SESSION_TTL_SECONDS })
     }

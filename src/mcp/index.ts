@@ -46,8 +46,23 @@ export {
   type ToolDefinition,
 } from './definitions.ts'
 export { defineForm, type ElicitationForm } from './replay.ts'
-export { legacyTitledEnum, titledEnum } from './elicitation-schema.ts'
-export type { ServerDefinition } from './server.ts'
+export {
+  legacyTitledEnum,
+  titledEnum,
+  type BooleanSchema,
+  type ElicitationSchema,
+  type LegacyTitledEnumSchema,
+  type NumberSchema,
+  type PrimitiveSchema,
+  type StringFormat,
+  type StringSchema,
+  type TitledMultiSelectEnumSchema,
+  type TitledOption,
+  type TitledSingleSelectEnumSchema,
+  type UntitledMultiSelectEnumSchema,
+  type UntitledSingleSelectEnumSchema,
+} from './elicitation-schema.ts'
+export type { CacheableResult, ServerDefinition } from './server.ts'
 export type { EngineStore } from './stores/engine-store.ts'
 export type {
   AppTelemetry,
@@ -58,7 +73,7 @@ export type {
 } from './observer.ts'
 export type { StoreLifecycle } from './stores/common/store-class.ts'
 export { MemoryEngineStore } from './stores/memory.ts'
-export { ErrorCode, McpError } from './errors.ts'
+export { ErrorCode, McpError, type JsonRpcErrorObject } from './errors.ts'
 export {
   LOG_LEVELS,
   METHODS,
@@ -112,17 +127,26 @@ export {
 } from './event-bus.ts'
 export type { McpLogger } from './logger.ts'
 export type {
+  Annotations,
+  BlobResourceContents,
+  CacheHint,
+  CacheScope,
   CallToolResult,
-  JsonObject,
-  PromptMessage,
+  ClientCapabilities,
   ContentBlock,
   CreateMessageParams,
   CreateMessageResult,
   ElicitAnswer,
   GetPromptResult,
+  Implementation,
+  JsonObject,
+  PromptMessage,
   ReadResourceResult,
   Resource,
+  ResourceContents,
   Root,
+  SamplingMessage,
+  TextResourceContents,
 } from './wire.ts'
 
 const unbound = definitions<undefined>()

@@ -34,6 +34,7 @@ export function isRequestId(value: unknown): value is RequestId {
   return typeof value === 'string' || (typeof value === 'number' && Number.isSafeInteger(value))
 }
 
+/** A server's or a client's name and version (`info` of a server definition, `clientInfo`). */
 export interface Implementation {
   name: string
   version: string
@@ -42,6 +43,7 @@ export interface Implementation {
   websiteUrl?: string
 }
 
+/** The optional features a client declares (`ctx.clientCapabilities`). */
 export interface ClientCapabilities {
   experimental?: Record<string, object>
   roots?: object
@@ -58,14 +60,18 @@ export interface ServerCapabilities {
   logging?: object
 }
 
+/** Hints on a content block or resource: who it is for, how much it matters, when it changed. */
 export interface Annotations {
   audience?: Array<'user' | 'assistant'>
   priority?: number
   lastModified?: string
 }
 
+/** A resource's contents as text. */
 export type TextResourceContents = { uri: string; mimeType?: string; text: string }
+/** A resource's contents as base64 bytes. */
 export type BlobResourceContents = { uri: string; mimeType?: string; blob: string }
+/** One item of what `resources/read` answers: text or bytes at a URI. */
 export type ResourceContents = TextResourceContents | BlobResourceContents
 
 /**
@@ -127,7 +133,9 @@ export interface ReadResourceResult {
   contents: ResourceContents[]
 }
 
+/** Who may reuse a cached result: any caller (`public`) or only the one who asked (`private`). */
 export type CacheScope = 'public' | 'private'
+/** How long a list or read result may be reused (`ttlMs`), and by whom. */
 export interface CacheHint {
   ttlMs: number
   cacheScope: CacheScope
@@ -152,6 +160,7 @@ export interface InputRequiredResult {
 export type ElicitAnswer<T> =
   { action: 'accept'; content: T } | { action: 'decline' } | { action: 'cancel' }
 
+/** One message of a sampling request's conversation. */
 export interface SamplingMessage {
   role: 'user' | 'assistant'
   content: unknown

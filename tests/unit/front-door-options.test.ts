@@ -15,6 +15,7 @@ import {
   generateStateKeys,
   MAX_CAP,
   MAX_SESSION_TTL_SECONDS,
+  MAX_STATE_TTL_SECONDS,
   MemoryEngineStore,
   resource,
   text,
@@ -143,6 +144,10 @@ describe('construction', () => {
       'maxSessionsPerPrincipal must be a whole number from 1 to 100000, or Infinity',
     ],
     [{ maxSubscriptionsPerPrincipal: -1 }, 'maxSubscriptionsPerPrincipal must be'],
+    [
+      { stateTtlSeconds: MAX_STATE_TTL_SECONDS + 1 },
+      'stateTtlSeconds must be a whole number from 1 to 86400',
+    ],
     [
       { sessionTtlSeconds: MAX_SESSION_TTL_SECONDS + 1 },
       'sessionTtlSeconds must be a whole number from 1 to 2592000',
