@@ -13,13 +13,38 @@
  * the API report like every entry; `createMcpServer` remains the way for everyone else.
  */
 export { createMcpHandler, type McpHandlerOptions } from './handler.ts'
+export type { StreamResumeOptions } from './legacy/handler.ts'
+export type { InteractiveFlowBounds } from './legacy/transport.ts'
 export type { McpHandler, McpHttpInput } from './http-input.ts'
-export { compileServer, type CompiledServer } from './server.ts'
-export { StateSealer, type StateBinding, type StateSealerOptions } from './sealed-state.ts'
-export { formatKeyRing, generateKey, importKeyRing, parseKeyRing, type RawKey } from './key-ring.ts'
-export type { AesGcm } from './compact-jwe.ts'
+export {
+  compileServer,
+  type AdvertisedCapabilities,
+  type CompiledServer,
+  type CompiledTemplate,
+  type CompiledTool,
+  type HeaderParam,
+} from './server.ts'
+export type { ResourceTemplate, ServerCapabilities } from './wire.ts'
+export {
+  StateSealer,
+  type OpenedState,
+  type OpenOptions,
+  type SealedState,
+  type StateBinding,
+  type StateSealerOptions,
+} from './sealed-state.ts'
+export {
+  formatKeyRing,
+  generateKey,
+  importKeyRing,
+  parseKeyRing,
+  type KeyRing,
+  type RawKey,
+  type RingKey,
+} from './key-ring.ts'
+export type { AesGcm, AesGcmOutput } from './compact-jwe.ts'
 export type { Base64urlCodec } from './base64url.ts'
-export { StreamLimits } from './stream-limits.ts'
+export { StreamLimits, type StreamHolder, type StreamSlot } from './stream-limits.ts'
 export {
   DEFAULT_END_GRACE_MS,
   DEFAULT_KEEPALIVE_MS,
@@ -28,7 +53,19 @@ export {
   DEFAULT_MAX_STREAM_MS,
   type EventStreamBounds,
 } from './event-stream.ts'
-export type { SessionStore } from './session-store.ts'
+export type {
+  SessionRecord,
+  SessionStore,
+  SubscribeOutcome,
+  SubscriptionsFull,
+} from './session-store.ts'
+export type {
+  NewStream,
+  StoredEvent,
+  StreamPatch,
+  StreamRecord,
+  StreamStore,
+} from './stream-store.ts'
 export { HEADER_SESSION_ID } from './legacy/protocol.ts'
 export {
   HEADER_METHOD,
@@ -37,7 +74,14 @@ export {
   HEADER_PROTOCOL_VERSION,
 } from './protocol.ts'
 export type { TaskOptions } from './tasks/options.ts'
-export { TERMINAL_TASK_STATUSES, type TaskRecord, type TaskStore } from './task-store.ts'
+export {
+  TERMINAL_TASK_STATUSES,
+  type NewTask,
+  type TaskPatch,
+  type TaskRecord,
+  type TaskStatus,
+  type TaskStore,
+} from './task-store.ts'
 export {
   declaredTooLarge,
   hostGuard,
@@ -57,7 +101,7 @@ export {
   StoreUnavailableError,
 } from './errors.ts'
 export { requestIdOf } from './envelope.ts'
-export { finalResponse, SSE_KEEPALIVE } from './streaming.ts'
+export { finalResponse, SSE_KEEPALIVE, type FinalMessage } from './streaming.ts'
 export { decodeUtf8 } from './utf8.ts'
 export { consoleLogger, describeError, logError } from './logger.ts'
 export { constantTimeEqual } from './constant-time.ts'

@@ -36,7 +36,8 @@ import {
   LEGACY_METHODS,
   LEGACY_PROTOCOL_VERSIONS,
 } from './legacy/protocol.ts'
-import { createLegacyEra, type LegacyEra, type LegacyEraOptions } from './legacy/handler.ts'
+import { createLegacyEra, type LegacyEra, type StreamResumeOptions } from './legacy/handler.ts'
+import type { InteractiveFlowBounds } from './legacy/transport.ts'
 import type { SessionLimitOptions, SessionStore } from './session-store.ts'
 import { TaskEngine } from './tasks/engine.ts'
 import { takeoverInterval, type TaskOptions } from './tasks/options.ts'
@@ -83,10 +84,12 @@ export interface McpHandlerOptions<Deps> {
     sessions: SessionStore
     /** Lifetime of a session id in seconds (default a week, at most 30 days). */
     sessionTtlSeconds?: number
-    input?: LegacyEraOptions<Deps>['input']
-    stream?: LegacyEraOptions<Deps>['stream']
-    /** Resumable streams and the leases of waiting calls (`LegacyEraOptions.resume`). */
-    resume?: LegacyEraOptions<Deps>['resume']
+    /** Bounds of interactive flows: how long and how many rounds a call may wait for answers. */
+    input?: InteractiveFlowBounds
+    /** Bounds of the sessions' GET streams. */
+    stream?: EventStreamBounds
+    /** Resumable streams and the leases of waiting calls. */
+    resume?: StreamResumeOptions
     now?: () => number
   }
   /**

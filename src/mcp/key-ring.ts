@@ -54,6 +54,7 @@ export interface RingKey {
   readonly principalKey: CryptoKey
 }
 
+/** The imported keys of a `STATE_KEYS` ring: the first seals, every one opens. */
 export interface KeyRing {
   /** The kid of the first entry, which seals every new state. */
   readonly sealingKid: string

@@ -112,6 +112,7 @@ export interface StateBinding {
   readonly args: unknown
 }
 
+/** A state sealed into a token, with the nonce and expiry inside it. */
 export interface SealedState {
   /** The compact JWE to send as `requestState`. */
   readonly token: string
@@ -121,6 +122,7 @@ export interface SealedState {
   readonly expiresAt: number
 }
 
+/** What a sealed state opened to: its journal, nonce and lifetime. */
 export interface OpenedState {
   readonly journal: unknown
   readonly nonce: string

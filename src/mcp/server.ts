@@ -63,6 +63,7 @@ export interface CompiledTool<Deps> {
   headerParams: HeaderParam[]
 }
 
+/** A tool argument mirrored in an `Mcp-Param-{Name}` header (`x-mcp-header`). */
 export interface HeaderParam {
   property: string
   /** The header suffix: the value of `x-mcp-header`. */
@@ -70,6 +71,7 @@ export interface HeaderParam {
   type: 'string' | 'integer' | 'boolean'
 }
 
+/** A resource template compiled: its definition and the pattern that matches its URIs. */
 export interface CompiledTemplate<Deps> {
   definition: ResourceTemplateDefinition<Deps>
   pattern: RegExp

@@ -63,6 +63,7 @@ export interface StoredEvent {
   readonly payload: string
 }
 
+/** A resumable 2025 stream as stored: its session, id, call, lease, end and version. */
 export interface StreamRecord {
   readonly sid: string
   readonly stream: string
@@ -82,6 +83,7 @@ export interface StreamRecord {
   readonly version: number
 }
 
+/** What `createStream` is given: the record's keys and expiry, and its call and lease if any. */
 export type NewStream = Pick<StreamRecord, 'sid' | 'stream' | 'expiresAt'> &
   Partial<Pick<StreamRecord, 'call' | 'leaseOwner' | 'leaseExpiresAt'>>
 
@@ -94,6 +96,7 @@ export interface StreamPatch {
   expiresAt?: number
 }
 
+/** The store port of resumable 2025 streams and their events (part of `SessionStore`). */
 export interface StreamStore {
   /**
    * Stores a new stream record (version 1, not ended) while session `stream.sid` holds fewer than

@@ -18,6 +18,7 @@
  * (an expired record the purge has not reached yet counts for nothing).
  */
 
+/** Where a task stands: running, waiting for input, or ended one of three ways. */
 export type TaskStatus = 'working' | 'input_required' | 'completed' | 'cancelled' | 'failed'
 
 /**
@@ -82,6 +83,7 @@ export interface TaskRecord {
   readonly version: number
 }
 
+/** What `createTask` is given: a record without its version and cancellation flag. */
 export type NewTask = Omit<TaskRecord, 'version' | 'cancelRequested'>
 
 /**

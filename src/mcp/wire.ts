@@ -52,6 +52,7 @@ export interface ClientCapabilities {
   extensions?: Record<string, object>
 }
 
+/** The core features a server advertises. */
 export interface ServerCapabilities {
   tools?: { listChanged?: boolean }
   resources?: { subscribe?: boolean; listChanged?: boolean }
@@ -96,6 +97,7 @@ export interface Resource {
   annotations?: Annotations
 }
 
+/** A resource template as `resources/templates/list` lists it. */
 export interface ResourceTemplate {
   uriTemplate: string
   name: string

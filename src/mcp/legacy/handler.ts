@@ -72,6 +72,19 @@ import {
   type OpenedSession,
 } from './transport.ts'
 
+/** How 2025 streams are resumed and their waiting calls outlive the replica that started them. */
+export interface StreamResumeOptions {
+  /**
+   * How long a stream's events are kept for a client to resume from. Default the answer timeout and
+   * {@link DEFAULT_RESUME_WINDOW_MS} more.
+   */
+  retentionMs?: number
+  /** The lease of a waiting call. Default the task engine's, `DEFAULT_TASK_LEASE_MS`. */
+  leaseMs?: number
+  /** This replica's name in leases. Default a random one. */
+  replica?: string
+}
+
 export interface LegacyEraOptions<Deps> {
   server: CompiledServer<Deps>
   deps: Deps
@@ -96,13 +109,8 @@ export interface LegacyEraOptions<Deps> {
   limits?: SessionLimitOptions
   /** Counts GET streams while they are open, when telemetry is on (requests are observed per post). */
   telemetry?: ServerTelemetry
-  /**
-   * Resumable streams and calls that outlive their replica: how long a stream's events are kept for
-   * a client to resume from (default the answer timeout and {@link DEFAULT_RESUME_WINDOW_MS} more),
-   * the lease of a waiting call (default the task engine's, `DEFAULT_TASK_LEASE_MS`), and this
-   * replica's name in leases (default a random one).
-   */
-  resume?: { retentionMs?: number; leaseMs?: number; replica?: string }
+  /** Resumable streams and calls that outlive their replica. */
+  resume?: StreamResumeOptions
 }
 
 export interface LegacyEra {

@@ -42,11 +42,15 @@ import type { LegacySession, SessionCodec } from './session.ts'
 /** What the HTTP layer hands over for a 2025-era message (its body is already parsed). */
 export type LegacyInput = Omit<McpHttpInput, 'body' | 'method'>
 
-/** Bounds of interactive flows (`input-shim.ts`). */
+/** Bounds of interactive flows: 2025 calls that ask their client and wait (`input-shim.ts`). */
 export interface InteractiveFlowBounds {
+  /** How long one question waits for its answer, in milliseconds. Default ten minutes. */
   timeoutMs?: number
+  /** Most rounds one call may ask its client something. Default 8. */
   maxRounds?: number
+  /** How often a call waiting on a URL page looks whether it was decided. Default a second. */
   urlPollMs?: number
+  /** Longest wait between looks in the store for an answer the bus did not bring. Default 2 s. */
   answerPollMs?: number
   /**
    * Set where a response reaches its client only once it has ended (a buffering gateway), so a
