@@ -89,8 +89,11 @@ export interface TaskFlowRecord {
   resolutions: Record<string, Resolution>
   /** Questions the second import asked. */
   questions: number
-  /** The last question answered and its answer (asked again when the answer did not get through). */
-  lastAnswer?: { message: string; resolution: Resolution }
+  /**
+   * Each question answered, by its message, and its answer: asked again when the answer did not get
+   * through (the two questions of two conflict batches are answered in one `tasks/update`).
+   */
+  answered: Record<string, Resolution>
   steps: TaskStepRecord[]
   /** The export's notes, once it completed. */
   bundle?: BundleNote[]
@@ -151,6 +154,7 @@ export function newTaskFlow(runId: string, user: number, seq: number): TaskFlowR
     second: { again, fresh },
     resolutions: {},
     questions: 0,
+    answered: {},
     steps: [],
     completed: false,
     failedCleanly: false,
@@ -345,15 +349,13 @@ export class TaskFlowRunner {
   }
 
   /**
-   * Answers one conflict question of the second import, in turn overwrite, skip, keep both. The
-   * question just answered, asked again (its `tasks/update` did not get through: refused while the
+   * Answers one conflict question of the second import, in turn overwrite, skip, keep both. A
+   * question answered before, asked again (its `tasks/update` did not get through: refused while the
    * store was down), gets the same answer.
    */
   #resolve(record: TaskFlowRecord, question: Question): Answer {
-    const last = record.lastAnswer
-    if (last?.message === question.message) {
-      return { action: 'accept', content: { resolution: last.resolution } }
-    }
+    const given = record.answered[question.message]
+    if (given !== undefined) return { action: 'accept', content: { resolution: given } }
     const titles = [...question.message.matchAll(/"([^"]+)"/g)].map((match) => match[1] as string)
     const again = new Set(record.second.again.map((note) => note.title))
     if (
@@ -367,7 +369,7 @@ export class TaskFlowRunner {
       (record.seq + record.questions++) % RESOLUTIONS.length
     ] as Resolution
     for (const title of titles) record.resolutions[title] = resolution
-    record.lastAnswer = { message: question.message, resolution }
+    record.answered[question.message] = resolution
     return { action: 'accept', content: { resolution } }
   }
 }
