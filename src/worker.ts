@@ -215,12 +215,8 @@ async function prepare(env: WorkerEnv): Promise<Setup> {
       config.telemetry,
       config.replicaId
     )
-  // No loop: the tasks' objects take them over (takeoverIntervalMs 0).
-  const tasks = {
-    replicaId: config.replicaId,
-    scheduler: taskScheduler(env),
-    takeoverIntervalMs: 0,
-  }
+  // No loop (a scheduler implies none): the tasks' objects take them over.
+  const tasks = { replicaId: config.replicaId, scheduler: taskScheduler(env) }
   // One count of held-open streams for every app of this isolate: the most a Worker can count.
   const streamLimits = new StreamLimits(config.streamLimits)
   return {
