@@ -52,8 +52,8 @@ const MAX_RECONNECT_DELAY_SECONDS = 1
 
 /**
  * The pool settings an outage asks for: a bounded connect, and reconnect attempts at most
- * {@link MAX_RECONNECT_DELAY_SECONDS} apart (a query waiting for a connection waits for the next
- * attempt), so one attempt fails within about `CONNECT_TIMEOUT_SECONDS +
+ * {@link MAX_RECONNECT_DELAY_SECONDS} apart (between two attempts the driver refuses a query at once,
+ * with the last attempt's error), so one attempt fails within about `CONNECT_TIMEOUT_SECONDS +
  * MAX_RECONNECT_DELAY_SECONDS` (at once when the server refuses connections), and the pool serves
  * again within about a second of the server's return. {@link connectPostgres} applies them; spread
  * them into the options of a pool made otherwise.
