@@ -45,6 +45,7 @@ export {
   isBusNamespace,
   type BusNamespace,
   type BusSocket,
+  type BusStub,
   type DurableObjectEventBusOptions,
 } from './workers/event-bus.ts'
 export { EventBusObject, type BusObjectState } from './workers/event-bus-object.ts'
@@ -55,7 +56,9 @@ export {
   handOverRunnableTasks,
   isTaskRunnerNamespace,
   type TaskRunnerNamespace,
+  type TaskRunnerStub,
 } from './workers/task-scheduler.ts'
+export type { DurableNamespace } from './workers/durable-objects.ts'
 export {
   TASK_SLICE_MS,
   defineTaskRunnerObject,

@@ -6,6 +6,7 @@
  * scheduler (`task-scheduler.ts`) each name their namespace with the stub they call.
  */
 
+/** A Durable Object namespace binding, as far as the engine uses it: the stub of the object of a name. */
 export interface DurableNamespace<Stub> {
   idFromName(name: string): unknown
   get(id: never): Stub

@@ -194,7 +194,7 @@ export interface BusSocket {
 }
 
 /** A Durable Object stub, as far as the bus uses it (a real stub satisfies it). */
-interface BusStub {
+export interface BusStub {
   fetch(url: string, init?: RequestInit): Promise<Response & { webSocket?: BusSocket | null }>
 }
 

@@ -77,7 +77,7 @@ export function isTaskId(value: string): boolean {
 }
 
 /** A Durable Object stub, as far as the scheduler uses it (a real stub satisfies it). */
-interface TaskRunnerStub {
+export interface TaskRunnerStub {
   fetch(url: string, init?: RequestInit): Promise<Response>
 }
 
