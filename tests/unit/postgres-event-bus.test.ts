@@ -5,12 +5,23 @@
  * delivered on its own replica only; a channel name that is not a plain identifier is refused. A
  * listening connection the server ends is logged lost, LISTENed again and logged back, and the bus
  * then tells its own listeners that every list may have changed (what was notified meanwhile is lost).
- * Without a PostgreSQL server: fails under `CI=true`, skipped (visibly) elsewhere.
+ * While its server is down (a private one, stopped), the bus tries to LISTEN again no faster than
+ * the pool tries to reconnect: counted on the driver's diagnostics channels, attempts against
+ * attempts, so no clock is read (the driver refuses a query at once between two reconnects, and a
+ * bus that tried again at once spun, starving the event loop).
+ * Without a PostgreSQL server (for the outage test, its binaries): fails under `CI=true`, skipped
+ * (visibly) elsewhere.
  */
+import dc from 'node:diagnostics_channel'
 import postgres from 'postgres'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import {
+  privatePostgresAvailable,
+  startPrivatePostgres,
+} from '../../scripts/support/private-postgres.ts'
 import { MAX_EVENT_ID_CHARS, type ServerEvent } from '../../src/mcp/event-bus.ts'
 import { PostgresEventBus } from 'stateless-mcp/postgres'
+import { serviceTestsRun } from '../support/ci.ts'
 import { testDatabaseUrl } from '../support/postgres.ts'
 
 const url = await testDatabaseUrl()
@@ -44,6 +55,23 @@ function heard(bus: PostgresEventBus, count: number): Promise<ServerEvent[]> {
       }
     })
   })
+}
+
+/**
+ * What a bus that lost its listening connection and got it back has done: told its own listeners
+ * (`hint`: their first three events) that every list may have changed, and logged the loss and the
+ * return (`warnings`).
+ */
+async function expectHeardAgain(hint: Promise<ServerEvent[]>, warnings: string[]): Promise<void> {
+  expect(await hint).toEqual([
+    { kind: 'tools_list_changed' },
+    { kind: 'prompts_list_changed' },
+    { kind: 'resources_list_changed' },
+  ])
+  expect(warnings).toEqual([
+    'event bus lost its database connection; events of other replicas go unheard until it is back',
+    'event bus hears again; streams are told to re-read their lists',
+  ])
 }
 
 describe.skipIf(!url)('PostgresEventBus', () => {
@@ -150,15 +178,7 @@ describe.skipIf(!url)('PostgresEventBus', () => {
       const hint = heard(cut, 3)
       await sql`SELECT pg_terminate_backend(pid) FROM pg_stat_activity
         WHERE pid <> pg_backend_pid() AND query = ${`LISTEN ${own}`}`
-      expect(await hint).toEqual([
-        { kind: 'tools_list_changed' },
-        { kind: 'prompts_list_changed' },
-        { kind: 'resources_list_changed' },
-      ])
-      expect(warnings).toEqual([
-        'event bus lost its database connection; events of other replicas go unheard until it is back',
-        'event bus hears again; streams are told to re-read their lists',
-      ])
+      await expectHeardAgain(hint, warnings)
       // And it hears the other replicas again.
       const after = heard(cut, 1)
       const event: ServerEvent = { kind: 'resource_updated', uri: 'note://n_after' }
@@ -174,5 +194,84 @@ describe.skipIf(!url)('PostgresEventBus', () => {
     await expect(
       PostgresEventBus.start({ url: url!, channel: 'x; DROP TABLE notes' })
     ).rejects.toThrow(TypeError)
+  })
+})
+
+const binariesFound = serviceTestsRun(
+  'PostgresEventBus outage test',
+  privatePostgresAvailable(),
+  'no PostgreSQL server binaries (initdb, postgres) are installed'
+)
+
+/** A count of the starts of one tracing channel of the driver (those whose context `counts`). */
+class StartCount {
+  value = 0
+  #waiting: { count: number; resolve: () => void } | undefined
+  readonly #channel: dc.TracingChannel<string, Record<string, unknown>>
+  readonly #handlers: dc.TracingChannelSubscribers<Record<string, unknown>>
+
+  constructor(name: string, counts: (context: Record<string, unknown>) => boolean) {
+    const ignore = () => {}
+    this.#handlers = {
+      start: (context) => {
+        if (!counts(context)) return
+        this.value++
+        if (this.#waiting !== undefined && this.value >= this.#waiting.count)
+          this.#waiting.resolve()
+      },
+      end: ignore,
+      asyncStart: ignore,
+      asyncEnd: ignore,
+      error: ignore,
+    }
+    this.#channel = dc.tracingChannel(name)
+    this.#channel.subscribe(this.#handlers)
+  }
+
+  /** Resolves once the count reaches `count`. */
+  reached(count: number): Promise<void> {
+    return new Promise((resolve) => {
+      this.#waiting = { count, resolve }
+      if (this.value >= count) resolve()
+    })
+  }
+
+  stop(): void {
+    this.#channel.unsubscribe(this.#handlers)
+  }
+}
+
+/** Reconnect attempts of the listening pool that the outage test waits for. */
+const RECONNECTS = 4
+/** Most LISTEN attempts per reconnect attempt: each of the bus's waits as long as the pool's. */
+const LISTENS_PER_RECONNECT = 10
+
+describe.skipIf(!binariesFound)('PostgresEventBus while its server is down', () => {
+  it('tries to LISTEN again no faster than the pool reconnects, and hears again once it is back', async () => {
+    const server = await startPrivatePostgres()
+    const warnings: string[] = []
+    const bus = await PostgresEventBus.start({
+      url: server.url,
+      channel: 'events_outage',
+      logger: { warn: (message) => warnings.push(message), error: () => {} },
+    })
+    const port = Number(new URL(server.url).port)
+    const listens = new StartCount('postgres:query', (c) => c.query === 'LISTEN events_outage')
+    const reconnects = new StartCount('postgres:connect', (c) => c.port === port)
+    try {
+      const hint = heard(bus, 3)
+      await server.stop('fast')
+      // Both counts start at the stop: the listening pool is the only one of the bus connecting.
+      listens.value = reconnects.value = 0
+      await reconnects.reached(RECONNECTS)
+      expect(listens.value).toBeLessThanOrEqual(LISTENS_PER_RECONNECT * reconnects.value)
+      await server.start()
+      await expectHeardAgain(hint, warnings)
+    } finally {
+      listens.stop()
+      reconnects.stop()
+      await bus.close()
+      await server.dispose()
+    }
   })
 })
