@@ -9,7 +9,11 @@
  * after their replica died: it creates notes under ids the caller chose (and journaled) once.
  * `deleteMany` is its counterpart for a chosen set of notes: all of them go in one transaction that
  * spends a single-use key, so a flow that dies part-way (a 2025-era flow cannot re-send its final
- * round) leaves either nothing or the whole selection deleted, never half of it.
+ * round) leaves either nothing or the whole selection deleted, never half of it. The reads a task
+ * makes of many notes while others write are consistent: `findByTitles` finds an import's
+ * conflicting titles in one read, and `listByCreation` pages by a key no write changes (an export
+ * has every note that exists throughout it exactly once), where `list`'s offsets over a recency order
+ * skip or repeat notes that move between two pages.
  *
  * Every row that can outlive its use has a lifetime, and `purgeExpired` removes the rows whose lifetime
  * is over, a bounded number per call (the runtime entries sweep on a timer or a cron trigger): spent
@@ -25,6 +29,7 @@
  */
 
 import type { StoreLifecycle } from 'stateless-mcp'
+import { MAX_IMPORTED_NOTES } from './limits.ts'
 
 /**
  * How long a row that a sealed `requestState` may still refer to is kept after its last use: a spent
@@ -55,6 +60,9 @@ export const MAX_IMPORT_NOTES = 1000
 /** Most ids one `deleteMany` call accepts. */
 export const MAX_DELETE_NOTES = 1000
 
+/** Most titles one `findByTitles` call accepts: every title of the largest import. */
+export const MAX_FIND_TITLES = MAX_IMPORTED_NOTES
+
 export interface NewNote {
   title: string
   body: string
@@ -80,6 +88,20 @@ export interface SearchQuery {
   tags?: string[]
   offset: number
   limit: number
+}
+
+export interface CreationQuery {
+  /** When set, only notes carrying every one of these tags. */
+  tags?: string[]
+  /** The `next` of the page before; absent for the first page. */
+  after?: string
+  limit: number
+}
+
+export interface CreationPage {
+  items: Note[]
+  /** Where the next page starts (pass it as `after`); absent on the last page. */
+  next?: string
 }
 
 export type UpdateOutcome =
@@ -159,6 +181,21 @@ export interface NotesStore extends StoreLifecycle {
   list(principal: string, offset: number, limit: number): Promise<Page<Note>>
   /** Full-text search over title, body and tags, best match first. */
   search(principal: string, query: SearchQuery): Promise<Page<Note>>
+  /**
+   * For each of `titles` (exact, case-sensitive) that notes of the principal carry, the most
+   * recently updated of them (the first of them `list` shows), in no particular order and each
+   * title once. One read: a note that keeps its title throughout the call is found, whatever else is
+   * written meanwhile. Throws `RangeError` for more than {@link MAX_FIND_TITLES} titles.
+   */
+  findByTitles(principal: string, titles: readonly string[]): Promise<Note[]>
+  /**
+   * Notes of the principal in the order they were created (oldest first), a page at a time. Pages
+   * follow a key no write changes, so a note that exists from the first page's read to the last
+   * page's is in exactly one page, whatever is created, updated or deleted meanwhile (a note created
+   * or deleted meanwhile may or may not be). Throws `RangeError` for an `after` that is not a `next`
+   * of this store, or a `limit` that is not a positive integer.
+   */
+  listByCreation(principal: string, query: CreationQuery): Promise<CreationPage>
   /** Every tag of the principal with its number of notes, by tag name. */
   listTags(principal: string): Promise<Array<{ tag: string; count: number }>>
   /** Up to `limit` note ids starting with `prefix`, for completions. */

@@ -6,14 +6,18 @@
  *   body). The metadata list `export_notes` writes under each heading (`- Id:`, `- Tags:`, …) is
  *   read back: its tags are kept, the rest dropped, so an export imports as the same notes under new
  *   ids. Titles a note of the caller already has are asked about once per batch of
- *   {@link MAX_CONFLICTS_PER_ASK} through a form: overwrite them, skip them or keep both. Without the
- *   extension it runs synchronously up to {@link MAX_SYNC_IMPORT_NOTES} notes and answers -32021
- *   beyond;
+ *   {@link MAX_CONFLICTS_PER_ASK} through a form: overwrite them, skip them or keep both (the notes
+ *   with those titles are found in one read, `NotesStore.findByTitles`, so no note that other
+ *   writes move meanwhile is missed). Without the extension it runs synchronously up to
+ *   {@link MAX_SYNC_IMPORT_NOTES} notes and answers -32021 beyond;
  * - `export_notes` (task required) answers the caller's notes, all or those of one tag, as one
  *   markdown bundle (each note as its `note://` resource renders it) in an embedded resource, up
  *   to {@link MAX_EXPORT_BYTES} as the task's record stores it (JSON text: escapes count), so the
  *   record of an export holds no more than that and its bundle once; the engine keeps it only a
- *   short while after the export ends (`resultTtlMs`).
+ *   short while after the export ends (`resultTtlMs`). The notes come in the order they were
+ *   created, oldest first (so an export imports back in its order), paged by a key no write changes
+ *   (`NotesStore.listByCreation`): each note that exists throughout the export is in it once,
+ *   whatever else is written meanwhile.
  * Both report progress (the task's `statusMessage`) and stop at a cancel between batches.
  *
  * Takeover safety (a replica may die mid-import and another run it again from the top): the ids of
@@ -42,8 +46,8 @@ import type { NewNote, Note } from './store.ts'
 
 /** Notes created per store call (and per progress step); the store takes up to 1000. */
 const IMPORT_BATCH_NOTES = 100
-/** Notes read per page, to find existing titles and to export. */
-const READ_PAGE_NOTES = 500
+/** Notes read per page of an export. */
+const EXPORT_PAGE_NOTES = 500
 /** Problems of an unreadable import that the answer lists. */
 const MAX_REPORTED_PROBLEMS = 5
 
@@ -141,21 +145,23 @@ export function parseImport(markdown: string): { notes: ImportedNote[] } | { pro
   return problems.length > 0 ? { problems } : { notes }
 }
 
-/** Every note of the principal, page by page (most recently updated first). */
-async function* allNotes(ctx: ToolContext<NotesDeps>, tag?: string): AsyncGenerator<Note[]> {
-  for (let offset = 0; ; offset += READ_PAGE_NOTES) {
-    const page = tag
-      ? await ctx.deps.notes.search(ctx.principal, {
-          text: '',
-          tags: [tag],
-          offset,
-          limit: READ_PAGE_NOTES,
-        })
-      : await ctx.deps.notes.list(ctx.principal, offset, READ_PAGE_NOTES)
+/**
+ * Every note of the principal (or those with `tag`), page by page, oldest first: each note that
+ * exists throughout the export once, whatever is written meanwhile (`NotesStore.listByCreation`).
+ */
+async function* notesToExport(ctx: ToolContext<NotesDeps>, tag?: string): AsyncGenerator<Note[]> {
+  const tags = tag === undefined ? [] : [tag]
+  let after: string | undefined
+  do {
+    const page = await ctx.deps.notes.listByCreation(ctx.principal, {
+      tags,
+      after,
+      limit: EXPORT_PAGE_NOTES,
+    })
     yield page.items
-    if (page.nextOffset === undefined) return
-    ctx.signal.throwIfAborted()
-  }
+    after = page.next
+    if (after !== undefined) ctx.signal.throwIfAborted()
+  } while (after !== undefined)
 }
 
 /** What an import will do, chosen once per task (so every run of it writes the same notes). */
@@ -172,15 +178,14 @@ async function planImport(ctx: ToolContext<NotesDeps>, notes: ImportedNote[]): P
     // Only a title's first note in the import conflicts; later ones are kept as new notes.
     if (!wanted.has(note.title)) wanted.set(note.title, index)
   })
-  const conflicts: ImportPlan['conflicts'] = []
-  for await (const page of allNotes(ctx)) {
-    for (const existing of page) {
-      const index = wanted.get(existing.title)
-      if (index === undefined) continue
-      wanted.delete(existing.title)
-      conflicts.push({ index, id: existing.id, version: existing.version, title: existing.title })
-    }
-  }
+  // One read (not pages of all notes, which other writes shift between two reads).
+  const existing = await ctx.deps.notes.findByTitles(ctx.principal, [...wanted.keys()])
+  const conflicts = existing.map(({ title, id, version }) => ({
+    index: wanted.get(title)!,
+    id,
+    version,
+    title,
+  }))
   conflicts.sort((a, b) => a.index - b.index)
   return { ids: notes.map(() => newNoteId()), conflicts }
 }
@@ -363,8 +368,9 @@ export const exportNotes = tool({
   name: 'export_notes',
   title: 'Export notes',
   description:
-    'Export your notes (all of them, or those carrying one tag) as one markdown bundle, each note ' +
-    'under its "# Title" heading with its tags; import_notes reads it back. Runs as a task, so the ' +
+    'Export your notes (all of them, or those carrying one tag) as one markdown bundle, oldest ' +
+    'first, each note under its "# Title" heading with its tags; import_notes reads it back. ' +
+    'Runs as a task, so the ' +
     `client must support tasks. Up to ${MAX_EXPORT_BYTES} bytes: export by tag beyond that.`,
   input: z.strictObject({
     tag: tagField.optional().describe('Export only the notes with this tag.'),
@@ -376,7 +382,7 @@ export const exportNotes = tool({
     await ctx.startTask()
     const parts: string[] = []
     let bytes = 0
-    for await (const page of allNotes(ctx, tag)) {
+    for await (const page of notesToExport(ctx, tag)) {
       for (const note of page) {
         const markdown = renderNoteMarkdown(note)
         bytes += storedBytes(markdown) + STORED_SEPARATOR_BYTES

@@ -34,6 +34,7 @@ export const D1_MIGRATIONS: readonly string[] = [
   '0006_task_cap.sql',
   '0007_streams.sql',
   '0008_stream_cap_index.sql',
+  '0009_notes_lookups.sql',
 ]
 /** The bookkeeping table of `wrangler d1 migrations` (wrangler.toml `migrations_table`). */
 export const D1_MIGRATIONS_TABLE = 'd1_migrations'

@@ -2,9 +2,10 @@
  * @module tests/support/notes-store-contract
  * The contract every `NotesStore` adapter passes (node:sqlite, PostgreSQL, D1): one vitest `describe`
  * block exercising the notes application's store through its interface only: notes and their
- * versions, principal isolation, search, tags and completions, the single-use keys of deletes (the
- * all-or-nothing `deleteMany`), share requests and their publication, the idempotent `importNotes`,
- * and the purge of its expired rows. Each test takes a store from `makeStore` (already migrated) and
+ * versions, principal isolation, paging (by recency, and by creation, which writes between pages
+ * do not disturb), the lookup by titles, search, tags and completions, the single-use keys of
+ * deletes (the all-or-nothing `deleteMany`), share requests and their publication, the idempotent
+ * `importNotes`, and the purge of its expired rows. Each test takes a store from `makeStore` (already migrated) and
  * invents its own principals, note contents, share ids and once-keys with random suffixes, so adapters
  * may hand out a fresh database per test or one shared database. The engine's state (sessions,
  * streams, tasks) has its own contract, `store-contract.ts`.
@@ -20,6 +21,7 @@
 import { describe, expect, it } from 'vitest'
 import {
   MAX_DELETE_NOTES,
+  MAX_FIND_TITLES,
   MAX_IMPORT_NOTES,
   REPLAY_RETENTION_MS,
   type NewNote,
@@ -600,6 +602,132 @@ export function describeNotesStoreContract(
         expect(titles(second.items)).toEqual(['2', '1'])
         expect(second.nextOffset).toBeUndefined()
         expect(await store.list(alice, 4, 2)).toEqual({ items: [] })
+      })
+    })
+
+    describe('findByTitles', () => {
+      const found = async (principal: string, wanted: string[]) =>
+        (await store.findByTitles(principal, wanted))
+          .map(({ title, body }) => `${title}: ${body}`)
+          .sort()
+
+      it('answers, for each title notes carry, the most recently updated of them, once', async () => {
+        const [older, , other] = await seed(alice, [
+          note('Twice', 'older'),
+          note('Twice', 'newer'),
+          note('Once', 'only'),
+        ])
+        expect(await found(alice, ['Twice', 'Once', 'Twice', 'Never'])).toEqual([
+          'Once: only',
+          'Twice: newer',
+        ])
+        await store.update(alice, older!.id, 1, { body: 'touched' }, T0 + 100)
+        expect(await found(alice, ['Twice'])).toEqual(['Twice: touched'])
+        expect(await store.findByTitles(alice, ['Once'])).toEqual([other])
+      })
+
+      it('matches whole titles exactly: case, spaces, wildcards and quotes count', async () => {
+        await seed(alice, [note('Plan'), note("it's 100% _done_"), note('a "quoted" title')])
+        expect(await found(alice, ['plan', 'Plan ', 'Pla', '%', 'Pla_'])).toEqual([])
+        expect(await found(alice, ["it's 100% _done_", 'a "quoted" title'])).toEqual([
+          'a "quoted" title: ',
+          "it's 100% _done_: ",
+        ])
+      })
+
+      it("never answers another principal's notes; no titles answer nothing", async () => {
+        await seed(alice, [note('Private')])
+        expect(await store.findByTitles(bob, ['Private'])).toEqual([])
+        expect(await store.findByTitles(alice, [])).toEqual([])
+      })
+
+      it('follows title changes and deletes', async () => {
+        const [renamed, deleted] = await seed(alice, [note('Before'), note('Gone')])
+        await store.update(alice, renamed!.id, 1, { title: 'After' }, T0 + 10)
+        await store.delete(alice, deleted!.id, unique('key'))
+        expect(await found(alice, ['Before', 'After', 'Gone'])).toEqual(['After: '])
+      })
+
+      it(`accepts MAX_FIND_TITLES titles in one call and refuses more`, async () => {
+        await seed(alice, [note('t-0'), note(`t-${MAX_FIND_TITLES - 1}`)])
+        const wanted = Array.from({ length: MAX_FIND_TITLES }, (_, i) => `t-${i}`)
+        expect(await found(alice, wanted)).toEqual(['t-0: ', `t-${MAX_FIND_TITLES - 1}: `])
+        await expect(store.findByTitles(alice, [...wanted, 'one more'])).rejects.toThrow(RangeError)
+      })
+    })
+
+    describe('listByCreation', () => {
+      /** Every page from the first, each one's titles; `between` runs after each page but the last. */
+      async function creationPages(
+        principal: string,
+        limit: number,
+        { tags, between }: { tags?: string[]; between?: () => Promise<void> } = {}
+      ): Promise<string[][]> {
+        const pages: string[][] = []
+        let after: string | undefined
+        do {
+          const page = await store.listByCreation(principal, { tags, after, limit })
+          pages.push(titles(page.items))
+          after = page.next
+          if (after !== undefined) await between?.()
+        } while (after !== undefined && pages.length < 100)
+        return pages
+      }
+
+      it('pages through the notes oldest first, whatever their updates, with next until the last page', async () => {
+        const [first] = await seed(
+          alice,
+          ['1', '2', '3', '4', '5'].map((t) => note(t))
+        )
+        await store.update(alice, first!.id, 1, { body: 'touched' }, T0 + 100)
+        expect(await creationPages(alice, 2)).toEqual([['1', '2'], ['3', '4'], ['5']])
+        expect(await creationPages(alice, 5)).toEqual([['1', '2', '3', '4', '5']])
+        expect(await store.listByCreation(alice, { limit: 10 })).toEqual({
+          items: expect.any(Array),
+        })
+        expect(await store.listByCreation(bob, { limit: 10 })).toEqual({ items: [] })
+      })
+
+      it('keeps only notes carrying every given tag', async () => {
+        await seed(alice, [
+          note('a', '', ['x']),
+          note('b', '', ['x', 'y']),
+          note('c', '', ['y']),
+          note('d', '', ['x', 'y']),
+        ])
+        expect(await creationPages(alice, 1, { tags: ['x', 'y'] })).toEqual([['b'], ['d']])
+        expect(await creationPages(alice, 10, { tags: ['x'] })).toEqual([['a', 'b', 'd']])
+      })
+
+      it('has every note that exists throughout exactly once, whatever is created, updated or deleted between pages', async () => {
+        const seeded = await seed(
+          alice,
+          Array.from({ length: 9 }, (_, i) => note(`kept ${i}`))
+        )
+        const doomed = await seed(alice, [note('doomed 1'), note('doomed 2')], T0 + 50)
+        let step = 0
+        const pages = await creationPages(alice, 3, {
+          // Each kind of write that moves notes in the recency order `list` pages by.
+          between: async () => {
+            step++
+            const moved = seeded[9 - step]!
+            await store.update(alice, moved.id, moved.version, { body: 'moved' }, T0 + 100 + step)
+            await store.create(alice, note(`new ${step}`), T0 + 100 + step)
+            const gone = doomed[step - 1]
+            if (gone) await store.delete(alice, gone.id, unique('key'))
+          },
+        })
+        const listed = pages.flat()
+        const kept = listed.filter((title) => title.startsWith('kept '))
+        expect(kept).toEqual(seeded.map((n) => n.title))
+        expect(new Set(listed).size).toBe(listed.length)
+      })
+
+      it('refuses an after no page answered, and a limit that is not a positive integer', async () => {
+        for (const after of ['', 'x', '-1', '1.5', '01', '99999999999999999999'])
+          await expect(store.listByCreation(alice, { after, limit: 1 })).rejects.toThrow(RangeError)
+        for (const limit of [0, -1, 1.5])
+          await expect(store.listByCreation(alice, { limit })).rejects.toThrow(RangeError)
       })
     })
 

@@ -72,7 +72,7 @@ describe('a node:sqlite file of an older deployment', () => {
         .all()
         .map((row) => row.version)
     expect(versions('mcp_schema')).toEqual([6, 7, 8])
-    expect(versions('notes_schema')).toEqual([6])
+    expect(versions('notes_schema')).toEqual([6, 9])
     // The older bookkeeping stays as it was: nothing writes it any more.
     expect(versions('schema_migrations')).toEqual([1, 2, 3, 4, 5, 6])
     db.close()
@@ -133,7 +133,7 @@ describe.skipIf(serverUrl === undefined)('a PostgreSQL database of an older depl
           await sql<Array<{ version: number }>>`SELECT version FROM ${sql(table)} ORDER BY version`
         ).map((row) => row.version)
       expect(await versions('mcp_schema')).toEqual([6, 7, 8])
-      expect(await versions('notes_schema')).toEqual([6])
+      expect(await versions('notes_schema')).toEqual([6, 9])
       expect(await versions('schema_migrations')).toEqual([1, 2, 3, 4, 5, 6])
     } finally {
       await sql.end({ timeout: 5 })

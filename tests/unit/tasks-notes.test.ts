@@ -29,7 +29,7 @@ import { readJournal } from '../../src/mcp/tasks/record.ts'
 import { MAX_BODY_CHARS } from '../../src/notes/limits.ts'
 import { READ, WRITE } from '../../src/notes/scopes.ts'
 import { createNotesServer } from '../../src/notes/server.ts'
-import type { Note } from '../../src/notes/store.ts'
+import type { Note, NotesStore } from '../../src/notes/store.ts'
 import {
   MAX_CONFLICTS_PER_ASK,
   MAX_EXPORT_BYTES,
@@ -58,10 +58,17 @@ let shutdown: AbortController
 let app: ReturnType<typeof createApp>
 let ids = 0
 
-/** The notes app configured by `env`, on its own stores (in memory unless `path` names a file). */
+/**
+ * The notes app configured by `env`, on its own stores (in memory unless `path` names a file); the
+ * app reaches its notes store through `wrap` when given.
+ */
 async function notesApp(
   env: Record<string, string> = {},
-  { path = ':memory:', now }: { path?: string; now?: () => number } = {}
+  {
+    path = ':memory:',
+    now,
+    wrap = (notes) => notes,
+  }: { path?: string; now?: () => number; wrap?: (notes: NotesStore) => NotesStore } = {}
 ): Promise<{
   store: SqliteNotesStore
   tasks: SqliteEngineStore
@@ -70,7 +77,7 @@ async function notesApp(
 }> {
   const own = await sqliteStores(path)
   const built = createApp(parseConfig(env), {
-    store: own.store,
+    store: wrap(own.store),
     engineStore: own.engineStore,
     sealer,
     bus: new InProcessEventBus(),
@@ -415,6 +422,131 @@ describe('export_notes', () => {
 
   it('needs notes:read', () => {
     expect(createNotesServer().tools.get('export_notes')?.definition.scopes).toEqual(READ)
+  })
+})
+
+/** The reads of many notes the task tools may make: after each, {@link writesBetweenReads} writes. */
+const MANY_NOTES_READS = new Set<string | symbol>([
+  'list',
+  'search',
+  'findByTitles',
+  'listByCreation',
+])
+
+/**
+ * `store`, where each read of many notes (a page, or a lookup) is followed, before it answers, by
+ * `write` (through `store` itself): another writer between any two reads of an import's plan or an
+ * export, deterministically.
+ */
+function writesBetweenReads(store: NotesStore, write: () => Promise<void>): NotesStore {
+  return new Proxy(store, {
+    get(target, key): unknown {
+      const value: unknown = Reflect.get(target, key, target)
+      if (typeof value !== 'function') return value
+      if (!MANY_NOTES_READS.has(key)) return (value as (...args: unknown[]) => unknown).bind(target)
+      return async (...args: unknown[]) => {
+        const answer: unknown = await (value as (...args: unknown[]) => Promise<unknown>).apply(
+          target,
+          args
+        )
+        await write()
+        return answer
+      }
+    },
+  })
+}
+
+describe('while other writes happen between the reads of a task', () => {
+  /**
+   * The app on its own store with `fillers` notes and the `before` ones older than them; its first
+   * read of many notes is followed by `write`. The tools read 500 notes a page.
+   */
+  async function busyApp(
+    before: string[],
+    fillers: number,
+    write: (notes: NotesStore) => Promise<void>
+  ) {
+    let writing: Promise<void> | undefined
+    const busy = await notesApp(
+      {},
+      { wrap: (notes) => writesBetweenReads(notes, () => (writing ??= write(notes))) }
+    )
+    const at = Date.now()
+    const seeded: Note[] = []
+    for (const [i, title] of [
+      ...before,
+      ...Array.from({ length: fillers }, (_, n) => `Filler ${n}`),
+    ].entries())
+      seeded.push(await busy.store.create(LOCAL_PRINCIPAL, { title, body: '', tags: [] }, at + i))
+    return { ...busy, seeded, later: at + seeded.length + 1 }
+  }
+
+  it('an import asks about every title that exists throughout, whichever notes move meanwhile', async () => {
+    // "Pulled" is just past the newest 500 and "Moved" older: once two newer notes are deleted and
+    // "Moved" updated, pages of 500 by offset over recency would miss both.
+    const busy = await busyApp(['Moved', 'Pulled'], 500, async (notes) => {
+      const { seeded, later } = busy
+      const newest = seeded.slice(-2).map((note) => note.id)
+      await notes.deleteMany(LOCAL_PRINCIPAL, newest, 'between-reads')
+      await notes.update(LOCAL_PRINCIPAL, seeded[0]!.id, 1, { body: 'moved' }, later)
+    })
+    const markdown = '# Pulled\n\nnew\n# Moved\n\nnew\n# Fresh\n\nfresh\n'
+    const { taskId } = await call('import_notes', { markdown }, undefined, busy.app)
+    const asked = await waitForTask(
+      () => getTask(taskId, busy.app),
+      (task) => task.status === 'input_required' || isTerminal(task),
+      'a question or the end of the import'
+    )
+    expect(asked.status).toBe('input_required')
+    const message: string = asked.inputRequests['conflicts-1'].params.message
+    expect(message).toContain('"Pulled"')
+    expect(message).toContain('"Moved"')
+    await rpc(
+      'tasks/update',
+      {
+        taskId,
+        inputResponses: { 'conflicts-1': { action: 'accept', content: { resolution: 'skip' } } },
+      },
+      TASKS,
+      busy.app
+    )
+    const done = await finished(taskId, busy.app)
+    expect(done.result.structuredContent).toMatchObject({ created: 1, skipped: 2 })
+    const byTitle = await notesByTitle(busy.store)
+    expect(byTitle.get('Pulled')).toHaveLength(1)
+    expect(byTitle.get('Moved')).toHaveLength(1)
+    await busy.close()
+  })
+
+  it('an export has every note that exists throughout it exactly once, whatever is written meanwhile', async () => {
+    // Between two pages: the oldest note and one in the middle updated (to the top of the recency
+    // order), the newest and an old one deleted, a note created.
+    const busy = await busyApp([], 600, async (notes) => {
+      const { seeded, later } = busy
+      for (const moved of [seeded[0]!, seeded[300]!])
+        await notes.update(LOCAL_PRINCIPAL, moved.id, 1, { body: 'moved' }, later)
+      await notes.deleteMany(LOCAL_PRINCIPAL, [seeded.at(-1)!.id, seeded[10]!.id], 'between-pages')
+      await notes.create(LOCAL_PRINCIPAL, { title: 'Created meanwhile', body: '', tags: [] }, later)
+    })
+    const done = await finished(
+      (await call('export_notes', {}, undefined, busy.app)).taskId,
+      busy.app
+    )
+    const exported: string[] = [...done.result.content[1].resource.text.matchAll(/^# (.*)$/gm)].map(
+      (match: RegExpMatchArray) => match[1]!
+    )
+    // Notes deleted or created meanwhile may be in it or not, once at most.
+    const meanwhile = new Set([
+      busy.seeded.at(-1)!.title,
+      busy.seeded[10]!.title,
+      'Created meanwhile',
+    ])
+    const throughout = exported.filter((title) => !meanwhile.has(title))
+    const expected = busy.seeded.map((note) => note.title).filter((title) => !meanwhile.has(title))
+    expect([...throughout].sort()).toEqual([...expected].sort())
+    expect(new Set(exported).size).toBe(exported.length)
+    expect(throughout).toEqual(expected) // oldest first
+    await busy.close()
   })
 })
 

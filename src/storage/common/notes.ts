@@ -4,14 +4,17 @@
  * to ({@link noteOf}), the checks of an
  * import and of a bulk delete, what `deleteMany` answers from the rows deleted, `delete` itself
  * ({@link withDeleteOne}), what a missed `update` answers, tag normalisation, the paging check and the
- * page built from a `LIMIT limit + 1` read. Runtime-neutral:
+ * page built from a `LIMIT limit + 1` read, the check of a title lookup, and the cursor of
+ * `listByCreation` (the row's immutable `seq`, as a decimal string). Runtime-neutral:
  * only the store contract, the note-id pattern of `notes/limits.ts` and the engine's store-kit types.
  */
 import type { PortMethods } from 'stateless-mcp/compose'
 import { NOTE_ID_PATTERN } from '../../notes/limits.ts'
 import {
   MAX_DELETE_NOTES,
+  MAX_FIND_TITLES,
   MAX_IMPORT_NOTES,
+  type CreationPage,
   type NewNote,
   type Note,
   type NotesStore,
@@ -30,6 +33,8 @@ export type NoteMethods = Pick<
   | 'deleteMany'
   | 'list'
   | 'search'
+  | 'findByTitles'
+  | 'listByCreation'
   | 'listTags'
   | 'completeIds'
   | 'completeTags'
@@ -150,4 +155,44 @@ export function toPage<Row>(
 ): Page<Note> {
   const items = rows.slice(0, limit).map(toNote)
   return rows.length > limit ? { items, nextOffset: offset + limit } : { items }
+}
+
+/**
+ * `findByTitles`'s precondition on every adapter: throws `RangeError` for more than
+ * `MAX_FIND_TITLES` titles. Answers the titles each once.
+ */
+export function distinctTitles(titles: readonly string[]): string[] {
+  if (titles.length > MAX_FIND_TITLES) {
+    throw new RangeError(`at most ${MAX_FIND_TITLES} titles may be looked up at once`)
+  }
+  return [...new Set(titles)]
+}
+
+/** A cursor `listByCreation` answers: a row's `seq` in decimal (a safe integer: checked once read). */
+const CREATION_CURSOR = /^(0|[1-9][0-9]{0,15})$/
+
+/**
+ * The `seq` after which a `listByCreation` page starts (0, before every note, without `after`).
+ * Throws `RangeError` for an `after` no page answered, or a `limit` that is not a positive integer.
+ */
+export function creationStart(after: string | undefined, limit: number): number {
+  checkPaging(0, limit)
+  if (after === undefined) return 0
+  const seq = CREATION_CURSOR.test(after) ? Number(after) : Number.NaN
+  if (!Number.isSafeInteger(seq)) throw new RangeError('after must be the next of an earlier page')
+  return seq
+}
+
+/**
+ * One `listByCreation` page from rows fetched in `seq` order with `LIMIT limit + 1`: the extra row
+ * only tells that another page follows, which starts after the last row kept.
+ */
+export function toCreationPage<Row extends { seq: number | string }>(
+  rows: readonly Row[],
+  limit: number,
+  toNote: (row: Row) => Note
+): CreationPage {
+  const kept = rows.slice(0, limit)
+  const items = kept.map(toNote)
+  return rows.length > limit ? { items, next: String(kept[kept.length - 1]!.seq) } : { items }
 }

@@ -3,7 +3,8 @@
  * The note methods of the PostgreSQL store ({@link noteMethods}): creation under a fresh id with the
  * note's search vectors, the idempotent import (one transaction of conditional inserts), the
  * optimistic update, the bulk delete behind a single-use key (one transaction: spend the key, then
- * delete), paging, search (`search.ts` builds the `tsvector` and `tsquery` literals) and completions.
+ * delete), paging (by offset over recency, or by `seq` in creation order), the lookup by titles,
+ * search (`search.ts` builds the `tsvector` and `tsquery` literals) and completions.
  * Also the mapping of a note row ({@link toNote}), which the shares read too.
  */
 import type { PendingQuery, Row, Sql, TransactionSql } from 'postgres'
@@ -129,6 +130,26 @@ export const noteMethods: PortMethods<common.NoteMethods, Sql> = common.withDele
               updated_at DESC, seq DESC
             LIMIT ${limit + 1} OFFSET ${offset}`
     return common.toPage(rows, offset, limit, toNote)
+  },
+
+  async findByTitles(principal, titles) {
+    const wanted = common.distinctTitles(titles)
+    if (wanted.length === 0) return []
+    const rows = await this.db<Array<common.NoteRow<string[]>>>`
+      SELECT DISTINCT ON (title) id, title, body, tags, created_at, updated_at, version FROM notes
+      WHERE principal = ${enc(principal)} AND title = ANY(${wanted.map(enc)}::text[])
+      ORDER BY title, updated_at DESC, seq DESC`
+    return rows.map(toNote)
+  },
+
+  async listByCreation(principal, query) {
+    const start = common.creationStart(query.after, query.limit)
+    const tags = [...new Set(query.tags ?? [])].map(enc)
+    const rows = await this.db<Array<common.NoteRow<string[]> & { seq: string }>>`
+      SELECT id, title, body, tags, created_at, updated_at, version, seq FROM notes
+      WHERE principal = ${enc(principal)} AND seq > ${start} AND tags @> ${tags}::text[]
+      ORDER BY seq LIMIT ${query.limit + 1}`
+    return common.toCreationPage(rows, query.limit, toNote)
   },
 
   async listTags(principal) {

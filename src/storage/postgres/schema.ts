@@ -6,7 +6,7 @@
  * schema's steps that made these tables (1, 2 and the notes part of 4), so a database an older
  * deployment migrated is adopted as it is; the engine's tables (sessions, streams, tasks) are the
  * engine's own. The `*_tsv` columns hold the `tsvector` literals `search.ts` builds. Never edit a
- * released step; append a new one (from 9 on).
+ * released step; append a new one (from 10 on).
  */
 import type { PostgresSchema } from 'stateless-mcp/postgres'
 import { NOTES_SCHEMA_BOOKKEEPING } from '../common/schema.ts'
@@ -71,6 +71,15 @@ export const NOTES_POSTGRES_SCHEMA: PostgresSchema = {
       // notes_by_id lets importNotes skip an id that names a note of any principal.
       version: 4,
       statements: [`CREATE INDEX notes_by_id ON notes (id)`],
+    },
+    {
+      // findByTitles finds an import's titles, and listByCreation pages in creation order, without
+      // reading every note of the principal.
+      version: 9,
+      statements: [
+        `CREATE INDEX notes_by_title ON notes (principal, title)`,
+        `CREATE INDEX notes_by_creation ON notes (principal, seq)`,
+      ],
     },
   ],
 }

@@ -3,8 +3,8 @@
  * The note methods of the SQLite-dialect store ({@link noteMethods}), over node:sqlite and D1 alike:
  * creation under a fresh id, the idempotent import (one batch of conditional inserts, each answering
  * whether it created its note), the optimistic update, the bulk delete behind a single-use key (one
- * batch: spend the key with a fresh claim, then delete only where that claim is found), paging,
- * search and completions. Search: free text is reduced to word tokens and each is quoted as an FTS5
+ * batch: spend the key with a fresh claim, then delete only where that claim is found), paging (by
+ * offset over recency, or by `seq` in creation order), the lookup by titles, search and completions. Search: free text is reduced to word tokens and each is quoted as an FTS5
  * string ({@link ftsMatch}), so no character of user input reaches the FTS5 query syntax; ranking is
  * bm25 with the title above tags above the body, then the most recently updated first. Also the
  * mapping of a note row ({@link toNote}), which the shares read too.
@@ -94,6 +94,26 @@ export const noteMethods: PortMethods<common.NoteMethods, SqliteDriver> = common
         ? await this.db.all(SQL.filterNotes, params)
         : await this.db.all(SQL.searchNotes, [...params, match])
     return common.toPage(rows, offset, limit, toNote)
+  },
+
+  async findByTitles(principal, titles) {
+    const wanted = common.distinctTitles(titles)
+    if (wanted.length === 0) return []
+    const rows = await this.db.all(SQL.findByTitles, [principal, JSON.stringify(wanted)])
+    return rows.map(toNote)
+  },
+
+  async listByCreation(principal, query) {
+    const start = common.creationStart(query.after, query.limit)
+    const tags = [...new Set(query.tags ?? [])]
+    const rows = await this.db.all(SQL.listByCreation, [
+      principal,
+      JSON.stringify(tags),
+      tags.length,
+      query.limit + 1,
+      start,
+    ])
+    return common.toCreationPage(rows as Array<SqliteRow & { seq: number }>, query.limit, toNote)
   },
 
   async listTags(principal) {

@@ -6,7 +6,8 @@
  * it. The steps keep the numbers of the shared schema's files under `migrations/` that made these
  * tables (1, 2 and the notes part of 4), so a file an older deployment migrated is adopted as it is;
  * the engine's tables (sessions, streams, tasks) are the engine's own. On D1, wrangler applies those
- * files (`../d1.ts`). Never edit a released step; append a new one (from 9 on).
+ * files (`../d1.ts`), and each later step here has its file there too (9: `0009_notes_lookups.sql`).
+ * Never edit a released step; append a new one (from 10 on).
  */
 import type { SqliteSchema } from 'stateless-mcp/sqlite'
 import { NOTES_SCHEMA_BOOKKEEPING } from '../common/schema.ts'
@@ -97,6 +98,15 @@ export const NOTES_SQLITE_SCHEMA: SqliteSchema = {
       // importNotes skips an id that names a note of any principal.
       version: 4,
       statements: [`CREATE INDEX notes_by_id ON notes (id)`],
+    },
+    {
+      // findByTitles finds an import's titles, and listByCreation pages in creation order, without
+      // reading every note of the principal.
+      version: 9,
+      statements: [
+        `CREATE INDEX notes_by_title ON notes (principal, title)`,
+        `CREATE INDEX notes_by_creation ON notes (principal, seq)`,
+      ],
     },
   ],
 }

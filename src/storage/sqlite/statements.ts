@@ -87,6 +87,23 @@ export const SQL = {
     WHERE notes_fts MATCH ?6 AND n.principal = ?1 AND ${TAG_FILTER}
     ORDER BY bm25(notes_fts, ${BM25_WEIGHTS}), n.updated_at DESC, n.seq DESC
     LIMIT ?4 OFFSET ?5`,
+  /**
+   * ?1 principal, ?2 titles JSON: of the notes carrying each title, the most recently updated (the
+   * first `listNotes` shows).
+   */
+  findByTitles: `
+    SELECT id, title, body, tags, created_at, updated_at, version FROM (
+      SELECT ${NOTE_COLUMNS}, row_number() OVER (
+        PARTITION BY n.title ORDER BY n.updated_at DESC, n.seq DESC
+      ) AS rank
+      FROM notes AS n
+      WHERE n.principal = ?1 AND n.title IN (SELECT value FROM json_each(?2))
+    ) WHERE rank = 1`,
+  /** ?1 principal, ?2 tags JSON, ?3 tag count, ?4 limit, ?5 the seq the page starts after. */
+  listByCreation: `
+    SELECT ${NOTE_COLUMNS}, n.seq FROM notes AS n
+    WHERE n.principal = ?1 AND n.seq > ?5 AND ${TAG_FILTER}
+    ORDER BY n.seq LIMIT ?4`,
   /** ?1 principal. */
   listTags: `
     SELECT t.value AS tag, count(*) AS count FROM notes AS n, json_each(n.tags) AS t
