@@ -370,8 +370,8 @@ export const exportNotes = tool({
   description:
     'Export your notes (all of them, or those carrying one tag) as one markdown bundle, oldest ' +
     'first, each note under its "# Title" heading with its tags; import_notes reads it back. ' +
-    'Runs as a task, so the ' +
-    `client must support tasks. Up to ${MAX_EXPORT_BYTES} bytes: export by tag beyond that.`,
+    'Runs as a task, so the client must support tasks. ' +
+    `Up to ${MAX_EXPORT_BYTES} bytes: export by tag beyond that.`,
   input: z.strictObject({
     tag: tagField.optional().describe('Export only the notes with this tag.'),
   }),
