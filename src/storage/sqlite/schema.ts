@@ -10,7 +10,7 @@
  * Never edit a released step; append a new one (from 10 on).
  */
 import type { SqliteSchema } from 'stateless-mcp/sqlite'
-import { NOTES_SCHEMA_BOOKKEEPING } from '../common/schema.ts'
+import { NOTES_LOOKUPS_STEP, NOTES_SCHEMA_BOOKKEEPING } from '../common/schema.ts'
 
 export const NOTES_SQLITE_SCHEMA: SqliteSchema = {
   ...NOTES_SCHEMA_BOOKKEEPING,
@@ -99,14 +99,6 @@ export const NOTES_SQLITE_SCHEMA: SqliteSchema = {
       version: 4,
       statements: [`CREATE INDEX notes_by_id ON notes (id)`],
     },
-    {
-      // findByTitles finds an import's titles, and listByCreation pages in creation order, without
-      // reading every note of the principal.
-      version: 9,
-      statements: [
-        `CREATE INDEX notes_by_title ON notes (principal, title)`,
-        `CREATE INDEX notes_by_creation ON notes (principal, seq)`,
-      ],
-    },
+    NOTES_LOOKUPS_STEP,
   ],
 }
