@@ -29,7 +29,6 @@
  */
 
 import type { StoreLifecycle } from 'stateless-mcp'
-import { MAX_IMPORTED_NOTES } from './limits.ts'
 
 /**
  * How long a row that a sealed `requestState` may still refer to is kept after its last use: a spent
@@ -60,8 +59,15 @@ export const MAX_IMPORT_NOTES = 1000
 /** Most ids one `deleteMany` call accepts. */
 export const MAX_DELETE_NOTES = 1000
 
-/** Most titles one `findByTitles` call accepts: every title of the largest import. */
-export const MAX_FIND_TITLES = MAX_IMPORTED_NOTES
+/**
+ * Most titles one `findByTitles` call accepts: a read's titles stay far below D1's 2 MB bound on one
+ * parameter (500 titles of at most 200 characters), and an import looks its titles up in reads of
+ * this many.
+ */
+export const MAX_FIND_TITLES = 500
+
+/** A note as `findByTitles` answers it: which note carries the title, at which version. */
+export type NoteTitle = Pick<Note, 'id' | 'title' | 'version'>
 
 export interface NewNote {
   title: string
@@ -184,10 +190,11 @@ export interface NotesStore extends StoreLifecycle {
   /**
    * For each of `titles` (exact, case-sensitive) that notes of the principal carry, the most
    * recently updated of them (the first of them `list` shows), in no particular order and each
-   * title once. One read: a note that keeps its title throughout the call is found, whatever else is
-   * written meanwhile. Throws `RangeError` for more than {@link MAX_FIND_TITLES} titles.
+   * title once, without its body and tags. One read: a note that keeps its title throughout the call
+   * is found, whatever else is written meanwhile. Throws `RangeError` for more than
+   * {@link MAX_FIND_TITLES} titles.
    */
-  findByTitles(principal: string, titles: readonly string[]): Promise<Note[]>
+  findByTitles(principal: string, titles: readonly string[]): Promise<NoteTitle[]>
   /**
    * Notes of the principal in the order they were created (oldest first), a page at a time. Pages
    * follow a key no write changes, so a note that exists from the first page's read to the last

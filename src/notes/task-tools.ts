@@ -42,7 +42,7 @@ import {
 import { newNoteId } from './note-id.ts'
 import { tagField, tagsField, titleField } from './schemas.ts'
 import { READ, WRITE } from './scopes.ts'
-import type { NewNote, Note } from './store.ts'
+import { MAX_FIND_TITLES, type NewNote, type Note, type NoteTitle } from './store.ts'
 
 /** Notes created per store call (and per progress step); the store takes up to 1000. */
 const IMPORT_BATCH_NOTES = 100
@@ -178,8 +178,14 @@ async function planImport(ctx: ToolContext<NotesDeps>, notes: ImportedNote[]): P
     // Only a title's first note in the import conflicts; later ones are kept as new notes.
     if (!wanted.has(note.title)) wanted.set(note.title, index)
   })
-  // One read (not pages of all notes, which other writes shift between two reads).
-  const existing = await ctx.deps.notes.findByTitles(ctx.principal, [...wanted.keys()])
+  // Each title in one read (not pages of all notes, which other writes shift between two reads).
+  const titles = [...wanted.keys()]
+  const existing: NoteTitle[] = []
+  for (let at = 0; at < titles.length; at += MAX_FIND_TITLES) {
+    existing.push(
+      ...(await ctx.deps.notes.findByTitles(ctx.principal, titles.slice(at, at + MAX_FIND_TITLES)))
+    )
+  }
   const conflicts = existing.map(({ title, id, version }) => ({
     index: wanted.get(title)!,
     id,

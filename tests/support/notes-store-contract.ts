@@ -606,10 +606,16 @@ export function describeNotesStoreContract(
     })
 
     describe('findByTitles', () => {
-      const found = async (principal: string, wanted: string[]) =>
-        (await store.findByTitles(principal, wanted))
-          .map(({ title, body }) => `${title}: ${body}`)
-          .sort()
+      /** Each note found as `title: body`, read back by its id at the version it was found at. */
+      const found = async (principal: string, wanted: string[]) => {
+        const lines: string[] = []
+        for (const { id, title, version } of await store.findByTitles(principal, wanted)) {
+          const note = await store.get(principal, id)
+          expect(note && { title: note.title, version: note.version }).toEqual({ title, version })
+          lines.push(`${title}: ${note!.body}`)
+        }
+        return lines.sort()
+      }
 
       it('answers, for each title notes carry, the most recently updated of them, once', async () => {
         const [older, , other] = await seed(alice, [
@@ -623,7 +629,9 @@ export function describeNotesStoreContract(
         ])
         await store.update(alice, older!.id, 1, { body: 'touched' }, T0 + 100)
         expect(await found(alice, ['Twice'])).toEqual(['Twice: touched'])
-        expect(await store.findByTitles(alice, ['Once'])).toEqual([other])
+        expect(await store.findByTitles(alice, ['Once'])).toEqual([
+          { id: other!.id, title: other!.title, version: other!.version },
+        ])
       })
 
       it('matches whole titles exactly: case, spaces, wildcards and quotes count', async () => {

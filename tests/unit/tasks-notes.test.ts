@@ -467,9 +467,18 @@ describe('while other writes happen between the reads of a task', () => {
     write: (notes: NotesStore) => Promise<void>
   ) {
     let writing: Promise<void> | undefined
+    /** Reads of many notes so far, and how many there were when the write began. */
+    const reads = { total: 0, beforeWrite: undefined as number | undefined }
     const busy = await notesApp(
       {},
-      { wrap: (notes) => writesBetweenReads(notes, () => (writing ??= write(notes))) }
+      {
+        wrap: (notes) =>
+          writesBetweenReads(notes, () => {
+            reads.total++
+            reads.beforeWrite ??= reads.total
+            return (writing ??= write(notes))
+          }),
+      }
     )
     const at = Date.now()
     const seeded: Note[] = []
@@ -478,7 +487,7 @@ describe('while other writes happen between the reads of a task', () => {
       ...Array.from({ length: fillers }, (_, n) => `Filler ${n}`),
     ].entries())
       seeded.push(await busy.store.create(LOCAL_PRINCIPAL, { title, body: '', tags: [] }, at + i))
-    return { ...busy, seeded, later: at + seeded.length + 1 }
+    return { ...busy, seeded, reads, later: at + seeded.length + 1 }
   }
 
   it('an import asks about every title that exists throughout, whichever notes move meanwhile', async () => {
@@ -515,6 +524,7 @@ describe('while other writes happen between the reads of a task', () => {
     const byTitle = await notesByTitle(busy.store)
     expect(byTitle.get('Pulled')).toHaveLength(1)
     expect(byTitle.get('Moved')).toHaveLength(1)
+    expect(busy.reads.beforeWrite).toBe(1)
     await busy.close()
   })
 
@@ -546,6 +556,9 @@ describe('while other writes happen between the reads of a task', () => {
     expect([...throughout].sort()).toEqual([...expected].sort())
     expect(new Set(exported).size).toBe(exported.length)
     expect(throughout).toEqual(expected) // oldest first
+    // The write came after the first page, and pages were read after it.
+    expect(busy.reads.beforeWrite).toBe(1)
+    expect(busy.reads.total).toBeGreaterThan(1)
     await busy.close()
   })
 })

@@ -135,11 +135,15 @@ export const noteMethods: PortMethods<common.NoteMethods, Sql> = common.withDele
   async findByTitles(principal, titles) {
     const wanted = common.distinctTitles(titles)
     if (wanted.length === 0) return []
-    const rows = await this.db<Array<common.NoteRow<string[]>>>`
-      SELECT DISTINCT ON (title) id, title, body, tags, created_at, updated_at, version FROM notes
+    const rows = await this.db<Array<{ id: string; title: string; version: string }>>`
+      SELECT DISTINCT ON (title) id, title, version FROM notes
       WHERE principal = ${enc(principal)} AND title = ANY(${wanted.map(enc)}::text[])
       ORDER BY title, updated_at DESC, seq DESC`
-    return rows.map(toNote)
+    return rows.map((row) => ({
+      id: dec(row.id),
+      title: dec(row.title),
+      version: Number(row.version),
+    }))
   },
 
   async listByCreation(principal, query) {

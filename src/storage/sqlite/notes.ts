@@ -100,7 +100,11 @@ export const noteMethods: PortMethods<common.NoteMethods, SqliteDriver> = common
     const wanted = common.distinctTitles(titles)
     if (wanted.length === 0) return []
     const rows = await this.db.all(SQL.findByTitles, [principal, JSON.stringify(wanted)])
-    return rows.map(toNote)
+    return rows.map((row) => ({
+      id: String(row.id),
+      title: String(row.title),
+      version: Number(row.version),
+    }))
   },
 
   async listByCreation(principal, query) {

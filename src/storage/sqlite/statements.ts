@@ -92,8 +92,8 @@ export const SQL = {
    * first `listNotes` shows).
    */
   findByTitles: `
-    SELECT id, title, body, tags, created_at, updated_at, version FROM (
-      SELECT ${NOTE_COLUMNS}, row_number() OVER (
+    SELECT id, title, version FROM (
+      SELECT n.id, n.title, n.version, row_number() OVER (
         PARTITION BY n.title ORDER BY n.updated_at DESC, n.seq DESC
       ) AS rank
       FROM notes AS n
