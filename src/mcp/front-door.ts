@@ -333,7 +333,7 @@ export function createMcpServer<Deps = undefined>(
     },
     async close(): Promise<void> {
       shutdown.abort()
-      await runsStopped
+      await Promise.all([runsStopped, sweeps.stop()])
       if (ownStore) await store.close()
     },
   }
@@ -346,24 +346,32 @@ export function createMcpServer<Deps = undefined>(
  * streams and tasks whose lifetime ended so leave the store, the in-memory one included, even on a
  * server nobody restarts.
  */
-function requestDrivenSweeps(store: EngineStore, logger: McpLogger): { due(): void } {
+function requestDrivenSweeps(
+  store: EngineStore,
+  logger: McpLogger
+): { due(): void; stop(): Promise<void> } {
   let last = Date.now()
-  let running = false
+  let running: Promise<void> | undefined
+  let stopped = false
   return {
     due() {
       const now = Date.now()
-      if (running || now - last < PURGE_INTERVAL_MS) return
-      running = true
+      if (stopped || running || now - last < PURGE_INTERVAL_MS) return
       last = now
-      sweepExpired(store, now)
+      running = sweepExpired(store, now)
         .catch((error: unknown) => {
           logger.warn('expired-row sweep failed; a later request retries', {
             error: describeError(error),
           })
         })
-        .finally(() => {
-          running = false
+        .then(() => {
+          running = undefined
         })
+    },
+    /** Starts no more sweeps, and resolves once the one running (if any) has ended. */
+    async stop() {
+      stopped = true
+      await running
     },
   }
 }

@@ -238,6 +238,38 @@ describe('the store’s expired rows', () => {
     expect(purges).toEqual([Date.now()])
     await swept.close()
   })
+
+  it('are not swept again while a sweep runs, and close() waits for it', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] })
+    const store = new MemoryEngineStore()
+    let purges = 0
+    let release = () => {}
+    store.purgeExpired = () => {
+      purges++
+      return new Promise((resolve) => (release = () => resolve(0)))
+    }
+    const swept = createMcpServer(definition, { stateKeys, logger: quiet, store })
+    try {
+      await swept.fetch(post('tools/list'))
+      vi.setSystemTime(Date.now() + 11 * 60_000)
+      await swept.fetch(post('tools/list'))
+      vi.setSystemTime(Date.now() + 11 * 60_000)
+      await swept.fetch(post('tools/list'))
+      expect(purges).toBe(1)
+      let closing = false
+      const close = swept.close().then(() => (closing = true))
+      // In memory: once a macrotask has passed, close() would have ended had it not waited.
+      await new Promise((resolve) => setImmediate(resolve))
+      expect(closing).toBe(false)
+      release()
+      await close
+      vi.setSystemTime(Date.now() + 11 * 60_000)
+      await swept.fetch(post('tools/list')).catch(() => undefined)
+      expect(purges).toBe(1)
+    } finally {
+      release()
+    }
+  })
 })
 
 describe('construction', () => {
