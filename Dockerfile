@@ -1,4 +1,4 @@
-# notes-mcp's container image: the Node server of `npm start` (`node src/node.ts`, run directly so
+# notes-mcp's container image: the Node server of `npm start` (`node --max-semi-space-size=16 src/node.ts`, run directly so
 # SIGTERM reaches it and its drain runs), production dependencies only, as a non-root user, with the
 # SQLite store in the volume /data. Built by `docker build .` and `podman build .` alike; here
 # `npm run -s image:build` (scripts/image-build.ts) builds it. See docs/containers.md.

@@ -80,7 +80,7 @@ export const USAGE = `Usage: npm run loadtest -- [options]
                             nginx routing in balanced mode (default avoid-previous: round robin
                             over the replicas but the one that served the flow's previous round)
   --fault kill|rolling|pg-restart|pg-kill|redis-restart
-                            a fault mid-run (see the README's "Proving it"):
+                            a fault mid-run (see docs/operations.md, "Proving it"):
                             kill: SIGKILL one replica and restart it about 1.5 s later;
                             with task users, one seen running a task
                             rolling: two rolling deploys (SIGTERM, drain, restart each replica
@@ -98,7 +98,7 @@ export const USAGE = `Usage: npm run loadtest -- [options]
                             fractions allowed; no fault): every replica's resident set, heap
                             after a full GC, active handles and open descriptors are sampled
                             throughout, and the run fails when one grows past its bound after
-                            the warm-up (see the README's "Proving it")
+                            the warm-up (see docs/operations.md, "Proving it")
   --rate FLOWS_PER_S        the users pace themselves to this many flows per second overall,
                             task users to one flow each per 30 s (default with --soak ${SOAK_DEFAULT_RATE};
                             otherwise unpaced: as fast as the fleet answers)

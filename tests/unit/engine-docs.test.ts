@@ -73,7 +73,7 @@ function undocumented(module: string): string[] {
   const file = program.getSourceFile(join(ENGINE_DIR, module))
   if (!file) throw new Error(`${module} is not part of the program`)
   const symbol = checker.getSymbolAtLocation(file)
-  if (!symbol) return []
+  if (!symbol) throw new Error(`${module} has no module symbol`)
   return checker.getExportsOfModule(symbol).flatMap((exported) => {
     const target =
       exported.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(exported) : exported

@@ -76,7 +76,8 @@ describe('a held-open stream on a bus whose subscription takes a round trip', ()
     bus.publish({ kind: 'tools_list_changed' })
     let settled = false
     void read.then(() => (settled = true))
-    await Promise.resolve()
+    // Everything here is in memory: once a macrotask has passed, every read that could happen has.
+    await new Promise((resolve) => setImmediate(resolve))
     expect(settled).toBe(false)
     bus.settle()
     expect(await read).toEqual(['acknowledged', 'tools_list_changed'])

@@ -65,20 +65,27 @@ describe('node:sqlite', () => {
   it.each([
     [
       "another tool's schema_migrations",
+      'schema_migrations',
       `CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, dirty INTEGER NOT NULL);
        INSERT INTO schema_migrations VALUES (1, 0), (2, 0), (3, 0), (4, 0), (5, 0), (6, 0)`,
     ],
     [
       "another project's d1_migrations",
+      'd1_migrations',
       `CREATE TABLE d1_migrations (id INTEGER PRIMARY KEY, name TEXT UNIQUE, applied_at TEXT);
        INSERT INTO d1_migrations (name) VALUES ('0001_init.sql'), ('0002_users.sql'),
          ('0003_orders.sql'), ('0004_index.sql'), ('0005_audit.sql')`,
     ],
-  ])('beside %s, the engine makes every one of its tables', async (_, setup) => {
+  ])('beside %s, the engine makes every one of its tables', async (_, bookkeeping, setup) => {
     const path = file(setup)
+    const theirs = read(path, `SELECT * FROM ${bookkeeping}`)
     const store = new SqliteEngineStore({ path })
-    await store.migrate()
-    await store.close()
+    try {
+      await store.migrate()
+    } finally {
+      await store.close()
+    }
+    expect(read(path, `SELECT * FROM ${bookkeeping}`)).toEqual(theirs)
     expect(tables(path)).toEqual(expect.arrayContaining(tablesOf(ENGINE_SQLITE_SCHEMA)))
     expect(
       read(path, 'SELECT min(version) AS first, max(version) AS last FROM mcp_schema')
@@ -92,8 +99,11 @@ describe('node:sqlite', () => {
        INSERT INTO schema_migrations VALUES (1, 0), (2, 0), (3, 0), (4, 0), (5, 0), (6, 0), (7, 0), (8, 0)`
     )
     const driver = new NodeSqliteDriver({ path })
-    await driver.migrate(BOOKMARKS)
-    await driver.close()
+    try {
+      await driver.migrate(BOOKMARKS)
+    } finally {
+      await driver.close()
+    }
     expect(tables(path)).toContain('bookmarks')
     expect(read(path, 'SELECT version FROM bookmarks_schema')).toEqual([{ version: 1 }])
   })
@@ -112,7 +122,12 @@ describe.skipIf(serverUrl === undefined)('PostgreSQL', () => {
     const scratch = await createScratchDatabase(serverUrl as string)
     scratches.push(scratch)
     const sql = postgres(scratch.url, { max: 1, onnotice: () => {} })
-    for (const statement of setup.split(';')) await sql.unsafe(statement)
+    try {
+      for (const statement of setup.split(';')) await sql.unsafe(statement)
+    } catch (error) {
+      await sql.end({ timeout: 5 })
+      throw error
+    }
     return { url: scratch.url, sql }
   }
 
@@ -128,9 +143,14 @@ describe.skipIf(serverUrl === undefined)('PostgreSQL', () => {
        INSERT INTO schema_migrations SELECT v, false FROM generate_series(1, 6) AS v`
     )
     try {
+      const theirs = await sql`SELECT * FROM schema_migrations ORDER BY version`
       const store = new PostgresEngineStore({ url })
-      await store.migrate()
-      await store.close()
+      try {
+        await store.migrate()
+      } finally {
+        await store.close()
+      }
+      expect(await sql`SELECT * FROM schema_migrations ORDER BY version`).toEqual(theirs)
       expect(await tables(sql)).toEqual(expect.arrayContaining(tablesOf(ENGINE_POSTGRES_SCHEMA)))
       expect(await sql`SELECT min(version) AS first, max(version) AS last FROM mcp_schema`).toEqual(
         [EVERY_STEP]

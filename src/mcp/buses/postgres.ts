@@ -101,8 +101,8 @@ export class PostgresEventBus implements EventBus {
     this.#channel = channel
     this.#logger = logger
     this.#sql = postgres(url, { max: 2, ...OUTAGE_CONNECTION_OPTIONS, onnotice: () => {} })
-    // `onnotify` (every NOTIFY heard on the connection) is the driver's, missing from its types.
-    const listening = {
+    // One connection that hears every NOTIFY on it (`onnotify`) and says when it is lost.
+    this.#listening = postgres(url, {
       max: 1,
       max_lifetime: null,
       fetch_types: false,
@@ -112,8 +112,7 @@ export class PostgresEventBus implements EventBus {
         if (heardOn === channel) this.#hear(payload)
       },
       onclose: () => this.#connectionLost(),
-    }
-    this.#listening = postgres(url, listening)
+    })
   }
 
   /**

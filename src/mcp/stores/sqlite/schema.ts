@@ -94,15 +94,16 @@ function* readSchemaFacts(
 ): Generator<SqliteStatement, SchemaFacts, SqliteRow[]> {
   const existing = yield { sql: SCHEMA_FACTS.tables, params: [schema.table] }
   const tables = new Set(existing.map((row) => String(row.name)))
+  if (tables.has(schema.table)) {
+    return { recorded: yield { sql: SCHEMA_FACTS.recorded(schema.table), params: [] }, legacy: [] }
+  }
+  // Only a schema whose own table is new adopts (module header): the older rows are read then.
   const legacy: SqliteRow[] = []
   const adopts = schema.adoptsSharedBookkeeping === true && tables.has(SHARED_BOOKKEEPING_MARK)
   for (const { table, sql } of SCHEMA_FACTS.legacy) {
     if (adopts && tables.has(table)) legacy.push(...(yield { sql, params: [] }))
   }
-  const recorded = tables.has(schema.table)
-    ? yield { sql: SCHEMA_FACTS.recorded(schema.table), params: [] }
-    : undefined
-  return { recorded, legacy }
+  return { recorded: undefined, legacy }
 }
 
 /**
